@@ -1,0 +1,5 @@
+"""``python -m ampcalc``."""
+
+from .cli import run
+
+run()

@@ -1,0 +1,376 @@
+"""The command line: parse options, call the engine, render, choose the exit code.
+
+No maths and no YAML here. ``main(argv) -> int`` is the one place that maps outcomes
+to exit codes: 0 ok, 1 a gate the user asked for failed (``--fail-above``), 2 bad
+input or a design outside its theorem's conditions (and internal errors), 3 a
+self-check found one of ampcalc's own bounds violated. The highest code wins.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+
+from .errors import AmpcalcError
+
+# typer may vendor its own click: find its ClickException through a public class.
+_ClickException: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    GATE_FAILED = 1
+    BAD_INPUT = 2
+    SELF_CHECK_FAILED = 3
+
+
+class Format(str, enum.Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"ampcalc {version()}\n")
+        raise typer.Exit(0)
+
+
+app = typer.Typer(
+    name="ampcalc",
+    help=(
+        "Privacy amplification by sampling: sound upper and lower bounds on the "
+        "population-level ε′ of an ε-DP mechanism run on a sample, and their inverses.\n\n"
+        "Example:  ampcalc bound examples/designs/srswor.yaml"
+    ),
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Privacy amplification by sampling: bounds on ε′ and their inverses."""
+
+
+# ---- shared options (defined once) -------------------------------------------------------
+DesignArg = Annotated[
+    str | None,
+    typer.Argument(
+        help="Design file (YAML); '-' reads standard input. Default: ./ampcalc.yaml.",
+        show_default=False,
+    ),
+]
+FormatOpt = Annotated[
+    Format | None,
+    typer.Option("--format", "-f", help="Output format: table, json or csv.", show_default=False),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Override a field, e.g. --set sampling.sample=500 (repeatable; value read as YAML).",
+        show_default=False,
+    ),
+]
+EpsilonOpt = Annotated[
+    float | None,
+    typer.Option("--epsilon", help="Override the mechanism's ε.", show_default=False),
+]
+
+
+def resolve_format(fmt: Format | None, as_json: bool) -> Format:
+    if as_json and fmt not in (None, Format.json):
+        raise typer.BadParameter(
+            "--json and --format csv/table contradict each other", param_hint="--format"
+        )
+    if as_json:
+        return Format.json
+    return fmt or Format.table
+
+
+def emit(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`): keep the exit code of the computation
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def rich_output() -> bool:
+    return sys.stdout.isatty()
+
+
+def say(message: str) -> None:
+    sys.stderr.write(message.rstrip("\n") + "\n")
+
+
+def load(design: str | None, overrides: Sequence[str] | None) -> Any:
+    from .design import load_designs
+
+    return load_designs(design if design is not None else None, overrides=overrides or ())
+
+
+# ---- commands ---------------------------------------------------------------------------
+
+
+@app.command()
+def bound(
+    design: DesignArg = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    set_: SetOpt = None,
+    epsilon: EpsilonOpt = None,
+    fail_above: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-above",
+            help="Exit 1 when any design's upper bound on ε′ is above this value or missing.",
+            show_default=False,
+        ),
+    ] = None,
+) -> int:
+    """Upper and lower bounds on ε′ (and δ′) for every design in the file.
+
+    Example:  ampcalc bound examples/designs/srswor.yaml --json
+    """
+    output = resolve_format(fmt, as_json)
+    from . import engine, render
+
+    designs = load(design, set_)
+    results = [engine.bound(d, epsilon=epsilon) for d in designs]
+    dicts = [r.to_dict() for r in results]
+    code = ExitCode.OK
+    for r in dicts:
+        if r.get("error"):
+            say(f"{r['name']}: {r['error']}")
+            code = max(code, ExitCode.BAD_INPUT)
+    if fail_above is not None:
+        for r in dicts:
+            upper = r["epsilon_prime"]["upper"]
+            if r.get("error"):
+                continue
+            if upper is None or upper > fail_above:
+                shown = "no upper bound" if upper is None else f"upper bound {upper:.6g}"
+                say(f"gate failed: {r['name']}: {shown} > {fail_above:g}")
+                code = max(code, ExitCode.GATE_FAILED)
+    if output is Format.json:
+        emit(render.render_json(render.envelope("bound", version(), {"results": dicts})))
+    elif output is Format.csv:
+        emit(render.render_csv(dicts))
+    else:
+        header, rows = render.bound_rows(dicts)
+        emit(render.render_table(header, rows, render.notes(dicts), rich_output=rich_output()))
+    return int(code)
+
+
+@app.command()
+def invert(
+    design: DesignArg = None,
+    target: Annotated[
+        float | None,
+        typer.Option(
+            "--target",
+            "-t",
+            help="Target ε′ for the population (default: the file's target.epsilon_prime).",
+            show_default=False,
+        ),
+    ] = None,
+    target_delta: Annotated[
+        float | None,
+        typer.Option("--target-delta", help="Target δ′ for the population.", show_default=False),
+    ] = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    set_: SetOpt = None,
+) -> int:
+    """Largest mechanism ε certified for a target ε′, and the ε above which it surely fails.
+
+    Example:  ampcalc invert examples/designs/srswor.yaml --target 1.0
+    """
+    output = resolve_format(fmt, as_json)
+    from . import engine, render
+
+    designs = load(design, set_)
+    results = [engine.invert(d, target, target_delta) for d in designs]
+    dicts = [r.to_dict() for r in results]
+    code = ExitCode.OK
+    for r in dicts:
+        if r.get("error"):
+            say(f"{r['name']}: {r['error']}")
+            code = max(code, ExitCode.BAD_INPUT)
+    if output is Format.json:
+        emit(render.render_json(render.envelope("invert", version(), {"results": dicts})))
+    elif output is Format.csv:
+        emit(render.render_csv(dicts))
+    else:
+        header, rows = render.invert_rows(dicts)
+        emit(render.render_table(header, rows, render.notes(dicts), rich_output=rich_output()))
+    return int(code)
+
+
+@app.command("schemes")
+def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> int:
+    """Every sampling scheme: its parameters, the relation M must satisfy, its basis.
+
+    Example:  ampcalc schemes --json
+    """
+    output = resolve_format(fmt, as_json)
+    from . import render, schemes
+
+    items = []
+    for s in schemes.all_schemes():
+        items.append(
+            {
+                "name": s.name,
+                "summary": s.summary,
+                "parameters": [
+                    {
+                        "name": f.name,
+                        "required": f.required,
+                        "domain": f.domain(),
+                        "doc": f.doc,
+                        "default": f.default,
+                    }
+                    for f in s.fields
+                ],
+                "mechanism_neighbours": s.mechanism_relation,
+                "guarantee_neighbours": [str(g) for g in s.guarantees],
+                "basis": list(s.basis),
+            }
+        )
+    if output is Format.json:
+        emit(render.render_json(render.envelope("schemes", version(), {"schemes": items})))
+    elif output is Format.csv:
+        emit(
+            render.render_csv(
+                {**i, "parameters": [p["name"] for p in i["parameters"]]} for i in items
+            )
+        )
+    else:
+        header = ["scheme", "parameters (* required)", "M's relation", "guarantee", "basis"]
+        rows = [
+            [
+                i["name"],
+                ", ".join(p["name"] + ("*" if p["required"] else "") for p in i["parameters"]),
+                i["mechanism_neighbours"],
+                ", ".join(i["guarantee_neighbours"]),
+                "; ".join(i["basis"]),
+            ]
+            for i in items
+        ]
+        footer = [f"{i['name']}: {i['summary']}" for i in items]
+        emit(render.render_table(header, rows, footer, rich_output=rich_output()))
+    return int(ExitCode.OK)
+
+
+@app.command()
+def validate(
+    design: DesignArg = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    set_: SetOpt = None,
+) -> int:
+    """Check a design file (syntax, fields, theorem conditions) without computing bounds.
+
+    Example:  ampcalc validate examples/designs/srswor.yaml
+    """
+    output = resolve_format(fmt, as_json)
+    from . import engine, render
+    from .errors import ConditionError
+
+    designs = load(design, set_)
+    dicts = []
+    code = ExitCode.OK
+    for d in designs:
+        entry: dict[str, Any] = {"name": d.name, "scheme": d.scheme, "valid": True}
+        try:
+            analysis = engine.analyse(d)
+            entry["conditions"] = list(analysis.conditions)
+            entry["warnings"] = list(analysis.warnings)
+        except ConditionError as err:
+            entry.update(valid=False, error=err.message)
+            say(f"{d.name}: {err.message}")
+            code = ExitCode.BAD_INPUT
+        dicts.append(entry)
+    if output is Format.json:
+        emit(render.render_json(render.envelope("validate", version(), {"results": dicts})))
+    elif output is Format.csv:
+        emit(render.render_csv(dicts))
+    else:
+        header = ["design", "scheme", "valid"]
+        rows = [[e["name"], e["scheme"], "yes" if e["valid"] else "error"] for e in dicts]
+        footer = []
+        for e in dicts:
+            if e.get("error"):
+                footer.append(f"{e['name']}: error: {e['error']}")
+        emit(render.render_table(header, rows, footer, rich_output=rich_output()))
+    return int(code)
+
+
+# ---- the boundary -------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ampcalc with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        rv = app(args=args, prog_name="ampcalc", standalone_mode=False)
+    except typer.Abort:
+        say("aborted")
+        return int(ExitCode.BAD_INPUT)
+    except _ClickException as err:
+        err.show()  # type: ignore[attr-defined]
+        return int(ExitCode.BAD_INPUT)
+    except AmpcalcError as err:
+        where = err.where
+        say(str(err) if where and where.file else f"ampcalc: error: {err}")
+        return int(ExitCode.BAD_INPUT)
+    except typer.Exit as err:  # pragma: no cover - typer returns these in non-standalone
+        return int(err.exit_code)
+    except Exception:
+        say("ampcalc: internal error, please report (set AMPCALC_DEBUG=1 for details)")
+        if os.environ.get("AMPCALC_DEBUG") == "1":
+            traceback.print_exc()
+        return int(ExitCode.BAD_INPUT)
+    if rv is None:
+        return int(ExitCode.OK)
+    return int(rv)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+# Further commands live in ampcalc/commands/<name>.py and attach themselves to ``app``
+# (each imports its heavy dependencies inside the command function).
+from .commands import register as _register_commands  # noqa: E402
+
+_register_commands()

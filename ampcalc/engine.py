@@ -1,0 +1,336 @@
+"""The engine: designs in, results out. Pure: no printing, no YAML, no exits.
+
+``bound`` evaluates a design's upper and lower bounds on ε′ (vectorised in ε) and
+the verdict; ``invert`` finds the largest mechanism ε the upper bound certifies for
+a target ε′ and the ε past which the lower bound surely breaks it. Closed-form
+inverses are used where a scheme has them, otherwise the generic monotone inversion
+in ``numeric``; either way the certificate is checked as evaluated, and the path
+taken is recorded in ``details.inverse``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from . import numeric, schemes
+from .errors import ConditionError, DesignError
+from .model import Design, Mechanism, Neighbours
+from .results import BoundResult, InvertResult, Verdict
+from .schemes.base import Analysis
+
+VERDICT_SLACK = 1e-12
+
+
+def with_epsilon(mechanism: Mechanism, epsilon: float) -> tuple[Mechanism, list[str]]:
+    """M with its declared ε replaced (an explicit ε_R keeps its ratio to ε)."""
+    notes: list[str] = []
+    changes: dict[str, Any] = {"epsilon": float(epsilon)}
+    if mechanism.releases is not None:
+        changes["releases"] = None
+        notes.append(
+            f"--epsilon {epsilon:g} replaces the total of the design's "
+            f"{len(mechanism.releases)} releases"
+        )
+    if mechanism.epsilon_replace_one is not None:
+        changes["epsilon_replace_one"] = (
+            mechanism.epsilon_replace_one / mechanism.epsilon * epsilon
+        )
+    return dataclasses.replace(mechanism, **changes), notes
+
+
+def analyse(design: Design, mechanism: Mechanism | None = None) -> Analysis:
+    """The scheme's analysis of a design (raises ``ConditionError`` on failed conditions)."""
+    scheme = schemes.get(design.scheme)
+    mech = mechanism if mechanism is not None else design.mechanism
+    guarantee = design.guarantee or scheme.guarantees[0]
+    if getattr(mech, "group_size", 1) > 1 and not scheme.supports_group_size:
+        supported = [n for n in schemes.names() if _supports_group(n)]
+        raise ConditionError(
+            f"group privacy (mechanism.group_size = {mech.group_size}) has no verified "
+            f"formula for the {design.scheme} scheme; schemes that support group_size: "
+            + ", ".join(supported)
+        )
+    params = design.params
+    bind = scheme.hooks.get("bind_target")
+    if bind is not None:
+        # schemes calibrated to the design's `target:` block see it with their params
+        params = bind(params, design.target)
+    return scheme.analyse(params, mech, guarantee)
+
+
+def _supports_group(name: str) -> bool:
+    try:
+        return bool(schemes.get(name).supports_group_size)
+    except Exception:  # a family that fails to import does not support it either
+        return False
+
+
+def _mechanism_notes(mechanism: Mechanism | None) -> list[str]:
+    if mechanism is None or mechanism.releases is None:
+        return []
+    k = len(mechanism.releases)
+    return [
+        f"ε′ covers all {k} releases together: basic composition gives M's ε = "
+        f"{mechanism.epsilon:g} (the sum) and δ = {mechanism.delta:g}, amplified once because "
+        "they run on the same sample. Amplifying each release and adding the results is "
+        "not valid for one sample."
+    ]
+
+
+def verdicts(
+    lower: np.ndarray | None, upper: np.ndarray | None, reference: np.ndarray
+) -> np.ndarray:
+    """Verdict per element (order: degrades, no-amplification, amplifies, no-guarantee)."""
+    ref = np.asarray(reference, dtype=float)
+    out = np.full(ref.shape, Verdict.INCONCLUSIVE.value, dtype=object)
+    decided = np.zeros(ref.shape, dtype=bool)
+    if lower is not None:
+        lo = np.asarray(lower, dtype=float)
+        deg = lo > ref * (1 + VERDICT_SLACK)
+        out[deg] = Verdict.DEGRADES.value
+        decided |= deg
+        noamp = ~decided & (lo >= ref * (1 - VERDICT_SLACK))
+        out[noamp] = Verdict.NO_AMPLIFICATION.value
+        decided |= noamp
+    if upper is None:
+        out[~decided] = Verdict.NO_GUARANTEE.value
+    else:
+        amp = ~decided & (np.asarray(upper, dtype=float) < ref)
+        out[amp] = Verdict.AMPLIFIES.value
+    return out
+
+
+def _scalar(x: Any, was_scalar: bool) -> Any:
+    if x is None:
+        return None
+    arr = np.asarray(x)
+    if was_scalar and arr.ndim == 0:
+        return arr.item()
+    if was_scalar and arr.size == 1:
+        return arr.reshape(()).item()
+    return arr
+
+
+def _failed(design: Design, err: ConditionError, kind: str, **fields: Any) -> Any:
+    scheme = schemes.get(design.scheme)
+    if kind == "bound":
+        mech = design.mechanism
+        return BoundResult(
+            name=design.name,
+            scheme=design.scheme,
+            epsilon=fields.get("epsilon", mech.epsilon if mech else None),
+            delta=mech.delta if mech else None,
+            lower=None,
+            upper=None,
+            delta_prime=None,
+            verdict=None,
+            epsilon_replace_one=None,
+            guarantee_neighbours=str(design.guarantee or scheme.guarantees[0]),
+            basis=scheme.basis,
+            error=err.message,
+        )
+    return InvertResult(
+        name=design.name,
+        scheme=design.scheme,
+        target_epsilon_prime=fields.get("target"),
+        target_delta_prime=fields.get("target_delta"),
+        certified=None,
+        impossible_above=None,
+        delta=None,
+        basis=scheme.basis,
+        error=err.message,
+    )
+
+
+def bound(design: Design, epsilon: Any = None) -> BoundResult:
+    """Upper and lower bounds on ε′ (and δ′, the verdict) for one design.
+
+    Args:
+        design: a validated design.
+        epsilon: override M's declared ε: a number, or an array for a vectorised
+            sweep (result fields are then arrays of its shape).
+    Returns:
+        A ``BoundResult``; a design outside its theorem's conditions gives a result
+        with ``error`` set and null bounds.
+    """
+    mech = design.mechanism
+    notes: list[str] = []
+    was_scalar = epsilon is None or np.ndim(epsilon) == 0
+    if epsilon is not None and mech is not None:
+        eps_arr = np.asarray(epsilon, dtype=float)
+        if np.any(~np.isfinite(eps_arr)) or np.any(eps_arr <= 0):
+            raise DesignError("epsilon must be finite and > 0")
+        if was_scalar:
+            mech, notes = with_epsilon(mech, float(eps_arr))
+    try:
+        analysis = analyse(design, mech)
+    except ConditionError as err:
+        extra = {} if epsilon is None else {"epsilon": epsilon}
+        return _failed(design, err, "bound", **extra)
+    if mech is not None:
+        eps = np.asarray(epsilon if epsilon is not None else mech.epsilon, dtype=float)
+    else:
+        eps = np.asarray(np.nan)
+    upper = analysis.upper(eps) if analysis.upper is not None else None
+    lower = analysis.lower(eps) if analysis.lower is not None else None
+    delta_prime = analysis.delta_prime(eps) if analysis.delta_prime is not None else None
+    reference = analysis.reference_epsilon(eps)
+    if analysis.calibrated:
+        verdict: Any = np.full(np.shape(eps), Verdict.CALIBRATED.value, dtype=object)
+    else:
+        verdict = verdicts(lower, upper, reference)
+    details = dict(analysis.details)
+    details["reference_epsilon"] = _scalar(reference, was_scalar)
+    eps_r = mech.epsilon_replace_one_of(eps) if mech is not None else None
+    return BoundResult(
+        name=design.name,
+        scheme=design.scheme,
+        epsilon=_scalar(eps, was_scalar) if mech is not None else None,
+        delta=mech.delta if mech is not None else None,
+        lower=_scalar(lower, was_scalar),
+        upper=_scalar(upper, was_scalar),
+        delta_prime=_scalar(delta_prime, was_scalar),
+        verdict=_scalar(verdict, was_scalar),
+        epsilon_replace_one=_scalar(eps_r, was_scalar),
+        guarantee_neighbours=str(analysis.guarantee_neighbours),
+        basis=analysis.basis,
+        conditions=analysis.conditions,
+        warnings=(*analysis.warnings, *_mechanism_notes(mech), *notes),
+        details=details,
+    )
+
+
+def certified_epsilon(analysis: Analysis, target: np.ndarray) -> tuple[np.ndarray, str]:
+    """Largest declared ε with upper(ε) <= target, as evaluated; and the path taken."""
+    assert analysis.upper is not None
+    upper = analysis.upper
+    if analysis.certified is not None:
+        cert = np.asarray(analysis.certified(target), dtype=float)
+        path = "closed-form"
+    else:
+        cert = numeric.largest_feasible(upper, target, target / 4.0, np.maximum(target, 1.0) * 4)
+        path = "root-finder"
+    # feasible by construction: re-check as evaluated (one-sided)
+    finite = np.isfinite(cert)
+    if np.any(finite):
+        ok = np.asarray(upper(np.where(finite, cert, 1.0)) <= target) | ~finite
+        if not np.all(ok):
+            cert = numeric.certify_down(upper, cert, target)
+    return cert, path
+
+
+def impossible_epsilon(analysis: Analysis, target: np.ndarray) -> tuple[np.ndarray, str]:
+    """Smallest declared ε with lower(ε) >= target, as evaluated (inf if never)."""
+    assert analysis.lower is not None
+    if analysis.impossible_above is not None:
+        return np.asarray(analysis.impossible_above(target), dtype=float), "closed-form"
+    found = numeric.smallest_reaching(
+        analysis.lower, target, target / 4.0, np.maximum(target, 1.0) * 4
+    )
+    return found, "root-finder"
+
+
+def invert(design: Design, target: Any = None, target_delta: float | None = None) -> InvertResult:
+    """Largest certified mechanism ε for a target ε′, and the ε past which it surely fails.
+
+    Args:
+        design: a validated design.
+        target: the population-level target ε′ (number or array); defaults to the
+            design's ``target.epsilon_prime``.
+        target_delta: the target δ′; defaults to ``target.delta_prime``. When given,
+            the result's ``delta`` is the largest δ M may use at the certified ε.
+    Returns:
+        An ``InvertResult`` (``error`` set, nulls, when conditions fail).
+    Raises:
+        DesignError: no target given, or a target that is not a number > 0.
+    """
+    if target is None and design.target is not None:
+        target = design.target.epsilon_prime
+    if target_delta is None and design.target is not None:
+        target_delta = design.target.delta_prime
+    if target is None:
+        raise DesignError(
+            f"design {design.name!r}: no target; give --target T or a `target: "
+            "{epsilon_prime: T}` block"
+        )
+    t = np.asarray(target, dtype=float)
+    if np.any(~np.isfinite(t)) or np.any(t <= 0):
+        raise DesignError("target ε′ must be finite and > 0")
+    if target_delta is not None and not 0 <= target_delta <= 1:
+        raise DesignError("target δ′ must be in [0, 1]")
+    was_scalar = t.ndim == 0
+    try:
+        analysis = analyse(design)
+    except ConditionError as err:
+        return _failed(design, err, "invert", target=target, target_delta=target_delta)
+    warnings = list(analysis.warnings) + _mechanism_notes(design.mechanism)
+    details: dict[str, Any] = {}
+    certified: Any = None
+    impossible: Any = None
+    if analysis.upper is None:
+        warnings.append("the theory gives no upper bound for this design: no ε is certified")
+        details["inverse"] = None
+    else:
+        cert, path = certified_epsilon(analysis, t)
+        details["inverse"] = path
+        if np.any(np.isnan(cert)):
+            warnings.append(
+                "no mechanism ε meets the target: the upper bound exceeds it even as ε → 0"
+            )
+        if np.any(np.isposinf(cert)):
+            warnings.append("every mechanism ε meets the target: the upper bound stays below it")
+            details["certified_unbounded"] = True
+        certified = np.where(np.isfinite(cert), cert, np.nan)
+    if analysis.lower is not None:
+        imp, ipath = impossible_epsilon(analysis, t)
+        details["inverse_lower"] = ipath
+        if np.any(np.isposinf(imp)):
+            warnings.append("the lower bound never reaches the target: no ε is known to break it")
+        impossible = np.where(np.isfinite(imp), imp, np.nan)
+    delta: Any = None
+    if target_delta is not None and certified is not None and analysis.mechanism_delta:
+        d = np.asarray(analysis.mechanism_delta(float(target_delta), certified), dtype=float)
+        if np.any(d >= 1):
+            warnings.append(
+                f"target δ′ = {target_delta:g} does not constrain M's δ (any δ < 1 meets it)"
+            )
+        if np.any(np.isnan(d)):
+            warnings.append(
+                "M's δ for the target cannot be derived from the stated replace-one δ; "
+                "give M's δ directly"
+            )
+        delta = np.where(d < 1, d, np.nan)
+    elif target_delta is not None:
+        warnings.append("no δ inversion is available for this design")
+    knob: Any = None
+    if analysis.invert_details is not None:
+        details.update(analysis.invert_details(t))
+        knob = details.pop("knob", None)
+    if design.mechanism is not None and design.mechanism.releases is not None:
+        warnings.append(
+            f"the certified ε is the total over all {len(design.mechanism.releases)} releases "
+            "(split it among them as you like: their sum must not exceed it)"
+        )
+    if (
+        design.mechanism is not None
+        and design.mechanism.neighbours is Neighbours.ADD_REMOVE
+        and design.mechanism.replace_one_ratio() != 1.0
+        and analysis.guarantee_neighbours is Neighbours.REPLACE_ONE
+    ):
+        details["epsilon_replace_one_ratio"] = design.mechanism.replace_one_ratio()
+    return InvertResult(
+        name=design.name,
+        scheme=design.scheme,
+        target_epsilon_prime=_scalar(t, was_scalar),
+        target_delta_prime=target_delta,
+        certified=_scalar(certified, was_scalar),
+        impossible_above=_scalar(impossible, was_scalar),
+        delta=_scalar(delta, was_scalar),
+        basis=analysis.basis,
+        warnings=tuple(warnings),
+        details=details,
+        knob=knob,
+    )

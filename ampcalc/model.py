@@ -1,0 +1,153 @@
+"""Frozen data shared by every layer: relations, mechanisms, targets and designs.
+
+A design states everything a bound needs (the ``dp_accounting`` rule: events are
+plain data; the engine interprets them). Nothing here computes a bound.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import Where
+
+
+class Neighbours(str, enum.Enum):
+    """The one neighbouring-relation enum. Values are the YAML/JSON spellings."""
+
+    ADD_REMOVE = "add-remove"
+    REPLACE_ONE = "replace-one"
+    BOTH = "both"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Release:
+    """One analysis run on the sample (an element of ``mechanism.releases``)."""
+
+    epsilon: float
+    delta: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mechanism:
+    """The mechanism M that runs on the sample.
+
+    Attributes:
+        epsilon: M's ε as declared (> 0). With ``releases`` it is their sum
+            (basic composition: everything run on one sample is amplified once).
+        delta: M's δ as declared (the sum of the releases' δ).
+        neighbours: the relation under which ``epsilon`` holds. ``both`` states
+            M is (ε, δ)-DP under add-remove and under replace-one (e.g. a count).
+        epsilon_replace_one: add-remove only: M's ε under replace-one when known
+            from the mechanism's own analysis; by default 2ε (000 §2.2).
+        delta_replace_one: add-remove only: M's δ under replace-one; needed
+            with an explicit ``epsilon_replace_one`` when δ > 0.
+        releases: the individual releases, when declared that way.
+        group_size: g >= 1 records of one unit (a household) that may all change
+            together; only schemes with ``supports_group_size`` accept g > 1.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    neighbours: Neighbours = Neighbours.ADD_REMOVE
+    epsilon_replace_one: float | None = None
+    delta_replace_one: float | None = None
+    releases: tuple[Release, ...] | None = None
+    group_size: int = 1
+
+    # --- derived parameters, as functions of the declared ε (vectorised) -------
+    def replace_one_ratio(self) -> float:
+        """ε_R / ε, kept fixed while inversions and sweeps vary the declared ε.
+
+        ``replace-one``/``both``: 1. ``add-remove``: ``epsilon_replace_one / epsilon``
+        capped at 2 (an ε-DP add-remove mechanism is 2ε-DP under replace-one, so a
+        larger stated value is never binding), else 2.
+        """
+        if self.neighbours is not Neighbours.ADD_REMOVE:
+            return 1.0
+        if self.epsilon_replace_one is None:
+            return 2.0
+        return min(self.epsilon_replace_one / self.epsilon, 2.0)
+
+    def epsilon_replace_one_of(self, eps: Any) -> np.ndarray:
+        """M's replace-one ε_R for declared ε (array in, array out)."""
+        eps = np.asarray(eps, dtype=float)
+        ratio = self.replace_one_ratio()
+        if ratio == 1.0:
+            return eps
+        if ratio == 2.0:
+            return 2.0 * eps  # exact in binary floating point
+        # explicit ε_R: keep ε_R exactly as stated at the declared ε
+        return np.where(eps == self.epsilon, self.effective_epsilon_replace_one(), eps * ratio)
+
+    def effective_epsilon_replace_one(self) -> float:
+        """ε_R at the declared ε."""
+        if self.neighbours is not Neighbours.ADD_REMOVE:
+            return self.epsilon
+        if self.epsilon_replace_one is None:
+            return 2.0 * self.epsilon
+        return min(self.epsilon_replace_one, 2.0 * self.epsilon)
+
+    def epsilon_add_remove_known(self) -> bool:
+        """False for ``replace-one``: M's add-remove ε is then unknown."""
+        return self.neighbours is not Neighbours.REPLACE_ONE
+
+    def delta_replace_one_of(self, eps: Any) -> np.ndarray:
+        """M's replace-one δ_R for declared ε.
+
+        ``replace-one``/``both``: δ. ``add-remove`` with the default ε_R = 2ε: group
+        privacy for two records gives δ_R = (1 + e^ε)δ. With an explicit
+        ``epsilon_replace_one``, ``delta_replace_one`` (validated to be given when
+        δ > 0).
+        """
+        eps = np.asarray(eps, dtype=float)
+        if self.neighbours is not Neighbours.ADD_REMOVE or self.delta == 0.0:
+            return np.full_like(eps, self.delta)
+        if self.epsilon_replace_one is not None and self.delta_replace_one is not None:
+            return np.full_like(eps, self.delta_replace_one)
+        with np.errstate(over="ignore"):
+            return np.minimum((1.0 + np.exp(eps)) * self.delta, 1.0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Target:
+    """A population-level privacy target: ε′ and optionally δ′."""
+
+    epsilon_prime: float | None = None
+    delta_prime: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Design:
+    """One validated design: a mechanism run on a sample drawn by a scheme.
+
+    Attributes:
+        name: display name (defaults to the file stem, or ``stem[i]`` in a list).
+        scheme: the ``sampling.scheme`` name, a key of ``schemes.REGISTRY``.
+        params: the scheme's own frozen ``Params`` dataclass.
+        mechanism: M, or ``None`` for schemes calibrated to a ``target``.
+        guarantee: the relation the user asked the guarantee for (``None``: the
+            scheme's natural one).
+        target: the top-level ``target`` block, when given.
+        where: where the design starts in its file.
+        field_where: dotted field path (relative to the design) -> place in the file.
+    """
+
+    name: str
+    scheme: str
+    params: Any
+    mechanism: Mechanism | None
+    guarantee: Neighbours | None = None
+    target: Target | None = None
+    where: Where | None = None
+    field_where: dict[str, Where] = field(default_factory=dict, compare=False, repr=False)
+
+    def locate(self, path: str) -> Where | None:
+        """The place in the input of a field given relative to this design."""
+        return self.field_where.get(path, self.where)

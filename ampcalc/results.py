@@ -1,0 +1,136 @@
+"""Result objects. ``to_dict()`` *is* the JSON contract (README, "JSON contract").
+
+Bounds are ``None`` where the theory gives none: never NaN, never infinity standing
+in for "unknown". Fields may hold numpy arrays when the engine was called with an
+array of ε (the Python API's vectorised use); ``to_dict`` then emits lists.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+class Verdict(str, enum.Enum):
+    """What sampling does to M's privacy, checked in this order (1e-12 relative slack)."""
+
+    DEGRADES = "degrades"  # lower > ε: some mechanism loses more than without sampling
+    NO_AMPLIFICATION = "no-amplification"  # lower >= ε
+    AMPLIFIES = "amplifies"  # upper < ε
+    NO_GUARANTEE = "no-guarantee"  # the theory gives no upper bound
+    INCONCLUSIVE = "inconclusive"
+    CALIBRATED = "calibrated"  # the scheme builds the mechanism to meet a target exactly
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def plain(value: Any) -> Any:
+    """numpy scalars/arrays -> Python floats/lists; NaN -> None (never a number)."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return plain(value.item())
+        return [plain(v) for v in value.tolist()]
+    if isinstance(value, (np.floating, float)):
+        v = float(value)
+        return None if math.isnan(v) else v
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoundResult:
+    """The answer of ``ampcalc bound`` for one design (fields as in the JSON)."""
+
+    name: str
+    scheme: str
+    epsilon: Any
+    delta: float | None
+    lower: Any
+    upper: Any
+    delta_prime: Any
+    verdict: Any
+    epsilon_replace_one: Any
+    guarantee_neighbours: str | None
+    basis: Sequence[str] = ()
+    conditions: Sequence[str] = ()
+    warnings: Sequence[str] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "scheme": self.scheme,
+            "epsilon": plain(self.epsilon),
+            "delta": plain(self.delta),
+            "epsilon_prime": {"lower": plain(self.lower), "upper": plain(self.upper)},
+            "delta_prime": plain(self.delta_prime),
+            "verdict": plain(self.verdict),
+            "epsilon_replace_one": plain(self.epsilon_replace_one),
+            "guarantee_neighbours": self.guarantee_neighbours,
+            "basis": list(self.basis),
+            "conditions": list(self.conditions),
+            "warnings": list(self.warnings),
+            "details": plain(dict(self.details)),
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class InvertResult:
+    """The answer of ``ampcalc invert`` for one design (fields as in the JSON)."""
+
+    name: str
+    scheme: str
+    target_epsilon_prime: Any
+    target_delta_prime: float | None
+    certified: Any
+    impossible_above: Any
+    delta: Any
+    basis: Sequence[str] = ()
+    warnings: Sequence[str] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    knob: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "scheme": self.scheme,
+            "target": {
+                "epsilon_prime": plain(self.target_epsilon_prime),
+                "delta_prime": plain(self.target_delta_prime),
+            },
+            "epsilon": {
+                "certified": plain(self.certified),
+                "impossible_above": plain(self.impossible_above),
+            },
+            "delta": plain(self.delta),
+            "basis": list(self.basis),
+            "warnings": list(self.warnings),
+            "details": plain(dict(self.details)),
+        }
+        if self.knob is not None:
+            out["knob"] = plain(dict(self.knob))
+        if self.error is not None:
+            out["error"] = self.error
+        return out

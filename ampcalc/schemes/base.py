@@ -1,0 +1,174 @@
+"""What a scheme family provides: its fields (as data), its analysis, its metadata.
+
+A scheme module defines a frozen ``Params`` dataclass, a tuple of ``Field`` specs
+(the loader validates ``sampling:`` against them: types, domains, did-you-mean),
+an optional ``check`` for cross-field rules (bad input), and ``analyse``, which
+turns validated params and the mechanism into an ``Analysis``: pure, vectorised
+closures of the declared mechanism ε. The engine does the rest (verdict,
+inversion, outward-rounding checks). Nothing here prints, reads YAML or exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..model import Mechanism, Neighbours
+
+BoundFn = Callable[[np.ndarray], np.ndarray]
+"""Declared mechanism ε (array) -> bound on ε′ (array of the same shape)."""
+
+InverseFn = Callable[[np.ndarray], np.ndarray]
+"""Target ε′ (array) -> declared mechanism ε (array)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Field:
+    """One key of a scheme's ``sampling:`` block, as data.
+
+    Attributes:
+        name: the YAML key.
+        kind: ``int`` | ``float`` | ``str`` | ``choice`` | ``bool`` | ``any``.
+        doc: one line for ``ampcalc schemes`` and error messages.
+        required: the key must be present.
+        default: value when absent (ignored when required).
+        low, high: numeric domain ends; ``low_open``/``high_open`` exclude them.
+        choices: allowed values for ``choice``.
+    """
+
+    name: str
+    kind: str
+    doc: str
+    required: bool = False
+    default: Any = None
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] = ()
+
+    def domain(self) -> str:
+        """The domain in words, e.g. ``a number in (0, 1]``."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        noun = {"int": "a whole number", "float": "a number", "str": "a string"}.get(
+            self.kind, self.kind
+        )
+        if self.low is None and self.high is None:
+            return noun
+        lo = "-inf" if self.low is None else _num(self.low)
+        hi = "inf" if self.high is None else _num(self.high)
+        left = "(" if self.low_open or self.low is None else "["
+        right = ")" if self.high_open or self.high is None else "]"
+        return f"{noun} in {left}{lo}, {hi}{right}"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else repr(x)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Problem:
+    """A cross-field validation problem found by a scheme's ``check``."""
+
+    field: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Analysis:
+    """A scheme's answer for one design: bounds as pure functions of the declared ε.
+
+    Attributes:
+        guarantee_neighbours: the relation ε′ holds under.
+        reference_epsilon: M's ε under that relation (the unsampled loss, for the
+            verdict), as a function of the declared ε.
+        upper: guarantee on ε′ (rounded up), or ``None``: the theory gives none.
+        lower: ε′ of some mechanism and neighbouring pair (rounded down), or ``None``.
+        delta_prime: δ′ of the guarantee, or ``None`` where the theory gives none.
+        certified: closed-form largest declared ε with upper <= T (rounded down),
+            or ``None``: the engine inverts ``upper`` numerically.
+        impossible_above: closed-form smallest declared ε with lower >= T (rounded
+            up), or ``None``: numeric inversion of ``lower``.
+        mechanism_delta: (target δ′, declared ε) -> largest M δ meeting δ′, or
+            ``None`` when not available.
+        basis: paper file names and theorems.
+        conditions: the theorem's conditions, as checked (in words).
+        warnings: what a user must know (corrections, assumptions, labels).
+        details: scheme-specific JSON-able figures (pinned keys per scheme).
+        calibrated: the scheme builds its mechanism to meet a target exactly
+            (verdict ``calibrated``).
+        invert_details: target ε′ -> extra ``details`` for ``invert`` (e.g.
+            per-stratum certified ε, the largest cluster size meeting the target).
+    """
+
+    guarantee_neighbours: Neighbours
+    reference_epsilon: BoundFn
+    upper: BoundFn | None
+    lower: BoundFn | None
+    delta_prime: BoundFn | None
+    certified: InverseFn | None = None
+    impossible_above: InverseFn | None = None
+    mechanism_delta: Callable[[float, np.ndarray], np.ndarray] | None = None
+    basis: tuple[str, ...] = ()
+    conditions: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+    calibrated: bool = False
+    invert_details: Callable[[np.ndarray], Mapping[str, Any]] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scheme:
+    """A registry entry: plain data plus pure functions (style guide §2.3).
+
+    Attributes:
+        name: the YAML ``scheme:`` value.
+        summary: one line for ``ampcalc schemes``.
+        params: the frozen ``Params`` dataclass built from ``sampling:``.
+        fields: the keys of ``sampling:`` (besides ``scheme``).
+        mechanism_relation: in words, the relation M's ε must hold under.
+        guarantees: relations a guarantee can be asked for; the first is natural.
+        basis: the papers and theorems behind it.
+        analyse: (params, mechanism, guarantee) -> Analysis; raises
+            ``ConditionError`` naming the theorem and the failed condition.
+        check: cross-field validation (bad input), returns problems.
+        example: parameters for contract tests and ``ampcalc schemes``.
+        mechanism_form: which ``mechanism:`` form the loader accepts
+            (``epsilon``: ``epsilon``/``releases`` with ``delta``, ``neighbours``).
+        max_delta: M's δ must lie in [0, max_delta).
+        parse_params: (validated top-level field values, ``validate.Reader``) ->
+            Params, for schemes with nested blocks or files (``kind="any"`` fields are
+            passed through raw, with marks, for it to validate); default
+            ``params(**values)``.
+        parse_mechanism: with ``mechanism_form="custom"``: (raw ``mechanism:``
+            block, Reader) -> the scheme's own mechanism object (e.g. a privacy
+            profile). ``mechanism_form="none"``: no mechanism; the scheme is
+            calibrated to the ``target:`` block (``needs_target=True``).
+        needs_target: the design must carry ``target: {epsilon_prime, ...}``.
+        supports_group_size: the scheme handles ``mechanism.group_size > 1``.
+        hooks: optional family-specific functions used by other commands, by name
+            (e.g. ``"verify"``: tiny-instance enumeration for ``ampcalc verify``;
+            ``"compare"``: accuracy columns for ``ampcalc compare``).
+    """
+
+    name: str
+    summary: str
+    params: type
+    fields: tuple[Field, ...]
+    mechanism_relation: str
+    guarantees: tuple[Neighbours, ...]
+    basis: tuple[str, ...]
+    analyse: Callable[[Any, Mechanism, Neighbours], Analysis]
+    check: Callable[[Any], list[Problem]] = lambda params: []
+    example: Mapping[str, Any] = field(default_factory=dict)
+    mechanism_form: str = "epsilon"
+    max_delta: float = 1.0
+    parse_params: Callable[[dict[str, Any], Any], Any] | None = None
+    parse_mechanism: Callable[[Any, Any], Any] | None = None
+    needs_target: bool = False
+    supports_group_size: bool = False
+    hooks: Mapping[str, Callable[..., Any]] = field(default_factory=dict)

@@ -1,0 +1,64 @@
+"""Start-up cost: median wall time of ``ampcalc bound examples/designs/srswor.yaml --json``
+next to a minimal typer command with the same stack (``baseline_cli.py``), alternating
+the two over several runs. Target (core): ratio <= 1.2.
+
+Usage: python benchmarks/bench_startup.py [--runs 21]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DESIGN = ROOT / "examples" / "designs" / "srswor.yaml"
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def measure(runs: int) -> dict[str, float]:
+    exe = shutil.which("ampcalc")
+    tool = [exe] if exe else [sys.executable, "-m", "ampcalc"]
+    tool += ["bound", str(DESIGN), "--json"]
+    base = [sys.executable, str(ROOT / "benchmarks" / "baseline_cli.py"), str(DESIGN)]
+    timed(tool), timed(base)  # warm the file cache
+    t_tool, t_base = [], []
+    for _ in range(runs):
+        t_tool.append(timed(tool))
+        t_base.append(timed(base))
+    med_tool, med_base = statistics.median(t_tool), statistics.median(t_base)
+    return {
+        "ampcalc_bound_json_s": med_tool,
+        "baseline_stack_s": med_base,
+        "ratio": med_tool / med_base,
+        "target_ratio": 1.2,
+        "runs": runs,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=21)
+    args = parser.parse_args()
+    res = measure(args.runs)
+    print(f"{'figure':32} {'measured':>10}  target")
+    print(f"{'ampcalc bound --json (median)':32} {res['ampcalc_bound_json_s']:>9.3f}s")
+    print(f"{'typer+numpy+yaml+rich (median)':32} {res['baseline_stack_s']:>9.3f}s")
+    met = "met" if res["ratio"] <= res["target_ratio"] else "NOT met"
+    print(f"{'ratio':32} {res['ratio']:>10.2f}  <= 1.2 ({met})")
+    print(json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""Keep the README's example output real: re-run every marked command and paste its output.
+
+A block in README.md of the form
+
+    <!-- run: ampcalc bound examples/designs/srswor.yaml -->
+    ```console
+    $ ampcalc bound examples/designs/srswor.yaml
+    ...output...
+    ```
+
+is regenerated from a real run (stdout, not a terminal, so plain text). Usage:
+``python scripts/readme.py`` rewrites README.md; ``--check`` exits 1 if any block differs
+(the test suite runs the check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+BLOCK = re.compile(r"(<!-- run: (?P<cmd>.+?) -->\n```console\n)(?P<body>.*?)(```)", re.DOTALL)
+
+
+def run(cmd: str) -> str:
+    env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
+    env.pop("AMPCALC_DEBUG", None)
+    args = shlex.split(cmd)
+    if args[0] == "ampcalc":
+        args = [sys.executable, "-m", "ampcalc", *args[1:]]
+    proc = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    text = proc.stdout
+    if proc.returncode != 0:
+        text += proc.stderr
+        text += f"[exit {proc.returncode}]\n"
+    return f"$ {cmd}\n{text}"
+
+
+def render(text: str) -> str:
+    return BLOCK.sub(lambda m: m.group(1) + run(m.group("cmd")) + m.group(4), text)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    old = README.read_text(encoding="utf-8")
+    new = render(old)
+    if args.check:
+        if new != old:
+            sys.stderr.write("README.md output blocks are stale: run python scripts/readme.py\n")
+            return 1
+        return 0
+    README.write_text(new, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""Shared test fixtures: hypothesis profile, CLI runners, example designs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "designs"
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=200,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", deadline=None, max_examples=100)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict:
+        return json.loads(self.stdout)
+
+
+def _exe() -> list[str]:
+    found = shutil.which("ampcalc")
+    return [found] if found else [sys.executable, "-m", "ampcalc"]
+
+
+def run_ampcalc(
+    *args: str,
+    expect: int = 0,
+    stdin: str | None = None,
+    env: dict | None = None,
+    cwd: Path | None = None,
+) -> Run:
+    """Run the installed console script; fail unless it exits with ``expect``."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("AMPCALC_DEBUG", None)
+    proc = subprocess.run(
+        [*_exe(), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd or ROOT,
+        timeout=120,
+    )
+    run = Run(proc.returncode, proc.stdout, proc.stderr)
+    assert run.code == expect, (
+        f"exit {run.code}, expected {expect}\nstdout:\n{run.stdout}\nstderr:\n{run.stderr}"
+    )
+    assert "Traceback" not in run.stderr
+    return run
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str, expect: int = 0) -> Run:
+    """Run ``ampcalc.cli.main`` in-process; fail unless it returns ``expect``."""
+    from ampcalc.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    run = Run(code, out, err)
+    assert code == expect, f"exit {code}, expected {expect}\nstdout:\n{out}\nstderr:\n{err}"
+    assert "Traceback" not in err
+    return run
+
+
+@pytest.fixture
+def ampcalc_cli():
+    return run_ampcalc
+
+
+def example_designs() -> list[Path]:
+    return sorted(EXAMPLES.glob("*.yaml"))
