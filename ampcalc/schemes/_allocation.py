@@ -1,0 +1,124 @@
+"""Allocation arithmetic for stratified designs (no privacy maths here).
+
+Neyman allocation with capping and largest-remainder apportionment, the exact
+one-record update of a stratum's size, mean and standard deviation, deterministic
+proportional rounding, and the Pareto front used to take a maximum over strata of
+a bound that increases in two per-stratum parameters.
+
+Basis: 000_97a39a4c524f603f.txt §7.2 and Appendix E.1 (Neyman allocation, the
+worst neighbour); spec ``bun-drechsler-hu-formulas.md`` §8.3 (the apportionment is
+unspecified in the paper: the rule used here is documented in ``neyman``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def neyman(size: np.ndarray, sd: np.ndarray, total: int) -> np.ndarray:
+    """Neyman allocation m_h ∝ N_h·S_h of ``total`` sample records, capped at m_h <= N_h.
+
+    Procedure (000_97a39a4c524f603f.txt §7.2 gives the proportionality only):
+      1. shares m·N_h·S_h / Σ N_j·S_j over the strata not yet capped; every stratum
+         whose share exceeds N_h takes its whole stratum (m_h = N_h, a census) and the
+         remaining total is shared again among the rest, until no share exceeds N_h;
+      2. largest remainder (Hamilton) apportionment: each stratum gets ⌊share⌋, and the
+         records still missing go one each to the largest fractional parts (ties to the
+         earlier stratum), never beyond N_h.
+    If every remaining stratum has S_h = 0, the rest is shared in proportion to N_h.
+
+    Args:
+        size: N_h (integers >= 0). sd: S_h >= 0. total: m, 0 <= m <= Σ N_h.
+    Returns:
+        integer allocation (int64) summing to ``total``.
+    """
+    n = np.asarray(size, dtype=np.int64)
+    s = np.asarray(sd, dtype=float)
+    k = n.size
+    capped = np.zeros(k, dtype=bool)
+    share = np.zeros(k, dtype=float)
+    for _ in range(k + 1):
+        rest = total - int(n[capped].sum())
+        free = ~capped
+        w = n[free] * s[free]
+        if w.sum() <= 0:
+            w = n[free].astype(float)
+        tot = w.sum()
+        share = np.zeros(k, dtype=float)
+        share[capped] = n[capped]
+        if tot > 0:
+            share[free] = rest * w / tot
+        over = free & (share > n)
+        if not over.any():
+            break
+        capped |= over
+    base = np.minimum(np.floor(share).astype(np.int64), n)
+    missing = total - int(base.sum())
+    if missing > 0:
+        frac = share - base
+        frac[base >= n] = -1.0
+        order = np.lexsort((np.arange(k), -frac))
+        give = order[:missing]
+        base[give] += 1
+    return base
+
+
+@dataclass(frozen=True, slots=True)
+class StratumStats:
+    """A stratum's size, mean and standard deviation S (divisor N − 1)."""
+
+    size: int
+    mean: float
+    sd: float
+
+
+def remove_record(stats: StratumStats, value: float) -> StratumStats:
+    """The stratum after removing one record of ``value`` (exact one-record update).
+
+    Sum of squares SS = (N − 1)S²; removing x: μ′ = (Nμ − x)/(N − 1),
+    SS′ = SS − (x − μ)(x − μ′), S′² = SS′/(N − 2). A stratum left with fewer than
+    two records has S′ = 0.
+    """
+    n = stats.size
+    if n <= 1:
+        return StratumStats(0, 0.0, 0.0)
+    mu2 = (n * stats.mean - value) / (n - 1)
+    ss = (n - 1) * stats.sd**2 - (value - stats.mean) * (value - mu2)
+    sd2 = float(np.sqrt(max(ss, 0.0) / (n - 2))) if n - 1 >= 2 else 0.0
+    return StratumStats(n - 1, mu2, sd2)
+
+
+def add_record(stats: StratumStats, value: float) -> StratumStats:
+    """The stratum after adding one record of ``value``: μ′ = (Nμ + x)/(N + 1),
+    SS′ = SS + (x − μ)(x − μ′), S′² = SS′/N."""
+    n = stats.size
+    mu2 = (n * stats.mean + value) / (n + 1)
+    ss = max(n - 1, 0) * stats.sd**2 + (value - stats.mean) * (value - mu2)
+    return StratumStats(n + 1, mu2, float(np.sqrt(max(ss, 0.0) / n)) if n >= 1 else 0.0)
+
+
+def round_proportional(rate: np.ndarray, size: np.ndarray, rule: str) -> np.ndarray:
+    """Deterministic r·N_h rounded by ``rule``: ``nearest`` = round half up ⌊rN + ½⌋
+    (spec §11 item 12: not Python's banker's rounding), ``floor`` = ⌊rN⌋."""
+    x = np.asarray(rate, dtype=float) * np.asarray(size, dtype=float)
+    if rule == "nearest":
+        return np.floor(x + 0.5).astype(np.int64)
+    return np.floor(x).astype(np.int64)
+
+
+def pareto_front(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (a, b) not dominated by another pair (both coordinates >=).
+
+    A bound increasing in a and in b takes its maximum over all pairs on this front,
+    which is usually a handful of points even for 10⁵ strata.
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    order = np.lexsort((-b, -a))
+    a_s, b_s = a[order], b[order]
+    run = np.maximum.accumulate(b_s)
+    keep = np.ones(a_s.size, dtype=bool)
+    keep[1:] = b_s[1:] > run[:-1]
+    return a_s[keep], b_s[keep]

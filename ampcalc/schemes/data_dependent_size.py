@@ -1,0 +1,249 @@
+"""Data-dependent sample size: a deterministic allocation f with sensitivity Δ.
+
+C_f draws f(P) records without replacement, where f depends on the data, with
+Δ = max |f(P) − f(P′)| over add-remove neighbours.
+
+Basis: 000_97a39a4c524f603f.txt §4.1 (the noisy-count witness: ε′ >= Δε) and
+Lemma B.1 (Appendix B, upper bound), read with M ε-DP under add-remove as spec §4.2
+explains. 001_4ef689e3bef19c3a.txt Lemma 2.1/3.1 claim (GS_f·ε)-DP; only its lower
+half holds (spec §4.1, §11.20).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import numeric
+from ..errors import ConditionError
+from ..model import Mechanism, Neighbours
+from ..papers import BUN_2020_WP, BUN_2022, cite
+from .base import Analysis, Field, Problem, Scheme
+
+MAX_EXACT_INT = 2**53
+BASIS = (
+    cite(BUN_2022, "§4.1"),
+    cite(BUN_2022, "Lemma B.1"),
+    cite(BUN_2020_WP, "Lemma 2.1, 3.1 (lower half)"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    """A sample whose size is a deterministic function f of the data.
+
+    Attributes:
+        population: N = |P|, the size of the dataset at hand.
+        sample: m = f(P), the number of records drawn (without replacement) from it;
+            needed for the upper bound (scalar sensitivity only).
+        sensitivity: Δ = max |f(P) − f(P′)| over add-remove neighbours (whole number
+            >= 0), for one sample from the whole population.
+        sensitivity_l1: alternatively, the L1 sensitivity of a vector allocation
+            (strata), for mechanisms releasing every stratum count; lower bound only.
+    """
+
+    population: int
+    sample: int | None = None
+    sensitivity: int | None = None
+    sensitivity_l1: int | None = None
+
+
+FIELDS = (
+    Field(
+        name="population",
+        kind="int",
+        doc="population size N = |P|",
+        required=True,
+        low=1,
+        high=MAX_EXACT_INT,
+    ),
+    Field(
+        name="sample",
+        kind="int",
+        doc="allocated sample size m = f(P), 0 <= m <= N",
+        low=0,
+        high=MAX_EXACT_INT,
+    ),
+    Field(
+        name="sensitivity",
+        kind="int",
+        doc="allocation sensitivity Δ = max |f(P) − f(P′)|",
+        low=0,
+        high=MAX_EXACT_INT,
+    ),
+    Field(
+        name="sensitivity_l1",
+        kind="int",
+        doc="L1 sensitivity of a vector (per-stratum) allocation; lower bound only",
+        low=0,
+        high=MAX_EXACT_INT,
+    ),
+)
+
+
+def check(params: Params) -> list[Problem]:
+    """Exactly one sensitivity; a scalar one needs the sample size m <= N."""
+    if (params.sensitivity is None) == (params.sensitivity_l1 is None):
+        return [
+            Problem(
+                field="sensitivity",
+                message="give exactly one of `sensitivity` "
+                "(scalar allocation) and `sensitivity_l1` (vector allocation)",
+            )
+        ]
+    if params.sensitivity is not None:
+        if params.sample is None:
+            return [
+                Problem(
+                    field="sensitivity",
+                    message="`sensitivity` needs `sample` (m = f(P), the allocated sample size)",
+                )
+            ]
+        if params.sample > params.population:
+            return [
+                Problem(
+                    field="sample",
+                    message=f"sample {params.sample} is larger than "
+                    f"population {params.population}; expected 0 <= sample <= "
+                    "population",
+                )
+            ]
+    return []
+
+
+def upper_epsilon(
+    eps_add_remove: np.ndarray, *, population: int, sample: int, sensitivity: int
+) -> np.ndarray:
+    """Upper bound (a guarantee) on ε′ for a deterministic allocation of sensitivity Δ.
+
+    Basis: 000_97a39a4c524f603f.txt Lemma B.1 (Appendix B), with M ε-DP under
+        add-remove (spec §4.2: the proof's couplings use add/remove distance).
+    Neighbours: M ε-DP under add-remove; ε′ holds under add-remove.
+    Conditions: one sample, without replacement, from the whole population.
+    Formula: the lemma bounds a pair (P, P ∪ {x}) by A(m_s/(|P| + 1), 2ε) + |m − m′|ε,
+        with m_s the smaller dataset's sample size. Over both directions (f need not be
+        monotone, so the larger sample can sit with the smaller dataset):
+        ε′ = A(min(1, (m + Δ)/N), 2ε) + Δε. (N = 14, m = 1, Δ = 1, ε = 1: 1.648528; the
+        one-direction 1.354829 of spec §4.2 is beaten by an explicit pair, 1.375941.)
+    Tightness: not tight; the lower bound is Δε.
+    Numerics: kernel rounded up, sum rounded up.
+    """
+    eps = np.asarray(eps_add_remove, dtype=float)
+    q = min(1.0, (sample + sensitivity) / population)
+    if q == 0.0:
+        return np.zeros(eps.shape)  # the sample is always empty: the output ignores the data
+    amp = numeric.amplification_upper(q, 2.0 * eps)
+    return numeric.round_up(amp + numeric.round_up(sensitivity * eps))
+
+
+def lower_epsilon(eps_add_remove: np.ndarray, *, sensitivity: int) -> np.ndarray:
+    """Lower bound Δ·ε: M(S) = |S| + Lap(1/ε) (ε-DP under add-remove) sees m vs m + Δ.
+
+    Basis: 000_97a39a4c524f603f.txt §4.1; for vector allocations the per-stratum
+        counts with independent Lap(1/ε) and the L1 sensitivity (spec §4.1).
+    """
+    prod = sensitivity * np.asarray(eps_add_remove, dtype=float)
+    if sensitivity & (sensitivity - 1) == 0:
+        return prod  # Δ = 0 or a power of two: the product is exact
+    return numeric.round_down(prod, 1)  # one rounding to nearest: at most half an ulp
+
+
+def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Bounds for one data-dependent-size design."""
+    if guarantee is not Neighbours.ADD_REMOVE:
+        raise ConditionError(
+            "Lemma B.1 (000_97a39a4c524f603f.txt) bounds add-remove "
+            "neighbours only (the sample size follows the population)"
+        )
+    if not mechanism.epsilon_add_remove_known():
+        raise ConditionError(
+            "Lemma B.1 (000_97a39a4c524f603f.txt) needs M to be ε-DP under add-remove (the "
+            "sample size changes with the data); `neighbours: replace-one` leaves it unknown. "
+            "Declare `neighbours: add-remove` or `both`."
+        )
+    if mechanism.delta > 0:
+        raise ConditionError(
+            "Lemma B.1 (000_97a39a4c524f603f.txt) is stated for pure ε-DP mechanisms (δ = 0)"
+        )
+    n = params.population
+    vector = params.sensitivity_l1 is not None
+    delta_f = params.sensitivity_l1 if vector else params.sensitivity
+    assert delta_f is not None
+
+    def ref(eps: np.ndarray) -> np.ndarray:
+        return np.asarray(eps, dtype=float)
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        return lower_epsilon(eps, sensitivity=delta_f)
+
+    upper: Any = None
+    certified: Any = None
+    if not vector:
+        m = params.sample
+        assert m is not None
+
+        def upper(eps: np.ndarray) -> np.ndarray:
+            return upper_epsilon(eps, population=n, sample=m, sensitivity=delta_f)
+
+    def impossible_above(target: np.ndarray) -> np.ndarray:
+        t = np.asarray(target, dtype=float)
+        if delta_f == 0:
+            return np.full(t.shape, np.inf)
+        return numeric.certify_up(lower, numeric.round_down(t / delta_f, 2), t)
+
+    conditions = [
+        "f is deterministic; Δ bounds |f(P) − f(P′)| over all add-remove neighbours",
+        f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
+    ]
+    warnings = [
+        "Δ must bound the allocation's change over every neighbouring pair (both "
+        "directions), not only for the data at hand; a deterministic allocation with Δ >= 1 "
+        "gives no amplification (000_97a39a4c524f603f.txt §4.1)",
+        "001_4ef689e3bef19c3a.txt Lemma 2.1/3.1 claim the composition is (Δ·ε)-DP; only "
+        "that lower bound holds (a constant allocation has Δ = 0 and is not 0-DP); the upper "
+        "bound is 000_97a39a4c524f603f.txt Lemma B.1, read with M ε-DP under add-remove "
+        "(the printed 'replacement' is a slip; spec §4.2).",
+    ]
+    details: dict[str, Any] = {"sensitivity": delta_f, "population": n}
+    if vector:
+        details["sensitivity_kind"] = "l1"
+        warnings.append(
+            "vector allocation: the lower bound Δ₁ε is for a mechanism releasing every "
+            "stratum count with independent Lap(1/ε); no upper bound is given (Lemma B.1 "
+            "assumes one sample from the whole population; a small stratum can cost far "
+            "more)."
+        )
+    else:
+        details["sample"] = params.sample
+        details["upper_rate"] = min(1.0, (params.sample + delta_f) / n)  # type: ignore[operator]
+        details["sensitivity_kind"] = "scalar"
+        conditions.append(f"0 <= sample <= population: 0 <= {params.sample} <= {n}")
+    return Analysis(
+        guarantee_neighbours=Neighbours.ADD_REMOVE,
+        reference_epsilon=ref,
+        upper=upper,
+        lower=lower,
+        delta_prime=lambda eps: np.zeros(np.shape(eps)),
+        certified=certified,
+        impossible_above=impossible_above,
+        basis=BASIS,
+        conditions=tuple(conditions),
+        warnings=tuple(warnings),
+        details=details,
+    )
+
+
+SCHEME = Scheme(
+    name="data-dependent-size",
+    summary="sample of a data-dependent size f(P) (deterministic allocation, sensitivity Δ)",
+    params=Params,
+    fields=FIELDS,
+    mechanism_relation="add-remove (or both)",
+    guarantees=(Neighbours.ADD_REMOVE,),
+    basis=BASIS,
+    analyse=analyse,
+    check=check,
+    example={"population": 14, "sample": 1, "sensitivity": 1},
+)

@@ -1,0 +1,755 @@
+"""Random, data-independent sample size: m ~ t on {0..N}, then m records without replacement.
+
+Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (proof in Appendix B), with the
+correction of spec §3 (bun-drechsler-hu-formulas.md): the tilt uses M's add-remove
+ε_D and the amplification its replace-one ε_R (default 2ε_D). The paper's formula is
+the special case ε_D = ε_R = ε (``neighbours: both``, e.g. a count query).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import numeric
+from ..errors import ConditionError
+from ..model import Mechanism, Neighbours
+from ..papers import BUN_2022, cite
+from .base import Analysis, Field, Scheme
+
+MAX_EXACT_INT = 2**53
+BASIS = (cite(BUN_2022, "Theorem 3.1"), "spec §3 (corrected: tilt at ε_D, amplify at ε_R)")
+KINDS = ("point", "binomial", "poisson", "uniform", "normal", "pmf")
+ULP = 2.0**-52
+#: tails of the tilted pmf left out of a window carry at most e^{-TAIL_LOG} of its mass
+TAIL_LOG = 60.0
+#: the normal closed form is used when the tilted centre is this many sd inside [0, N]
+INTERIOR_SD = 12.0
+PMF_SUM_TOL = 1e-9
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SizeDistribution:
+    """The data-independent distribution t of the sample size on {0..N}.
+
+    Attributes:
+        kind: one of ``point``, ``binomial``, ``poisson``, ``uniform``, ``normal``, ``pmf``.
+        value: ``point``: the size.
+        p: ``binomial``: m ~ Binomial(N, p).
+        mean: ``poisson``: λ (truncated to [0, N]); ``normal``: μ.
+        sd: ``normal``: σ > 0. The pmf is proportional to the normal density at the
+            integers 0..N: t(m) ∝ exp(−(m − μ)²/(2σ²)) (the discretisation of the spec's
+            Figure 2 table; not CDF differences over unit intervals).
+        low, high: ``uniform``: integers, t uniform on {low..high}.
+        sizes, log_probs: ``pmf``: support points (increasing) and log-probabilities.
+        source: ``pmf``: where the probabilities came from (``inline`` or a file).
+    """
+
+    kind: str
+    value: int | None = None
+    p: float | None = None
+    mean: float | None = None
+    sd: float | None = None
+    low: int | None = None
+    high: int | None = None
+    sizes: np.ndarray | None = None
+    log_probs: np.ndarray | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Params:
+    """A sample of random size: draw m ~ t (independent of the data), then m of N
+    records uniformly without replacement. N is fixed and public; m and the sample
+    are secret (only M's output on the sample is released).
+
+    Attributes:
+        population: N >= 1.
+        size: the distribution t of m on {0..N}.
+    """
+
+    population: int
+    size: SizeDistribution
+
+
+FIELDS = (
+    Field(
+        name="population",
+        kind="int",
+        doc="population size N (public)",
+        required=True,
+        low=1,
+        high=MAX_EXACT_INT,
+    ),
+    Field(
+        name="size",
+        kind="any",
+        doc="distribution of the sample size: {distribution: point|binomial|poisson|"
+        "uniform|normal|pmf, ...}",
+        required=True,
+    ),
+)
+
+
+# --------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------
+
+
+def _size_fields(kind: str, n: int) -> tuple[Field, ...]:
+    d = Field(name="distribution", kind="choice", doc="size distribution", choices=KINDS)
+    spec: dict[str, tuple[Field, ...]] = {
+        "point": (
+            Field(name="value", kind="int", doc="the sample size", required=True, low=0, high=n),
+        ),
+        "binomial": (
+            Field(name="p", kind="float", doc="m ~ Binomial(N, p)", required=True, low=0, high=1),
+        ),
+        "poisson": (
+            Field(
+                name="mean",
+                kind="float",
+                doc="Poisson mean λ (truncated to [0, N])",
+                required=True,
+                low=0,
+                low_open=True,
+                high=1e300,
+            ),
+        ),
+        "uniform": (
+            Field(name="low", kind="int", doc="smallest size", required=True, low=0, high=n),
+            Field(name="high", kind="int", doc="largest size", required=True, low=0, high=n),
+        ),
+        "normal": (
+            Field(
+                name="mean",
+                kind="float",
+                doc="mean μ of the normal density",
+                required=True,
+                low=0,
+                high=n,
+            ),
+            Field(
+                name="sd",
+                kind="float",
+                doc="standard deviation σ > 0",
+                required=True,
+                low=0,
+                low_open=True,
+                high=1e150,
+            ),
+        ),
+        "pmf": (
+            Field(name="values", kind="any", doc="sizes (whole numbers in [0, N])"),
+            Field(name="probabilities", kind="any", doc="probabilities (sum 1)"),
+            Field(
+                name="file",
+                kind="str",
+                doc="CSV (one probability per line) or .npy, indexed by size 0, 1, ...",
+            ),
+        ),
+    }
+    return (d, *spec[kind])
+
+
+def _read_prob_file(path: Path, fail: Any) -> np.ndarray:
+    if not path.exists():
+        raise fail(f"cannot read {path}: no such file")
+    if path.suffix == ".npy":
+        try:
+            arr = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise fail(f"cannot read {path} as .npy: {err}") from None
+        if arr.ndim != 1 or arr.dtype.kind not in "fiu":
+            raise fail(
+                f"{path}: expected a 1-D array of numbers, got shape {arr.shape} of {arr.dtype}"
+            )
+        return np.asarray(arr, dtype=float)
+    text = path.read_text()
+    lines = text.splitlines()
+    start = 0
+    if lines:
+        try:
+            float(lines[0].strip())
+        except ValueError:
+            start = 1  # a header line
+    out = np.empty(len(lines) - start, dtype=float)
+    for i, line in enumerate(lines[start:]):
+        try:
+            out[i] = float(line.strip().rstrip(","))
+        except ValueError:
+            raise fail(
+                f"{path}:{i + start + 1}: expected one probability per line, got {line.strip()!r}"
+            ) from None
+    return out
+
+
+def _number_list(raw: Any, what: str, fail: Any) -> np.ndarray:
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise fail(f"expected a non-empty list of {what}")
+    for i, v in enumerate(raw):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise fail(f"item {i}: expected a number, got {v!r}")
+    return np.asarray(raw, dtype=float)
+
+
+def parse_size(raw: Any, n: int, reader: Any) -> SizeDistribution:
+    """Validate ``sampling.size`` (errors point at the offending key's line)."""
+    path = "sampling.size"
+    if not isinstance(raw, dict):
+        raise reader.error(
+            path, "expected a mapping such as {distribution: normal, mean: 5000, sd: 800}"
+        )
+    kind = raw.get("distribution")
+    if kind not in KINDS:
+        from ..validate import field_value
+
+        if "distribution" not in raw:
+            raise reader.error(
+                path,
+                "missing required key 'distribution' (one of " + ", ".join(KINDS) + ")",
+                container=raw,
+            )
+        spec = _size_fields("point", n)[0]
+        where = reader.where(f"{path}.distribution", raw, "distribution")
+        field_value(spec, kind, where)  # raises with the domain and a did-you-mean
+    v = reader.fields(raw, _size_fields(kind, n), path, f"size ({kind})")
+
+    def at(key: str) -> Any:
+        return lambda msg: reader.error(f"{path}.{key}", msg, container=raw, key=key)
+
+    if kind == "point":
+        return SizeDistribution(kind=kind, value=v["value"])
+    if kind == "binomial":
+        return SizeDistribution(kind=kind, p=v["p"])
+    if kind == "poisson":
+        return SizeDistribution(kind=kind, mean=v["mean"])
+    if kind == "uniform":
+        if v["low"] > v["high"]:
+            raise at("low")(f"low = {v['low']} exceeds high = {v['high']}; expected low <= high")
+        if v["low"] == v["high"]:
+            return SizeDistribution(kind="point", value=v["low"])
+        return SizeDistribution(kind=kind, low=v["low"], high=v["high"])
+    if kind == "normal":
+        return SizeDistribution(kind=kind, mean=v["mean"], sd=v["sd"])
+    # pmf
+    if v["file"] is not None:
+        if v["values"] is not None or v["probabilities"] is not None:
+            raise at("file")("give either `file` or inline `probabilities`, not both")
+        fpath = reader.resolve(v["file"])
+        probs = _read_prob_file(fpath, at("file"))
+        sizes = np.arange(probs.size, dtype=float)
+        source = str(v["file"])
+        key = "file"
+    else:
+        if v["probabilities"] is None:
+            raise reader.error(
+                path,
+                "`distribution: pmf` needs `probabilities` (with optional `values`) or `file`",
+                container=raw,
+            )
+        probs = _number_list(v["probabilities"], "probabilities", at("probabilities"))
+        key = "probabilities"
+        source = "inline"
+        if v["values"] is None:
+            sizes = np.arange(probs.size, dtype=float)
+        else:
+            sizes = _number_list(v["values"], "sizes", at("values"))
+            if sizes.size != probs.size:
+                raise at("values")(
+                    f"{sizes.size} values but {probs.size} probabilities; "
+                    "expected one probability per value"
+                )
+            bad = (sizes != np.floor(sizes)) | (sizes < 0) | (sizes > n)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise at("values")(
+                    f"item {i}: size {sizes[i]:g} is not a whole number in [0, {n}]"
+                )
+            if np.unique(sizes).size != sizes.size:
+                raise at("values")("sizes must be distinct")
+    if probs.size > n + 1:
+        raise at(key)(
+            f"the pmf has {probs.size} entries, longer than N + 1 = {n + 1} (sizes 0..N)"
+        )
+    bad = ~np.isfinite(probs) | (probs < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise at(key)(f"entry {i}: probability {probs[i]!r} is not a finite number >= 0")
+    total = math.fsum(probs.tolist()) if probs.size < 100_000 else float(np.sum(probs))
+    if abs(total - 1.0) > PMF_SUM_TOL:
+        raise at(key)(
+            f"probabilities sum to {total!r}, off from 1 by {total - 1.0:+.3g}; "
+            f"expected a sum within {PMF_SUM_TOL:g} of 1"
+        )
+    if v["values"] is not None:
+        order = np.argsort(sizes, kind="stable")
+        sizes, probs = sizes[order], probs[order]
+    keep = probs > 0
+    with np.errstate(divide="ignore"):
+        logp = np.log(probs[keep])
+    return SizeDistribution(kind="pmf", sizes=sizes[keep], log_probs=logp, source=source)
+
+
+def parse_params(values: dict[str, Any], reader: Any) -> Params:
+    """Build ``Params``, validating the nested ``size`` block."""
+    n = values["population"]
+    return Params(population=n, size=parse_size(values["size"], n, reader))
+
+
+# --------------------------------------------------------------------------------------
+# The tilted mean E_t̃[m], with an enclosure [lo, hi] of the exact value
+# --------------------------------------------------------------------------------------
+
+
+def _phi(u: np.ndarray) -> np.ndarray:
+    """φ(u) = 1/expm1(u) − 1/u + 1/2 (smooth; series for small u)."""
+    u = np.asarray(u, dtype=float)
+    out = np.empty_like(u)
+    small = u < 0.05
+    us = u[small]
+    out[small] = us / 12 - us**3 / 720 + us**5 / 30240 - us**7 / 1209600
+    ub = u[~small]
+    with np.errstate(over="ignore"):
+        out[~small] = 1.0 / np.expm1(ub) - 1.0 / ub + 0.5
+    return out
+
+
+def _window_mean(
+    logw: Any, mode: int, n: int, h: int, werr: Any
+) -> tuple[float, float, float, float, float]:
+    """Mean of a log-concave pmf on {0..n} from a window around its mode.
+
+    ``logw(a, b)`` gives w(m) − w(mode) for m = a..b (m as floats). The window grows
+    until the tails (geometric bound from the end slopes, valid by log-concavity)
+    carry at most e^{-TAIL_LOG} of the window's mass. Returns (mean in the window,
+    N − that mean computed directly, its log (log-space, no underflow), log of the
+    relative tail mass bound τ, relative error bound of the window sums).
+    """
+    h = max(int(h), 2)
+    while True:
+        a, b = max(0, mode - h), min(n, mode + h)
+        lo_x, hi_x = max(0, a - 1), min(n, b + 1)
+        w_ext = logw(lo_x, hi_x)
+        w = w_ext[a - lo_x : a - lo_x + (b - a + 1)]
+        log_tail = -np.inf
+        ok = True
+        if b < n:
+            s = w_ext[-1] - w[-1]
+            if s >= 0:
+                ok = False
+            else:
+                log_tail = np.logaddexp(log_tail, w[-1] + s - np.log(-np.expm1(s)))
+        if a > 0:
+            s = w_ext[0] - w[0]
+            if s >= 0:
+                ok = False
+            else:
+                log_tail = np.logaddexp(log_tail, w[0] + s - np.log(-np.expm1(s)))
+        if (ok and log_tail <= -TAIL_LOG) or (a == 0 and b == n):
+            break
+        h *= 2
+    m = np.arange(a, b + 1, dtype=float)
+    p = np.exp(w)
+    total = float(np.sum(p))
+    mean = float(np.sum(m * p)) / total
+    gap = float(np.sum((n - m) * p)) / total  # N − mean, accurate when the mean is near N
+    inside = m < n
+    if np.any(inside):
+        lw = w[inside] + np.log(n - m[inside])
+        top = float(np.max(lw))
+        log_gap = top + math.log(float(np.sum(np.exp(lw - top)))) - math.log(total)
+    else:
+        log_gap = -math.inf
+    log_tau = float(log_tail) - math.log(total)
+    k = b - a + 1
+    rel = 2.0 * float(werr(w)) + (64.0 + 4.0 * math.log2(k + 2)) * ULP + 2 * k * math.exp(-50)
+    return mean, gap, log_gap, log_tau, rel
+
+
+def _normal_window(mean: float, sd: float, n: int, eps: float) -> tuple[float, ...]:
+    c = mean + eps * sd * sd
+    mode = int(min(n, max(0, round(c))))
+    d = c - n if c > n else 0.0
+    h = math.sqrt(2 * TAIL_LOG) * sd
+    if d > 0:
+        h = min(h, TAIL_LOG * sd * sd / d)
+    two_var = 2.0 * sd * sd
+
+    def logw(a: int, b: int) -> np.ndarray:
+        m = np.arange(a, b + 1, dtype=float)
+        return -((m - c) ** 2 - (mode - c) ** 2) / two_var
+
+    def werr(w: np.ndarray) -> float:
+        # m − c is exact (Sterbenz); squaring, the difference and the division: a few ulps
+        # of the terms that carry mass (|w| <= 50; lighter terms are covered by e^{-50})
+        return 8 * ULP * (50.0 + 1.0)
+
+    return _window_mean(logw, mode, n, math.ceil(h) + 2, werr)
+
+
+def _poisson_window(mean: float, n: int, eps: float) -> tuple[float, ...]:
+    log_lam = math.log(mean) + eps
+    mode = n if log_lam >= math.log(n + 1) else int(min(n, math.floor(math.exp(log_lam))))
+    sd = math.exp(0.5 * min(log_lam, math.log(n + 1.0)))
+    h = math.sqrt(2 * TAIL_LOG) * sd + 2 * TAIL_LOG
+
+    def logw(a: int, b: int) -> np.ndarray:
+        out = np.zeros(b - a + 1)
+        if b > mode:
+            i = np.arange(mode + 1, b + 1, dtype=float)
+            out[mode - a + 1 :] = np.cumsum(log_lam - np.log(i))
+        if a < mode:
+            i = np.arange(mode, a, -1, dtype=float)  # mode, mode-1, ..., a+1
+            out[: mode - a][::-1] = np.cumsum(np.log(i) - log_lam)
+        return out
+
+    def werr(w: np.ndarray) -> float:
+        # each term: a difference of two logs (a few ulps of max(|log m|, |log λ'|)); the
+        # partial sums run monotonically from 0 at the mode, so for the terms that carry
+        # mass (|w| <= 50; lighter ones are covered by e^{-50}) each of the <= k additions
+        # errs by at most 50 ulps
+        scale = max(abs(log_lam), math.log(n + 1.0))
+        return ULP * (4 * scale + 50.0) * (w.size + 2)
+
+    return _window_mean(logw, mode, n, math.ceil(h), werr)
+
+
+def _pmf_mean(
+    sizes: np.ndarray, logp: np.ndarray, eps: float, n: int
+) -> tuple[float, float, float]:
+    """Streaming logsumexp of the tilted pmf: (mean, N − mean, relative error bound)."""
+    ref = float(sizes[-1])
+    run_max = -np.inf
+    s_tot = 0.0
+    m_tot = 0.0
+    g_tot = 0.0
+    for start in range(0, sizes.size, CHUNK):
+        sz = sizes[start : start + CHUNK]
+        w = eps * (sz - ref) + logp[start : start + CHUNK]
+        cmax = float(np.max(w))
+        if cmax > run_max:
+            scale = math.exp(run_max - cmax) if np.isfinite(run_max) else 0.0
+            s_tot *= scale
+            m_tot *= scale
+            g_tot *= scale
+            run_max = cmax
+        e = np.exp(w - run_max)
+        s_tot += float(np.sum(e))
+        m_tot += float(np.sum(sz * e))
+        g_tot += float(np.sum((n - sz) * e))
+    span = float(sizes[-1] - sizes[0])
+    werr = 4 * ULP * (eps * span + float(np.max(np.abs(logp))) + 1.0)
+    k = sizes.size
+    rel = 2.0 * werr + (64.0 + 4.0 * math.log2(k + 2)) * ULP + (k / CHUNK + 1) * 4 * ULP
+    return m_tot / s_tot, g_tot / s_tot, rel
+
+
+def _enclose(
+    mean: float,
+    gap: float,
+    log_gap: float,
+    log_tau: float,
+    rel: float,
+    shift: float,
+    gap_rel: float,
+    n: int,
+) -> tuple[float, float, float]:
+    """[lo, hi] for E and log of an upper bound on N − E, from window sums.
+
+    Left-out tails of relative mass <= τ: E ∈ [(1 − τ)E_in, E_in + τN], and
+    N − E <= (N − E_in) + τN. ``shift`` bounds E's error from a rounded parameter,
+    ``gap_rel`` the same for N − E, relatively.
+    """
+    tau = math.exp(log_tau)
+    lo1 = (mean * (1 - rel) - shift) * (1 - tau)
+    hi1 = mean * (1 + rel) + shift + tau * n
+    lo2 = n - (gap * (1 + rel + gap_rel) + tau * n)
+    hi2 = n - (gap * (1 - rel - gap_rel)) * (1 - tau)
+    log_gap_hi = float(np.logaddexp(log_gap + math.log1p(rel + gap_rel), log_tau + math.log(n)))
+    return max(lo1, lo2), min(hi1, hi2), log_gap_hi + 4 * ULP * abs(log_gap_hi)
+
+
+def tilted_mean_bounds(
+    dist: SizeDistribution, population: int, eps: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """E_t̃[m] for t̃(m) ∝ e^{εm} t(m), an enclosure [lo, hi] of it, and a bound on N − E.
+
+    Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (the tilted distribution).
+    Numerics: closed forms where the tilted family is known (binomial: Binomial(N, p′),
+        p′ = p/(p + (1 − p)e^{−ε}); normal well inside [0, N]: centre μ + εσ², with a
+        Poisson-summation bound on the lattice offset and a Gaussian tail bound;
+        uniform: truncated geometric mean via φ(u) = 1/expm1(u) − 1/u + 1/2); otherwise a
+        window around the mode of the log-concave tilted pmf, whose left-out tails are
+        bounded geometrically and added to the enclosure (τ·N up, τ·E down); explicit
+        pmfs by a streaming logsumexp. Rounding and weight errors widen it outward.
+
+    Args:
+        dist: the size distribution. population: N. eps: tilt ε >= 0, any shape.
+    Returns:
+        (estimate, lo, hi, log_gap_hi), arrays of eps's shape, 0 <= lo <= estimate <= hi
+        <= N and log(N − E) <= log_gap_hi (computed directly in log space, not as N − lo,
+        where E is near N).
+    """
+    eps = np.asarray(eps, dtype=float)
+    n = population
+    flat = eps.ravel()
+    est = np.empty(flat.shape)
+    lo = np.empty(flat.shape)
+    hi = np.empty(flat.shape)
+    lg = np.full(flat.shape, np.nan)  # log of an upper bound on N − E, computed directly
+    k = dist.kind
+    if k == "point":
+        est[:] = lo[:] = hi[:] = float(dist.value)
+    elif k == "binomial":
+        p = float(dist.p)
+        if p in (0.0, 1.0):
+            est[:] = lo[:] = hi[:] = p * n
+        else:
+            den = p + (1.0 - p) * np.exp(-flat)
+            est[:] = n * (p / den)
+            gap = n * ((1.0 - p) * np.exp(-flat) / den)  # N(1 − p′), accurate near N
+            lo[:] = np.maximum(est * (1 - 64 * ULP), n - gap * (1 + 64 * ULP))
+            hi[:] = np.minimum(est * (1 + 64 * ULP), n - gap * (1 - 64 * ULP))
+            with np.errstate(divide="ignore"):
+                lg[:] = math.log(n) + math.log1p(-p) - flat - np.log(den)
+            lg[:] += 8 * ULP * np.abs(lg) + 8 * ULP
+    elif k == "uniform":
+        low, high = float(dist.low), float(dist.high)
+        kk = high - low
+        e = low + kk / 2 - _phi(flat) + (kk + 1) * _phi((kk + 1) * flat)
+        slack = 1e-12 * (kk + 1) + 8 * ULP * high
+        est[:] = np.clip(e, low, high)
+        lo[:] = np.clip(e - slack, low, high)
+        hi[:] = np.clip(e + slack, low, high)
+        big = flat >= 1.0
+        if high == n and np.any(big):
+            # high − E directly: 1/expm1(ε) − (k+1)/expm1((k+1)ε), the second term at most
+            # 0.74 of the first for ε >= 1 (a few ulps after the cancellation)
+            with np.errstate(over="ignore"):
+                g = 1.0 / np.expm1(flat[big]) - (kk + 1) / np.expm1((kk + 1) * flat[big])
+            with np.errstate(divide="ignore"):
+                lg[big] = np.log(g * (1 + 64 * ULP)) + 4 * ULP * np.abs(np.log(g))
+    elif k == "normal":
+        mu, sd = float(dist.mean), float(dist.sd)
+        c = mu + flat * sd * sd
+        d = INTERIOR_SD * sd
+        interior = (sd >= 3.0) & (c >= d) & (c <= n - d)
+        if np.any(interior):
+            ci = c[interior]
+            lattice = 32.0 * sd**3 * math.exp(-2 * math.pi**2 * sd * sd)
+            tails = 2.0 * (d + sd * sd) * math.exp(-(INTERIOR_SD**2) / 2)
+            err = (lattice + tails) / 0.88 + 8 * ULP * np.abs(ci) + 4 * ULP * np.abs(ci)
+            est[interior] = ci
+            lo[interior] = ci - err
+            hi[interior] = ci + err
+        for i in np.flatnonzero(~interior):
+            mean, gap, log_gap, log_tau, rel = _normal_window(mu, sd, n, float(flat[i]))
+            # rounding of the centre c: dE/dc = Var/σ² <= 1, and Var <= N(N − E)
+            shift = 8 * ULP * abs(c[i])
+            gap_rel = min(1.0, n * shift / (sd * sd))
+            est[i] = mean
+            lo[i], hi[i], lg[i] = _enclose(mean, gap, log_gap, log_tau, rel, shift, gap_rel, n)
+    elif k == "poisson":
+        for i, e_i in enumerate(flat):
+            mean, gap, log_gap, log_tau, rel = _poisson_window(float(dist.mean), n, float(e_i))
+            est[i] = mean
+            lo[i], hi[i], lg[i] = _enclose(mean, gap, log_gap, log_tau, rel, 0.0, 0.0, n)
+    elif k == "pmf":
+        assert dist.sizes is not None and dist.log_probs is not None
+        for i, e_i in enumerate(flat):
+            mean, gap, rel = _pmf_mean(dist.sizes, dist.log_probs, float(e_i), n)
+            est[i] = mean
+            # a gap that underflows is below N·k·e^{-745}
+            floor = math.log(n * (dist.sizes.size + 1.0)) - 745.0
+            log_gap = math.log(gap) if gap > 0 else floor
+            lo[i], hi[i], lg[i] = _enclose(mean, gap, log_gap, -math.inf, rel, 0.0, 0.0, n)
+    else:  # pragma: no cover
+        raise ValueError(k)
+    # the last operation of each enclosure (e.g. N − gap) rounds to nearest: widen it
+    if k != "point":  # a point mass is exact
+        lo = numeric.round_down(lo, 2)
+        hi = numeric.round_up(hi, 2)
+    lo = np.clip(lo, 0.0, n)
+    hi = np.clip(hi, 0.0, n)
+    est = np.clip(est, lo, hi)
+    with np.errstate(divide="ignore"):
+        lg_plain = np.log(numeric.round_up(n - lo, 2)) + 4 * ULP
+    lg = np.where(np.isnan(lg), lg_plain, np.minimum(lg, lg_plain))
+    shape = eps.shape
+    return est.reshape(shape), lo.reshape(shape), hi.reshape(shape), lg.reshape(shape)
+
+
+# --------------------------------------------------------------------------------------
+# Bounds
+# --------------------------------------------------------------------------------------
+
+
+def upper_epsilon(
+    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, params: Params
+) -> np.ndarray:
+    """Upper bound (a guarantee) on ε′ for a random, data-independent sample size.
+
+    Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (Appendix B), corrected per spec §3.
+    Neighbours: M is ε_D-DP under add-remove (so that the secret size is protected)
+        and ε_R-DP under replace-one; the bound holds under replace-one on populations
+        of fixed, public size N.
+    Conditions: t does not depend on the data; ε_R <= 2ε_D (default ε_R = 2ε_D).
+    Formula: ε′ = A(E_t̃[m]/N, ε_R) = log(1 + (E_t̃[m]/N)(e^{ε_R} − 1)), t̃(m) ∝ e^{ε_D m}t(m).
+        The printed theorem uses ε for both; with M only ε-DP under add-remove that is
+        unsound (spec §3 counterexample: 1.4338 > 0.6201).
+    Tightness: within the e^ε − 1 vs 1 − e^{−ε} gap of ``lower_epsilon`` when ε_R = ε_D.
+    Numerics: the enclosure's upper end of E_t̃[m]; kernel rounded up.
+    """
+    _, _, e_hi, _ = tilted_mean_bounds(params.size, params.population, eps_add_remove)
+    q = np.minimum(e_hi / params.population, 1.0)
+    # q = 0 (the sample is always empty): the output ignores the data, ε′ = 0
+    safe = np.where(q > 0, q, 1.0)
+    return np.where(q > 0, numeric.amplification_upper(safe, eps_replace_one), 0.0)
+
+
+def lower_epsilon(
+    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, params: Params
+) -> np.ndarray:
+    """Lower bound on ε′: some M and replace-one pair lose at least this much.
+
+    Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (lower half), generalised to ε_D ≠ ε_R.
+    Witness: P = N records with x = 1, P′ replaces one with x = −(ε_R/ε_D − 1);
+        M(S) = Σx + Lap(1/ε_D) is ε_D-DP under add-remove and ε_R-DP under replace-one
+        (valid for ε_D <= ε_R <= 2ε_D); the loss at large outputs is
+        −log(1 − (E_t̃[m]/N)(1 − e^{−ε_R})), tilt at ε_D. When ε_R < ε_D: the count
+        query with Lap(1/ε_R), the same formula with ε_D replaced by ε_R.
+    Numerics: the enclosure's lower end of E_t̃[m]; kernel rounded down.
+    """
+    e_d = np.asarray(eps_add_remove, dtype=float)
+    e_r = np.asarray(eps_replace_one, dtype=float)
+    tilt = np.minimum(e_d, e_r)
+    _, e_lo, _, log_gap_hi = tilted_mean_bounds(params.size, params.population, tilt)
+    n = params.population
+    q = np.minimum(e_lo / n, 1.0)
+    # 1 − q(1 − e^{−ε_R}) = g(1 − e^{−ε_R}) + e^{−ε_R}, g = (N − E)/N: no cancellation
+    # when E is near N (the q-form would lose the gap to rounding); in log space
+    log_g = np.minimum(log_gap_hi - math.log(n), 0.0)
+    with np.errstate(divide="ignore"):
+        log_x = np.logaddexp(log_g + np.log(-np.expm1(-e_r)), -e_r)
+    gap_form = -(log_x + 4 * ULP * np.abs(log_x))
+    near = q * -np.expm1(-e_r) > 0.5  # x < 1/2: −log(x) is well conditioned
+    out = np.where(near, gap_form, numeric.neg_log1m(q, e_r))
+    return numeric.round_down(out)
+
+
+def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Bounds for one random-size design (see ``upper_epsilon`` for the theorem)."""
+    dist = params.size
+    n = params.population
+    if guarantee is not Neighbours.REPLACE_ONE:
+        raise ConditionError(
+            "Theorem 3.1 (000_97a39a4c524f603f.txt) holds for replace-one neighbours of a "
+            "population of fixed, public size N; no theorem covers an add-remove guarantee."
+        )
+    point = dist.kind == "point"
+    if mechanism.delta > 0:
+        raise ConditionError(
+            "Theorem 3.1 (000_97a39a4c524f603f.txt) is stated for pure ε-DP mechanisms "
+            "(δ = 0); no δ′ follows from it for δ > 0."
+        )
+    if not mechanism.epsilon_add_remove_known() and not point:
+        raise ConditionError(
+            "Theorem 3.1 (000_97a39a4c524f603f.txt, footnote 1) needs M to be ε-DP under "
+            "add-remove so that the secret sample size is protected; `neighbours: "
+            "replace-one` leaves M's add-remove ε unknown. Declare `neighbours: add-remove` "
+            "or `both`."
+        )
+    eps_r = mechanism.epsilon_replace_one_of
+
+    def eps_d(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        return np.zeros_like(e) if point and not mechanism.epsilon_add_remove_known() else e
+
+    def upper(eps: np.ndarray) -> np.ndarray:
+        return upper_epsilon(eps_d(eps), eps_r(eps), params=params)
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        if point and not mechanism.epsilon_add_remove_known():
+            e = eps_r(eps)
+            return lower_epsilon(e, e, params=params)
+        return lower_epsilon(eps_d(eps), eps_r(eps), params=params)
+
+    eps0 = mechanism.epsilon
+    mean0 = float(tilted_mean_bounds(dist, n, 0.0)[0])  # E_t[m]
+    tilted0 = float(tilted_mean_bounds(dist, n, float(eps_d(np.asarray(eps0))))[0])
+    conditions = [
+        "the size distribution t does not depend on the data; m and the sample are secret",
+        f"the population size N = {n} is fixed and public",
+        f"M is ε_D-DP under add-remove and ε_R-DP under replace-one (declared: "
+        f"{mechanism.neighbours})",
+    ]
+    warnings = [
+        "the size distribution must not depend on the data (nor may it be chosen after "
+        "seeing it); a data-dependent size is the `data-dependent-size` scheme",
+    ]
+    if mechanism.neighbours is Neighbours.ADD_REMOVE:
+        warnings.append(
+            "correction to 000_97a39a4c524f603f.txt Theorem 3.1 (spec §3): the printed bound "
+            "A(E_t̃[m]/N, ε) is unsound when M is ε-DP only under add-remove (counterexample: "
+            "Σx with x ∈ {−1, 1}, point mass at N/2, ε = 1 loses 1.4338 > 0.6201). The tilt "
+            f"uses ε_D = ε and the amplification M's replace-one ε_R = "
+            f"{mechanism.effective_epsilon_replace_one():g}"
+            + (" (default 2ε)" if mechanism.epsilon_replace_one is None else "")
+            + ". If M is ε-DP under both relations (e.g. a count query), declare "
+            "`neighbours: both` to recover the paper's formula."
+        )
+    elif mechanism.neighbours is Neighbours.BOTH:
+        warnings.append(
+            "M is declared ε-DP under both relations: the paper's formula A(E_t̃[m]/N, ε) "
+            "applies (tilt and amplification at ε)."
+        )
+    if dist.kind == "normal":
+        warnings.append(
+            "normal size: t(m) ∝ exp(−(m − μ)²/(2σ²)) at the integers 0..N (normal density "
+            "at the integers, truncated to [0, N]; not CDF differences over unit intervals)."
+        )
+    if dist.kind == "poisson":
+        warnings.append("poisson size: Poisson(λ) truncated to [0, N] and renormalised.")
+    details: dict[str, Any] = {
+        "distribution": dist.kind,
+        "population": n,
+        "mean_size": mean0,
+        "tilted_mean_size": tilted0,
+        "epsilon_replace_one": float(mechanism.effective_epsilon_replace_one()),
+    }
+    if dist.kind == "pmf":
+        details["pmf_support"] = int(dist.sizes.size)  # type: ignore[union-attr]
+        details["pmf_source"] = dist.source
+    return Analysis(
+        guarantee_neighbours=Neighbours.REPLACE_ONE,
+        reference_epsilon=eps_r,
+        upper=upper,
+        lower=lower,
+        delta_prime=lambda eps: np.zeros(np.shape(eps)),
+        basis=BASIS,
+        conditions=tuple(conditions),
+        warnings=tuple(warnings),
+        details=details,
+    )
+
+
+SCHEME = Scheme(
+    name="random-size",
+    summary="sample size m drawn from a data-independent distribution, then m of N "
+    "without replacement",
+    params=Params,
+    fields=FIELDS,
+    mechanism_relation="add-remove (ε_D, tilt) and replace-one (ε_R = epsilon_replace_one "
+    "or 2ε, amplification); `both` gives the paper's formula",
+    guarantees=(Neighbours.REPLACE_ONE,),
+    basis=BASIS,
+    analyse=analyse,
+    example={"population": 10000, "size": {"distribution": "normal", "mean": 5000, "sd": 800}},
+    parse_params=parse_params,
+)
