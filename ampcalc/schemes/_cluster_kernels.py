@@ -1,0 +1,279 @@
+"""Kernels and readers shared by the cluster-type schemes (cluster, pps, pps-cluster,
+systematic, general-lower-bound).
+
+Basis: 000_97a39a4c524f603f.txt §5–§6 and Appendix D; spec §0 (ratio form B), §6, §7.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import numeric
+from ..validate import MarkedDict, MarkedList, check_keys, describe
+
+#: inline ``sizes:`` lists are read item by item (with marks); files have no cap.
+INLINE_MAX = 100_000
+
+
+def ratio_bound(frac: Any, k: Any, eps: Any) -> np.ndarray:
+    """B(A, K, ε) = log[(A e^ε + (1 − A)e^{−Kε}) / (A + (1 − A)e^{−Kε})] (not rounded).
+
+    Basis: 000_97a39a4c524f603f.txt Theorems 5.1/5.2 (cluster sampling) and 5.3 (with
+        Kε replaced by the test's ε′); spec §0 "ratio form".
+    Numerics: ``log1p(A·expm1(ε)/(A + (1 − A)e^{−Kε}))`` while ε <= 700 (a few ulps
+        relative, also at ε = 1e-12, where the difference of two logsumexps loses ~1e-4
+        relative; for Kε > 700 the e^{−Kε} term underflows harmlessly to 0, the
+        denominator stays >= A and nothing overflows); the overflow-free difference of
+        ``logaddexp`` forms only where ε > 700 (absolute error a few ulps of the terms
+        that matter, see ``_slack``).
+    """
+    a, kk, e = np.broadcast_arrays(
+        np.asarray(frac, dtype=float), np.asarray(k, dtype=float), np.asarray(eps, dtype=float)
+    )
+    ke = kk * e
+    small = e <= numeric.LOG_SPACE_FROM
+    out = np.empty(a.shape, dtype=float)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        s = small
+        den = a[s] + (1.0 - a[s]) * np.exp(-ke[s])
+        out[s] = np.log1p(a[s] * np.expm1(e[s]) / den)
+        b = ~small
+        if np.any(b):
+            la, l1a = np.log(a[b]), np.log1p(-a[b])
+            out[b] = np.logaddexp(la + e[b], l1a - ke[b]) - np.logaddexp(la, l1a - ke[b])
+    return out
+
+
+def _slack(frac: Any, k: Any, eps: Any) -> np.ndarray:
+    a, kk, e = np.broadcast_arrays(
+        np.asarray(frac, dtype=float), np.asarray(k, dtype=float), np.asarray(eps, dtype=float)
+    )
+    ke = kk * e
+    big = e > numeric.LOG_SPACE_FROM
+    with np.errstate(divide="ignore", invalid="ignore"):
+        la = np.abs(np.log(a))
+        # a term below the other by > 50 nats changes nothing; cap Kε's contribution
+        scale = np.maximum(np.maximum(np.abs(e), la), np.minimum(np.abs(ke), e + la + 50.0))
+    return np.where(big, 8.0 * np.spacing(np.where(np.isfinite(scale), scale, 0.0)), 0.0)
+
+
+def ratio_upper(frac: Any, k: Any, eps: Any) -> np.ndarray:
+    """B(A, K, ε) rounded up (a guarantee never goes low); capped at ε (B <= ε, spec §0)."""
+    e = np.asarray(eps, dtype=float)
+    val = numeric.round_up(ratio_bound(frac, k, eps) + _slack(frac, k, eps))
+    # B <= ε holds exactly for K >= 0; taking the min never lowers the exact value
+    return np.minimum(val, np.broadcast_to(e, val.shape))
+
+
+def ratio_lower(frac: Any, k: Any, eps: Any) -> np.ndarray:
+    """B(A, K, ε) rounded down (never above the exact value)."""
+    return numeric.round_down(ratio_bound(frac, k, eps) - _slack(frac, k, eps))
+
+
+def capped_inclusion(sizes: np.ndarray, m: float) -> tuple[np.ndarray, int]:
+    """First-order PPS inclusion probabilities a_i = min(1, m r_i / Σ r) with iterative
+    capping: units reaching 1 become certainty units, the rest are re-scaled to the
+    remaining expected sample size.
+
+    Basis: spec §7.2 (derived; 000_97a39a4c524f603f.txt §6.1 gives no formula).
+    Returns (a, number of certainty units). O(k log k): one sort, no loop over units.
+    """
+    r = np.asarray(sizes, dtype=float)
+    n = r.size
+    order = np.argsort(-r, kind="stable")
+    rs = r[order]
+    # tail sums T_j = Σ_{i >= j} rs_i; with c certainty units (the c largest), the rest get
+    # (m − c) rs_i / T_c; c is the smallest count with (m − c) rs_c / T_c < 1.
+    tail = np.concatenate([np.cumsum(rs[::-1])[::-1], [0.0]])
+    c_idx = np.arange(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = (m - c_idx) * rs / tail[:-1] < 1.0
+    ok &= m - c_idx > 0
+    c = int(np.argmax(ok)) if ok.any() else n
+    a_sorted = np.ones(n)
+    if c < n:
+        a_sorted[c:] = np.minimum(1.0, (m - c) * rs[c:] / tail[c])
+    a = np.empty(n)
+    a[order] = a_sorted
+    return a, int(np.count_nonzero(a >= 1.0))
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSizes:
+    """Summary of a list of cluster sizes: all the bounds need (O(k) to build).
+
+    Attributes:
+        count: k, the number of clusters.
+        largest: the two largest sizes n₍₁₎ >= n₍₂₎.
+        smallest: the smallest size.
+        total: Σ n_i.
+        source: ``inline``, ``count x size`` or the file name.
+        sizes: the sizes themselves (None for ``{count, size}``).
+    """
+
+    count: int
+    largest: tuple[int, int]
+    smallest: int
+    total: int
+    source: str
+    sizes: np.ndarray | None = None
+
+    @property
+    def equal(self) -> bool:
+        return self.largest[0] == self.smallest
+
+
+def summarise(sizes: np.ndarray, source: str) -> ClusterSizes:
+    """Top two, minimum and total in O(k) (``np.partition``; no Python loop)."""
+    k = sizes.size
+    top = np.partition(sizes, k - 2)[k - 2 :] if k >= 2 else np.array([sizes[0], 0])
+    return ClusterSizes(
+        count=k,
+        largest=(int(top.max()), int(top.min())),
+        smallest=int(sizes.min()),
+        total=int(sizes.sum(dtype=np.int64)),
+        source=source,
+        sizes=sizes,
+    )
+
+
+def _read_size_file(path: Any, err: Any, *, integer: bool = True) -> np.ndarray:
+    """One size per row, or a CSV with a column named ``size``; names the bad row.
+
+    Read with ``np.loadtxt`` (C parser): 10⁷ rows in about a second.
+    """
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline().decode("utf-8", "replace").strip()
+    except OSError as exc:
+        raise err(f"cannot read cluster-size file {str(path)!r}: {exc.strerror}") from None
+    header = 0
+    col = 0
+    delim = "," if "," in first else None
+    try:
+        float(first.split(",")[0] if delim else first)
+    except ValueError:
+        names = [c.strip().lower() for c in first.split(",")] if delim else [first.lower()]
+        if "size" not in names:
+            raise err(
+                f"{path}: the header row has no column named 'size' (columns: "
+                f"{', '.join(names)}); expected one size per row or a 'size' column"
+            ) from None
+        header, col = 1, names.index("size")
+    if delim is None and header == 0 and " " in first.strip():
+        delim = None
+    try:
+        data = np.loadtxt(
+            path,
+            delimiter=delim,
+            skiprows=header,
+            usecols=(col,),
+            dtype=np.int64 if integer else np.float64,
+            ndmin=1,
+        )
+    except ValueError as exc:
+        import re
+
+        msg = str(exc)
+        found = re.search(r"could not convert string '(.*)' to \S+ at row (\d+)", msg)
+        if found:
+            row = int(found.group(2)) + 1 + header
+            kind = "a whole number" if integer else "a number"
+            msg = f"row {row}: {found.group(1)!r} is not {kind}"
+        want = "a whole number" if integer else "one number"
+        raise err(f"{path}: {msg}; expected {want} >= 0 on every row") from None
+    if data.size == 0:
+        raise err(f"{path}: no cluster sizes in the file")
+    # integers: the parser already refused anything but whole numbers (fast path, 10⁷ rows)
+    bad = data < 0 if integer else ~np.isfinite(data) | (data < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        kind = "whole number" if integer else "finite number"
+        raise err(
+            f"{path}: row {i + 1 + header} (data row {i + 1}): size {float(data[i]):g} is not a "
+            f"{kind} >= 0"
+        )
+    return data
+
+
+def read_clusters(raw: Any, reader: Any, path: str, *, minimum: int = 2) -> ClusterSizes:
+    """Validate a ``clusters:`` block: ``{sizes: [...]}``, ``{count, size}`` or ``{file}``."""
+    container = raw
+
+    def at(key: str | None = None) -> Any:
+        def make(msg: str, hint: str | None = None) -> Any:
+            if key is None:
+                return reader.error(path, msg, container=container, hint=hint)
+            return reader.error(f"{path}.{key}", msg, container=container, key=key, hint=hint)
+
+        return make
+
+    if not isinstance(raw, Mapping):
+        raise at()(
+            f"expected a mapping {{sizes: [...]}}, {{count: k, size: n}} or {{file: ...}}, "
+            f"got {describe(raw)}"
+        )
+    check_keys(raw, ("sizes", "count", "size", "file"), reader, path, "clusters")
+    given = [key for key in ("sizes", "file") if key in raw]
+    if ("count" in raw) != ("size" in raw):
+        raise at("count" if "count" in raw else "size")(
+            "`count` and `size` go together: {count: k, size: n} (k clusters of n records)"
+        )
+    if "count" in raw:
+        given.append("count")
+    if len(given) != 1:
+        raise at()(
+            "give exactly one of `sizes: [...]`, `count` with `size`, or `file:`"
+            + (f" (got {', '.join(given)})" if given else "")
+        )
+    if "count" in raw:
+        for key, low in (("count", minimum), ("size", 0)):
+            v = raw[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < low:
+                raise at(key)(f"expected a whole number >= {low}, got {describe(v)}")
+        k, c = int(raw["count"]), int(raw["size"])
+        return ClusterSizes(count=k, largest=(c, c), smallest=c, total=k * c, source=f"{k} x {c}")
+    if "file" in raw:
+        f = raw["file"]
+        if not isinstance(f, str):
+            raise at("file")(f"expected a file name, got {describe(f)}")
+        sizes = _read_size_file(reader.resolve(f), at("file"))
+        source = f
+    else:
+        items = raw["sizes"]
+        if not isinstance(items, list) or not items:
+            raise at("sizes")(f"expected a non-empty list of cluster sizes, got {describe(items)}")
+        if len(items) > INLINE_MAX:
+            raise at("sizes")(
+                f"{len(items)} inline sizes; at most {INLINE_MAX} inline (use `file:`)"
+            )
+        for i, v in enumerate(items):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0:
+                bad = True
+            else:
+                bad = float(v) != int(v)
+            if bad:
+                mark = items if isinstance(items, MarkedList) else None
+                raise reader.error(
+                    f"{path}.sizes[{i}]",
+                    f"cluster size {i}: expected a whole number >= 0, got {describe(v)}",
+                    container=mark,
+                    key=i,
+                )
+        sizes = np.asarray(items, dtype=np.int64)
+        source = "inline"
+    if sizes.size < minimum:
+        raise at("file" if "file" in raw else "sizes")(
+            f"{sizes.size} cluster(s); expected at least {minimum}"
+        )
+    if int(sizes.max()) == 0:
+        raise at("file" if "file" in raw else "sizes")("every cluster is empty")
+    return summarise(sizes, source)
+
+
+def is_marked(x: Any) -> bool:
+    return isinstance(x, (MarkedDict, MarkedList))

@@ -1,0 +1,316 @@
+"""Cluster sampling: ℓ of k clusters chosen uniformly without replacement, whole
+clusters taken (optionally a Poisson sample inside the chosen clusters).
+
+Basis: 000_97a39a4c524f603f.txt Theorems 5.1 (lower) and 5.2 (upper), §5.2 remark on
+multi-stage designs; spec §6.1–§6.3. The lesson: cluster samples often do not
+amplify at all, however small ℓ/k is, because one cluster's output reveals whether
+it was sampled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import numeric
+from ..errors import ConditionError
+from ..model import Mechanism, Neighbours
+from ..papers import BUN_2022, cite
+from ..validate import check_keys, describe
+from ._cluster_kernels import ClusterSizes, ratio_lower, ratio_upper, read_clusters
+from .base import Analysis, Field, Problem, Scheme
+
+BASIS = (
+    cite(BUN_2022, "Theorem 5.2 (upper)"),
+    cite(BUN_2022, "Theorem 5.1 (lower)"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    """ℓ of k clusters chosen uniformly without replacement; every record of a chosen
+    cluster is taken (or, with ``within``, kept independently with probability r).
+
+    Cluster membership is fixed and public; which clusters were chosen is secret.
+    Neighbouring populations differ by one record added to one cluster (add-remove
+    inside a fixed cluster, 000_97a39a4c524f603f.txt §5).
+
+    Attributes:
+        clusters: the cluster sizes (summary: k, two largest, smallest, total).
+        chosen: ℓ, 1 <= ℓ < k.
+        within_rate: r of a Poisson second stage inside the chosen clusters, or None.
+    """
+
+    clusters: ClusterSizes
+    chosen: int
+    within_rate: float | None = None
+
+
+FIELDS = (
+    Field(
+        name="clusters",
+        kind="any",
+        doc="cluster sizes: {sizes: [...]}, {count: k, size: n} or {file: sizes.csv}",
+        required=True,
+    ),
+    Field(name="chosen", kind="int", doc="ℓ, the number of clusters chosen", required=True),
+    Field(
+        name="within",
+        kind="any",
+        doc="optional second stage: {scheme: poisson, rate: r}",
+    ),
+)
+
+
+def parse_within(raw: Any, reader: Any, path: str) -> float | None:
+    """The ``within:`` block: only a Poisson second stage is covered (spec §6.3)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise reader.error(path, f"expected {{scheme: poisson, rate: r}}, got {describe(raw)}")
+    check_keys(raw, ("scheme", "rate", "sample", "population"), reader, path, "within")
+    scheme = raw.get("scheme")
+    if scheme != "poisson":
+        raise reader.error(
+            f"{path}.scheme",
+            f"within-cluster scheme {scheme!r} is not supported: only `poisson` is covered. "
+            "A fixed-size sample inside each chosen cluster (srswor) makes the allocation "
+            "depend on the cluster sizes, which the data determine, and no theorem covers it "
+            "(000_97a39a4c524f603f.txt §5.2; spec §6.3)",
+            container=raw,
+            key="scheme",
+        )
+    r = raw.get("rate")
+    if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r <= 1:
+        raise reader.error(
+            f"{path}.rate",
+            f"expected a number in (0, 1], got {describe(r)}",
+            container=raw,
+            key="rate" if "rate" in raw else None,
+        )
+    return float(r)
+
+
+def parse_params(values: dict[str, Any], reader: Any) -> Params:
+    """Read the ``clusters`` block (inline, ``{count, size}`` or a file) and ``within``."""
+    clusters = read_clusters(values["clusters"], reader, "sampling.clusters")
+    within = parse_within(values.get("within"), reader, "sampling.within")
+    return Params(clusters=clusters, chosen=values["chosen"], within_rate=within)
+
+
+def check(params: Params) -> list[Problem]:
+    """1 <= ℓ < k."""
+    k, ell = params.clusters.count, params.chosen
+    if ell <= 0:
+        return [Problem(field="chosen", message=f"expected 1 <= chosen < k = {k}, got {ell}")]
+    if ell >= k:
+        return [
+            Problem(
+                field="chosen",
+                message=f"chosen = {ell} but there are only k = {k} clusters; expected "
+                f"1 <= chosen < k (choosing every cluster is no sample)",
+            )
+        ]
+    return []
+
+
+def upper_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarray:
+    """Upper bound (a guarantee) on ε′ for cluster sampling, population-wide.
+
+    Basis: 000_97a39a4c524f603f.txt Theorem 5.2, with K = n₍₁₎ + n₍₂₎ (the two largest
+        clusters: the worst cluster i maximises n_i + max_{j≠i} n_j; spec §6.1).
+        Proof gap (spec §6.1 remark b, §11.6): the App. D proof bounds one direction
+        only and its swap step uses LCS distance n_i + n_j where n_i + 1 + n_j is
+        needed; an exact LP check on small instances never exceeded the stated bound,
+        so the bound is implemented as stated.
+    Neighbours: M is ε-DP under add-remove; ε′ holds for adding/removing one record
+        inside a fixed cluster.
+    Conditions: 1 <= ℓ < k; cluster membership fixed; chosen clusters secret.
+    Formula: ε′ = B(ℓ/k, K, ε) = log(1 + A(e^ε − 1)/(A + (1 − A)e^{−Kε})).
+    Tightness: tight when all clusters have the same size (Theorem 5.1 meets it).
+    Numerics: log1p/expm1 form (no cancellation at ε = 1e-12), logaddexp difference
+        where ε or Kε exceeds 700; rounded up.
+    """
+    return ratio_upper(fraction, k_sum, eps)
+
+
+def lower_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarray:
+    """Lower bound on ε′ for cluster sampling (some ε-DP M is at least this bad).
+
+    Basis: 000_97a39a4c524f603f.txt Theorem 5.1, maximised over the cluster i:
+        K = n_i + min_{j≠i} n_j is largest for i the largest cluster, K = n₍₁₎ + n_min.
+        (The App. D proof builds a replace-one change; spec §6.1 remark a checks that the
+        stated add-remove formula is exact for the Σx + Lap(1/ε) witness.)
+    Neighbours: as ``upper_epsilon``.
+    Formula: ε′ = B(ℓ/k, n₍₁₎ + n_min, ε). Rounded down.
+    """
+    return ratio_lower(fraction, k_sum, eps)
+
+
+def _max_k_for(frac: float, eps: float, target: float) -> int | None:
+    """Largest integer K with B(A, K, ε) <= T as evaluated (upper bound), -1 if none,
+    None if unbounded (every K meets it)."""
+    if float(ratio_upper(frac, 0, eps)) > target:
+        return -1
+    if eps <= target:
+        return None
+    x = math.expm1(eps) / math.expm1(target)
+    inner = frac * (x - 1.0) / (1.0 - frac)
+    guess = -math.log(inner) / eps if inner > 0 else 0.0
+    hi = max(0, math.floor(guess) + 2)
+    if float(ratio_upper(frac, hi, eps)) <= target:
+        return hi
+    lo = 0  # feasible (checked above); bisect on integers: B increases in K
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if float(ratio_upper(frac, mid, eps)) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Bounds for one cluster design (see the bound functions for the theorems)."""
+    cl = params.clusters
+    k, ell = cl.count, params.chosen
+    frac = ell / k
+    n1, n2 = cl.largest
+    k_up = n1 + n2
+    k_low = n1 + cl.smallest
+    r = params.within_rate
+    if not mechanism.epsilon_add_remove_known():
+        raise ConditionError(
+            "Theorems 5.1/5.2 (000_97a39a4c524f603f.txt) need M's add-remove ε (neighbours "
+            "differ by one record added to a cluster), and `neighbours: replace-one` leaves "
+            "it unknown. Declare `neighbours: add-remove` or `both`."
+        )
+    conditions = [
+        f"1 <= chosen < k: 1 <= {ell} < {k}",
+        "clusters chosen uniformly without replacement, whole clusters taken; cluster "
+        "membership fixed before sampling; which clusters were chosen is secret",
+        f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
+    ]
+    warnings = [
+        "Theorem 5.2 (000_97a39a4c524f603f.txt) is implemented as stated; its App. D proof "
+        "has an off-by-one in the swap distance and bounds one direction only (an exact LP "
+        "check on small instances supports the stated bound; spec §6.1)."
+    ]
+    basis = BASIS
+    if r is not None:
+        basis = (*BASIS, "000_97a39a4c524f603f.txt §5.2 remark; spec §6.3 (derived)")
+        conditions.append(
+            f"second stage: Poisson with rate r = {r:g} inside the chosen clusters (M∘Poisson "
+            "is A(r, ε)-DP under add-remove; Theorem 5.2 applies with that ε)"
+        )
+
+    def stage(eps: np.ndarray) -> np.ndarray:
+        if r is None:
+            return np.asarray(eps, dtype=float)
+        return numeric.amplification_upper(r, eps)
+
+    def upper(eps: np.ndarray) -> np.ndarray:
+        return upper_epsilon(stage(eps), fraction=frac, k_sum=k_up)
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        if r is None:
+            return lower_epsilon(eps, fraction=frac, k_sum=k_low)
+        # the single-inclusion witness (spec §7.2): each record is kept w.p. (ℓ/k)·r
+        return numeric.amplification_lower(frac * r, eps)
+
+    def delta_prime(eps: np.ndarray) -> np.ndarray:
+        if mechanism.delta == 0.0:
+            return np.zeros(np.shape(eps))
+        return np.full(np.shape(eps), np.nan)  # replaced by None below
+
+    eps0 = float(mechanism.epsilon)
+    srs = float(numeric.amplification_upper(frac if r is None else frac * r, eps0))
+    up0 = float(upper(np.asarray(eps0)))
+    details: dict[str, Any] = {
+        "clusters": k,
+        "chosen": ell,
+        "cluster_fraction": frac,
+        "largest_clusters": [n1, n2],
+        "smallest_cluster": cl.smallest,
+        "population": cl.total,
+        "K_upper": k_up,
+        "K_lower": k_low if r is None else None,
+        "srs_same_fraction": srs,
+        "tight": bool(cl.equal and r is None),
+        "sizes_source": cl.source,
+    }
+    if r is not None:
+        details["within_rate"] = r
+    if cl.equal and r is None:
+        conditions.append(f"all {k} clusters have size {n1}: upper = lower (tight)")
+    if up0 >= eps0 * (1 - 1e-9):
+        warnings.append(
+            f"no amplification at ε = {eps0:g}: one cluster's output reveals whether it was "
+            f"sampled (two largest clusters {n1} + {n2} records), although only {ell} of {k} "
+            f"clusters ({frac:.3g}) are chosen; a simple random sample at the same fraction "
+            f"would give {srs:.6g}."
+        )
+    else:
+        warnings.append(
+            f"a simple random/Poisson sample at the same fraction {frac:.3g} would give "
+            f"ε′ = {srs:.6g} at ε = {eps0:g} (details.srs_same_fraction), against the cluster "
+            f"bound {up0:.6g}."
+        )
+    if mechanism.delta > 0:
+        warnings.append(
+            "M's δ > 0: the cluster theorems are stated for pure ε-DP; no δ′ is reported."
+        )
+
+    def invert_details(target: np.ndarray) -> dict[str, Any]:
+        if r is not None or target.ndim != 0:
+            return {}
+        e = eps0 if r is None else float(numeric.amplification_upper(r, eps0))
+        kmax = _max_k_for(frac, e, float(target))
+        if kmax is None:
+            return {
+                "max_cluster_size_for": None,
+                "max_cluster_size_note": f"at ε = {eps0:g} every cluster size meets the target",
+            }
+        if kmax < 0:
+            return {
+                "max_cluster_size_for": None,
+                "max_cluster_size_note": f"at ε = {eps0:g} no cluster size meets the target",
+            }
+        return {
+            "max_cluster_size_for": kmax // 2,
+            "max_two_largest_sum_for": kmax,
+            "max_cluster_size_note": f"at the declared ε = {eps0:g}: equal clusters of at "
+            f"most {kmax // 2} records (in general: two largest sizes summing to at most "
+            f"{kmax}) keep the Theorem 5.2 bound at or below the target",
+        }
+
+    return Analysis(
+        guarantee_neighbours=Neighbours.ADD_REMOVE,
+        reference_epsilon=lambda eps: np.asarray(eps, dtype=float),
+        upper=upper,
+        lower=lower,
+        delta_prime=None if mechanism.delta > 0 else delta_prime,
+        basis=basis,
+        conditions=tuple(conditions),
+        warnings=tuple(warnings),
+        details=details,
+        invert_details=invert_details,
+    )
+
+
+SCHEME = Scheme(
+    name="cluster",
+    summary="ℓ of k clusters chosen without replacement, whole clusters (or Poisson within)",
+    params=Params,
+    fields=FIELDS,
+    mechanism_relation="add-remove (or both)",
+    guarantees=(Neighbours.ADD_REMOVE,),
+    basis=BASIS,
+    analyse=analyse,
+    check=check,
+    example={"clusters": {"count": 100, "size": 20}, "chosen": 10},
+    parse_params=parse_params,
+)

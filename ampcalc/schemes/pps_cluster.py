@@ -1,0 +1,203 @@
+"""PPS cluster sampling: ℓ clusters drawn with probability proportional to their size.
+
+Basis: 000_97a39a4c524f603f.txt §6.2 (qualitative: large clusters break the secrecy of
+the sample and are also the most likely to be drawn); spec §7.3 (derived lower bound
+A(max |C_i|/n, ε)). No upper bound: verdict ``no-guarantee``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import numeric
+from ..model import Mechanism, Neighbours
+from ..papers import BUN_2022, cite
+from ._cluster_kernels import ClusterSizes, capped_inclusion, read_clusters
+from .base import Analysis, Field, Problem, Scheme
+
+BASIS = (cite(BUN_2022, "§6.2"), cite(BUN_2022, "Proposition 6.1"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    """ℓ clusters drawn with probability proportional to size; whole clusters taken.
+
+    Attributes:
+        clusters: the cluster sizes.
+        chosen: ℓ, 1 <= ℓ < k (default 1: one cluster drawn with probability |C_i|/n).
+    """
+
+    clusters: ClusterSizes
+    chosen: int = 1
+
+
+FIELDS = (
+    Field(
+        name="clusters",
+        kind="any",
+        doc="cluster sizes: {sizes: [...]}, {count: k, size: n} or {file: sizes.csv}",
+        required=True,
+    ),
+    Field(name="chosen", kind="int", doc="ℓ, clusters drawn (default 1)", default=1),
+)
+
+
+def parse_params(values: dict[str, Any], reader: Any) -> Params:
+    """Read the ``clusters`` block."""
+    return Params(
+        clusters=read_clusters(values["clusters"], reader, "sampling.clusters"),
+        chosen=values["chosen"],
+    )
+
+
+def check(params: Params) -> list[Problem]:
+    """1 <= ℓ < k."""
+    k, ell = params.clusters.count, params.chosen
+    if not 1 <= ell < k:
+        return [Problem(field="chosen", message=f"expected 1 <= chosen < k = {k}, got {ell}")]
+    return []
+
+
+def max_inclusion(cl: ClusterSizes, chosen: int) -> tuple[float, int]:
+    """Largest cluster inclusion probability (and certainty clusters): |C_i|/n for ℓ = 1,
+    min(1, ℓ|C_i|/n) with iterative capping otherwise (spec §7.2 applied to clusters)."""
+    if cl.sizes is None:
+        return chosen / cl.count, 0
+    if chosen == 1:
+        return cl.largest[0] / cl.total, 0
+    a, c = capped_inclusion(cl.sizes, chosen)
+    return float(a.max()), c
+
+
+def lower_epsilon(eps: np.ndarray, *, max_inclusion: float) -> np.ndarray:
+    """Lower bound on ε′ for PPS cluster sampling.
+
+    Basis: spec §7.3 (derived from 000_97a39a4c524f603f.txt §6.1–§6.2, Proposition 6.1):
+        a member of cluster C_i is in the sample with the cluster's inclusion probability.
+    Neighbours: the single-inclusion witness is ε-DP under both relations.
+    Formula: ε′ >= A(max_i π_i, ε), π_i = |C_i|/n for one cluster drawn.
+    Tightness: no upper bound exists; rounded down.
+    """
+    return numeric.amplification_lower(max_inclusion, eps)
+
+
+#: the exact Laplace witness groups clusters by size; above this many distinct sizes it
+#: is skipped (it costs O(U²)) and ``details`` says so
+WITNESS_MAX_DISTINCT = 5000
+
+
+def laplace_witness(sizes: np.ndarray, eps: float) -> float | None:
+    """Exact loss of the Laplace witness of spec §7.3 for one cluster drawn by PPS.
+
+    Basis: spec §7.3 (derived; 000_97a39a4c524f603f.txt §6.2 gives no closed form).
+    Witness: M = Σx + Lap(1/ε) (ε-DP under add-remove); cluster C_i all +1, the others all
+        −1; P′ adds one +1 record to C_i. P's output is the mixture over clusters j
+        (weight |C_j|/n) of Laplaces centred at +|C_i| or −|C_j|; P′'s has weights
+        |C′_i|/(n + 1), |C_j|/(n + 1) and centre |C_i| + 1 for C_i.
+    Formula: the largest |log f_P(z)/f_P′(z)| over every component location and both
+        tails (between knots the ratio is a Möbius function of e^{2εz}, so monotone);
+        maximised over i ∈ {largest, smallest non-empty cluster}.
+    Numerics: logsumexp over the components; rounded down. Neighbours: add-remove.
+    """
+    vals, counts = np.unique(sizes[sizes > 0], return_counts=True)
+    if vals.size > WITNESS_MAX_DISTINCT:
+        return None
+    n = float(np.sum(vals * counts))
+    best = 0.0
+    for ci in {int(vals[-1]), int(vals[0])}:
+        cnt = counts.copy().astype(float)
+        cnt[np.searchsorted(vals, ci)] -= 1
+        keep = cnt > 0
+        ov, oc = vals[keep].astype(float), cnt[keep]
+        centres_p = np.concatenate([[ci], -ov])
+        centres_q = np.concatenate([[ci + 1.0], -ov])
+        lw_p = np.log(np.concatenate([[ci / n], oc * ov / n]))
+        lw_q = np.log(np.concatenate([[(ci + 1) / (n + 1)], oc * ov / (n + 1)]))
+        z = np.unique(np.concatenate([centres_p, centres_q]))
+
+        def logf(lw: np.ndarray, c: np.ndarray, zz: np.ndarray) -> np.ndarray:
+            t = lw[None, :] - eps * np.abs(zz[:, None] - c[None, :])
+            m = t.max(axis=1)
+            return m + np.log(np.sum(np.exp(t - m[:, None]), axis=1))
+
+        ratios = [logf(lw_p, centres_p, z) - logf(lw_q, centres_q, z)]
+        for sign in (1.0, -1.0):
+            tp = lw_p + sign * eps * centres_p
+            tq = lw_q + sign * eps * centres_q
+            ratios.append(np.array([np.logaddexp.reduce(tp) - np.logaddexp.reduce(tq)]))
+        r = np.concatenate(ratios)
+        best = max(best, float(np.max(np.abs(r))))
+    # absolute error: a few ulps of the largest log-weight/ε·|centre| handled
+    slack = 64 * np.spacing(eps * float(vals[-1] + 1) + abs(math.log(n)) + 1.0)
+    return max(0.0, float(numeric.round_down(best - slack)))
+
+
+def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Lower bound only: verdict no-guarantee."""
+    cl = params.clusters
+    amax, certain = max_inclusion(cl, params.chosen)
+    eps_d_known = mechanism.epsilon_add_remove_known()
+    eps_r = mechanism.epsilon_replace_one_of
+
+    def witness_eps(eps: np.ndarray) -> np.ndarray:
+        e = eps_r(eps)
+        return np.minimum(e, np.asarray(eps, dtype=float)) if eps_d_known else e
+
+    return Analysis(
+        guarantee_neighbours=Neighbours.REPLACE_ONE,
+        reference_epsilon=eps_r,
+        upper=None,
+        lower=lambda eps: lower_epsilon(witness_eps(eps), max_inclusion=amax),
+        delta_prime=None,
+        basis=BASIS,
+        conditions=(f"1 <= chosen < k: 1 <= {params.chosen} < {cl.count}",),
+        warnings=(
+            "PPS cluster sampling gives no amplification guarantee (000_97a39a4c524f603f.txt "
+            "§6.2: large clusters are both the most likely to be drawn and the easiest to "
+            "recognise in the output); only the lower bound A(max π_i, ε) is reported "
+            "(spec §7.3).",
+        ),
+        details={
+            "clusters": cl.count,
+            "chosen": params.chosen,
+            "largest_clusters": list(cl.largest),
+            "population": cl.total,
+            "max_inclusion_probability": amax,
+            "certainty_units": certain,
+            **_witness_details(cl, params.chosen, mechanism),
+        },
+    )
+
+
+def _witness_details(cl: ClusterSizes, chosen: int, mechanism: Mechanism) -> dict[str, Any]:
+    """The exact Laplace-witness loss (add-remove) at the declared ε, where it applies."""
+    if chosen != 1 or not mechanism.epsilon_add_remove_known():
+        return {}
+    sizes = cl.sizes if cl.sizes is not None else np.full(cl.count, cl.largest[0])
+    value = laplace_witness(sizes, float(mechanism.epsilon))
+    if value is None:
+        return {"laplace_witness_note": f"more than {WITNESS_MAX_DISTINCT} distinct sizes"}
+    return {
+        "laplace_witness_add_remove": value,
+        "laplace_witness_note": "exact loss of the Σx + Lap(1/ε) witness of spec §7.3 at the "
+        "declared ε, for adding one record to a cluster (an add-remove lower bound)",
+    }
+
+
+SCHEME = Scheme(
+    name="pps-cluster",
+    summary="clusters drawn with probability proportional to size (lower bound only)",
+    params=Params,
+    fields=FIELDS,
+    mechanism_relation="replace-one or add-remove",
+    guarantees=(Neighbours.REPLACE_ONE,),
+    basis=BASIS,
+    analyse=analyse,
+    check=check,
+    example={"clusters": {"sizes": [10, 20, 30, 40]}, "chosen": 1},
+    parse_params=parse_params,
+)

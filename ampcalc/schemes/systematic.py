@@ -1,0 +1,198 @@
+"""Systematic sampling: a random start in 1..k, then every k-th record of an ordering.
+
+Basis: 000_97a39a4c524f603f.txt §6.3 (qualitative); spec §7.4. With a random, secret
+ordering the sample is a simple random sample (Theorem 2.2 applies); with a fixed,
+known ordering no theorem applies and only a lower bound is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import numeric
+from ..model import Mechanism, Neighbours
+from ..papers import BUN_2022, cite
+from ._cluster_kernels import ratio_bound
+from .base import Analysis, Field, Problem, Scheme
+
+BASIS = (cite(BUN_2022, "§6.3"), cite(BUN_2022, "Theorem 2.2"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    """Every k-th record of an ordered population of N, from a random start in 1..k.
+
+    Attributes:
+        population: N >= 2 (fixed and public).
+        interval: k, 2 <= k <= N (from ``interval``, or N // sample when ``sample`` given).
+        order: ``random`` (a secret uniformly random ordering) or ``fixed`` (known).
+        sample: the ``sample`` m as given, or None.
+    """
+
+    population: int
+    interval: int
+    order: str
+    sample: int | None = None
+
+
+FIELDS = (
+    Field(name="population", kind="int", doc="N, the population size", required=True, low=2),
+    Field(name="interval", kind="int", doc="k, the sampling interval", low=2),
+    Field(name="sample", kind="int", doc="m, the intended sample size (k = N // m)", low=1),
+    Field(
+        name="order",
+        kind="choice",
+        doc="random (secret shuffled order) or fixed (known order)",
+        required=True,
+        choices=("random", "fixed"),
+    ),
+)
+
+
+def parse_params(values: dict[str, Any], reader: Any) -> Params:
+    """``interval`` or ``sample`` (exactly one)."""
+    n, k, m = values["population"], values["interval"], values["sample"]
+    if (k is None) == (m is None):
+        raise reader.error(
+            "sampling.interval" if k is not None else "sampling",
+            "give exactly one of `interval` (k) or `sample` (m, with k = N // m)",
+        )
+    if k is None:
+        if m > n // 2:
+            raise reader.error(
+                "sampling.sample", f"sample = {m} gives an interval N // m < 2 (N = {n})"
+            )
+        k = n // m
+    return Params(population=n, interval=k, order=values["order"], sample=m)
+
+
+def check(params: Params) -> list[Problem]:
+    """2 <= k <= N."""
+    if params.interval > params.population:
+        return [
+            Problem(
+                field="interval",
+                message=f"interval {params.interval} exceeds population {params.population}",
+            )
+        ]
+    return []
+
+
+def upper_epsilon(eps_replace_one: np.ndarray, *, population: int, interval: int) -> np.ndarray:
+    """Upper bound on ε′ for systematic sampling over a random, secret ordering.
+
+    Basis: 000_97a39a4c524f603f.txt §6.3 (random ordering ≡ SRSWOR) and Theorem 2.2.
+    Neighbours: M is ε_R-DP under replace-one; ε′ under replace-one (N fixed).
+    Conditions: the ordering is uniformly random and secret; 2 <= k <= N.
+    Formula: ε′ = A(⌈N/k⌉/N, ε_R). When k divides N the sample is an SRSWOR of N/k;
+        otherwise it has ⌊N/k⌋ or ⌈N/k⌉ records (a mixture of SRSWORs, each amplifying
+        by at most the larger fraction).
+    Tightness: tight (the larger-size SRSWOR witness).
+    Numerics: numeric.amplification_upper (log1p/expm1; logaddexp above 700); rounded up.
+    """
+    m = -(-population // interval)
+    return numeric.amplification_upper(m / population, eps_replace_one)
+
+
+def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Bounds for one systematic design."""
+    n, k = params.population, params.interval
+    eps_r = mechanism.epsilon_replace_one_of
+    m_hi = -(-n // k)
+    m_lo = n // k
+    divides = n % k == 0
+    conditions = [f"2 <= interval <= population: 2 <= {k} <= {n}"]
+    warnings: list[str] = []
+    details: dict[str, Any] = {"population": n, "interval": k, "order": params.order}
+    if params.order == "random":
+        q = m_hi / n
+        conditions.append("the ordering is uniformly random and secret")
+        if divides:
+            warnings.append(
+                f"k = {k} divides N = {n}: over a random secret ordering this is exactly a "
+                f"simple random sample of m = {m_lo} (scheme srswor, Theorem 2.2)."
+            )
+        else:
+            warnings.append(
+                f"k = {k} does not divide N = {n}: the sample has {m_lo} or {m_hi} records; "
+                f"the bound uses the larger fraction {m_hi}/{n}."
+            )
+        details.update({"sample_sizes": [m_lo, m_hi], "rate": q, "tight": True})
+
+        def upper(eps: np.ndarray) -> np.ndarray:
+            return upper_epsilon(eps_r(eps), population=n, interval=k)
+
+        def lower(eps: np.ndarray) -> np.ndarray:
+            return numeric.amplification_lower(q, eps_r(eps))
+
+        def certified(target: np.ndarray) -> np.ndarray:
+            guess = numeric.round_down(numeric.amplification_inverse(q, target))
+            return numeric.certify_down(
+                lambda e: upper(e), guess / mechanism.replace_one_ratio(), target
+            )
+
+        return Analysis(
+            guarantee_neighbours=Neighbours.REPLACE_ONE,
+            reference_epsilon=eps_r,
+            upper=upper,
+            lower=lower,
+            delta_prime=None if mechanism.delta > 0 else (lambda e: np.zeros(np.shape(e))),
+            certified=certified,
+            basis=BASIS,
+            conditions=tuple(conditions),
+            warnings=tuple(warnings),
+            details=details,
+        )
+
+    # fixed, known ordering: no theorem; lower bound from the single-inclusion witness
+    conditions.append("the ordering is fixed and known: no amplification theorem applies")
+    warnings.append(
+        "fixed, known ordering: no theorem gives an upper bound (inserting a record shifts "
+        "every later one; 000_97a39a4c524f603f.txt §6.3, spec §7.4); verdict no-guarantee. "
+        f"The lower bound is the single-inclusion witness A(1/k, ε) (each record is in the "
+        f"sample with probability 1/{k}; 000_97a39a4c524f603f.txt Proposition 6.1)."
+    )
+    eps_d_known = mechanism.epsilon_add_remove_known()
+
+    def witness_eps(eps: np.ndarray) -> np.ndarray:
+        e = eps_r(eps)
+        return np.minimum(e, np.asarray(eps, dtype=float)) if eps_d_known else e
+
+    def lower_f(eps: np.ndarray) -> np.ndarray:
+        return numeric.amplification_lower(1.0 / k, witness_eps(eps))
+
+    e0 = float(eps_r(np.asarray(mechanism.epsilon)))
+    details["heuristic_cluster_analogy"] = float(ratio_bound(1.0 / k, 2 * m_lo, e0))
+    details["heuristic_note"] = (
+        f"B(1/k, 2m, ε_R) with m = {m_lo}: a heuristic indicator (the design is 'almost' "
+        "cluster sampling with ℓ = 1), NOT a bound"
+    )
+    return Analysis(
+        guarantee_neighbours=Neighbours.REPLACE_ONE,
+        reference_epsilon=eps_r,
+        upper=None,
+        lower=lower_f,
+        delta_prime=None,
+        basis=(cite(BUN_2022, "§6.3"), cite(BUN_2022, "Proposition 6.1")),
+        conditions=tuple(conditions),
+        warnings=tuple(warnings),
+        details=details,
+    )
+
+
+SCHEME = Scheme(
+    name="systematic",
+    summary="every k-th record from a random start (random secret or fixed known order)",
+    params=Params,
+    fields=FIELDS,
+    mechanism_relation="replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)",
+    guarantees=(Neighbours.REPLACE_ONE,),
+    basis=BASIS,
+    analyse=analyse,
+    check=check,
+    example={"population": 10000, "interval": 100, "order": "random"},
+    parse_params=parse_params,
+)

@@ -1,0 +1,299 @@
+"""Cluster sampling (000_97a39a4c524f603f.txt Theorems 5.1/5.2/5.3, spec §6)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ampcalc import engine
+from ampcalc.design import load_designs
+from ampcalc.schemes._cluster_kernels import ratio_bound, ratio_lower, ratio_upper
+import oracle_cluster as oc
+from conftest import run_ampcalc
+
+
+def design(clusters: str, chosen: int, eps: float = 0.1, extra: str = "") -> str:
+    return (
+        f"name: t\nmechanism: {{epsilon: {eps}, neighbours: add-remove}}\n"
+        f"sampling:\n  scheme: cluster\n  clusters: {clusters}\n  chosen: {chosen}\n{extra}"
+    )
+
+
+def bound_of(text: str, eps=None):
+    (d,) = load_designs(text)
+    return engine.bound(d, eps)
+
+
+# spec §6.1 test vectors [VERIFIED]: (k, ℓ, n_i, n_max, ε, UB, SRS)
+TABLE = [
+    (100, 10, 1, 1, 0.1, 0.012489, 0.010462),
+    (100, 10, 1, 1, 1.0, 0.573627, 0.158565),
+    (100, 10, 5, 5, 0.1, 0.024104, 0.010462),
+    (100, 10, 5, 5, 1.0, 0.999742, 0.158565),
+    (100, 10, 20, 20, 0.1, 0.086442, 0.010462),
+    (100, 10, 100, 100, 0.1, 0.100000, 0.010462),
+    (1000, 10, 1, 1, 1.0, 0.112739, 0.017037),
+    (1000, 10, 50, 50, 0.1, 0.099574, 0.001051),
+    (50, 5, 10, 30, 0.1, 0.086442, 0.010462),
+]
+
+
+@pytest.mark.parametrize(("k", "ell", "ni", "nmax", "eps", "ub", "srs"), TABLE)
+def test_spec_table_kernel(k, ell, ni, nmax, eps, ub, srs):
+    """spec §6.1 table: B(ℓ/k, n_i + n_max, ε), printed to 6 decimals."""
+    assert float(ratio_upper(ell / k, ni + nmax, eps)) == pytest.approx(ub, abs=5e-7)
+
+
+@pytest.mark.parametrize(
+    ("k", "ell", "ni", "nmax", "eps", "ub", "srs"), [row for row in TABLE if row[2] == row[3]]
+)
+def test_spec_table_equal_sizes_engine(k, ell, ni, nmax, eps, ub, srs):
+    """Equal sizes: the engine's upper = lower (tight) and SRS contrast in details."""
+    r = bound_of(design(f"{{count: {k}, size: {ni}}}", ell, eps))
+    assert r.upper == pytest.approx(ub, abs=5e-7)
+    assert r.lower == pytest.approx(ub, abs=5e-7)
+    assert r.lower <= r.upper
+    assert r.details["srs_same_fraction"] == pytest.approx(srs, abs=5e-7)
+    assert r.details["tight"] is True
+
+
+def test_spec_last_row():
+    """spec §6.1: k = 50, ℓ = 5, n_i = 10, n_max = 30 -> UB 0.086442; LB with n_min = 2
+    (for cluster i of size 10) 0.027948. Population-wide: K = 30 + 10 upper; the lower bound
+    maximises over i, K = 30 + 2 = 32."""
+    sizes = [30, 10, 2] + [5] * 47
+    r = bound_of(design("{sizes: " + json.dumps(sizes) + "}", 5))
+    assert r.upper == pytest.approx(0.086442, abs=5e-7)
+    assert r.details["largest_clusters"] == [30, 10]
+    assert float(ratio_lower(0.1, 12, 0.1)) == pytest.approx(0.027948, abs=5e-7)
+    assert r.lower == pytest.approx(float(oc.ratio(0.1, 32, 0.1)), rel=1e-12)
+    assert r.lower <= r.upper
+    assert r.verdict == "amplifies"
+
+
+def test_stability_eps_800():
+    """spec §6.1 stability check: ε = 800, K = 10 -> 800.0, no overflow."""
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        v = ratio_upper(0.1, 10, 800.0)
+    assert float(v) == pytest.approx(800.0, rel=1e-15)
+    assert float(ratio_lower(0.1, 10, 800.0)) <= float(oc.ratio(0.1, 10, 800.0))
+    assert float(ratio_upper(0.1, 10, 800.0)) >= float(oc.ratio(0.1, 10, 800.0))
+    r = bound_of(design("{count: 1000000, size: 1000000}", 10, eps=800))
+    assert r.upper >= 800.0 - 1e-9 and np.isfinite(r.upper)
+
+
+def test_small_eps_no_cancellation():
+    """Issue text: the logsumexp difference is low by 1.5e-4 relative at A = 0.001, K = 2,
+    ε = 1e-12; the log1p form must match mpmath to a few ulps and bracket it."""
+    exact = oc.ratio(0.001, 2, 1e-12)
+    assert abs(float(ratio_bound(0.001, 2, 1e-12)) / float(exact) - 1) < 1e-14
+    assert float(ratio_upper(0.001, 2, 1e-12)) >= exact
+    assert float(ratio_lower(0.001, 2, 1e-12)) <= exact
+
+
+@given(
+    frac=st.floats(1e-6, 0.999),
+    k=st.floats(0, 1e9),
+    eps=st.one_of(st.floats(1e-12, 5), st.floats(5, 1000)),
+)
+def test_ratio_brackets_mpmath(frac, k, eps):
+    exact = oc.ratio(frac, k, eps)
+    # 1e-45: the 50-digit oracle's own error where (1 − A)e^{−Kε} is below 1e-50
+    assert float(ratio_lower(frac, k, eps)) <= exact + oc.mp.mpf("1e-45")
+    assert exact <= float(ratio_upper(frac, k, eps)) + oc.mp.mpf("1e-45")
+
+
+def test_oracle_worst_relative_error():
+    rng = np.random.default_rng(1)
+    frac = rng.uniform(1e-4, 0.99, 300)
+    k = np.floor(10 ** rng.uniform(0, 6, 300))
+    eps = 10 ** rng.uniform(-12, 2.8, 300)
+    got = ratio_bound(frac, k, eps)
+    worst = max(
+        abs(float(g) / float(oc.ratio(a, b, c)) - 1)
+        for g, a, b, c in zip(got, frac, k, eps, strict=True)
+    )
+    assert worst < 1e-13
+
+
+@given(st.lists(st.integers(0, 10_000), min_size=2, max_size=40), st.data())
+def test_lower_le_upper_hypothesis(sizes, data):
+    if max(sizes) == 0:
+        sizes[0] = 1
+    ell = data.draw(st.integers(1, len(sizes) - 1))
+    eps = data.draw(st.floats(1e-6, 50))
+    r = bound_of(design("{sizes: " + json.dumps(sizes) + "}", ell, eps))
+    assert r.lower <= r.upper <= eps
+    srs = float(oc.amplification(ell / len(sizes), eps))
+    assert r.upper >= srs * (1 - 1e-12)  # the cluster bound is never better than SRS
+
+
+def test_vectorised_sweep_monotone():
+    (d,) = load_designs(design("{count: 500, size: 20}", 20))
+    eps = np.linspace(1e-6, 5, 10_000)
+    r = engine.bound(d, eps)
+    assert np.all(np.diff(r.upper) >= 0) and np.all(r.lower <= r.upper)
+
+
+def test_001_two_cluster_table_sits_below_theorem_5_1():
+    """001 §4 eq. (2) table (spec §6.4): ε = 1, b = 5 -> .98857; it equals B(½, b − 1, ε)
+    and stays below the Theorem 5.1 lower bound B(½, 0 + b, ε)."""
+    printed = {
+        (0.5, 0): 0.21907,
+        (0.5, 2): 0.33918,
+        (1.0, 1): 0.62011,
+        (1.0, 5): 0.98857,
+        (0.5, 50): 0.50000,
+        (1.0, 10): 0.99992,
+    }
+    for (eps, b), v in printed.items():
+        assert float(oc.two_cluster_count(b, eps)) == pytest.approx(v, abs=5e-6)
+        assert float(ratio_bound(0.5, b - 1, eps)) == pytest.approx(v, abs=5e-6)
+        r = bound_of(
+            design(f"{{sizes: [0, {b}]}}", 1, eps) if b else design("{sizes: [0, 1]}", 1, eps)
+        )
+        if b:
+            assert r.lower >= float(oc.two_cluster_count(b, eps)) - 1e-12
+
+
+def test_two_stage_spec_vectors():
+    """spec §6.3: r = 0.1, ε = 1, k = 100, ℓ = 10, K = 40 -> 0.156276; r = 0.5 -> 0.620115."""
+    for r_, want in ((0.1, 0.156276), (0.5, 0.620115)):
+        extra = f"  within: {{scheme: poisson, rate: {r_}}}\n"
+        r = bound_of(design("{count: 100, size: 20}", 10, 1.0, extra))
+        assert r.upper == pytest.approx(want, abs=5e-7)
+        assert r.lower <= r.upper
+
+
+def test_invert_spec_vectors():
+    """spec §6.1 inverse tests: k = 100, ℓ = 10, K = 40, target 0.1 -> 0.110326; K = 2 ->
+    0.416512; the certificate satisfies upper(certified) <= target."""
+    for size, want in ((20, 0.110326), (1, 0.416512)):
+        (d,) = load_designs(design(f"{{count: 100, size: {size}}}", 10, 0.5))
+        res = engine.invert(d, 0.1, None)
+        assert res.certified == pytest.approx(want, abs=5e-7)
+        assert float(ratio_upper(0.1, 2 * size, res.certified)) <= 0.1
+
+
+def test_max_cluster_size_for():
+    (d,) = load_designs(design("{count: 100, size: 20}", 10, 0.1))
+    res = engine.invert(d, 0.05, None)
+    c = res.details["max_cluster_size_for"]
+    assert float(ratio_upper(0.1, 2 * c, 0.1)) <= 0.05 < float(ratio_upper(0.1, 2 * c + 2, 0.1))
+
+
+def test_census_example_lesson():
+    run = run_ampcalc("bound", "examples/designs/cluster-census-tracts.yaml", "--json")
+    tracts, srs, households = run.json()["results"]
+    assert tracts["verdict"] == "no-amplification"
+    assert tracts["epsilon_prime"]["upper"] == 0.5
+    assert srs["epsilon_prime"]["upper"] < 0.03 < households["epsilon_prime"]["upper"] < 0.5
+    assert tracts["details"]["srs_same_fraction"] == pytest.approx(srs["epsilon_prime"]["upper"])
+
+
+def test_million_cluster_file(tmp_path):
+    sizes = np.random.default_rng(3).integers(1, 50, 1_000_000)
+    sizes[123] = 1000
+    sizes[999_999] = 999
+    f = tmp_path / "c.csv"
+    np.savetxt(f, sizes, fmt="%d")
+    (tmp_path / "d.yaml").write_text(design("{file: c.csv}", 100))
+    run = run_ampcalc("bound", str(tmp_path / "d.yaml"), "--json")
+    res = run.json()["results"][0]
+    assert res["details"]["largest_clusters"] == [1000, 999]
+    assert res["epsilon_prime"]["upper"] == pytest.approx(float(oc.ratio(1e-4, 1999, 0.1)))
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("clusters", "chosen", "message"),
+    [
+        ("{count: 10, size: 5}", 10, "chosen = 10 but there are only k = 10 clusters"),
+        ("{count: 10, size: 5}", 0, "expected 1 <= chosen < k = 10, got 0"),
+        ("{sizes: []}", 1, "expected a non-empty list of cluster sizes"),
+        ("{sizes: [3, -1, 4]}", 1, "cluster size 1: expected a whole number >= 0, got -1"),
+        ("{sizes: [3, 2.5, 4]}", 1, "cluster size 1: expected a whole number >= 0, got 2.5"),
+        ("{count: 10}", 1, "`count` and `size` go together"),
+        ("{sises: [1, 2]}", 1, "did you mean 'sizes'"),
+    ],
+)
+def test_bad_input(tmp_path, clusters, chosen, message):
+    f = tmp_path / "d.yaml"
+    f.write_text(design(clusters, chosen))
+    run = run_ampcalc("bound", str(f), expect=2)
+    assert message in run.stderr
+    assert "d.yaml:" in run.stderr
+
+
+def test_bad_row_in_file(tmp_path):
+    (tmp_path / "c.csv").write_text("id,size\na,10\nb,20\nc,-3\nd,4\n")
+    (tmp_path / "d.yaml").write_text(design("{file: c.csv}", 1))
+    run = run_ampcalc("bound", str(tmp_path / "d.yaml"), expect=2)
+    assert "row 4 (data row 3): size -3 is not a whole number >= 0" in run.stderr
+    (tmp_path / "c.csv").write_text("10\n20\nxx\n4\n")
+    run = run_ampcalc("bound", str(tmp_path / "d.yaml"), expect=2)
+    assert "c.csv: row 3: 'xx' is not a whole number" in run.stderr
+
+
+def test_within_fixed_size_refused(tmp_path):
+    f = tmp_path / "d.yaml"
+    f.write_text(
+        design("{count: 10, size: 5}", 2, extra="  within: {scheme: srswor, sample: 2}\n")
+    )
+    run = run_ampcalc("bound", str(f), expect=2)
+    assert "within-cluster scheme 'srswor' is not supported" in run.stderr
+
+
+def test_replace_one_mechanism_condition_error(tmp_path):
+    f = tmp_path / "d.yaml"
+    f.write_text(design("{count: 10, size: 5}", 2).replace("add-remove", "replace-one"))
+    run = run_ampcalc("bound", str(f), "--json", expect=2)
+    res = run.json()["results"][0]
+    assert res["epsilon_prime"]["upper"] is None
+    assert "Theorems 5.1/5.2" in res["error"]
+
+
+def test_fractional_row_in_file(tmp_path):
+    (tmp_path / "c.csv").write_text("size\n10\n2.5\n4\n")
+    (tmp_path / "d.yaml").write_text(design("{file: c.csv}", 1))
+    run = run_ampcalc("bound", str(tmp_path / "d.yaml"), expect=2)
+    assert "c.csv: row 3: '2.5' is not a whole number" in run.stderr
+
+
+@settings(max_examples=30)
+@given(
+    st.integers(2, 1000),
+    st.integers(0, 500),
+    st.floats(0.01, 3.0),
+    st.sampled_from([None, 0.05, 0.5]),
+)
+def test_invert_round_trip_one_sided(k, size, target, within):
+    """certified ε meets the target as evaluated; impossible_above reaches it."""
+    size = max(size, 1)
+    extra = "" if within is None else f"  within: {{scheme: poisson, rate: {within}}}\n"
+    (d,) = load_designs(design(f"{{count: {k}, size: {size}}}", max(1, k // 10), 0.5, extra))
+    res = engine.invert(d, target, None)
+    up = engine.bound(d, res.certified).upper
+    assert up <= target
+    assert res.certified >= target * (1 - 1e-12)  # B <= ε: never worse than no sampling
+    if res.impossible_above is not None:
+        assert engine.bound(d, res.impossible_above).lower >= target * (1 - 1e-12)
+        assert res.certified <= res.impossible_above * (1 + 1e-12)
+
+
+def test_001_identical_clusters_and_random_dp_example():
+    """spec §6.4: identical cluster outputs give log((1 + e^ε)/2) = A(½, ε) = B(½, 0, ε):
+    0.620115 at ε = 1, 0.280930 at ε = 0.5. The 001 'random DP' example
+    log[(e^ε + e^{−ε√n/4})/(1 + e^{−ε√n/4})] = B(½, √n/4, ε): ε = 1, n = 100 -> 0.95086;
+    n = 10⁴ -> 1.00000; ε = 0.5, n = 100 -> 0.40830."""
+    assert float(ratio_bound(0.5, 0, 1.0)) == pytest.approx(0.620115, abs=5e-7)
+    assert float(ratio_bound(0.5, 0, 0.5)) == pytest.approx(0.280930, abs=5e-7)
+    assert float(ratio_bound(0.5, 2.5, 1.0)) == pytest.approx(0.95086, abs=5e-6)
+    assert float(ratio_bound(0.5, 25, 1.0)) == pytest.approx(1.00000, abs=5e-6)
+    assert float(ratio_bound(0.5, 2.5, 0.5)) == pytest.approx(0.40830, abs=5e-6)
