@@ -1,0 +1,155 @@
+"""``ampcalc compare``: privacy against accuracy, design by design, at one target ε′.
+
+For every design in the file: the certified mechanism ε at the population target T
+(``engine.invert``) and the scheme's accuracy figures side by side
+(000_97a39a4c524f603f.txt §7.1–7.2: an allocation's variance advantage can be wiped
+out by the noise its privacy cost forces).
+
+Hook interface (for scheme modules): a scheme contributes accuracy columns by putting
+a function in its ``Scheme.hooks`` under ``"compare"``::
+
+    def compare(design: Design, target: float) -> dict[str, Any]: ...
+
+It receives the validated design and the target ε′ and returns JSON-able figures
+(numbers, strings, lists, nested mappings; ``None`` where a figure is unavailable),
+placed as they are under ``accuracy`` in the result. Scalar numeric entries become
+table columns (in order of first appearance over the designs); an ``assumptions``
+list of strings is printed under the table; an ``error`` string marks the design as
+failed (exit 2). The hook may raise ``ConditionError`` (reported like an ``invert``
+failure). Schemes without the hook get ``accuracy: {}``.
+
+JSON: ``{"ampcalc_version", "command": "compare", "target": T, "results": [{"name",
+"scheme", "epsilon": {"certified", "impossible_above"}, "accuracy": {...}}]}`` (plus
+``"error"`` on a failed design).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..cli import (
+    DesignArg,
+    ExitCode,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    SetOpt,
+    app,
+    emit,
+    load,
+    resolve_format,
+    rich_output,
+    say,
+    version,
+)
+
+
+@app.command()
+def compare(
+    design: DesignArg = None,
+    target: Annotated[
+        float | None,
+        typer.Option(
+            "--target",
+            "-t",
+            help="Target ε′ for the population (default: the file's target.epsilon_prime).",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    set_: SetOpt = None,
+) -> int:
+    """Certified ε at a target ε′ and each scheme's accuracy figures, design by design.
+
+    Example:  ampcalc compare examples/designs/stratified-business-survey.yaml --target 1
+    """
+    output = resolve_format(fmt, as_json)
+    from .. import engine, render, schemes
+    from ..errors import ConditionError, DesignError
+
+    designs = load(design, set_)
+    results: list[dict[str, Any]] = []
+    code = ExitCode.OK
+    shown_target = target
+    for d in designs:
+        t = target
+        if t is None and d.target is not None:
+            t = d.target.epsilon_prime
+        if t is None:
+            raise DesignError(
+                f"design {d.name!r}: no target; give --target T or a `target: "
+                "{epsilon_prime: T}` block"
+            )
+        shown_target = t if shown_target is None else shown_target
+        inv = engine.invert(d, t).to_dict()
+        row: dict[str, Any] = {
+            "name": d.name,
+            "scheme": d.scheme,
+            "target": t,
+            "epsilon": dict(inv["epsilon"]),
+            "accuracy": {},
+        }
+        error = inv.get("error")
+        hook = schemes.get(d.scheme).hooks.get("compare")
+        if error is None and hook is not None:
+            try:
+                acc = dict(hook(d, float(t)))
+            except ConditionError as err:
+                acc = {"error": err.message}
+            error = acc.pop("error", None)
+            row["accuracy"] = acc
+        if error is not None:
+            row["error"] = error
+            say(f"{d.name}: {error}")
+            code = max(code, ExitCode.BAD_INPUT)
+        results.append(row)
+    if output is Format.json:
+        payload = {"target": shown_target, "results": results}
+        emit(render.render_json(render.envelope("compare", version(), payload)))
+    elif output is Format.csv:
+        emit(render.render_csv(results))
+    else:
+        header, rows = _rows(results)
+        footer: list[str] = []
+        seen: set[str] = set()
+        for r in results:
+            items = []
+            if r.get("error"):
+                items.append(f"error: {r['error']}")
+            for a in r["accuracy"].get("assumptions", []):
+                if a not in seen:
+                    seen.add(a)
+                    items.append(f"assumption: {a}")
+            if items:
+                footer.append(f"{r['name']}:")
+                footer.extend(f"  - {i}" for i in items)
+        emit(render.render_table(header, rows, footer, rich_output=rich_output()))
+    return int(code)
+
+
+def _rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    from ..render import fmt
+
+    columns: list[str] = []
+    for r in results:
+        for key, value in r["accuracy"].items():
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if (numeric or value is None) and key not in columns:
+                columns.append(key)
+    header = ["design", "scheme", "target ε′", "certified ε", "impossible above", *columns]
+    rows = []
+    for r in results:
+        rows.append(
+            [
+                r["name"],
+                r["scheme"],
+                fmt(r["target"]),
+                "error" if r.get("error") else fmt(r["epsilon"]["certified"]),
+                fmt(r["epsilon"]["impossible_above"]),
+                *(fmt(r["accuracy"].get(c)) for c in columns),
+            ]
+        )
+    return header, rows

@@ -1,0 +1,1454 @@
+"""Stratified sampling: proportional (randomised or deterministic rounding), stratified
+Poisson, fixed per-stratum sizes, and Neyman allocation.
+
+Results are stratified DP (000_97a39a4c524f603f.txt Definition 7.1): each stratum s
+gets its own ε′_s for adding or removing a record *in that stratum*
+(``details.strata``); the headline add-remove ε′ is max_s ε′_s. A replace-one
+guarantee (``guarantee: replace-one``) is derived: a replacement is a deletion in
+one stratum plus an addition in another or the same one, so its loss is at most
+ε′_s + ε′_{s′} <= 2·max_s ε′_s (spec §8.1: every proven stratified result is for
+add-remove; max{ε′_s, ε′_{s′}} of Definition 7.1 is not implied — with stratified
+Poisson rates 0.5 and 0.01, the sum of the two largest per-stratum values is
+exceeded by a replacement inside the 0.5 stratum).
+
+Basis:
+  - proportional + randomized: 000_97a39a4c524f603f.txt Theorem 7.2 (one stratum:
+    Theorem 4.3; proof in Appendices C and E); exact inverse of spec §5.1;
+  - proportional + nearest/floor: 000 §4.1 (degradation Δ·ε, lower bound) and 000
+    Lemma B.1 with the relation fixed to add-remove (spec §4.2, upper bound);
+  - poisson: 001_4ef689e3bef19c3a.txt Lemma 3.3 (tight);
+  - fixed: 000 Theorem 2.2 within each stratum (replace-one inside a stratum);
+  - neyman: 000 §7.2 and Appendix E.1 (deterministic, data-dependent allocation:
+    lower bounds Δ∞·ε and Δ₁·ε, no upper bound).
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import numeric
+from ..errors import ConditionError
+from ..model import Mechanism, Neighbours
+from ..papers import BBG18, BUN_2020_WP, BUN_2022, cite
+from . import _allocation as alloc
+from .base import Analysis, Field, Scheme
+
+MAX_EXACT_INT = 2**53
+ALLOCATIONS = ("proportional", "poisson", "fixed", "neyman")
+ROUNDINGS = ("randomized", "nearest", "floor")
+
+BASIS_RANDOMIZED = (
+    cite(BUN_2022, "Theorem 7.2"),
+    cite(BUN_2022, "Theorem 4.3"),
+    cite(BUN_2022, "Appendix E"),
+)
+BASIS_DETERMINISTIC = (cite(BUN_2022, "§4.1"), cite(BUN_2022, "Lemma B.1 (add-remove)"))
+BASIS_POISSON = (cite(BUN_2020_WP, "Lemma 3.3"), BBG18)
+BASIS_FIXED = (cite(BUN_2022, "Theorem 2.2 (per stratum)"),)
+BASIS_NEYMAN = (cite(BUN_2022, "§7.2"), cite(BUN_2022, "Appendix E.1"), cite(BUN_2022, "§4.1"))
+BASIS = (
+    cite(BUN_2022, "Theorem 7.2"),
+    cite(BUN_2022, "Definition 7.1"),
+    cite(BUN_2020_WP, "Lemma 3.3"),
+    cite(BUN_2022, "§7.2"),
+)
+REPLACE_ONE_BASIS = "spec §8.1 (derived: replacement = deletion + addition, 2·max_s ε′_s)"
+
+REPLACE_ONE_NOTE = (
+    "replace-one guarantee: derived (spec §8.1), not proved by the papers: a replacement "
+    "is a deletion in one stratum plus an addition in the same or another stratum, so "
+    "ε′ <= ε′_s + ε′_{s′} <= 2·max_s ε′_s. Definition 7.1's max{ε′_s, ε′_{s′}} does not "
+    "follow (stratified Poisson with rates 0.5 and 0.01: a replacement inside the 0.5 "
+    "stratum exceeds the sum of the two largest per-stratum values)."
+)
+
+
+# --------------------------------------------------------------------------------------
+# Parameters
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Strata:
+    """The strata, in order (for Neyman: increasing values of the study variable).
+
+    Attributes:
+        names: stratum labels.
+        size: N_h, the public stratum sizes (int64).
+        rate: per-stratum rate r_h, NaN where not given.
+        sample: per-stratum sample size m_h (``fixed``), NaN where not given.
+        sd: standard deviation S_h of the study variable (divisor N_h − 1), NaN if absent.
+        mean: stratum mean of the study variable, NaN if absent.
+        min_value: smallest value of the study variable in the stratum, NaN if absent.
+    """
+
+    names: tuple[str, ...]
+    size: np.ndarray
+    rate: np.ndarray
+    sample: np.ndarray
+    sd: np.ndarray
+    mean: np.ndarray
+    min_value: np.ndarray
+    sizes_known: bool = True
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Params:
+    """A stratified design: the population is split into strata fixed in advance and
+    public (names and sizes N_h), and each stratum is sampled independently.
+
+    Attributes:
+        allocation: ``proportional`` (rate r in every stratum, r·N_h rounded),
+            ``poisson`` (each record of stratum h kept with probability r_h),
+            ``fixed`` (data-independent sizes m_h from the strata's ``sample:``) or
+            ``neyman`` (m_h ∝ N_h·S_h for a fixed total, computed from the data).
+        rounding: proportional only: ``randomized`` (⌈rN_h⌉ with probability equal to
+            the fractional part of rN_h, else ⌊rN_h⌋: Theorem 7.2), ``nearest`` (round
+            half up) or ``floor`` (deterministic: no amplification).
+        rate: common rate r (proportional, poisson); per-stratum ``rate:`` instead is
+            allowed (for proportional a derived extension of Theorem 7.2, labelled so).
+        strata: the strata (inline list or a CSV file with the same columns).
+        size_aware: proportional + randomized: the tighter form from the proof of
+            Theorem 4.3 (r + 1/N_h in place of 2r), labelled "from proof".
+        total_sample: neyman: the total sample size m.
+        value_bound: top-code U of the study variable, values in [0, U]: the Neyman
+            neighbour moves a record to U; ``ampcalc compare`` uses it as the
+            sensitivity of the stratified mean.
+        allocations: neyman: the two allocation vectors (P, then its neighbour P′)
+            given directly instead of computing them.
+    """
+
+    allocation: str
+    rounding: str | None
+    rate: float | None
+    strata: Strata
+    size_aware: bool = False
+    total_sample: int | None = None
+    value_bound: float | None = None
+    allocations: tuple[np.ndarray, np.ndarray] | None = None
+
+    def rates(self) -> np.ndarray:
+        """Per-stratum rate r_h (the common rate broadcast, or the strata's own)."""
+        if self.rate is not None:
+            return np.full(len(self.strata), float(self.rate))
+        return self.strata.rate
+
+    @property
+    def per_stratum_rates(self) -> bool:
+        return self.rate is None
+
+
+FIELDS = (
+    Field(
+        name="allocation",
+        kind="choice",
+        doc="how the sample is split over strata",
+        default="proportional",
+        choices=ALLOCATIONS,
+    ),
+    Field(
+        name="rate",
+        kind="float",
+        doc="common sampling rate r of every stratum (proportional, poisson)",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+    ),
+    Field(
+        name="rounding",
+        kind="choice",
+        doc="proportional: rounding of r·N_h (default randomized)",
+        choices=ROUNDINGS,
+    ),
+    Field(name="strata", kind="any", doc="list of strata, or {file: strata.csv}"),
+    Field(
+        name="size_aware",
+        kind="bool",
+        doc="proportional + randomized: tighter proof-level form of Theorem 4.3",
+        default=False,
+    ),
+    Field(
+        name="total_sample",
+        kind="int",
+        doc="neyman: total sample size m",
+        low=1,
+        high=MAX_EXACT_INT,
+    ),
+    Field(
+        name="value_bound",
+        kind="float",
+        doc="top-code U of the study variable (values in [0, U])",
+        low=0.0,
+        low_open=True,
+    ),
+    Field(name="allocations", kind="any", doc="neyman: the two allocation vectors [[P], [P′]]"),
+)
+
+STRATUM_FIELDS = (
+    Field(name="name", kind="any", doc="stratum label"),
+    Field(
+        name="size", kind="int", doc="stratum size N_h", required=True, low=1, high=MAX_EXACT_INT
+    ),
+    Field(name="rate", kind="float", doc="stratum rate r_h", low=0.0, high=1.0, low_open=True),
+    Field(name="sample", kind="int", doc="stratum sample size m_h", low=1, high=MAX_EXACT_INT),
+    Field(name="sd", kind="float", doc="standard deviation S_h (divisor N_h − 1)", low=0.0),
+    Field(name="mean", kind="float", doc="stratum mean of the study variable"),
+    Field(name="min_value", kind="float", doc="smallest value in the stratum"),
+)
+STRATUM_KEYS = tuple(f.name for f in STRATUM_FIELDS)
+
+
+def _read_inline(raw: Any, reader: Any) -> tuple[Strata, Callable[[int, str], Any]]:
+    rows: list[dict[str, Any]] = []
+    for i, item in enumerate(raw):
+        path = f"sampling.strata[{i}]"
+        if not isinstance(item, Mapping):
+            raise reader.error(
+                path,
+                "expected a stratum (a mapping with `size:` and optional name, rate, "
+                "sample, sd, mean, min_value)",
+                container=raw,
+                key=i,
+            )
+        rows.append(reader.fields(item, STRATUM_FIELDS, path, "a stratum"))
+
+    def at(i: int, key: str) -> Any:
+        item = raw[i]
+        return lambda msg: reader.error(
+            f"sampling.strata[{i}].{key}", msg, container=item, key=key
+        )
+
+    return _columns(rows), at
+
+
+def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[int, str], Any]]:
+    extra = [k for k in raw if k != "file"]
+    if extra or "file" not in raw:
+        raise reader.error(
+            "sampling.strata",
+            "expected `strata: {file: strata.csv}` (the only key is `file`) or a list of strata",
+            container=raw,
+            key=extra[0] if extra else None,
+        )
+    if not isinstance(raw["file"], str):
+        raise reader.error(
+            "sampling.strata.file", "expected a file name", container=raw, key="file"
+        )
+    path = reader.resolve(raw["file"])
+
+    def err(msg: str) -> Any:
+        return reader.error("sampling.strata.file", msg, container=raw, key="file")
+
+    try:
+        fh = open(path, newline="", encoding="utf-8")
+    except OSError as exc:
+        raise err(f"cannot read strata file {path}: {exc.strerror}") from None
+    with fh:
+        rd = csv.reader(fh)
+        header = next(rd, None)
+        if not header:
+            raise err(f"{path}: empty file; expected a header with `size` and optional columns")
+        header = [h.strip() for h in header]
+        for h in header:
+            if h not in STRATUM_KEYS:
+                close = difflib.get_close_matches(h, STRATUM_KEYS, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise err(
+                    f"{path}: unknown column {h!r}{hint}; expected: {', '.join(STRATUM_KEYS)}"
+                )
+        if "size" not in header:
+            raise err(f"{path}: missing column 'size' (the stratum sizes N_h)")
+        cols: dict[str, list[str]] = {h: [] for h in header}
+        for lineno, row in enumerate(rd, start=2):
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) != len(header):
+                raise err(f"{path}: line {lineno}: {len(row)} cells, header has {len(header)}")
+            for h, c in zip(header, row, strict=True):
+                cols[h].append(c.strip())
+    specs = {f.name: f for f in STRATUM_FIELDS}
+    rows_n = len(cols["size"])
+    out: dict[str, Any] = {}
+    for h, cells in cols.items():
+        if h == "name":
+            out[h] = cells
+            continue
+        spec = specs[h]
+        vals = np.full(rows_n, np.nan)
+        for i, c in enumerate(cells):
+            if c == "":
+                if spec.required:
+                    raise err(f"{path}: line {i + 2}: empty {h!r}; expected {spec.domain()}")
+                continue
+            try:
+                v = float(c)
+            except ValueError:
+                raise err(
+                    f"{path}: line {i + 2}: column {h!r}: expected {spec.domain()}, got {c!r}"
+                ) from None
+            bad = not math.isfinite(v)
+            bad |= spec.kind == "int" and not v.is_integer()
+            bad |= spec.low is not None and (v < spec.low or (spec.low_open and v == spec.low))
+            bad |= spec.high is not None and v > spec.high
+            if bad:
+                raise err(
+                    f"{path}: line {i + 2}: column {h!r}: expected {spec.domain()}, got {c!r}"
+                )
+            vals[i] = v
+        out[h] = vals
+    rows_dicts = out
+
+    def at(i: int, key: str) -> Any:
+        return lambda msg: err(f"{path}: line {i + 2} (stratum {i + 1}), {key}: {msg}")
+
+    return _columns_arrays(rows_dicts, rows_n), at
+
+
+def _columns(rows: list[dict[str, Any]]) -> Strata:
+    k = len(rows)
+
+    def col(key: str) -> np.ndarray:
+        return np.array([np.nan if r[key] is None else float(r[key]) for r in rows], dtype=float)
+
+    names = tuple(
+        f"stratum {i + 1}" if r["name"] is None else str(r["name"]) for i, r in enumerate(rows)
+    )
+    return Strata(
+        names=names,
+        size=np.array([r["size"] for r in rows], dtype=np.int64).reshape(k),
+        rate=col("rate"),
+        sample=col("sample"),
+        sd=col("sd"),
+        mean=col("mean"),
+        min_value=col("min_value"),
+    )
+
+
+def _columns_arrays(cols: dict[str, Any], k: int) -> Strata:
+    nan = np.full(k, np.nan)
+    names = cols.get("name") or [""] * k
+    return Strata(
+        names=tuple(n if n else f"stratum {i + 1}" for i, n in enumerate(names)),
+        size=np.asarray(cols["size"]).astype(np.int64),
+        rate=cols.get("rate", nan),
+        sample=cols.get("sample", nan),
+        sd=cols.get("sd", nan),
+        mean=cols.get("mean", nan),
+        min_value=cols.get("min_value", nan),
+    )
+
+
+def _read_allocations(raw: Any, reader: Any, k: int | None) -> tuple[np.ndarray, np.ndarray]:
+    def err(msg: str) -> Any:
+        return reader.error("sampling.allocations", msg)
+
+    shape_msg = "expected two lists of whole numbers >= 0: [[m_1, ..., m_k], [m′_1, ..., m′_k]]"
+    if not isinstance(raw, list) or len(raw) != 2 or not all(isinstance(v, list) for v in raw):
+        raise err(shape_msg)
+    vecs = []
+    for v in raw:
+        if not v or any(
+            isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 or x != int(x)
+            for x in v
+        ):
+            raise err(shape_msg)
+        vecs.append(np.array([int(x) for x in v], dtype=np.int64))
+    if vecs[0].size != vecs[1].size:
+        raise err(
+            f"the two vectors have {vecs[0].size} and {vecs[1].size} entries; expected equal"
+        )
+    if k is not None and vecs[0].size != k:
+        raise err(f"the vectors have {vecs[0].size} entries but there are {k} strata")
+    return vecs[0], vecs[1]
+
+
+def parse_params(values: dict[str, Any], reader: Any) -> Params:
+    """Read the strata (inline or CSV) and check the rules of each allocation."""
+    allocation = values["allocation"]
+    raw = values["strata"]
+
+    def top(key: str, msg: str) -> Any:
+        return reader.error(f"sampling.{key}", msg)
+
+    allocations = None
+    if values["allocations"] is not None:
+        if allocation != "neyman":
+            raise top("allocations", "`allocations` is for `allocation: neyman`")
+    if raw is None:
+        if values["allocations"] is None:
+            raise reader.error(
+                "sampling",
+                "missing required key 'strata' (a list of strata with `size:`, or "
+                "{file: strata.csv})",
+            )
+        allocations = _read_allocations(values["allocations"], reader, None)
+        k = allocations[0].size
+        nan = np.full(k, np.nan)
+        strata = Strata(
+            names=tuple(f"stratum {i + 1}" for i in range(k)),
+            size=np.maximum(allocations[0], allocations[1]).astype(np.int64),
+            rate=nan,
+            sample=nan,
+            sd=nan,
+            mean=nan,
+            min_value=nan,
+            sizes_known=False,
+        )
+        at = None
+    else:
+        if isinstance(raw, Mapping):
+            strata, at = _read_csv(raw, reader)
+        elif isinstance(raw, list):
+            strata, at = _read_inline(raw, reader)
+        else:
+            raise top("strata", "expected a list of strata or {file: strata.csv}")
+        if len(strata) == 0:
+            raise top("strata", "expected at least one stratum")
+        if values["allocations"] is not None:
+            allocations = _read_allocations(values["allocations"], reader, len(strata))
+    rounding = values["rounding"]
+    if allocation != "proportional" and rounding is not None:
+        raise top("rounding", "`rounding` is for `allocation: proportional`")
+    if allocation == "proportional" and rounding is None:
+        rounding = "randomized"
+    if values["size_aware"] and not (allocation == "proportional" and rounding == "randomized"):
+        raise top(
+            "size_aware", "`size_aware` is for proportional allocation with randomized rounding"
+        )
+    rate = values["rate"]
+    has_rate = ~np.isnan(strata.rate)
+    if allocation in ("proportional", "poisson"):
+        if rate is not None and has_rate.any():
+            raise top(
+                "rate",
+                "give one common `rate` or a `rate` for every stratum, not both",
+            )
+        if rate is None and not has_rate.all():
+            i = int(np.argmin(has_rate))
+            if not has_rate.any() or at is None:
+                raise _at_key(
+                    reader,
+                    "strata",
+                    f"`allocation: {allocation}` needs `rate` (one common rate) or a `rate` "
+                    "for every stratum",
+                )
+            raise at(i, "rate")(
+                f"stratum {strata.names[i]!r} has no `rate`; give every stratum a rate, or "
+                "one common `rate`"
+            )
+    else:
+        if rate is not None:
+            raise top(
+                "rate", f"`rate` is for proportional or poisson allocation, not {allocation}"
+            )
+        if has_rate.any() and at is not None:
+            raise at(int(np.argmax(has_rate)), "rate")(
+                f"a stratum `rate` is for proportional or poisson allocation, not {allocation}"
+            )
+    if values["total_sample"] is not None and allocation != "neyman":
+        raise top("total_sample", "`total_sample` is for `allocation: neyman`")
+    if allocation == "fixed":
+        missing = np.isnan(strata.sample)
+        if missing.any():
+            i = int(np.argmax(missing))
+            assert at is not None
+            raise at(i, "sample")(
+                f"stratum {strata.names[i]!r} has no `sample`; `allocation: fixed` needs "
+                "each stratum's sample size"
+            )
+        over = strata.sample > strata.size
+        if over.any():
+            i = int(np.argmax(over))
+            assert at is not None
+            raise at(i, "sample")(
+                f"sample {int(strata.sample[i])} is larger than the stratum size "
+                f"{int(strata.size[i])}; expected 1 <= sample <= size"
+            )
+    if allocation == "neyman" and allocations is None:
+        _check_neyman(values, strata, reader, at)
+    return Params(
+        allocation=allocation,
+        rounding=rounding,
+        rate=rate,
+        strata=strata,
+        size_aware=bool(values["size_aware"]),
+        total_sample=values["total_sample"],
+        value_bound=values["value_bound"],
+        allocations=allocations,
+    )
+
+
+def _at_key(reader: Any, key: str, message: str) -> Any:
+    """An error at an existing key of ``sampling`` (its line), else at the block."""
+    where = reader.field_where.get(f"sampling.{key}")
+    if where is not None:
+        from ..errors import DesignError
+
+        return DesignError(message, where=where)
+    return reader.error("sampling", message)
+
+
+def _check_neyman(values: dict[str, Any], strata: Strata, reader: Any, at: Any) -> None:
+    for key, doc in (
+        ("total_sample", "the total sample size m"),
+        ("value_bound", "the top-code U"),
+    ):
+        if values[key] is None:
+            raise _at_key(
+                reader,
+                "allocation",
+                f"`allocation: neyman` needs `{key}` ({doc}), or the two allocation vectors "
+                "as `allocations: [[...], [...]]`",
+            )
+    need = [("sd", range(len(strata)))]
+    need += [("mean", sorted({0, len(strata) - 1})), ("min_value", [0])]
+    for key, idx in need:
+        arr = getattr(strata, key)
+        for i in idx:
+            if np.isnan(arr[i]):
+                which = {0: "the lowest stratum", len(strata) - 1: "the top stratum"}
+                role = (
+                    which.get(i, f"stratum {strata.names[i]!r}")
+                    if key != "sd"
+                    else (f"stratum {strata.names[i]!r}")
+                )
+                raise at(i, key)(
+                    f"{role} has no `{key}`; Neyman allocation needs `sd` for every stratum, "
+                    "`mean` for the lowest and top strata and `min_value` for the lowest "
+                    "(strata listed in increasing order of the study variable; the worst "
+                    "neighbour moves the lowest record to the top-code U)"
+                )
+    total = int(values["total_sample"])
+    if total > int(strata.size.sum()):
+        raise reader.error(
+            "sampling.total_sample",
+            f"total_sample {total} exceeds the population {int(strata.size.sum())}",
+        )
+    u = float(values["value_bound"])
+    for key, i in (("min_value", 0), ("mean", 0), ("mean", len(strata) - 1)):
+        v = float(getattr(strata, key)[i])
+        if not 0 <= v <= u:
+            raise at(i, key)(f"{key} {v:g} is outside [0, value_bound] = [0, {u:g}]")
+
+
+# --------------------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------------------
+
+
+def _kernel(q: Any, x: Any) -> np.ndarray:
+    """log(1 + q(e^x − 1)) for any q > 0 (also q > 1, as Theorem 4.3's A(2r, ·) needs).
+
+    ``log1p(q·expm1(x))`` for x <= 700; above, the overflow-free
+    ``x + log q + log1p((1 − q)/q · e^{−x})``.
+    """
+    q, x = np.broadcast_arrays(np.asarray(q, dtype=float), np.asarray(x, dtype=float))
+    out = np.empty(q.shape, dtype=float)
+    small = x <= numeric.LOG_SPACE_FROM
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        out[small] = np.log1p(q[small] * np.expm1(x[small]))
+        big = ~small
+        if np.any(big):
+            qb, xb = q[big], x[big]
+            out[big] = xb + np.log(qb) + np.log1p((1.0 - qb) / qb * np.exp(-xb))
+    return out
+
+
+def _slack(q: Any, x: Any) -> np.ndarray:
+    q, x = np.broadcast_arrays(np.asarray(q, dtype=float), np.asarray(x, dtype=float))
+    scale = np.maximum(np.abs(x), np.abs(np.log(q)))
+    return np.where(x > numeric.LOG_SPACE_FROM, 8.0 * np.spacing(scale), 0.0)
+
+
+def theorem_4_3(a: Any, b: Any, eps: Any) -> np.ndarray:
+    """Upper bound (a guarantee) on one stratum's ε′ under proportional allocation with
+    randomised rounding.
+
+    Basis: 000_97a39a4c524f603f.txt Theorem 4.3 (one stratum), Theorem 7.2 (strata,
+        proof in Appendix E); the tighter form is from the proof of Theorem 4.3 (App. C).
+    Neighbours: M is ε-DP under add-remove; ε′ holds for adding or removing one record
+        in the stratum (stratified add-remove DP, Definition 7.1).
+    Conditions: r·N_h >= 1 (checked by ``analyse``); M pure ε-DP.
+    Formula: ε′ = log(1 + a(e^{2ε} − 1)) + log(1 + b(e^{2ε} − 1)), with a = 2r, b = r
+        (Theorem 4.3) or a = r + 1/N_h, b = r (size-aware, from the proof: |P| + 1 = N_h
+        for the smaller dataset of the worst pair). a may exceed 1: read as the formula.
+    Tightness: not tight (a lower bound is A(r, ε), see ``lower_epsilon``).
+    Numerics: log1p/expm1 up to 2ε = 700, then log-space (``_kernel``); rounded up.
+    """
+    x = 2.0 * np.asarray(eps, dtype=float)
+    raw = _kernel(a, x) + _kernel(b, x) + _slack(a, x) + _slack(b, x)
+    return numeric.round_up(raw)
+
+
+def theorem_4_3_inverse(a: Any, b: Any, target: Any) -> np.ndarray:
+    """The ε with (1 + a·u)(1 + b·u) = e^{T}, u = e^{2ε} − 1: exact closed form (spec §5.1).
+
+    u = 2(e^T − 1) / ((a + b) + √((a + b)² + 4ab(e^T − 1))) (the stable root of
+    ab·u² + (a + b)u + 1 − e^T = 0), ε = ½·log1p(u); for T > 700 the same in logs.
+    Not rounded: callers round down and certify against ``theorem_4_3``.
+    """
+    a, b, t = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, target)))
+    s, p = a + b, a * b
+    out = np.empty(t.shape, dtype=float)
+    small = t <= numeric.LOG_SPACE_FROM
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        em = np.expm1(t[small])
+        ss, ps = s[small], p[small]
+        u = 2.0 * em / (ss + np.sqrt(ss * ss + 4.0 * ps * em))
+        out[small] = 0.5 * np.log1p(u)
+        big = ~small
+        if np.any(big):
+            tb, sb, pb = t[big], s[big], p[big]
+            et = np.exp(-tb)
+            log_den = 0.5 * tb + np.log(
+                sb * np.exp(-0.5 * tb) + np.sqrt(sb * sb * et + 4.0 * pb * (-np.expm1(-tb)))
+            )
+            log_u = np.log(2.0) + tb + np.log1p(-et) - log_den
+            out[big] = 0.5 * (log_u + np.log1p(np.exp(-log_u)))
+    return out
+
+
+def lemma_b1(q: Any, eps: Any) -> np.ndarray:
+    """Upper bound on one stratum's ε′ under deterministic proportional rounding.
+
+    Basis: 000_97a39a4c524f603f.txt Lemma B.1 with the relation fixed to add-remove
+        (spec §4.2 and §11 item 2: the proof's couplings need M ε-DP under add-remove).
+    Neighbours: M ε-DP under add-remove; ε′ for adding/removing a record in the stratum.
+    Conditions: sensitivity Δ = 1 of ⌊rN⌉ or ⌊rN⌋ per stratum; M pure ε-DP.
+    Formula: ε′ = A(min(1, (m_h + 1)/N_h), 2ε) + ε, m_h the stratum's allocation
+        (covers both neighbours of N_h, with the larger sample on either side).
+    Tightness: not tight; the lower bound is ε (000 §4.1: no amplification).
+    Numerics: as ``theorem_4_3``; rounded up.
+    """
+    x = 2.0 * np.asarray(eps, dtype=float)
+    raw = _kernel(q, x) + _slack(q, x) + np.asarray(eps, dtype=float)
+    return numeric.round_up(raw)
+
+
+def lower_epsilon(rate: Any, eps: Any) -> np.ndarray:
+    """Lower bound on one stratum's ε′ (randomised rounding or Poisson): A(r, ε).
+
+    Witness (derived): M = randomised response (ε) on "the added record x is in the
+    sample", ε-DP under add-remove and under replace-one. Under randomised rounding x
+    is sampled with probability exactly E[m′]/(N + 1) = r; under Poisson with r. So
+    ε′ >= log(1 + r(e^ε − 1)) for the pair (P, P ∪ {x}). Tight for Poisson (001
+    Lemma 3.3). Rounded down.
+    """
+    return numeric.amplification_lower(rate, eps)
+
+
+# --------------------------------------------------------------------------------------
+# Analyses
+# --------------------------------------------------------------------------------------
+
+
+def _need_add_remove(mechanism: Mechanism, theorem: str) -> None:
+    if not mechanism.epsilon_add_remove_known():
+        raise ConditionError(
+            f"{theorem} needs M's add-remove ε, and `neighbours: replace-one` leaves it "
+            "unknown (stratum sample sizes change with the population). Declare "
+            "`neighbours: add-remove` or `both`."
+        )
+
+
+def _strata_rows(
+    p: Params, rate: np.ndarray, sample: np.ndarray, lower: Any, upper: Any
+) -> list[dict[str, Any]]:
+    k = len(p.strata)
+    lo = [None] * k if lower is None else np.asarray(lower, dtype=float).tolist()
+    up = [None] * k if upper is None else np.asarray(upper, dtype=float).tolist()
+    return [
+        {
+            "name": name,
+            "size": size,
+            "rate": r,
+            "sample": m,
+            "epsilon_prime": {"lower": lw, "upper": u},
+        }
+        for name, size, r, m, lw, u in zip(
+            p.strata.names,
+            p.strata.size.tolist() if p.strata.sizes_known else [None] * len(p.strata),
+            np.asarray(rate, dtype=float).tolist()
+            if p.strata.sizes_known
+            else [None] * len(p.strata),
+            np.asarray(sample).tolist(),
+            lo,
+            up,
+            strict=True,
+        )
+    ]
+
+
+def _invert_rows(
+    p: Params, rate: np.ndarray, sample: np.ndarray, certified: Any, impossible: Any
+) -> list[dict[str, Any]]:
+    k = len(p.strata)
+
+    def clean(v: Any) -> list[Any]:
+        if v is None:
+            return [None] * k
+        arr = np.broadcast_to(np.asarray(v, dtype=float), (k,))
+        return [x if math.isfinite(x) else None for x in arr.tolist()]
+
+    return [
+        {
+            "name": name,
+            "size": size,
+            "rate": r,
+            "sample": m,
+            "epsilon": {"certified": c, "impossible_above": i},
+        }
+        for name, size, r, m, c, i in zip(
+            p.strata.names,
+            p.strata.size.tolist() if p.strata.sizes_known else [None] * len(p.strata),
+            np.asarray(rate, dtype=float).tolist()
+            if p.strata.sizes_known
+            else [None] * len(p.strata),
+            np.asarray(sample).tolist(),
+            clean(certified),
+            clean(impossible),
+            strict=True,
+        )
+    ]
+
+
+def _scalar_eps(mechanism: Mechanism) -> float:
+    return float(mechanism.epsilon)
+
+
+def _check_rate_condition(p: Params, rates: np.ndarray) -> None:
+    bad = rates * p.strata.size < 1.0
+    if bad.any():
+        idx = np.flatnonzero(bad)
+        i = int(idx[0])
+        more = f" (and {idx.size - 1} more strata)" if idx.size > 1 else ""
+        raise ConditionError(
+            f"Theorem 7.2 (000_97a39a4c524f603f.txt): needs r·|S_h| >= 1 in every stratum; "
+            f"stratum {p.strata.names[i]!r} has r·N_h = {rates[i]:g}·{int(p.strata.size[i])} "
+            f"= {rates[i] * p.strata.size[i]:.6g} < 1{more}. Raise the rate or merge the "
+            "small strata."
+        )
+
+
+def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    _need_add_remove(mechanism, "Theorem 7.2 (000_97a39a4c524f603f.txt)")
+    if mechanism.delta > 0:
+        raise ConditionError(
+            "Theorem 7.2 (000_97a39a4c524f603f.txt) is proved for pure ε-DP mechanisms "
+            f"(delta = 0); the declared delta = {mechanism.delta:g} has no proved δ′"
+        )
+    r = p.rates()
+    n = p.strata.size.astype(float)
+    _check_rate_condition(p, r)
+    a = r + 1.0 / n if p.size_aware else 2.0 * r
+    fa, fb = alloc.pareto_front(a, r)
+    r_max = float(r.max())
+    replace = guarantee is Neighbours.REPLACE_ONE
+    eps_r = mechanism.epsilon_replace_one_of
+    ratio_lo = min(1.0, mechanism.replace_one_ratio())
+
+    def per_stratum(eps: Any) -> np.ndarray:
+        return theorem_4_3(a, r, eps)
+
+    def stratified_max(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        vals = theorem_4_3(fa.reshape((-1,) + (1,) * e.ndim), fb.reshape((-1,) + (1,) * e.ndim), e)
+        return vals.max(axis=0)
+
+    def upper(eps: np.ndarray) -> np.ndarray:
+        m = stratified_max(eps)
+        return numeric.round_up(2.0 * m) if replace else m
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        if replace:
+            return lower_epsilon(r_max, np.minimum(e, eps_r(e)))
+        return lower_epsilon(r_max, e)
+
+    def per_stratum_certified(t: Any) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        guess = numeric.round_down(theorem_4_3_inverse(a, r, t))
+        return numeric.certify_down(per_stratum, guess, np.broadcast_to(t, guess.shape))
+
+    def certified(target: np.ndarray) -> np.ndarray:
+        t = np.asarray(target, dtype=float)
+        tt = t / 2.0 if replace else t
+        shape = (-1,) + (1,) * t.ndim
+        guess = numeric.round_down(
+            theorem_4_3_inverse(fa.reshape(shape), fb.reshape(shape), tt).min(axis=0)
+        )
+        return numeric.certify_down(upper, guess, t)
+
+    def impossible_above(target: np.ndarray) -> np.ndarray:
+        t = np.asarray(target, dtype=float)
+        guess = numeric.round_up(numeric.amplification_inverse(r_max, t)) / (
+            ratio_lo if replace else 1.0
+        )
+        return numeric.certify_up(lower, numeric.round_up(guess), t)
+
+    def invert_details(target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        tt = float(t) / 2.0 if replace else float(t)
+        cert = per_stratum_certified(tt)
+        imp = numeric.amplification_inverse(r, float(t)) / (ratio_lo if replace else 1.0)
+        imp = numeric.certify_up(
+            lambda e: lower_epsilon(r, e * (ratio_lo if replace else 1.0)),
+            numeric.round_up(imp),
+            float(t),
+        )
+        return {
+            "strata": _invert_rows(p, r, r * n, cert, imp),
+            "shortcut": _shortcut_note(r_max, float(t), float(np.min(cert))),
+        }
+
+    eps0 = _scalar_eps(mechanism)
+    rows = _strata_rows(p, r, r * n, lower_epsilon(r, eps0), per_stratum(eps0))
+    warnings: list[str] = []
+    form = "size-aware form from the proof of Theorem 4.3 (r + 1/N_h in place of 2r)"
+    if p.size_aware:
+        warnings.append(f"upper bound: the {form}; labelled 'from proof', not a stated theorem")
+    if p.per_stratum_rates:
+        warnings.append(
+            "per-stratum rates: derived extension of Theorem 7.2 (spec §5.2; the proof is "
+            "per stratum, the paper states one common r)"
+        )
+    if replace:
+        warnings.append(REPLACE_ONE_NOTE)
+    up0 = float(upper(np.asarray(eps0)))
+    if up0 >= eps0 * (mechanism.replace_one_ratio() if replace else 1.0):
+        warnings.append(
+            "no amplification is guaranteed at this ε: Theorem 7.2's bound is not below M's ε "
+            "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; spec §5.1)"
+        )
+    approx = 6.0 * r_max * eps0
+    exact = float(stratified_max(np.asarray(eps0)))
+    details: dict[str, Any] = {
+        "allocation": "proportional",
+        "rounding": "randomized",
+        "form": "size-aware (from proof)" if p.size_aware else "Theorem 7.2",
+        "rate_max": r_max,
+        "strata_count": len(p.strata),
+        "approx_6re": approx,
+        "approx_6re_relative_error": (approx - exact) / exact if exact > 0 else None,
+        "strata": rows,
+    }
+    conditions = (
+        f"r·N_h >= 1 in every stratum: smallest r·N_h = {float(np.min(r * n)):.6g}",
+        "strata fixed in advance and public; within each stratum r·N_h is rounded up with "
+        "probability equal to its fractional part, then a simple random sample of that size "
+        "is drawn without replacement, independently across strata; the sample is secret",
+        f"M is ε-DP under add-remove (declared: {mechanism.neighbours}), pure ε",
+    )
+    return Analysis(
+        guarantee_neighbours=guarantee,
+        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
+        upper=upper,
+        lower=lower,
+        delta_prime=lambda e: np.zeros(np.shape(e)),
+        certified=certified,
+        impossible_above=impossible_above,
+        basis=(*BASIS_RANDOMIZED, *((REPLACE_ONE_BASIS,) if replace else ())),
+        conditions=conditions,
+        warnings=tuple(warnings),
+        details=details,
+        invert_details=invert_details,
+    )
+
+
+def _shortcut_note(r_max: float, target: float, exact: float) -> dict[str, Any]:
+    """The paper's shortcut λ ≈ ε′/(6r) (000 §7.3) against the exact inverse (spec §5.1)."""
+    approx = target / (6.0 * r_max)
+    return {
+        "formula": "ε ≈ ε′/(6r) (000_97a39a4c524f603f.txt §7.3)",
+        "epsilon": approx,
+        "exact": exact,
+        "relative_error": (approx - exact) / exact if exact > 0 else None,
+    }
+
+
+def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    _need_add_remove(mechanism, "000_97a39a4c524f603f.txt Lemma B.1 / §4.1")
+    rule = p.rounding or "nearest"
+    r = p.rates()
+    n = p.strata.size.astype(float)
+    m = alloc.round_proportional(r, p.strata.size, rule)
+    q = np.minimum(1.0, (m + 1.0) / n)
+    q_max = float(q.max())
+    replace = guarantee is Neighbours.REPLACE_ONE
+    eps_r = mechanism.epsilon_replace_one_of
+    pure = mechanism.delta == 0.0
+
+    def stratum_upper(eps: Any) -> np.ndarray:
+        return lemma_b1(q, eps)
+
+    def upper(eps: np.ndarray) -> np.ndarray:
+        u = lemma_b1(q_max, eps)
+        return numeric.round_up(2.0 * u) if replace else u
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        if not replace:
+            return e.copy()  # Δ = 1: count of the stratum's sample + Lap(1/ε) (000 §4.1)
+        er = eps_r(e)
+        # Δ∞ = 1 (one count, ε-DP both ways) or Δ₁ = 2 (both counts, ε_D add-remove)
+        return np.maximum(np.minimum(e, er), 2.0 * np.minimum(e, er / 2.0))
+
+    def invert_details(target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim or not pure:
+            return {}
+        tt = float(t) / 2.0 if replace else float(t)
+        cert = numeric.largest_feasible(stratum_upper, np.full(q.shape, tt), tt / 4, tt)
+        return {"strata": _invert_rows(p, r, m, cert, np.full(q.shape, float(t)))}
+
+    eps0 = _scalar_eps(mechanism)
+    rows = _strata_rows(
+        p, r, m, np.full(len(p.strata), eps0), stratum_upper(eps0) if pure else None
+    )
+    warnings = [
+        f"deterministic rounding ({'round half up' if rule == 'nearest' else 'floor'}) makes "
+        "each stratum's sample size depend on the data with sensitivity 1 (000 §4.1): a "
+        "mechanism releasing a stratum's sample count with Lap(1/ε) loses ε′ >= ε, so there "
+        "is no amplification. Randomised rounding (`rounding: randomized`, Theorem 7.2) "
+        "fixes this."
+    ]
+    details: dict[str, Any] = {
+        "allocation": "proportional",
+        "rounding": rule,
+        "allocation_sensitivity": {"linf": 1, "l1": 2 if replace else 1},
+        "strata_count": len(p.strata),
+        "strata": rows,
+    }
+    try:
+        fixed = _analyse_randomized(
+            Params(
+                allocation="proportional",
+                rounding="randomized",
+                rate=p.rate,
+                strata=p.strata,
+            ),
+            Mechanism(
+                epsilon=mechanism.epsilon,
+                neighbours=mechanism.neighbours,
+                epsilon_replace_one=mechanism.epsilon_replace_one,
+            ),
+            guarantee,
+        )
+        e0 = np.asarray(eps0)
+        assert fixed.upper is not None and fixed.lower is not None
+        side = {"lower": float(fixed.lower(e0)), "upper": float(fixed.upper(e0))}
+        details["randomized_rounding"] = side
+        warnings.append(
+            f"with randomised rounding the same rates give ε′ in [{side['lower']:.6g}, "
+            f"{side['upper']:.6g}] at ε = {eps0:g}"
+        )
+    except ConditionError as err:
+        details["randomized_rounding"] = None
+        warnings.append(f"randomised rounding would not be covered either: {err.message}")
+    if not pure:
+        warnings.append("Lemma B.1 is for pure ε-DP mechanisms: no upper bound with delta > 0")
+    if replace:
+        warnings.append(REPLACE_ONE_NOTE)
+    return Analysis(
+        guarantee_neighbours=guarantee,
+        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
+        upper=upper if pure else None,
+        lower=lower,
+        delta_prime=(lambda e: np.zeros(np.shape(e))) if pure else None,
+        basis=(*BASIS_DETERMINISTIC, *((REPLACE_ONE_BASIS,) if replace else ())),
+        conditions=(
+            "each stratum samples ⌊r·N_h⌉ (or ⌊r·N_h⌋) records without replacement: a "
+            "deterministic, data-dependent size",
+            f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
+        ),
+        warnings=tuple(warnings),
+        details=details,
+        invert_details=invert_details,
+    )
+
+
+def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    _need_add_remove(mechanism, "Stratified Poisson sampling (001_4ef689e3bef19c3a.txt Lemma 3.3)")
+    r = p.rates()
+    n = p.strata.size.astype(float)
+    r_max = float(r.max())
+    replace = guarantee is Neighbours.REPLACE_ONE
+    eps_r = mechanism.epsilon_replace_one_of
+    delta = mechanism.delta
+
+    def upper(eps: np.ndarray) -> np.ndarray:
+        u = numeric.amplification_upper(r_max, eps)
+        return numeric.round_up(2.0 * u) if replace else u
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        if not replace:
+            return numeric.amplification_lower(r_max, e)
+        from .poisson import lower_epsilon_replace_one
+
+        return lower_epsilon_replace_one(e, eps_r(e), rate=r_max)
+
+    def delta_prime(eps: np.ndarray) -> np.ndarray:
+        if delta == 0.0:
+            return np.zeros(np.shape(eps))
+        if not replace:
+            return numeric.round_up(np.full(np.shape(eps), r_max * delta))
+        a = numeric.amplification_upper(r_max, eps)
+        with np.errstate(over="ignore"):
+            return numeric.round_up(np.minimum(r_max * delta * (1.0 + np.exp(a)), 1.0))
+
+    def certified(target: np.ndarray) -> np.ndarray:
+        t = np.asarray(target, dtype=float)
+        guess = numeric.round_down(numeric.amplification_inverse(r_max, t / 2.0 if replace else t))
+        return numeric.certify_down(upper, guess, t)
+
+    def impossible_above(target: np.ndarray) -> np.ndarray | None:
+        t = np.asarray(target, dtype=float)
+        guess = numeric.round_up(numeric.amplification_inverse(r_max, t))
+        return numeric.certify_up(lower, guess, t)
+
+    def invert_details(target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        tt = float(t) / 2.0 if replace else float(t)
+
+        def per(e: Any) -> np.ndarray:
+            return numeric.amplification_upper(r, e)
+
+        cert = numeric.certify_down(
+            per, numeric.round_down(numeric.amplification_inverse(r, tt)), tt
+        )
+        imp = numeric.certify_up(
+            lambda e: numeric.amplification_lower(r, e),
+            numeric.round_up(numeric.amplification_inverse(r, float(t))),
+            float(t),
+        )
+        return {"strata": _invert_rows(p, r, r * n, cert, imp)}
+
+    eps0 = _scalar_eps(mechanism)
+    rows = _strata_rows(
+        p,
+        r,
+        r * n,
+        numeric.amplification_lower(r, eps0),
+        numeric.amplification_upper(r, eps0),
+    )
+    warnings = [REPLACE_ONE_NOTE] if replace else []
+    return Analysis(
+        guarantee_neighbours=guarantee,
+        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
+        upper=upper,
+        lower=lower,
+        delta_prime=delta_prime,
+        certified=certified,
+        impossible_above=impossible_above,
+        mechanism_delta=None
+        if replace
+        else (lambda td, e: numeric.round_down(np.full(np.shape(e), td / r_max))),
+        basis=(*BASIS_POISSON, *((REPLACE_ONE_BASIS,) if replace else ())),
+        conditions=(
+            "each record of stratum h is kept independently with probability r_h, "
+            "not depending on the data; the sample is secret",
+            f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
+        ),
+        warnings=tuple(warnings),
+        details={
+            "allocation": "poisson",
+            "rate_max": r_max,
+            "tight": not replace,
+            "strata_count": len(p.strata),
+            "strata": rows,
+        },
+        invert_details=invert_details,
+    )
+
+
+def _analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    if guarantee is not Neighbours.REPLACE_ONE:
+        raise ConditionError(
+            "fixed allocation: Theorem 2.2 (000_97a39a4c524f603f.txt) holds per stratum for "
+            "replace-one neighbours of a stratum of fixed, public size; adding or removing a "
+            "record changes N_h and no theorem covers it. Set `guarantee: replace-one`."
+        )
+    m = p.strata.sample
+    n = p.strata.size.astype(float)
+    q = m / n
+    q_max = float(q.max())
+    ratio = mechanism.replace_one_ratio()
+    eps_r = mechanism.epsilon_replace_one_of
+
+    def upper(eps: np.ndarray) -> np.ndarray:
+        return numeric.amplification_upper(q_max, eps_r(eps))
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        return numeric.amplification_lower(q_max, eps_r(eps))
+
+    def delta_prime(eps: np.ndarray) -> np.ndarray:
+        if mechanism.delta == 0.0:
+            return np.zeros(np.shape(eps))
+        return numeric.round_up(q_max * mechanism.delta_replace_one_of(eps))
+
+    def certified(target: np.ndarray) -> np.ndarray:
+        guess = numeric.round_down(numeric.amplification_inverse(q_max, target) / ratio)
+        return numeric.certify_down(upper, numeric.round_down(guess), target)
+
+    def impossible_above(target: np.ndarray) -> np.ndarray:
+        guess = numeric.round_up(numeric.amplification_inverse(q_max, target) / ratio)
+        return numeric.certify_up(lower, numeric.round_up(guess), target)
+
+    def invert_details(target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+
+        def per_u(e: Any) -> np.ndarray:
+            return numeric.amplification_upper(q, eps_r(e))
+
+        def per_l(e: Any) -> np.ndarray:
+            return numeric.amplification_lower(q, eps_r(e))
+
+        inv = numeric.amplification_inverse(q, float(t)) / ratio
+        cert = numeric.certify_down(per_u, numeric.round_down(inv), float(t))
+        imp = numeric.certify_up(per_l, numeric.round_up(inv), float(t))
+        return {"strata": _invert_rows(p, q, m.astype(np.int64), cert, imp)}
+
+    e0 = np.asarray(_scalar_eps(mechanism))
+    rows = _strata_rows(
+        p,
+        q,
+        m.astype(np.int64),
+        numeric.amplification_lower(q, eps_r(e0)),
+        numeric.amplification_upper(q, eps_r(e0)),
+    )
+    warnings = [
+        "fixed allocation: the guarantee covers replacing a record by another of the same "
+        "stratum; moving a record across strata changes the public stratum sizes and is "
+        "not covered by any theorem here."
+    ]
+    if mechanism.neighbours is Neighbours.ADD_REMOVE and mechanism.epsilon_replace_one is None:
+        warnings.append(
+            f"M's replace-one ε taken as ε_R = 2ε = {2 * mechanism.epsilon:g} "
+            "(000_97a39a4c524f603f.txt §2.2); declare `neighbours: both` if M is ε-DP under "
+            "replace-one too."
+        )
+    return Analysis(
+        guarantee_neighbours=Neighbours.REPLACE_ONE,
+        reference_epsilon=eps_r,
+        upper=upper,
+        lower=lower,
+        delta_prime=delta_prime,
+        certified=certified,
+        impossible_above=impossible_above,
+        basis=BASIS_FIXED,
+        conditions=(
+            "per-stratum sample sizes m_h fixed in advance (data-independent), strata sizes "
+            "public; simple random sampling without replacement in each stratum",
+            f"M is ε-DP under replace-one (declared: {mechanism.neighbours})",
+        ),
+        warnings=tuple(warnings),
+        details={
+            "allocation": "fixed",
+            "rate_max": q_max,
+            "tight": True,
+            "strata_count": len(p.strata),
+            "strata": rows,
+        },
+        invert_details=invert_details,
+    )
+
+
+def neyman_allocations(p: Params) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The Neyman allocation on P and on its worst neighbour P′ (000 Appendix E.1).
+
+    P′ moves the lowest stratum's smallest record (``min_value``) to the top-code U,
+    which puts it in the top stratum: the lowest stratum loses it, the top stratum
+    gains a record of value U, sizes, means and SDs updated exactly
+    (``_allocation.remove_record`` / ``add_record``). Given ``allocations``, those
+    vectors are used as they are.
+    """
+    if p.allocations is not None:
+        return p.allocations[0], p.allocations[1], {"source": "allocations given"}
+    s = p.strata
+    k = len(s)
+    assert p.total_sample is not None and p.value_bound is not None
+    m0 = alloc.neyman(s.size, s.sd, p.total_sample)
+    size1 = s.size.copy()
+    sd1 = s.sd.astype(float).copy()
+    low = alloc.remove_record(
+        alloc.StratumStats(int(s.size[0]), float(s.mean[0]), float(s.sd[0])),
+        float(s.min_value[0]),
+    )
+    if k == 1:
+        top = alloc.add_record(low, p.value_bound)
+        size1[0], sd1[0] = top.size, top.sd
+    else:
+        high = alloc.add_record(
+            alloc.StratumStats(int(s.size[-1]), float(s.mean[-1]), float(s.sd[-1])),
+            p.value_bound,
+        )
+        size1[0], sd1[0] = low.size, low.sd
+        size1[-1], sd1[-1] = high.size, high.sd
+    m1 = alloc.neyman(size1, sd1, p.total_sample)
+    info = {
+        "source": "computed: Neyman m_h ∝ N_h·S_h, capped at N_h, largest remainder",
+        "neighbour": (
+            f"the lowest stratum's record at min_value = {float(s.min_value[0]):g} moved "
+            f"to value_bound = {p.value_bound:g} (into the top stratum)"
+        ),
+    }
+    return m0, m1, info
+
+
+def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    m0, m1, info = neyman_allocations(p)
+    diff = (m1 - m0).astype(np.int64)
+    linf = int(np.max(np.abs(diff)))
+    l1 = int(np.sum(np.abs(diff)))
+    e_d_known = mechanism.epsilon_add_remove_known()
+    eps_r = mechanism.epsilon_replace_one_of
+    replace = guarantee is Neighbours.REPLACE_ONE
+
+    def lower_replace(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        er = eps_r(e)
+        ed = e if e_d_known else np.full(e.shape, np.inf)
+        # one stratum's sample count + Lap(1/e): e-DP under both relations -> Δ∞·e;
+        # every count + Lap(1/e): e-DP add-remove, 2e replace-one -> Δ₁·e
+        one = linf * np.minimum(ed, er)
+        every = l1 * np.minimum(ed, er / 2.0)
+        return numeric.round_down(np.maximum(one, every))
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        if replace:
+            return lower_replace(eps)
+        # an ε′ add-remove guarantee implies 2ε′ replace-one: ε′ >= (replace-one loss)/2
+        return numeric.round_down(lower_replace(eps) / 2.0)
+
+    k = len(p.strata)
+    n = p.strata.size
+
+    def impossible_above(target: np.ndarray) -> np.ndarray:
+        t = np.asarray(target, dtype=float)
+        slope = float(lower(np.asarray(1.0)))  # the lower bound is linear in ε
+        if slope <= 0:
+            return np.full(t.shape, np.inf)
+        return numeric.certify_up(lower, numeric.round_up(t / slope), t)
+
+    def invert_details(target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        imp = impossible_above(t)
+        return {"strata": _invert_rows(p, m0 / np.maximum(n, 1), m0, None, imp)}
+
+    eps0 = _scalar_eps(mechanism)
+    lo0 = float(lower(np.asarray(eps0)))
+    rows = _strata_rows(p, m0 / np.maximum(n, 1), m0, np.full(k, np.nan), None)
+    for row in rows:
+        row["epsilon_prime"]["lower"] = None
+    if not e_d_known and not replace:
+        raise ConditionError(
+            "Neyman allocation with an add-remove guarantee needs M's add-remove ε; "
+            "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`."
+        )
+    warnings = [
+        "degradation: no amplification guarantee exists. The Neyman allocation is a "
+        "deterministic function of the data (stratum sizes and SDs); moving one record "
+        f"changes it by Δ∞ = {linf} (one stratum) and Δ₁ = {l1} (all strata), so a "
+        f"mechanism releasing the sample counts with Lap(1/ε) loses at least Δ·ε "
+        "(000_97a39a4c524f603f.txt §4.1, §7.2).",
+    ]
+    if not replace:
+        warnings.append(
+            "the worst neighbour is a replacement (a record moved across strata); under an "
+            "add-remove guarantee ε′ the loss for it is at most 2ε′, so ε′ >= half the "
+            "replace-one lower bound"
+        )
+    if p.allocations is None:
+        warnings.append(
+            "allocation rounding (not specified in the paper): largest remainder, capped at "
+            "N_h; sd taken with divisor N_h − 1"
+        )
+    details: dict[str, Any] = {
+        "allocation": "neyman",
+        "allocation_sensitivity": {"linf": linf, "l1": l1},
+        "allocations": [m0.tolist(), m1.tolist()],
+        "allocation_sums": [int(m0.sum()), int(m1.sum())],
+        "lower_bounds": {"linf": linf * eps0, "l1": l1 * eps0},
+        "allocation_source": info["source"],
+        "strata_count": k,
+        "strata": rows,
+    }
+    if "neighbour" in info:
+        details["neighbour"] = info["neighbour"]
+    return Analysis(
+        guarantee_neighbours=guarantee,
+        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
+        upper=None,
+        lower=lower,
+        delta_prime=None,
+        basis=BASIS_NEYMAN,
+        conditions=(
+            "Neyman allocation m_h ∝ N_h·S_h with a fixed total: deterministic and data-dependent",
+            f"lower bound at ε = {eps0:g}: {lo0:.6g}",
+        ),
+        warnings=tuple(warnings),
+        details=details,
+        impossible_above=impossible_above,
+        invert_details=invert_details,
+    )
+
+
+def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Bounds for one stratified design (see the bound functions for the theorems)."""
+    if params.allocation == "proportional":
+        if params.rounding == "randomized":
+            return _analyse_randomized(params, mechanism, guarantee)
+        return _analyse_deterministic(params, mechanism, guarantee)
+    if params.allocation == "poisson":
+        return _analyse_poisson(params, mechanism, guarantee)
+    if params.allocation == "fixed":
+        return _analyse_fixed(params, mechanism, guarantee)
+    return _analyse_neyman(params, mechanism, guarantee)
+
+
+# --------------------------------------------------------------------------------------
+# `ampcalc compare`: privacy against variance (000_97a39a4c524f603f.txt §7.1–7.2)
+# --------------------------------------------------------------------------------------
+
+COMPARE_ASSUMPTIONS = (
+    "estimator: stratified mean θ = Σ_h (N_h/N)·T_h/m_h, T_h the sample total of stratum h, "
+    "m_h its planned sample size (expected size for randomised rounding and Poisson), values "
+    "in [0, U] with U = value_bound",
+    "noise: one Laplace draw on θ with scale b = max_h (N_h/N)·U/(m_h·ε_h): changing, "
+    "adding or removing a record of stratum h moves T_h by at most U, so θ by "
+    "(N_h/N)·U/m_h, and stratum h's loss is at most its certified ε_h; noise variance 2b²",
+    "sampling variance: Σ_h (N_h/N)²(1 − m_h/N_h)S_h²/m_h (SRS within strata; for Poisson "
+    "the same formula at the expected size, an approximation)",
+)
+
+
+def compare(design: Any, target: float) -> dict[str, Any]:
+    """Accuracy figures of a stratified design at population target ε′ = ``target``.
+
+    Returns the per-stratum certified ε (from ``engine.invert``), the Laplace noise of the
+    stratified mean at those ε (needs ``value_bound``), the sampling variance (needs
+    ``sd`` for every stratum) and their total; ``assumptions`` states the estimator and
+    the sensitivity. For Neyman allocation no ε is certified: the noise is also given
+    at the most generous ε not known to break the target (``impossible_above``), as a
+    best case that is not a guarantee.
+    """
+    from .. import engine
+
+    p: Params = design.params
+    s = p.strata
+    res = engine.invert(design, target)
+    out: dict[str, Any] = {}
+    notes = list(COMPARE_ASSUMPTIONS)
+    if res.error:
+        return {"error": res.error}
+    if not s.sizes_known:
+        return {
+            "sampling_variance": None,
+            "noise_variance": None,
+            "assumptions": [
+                "no accuracy figures: the design gives allocation vectors without strata "
+                "(sizes and SDs unknown)"
+            ],
+        }
+    if p.allocation == "neyman":
+        m0, _, _ = neyman_allocations(p)
+        m = m0.astype(float)
+    elif p.allocation == "fixed":
+        m = s.sample.astype(float)
+    elif p.allocation == "proportional" and p.rounding != "randomized":
+        m = alloc.round_proportional(p.rates(), s.size, p.rounding or "nearest").astype(float)
+    else:
+        m = p.rates() * s.size
+    n = s.size.astype(float)
+    w = n / n.sum()
+    strata = (res.details or {}).get("strata")
+    if strata:
+        eps_h = np.array(
+            [
+                np.nan if x["epsilon"]["certified"] is None else x["epsilon"]["certified"]
+                for x in strata
+            ]
+        )
+    elif res.certified is not None:
+        eps_h = np.full(len(s), float(res.certified))
+    else:
+        eps_h = np.full(len(s), np.nan)
+    sv = None
+    if np.isnan(s.sd).any():
+        notes.append("sampling variance not computed: give `sd` for every stratum")
+    elif (m <= 0).any():
+        notes.append("sampling variance not computed: a stratum has no sample")
+    else:
+        sv = float(np.sum(w**2 * (1.0 - m / n) * s.sd**2 / m))
+    out["sampling_variance"] = sv
+    u = p.value_bound
+
+    def noise(eps: np.ndarray) -> tuple[float | None, float | None]:
+        if u is None or (m <= 0).any() or not np.isfinite(eps).all() or (eps <= 0).any():
+            return None, None
+        b = float(np.max(w * u / (m * eps)))
+        return b, 2.0 * b * b
+
+    if u is None:
+        notes.append("noise not computed: give `value_bound` (the top-code U)")
+    b, nv = noise(eps_h)
+    out["noise_scale"] = b
+    out["noise_variance"] = nv
+    out["total_variance"] = None if sv is None or nv is None else sv + nv
+    if p.allocation == "neyman":
+        imp = res.impossible_above
+        if imp is not None:
+            _, nv_opt = noise(np.full(len(s), float(imp)))
+            out["noise_variance_optimistic"] = nv_opt
+            out["total_variance_optimistic"] = (
+                None if sv is None or nv_opt is None else sv + nv_opt
+            )
+            notes.append(
+                f"Neyman: no ε is certified (no amplification guarantee); the optimistic "
+                f"figures use ε = {float(imp):.6g}, above which the target surely fails — a "
+                "best case, not a guarantee"
+            )
+    out["epsilon_per_stratum"] = [None if not np.isfinite(x) else float(x) for x in eps_h]
+    out["assumptions"] = notes
+    return out
+
+
+SCHEME = Scheme(
+    name="stratified",
+    summary=(
+        "stratified sample: proportional (randomised rounding), Poisson, fixed or Neyman "
+        "allocation; stratified DP per stratum"
+    ),
+    params=Params,
+    fields=FIELDS,
+    mechanism_relation="add-remove (or both); replace-one for fixed allocation",
+    guarantees=(Neighbours.ADD_REMOVE, Neighbours.REPLACE_ONE),
+    basis=BASIS,
+    analyse=analyse,
+    example={
+        "allocation": "proportional",
+        "rate": 0.02,
+        "strata": [{"name": "small", "size": 12000}, {"name": "large", "size": 900}],
+    },
+    parse_params=parse_params,
+    hooks={"compare": compare},
+)

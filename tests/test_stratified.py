@@ -1,0 +1,410 @@
+"""Stratified sampling: Theorem 4.3/7.2 values and inverse, deterministic rounding,
+stratified Poisson, fixed and Neyman allocation, replace-one rule, bad input."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import mpmath as mp
+import numpy as np
+import oracle_stratified as orc
+import pytest
+from conftest import run_ampcalc, run_main
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ampcalc import engine
+from ampcalc.design import load_designs
+from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes import stratified as strat
+
+
+def design(sampling: dict, mechanism: dict | None = None, **extra) -> object:
+    doc = {
+        "mechanism": mechanism or {"epsilon": 1.0, "neighbours": "add-remove"},
+        "sampling": {"scheme": "stratified", **sampling},
+        **extra,
+    }
+    return load_designs(doc)[0]
+
+
+def one(rate: float, size: int = 10**6, **kw) -> object:
+    return design({"rate": rate, "strata": [{"name": "s", "size": size}], **kw})
+
+
+# spec §5.1 table of Theorem 4.3 values [VERIFIED], 000 Theorem 4.3
+TABLE = {
+    0.001: (0.000664, 0.005147, 0.019066),
+    0.01: (0.006630, 0.050825, 0.182185),
+    0.05: (0.032908, 0.240987, 0.771246),
+    0.1: (0.065227, 0.453960, 1.317244),
+    0.2: (0.128185, 0.818532, 2.091745),
+    0.5: (0.304992, 1.620115, 3.433781),
+}
+
+
+@pytest.mark.parametrize("rate", sorted(TABLE))
+def test_theorem_4_3_table(rate: float) -> None:
+    d = one(rate)
+    for eps, want in zip((0.1, 0.5, 1.0), TABLE[rate], strict=True):
+        r = engine.bound(d, epsilon=eps)
+        assert r.upper == pytest.approx(want, abs=5e-7)
+        exact = orc.thm43(rate, eps)
+        assert r.upper >= exact  # outward rounding
+        assert float(r.upper) - float(exact) <= 1e-14 * float(exact)
+
+
+def test_exact_inverse_round_trip() -> None:
+    worst = 0.0
+    for r in (1e-4, 0.001, 0.01, 0.1, 0.5):
+        for t in (1e-10, 1e-3, 0.1, 1.0, 5.0, 50.0, 650.0):
+            e = float(strat.theorem_4_3_inverse(2 * r, r, t))
+            back = orc.thm43(r, e)
+            worst = max(worst, abs(float(back / t - 1)))
+            assert abs(float(orc.thm43_inverse(r, t)) / e - 1) <= 1e-12
+    assert worst <= 1e-12
+
+
+def test_lambda_example_exact_not_shortcut() -> None:
+    # spec §5.1: r = 0.01: target 1 -> 1.90591, target 0.1 -> 0.74390 (000 §7.3 says ε′/(6r))
+    d = one(0.01)
+    for t, want in ((1.0, 1.90591), (0.1, 0.74390)):
+        inv = engine.invert(d, t)
+        assert inv.certified == pytest.approx(want, abs=5e-6)
+        assert engine.bound(d, epsilon=inv.certified).upper <= t
+        exact = float(orc.thm43_inverse(0.01, t))
+        assert exact * (1 - 1e-13) <= inv.certified <= exact  # one-sided, within 1e-13
+        shortcut = inv.details["shortcut"]
+        assert shortcut["epsilon"] == pytest.approx(t / 0.06)
+        assert shortcut["relative_error"] > 0.5  # the shortcut is far off
+
+
+def test_count_mechanism_sanity_check() -> None:
+    # spec §5.1: M = |S| + Lap(1), r = 0.1, |P| = 14 vs |P′| = 15: true loss 0.0970 under
+    # randomised rounding, 1.0 under round-to-nearest; Thm 4.3 1.3172, size-aware 1.2191.
+    rand = orc.laplace_mixture_loss(orc.size_pmf(0.1, 14), orc.size_pmf(0.1, 15))
+    assert float(rand) == pytest.approx(0.0970, abs=5e-5)
+    near = orc.laplace_mixture_loss({1: mp.mpf(1)}, {2: mp.mpf(1)})  # ⌊1.4⌉ = 1, ⌊1.5⌉ = 2
+    assert float(near) == pytest.approx(1.0, abs=1e-15)
+    ub = engine.bound(one(0.1, size=15), epsilon=1.0)
+    assert ub.upper == pytest.approx(1.317244, abs=1e-6) and ub.upper >= rand
+    # the lower bound's witness: randomised response on "x is sampled"; x's inclusion
+    # probability under randomised rounding of 1.5 is E[m′]/15 = r exactly
+    incl = sum(w * k for k, w in orc.size_pmf(0.1, 15).items()) / 15
+    e = mp.e
+    witness = mp.log((incl * e / (1 + e) + (1 - incl) / (1 + e)) / (1 / (1 + e)))
+    assert ub.lower <= witness <= ub.upper and float(witness) == pytest.approx(0.158565, abs=1e-6)
+    aware = engine.bound(one(0.1, size=15, size_aware=True), epsilon=1.0)
+    assert aware.upper == pytest.approx(1.2191, abs=5e-5) and aware.upper >= rand
+    det = engine.bound(one(0.1, size=14, rounding="nearest"), epsilon=1.0)
+    assert det.lower == 1.0 <= float(near) + 1e-12 and det.verdict == "no-amplification"
+    assert det.upper >= float(near)
+    assert det.details["randomized_rounding"]["upper"] == pytest.approx(1.317244, abs=1e-6)
+
+
+def test_poisson_lemma_3_3_vector() -> None:
+    # spec §5.3 [VERIFIED]: ε = 1, r = (0.01, 0.1, 0.5) -> (0.017037, 0.158565, 0.620115)
+    d = design(
+        {
+            "allocation": "poisson",
+            "strata": [{"size": 100, "rate": r} for r in (0.01, 0.1, 0.5)],
+        }
+    )
+    res = engine.bound(d)
+    got = [s["epsilon_prime"]["upper"] for s in res.details["strata"]]
+    assert got == pytest.approx([0.017037, 0.158565, 0.620115], abs=5e-7)
+    assert res.upper == pytest.approx(0.620115, abs=5e-7) and res.lower <= res.upper
+    inv = engine.invert(d, 0.5)
+    per = [s["epsilon"]["certified"] for s in inv.details["strata"]]
+    assert inv.certified == min(per)
+    for r, e in zip((0.01, 0.1, 0.5), per, strict=True):
+        assert orc.amp(r, e) <= 0.5
+
+
+def test_replace_one_is_twice_the_max() -> None:
+    # rates 0.5 and 0.01: a replacement inside the 0.5 stratum (witness of the poisson
+    # module) exceeds the sum of the two largest per-stratum values, 2·max covers it
+    strata = [{"size": 100, "rate": 0.5}, {"size": 100, "rate": 0.01}]
+    d = design({"allocation": "poisson", "strata": strata}, guarantee="replace-one")
+    res = engine.bound(d)
+    a_hi, a_lo = orc.amp(0.5, 1.0), orc.amp(0.01, 1.0)
+    assert res.lower > a_hi + a_lo
+    assert res.upper == pytest.approx(float(2 * a_hi), rel=1e-13)
+    assert res.upper >= res.lower
+    assert any("spec §8.1" in b for b in res.basis)
+    dr = design({"rate": 0.01, "strata": [{"size": 1000}]}, guarantee="replace-one")
+    rr = engine.bound(dr)
+    assert rr.upper == pytest.approx(2 * 0.182185, abs=2e-6)
+    inv = engine.invert(dr, 1.0)
+    assert engine.bound(dr, epsilon=inv.certified).upper <= 1.0
+    assert inv.details["strata"][0]["epsilon"]["certified"] == inv.certified
+
+
+def test_neyman_paper_vectors() -> None:
+    # 000 Appendix E.1 / spec §8.3: Δ∞ = 19, Δ₁ = 37; the vectors sum to 10,004 and 10,005
+    p = [1261, 621, 517, 1969, 833, 1947, 1058, 762, 257, 248, 306, 225]
+    q = [1259, 620, 516, 1965, 831, 1943, 1056, 761, 257, 247, 306, 244]
+    both = {"epsilon": 0.1, "neighbours": "both"}
+    d = design({"allocation": "neyman", "allocations": [p, q]}, both, guarantee="replace-one")
+    res = engine.bound(d)
+    assert res.details["allocation_sensitivity"] == {"linf": 19, "l1": 37}
+    assert res.details["allocation_sums"] == [10004, 10005]
+    assert res.details["lower_bounds"] == pytest.approx({"linf": 1.9, "l1": 3.7})
+    assert res.upper is None and res.delta_prime is None
+    assert res.lower == pytest.approx(1.9, rel=1e-14) and res.verdict == "degrades"
+    # add-remove M (ε_R = 2ε): all 12 counts with Lap(1/ε) give 37ε under replace-one;
+    # an add-remove guarantee gets half of it
+    d2 = design({"allocation": "neyman", "allocations": [p, q]}, {"epsilon": 0.1})
+    r2 = engine.bound(d2)
+    assert r2.lower == pytest.approx(1.85, rel=1e-14) and r2.verdict == "degrades"
+    inv = engine.invert(d2, 1.0)
+    assert inv.certified is None and inv.impossible_above == pytest.approx(1 / 18.5)
+
+
+def test_neyman_allocation_and_updates() -> None:
+    size = np.array([100, 50, 10, 5])
+    sd = np.array([1.0, 3.0, 30.0, 100.0])
+    m = alloc.neyman(size, sd, 40)
+    assert m.sum() == 40 and np.all(m <= size)
+    assert m[3] == 5 and m[2] == 10  # capped strata take a census
+    # the remaining 25 go 100:150 -> 10 and 15
+    assert m.tolist() == [10, 15, 10, 5]
+    rng = np.random.default_rng(1)
+    x = rng.gamma(2.0, 3.0, size=40)
+    st0 = alloc.StratumStats(40, float(x.mean()), float(x.std(ddof=1)))
+    rem = alloc.remove_record(st0, float(x[0]))
+    assert rem.mean == pytest.approx(x[1:].mean(), rel=1e-13)
+    assert rem.sd == pytest.approx(x[1:].std(ddof=1), rel=1e-12)
+    add = alloc.add_record(st0, 100.0)
+    y = np.append(x, 100.0)
+    assert add.mean == pytest.approx(y.mean(), rel=1e-13)
+    assert add.sd == pytest.approx(y.std(ddof=1), rel=1e-12)
+
+
+def test_neyman_computed_neighbour() -> None:
+    strata = [
+        {"name": "low", "size": 1000, "sd": 1.0, "mean": 2.0, "min_value": 1.0},
+        {"name": "mid", "size": 300, "sd": 20.0},
+        {"name": "top", "size": 100, "sd": 50.0, "mean": 700.0},
+    ]
+    d = design({"allocation": "neyman", "total_sample": 60, "value_bound": 1000, "strata": strata})
+    res = engine.bound(d)
+    m0, m1 = res.details["allocations"]
+    assert sum(m0) == sum(m1) == 60
+    n0 = alloc.neyman(np.array([1000, 300, 100]), np.array([1.0, 20.0, 50.0]), 60)
+    assert m0 == n0.tolist()
+    diff = np.abs(np.array(m1) - np.array(m0))
+    assert res.details["allocation_sensitivity"] == {
+        "linf": int(diff.max()),
+        "l1": int(diff.sum()),
+    }
+
+
+def test_fixed_allocation() -> None:
+    strata = [{"size": 1000, "sample": 10}, {"size": 100, "sample": 5}]
+    both = {"epsilon": 1.0, "neighbours": "both"}
+    d = design({"allocation": "fixed", "strata": strata}, both, guarantee="replace-one")
+    res = engine.bound(d)
+    assert res.upper == res.lower or res.upper >= res.lower
+    assert res.upper == pytest.approx(float(orc.amp(0.05, 1.0)), rel=1e-14)
+    assert any("across strata" in w for w in res.warnings)
+    d2 = design({"allocation": "fixed", "strata": strata}, both)
+    r2 = engine.bound(d2)
+    assert r2.error and "guarantee: replace-one" in r2.error
+
+
+def test_extreme_epsilon_no_overflow() -> None:
+    d = one(0.01)
+    for eps in (1e-12, 1e-6, 300.0, 349.0, 351.0, 800.0):
+        r = engine.bound(d, epsilon=eps)
+        assert math.isfinite(r.upper) and r.upper >= orc.thm43(0.01, eps)
+        assert r.lower <= orc.amp(0.01, eps)
+    inv = engine.invert(d, 900.0)
+    assert math.isfinite(inv.certified)
+    assert engine.bound(d, epsilon=inv.certified).upper <= 900.0
+
+
+@given(
+    r=st.floats(1e-6, 1.0),
+    eps=st.floats(1e-9, 500.0),
+    t=st.floats(1e-9, 500.0),
+    aware=st.booleans(),
+)
+def test_properties(r: float, eps: float, t: float, aware: bool) -> None:
+    n = 10**7
+    a = r + 1 / n if aware else 2 * r
+    u = strat.theorem_4_3(a, r, eps)
+    assert strat.lower_epsilon(r, eps) <= u
+    assert strat.theorem_4_3(a, r, eps * 1.01) >= u
+    guess = strat.theorem_4_3_inverse(a, r, t)
+    e = float(strat.numeric.certify_down(lambda x: strat.theorem_4_3(a, r, x), guess, t))
+    assert strat.theorem_4_3(a, r, e) <= t
+    assert e >= float(guess) * (1 - 1e-12)
+
+
+def run_yaml(tmp_path, text: str, *args: str, expect: int = 0):
+    f = tmp_path / "d.yaml"
+    f.write_text(text)
+    return run_ampcalc(*args, str(f), expect=expect)
+
+
+HEAD = "mechanism: {epsilon: 1.0}\nsampling:\n  scheme: stratified\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "needles"),
+    [
+        (
+            "  rate: 0.01\n  strata:\n    - {name: big, size: 1000}\n"
+            "    - {name: tiny, size: 50}\n",
+            ["Theorem 7.2", "'tiny'", "r·N_h = 0.01·50"],
+        ),
+        ("  strata: [{size: 10}]\n", ["d.yaml:4", "needs `rate`"]),
+        ("  rate: 0.1\n  strata: [{size: 10, rate: 0.2}]\n", ["not both"]),
+        (
+            "  allocation: poisson\n  rounding: floor\n  rate: 0.1\n  strata: [{size: 10}]\n",
+            ["`rounding` is for"],
+        ),
+        (
+            "  allocation: fixed\n  strata:\n    - {size: 10, sample: 11}\n",
+            ["d.yaml:6", "larger than the stratum size"],
+        ),
+        (
+            "  allocation: fixed\n  strata:\n    - {size: 10, sampel: 1}\n",
+            ["d.yaml:6", "did you mean 'sample'"],
+        ),
+        (
+            "  allocation: neyman\n  total_sample: 5\n  value_bound: 10\n  strata:\n"
+            "    - {size: 10, mean: 1, min_value: 0}\n",
+            ["needs `sd`"],
+        ),
+        ("  allocation: neyman\n  allocations: [[1, 2], [3]]\n", ["equal"]),
+        ("  allocaton: neyman\n  strata: [{size: 3}]\n", ["did you mean 'allocation'"]),
+    ],
+)
+def test_bad_input_exit_2(tmp_path, body: str, needles: list[str]) -> None:
+    out = run_yaml(tmp_path, HEAD + body, "bound", expect=2)
+    for n in needles:
+        assert n in out.stderr, out.stderr
+
+
+def test_condition_failures_exit_2(tmp_path) -> None:
+    body = "  rate: 0.01\n  strata: [{size: 1000}]\n"
+    rest = HEAD.split("\n", 1)[1]
+    out = run_yaml(
+        tmp_path, "mechanism: {epsilon: 1.0, delta: 1e-6}\n" + rest + body, "bound", expect=2
+    )
+    assert "pure ε-DP" in out.stderr
+    out = run_yaml(
+        tmp_path,
+        "mechanism: {epsilon: 1.0, neighbours: replace-one}\n" + rest + body,
+        "bound",
+        expect=2,
+    )
+    assert "needs M's add-remove ε" in out.stderr
+
+
+def test_csv_strata_and_errors(tmp_path) -> None:
+    (tmp_path / "s.csv").write_text("name,size,rate\na,1000,0.01\nb,2000,0.02\n")
+    f = tmp_path / "d.yaml"
+    f.write_text(HEAD + "  strata: {file: s.csv}\n")
+    res = run_ampcalc("bound", str(f), "--json").json()["results"][0]
+    assert [s["rate"] for s in res["details"]["strata"]] == [0.01, 0.02]
+    assert res["epsilon_prime"]["upper"] == pytest.approx(float(orc.thm43(0.02, 1.0)), rel=1e-13)
+    assert any("derived" in w for w in res["warnings"])
+    (tmp_path / "s.csv").write_text("name,sise\na,1000\n")
+    out = run_ampcalc("bound", str(f), expect=2)
+    assert "did you mean 'size'" in out.stderr and "d.yaml:4" in out.stderr
+    (tmp_path / "s.csv").write_text("name,size,rate\na,1000,0.01\nb,x,0.01\n")
+    out = run_ampcalc("bound", str(f), expect=2)
+    assert "line 3" in out.stderr and "'x'" in out.stderr
+
+
+def test_table_has_stratum_rows(capsys) -> None:
+    out = run_main(capsys, "bound", "examples/designs/stratified-business-survey.yaml").stdout
+    assert "  └ 1-4 employees" in out and "  └ 5000+ employees" in out
+
+
+def test_hundred_thousand_strata_under_a_second(tmp_path) -> None:
+    k = 10**5
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(200, 5000, size=k)
+    lines = ["name,size,sd"] + [f"s{i},{n},{1 + i % 7}" for i, n in enumerate(sizes)]
+    (tmp_path / "s.csv").write_text("\n".join(lines) + "\n")
+    f = tmp_path / "d.yaml"
+    f.write_text(HEAD + "  rate: 0.01\n  size_aware: true\n  strata: {file: s.csv}\n")
+    start = time.perf_counter()
+    d = load_designs(str(f))[0]
+    res = engine.bound(d)
+    elapsed = time.perf_counter() - start  # read the file and evaluate every stratum
+    inv = engine.invert(d, 1.0)
+    assert len(res.details["strata"]) == k and len(inv.details["strata"]) == k
+    n_min = int(sizes.min())
+    assert res.upper == pytest.approx(float(orc.thm43(0.01, 1.0, n_min)), rel=1e-13)
+    assert elapsed < 1.0, elapsed
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (
+            "  rate: 0.1\n  rounding: floor\n  size_aware: true\n  strata: [{size: 100}]\n",
+            "`size_aware` is for proportional allocation with randomized rounding",
+        ),
+        (
+            "  rate: 0.1\n  allocations: [[1], [2]]\n  strata: [{size: 100}]\n",
+            "`allocations` is for `allocation: neyman`",
+        ),
+        (
+            "  allocation: neyman\n  total_sample: 500\n  value_bound: 10\n  strata:\n"
+            "    - {size: 100, sd: 1, mean: 1, min_value: 0}\n    - {size: 100, sd: 2, mean: 5}\n",
+            "exceeds the population 200",
+        ),
+        (
+            "  allocation: neyman\n  total_sample: 5\n  value_bound: 10\n  strata:\n"
+            "    - {size: 100, sd: 1, mean: 1, min_value: 20}\n"
+            "    - {size: 100, sd: 2, mean: 5}\n",
+            "outside [0, value_bound]",
+        ),
+        ("  allocation: neyman\n  strata: [{size: 100, sd: 1}]\n", "needs `total_sample`"),
+        (
+            "  allocation: fixed\n  rate: 0.1\n  strata: [{size: 100, sample: 1}]\n",
+            "`rate` is for proportional or poisson",
+        ),
+        ("  rate: 0.1\n  strata: {file: nowhere.csv}\n", "cannot read strata file"),
+        ("  rate: 0.1\n  strata: []\n", "at least one stratum"),
+    ],
+)
+def test_more_bad_input(tmp_path, body: str, needle: str) -> None:
+    out = run_yaml(tmp_path, HEAD + body, "bound", expect=2)
+    assert needle in out.stderr, out.stderr
+
+
+def test_fixed_without_replace_one_guarantee_exit_2(tmp_path) -> None:
+    body = "  allocation: fixed\n  strata: [{size: 100, sample: 5}]\n"
+    out = run_yaml(tmp_path, HEAD + body, "bound", expect=2)
+    assert "Set `guarantee: replace-one`" in out.stderr
+
+
+SAMPLINGS = [
+    {"rate": 0.02, "strata": [{"size": 60}, {"size": 5000}]},
+    {"rate": 0.02, "size_aware": True, "strata": [{"size": 60}, {"size": 5000}]},
+    {"rate": 0.02, "rounding": "floor", "strata": [{"size": 60}, {"size": 5000}]},
+    {"allocation": "poisson", "strata": [{"size": 60, "rate": 0.3}, {"size": 9, "rate": 0.01}]},
+]
+
+
+@pytest.mark.parametrize("sampling", SAMPLINGS)
+@pytest.mark.parametrize("guarantee", ["add-remove", "replace-one"])
+@given(eps=st.floats(1e-6, 300.0), t=st.floats(1e-4, 50.0))
+def test_engine_properties(sampling: dict, guarantee: str, eps: float, t: float) -> None:
+    d = design(sampling, guarantee=guarantee)
+    grid = np.array([eps, eps * 1.5])
+    r = engine.bound(d, epsilon=grid)
+    assert np.all(r.lower <= r.upper) and np.all(np.diff(r.upper) >= 0)
+    inv = engine.invert(d, t)
+    if inv.certified is not None:
+        assert engine.bound(d, epsilon=inv.certified).upper <= t
+    if inv.impossible_above is not None:
+        assert engine.bound(d, epsilon=inv.impossible_above).lower >= t
