@@ -1,0 +1,647 @@
+"""``ampcalc pws``: the private weighted sampling table, sanitiser and estimator.
+
+- ``pws table DESIGN``: every per-frequency row (q_i, π_i, p_i, SbH φ_i) of a pws
+  design (004_219872908bad6779.txt Alg. 3; spec B9), ``--verify`` runs the DP
+  self-check on Algorithm 4's rows.
+- ``pws sanitize SAMPLE.csv --design D --seed S``: Algorithm 2 of 004 on a real sample
+  (keys only, or keys with sanitised frequencies from Algorithm 4), streaming, with a
+  counter-based per-key generator (same output however the file is chunked).
+- ``pws estimate PRIVATE.csv --design D``: the MLE estimator (004 Eq. 9, spec B8) of
+  the sum of frequencies, with per-frequency bias, variance, MSE.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+
+from ..cli import ExitCode, FormatOpt, JsonOpt, SetOpt, app, emit, load, resolve_format, say
+
+pws_app = typer.Typer(
+    help="Private weighted sampling (004): table, sanitiser, estimator.",
+    no_args_is_help=True,
+)
+app.add_typer(pws_app, name="pws")
+
+DesignOpt = Annotated[
+    str, typer.Option("--design", "-d", help="The pws design (YAML).", show_default=False)
+]
+
+
+def _design(path: str | None, overrides: list[str] | None) -> Any:
+    from ..errors import DesignError
+    from ..schemes import pws
+
+    designs = [d for d in load(path, overrides) if d.scheme == "pws"]
+    if len(designs) != 1:
+        raise DesignError(
+            "`ampcalc pws` needs a file with exactly one design with `scheme: pws` "
+            f"(found {len(designs)})"
+        )
+    d = designs[0]
+    return d, pws.bind_target(d.params, d.target)
+
+
+class Sanitiser:
+    """Algorithm 3/4 tables for a design, extended on demand to larger frequencies."""
+
+    def __init__(self, params: Any, frequencies: bool, extend: bool) -> None:
+        from ..schemes import pws
+
+        self.params = params
+        self.frequencies = frequencies
+        self.extend = extend
+        self.table = pws.compute_table(params)
+        self.n = self.table.n
+        self._build(self.n)
+
+    def _build(self, n: int) -> None:
+        import numpy as np
+
+        from .. import pws_kernels as K
+        from ..schemes import pws
+
+        self.q = pws.q_of(self.params, n)
+        self.pi = K.reporting_probabilities(self.q, self.params.epsilon, self.params.delta)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.p = np.where(self.q > 0, self.pi / self.q, 0.0)
+        self.rows = (
+            K.frequency_rows(self.q, self.params.epsilon, self.params.delta, self.pi)
+            if self.frequencies
+            else None
+        )
+        self.n = n
+
+    def ensure(self, top: int, where: str) -> None:
+        from ..errors import DesignError
+
+        if top <= self.n:
+            return
+        if not self.extend:
+            raise DesignError(
+                f"{where}: frequency {top} is above max_frequency = {self.n}; its row was "
+                "not computed (drop --no-extend to compute it)"
+            )
+        self._build(top)
+
+
+def _read_rows(path: str, chunk: int, need_freq: bool = True) -> Iterator[tuple[list, Any, list]]:
+    """CSV rows in chunks: yields (header, line numbers, rows)."""
+    import csv
+    import itertools
+    import sys
+
+    from ..errors import DesignError
+
+    fh = sys.stdin if path == "-" else open(path, newline="", encoding="utf-8")
+    try:
+        reader = csv.reader(fh)
+        first = next(reader, None)
+        if first is None:
+            raise DesignError(f"{path}: empty file (expected rows key,frequency[,score])")
+        header = [c.strip() for c in first]
+        pending: list[list[str]] = []
+        start = 2
+        if len(first) >= 2 and first[1].strip().lstrip("-").isdigit():
+            header = ["key", "frequency", "score"][: len(first)]
+            pending.append(first)
+            start = 1
+        if "key" not in header or (need_freq and "frequency" not in header):
+            raise DesignError(
+                f"{path}:1: expected a header with columns `key` and `frequency` "
+                f"(got {', '.join(header)})"
+            )
+        while True:
+            rows = pending + list(itertools.islice(reader, chunk - len(pending)))
+            pending = []
+            if not rows:
+                break
+            # line numbers of records (one line per record; quoted newlines shift them)
+            yield header, range(start, start + len(rows)), rows
+            start += len(rows)
+    finally:
+        if fh is not sys.stdin:
+            fh.close()
+
+
+def _read_columns(path: str, chunk: int) -> Iterator[tuple[list, Any, list]]:
+    """The sample CSV in chunks of about ``chunk`` rows, as columns: yields (header,
+    line numbers, list of columns). Chunks without quotes are split directly (fast);
+    quoted chunks go through the csv module. Every row must have the header's width."""
+    import csv
+    import io
+    import sys
+
+    from ..errors import DesignError
+
+    fh = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    try:
+        first = fh.readline()
+        if not first.strip():
+            raise DesignError(f"{path}: empty file (expected rows key,frequency[,score])")
+        parsed = next(csv.reader([first]))
+        header = [c.strip() for c in parsed]
+        pending, start = "", 2
+        if len(parsed) >= 2 and parsed[1].strip().lstrip("-").isdigit():
+            header = ["key", "frequency", "score"][: len(parsed)]
+            pending, start = first, 1
+        if "key" not in header or "frequency" not in header:
+            raise DesignError(
+                f"{path}:1: expected a header with columns `key` and `frequency` "
+                f"(got {', '.join(header)})"
+            )
+        width = len(header)
+        size = max(1, chunk) * 24
+        while True:
+            text = pending + fh.read(size)
+            pending = ""
+            if not text:
+                break
+            if not text.endswith("\n"):
+                text += fh.readline()
+            while text.count('"') % 2:
+                more = fh.readline()
+                if not more:
+                    break
+                text += more
+            text = text[:-1] if text.endswith("\n") else text
+            if '"' in text or "\n\n" in text or text.startswith("\n") or not text:
+                # slow path: quotes or blank lines (skipped); line numbers from csv
+                rdr = csv.reader(io.StringIO(text))
+                rows, lns = [], []
+                for r in rdr:
+                    if not r:
+                        continue
+                    if len(r) != width:
+                        raise DesignError(
+                            f"{path}:{start + rdr.line_num - 1}: expected {width} fields "
+                            f"({', '.join(header)}), got {len(r)}"
+                        )
+                    rows.append(r)
+                    lns.append(start + rdr.line_num - 1)
+                start += text.count("\n") + 1
+                if rows:
+                    yield header, lns, [list(c) for c in zip(*rows, strict=True)]
+                continue
+            lines = text.split("\n")
+            n = len(lines)
+            flat = text.replace("\n", ",").split(",")
+            if len(flat) != n * width:
+                for k, line in enumerate(lines):
+                    got = line.count(",") + 1
+                    if got != width:
+                        raise DesignError(
+                            f"{path}:{start + k}: expected {width} fields "
+                            f"({', '.join(header)}), got {got}"
+                        )
+            cols = [flat[c::width] for c in range(width)]
+            yield header, range(start, start + n), cols
+            start += n
+    finally:
+        if fh is not sys.stdin:
+            fh.close()
+
+
+def _parse_freq(value: str, path: str, line: int, what: str = "frequency") -> int:
+    from ..errors import DesignError
+
+    try:
+        v = int(value)
+    except ValueError:
+        v = None
+    if v is None or v < 1:
+        raise DesignError(
+            f"{path}:{line}: {what} {value!r} is not a whole number >= 1 (keys with "
+            "frequency 0 are not in the data; frequencies count elements)"
+        )
+    return v
+
+
+@pws_app.command("table")
+def table_cmd(
+    design: Annotated[str | None, typer.Argument(help="The pws design (YAML).")] = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    max_frequency: Annotated[
+        int | None, typer.Option("--max-frequency", help="Rows to write (default: design's).")
+    ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Run Algorithm 4 and check every hockey-stick <= δ."),
+    ] = False,
+    overrides: SetOpt = None,
+) -> int:
+    """Every per-frequency row of a pws design: i, q_i, π_i, p_i, SbH φ_i, π_i/φ_i."""
+    import numpy as np
+
+    from .. import pws_kernels as K
+    from ..render import envelope, render_csv, render_json, render_table
+    from ..render import fmt as f6
+    from ..schemes import pws
+
+    out_format = resolve_format(fmt, as_json)
+    d, params = _design(design, overrides)
+    t = pws.compute_table(params, max_frequency)
+    n = t.n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(t.q > 0, t.pi / t.q, 0.0)
+    sampled = bool(np.any(t.q < 1.0))
+    phi = K.sbh_phi(
+        n,
+        params.epsilon,
+        params.delta,
+        method=params.method if sampled else "none",
+        threshold=params.threshold,
+        weight_power=params.weight_power,
+    )
+    rows = [
+        {
+            "frequency": i + 1,
+            "q": float(t.q[i]),
+            "pi": float(t.pi[i]),
+            "p": float(p[i]),
+            "phi_sbh": float(phi[i]),
+            "ratio": float(t.pi[i] / phi[i]) if phi[i] > 0 else None,
+        }
+        for i in range(n)
+    ]
+    summary: dict[str, Any] = {
+        "design": d.name,
+        "epsilon": params.epsilon,
+        "delta": params.delta,
+        "L": t.L,
+        "settled_from": t.settled,
+        "privacy_cost_rows": int(np.sum(t.pi < t.q)),
+    }
+    status = ExitCode.OK
+    if verify:
+        ok, summary["max_hockey_stick"], summary["keys_only_exact"] = _verify(
+            params, t.q, t.pi, None
+        )
+        summary["verified"] = ok
+        if not ok:
+            say(
+                f"self-check failed: hockey-stick divergence {summary['max_hockey_stick']!r} "
+                f"> δ = {params.delta!r}"
+            )
+            status = ExitCode.SELF_CHECK_FAILED
+    if out_format.value == "json":
+        emit(render_json(envelope("pws table", _ver(), {**summary, "frequencies": rows})))
+    elif out_format.value == "csv":
+        emit(render_csv(rows))
+    else:
+        interesting = [r for r in rows if r["pi"] < r["q"]] or rows[:5]
+        header = ["i", "q_i", "π_i", "p_i", "SbH φ_i", "π_i/φ_i"]
+        body = [
+            [
+                str(r["frequency"]),
+                f6(r["q"]),
+                f6(r["pi"]),
+                f6(r["p"]),
+                f6(r["phi_sbh"]),
+                f6(r["ratio"]),
+            ]
+            for r in interesting
+        ]
+        foot = [
+            f"{d.name}: (ε, δ) = ({params.epsilon:g}, {params.delta:g}), L = {t.L:.6g}; "
+            f"{summary['privacy_cost_rows']} of {n} rows have π_i < q_i (shown); "
+            f"π_i = q_i for good from i = {t.settled}"
+        ]
+        if verify:
+            foot.append(
+                f"max hockey-stick divergence = {summary['max_hockey_stick']!r} (δ = "
+                f"{params.delta!r}; keys only: exact check; sanitised frequencies: float "
+                "rounding slack allowed)"
+            )
+        from ..cli import rich_output
+
+        emit(render_table(header, body, foot, rich_output=rich_output()))
+    return int(status)
+
+
+EXACT_CHECK_ROWS = 50_000
+
+
+def _verify(
+    params: Any, q: Any, pi: Any, rows: Any, frequencies: bool = True
+) -> tuple[bool, float, bool]:
+    """DP self-check: keys-only outputs (exact rational arithmetic up to
+    ``EXACT_CHECK_ROWS`` rows) and, with ``frequencies``, Algorithm 4's rows (float,
+    with rounding slack). Returns (ok, largest divergence, keys-only check exact)."""
+    from .. import pws_kernels as K
+
+    eps, delta = params.epsilon, params.delta
+    exact = pi.size <= EXACT_CHECK_ROWS
+    keys = K.dp_check_pi_exact(pi, eps) if exact else K.dp_check_pi(pi, eps)
+    ok = keys <= delta if exact else keys <= delta + K.dp_tolerance(delta, 1, eps)
+    if not frequencies:
+        return ok, keys, exact
+    if rows is None:
+        rows = K.frequency_rows(q, eps, delta, pi)
+    freq = K.dp_check(rows)
+    width = max(b.size for b in rows.band)
+    ok = ok and freq <= delta + K.dp_tolerance(delta, width, eps)
+    return ok, max(keys, freq), exact
+
+
+def _ver() -> str:
+    from ..cli import version
+
+    return version()
+
+
+@pws_app.command("sanitize")
+def sanitize_cmd(
+    sample: Annotated[str, typer.Argument(help="Sample CSV: key,frequency[,score] ('-': stdin).")],
+    design: DesignOpt,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sanitiser's draws.")],
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Output CSV (default: stdout).")
+    ] = None,
+    frequencies: Annotated[
+        bool,
+        typer.Option("--frequencies", help="Report sanitised frequencies (Algorithm 4)."),
+    ] = False,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream",
+            help="Bounded memory: the input must be sorted by key (duplicates and "
+            "out-of-order keys are errors naming both rows).",
+        ),
+    ] = False,
+    no_extend: Annotated[
+        bool,
+        typer.Option(
+            "--no-extend", help="Refuse frequencies above max_frequency instead of computing."
+        ),
+    ] = False,
+    chunk: Annotated[int, typer.Option("--chunk-size", help="Rows per chunk.")] = 200_000,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Check the DP of the tables used (hockey-stick).")
+    ] = False,
+    overrides: SetOpt = None,
+) -> int:
+    """Sanitise a non-private weighted sample (004 Alg. 2): keys, or keys and frequencies."""
+    import csv
+    import operator
+    import sys
+
+    import numpy as np
+
+    from .. import pws_kernels as K
+    from ..errors import DesignError
+
+    _, params = _design(design, overrides)
+    san = Sanitiser(params, frequencies, extend=not no_extend)
+    seen: dict[str, int] = {}
+    prev: tuple[str, int] | None = None
+    out = sys.stdout if output is None else open(output, "w", newline="", encoding="utf-8")
+    writer = csv.writer(out, lineterminator="\n")
+    n_in = n_out = 0
+    try:
+        started = False
+        for header, lines, cols in _read_columns(sample, chunk):
+            ki, fi = header.index("key"), header.index("frequency")
+            si = header.index("score") if "score" in header else None
+            extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
+            if not started:
+                writer.writerow(
+                    ["key", *(["frequency"] if frequencies else []), *[header[c] for c in extra]]
+                )
+                started = True
+            keys = cols[ki]
+            freqs = _parse_freqs(cols[fi], sample, lines)
+            if si is not None:
+                for n, v in enumerate(cols[si]):
+                    _check_score(v, params, int(freqs[n]), sample, lines[n])
+            if stream:
+                order = np.flatnonzero(
+                    np.fromiter(map(operator.le, keys[1:], keys[:-1]), bool, len(keys) - 1)
+                )
+                if prev is not None and keys[0] <= prev[0]:
+                    order = np.concatenate(([-1], order))
+                if order.size:
+                    n = int(order[0]) + 1
+                    pk, pl = (keys[n - 1], lines[n - 1]) if n > 0 else prev
+                    what = "repeats" if keys[n] == pk else "comes after"
+                    raise DesignError(
+                        f"{sample}:{lines[n]}: key {keys[n]!r} {what} key {pk!r} of line "
+                        f"{pl} (streaming needs input sorted by key, each key once)"
+                    )
+                prev = (keys[-1], lines[-1])
+            else:
+                chunk_keys = dict(zip(keys, lines, strict=True))
+                if len(chunk_keys) != len(keys) or not seen.keys().isdisjoint(chunk_keys):
+                    _duplicate(keys, lines, seen, sample)
+                seen.update(chunk_keys)
+            if freqs.size:
+                top = int(freqs.max())
+                where = f"{sample}:{lines[int(np.argmax(freqs))]}"
+                san.ensure(top, where)
+            kept, tokens = K.sanitize_keys(keys, freqs, seed, p=san.p, rows=san.rows)
+            n_in += len(keys)
+            idx = np.flatnonzero(kept).tolist()
+            if frequencies:
+                assert tokens is not None
+                tok = tokens.tolist()
+                writer.writerows([keys[n], tok[n], *[cols[c][n] for c in extra]] for n in idx)
+            else:
+                writer.writerows([keys[n], *[cols[c][n] for c in extra]] for n in idx)
+            n_out += len(idx)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if verify:
+        ok, worst, exact = _verify(params, san.q, san.pi, san.rows, frequencies)
+        if not ok:
+            say(f"self-check failed: hockey-stick {worst!r} > δ = {params.delta!r}")
+            return int(ExitCode.SELF_CHECK_FAILED)
+        how = "exact" if exact and not frequencies else "up to float rounding of Algorithm 4"
+        say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
+    say(f"sanitised {n_in} keys: {n_out} reported (rows computed up to frequency {san.n})")
+    return int(ExitCode.OK)
+
+
+def _parse_freqs(col: Any, path: str, lines: list[int]) -> Any:
+    """The frequency column as int64; the first bad cell is an error naming its line."""
+    import numpy as np
+
+    try:
+        fast = np.array(col, dtype=np.int64)
+        if fast.size == 0 or fast.min() >= 1:
+            return fast
+    except (ValueError, OverflowError):
+        pass
+    arr = np.array(col, dtype=str)
+    arr = np.char.strip(arr)
+    ok = np.char.isdigit(arr)
+    if ok.all():
+        out = arr.astype(np.int64)
+        if (out >= 1).all():
+            return out
+        n = int(np.flatnonzero(out < 1)[0])
+    else:
+        n = int(np.flatnonzero(~ok)[0])
+    return _parse_freq(str(arr[n]), path, lines[n])
+
+
+def _duplicate(keys: list[str], lines: list[int], seen: dict, path: str) -> None:
+    from ..errors import DesignError
+
+    first: dict[str, int] = {}
+    for k, ln in zip(keys, lines, strict=True):
+        earlier = seen.get(k, first.get(k))
+        if earlier is not None:
+            raise DesignError(
+                f"{path}:{ln}: duplicate key {k!r} (first on line {earlier}); "
+                "a weighted sample lists each key once with its frequency"
+            )
+        first[k] = ln
+
+
+def _check_score(value: str, params: Any, w: int, path: str, line: int) -> None:
+    from ..errors import DesignError
+
+    try:
+        s = float(value)
+    except ValueError:
+        raise DesignError(f"{path}:{line}: score {value!r} is not a number") from None
+    if params.inclusion is None and params.method != "none" and not s < params.threshold:
+        raise DesignError(
+            f"{path}:{line}: score {s:g} >= τ = {params.threshold:g}: this key is not in a "
+            f"{params.method} sample with threshold τ (scores below τ are sampled)"
+        )
+
+
+@pws_app.command("estimate")
+def estimate_cmd(
+    private: Annotated[
+        str, typer.Argument(help="Sanitised CSV from `pws sanitize --frequencies`.")
+    ],
+    design: DesignOpt,
+    select: Annotated[
+        list[str] | None,
+        typer.Option("--select", help="Keep rows with COLUMN=VALUE (repeatable, all must hold)."),
+    ] = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    overrides: SetOpt = None,
+) -> int:
+    """MLE estimate of the sum of frequencies (004 Eq. 9), with bias/variance (spec B8)."""
+    import numpy as np
+
+    from .. import pws_kernels as K
+    from ..errors import DesignError
+    from ..render import envelope, render_csv, render_json, render_table
+    from ..render import fmt as f6
+
+    out_format = resolve_format(fmt, as_json)
+    _, params = _design(design, overrides)
+    conds: list[tuple[str, str]] = []
+    for s in select or []:
+        if "=" not in s:
+            raise typer.BadParameter(f"expected COLUMN=VALUE, got {s!r}", param_hint="--select")
+        c, v = s.split("=", 1)
+        conds.append((c.strip(), v))
+    tokens: list[int] = []
+    for header, lines, rows_ in _read_rows(private, 1_000_000, need_freq=False):
+        if "frequency" not in header:
+            raise DesignError(
+                f"{private}:1: no `frequency` column: the estimator needs sanitised "
+                "frequencies (run `ampcalc pws sanitize --frequencies`)"
+            )
+        fi = header.index("frequency")
+        for c, _ in conds:
+            if c not in header:
+                raise DesignError(f"{private}:1: --select column {c!r} not in the header")
+        idx = [(header.index(c), v) for c, v in conds]
+        for line, row in zip(lines, rows_, strict=True):
+            if all(row[i] == v for i, v in idx):
+                tokens.append(_parse_freq(row[fi].strip(), private, line))
+    from ..schemes import pws
+
+    t = pws.compute_table(params)
+    top = max([t.n, *tokens])
+    # rows until column `top` has ended (the MLE scans h >= j while π_{h,j} > 0)
+    n = top
+    while True:
+        q = pws.q_of(params, n)
+        rows = K.frequency_rows(q, params.epsilon, params.delta)
+        if rows.lo[n] > top or n > 64 * top + 10_000:
+            break
+        n = 2 * n
+    a = K.mle_estimates(rows, upto=top)
+    bias, var, mse = K.bias_variance(rows, a, upto=top)
+    tok = np.asarray(tokens, dtype=np.int64)
+    est = float(np.sum(a[tok - 1])) if tok.size else 0.0
+    # plug-in: each reported key's frequency taken as i_j (the MLE's frequency)
+    i_of = np.array([_argmax_col(rows, j) for j in range(1, top + 1)])
+    if tok.size:
+        ii = np.minimum(i_of[tok - 1], top)
+        b_plug = float(np.sum(bias[ii - 1]))
+        v_plug = float(np.sum(var[ii - 1]))
+        nrmse = math.sqrt(v_plug + b_plug**2) / est if est > 0 else None
+    else:
+        b_plug = v_plug = 0.0
+        nrmse = None
+    per = [
+        {
+            "frequency": i + 1,
+            "a": float(a[i]),
+            "bias": float(bias[i]),
+            "variance": float(var[i]),
+            "mse": float(mse[i]),
+            "nrmse": math.sqrt(mse[i]) / (i + 1),
+        }
+        for i in range(top)
+    ]
+    summary = {
+        "estimate": est,
+        "reported_keys": int(tok.size),
+        "bias_plugin": b_plug,
+        "variance_plugin": v_plug,
+        "nrmse_plugin": nrmse,
+        "select": dict(conds),
+    }
+    if out_format.value == "json":
+        emit(render_json(envelope("pws estimate", _ver(), {**summary, "frequencies": per})))
+    elif out_format.value == "csv":
+        emit(render_csv(per))
+    else:
+        from ..cli import rich_output
+
+        body = [
+            [str(r["frequency"]), f6(r["a"]), f6(r["bias"]), f6(r["variance"]), f6(r["nrmse"])]
+            for r in per[: min(top, 20)]
+        ]
+        foot = [
+            f"sum of frequencies ≈ {est:.6g} from {tok.size} reported keys (MLE, 004 Eq. 9)",
+            f"plug-in bias {b_plug:.4g}, variance {v_plug:.4g}, NRMSE {f6(nrmse)} "
+            "(each key's frequency taken as its MLE frequency i_j; unreported keys add "
+            "bias not counted here)",
+        ]
+        emit(
+            render_table(
+                ["i", "a_i", "Bias_i", "Var_i", "NRMSE_i"], body, foot, rich_output=rich_output()
+            )
+        )
+    return int(ExitCode.OK)
+
+
+def _argmax_col(rows: Any, j: int) -> int:
+    best, arg = -1.0, j
+    for h in range(j, rows.n + 1):
+        v = rows.entry(h, j)
+        if v <= 0 and h > j and rows.lo[h] > j:
+            break
+        if v > best:
+            best, arg = v, h
+    return arg
+
+
+__all__ = ["pws_app"]

@@ -1,0 +1,513 @@
+"""Private weighted sampling kernels (pure numpy): 004_219872908bad6779.txt.
+
+- ``inclusion_probabilities``: threshold sampling q_i (Alg. 1, Eq. 1).
+- ``L_eps_delta``: L(ε, δ) (Eq. 3).
+- ``reporting_probabilities``: Algorithm 3 (optimal key-reporting probabilities π_i),
+  exact recursion in O(N): vectorised where π_i = q_i, scalar steps only where privacy
+  binds (at most 2⌈L⌉ per binding stretch, spec B4/B5).
+- ``pi_star_closed`` (q ≡ 1, general-L closed form, spec B5 corrected Eq. 4) and
+  ``lemma44_ppswor`` (ppswor shortcut, Lemma 4.4): closed forms, cross-checked against
+  Algorithm 3.
+- ``frequency_rows``: Algorithm 4 (sanitised frequencies j ≤ i), banded sparse rows.
+- ``hockey_stick``/``dp_check``: exact DP self-check between consecutive rows.
+- ``sbh_phi``: stability-based histogram reporting probability (spec B9), sampled
+  when q < 1.
+- ``mle_estimates``/``bias_variance``: the MLE estimator a_j and per-frequency
+  bias, variance and MSE (spec B8, Eq. 9).
+- ``key_uniforms``/``sanitize_keys``: the sanitiser (Alg. 2) with a counter-based
+  per-key generator, so chunked, streamed and distributed runs agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+METHODS = ("ppswor", "priority", "none")
+
+
+def inclusion_probabilities(
+    n: int, *, method: str, threshold: float = 1.0, weight_power: float = 1.0
+) -> np.ndarray:
+    """q_1..q_n of threshold sampling (004 Alg. 1, Eq. 1; spec B2).
+
+    ppswor (Exp[1] scores): q_i = 1 − e^{−τ f(i)}; priority (U[0,1]): min(1, τ f(i));
+    none: q_i ≡ 1; f(i) = i^p. Returned as float64 array of length n (index 0 is i = 1).
+    """
+    i = np.arange(1, n + 1, dtype=float)
+    if method == "none":
+        return np.ones(n)
+    f = i if weight_power == 1 else i**weight_power
+    if method == "ppswor":
+        return -np.expm1(-threshold * f)
+    if method == "priority":
+        return np.minimum(1.0, threshold * f)
+    raise ValueError(f"unknown method {method!r}")
+
+
+def L_eps_delta(eps: float, delta: float) -> float:
+    """L(ε, δ) = (1/ε) ln((e^ε − 1 + 2δ)/(δ(e^ε + 1))) (004 Eq. 3), stable form."""
+    num = math.log(math.expm1(eps) + 2.0 * delta)
+    den = math.log(delta) + eps + math.log1p(math.exp(-eps))
+    return max(0.0, (num - den) / eps)
+
+
+def _step_consts(eps: float) -> tuple[float, float]:
+    return math.exp(eps), math.exp(-eps)
+
+
+_U = 2.0**-53  # unit roundoff
+
+
+def _alg3_step(p: float, qi: float, e_dn: float, en_up: float, delta: float) -> float:
+    """One step of Algorithm 3 with both privacy terms rounded down (never above the
+    exact e^ε p + δ and 1 − e^{−ε}(1 − p − δ))."""
+    a = delta if p == 0.0 else (e_dn * p + delta) * (1.0 - 4.0 * _U)
+    m = math.fsum((1.0, -p, -delta))  # correctly rounded: its sign is exact
+    if m <= 0.0:
+        b = 1.0
+    else:
+        c = en_up * math.nextafter(m, math.inf) * (1.0 + 4.0 * _U)
+        b = math.nextafter(1.0 - c, 0.0)
+    return qi if qi <= a and qi <= b else (a if a < b else b)
+
+
+def reporting_probabilities(q: np.ndarray, eps: float, delta: float) -> np.ndarray:
+    """Algorithm 3 of 004: π_i = min{q_i, e^ε π_{i−1} + δ, 1 + e^{−ε}(π_{i−1} + δ − 1)}.
+
+    Basis: 004_219872908bad6779.txt Alg. 3, Lemma 4.1 (pointwise maximal p_i = π_i/q_i).
+    Conditions: ε > 0, 0 < δ <= 1, q non-decreasing (checked by the caller).
+    Numerics: the two privacy terms are rounded down (a few ulps), so the float π
+        satisfies the DP constraints exactly, not only up to rounding. Where
+        π_{i−1} = q_{i−1} and q_i is clearly below both terms (checked vectorised with
+        a deflated margin) the step gives π_i = q_i; scalar steps run only where
+        privacy binds or might bind (at most 2⌈L⌉ per binding stretch).
+    """
+    q = np.asarray(q, dtype=float)
+    n = q.size
+    e_pos, e_neg = _step_consts(eps)
+    e_dn = math.nextafter(e_pos, 0.0)
+    en_up = math.nextafter(e_neg, math.inf)
+    qprev = np.concatenate(([0.0], q[:-1]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        g = np.minimum(e_pos * qprev + delta, 1.0 + e_neg * (qprev + delta - 1.0))
+        g = g * (1.0 - 64.0 * _U) - 2.0**-50  # below the scalar step's terms
+    binds = q > g  # π_i < q_i may happen when π_{i−1} = q_{i−1}
+    pi = q.copy()
+    idx = np.flatnonzero(binds)
+    k = 0
+    ql = None
+    while k < idx.size:
+        i = int(idx[k])
+        if ql is None:
+            ql = q.tolist()
+        p = 0.0 if i == 0 else ql[i - 1]
+        while i < n:
+            qi = ql[i]
+            p = _alg3_step(p, qi, e_dn, en_up, delta)
+            pi[i] = p
+            i += 1
+            if p == qi:
+                break
+        # continue from the next flagged index at or after i (π_{i−1} = q_{i−1} again)
+        k = int(np.searchsorted(idx, i))
+    return pi
+
+
+def pi_star_closed(eps: float, delta: float, n: int) -> np.ndarray:
+    """π*_1..π*_n for q ≡ 1 in closed form, any L (spec B5, the corrected Eq. 4).
+
+    Basis: 004 Lemma 4.2 as corrected: the printed form is off by one (2L+2−i; use
+        2L+1−i); the general-L form: K = ⌊L⌋ + 1, κ = δ/(e^ε − 1);
+        π*_i = δ(e^{εi} − 1)/(e^ε − 1) for i <= K; for i > K,
+        y_i = (1 − π*_K + κ)e^{−ε(i−K)} − κ and π*_i = 1 − y_i while y_i > 0, else 1.
+    """
+    L = L_eps_delta(eps, delta)
+    K = math.floor(L) + 1
+    i = np.arange(1, n + 1, dtype=float)
+    em1 = math.expm1(eps)
+    first = delta * np.expm1(eps * np.minimum(i, K)) / em1
+    first = np.minimum(first, 1.0)
+    pk = min(1.0, delta * math.expm1(eps * K) / em1)
+    kappa = delta / em1
+    y = (1.0 - pk + kappa) * np.exp(-eps * np.maximum(i - K, 0.0)) - kappa
+    second = np.where(y > 0, 1.0 - y, 1.0)
+    return np.where(i <= K, first, second)
+
+
+def lemma44_ppswor(eps: float, delta: float, q: np.ndarray) -> np.ndarray:
+    """ppswor shortcut (004 Lemma 4.4; spec B5): π_i = π*_i for i < ℓ, q_i for i >= ℓ,
+    ℓ = min{i : π*_i > q_i}. Holds for ppswor with f(i) = i only (not for PPS)."""
+    q = np.asarray(q, dtype=float)
+    star = pi_star_closed(eps, delta, q.size)
+    over = np.flatnonzero(star > q)
+    if over.size == 0:
+        return star
+    ell = int(over[0])
+    out = star.copy()
+    out[ell:] = q[ell:]
+    return out
+
+
+def settled_index(q: np.ndarray, pi: np.ndarray) -> int | None:
+    """Smallest m with π_i = q_i for every i >= m within the arrays (1-based), or None
+    when the last row already differs."""
+    diff = np.flatnonzero(pi != q)
+    if diff.size == 0:
+        return 1
+    last = int(diff[-1]) + 1  # 1-based index of the last row with π < q
+    return last + 1 if last < q.size else None
+
+
+# --------------------------------------------------------------------------------------
+# Algorithm 4: sanitised frequencies
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Rows:
+    """Banded rows of Algorithm 4: row i has π_{i,0} = ``zero[i]`` and entries
+    π_{i,j} for j = ``lo[i]`` .. ``lo[i] + len(band[i]) − 1`` (index 0 is i = 0)."""
+
+    eps: float
+    delta: float
+    q: np.ndarray  # q_1..q_n
+    pi: np.ndarray  # π_1..π_n
+    zero: list[float]
+    lo: list[int]
+    band: list[np.ndarray]
+
+    @property
+    def n(self) -> int:
+        return len(self.band) - 1
+
+    def dense(self, i: int) -> np.ndarray:
+        """Row i as a dense array over j = 0..i."""
+        out = np.zeros(i + 1)
+        out[0] = self.zero[i]
+        b = self.band[i]
+        out[self.lo[i] : self.lo[i] + b.size] = b
+        return out
+
+    def entry(self, i: int, j: int) -> float:
+        lo = self.lo[i]
+        b = self.band[i]
+        return float(b[j - lo]) if lo <= j < lo + b.size else 0.0
+
+
+def frequency_rows(q: np.ndarray, eps: float, delta: float, pi: np.ndarray | None = None) -> Rows:
+    """Algorithm 4 of 004 (spec B6): rows π_{i,•} over j = 0..i, banded.
+
+    Basis: 004_219872908bad6779.txt Alg. 4, Thm. 5.1 (within outputs j <= i).
+    Formula (per row, vectorised with prefix/suffix sums, same greedy as the text):
+        lower tail S_j = max(0, e^{−ε}(C_{i−1}(j) − δ) + [e^{−ε}π_{i−1,0} − π_{i,0}]_+)
+        for j < i; then the rest R = π_i − S_{i−1} pushed to high j while the suffix
+        constraint T_j <= e^ε Σ_{h>=j} π_{i−1,h} + δ allows.
+    Numerics: differences of prefix sums; the DP self-check ``dp_check`` verifies it.
+    """
+    q = np.asarray(q, dtype=float)
+    if pi is None:
+        pi = reporting_probabilities(q, eps, delta)
+    e_pos, e_neg = _step_consts(eps)
+    zero = [1.0]
+    lo = [1]
+    band: list[np.ndarray] = [np.zeros(0)]
+    for i in range(1, q.size + 1):
+        p_i = float(pi[i - 1])
+        z = 1.0 - p_i
+        prev_lo, prev = lo[-1], band[-1]
+        d0 = max(0.0, e_neg * zero[-1] - z)
+        start = prev_lo if d0 - e_neg * delta <= 0 or prev.size == 0 else 1
+        if prev.size == 0:
+            start = i
+        width = i - start + 1
+        prev_full = np.zeros(width)  # π_{i−1,j} for j = start..i (j = i is 0)
+        off = prev_lo - start
+        if prev.size:
+            prev_full[off : off + prev.size] = prev
+        cum_prev = np.cumsum(prev_full)
+        # lower bounds for j = start..i−1
+        t = e_neg * (cum_prev[:-1] - delta) + d0
+        s = np.maximum(t, 0.0)
+        row = np.zeros(width)
+        if s.size:
+            row[:-1] = np.diff(np.concatenate(([0.0], s)))
+        rest = p_i - (s[-1] if s.size else 0.0)
+        if rest > 0:
+            # suffix constraints V_j = e^ε Σ_{h=j}^{i−1} π_{i−1,h} + δ, j = start..i
+            suf_prev = np.cumsum(prev_full[::-1])[::-1]
+            v = e_pos * suf_prev + delta
+            suf_old = np.cumsum(row[::-1])[::-1]
+            room = v - suf_old  # A_j uncapped, j = start..i
+            ok = np.flatnonzero(room >= rest)
+            jstar = int(ok[-1]) if ok.size else -1
+            added = room.copy()
+            if jstar >= 0:
+                added[: jstar + 1] = rest
+            added_next = np.concatenate((added[1:], [0.0]))
+            row = row + (added - added_next)
+        nz = np.flatnonzero(row != 0.0)
+        if nz.size:
+            row = row[nz[0] : nz[-1] + 1]
+            new_lo = start + int(nz[0])
+            if start + int(nz[-1]) != i:
+                row = np.concatenate((row, np.zeros(i - start - int(nz[-1]))))
+        else:
+            row = np.zeros(0)
+            new_lo = i
+        zero.append(z)
+        lo.append(new_lo)
+        band.append(row)
+    return Rows(
+        eps=eps, delta=delta, q=q, pi=np.asarray(pi, dtype=float), zero=zero, lo=lo, band=band
+    )
+
+
+def hockey_stick(p: np.ndarray, r: np.ndarray, eps: float) -> float:
+    """Σ_j max(0, P_j − e^ε R_j), summed exactly (math.fsum)."""
+    n = max(p.size, r.size)
+    pp = np.zeros(n)
+    rr = np.zeros(n)
+    pp[: p.size] = p
+    rr[: r.size] = r
+    return math.fsum(np.maximum(0.0, pp - math.exp(eps) * rr).tolist())
+
+
+def dp_check(rows: Rows) -> float:
+    """Largest hockey-stick divergence between consecutive rows, both directions
+    (spec B1: exact accounting; must be <= δ)."""
+    worst = 0.0
+    prev = np.array([1.0])
+    for i in range(1, rows.n + 1):
+        cur = rows.dense(i)
+        worst = max(worst, hockey_stick(cur, prev, rows.eps), hockey_stick(prev, cur, rows.eps))
+        prev = cur
+    return worst
+
+
+def dp_tolerance(delta: float, width: int, eps: float = 0.0) -> float:
+    """Float slack of the Algorithm 4 self-check: the rows are exact up to rounding,
+    O(ulp(1)) per entry of a row of ``width`` entries (differences of sums of order 1),
+    amplified by e^ε in the divergence."""
+    return delta * 1e-12 + 8.0 * (width + 1) * 2.0**-53 * math.exp(min(eps, 700.0))
+
+
+def dp_check_pi_exact(pi: np.ndarray, eps: float) -> float:
+    """Keys-only DP check in exact rational arithmetic on the float π, with e^ε rounded
+    down (a conservative divergence): the largest excess over 0 of
+    max(P − e^ε Q) summed over the two outcomes, both directions."""
+    from fractions import Fraction
+
+    e = Fraction(math.nextafter(math.exp(eps), 0.0))
+    prev = Fraction(0)
+    worst = Fraction(0)
+    for x in np.asarray(pi, dtype=float).tolist():
+        a = Fraction(x)
+        for p_, q_ in ((a, prev), (prev, a)):
+            d = max(Fraction(0), p_ - e * q_) + max(Fraction(0), (1 - p_) - e * (1 - q_))
+            worst = max(worst, d)
+        prev = a
+    return float(worst) if worst <= 1 else 1.0
+
+
+def dp_check_pi(pi: np.ndarray, eps: float) -> float:
+    """Largest hockey-stick divergence between consecutive keys-only outputs
+    (reported with probability π_i or not)."""
+    p = np.concatenate(([0.0], np.asarray(pi, dtype=float)))
+    e = math.exp(eps)
+    a, b = p[1:], p[:-1]
+    d = np.maximum(
+        np.maximum(0.0, a - e * b) + np.maximum(0.0, (1 - a) - e * (1 - b)),
+        np.maximum(0.0, b - e * a) + np.maximum(0.0, (1 - b) - e * (1 - a)),
+    )
+    return float(d.max()) if d.size else 0.0
+
+
+# --------------------------------------------------------------------------------------
+# SbH baseline
+# --------------------------------------------------------------------------------------
+
+
+def sbh_threshold(eps: float, delta: float) -> float:
+    """T = 1 + ln(1/δ)/ε (spec B9)."""
+    return 1.0 + math.log(1.0 / delta) / eps
+
+
+def sbh_phi(
+    n: int,
+    eps: float,
+    delta: float,
+    *,
+    method: str = "none",
+    threshold: float = 1.0,
+    weight_power: float = 1.0,
+) -> np.ndarray:
+    """Reporting probability of the stability-based histogram (spec B9, 004 Alg. 6).
+
+    q ≡ 1: φ_i = ½ e^{−ε(T−i)} for i <= T, 1 − ½ e^{−ε(i−T)} above. Sampled SbH (some
+    q < 1): ∫_T^∞ Lap_{i,1/ε}(y) q(y) dy by Gauss–Legendre quadrature on pieces split at
+    i and at the kink of min(1, τy^p), tails past 50/ε dropped (< e^{−50}).
+    """
+    T = sbh_threshold(eps, delta)
+    i = np.arange(1, n + 1, dtype=float)
+    if method == "none" or (method == "priority" and threshold * T**weight_power >= 1.0):
+        below = 0.5 * np.exp(-eps * np.maximum(T - i, 0.0))
+        above = 1.0 - 0.5 * np.exp(-eps * np.maximum(i - T, 0.0))
+        return np.where(i <= T, below, above)
+    width = 50.0 / eps
+    x, w = np.polynomial.legendre.leggauss(48)
+    total = np.zeros(n)
+    step = 20_000  # bounded memory: (step, 48) nodes per piece
+    for s0 in range(0, n, step):
+        ii = i[s0 : s0 + step]
+        a = np.maximum(T, ii - width)
+        b = np.maximum(T, ii) + width
+        kink = (1.0 / threshold) ** (1.0 / weight_power) if method == "priority" else b
+        kk = np.clip(np.broadcast_to(kink, ii.shape), a, b)
+        pts = np.sort(np.stack([a, np.clip(ii, a, b), kk, b]), 0)
+        for k in range(3):
+            lo_, hi_ = pts[k], pts[k + 1]
+            half = (hi_ - lo_) / 2.0
+            y = lo_[:, None] + half[:, None] * (x[None, :] + 1.0)
+            dens = 0.5 * eps * np.exp(-eps * np.abs(y - ii[:, None]))
+            f = y if weight_power == 1 else y**weight_power
+            if method == "ppswor":
+                qy = -np.expm1(-threshold * f)
+            else:
+                qy = np.minimum(1.0, threshold * f)
+            total[s0 : s0 + step] += half * ((dens * qy) @ w)
+    return total
+
+
+# --------------------------------------------------------------------------------------
+# Estimators (spec B8)
+# --------------------------------------------------------------------------------------
+
+
+def mle_estimates(rows: Rows, g: np.ndarray | None = None, upto: int | None = None) -> np.ndarray:
+    """MLE a_j = g(i_j)/π_{i_j}, i_j = argmax_{h>=j} π_{h,j} (004 Eq. 9; spec B8).
+
+    Scans h = j, j+1, … while π_{h,j} > 0 and keeps the first strict maximum. Needs the
+    rows computed past the end of column j (``Rows.lo[n] > upto``). Index 0 is j = 1.
+    """
+    n = rows.n
+    m = upto if upto is not None else n
+    if g is None:
+        g = np.arange(1, n + 1, dtype=float)
+    a = np.full(m, np.nan)
+    best = np.full(m + 1, -1.0)
+    arg = np.zeros(m + 1, dtype=np.int64)
+    ended = np.zeros(m + 1, dtype=bool)
+    for h in range(1, n + 1):
+        lo, b = rows.lo[h], rows.band[h]
+        hi = min(lo + b.size - 1, m)
+        if hi < lo:
+            continue
+        vals = b[: hi - lo + 1]
+        js = np.arange(lo, hi + 1)
+        upd = (vals > best[js]) & ~ended[js]
+        best[js[upd]] = vals[upd]
+        arg[js[upd]] = h
+    for j in range(1, m + 1):
+        h = int(arg[j])
+        if h > 0:
+            a[j - 1] = g[h - 1] / rows.pi[h - 1]
+    return a
+
+
+def bias_variance(
+    rows: Rows, a: np.ndarray, g: np.ndarray | None = None, upto: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-frequency Bias_i, Var_i, MSE_i of the estimator a (spec B8), i = 1..upto."""
+    m = upto if upto is not None else a.size
+    if g is None:
+        g = np.arange(1, m + 1, dtype=float)
+    bias = np.zeros(m)
+    mse = np.zeros(m)
+    for i in range(1, m + 1):
+        lo, b = rows.lo[i], rows.band[i]
+        aj = a[lo - 1 : lo - 1 + b.size]
+        gi = g[i - 1]
+        e = float(np.dot(b, aj))
+        bias[i - 1] = e - gi
+        mse[i - 1] = rows.zero[i] * gi * gi + float(np.dot(b, (aj - gi) ** 2))
+    return bias, mse - bias**2, mse
+
+
+# --------------------------------------------------------------------------------------
+# Sanitiser (Alg. 2) with a counter-based per-key generator
+# --------------------------------------------------------------------------------------
+
+
+_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser (a bijection on 64-bit words), vectorised."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def key_hashes(keys: list[str]) -> np.ndarray:
+    """A 64-bit hash of each key's UTF-8 bytes (FNV-1a over bytes and length, then
+    SplitMix64), vectorised over keys."""
+    raw = np.array([k.encode() for k in keys], dtype=bytes)
+    n = raw.size
+    width = raw.dtype.itemsize
+    lengths = np.char.str_len(raw).astype(np.uint64) if n else np.zeros(0, np.uint64)
+    mat = raw.view(np.uint8).reshape(n, width) if n and width else np.zeros((n, 0), np.uint8)
+    h = np.full(n, 0xCBF29CE484222325, dtype=np.uint64)
+    prime = np.uint64(0x100000001B3)
+    with np.errstate(over="ignore"):
+        for c in range(width):
+            h = (h ^ mat[:, c].astype(np.uint64)) * prime
+        h = (h ^ lengths) * prime
+    return _splitmix(h)
+
+
+def key_uniforms(keys: list[str], seed: int) -> np.ndarray:
+    """One uniform in [0, 1) per key, a pure function of (seed, key).
+
+    Counter-based: the key's 64-bit hash is the counter, the seed the key of a
+    SplitMix64 mixing round (two rounds with the seed folded in between), so the draw
+    for a key does not depend on the order, chunking or machine: chunked, streamed
+    and distributed runs agree.
+    """
+    s = _splitmix(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
+    x = _splitmix(_splitmix(key_hashes(keys) ^ s) ^ s)
+    return (x >> np.uint64(11)).astype(float) * (1.0 / 9007199254740992.0)
+
+
+def sanitize_keys(
+    keys: list[str],
+    freqs: np.ndarray,
+    seed: int,
+    *,
+    p: np.ndarray,
+    rows: Rows | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Algorithm 2 of 004: keep key x with probability p_{w_x} = π_{w_x}/q_{w_x}
+    (keys only); with ``rows``, draw the token j from π_{w,•}/q_w (j = 0 drops the key).
+
+    Returns (kept mask, tokens or None). One uniform per key (``key_uniforms``).
+    """
+    freqs = np.asarray(freqs, dtype=np.int64)
+    u = key_uniforms(keys, seed)
+    keep = u < p[freqs - 1]
+    if rows is None:
+        return keep, None
+    tokens = np.zeros(freqs.size, dtype=np.int64)
+    kept = np.flatnonzero(keep)
+    for w in np.unique(freqs[kept]).tolist():
+        sel = kept[freqs[kept] == w]
+        b = rows.band[w] / rows.q[w - 1]
+        # keep iff u < p_w; the token is the inverse CDF of the kept part, top down
+        cum = np.cumsum(b[::-1])
+        k = np.minimum(np.searchsorted(cum, u[sel], side="right"), b.size - 1)
+        tokens[sel] = rows.lo[w] + b.size - 1 - k
+    return keep, tokens
