@@ -1,0 +1,147 @@
+"""``ampcalc check``: a privacy-budget gate for pipelines (PASS/FAIL per design, exit 1).
+
+A design passes when its *upper* bound on ε′ (the guarantee, rounded outward) is at
+most ``--max-epsilon`` and, with ``--max-delta``, its δ′ is at most that. A design
+with no upper bound (the theory gives none) fails; a design outside its theorem's
+conditions fails with exit 2 (bad input outranks a failed gate).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..cli import (
+    EpsilonOpt,
+    ExitCode,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    SetOpt,
+    app,
+    emit,
+    resolve_format,
+    say,
+    version,
+)
+
+
+def verdict(result: dict[str, Any], max_epsilon: float, max_delta: float | None) -> dict[str, Any]:
+    """PASS/FAIL of one bound result (a ``BoundResult.to_dict()``) against the budget."""
+    upper = result["epsilon_prime"]["upper"]
+    delta_prime = result.get("delta_prime")
+    reasons: list[str] = []
+    if result.get("error"):
+        reasons.append(f"outside the theorem's conditions: {result['error']}")
+    elif upper is None:
+        reasons.append("the theory gives no upper bound on ε′ for this design")
+    elif upper > max_epsilon:
+        reasons.append("ε′ bound above the budget")
+    if max_delta is not None and not result.get("error"):
+        if delta_prime is None:
+            reasons.append("no bound on δ′ for this design")
+        elif delta_prime > max_delta:
+            reasons.append("δ′ above the budget")
+    return {
+        "name": result["name"],
+        "scheme": result["scheme"],
+        "passed": not reasons,
+        "epsilon": result.get("epsilon"),
+        "epsilon_prime_upper": upper,
+        "max_epsilon": max_epsilon,
+        "delta_prime": delta_prime,
+        "max_delta": max_delta,
+        "reasons": reasons,
+        "error": result.get("error"),
+    }
+
+
+def line(entry: dict[str, Any]) -> str:
+    """``PASS name: ε′ <= 0.0123 (max 1), δ′ = 0 (max 1e-06)`` or ``FAIL ...: reason``."""
+    up = entry["epsilon_prime_upper"]
+    nums = f"ε′ <= {up:.6g} (max {entry['max_epsilon']:g})" if up is not None else "ε′: no bound"
+    if entry["max_delta"] is not None:
+        dp = entry["delta_prime"]
+        shown = "no bound" if dp is None else f"{dp:.6g}"
+        nums += f", δ′ = {shown} (max {entry['max_delta']:g})"
+    if entry["passed"]:
+        return f"PASS {entry['name']}: {nums}"
+    return f"FAIL {entry['name']}: {nums}: " + "; ".join(entry["reasons"])
+
+
+DesignsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Design files (YAML); '-' reads standard input. Default: ./ampcalc.yaml.",
+        show_default=False,
+    ),
+]
+
+
+@app.command()
+def check(
+    design: DesignsArg = None,
+    max_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--max-epsilon",
+            help="The ε′ budget: every design's upper bound must be at most this.",
+            show_default=False,
+        ),
+    ] = None,
+    max_delta: Annotated[
+        float | None,
+        typer.Option("--max-delta", help="The δ′ budget (when given).", show_default=False),
+    ] = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    set_: SetOpt = None,
+    epsilon: EpsilonOpt = None,
+) -> int:
+    """Guard a privacy budget: PASS/FAIL per design (of every file), exit 1 if any fails.
+
+    Example:  ampcalc check examples/designs/srswor.yaml --max-epsilon 0.05
+    """
+    output = resolve_format(fmt, as_json)
+    import math
+
+    from .. import engine, render
+    from ..cli import load
+
+    if max_epsilon is None:
+        raise typer.BadParameter(
+            "give the budget, e.g. --max-epsilon 1", param_hint="--max-epsilon"
+        )
+    if not math.isfinite(max_epsilon) or max_epsilon <= 0:
+        raise typer.BadParameter(
+            f"expected a finite number > 0, got {max_epsilon:g}", param_hint="--max-epsilon"
+        )
+    if max_delta is not None and not 0 <= max_delta <= 1:
+        raise typer.BadParameter(
+            f"expected a number in [0, 1], got {max_delta:g}", param_hint="--max-delta"
+        )
+    designs = [d for path in (design or [None]) for d in load(path, set_)]
+    entries = [
+        verdict(engine.bound(d, epsilon=epsilon).to_dict(), max_epsilon, max_delta)
+        for d in designs
+    ]
+    code = ExitCode.OK
+    for e in entries:
+        if e["error"]:
+            say(f"{e['name']}: {e['error']}")
+            code = max(code, ExitCode.BAD_INPUT)
+        elif not e["passed"]:
+            code = max(code, ExitCode.GATE_FAILED)
+    if output is Format.json:
+        passed = all(e["passed"] for e in entries)
+        emit(
+            render.render_json(
+                render.envelope("check", version(), {"passed": passed, "results": entries})
+            )
+        )
+    elif output is Format.csv:
+        emit(render.render_csv(entries))
+    else:
+        emit("".join(line(e) + "\n" for e in entries))
+    return int(code)
