@@ -1,0 +1,236 @@
+"""Sampling with replacement (bootstrap): m i.i.d. uniform draws from N records; pure ε.
+
+Basis: the count-witness lower bound and the group-privacy relaxation upper bound
+(ampcalc._groups), checked by exact LPs on 100 tiny instances in
+shared/spec/exact-lp-checks.md (Conjecture 1: the LP equals V to 2e-15, also where
+V > ε). This supersedes the spec's §2/§11.22 caution for pure ε; the (ε, δ) caution
+stands, so δ > 0 is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _groups, numeric
+from ..errors import ConditionError
+from ..model import Mechanism, Neighbours
+from .base import Analysis, Field, Scheme
+
+MAX_EXACT_INT = 2**53
+BASIS = (
+    "exact-lp-checks.md Conjecture 1 (count witness; exact LPs on 100 instances)",
+    "group-privacy relaxation (Dinkelbach), ampcalc._groups",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    """m records drawn independently and uniformly, with replacement, from N.
+
+    A record may appear several times (a bootstrap resample: m = N). N is fixed and
+    public; which records were drawn (and how often) is secret.
+
+    Attributes:
+        population: N >= 1.
+        sample: m >= 1 draws (may exceed N).
+    """
+
+    population: int
+    sample: int
+
+
+FIELDS = (
+    Field(
+        name="population",
+        kind="int",
+        doc="population size N (public)",
+        required=True,
+        low=1,
+        high=MAX_EXACT_INT,
+    ),
+    Field(
+        name="sample",
+        kind="int",
+        doc="number of draws m (with replacement; may exceed N)",
+        required=True,
+        low=1,
+        high=MAX_EXACT_INT,
+    ),
+)
+
+
+def lower_epsilon(eps_r: np.ndarray, *, population: int, sample: int, group: int = 1):
+    """Lower bound on ε′ for sampling with replacement (proven; conjectured tight).
+
+    Basis: count witness f(S) = c·e^{ε·#x(S)}; exact-lp-checks.md Conjecture 1.
+    Neighbours: M ε-DP under replace-one; ε′ under replace-one of the population (a
+        unit of g records replaced).
+    Conditions: 1 <= g <= N, δ = 0.
+    Formula: V = log E[e^{Jε}] = m·log(1 + (g/N)(e^ε − 1)), J ~ Binomial(m, g/N).
+    Tightness: the exact LP equals it on every tested instance (to 2e-15).
+    Numerics: m·amplification(g/N, ε), log1p/expm1; rounded down.
+    """
+    return numeric.round_down(sample * numeric.amplification_lower(group / population, eps_r))
+
+
+def upper_epsilon(eps_r: np.ndarray, *, population: int, sample: int, group: int = 1):
+    """Upper bound (a guarantee) on ε′ for sampling with replacement.
+
+    Basis: group-privacy relaxation (ampcalc._groups module docstring): with h_k, g_k
+        the acceptance probabilities averaged over the other draws given k copies of
+        the differing record, h_k <= e^{kε}g_k, h_k <= e^{kε}g_0 and
+        g_0e^{−kε} <= g_k <= g_0e^{kε}; g_k > g_0 never helps, so the box is
+        g_k ∈ [g_0e^{−kε}, g_0] and the worst ratio Σp_k h_k / Σp_k g_k is a weighted mean
+        of e^{kε}. Dinkelbach: weight e^{−kε} where e^{kε} < ratio, full weight above.
+        If V <= ε every k >= 1 term is >= e^ε >= e^V, full weight everywhere is optimal
+        and the ratio is E[e^{Jε}] = e^V.
+    Neighbours: as ``lower_epsilon``.
+    Conditions: 1 <= g <= N, δ = 0.
+    Formula: V when V <= ε; else max over thresholds k* of
+        [Σ_{k<k*} p_k + Σ_{k>=k*} p_k e^{kε}] / [Σ_{k<k*} p_k e^{−kε} + Σ_{k>=k*} p_k].
+    Tightness: tight when V <= ε; above, proven but loose (exact LPs equal V).
+    Numerics: window [0, tilted mode + 40 sd + 40] of the log pmf, log-concave tail
+        bound added outward; relative slack 1e-10; rounded up.
+    """
+    eps_r = np.asarray(eps_r, dtype=float)
+    shape = eps_r.shape
+    eps_r = eps_r.reshape(-1)
+    v = np.asarray(
+        numeric.round_up(sample * numeric.amplification_upper(group / population, eps_r))
+    )
+    need = v > eps_r
+    out = v.copy()
+    if np.any(need):
+        relax = _groups.binomial_relaxation_upper(sample, group / population, eps_r[need])
+        out[need] = np.maximum(relax, v[need])
+    return out.reshape(shape)
+
+
+def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Bounds for one with-replacement design (see the bound functions)."""
+    n, m = params.population, params.sample
+    g = mechanism.group_size
+    if guarantee is not Neighbours.REPLACE_ONE:
+        raise ConditionError(
+            "sampling with replacement: the guarantee holds for replace-one neighbours of a "
+            "population of fixed, public size N; use `guarantee: replace-one`."
+        )
+    if mechanism.delta > 0:
+        raise ConditionError(
+            "srswr: M has δ > 0, and no verified (ε, δ) bound exists for sampling with "
+            "replacement — log(1 + (1 − (1 − 1/N)^m)(e^ε − 1)) is not one (exact LPs exceed "
+            "it for every m >= 2, exact-lp-checks.md). Use a pure ε-DP mechanism (δ = 0)."
+        )
+    if g > n:
+        raise ConditionError(
+            f"group_size {g} is larger than population {n}; expected 1 <= group_size <= population"
+        )
+    ratio = mechanism.replace_one_ratio()
+    eps_r = mechanism.epsilon_replace_one_of
+    p = g / n
+
+    def upper(eps: np.ndarray) -> np.ndarray:
+        return upper_epsilon(eps_r(eps), population=n, sample=m, group=g)
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        return lower_epsilon(eps_r(eps), population=n, sample=m, group=g)
+
+    def reference(eps: np.ndarray) -> np.ndarray:
+        return g * eps_r(eps)
+
+    def delta_prime(eps: np.ndarray) -> np.ndarray:
+        return np.zeros(np.shape(eps))
+
+    def closed(target: np.ndarray) -> np.ndarray:
+        # inverts V = m·log(1 + p(e^ε − 1)) for ε_R, then to the declared ε
+        t = np.asarray(target, dtype=float)
+        with np.errstate(over="ignore"):
+            return np.log1p(np.expm1(t / m) / p) / ratio
+
+    def certified(target: np.ndarray) -> np.ndarray:
+        # the closed form when it returns ε_R >= T (then V <= ε_R and V is the proven
+        # upper bound); otherwise certify_down root-finds the relaxation's bound
+        return numeric.certify_down(upper, numeric.round_down(closed(target)), target)
+
+    def impossible_above(target: np.ndarray) -> np.ndarray:
+        return numeric.certify_up(lower, numeric.round_up(closed(target)), target)
+
+    e0 = np.asarray(mechanism.epsilon, dtype=float)
+    er0 = float(eps_r(e0))
+    v0 = float(lower(e0))
+    conditions = [
+        f"1 <= group_size <= population: 1 <= {g} <= {n}",
+        f"{m} independent uniform draws with replacement; N = {n} fixed and public; the "
+        "sample is secret",
+        f"M is ε-DP (δ = 0) under replace-one on samples of m draws (declared: "
+        f"{mechanism.neighbours})",
+    ]
+    warnings: list[str] = []
+    details: dict = {"population": n, "sample": m, "group_size": g}
+    if g > 1:
+        details["conservative_rule"] = None  # no valid simpler rule with replacement
+    if g == 1:
+        wor = float(numeric.amplification_upper(m / n, er0)) if m <= n else None
+        details["without_replacement_same_rate"] = wor
+        if wor is not None and v0 > wor:
+            warnings.append(
+                f"the without-replacement formula at the same m/N gives {wor:.6g}, below "
+                f"this design's proven lower bound {v0:.6g}: a record drawn twice counts "
+                "twice, so accounting a bootstrap sample as `srswor` is unsound."
+            )
+    if v0 > er0:
+        warnings.append(
+            "E[e^{Jε}] exceeds M's own ε here: the upper bound is the group-privacy "
+            "relaxation (proven, may be loose); it is conjectured tight at the lower bound "
+            "(exact LPs on tiny instances equal the lower bound to 2e-15)."
+        )
+        if g == 1:
+            warnings.append("sampling with replacement at this size degrades privacy.")
+    if g > 1:
+        warnings.append(
+            f"group of {g} records: ε′ = log E[e^{{Jε}}], J ~ Binomial(m, g/N) — the count "
+            "witness proves it as a lower bound and the relaxation bounds it above; "
+            "verified with `ampcalc verify` on tiny instances, not in a paper."
+        )
+    if mechanism.neighbours is Neighbours.ADD_REMOVE and mechanism.epsilon_replace_one is None:
+        warnings.append(
+            f"M's ε = {mechanism.epsilon:g} holds under add-remove; using its replace-one "
+            f"ε_R = 2ε = {2 * mechanism.epsilon:g} (000_97a39a4c524f603f.txt §2.2). Declare "
+            "`neighbours: both` for a count-like M."
+        )
+    return Analysis(
+        guarantee_neighbours=Neighbours.REPLACE_ONE,
+        reference_epsilon=reference,
+        upper=upper,
+        lower=lower,
+        delta_prime=delta_prime,
+        certified=certified,
+        impossible_above=impossible_above,
+        basis=BASIS,
+        conditions=tuple(conditions),
+        warnings=tuple(warnings),
+        details=details,
+    )
+
+
+def _verify_hook(*args, **kwargs):
+    from ..verify import srswr_instance
+
+    return srswr_instance(*args, **kwargs)
+
+
+SCHEME = Scheme(
+    name="srswr",
+    summary="m draws with replacement from N records (bootstrap); pure ε only",
+    params=Params,
+    fields=FIELDS,
+    mechanism_relation="replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)",
+    guarantees=(Neighbours.REPLACE_ONE,),
+    basis=BASIS,
+    analyse=analyse,
+    example={"population": 10000, "sample": 100},
+    supports_group_size=True,
+    hooks={"verify": _verify_hook},
+)
