@@ -81,6 +81,7 @@ DesignArg = Annotated[
     str | None,
     typer.Argument(
         help="Design file (YAML); '-' reads standard input. Default: ./ampcalc.yaml.",
+        metavar="DESIGN",
         show_default=False,
     ),
 ]
@@ -94,6 +95,7 @@ SetOpt = Annotated[
     typer.Option(
         "--set",
         help="Override a field, e.g. --set sampling.sample=500 (repeatable; value read as YAML).",
+        metavar="PATH=VALUE",
         show_default=False,
     ),
 ]
@@ -274,18 +276,16 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> int:
             )
         )
     else:
-        header = ["scheme", "parameters (* required)", "M's relation", "guarantee", "basis"]
-        rows = [
-            [
-                i["name"],
-                ", ".join(p["name"] + ("*" if p["required"] else "") for p in i["parameters"]),
-                i["mechanism_neighbours"],
-                ", ".join(i["guarantee_neighbours"]),
-                "; ".join(i["basis"]),
-            ]
+        header = ["scheme", "guarantee", "what it is"]
+        rows = [[i["name"], ", ".join(i["guarantee_neighbours"]), i["summary"]] for i in items]
+        footer = [
+            f"{i['name']}:\n"
+            f"  - parameters (* required): "
+            + ", ".join(p["name"] + ("*" if p["required"] else "") for p in i["parameters"])
+            + f"\n  - M's relation: {i['mechanism_neighbours']}"
+            + f"\n  - basis: {'; '.join(i['basis'])}"
             for i in items
         ]
-        footer = [f"{i['name']}: {i['summary']}" for i in items]
         emit(render.render_table(header, rows, footer, rich_output=rich_output()))
     return int(ExitCode.OK)
 
