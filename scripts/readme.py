@@ -1,6 +1,6 @@
-"""Keep the README's example output real: re-run every marked command and paste its output.
+"""Keep the docs' example output real: re-run every marked command and paste its output.
 
-A block in README.md of the form
+A block in README.md or docs/*.md of the form
 
     <!-- run: ampcalc bound examples/designs/srswor.yaml -->
     ```console
@@ -9,7 +9,7 @@ A block in README.md of the form
     ```
 
 is regenerated from a real run (stdout, not a terminal, so plain text). Usage:
-``python scripts/readme.py`` rewrites README.md; ``--check`` exits 1 if any block differs
+``python scripts/readme.py`` rewrites the files; ``--check`` exits 1 if any block differs
 (the test suite runs the check).
 """
 
@@ -25,6 +25,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+
+
+def documents() -> list[Path]:
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
 BLOCK = re.compile(r"(<!-- run: (?P<cmd>.+?) -->\n```console\n)(?P<body>.*?)(```)", re.DOTALL)
 
 
@@ -49,15 +55,23 @@ def render(text: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("files", nargs="*", type=Path, help="default: README.md and docs/*.md")
     args = parser.parse_args()
-    old = README.read_text(encoding="utf-8")
-    new = render(old)
-    if args.check:
-        if new != old:
-            sys.stderr.write("README.md output blocks are stale: run python scripts/readme.py\n")
-            return 1
-        return 0
-    README.write_text(new, encoding="utf-8")
+    stale = []
+    for path in args.files or documents():
+        old = path.read_text(encoding="utf-8")
+        new = render(old)
+        if new == old:
+            continue
+        if args.check:
+            stale.append(str(path.relative_to(ROOT)) if path.is_absolute() else str(path))
+        else:
+            path.write_text(new, encoding="utf-8")
+    if stale:
+        sys.stderr.write(
+            "output blocks are stale in " + ", ".join(stale) + ": run python scripts/readme.py\n"
+        )
+        return 1
     return 0
 
 
