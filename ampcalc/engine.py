@@ -270,7 +270,16 @@ def invert(design: Design, target: Any = None, target_delta: float | None = None
     details: dict[str, Any] = {}
     certified: Any = None
     impossible: Any = None
-    if analysis.upper is None:
+    calibrated_only = analysis.calibrated and design.mechanism is None
+    if calibrated_only:
+        # nothing to invert: the scheme builds its own mechanism for the design's target
+        warnings.append(
+            f"the {design.scheme} scheme has no mechanism ε to choose: it is calibrated to the "
+            "design's target (ε′, δ′), which it meets exactly; to build it for another "
+            "target, set it with --set target.epsilon_prime=T (and target.delta_prime)"
+        )
+        details["inverse"] = None
+    elif analysis.upper is None:
         warnings.append("the theory gives no upper bound for this design: no ε is certified")
         details["inverse"] = None
     else:
@@ -284,7 +293,7 @@ def invert(design: Design, target: Any = None, target_delta: float | None = None
             warnings.append("every mechanism ε meets the target: the upper bound stays below it")
             details["certified_unbounded"] = True
         certified = np.where(np.isfinite(cert), cert, np.nan)
-    if analysis.lower is not None:
+    if analysis.lower is not None and not calibrated_only:
         imp, ipath = impossible_epsilon(analysis, t)
         details["inverse_lower"] = ipath
         if np.any(np.isposinf(imp)):
@@ -303,7 +312,7 @@ def invert(design: Design, target: Any = None, target_delta: float | None = None
                 "give M's δ directly"
             )
         delta = np.where(d < 1, d, np.nan)
-    elif target_delta is not None:
+    elif target_delta is not None and not calibrated_only:
         warnings.append("no δ inversion is available for this design")
     knob: Any = None
     if analysis.invert_details is not None:

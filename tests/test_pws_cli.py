@@ -184,3 +184,13 @@ def test_sanitize_quoted_keys_blank_lines_and_width(tmp_path: Path) -> None:
     bad = write(tmp_path, "b.csv", "key,frequency\na,3\nc\n")
     r = run_ampcalc("pws", "sanitize", bad, "--design", DESIGN, "--seed", "1", expect=2)
     assert "b.csv:3: expected 2 fields (key, frequency), got 1" in r.stderr
+
+
+def test_invert_has_no_mechanism_epsilon_to_report() -> None:
+    # the sanitiser is built for the design's target: no ε is certified or "impossible"
+    proc = run_ampcalc("invert", DESIGN, "--target", "0.1", "--json")
+    assert proc.code == 0
+    r = proc.json()["results"][0]
+    assert r["epsilon"] == {"certified": None, "impossible_above": None}
+    assert any("no mechanism ε to choose" in w for w in r["warnings"])
+    assert not any("every mechanism ε meets" in w for w in r["warnings"])
