@@ -440,6 +440,12 @@ def parse_sampling(data: Any, ctx: Reader, container: Any, key: Any) -> tuple[Sc
 
 def _parse_design(raw: Any, ctx: Reader, name: str, container: Any, key: Any) -> Design:
     raw = mapping(raw, ctx, "", container, key, "a design")
+    if "statistic" in raw:
+        raise DesignError(
+            "`statistic:` belongs to an accuracy plan, not a design for bound/invert",
+            where=ctx.where("statistic", raw, "statistic"),
+            hint="run `ampcalc plan FILE` on it",
+        )
     check_keys(raw, DESIGN_KEYS, ctx, "", "a design")
     if "sampling" not in raw:
         raise DesignError(

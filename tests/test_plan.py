@@ -419,3 +419,10 @@ def test_issue_design_verbatim(tmp_path: Path, capsys: pytest.CaptureFixture[str
     # rate 1: no sampling, V_n = V_N and r = 1 exactly
     assert res["rows"][-1]["variance_sample"] == res["rows"][-1]["variance_population"]
     assert res["rows"][-1]["noise_ratio"] == 1.0
+
+
+def test_bound_on_a_plan_file_points_to_plan() -> None:
+    run = run_ampcalc("bound", "examples/plans/mean.yaml", expect=2)
+    assert run.stdout == ""
+    assert run.stderr.startswith("examples/plans/mean.yaml:8:1: statistic:")
+    assert "run `ampcalc plan FILE`" in run.stderr
