@@ -9,6 +9,8 @@ costs ~160 MB besides the chunk being read.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +22,25 @@ import numpy as np
 CHUNK_ROWS = 1 << 20
 
 ErrorFn = Callable[[str], Exception]
+
+_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "ampcalc_deferred_records", default=False
+)
+
+
+@contextlib.contextmanager
+def deferred_reading() -> Iterator[None]:
+    """Load designs without opening their record files.
+
+    Inside the block ``open_source`` and ``read_norms`` touch no file: designs get an
+    empty ``RecordNorms`` with ``deferred=True`` and the caller reads the records
+    itself, partition by partition (the Dask engine of ``ampcalc weights``).
+    """
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +75,8 @@ class RecordNorms:
     probability: np.ndarray | None
     dimension: int
     source: RecordSource = field(repr=False)
+    #: True when the file was not read (``deferred_reading``): the arrays are empty.
+    deferred: bool = False
 
     @property
     def count(self) -> int:
@@ -99,6 +122,8 @@ def open_source(
     error: ErrorFn,
 ) -> RecordSource:
     """Inspect a record file (format, header, columns) without reading it all."""
+    if _DEFERRED.get():
+        return RecordSource(path=path, kind="deferred", delimiter=None, header=None, columns=())
     if not path.is_file():
         raise error(f"record file {str(path)!r} not found")
     if path.suffix.lower() == ".npy":
@@ -258,14 +283,25 @@ def iter_chunks(
             lineno += len(lines)
 
 
+def record_norms(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ℓ1, squared ℓ2) norm of each row of a C-contiguous float array (rows × columns)."""
+    return np.abs(x).sum(axis=1), np.einsum("ij,ij->i", x, x)
+
+
 def read_norms(src: RecordSource, error: ErrorFn) -> RecordNorms:
     """Read a record file once, keeping ℓ1 and squared ℓ2 norms per record."""
+    if src.kind == "deferred":
+        empty = np.zeros(0)
+        return RecordNorms(
+            l1=empty, sq_l2=empty, probability=empty, dimension=0, source=src, deferred=True
+        )
     l1_parts: list[np.ndarray] = []
     sq_parts: list[np.ndarray] = []
     p_parts: list[np.ndarray] = []
     for _, x, p in iter_chunks(src, error):
-        l1_parts.append(np.abs(x).sum(axis=1))
-        sq_parts.append(np.einsum("ij,ij->i", x, x))
+        l1, sq = record_norms(x)
+        l1_parts.append(l1)
+        sq_parts.append(sq)
         if p is not None:
             p_parts.append(p)
     if not l1_parts:

@@ -385,6 +385,38 @@ def sanitize_cmd(
         bool, typer.Option("--verify", help="Check the DP of the tables used (hockey-stick).")
     ] = False,
     overrides: SetOpt = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="numpy (one process) or dask (SAMPLE: a file, directory or glob of "
+            "CSV/Parquet partitions; ampcalc[dask]).",
+        ),
+    ] = "numpy",
+    output_fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--output-format",
+            help="Dask engine: part files as csv or parquet (default: the output's "
+            "suffix, else the input's format).",
+            show_default=False,
+        ),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option("--workers", help="Dask engine: workers of the local cluster.")
+    ] = 2,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="Dask engine: address of a running scheduler, or "
+            "synchronous|threads|processes (default: a local cluster).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the run's summary as JSON (needs --output).")
+    ] = False,
 ) -> int:
     """Sanitise a non-private weighted sample (004 Alg. 2): keys, or keys and frequencies."""
     import csv
@@ -396,8 +428,26 @@ def sanitize_cmd(
     from .. import pws_kernels as K
     from ..errors import DesignError
 
-    _, params = _design(design, overrides)
+    if engine not in ("numpy", "dask"):
+        raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
+    if as_json and not output:
+        raise DesignError("--json prints the summary on standard output: give --output")
+    if engine == "dask":
+        from ..distributed import require_dask
+
+        require_dask()
+        if stream:
+            raise DesignError(
+                "--stream is for --engine numpy (the Dask engine holds one partition at a "
+                "time per worker)"
+            )
+    d, params = _design(design, overrides)
     san = Sanitiser(params, frequencies, extend=not no_extend)
+    if engine == "dask":
+        return _sanitize_dask(
+            d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
+            chunk, verify, scheduler, workers, as_json,
+        )  # fmt: skip
     seen: dict[str, int] = {}
     prev: tuple[str, int] | None = None
     out = sys.stdout if output is None else open(output, "w", newline="", encoding="utf-8")
@@ -464,6 +514,67 @@ def sanitize_cmd(
         how = "exact" if exact and not frequencies else "up to float rounding of Algorithm 4"
         say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
     say(f"sanitised {n_in} keys: {n_out} reported (rows computed up to frequency {san.n})")
+    if as_json:
+        summary = _sanitize_summary(
+            d, "numpy", seed, frequencies, n_in, n_out, san.n, 1, output, "csv"
+        )
+        emit(summary)
+    return int(ExitCode.OK)
+
+
+def _sanitize_summary(
+    d: Any, engine: str, seed: int, frequencies: bool, keys: int, reported: int, rows: int,
+    partitions: int, output: str | None, output_format: str,
+) -> str:  # fmt: skip
+    """The run's summary as JSON (the same fields for both engines)."""
+    from ..render import envelope, render_json
+
+    doc = {
+        "design": d.name,
+        "engine": engine,
+        "seed": seed,
+        "frequencies": frequencies,
+        "keys": keys,
+        "reported": reported,
+        "rows_computed_up_to": rows,
+        "partitions": partitions,
+        "output": output,
+        "output_format": output_format,
+    }
+    return render_json(envelope("pws sanitize", _ver(), doc))
+
+
+def _sanitize_dask(
+    d: Any, params: Any, san: Sanitiser, sample: str, output: str | None,
+    output_fmt: str | None, seed: int, frequencies: bool, no_extend: bool, chunk: int,
+    verify: bool, scheduler: str | None, workers: int, as_json: bool,
+) -> int:  # fmt: skip
+    """``--engine dask``: the same rows as part files, the same checks and summary."""
+    from .. import distributed
+
+    t = distributed.run_sanitize(
+        params, san, sample=sample, output=output, fmt=output_fmt, seed=seed,
+        frequencies=frequencies, extend=not no_extend, chunk=chunk, address=scheduler,
+        workers=workers,
+    )  # fmt: skip
+    n = t["rows_computed_up_to"]
+    if verify:
+        san.ensure(n, sample)
+        ok, worst, exact = _verify(params, san.q, san.pi, san.rows, frequencies)
+        if not ok:
+            say(f"self-check failed: hockey-stick {worst!r} > δ = {params.delta!r}")
+            return int(ExitCode.SELF_CHECK_FAILED)
+        how = "exact" if exact and not frequencies else "up to float rounding of Algorithm 4"
+        say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
+    keys, reported = t["keys"], t["reported"]
+    say(f"sanitised {keys} keys: {reported} reported (rows computed up to frequency {n})")
+    text = _sanitize_summary(
+        d, "dask", seed, frequencies, t["keys"], t["reported"], n, t["partitions"],
+        t["output"], t["output_format"],
+    )  # fmt: skip
+    distributed.write_summary_text(t["output"], text)
+    if as_json:
+        emit(text)
     return int(ExitCode.OK)
 
 

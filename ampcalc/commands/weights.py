@@ -3,7 +3,8 @@
 Writes q(x), w(x) = 1/q(x) and ε̂(x) for every record (003_e3b635228222e4e2.txt
 Theorem 6 / Theorem 10), draws the Poisson sample reproducibly (``--sample --seed``:
 row i's coin is a Philox draw keyed by (seed, i), so chunked or distributed runs agree),
-or suggests planning values (``--suggest``) computed from the data.
+or suggests planning values (``--suggest``) computed from the data. ``--engine dask``
+runs the same per-record kernels on partitions (``ampcalc.distributed``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,38 @@ from typing import Annotated, Any
 import typer
 
 from ..cli import DesignArg, ExitCode, SetOpt, app, emit, load, say
+
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="numpy (one process) or dask (partitions on a Dask cluster; ampcalc[dask]).",
+    ),
+]
+WorkersOpt = Annotated[
+    int, typer.Option("--workers", help="Dask engine: workers of the local cluster.")
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Dask engine: address of a running scheduler, or synchronous|threads|processes "
+        "(default: a local cluster).",
+        show_default=False,
+    ),
+]
+OutputFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output-format",
+        help="Dask engine: part files as csv or parquet (default: the output's suffix, else csv).",
+        show_default=False,
+    ),
+]
+SummaryJsonOpt = Annotated[
+    bool,
+    typer.Option("--json", help="Print the run's summary as JSON (needs --output)."),
+]
 
 
 @app.command()
@@ -33,6 +66,20 @@ def weights(
         typer.Option("--suggest", help="Print planning values computed from the data."),
     ] = False,
     overrides: SetOpt = None,
+    engine: EngineOpt = "numpy",
+    inputs: Annotated[
+        str | None,
+        typer.Option(
+            "--input",
+            help="Dask engine: the records as a file, directory or glob of CSV/Parquet "
+            "partitions (default: the design's `records:`).",
+            show_default=False,
+        ),
+    ] = None,
+    output_fmt: OutputFormatOpt = None,
+    workers: WorkersOpt = 2,
+    scheduler: SchedulerOpt = None,
+    as_json: SummaryJsonOpt = False,
 ) -> int:
     """Per-record probabilities q*(x) and weights w*(x) of an importance design (CSV)."""
     import numpy as np
@@ -42,7 +89,27 @@ def weights(
     from ..importance_records import iter_chunks
     from ..schemes import importance as imp
 
-    designs = [d for d in load(design, overrides) if d.scheme == "importance"]
+    if engine not in ("numpy", "dask"):
+        raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
+    dask = engine == "dask"
+    if dask:
+        from ..distributed import require_dask
+
+        require_dask()
+        if suggest:
+            raise DesignError("--suggest reads the file in one process: use --engine numpy")
+    elif inputs is not None:
+        raise DesignError("--input is for --engine dask (the numpy engine reads `records:`)")
+    if as_json and not output:
+        raise DesignError("--json prints the summary on standard output: give --output")
+    if dask:
+        from ..importance_records import deferred_reading
+
+        with deferred_reading():
+            all_designs = load(design, overrides)
+    else:
+        all_designs = load(design, overrides)
+    designs = [d for d in all_designs if d.scheme == "importance"]
     if not designs:
         raise DesignError("`ampcalc weights` needs a design with `scheme: importance`")
     if len(designs) > 1:
@@ -81,10 +148,16 @@ def weights(
                 # the same refusal as `bound` (names the largest feasible radius)
                 imp.analyse(params, profile, d.guarantee or imp.Neighbours.ADD_REMOVE)
         k0 = profile.epsilon / profile.natural
-        fig = imp.record_figures(params, profile, k0, eps_star)
+        if not dask:
+            fig = imp.record_figures(params, profile, k0, eps_star)
     except ConditionError as err:
         say(f"ampcalc: {d.name}: {err.message}")
         return int(ExitCode.BAD_INPUT)
+    if dask:
+        return _weights_dask(
+            d, params, profile, k0, eps_star, inputs, output, output_fmt, sample, seed,
+            scheduler, workers, as_json,
+        )  # fmt: skip
     if fig.outside.any():
         rows = ", ".join(str(int(i)) for i in np.flatnonzero(fig.outside)[:10])
         say(
@@ -109,6 +182,8 @@ def weights(
                     ]
                 )
                 write(_rows(block, int_first=True))
+            if as_json:
+                emit(_summary_json(d, "numpy", fig.q.size, fig.q, None, None, fig, output))
             return int(ExitCode.OK)
         src = params.data.source
 
@@ -129,10 +204,89 @@ def weights(
                 write(_rows(block, int_first=True))
                 kept += idx.size
         say(f"sampled {kept} of {fig.q.size} records (expected {float(np.sum(fig.q)):.6g})")
+        if as_json:
+            emit(_summary_json(d, "numpy", fig.q.size, fig.q, kept, seed, fig, output))
         return int(ExitCode.OK)
     finally:
         if fh:
             fh.close()
+
+
+def _summary_json(
+    d: Any, engine: str, records: int, q: Any, kept: int | None, seed: int | None,
+    fig: Any, output: str | None,
+) -> str:  # fmt: skip
+    """The run's summary (one process); the Dask engine prints the same fields."""
+    import math
+
+    import numpy as np
+
+    from ..render import envelope, render_json
+
+    outside = np.flatnonzero(fig.outside)
+    doc = {
+        "design": d.name,
+        "engine": engine,
+        "records": int(records),
+        "expected_size": math.fsum(np.asarray(q, dtype=float).tolist()),
+        "sampled": kept,
+        "seed": seed if kept is not None else None,
+        "outside_records": int(outside.size),
+        "outside_rows": [int(i) for i in outside[:10]],
+        "partitions": 1,
+        "output": output,
+        "output_format": "csv",
+    }
+    return render_json(envelope("weights", _version(), doc))
+
+
+def _version() -> str:
+    from ..cli import version
+
+    return version()
+
+
+def _weights_dask(
+    d: Any, params: Any, profile: Any, k0: float, eps_star: float | None,
+    inputs: str | None, output: str | None, output_fmt: str | None, sample: bool,
+    seed: int | None, scheduler: str | None, workers: int, as_json: bool,
+) -> int:  # fmt: skip
+    """``--engine dask``: the same rows as part files, the same warnings and summary."""
+    from .. import distributed
+    from ..render import envelope, render_json
+
+    source = inputs if inputs is not None else str(params.data.source.path)
+    t = distributed.run_weights(
+        params, profile, k0, eps_star, inputs=source, output=output, fmt=output_fmt,
+        sample=sample, seed=seed, address=scheduler, workers=workers,
+    )  # fmt: skip
+    if t["outside"]:
+        rows = ", ".join(str(i) for i in t["outside_rows"])
+        say(
+            f"warning: {t['outside']} record(s) outside the domain or infeasible "
+            f"(first rows, 0-based: {rows}); written with q = 1 (privacy-constrained) or "
+            "their q, not clipped"
+        )
+    if sample:
+        say(f"sampled {t['kept']} of {t['records']} records (expected {t['expected_size']:.6g})")
+    doc = {
+        "design": d.name,
+        "engine": "dask",
+        "records": t["records"],
+        "expected_size": t["expected_size"],
+        "sampled": t["kept"],
+        "seed": seed if sample else None,
+        "outside_records": t["outside"],
+        "outside_rows": t["outside_rows"],
+        "partitions": t["partitions"],
+        "output": t["output"],
+        "output_format": t["output_format"],
+    }
+    text = render_json(envelope("weights", _version(), doc))
+    distributed.write_summary_text(t["output"], text)
+    if as_json:
+        emit(text)
+    return int(ExitCode.OK)
 
 
 def _rows(block: Any, *, int_first: bool) -> str:
