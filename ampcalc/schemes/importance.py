@@ -374,7 +374,7 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
             "expected_size",
             f"expected size {m:g} exceeds the population {n_pop:g} (q = m/N must be <= 1)",
         )
-    if mode == "privacy-constrained" and m is not None and m > data.count:
+    if mode == "privacy-constrained" and m is not None and not data.deferred and m > data.count:
         raise _error(
             reader,
             "expected_size",
