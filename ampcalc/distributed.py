@@ -61,7 +61,7 @@ def require_dask() -> None:
         import pyarrow  # noqa: F401
     except ImportError as exc:
         raise AmpcalcError(
-            f"--engine dask needs Dask, which is not installed ({exc.name}): "
+            f"--engine dask needs Dask, which is not installed ({exc.name or 'dask'}): "
             "install ampcalc[dask] (pip install 'ampcalc[dask]')"
         ) from None
 

@@ -1,0 +1,373 @@
+"""The Dask engine (``--engine dask``) gives the one-process rows, whatever the partitions.
+
+Records and weighted samples are split into a few small CSV and Parquet partitions
+(uneven sizes, one of them empty); every run is compared record by record (byte for
+byte for CSV part files) with the in-memory path for the same seed. Dask's local
+schedulers run in-process; one test starts a 2-worker ``LocalCluster``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES, run_main
+
+pytest.importorskip("dask.dataframe")
+pq = pytest.importorskip("pyarrow.parquet")
+pa = pytest.importorskip("pyarrow")
+
+CUTS = (0, 700, 701, 701, 1900, 3000)  # partition bounds: sizes 700, 1, 0, 1199, 1100
+N = CUTS[-1]
+
+LAPLACE = """\
+name: dask-laplace
+mechanism: {{profile: laplace-sum, scale: 4.0}}
+sampling:
+  scheme: importance
+  records: {records}
+  columns: [x, y]
+  probabilities: privacy-constrained
+  radius: 3.0
+target: {{epsilon_prime: 1.0}}
+"""
+
+COLUMN = """\
+name: dask-column
+mechanism: {{profile: laplace-sum, scale: 4.0}}
+sampling:
+  scheme: importance
+  records: {records}
+  columns: [x, y]
+  probabilities: column
+  probability_column: q
+  min_probability: 0.01
+  radius: 3.0
+"""
+
+
+def _records(rng: np.random.Generator) -> np.ndarray:
+    x = rng.normal(0.0, 0.5, size=(N, 2))
+    x[[5, 1234, 2500]] = [[3.0, 1.0], [-2.5, -2.0], [4.0, 0.0]]  # outside ‖x‖₁ <= 3
+    q = rng.uniform(0.01, 1.0, size=N)
+    return np.column_stack([x, q])
+
+
+def _write_csv(path: Path, block: np.ndarray) -> None:
+    lines = ["x,y,q", *(",".join(repr(float(v)) for v in row) for row in block)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("records")
+    data = _records(np.random.default_rng(20260101))
+    _write_csv(root / "all.csv", data)
+    (root / "csv").mkdir()
+    (root / "parquet").mkdir()
+    for i, (a, b) in enumerate(itertools.pairwise(CUTS)):
+        _write_csv(root / "csv" / f"part-{i}.csv", data[a:b])
+    # another partitioning for Parquet: three uneven files
+    for i, (a, b) in enumerate(((0, 1500), (1500, 1501), (1501, N))):
+        block = data[a:b]
+        table = pa.table({"x": block[:, 0], "y": block[:, 1], "q": block[:, 2]})
+        pq.write_table(table, root / "parquet" / f"part-{i}.parquet")
+    for name, text in (("laplace", LAPLACE), ("column", COLUMN)):
+        (root / f"{name}.yaml").write_text(text.format(records="all.csv"), encoding="utf-8")
+    return {"root": root}
+
+
+def _parts_text(out: Path) -> str:
+    """Part files concatenated in order, one header kept (the one-process layout)."""
+    texts = [p.read_text(encoding="utf-8") for p in sorted(out.glob("part-*.csv"))]
+    head = texts[0].split("\n", 1)[0] + "\n"
+    assert all(t.startswith(head) for t in texts)
+    return head + "".join(t[len(head) :] for t in texts)
+
+
+def _parquet_rows(out: Path) -> dict[str, np.ndarray]:
+    tables = [pq.read_table(p) for p in sorted(out.glob("part-*.parquet"))]
+    table = pa.concat_tables(tables)
+    return {name: table.column(name).to_numpy() for name in table.column_names}
+
+
+def _csv_columns(path: Path) -> dict[str, np.ndarray]:
+    head = path.read_text(encoding="utf-8").split("\n", 1)[0].split(",")
+    body = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    return {name: body[:, j] for j, name in enumerate(head)}
+
+
+@pytest.mark.parametrize("design", ["laplace", "column"])
+@pytest.mark.parametrize("sample", [False, True])
+def test_weights_partitions_match_one_process(
+    capsys: pytest.CaptureFixture[str], records: dict, tmp_path: Path, design: str, sample: bool
+) -> None:
+    root = records["root"]
+    yaml = str(root / f"{design}.yaml")
+    extra = ["--sample", "--seed", "99"] if sample else []
+    single = tmp_path / "single.csv"
+    one = run_main(capsys, "weights", yaml, "-o", str(single), *extra)
+    for k, (src, sched) in enumerate(
+        ((root / "csv", "synchronous"), (root / "parquet" / "*.parquet", "threads"))
+    ):
+        out = tmp_path / f"out{k}"
+        run = run_main(
+            capsys, "weights", yaml, "--engine", "dask", "--scheduler", sched,
+            "--input", str(src), "-o", str(out), *extra,
+        )  # fmt: skip
+        # the same rows, byte for byte, and the same warnings and summary line
+        assert _parts_text(out) == single.read_text(encoding="utf-8")
+        assert run.stderr == one.stderr
+    if design == "laplace":
+        assert "3 record(s) outside the domain" in one.stderr
+        assert "first rows, 0-based: 5, 1234, 2500" in one.stderr
+    if sample:
+        kept = _csv_columns(single)["row"].astype(int)
+        assert 0 < kept.size < N
+        # keyed draws: row i is kept iff U(seed, i) < q(x_i)
+        from ampcalc.importance_kernels import uniforms
+
+        q_all = _csv_columns(single)["probability"]
+        assert np.all(uniforms(99, 0, N)[kept] < q_all)
+
+
+def test_weights_parquet_output_equals_csv(
+    capsys: pytest.CaptureFixture[str], records: dict, tmp_path: Path
+) -> None:
+    root = records["root"]
+    yaml = str(root / "laplace.yaml")
+    single = tmp_path / "single.csv"
+    run_main(capsys, "weights", yaml, "-o", str(single))
+    out = tmp_path / "w.parquet"
+    run_main(
+        capsys, "weights", yaml, "--engine", "dask", "--scheduler", "synchronous",
+        "--input", str(root / "csv"), "-o", str(out),
+    )  # fmt: skip
+    got = _parquet_rows(out)
+    want = _csv_columns(single)
+    assert list(got) == list(want)
+    np.testing.assert_array_equal(got["row"], np.arange(N))
+    for name in ("probability", "weight", "epsilon_hat"):
+        np.testing.assert_array_equal(got[name], want[name])  # %.17g round-trips exactly
+    # Theorem 10: every record inside the domain is certified at ε* = 1, and w = 1/q
+    inside = np.setdiff1d(np.arange(N), [5, 1234, 2500])
+    assert np.all(got["epsilon_hat"][inside] <= 1.0)
+    np.testing.assert_allclose(got["weight"] * got["probability"], 1.0, rtol=1e-15)
+
+
+def test_weights_json_summary_same_fields(
+    capsys: pytest.CaptureFixture[str], records: dict, tmp_path: Path
+) -> None:
+    root = records["root"]
+    yaml = str(root / "laplace.yaml")
+    extra = ["--sample", "--seed", "5", "--json"]
+    one = run_main(capsys, "weights", yaml, "-o", str(tmp_path / "s.csv"), *extra).json()
+    out = tmp_path / "d"
+    many = run_main(
+        capsys, "weights", yaml, "--engine", "dask", "--scheduler", "synchronous",
+        "--input", str(root / "csv"), "-o", str(out), *extra,
+    ).json()  # fmt: skip
+    assert set(one) == set(many)
+    assert json.loads((out / "_summary.json").read_text(encoding="utf-8")) == many
+    assert (one["engine"], many["engine"]) == ("numpy", "dask")
+    assert many["partitions"] == len(CUTS) - 1
+    for key in ("records", "sampled", "seed", "outside_records", "outside_rows"):
+        assert one[key] == many[key], key
+    assert one["records"] == N
+    # Σq summed per partition: equal up to the rounding of the partial sums
+    assert many["expected_size"] == pytest.approx(one["expected_size"], rel=1e-14)
+
+
+# --------------------------------------------------------------------------------------
+# pws sanitize
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("samples")
+    text = (EXAMPLES / "data" / "pws-sample.csv").read_text(encoding="utf-8")
+    head, *rows = text.rstrip("\n").split("\n")
+    cuts = (0, 200, 201, 201, 600, len(rows))
+    (root / "csv").mkdir()
+    (root / "parquet").mkdir()
+    for i, (a, b) in enumerate(itertools.pairwise(cuts)):
+        (root / "csv" / f"s{i}.csv").write_text(
+            "\n".join([head, *rows[a:b]]) + "\n", encoding="utf-8"
+        )
+    names = head.split(",")
+    cells = [r.split(",") for r in rows]
+    for i, (a, b) in enumerate(((0, 365), (365, len(rows)))):
+        cols = {n: [c[j] for c in cells[a:b]] for j, n in enumerate(names)}
+        cols["frequency"] = [int(v) for v in cols["frequency"]]
+        pq.write_table(pa.table(cols), root / "parquet" / f"s{i}.parquet")
+    return {"root": root, "single": EXAMPLES / "data" / "pws-sample.csv"}
+
+
+PWS = str(EXAMPLES / "pws.yaml")
+
+
+@pytest.mark.parametrize("frequencies", [True, False])
+def test_sanitize_partitions_match_one_process(
+    capsys: pytest.CaptureFixture[str], samples: dict, tmp_path: Path, frequencies: bool
+) -> None:
+    root = samples["root"]
+    extra = ["--frequencies"] if frequencies else []
+    single = tmp_path / "single.csv"
+    one = run_main(
+        capsys, "pws", "sanitize", str(samples["single"]), "--design", PWS, "--seed", "7",
+        "-o", str(single), *extra,
+    )  # fmt: skip
+    assert "sanitised 730 keys" in one.stderr
+    for k, (src, sched) in enumerate(
+        ((root / "csv" / "*.csv", "threads"), (root / "parquet", "synchronous"))
+    ):
+        out = tmp_path / f"out{k}"
+        run = run_main(
+            capsys, "pws", "sanitize", str(src), "--design", PWS, "--seed", "7", "-o",
+            str(out), "--engine", "dask", "--scheduler", sched, "--output-format", "csv",
+            *extra,
+        )  # fmt: skip
+        assert _parts_text(out) == single.read_text(encoding="utf-8")
+        assert run.stderr == one.stderr
+
+
+def test_sanitize_parquet_output_and_json(
+    capsys: pytest.CaptureFixture[str], samples: dict, tmp_path: Path
+) -> None:
+    root = samples["root"]
+    single = tmp_path / "single.csv"
+    args = ["--design", PWS, "--seed", "3", "--frequencies", "--json"]
+    one = run_main(capsys, "pws", "sanitize", str(samples["single"]), "-o", str(single), *args)
+    out = tmp_path / "o"
+    many = run_main(
+        capsys, "pws", "sanitize", str(root / "parquet"), "-o", str(out), "--engine", "dask",
+        "--scheduler", "synchronous", *args,
+    )  # fmt: skip
+    a, b = one.json(), many.json()
+    assert set(a) == set(b)
+    for key in ("seed", "frequencies", "keys", "reported", "rows_computed_up_to"):
+        assert a[key] == b[key], key
+    assert b["output_format"] == "parquet" and b["partitions"] == 2
+    got = pa.concat_tables([pq.read_table(p) for p in sorted(out.glob("part-*.parquet"))])
+    lines = single.read_text(encoding="utf-8").rstrip("\n").split("\n")[1:]
+    want = [ln.split(",") for ln in lines]
+    assert got.column("key").to_pylist() == [w[0] for w in want]
+    assert got.column("frequency").to_pylist() == [int(w[1]) for w in want]
+    assert got.column("region").to_pylist() == [w[2] for w in want]
+    # Algorithm 4: a sanitised frequency never exceeds the true one
+    true = dict(
+        (ln.split(",")[0], int(ln.split(",")[1]))
+        for ln in samples["single"].read_text(encoding="utf-8").split("\n")[1:]
+        if ln
+    )
+    keys, freqs = got.column("key").to_pylist(), got.column("frequency").to_pylist()
+    assert all(1 <= j <= true[k] for k, j in zip(keys, freqs, strict=True))
+
+
+def test_sanitize_local_cluster(
+    capsys: pytest.CaptureFixture[str], samples: dict, tmp_path: Path
+) -> None:
+    pytest.importorskip("distributed")
+    single = tmp_path / "single.csv"
+    args = ["--design", PWS, "--seed", "11", "--frequencies"]
+    run_main(capsys, "pws", "sanitize", str(samples["single"]), "-o", str(single), *args)
+    out = tmp_path / "cluster"
+    run_main(
+        capsys, "pws", "sanitize", str(samples["root"] / "csv"), "-o", str(out), "--engine",
+        "dask", "--workers", "2", *args,
+    )  # fmt: skip
+    assert _parts_text(out) == single.read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------------
+# Bad input: exit 2 with the reason
+# --------------------------------------------------------------------------------------
+
+
+def _dask(*args: str) -> list[str]:
+    return [*args, "--engine", "dask", "--scheduler", "synchronous"]
+
+
+def test_missing_input_and_bad_glob(
+    capsys: pytest.CaptureFixture[str], samples: dict, records: dict, tmp_path: Path
+) -> None:
+    base = ["pws", "sanitize"]
+    opts = ["--design", PWS, "--seed", "1", "-o", str(tmp_path / "o")]
+    run = run_main(capsys, *_dask(*base, str(tmp_path / "nope.csv"), *opts), expect=2)
+    assert "nope.csv' not found" in run.stderr
+    run = run_main(capsys, *_dask(*base, str(tmp_path / "x" / "*.parquet"), *opts), expect=2)
+    assert "no file matches" in run.stderr
+    (tmp_path / "empty").mkdir()
+    run = run_main(capsys, *_dask(*base, str(tmp_path / "empty"), *opts), expect=2)
+    assert "holds no partitions" in run.stderr
+    yaml = str(records["root"] / "laplace.yaml")
+    run = run_main(
+        capsys,
+        *_dask("weights", yaml, "--input", str(tmp_path / "*.pq"), "-o", str(tmp_path / "w")),
+        expect=2,
+    )
+    assert "no file matches" in run.stderr
+    # an output directory that already holds files is refused (parts are not mixed)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "part-00000.csv").write_text("old\n", encoding="utf-8")
+    run = run_main(
+        capsys,
+        *_dask(*base, str(samples["root"] / "csv"), "--design", PWS, "--seed", "1"),
+        "-o",
+        str(tmp_path / "full"),
+        expect=2,
+    )
+    assert "is not empty" in run.stderr
+
+
+def test_duplicate_key_across_partitions(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    parts = tmp_path / "dup"
+    parts.mkdir()
+    (parts / "a.csv").write_text("key,frequency\nk1,3\nk2,5\n", encoding="utf-8")
+    (parts / "b.csv").write_text("key,frequency\nk3,1\nk2,4\n", encoding="utf-8")
+    out = tmp_path / "o"
+    run = run_main(
+        capsys,
+        *_dask("pws", "sanitize", str(parts), "--design", PWS, "--seed", "1", "-o", str(out)),
+        expect=2,
+    )
+    assert f"{parts / 'b.csv'}:3: duplicate key 'k2' (first on {parts / 'a.csv'}:3)" in run.stderr
+    assert not list(out.glob("part-*"))  # the parts of a failed run are removed
+
+
+def test_no_extend_names_partition_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    parts = tmp_path / "big"
+    parts.mkdir()
+    (parts / "a.csv").write_text("key,frequency\nk1,3\n", encoding="utf-8")
+    (parts / "b.csv").write_text("key,frequency\nk2,1\nk3,1001\n", encoding="utf-8")
+    run = run_main(
+        capsys,
+        *_dask("pws", "sanitize", str(parts), "--design", PWS, "--seed", "1"),
+        "--no-extend",
+        "-o",
+        str(tmp_path / "o"),
+        expect=2,
+    )
+    assert f"{parts / 'b.csv'}:3: frequency 1001 is above max_frequency = 1000" in run.stderr
+
+
+def test_missing_dask_says_install_extra(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, samples: dict,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    monkeypatch.setitem(sys.modules, "dask", None)
+    monkeypatch.setitem(sys.modules, "dask.dataframe", None)
+    run = run_main(
+        capsys, "pws", "sanitize", str(samples["single"]), "--design", PWS, "--seed", "1",
+        "-o", str(tmp_path / "o"), "--engine", "dask", expect=2,
+    )  # fmt: skip
+    assert "install ampcalc[dask]" in run.stderr
