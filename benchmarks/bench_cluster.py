@@ -17,14 +17,18 @@ from pathlib import Path
 import numpy as np
 
 
-def main() -> int:
+def measure(quick: bool = False) -> list[dict]:
+    """Rows for ``benchmarks/run.py`` (``quick``: a size file of 10⁶ rows, not 10⁷)."""
+    from _rows import row
+
     from ampcalc import engine
     from ampcalc.design import load_designs
 
+    k = 10**6 if quick else 10**7
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        sizes = np.random.default_rng(0).integers(1, 5000, 10_000_000)
+        sizes = np.random.default_rng(0).integers(1, 5000, k)
         np.savetxt(d / "sizes.csv", sizes, fmt="%d", header="size", comments="")
         (d / "design.yaml").write_text(
             "name: bench\nmechanism: {epsilon: 0.5, neighbours: add-remove}\n"
@@ -36,10 +40,25 @@ def main() -> int:
         subprocess.run(
             [*args, "bound", str(d / "design.yaml"), "--json"], check=True, capture_output=True
         )
-        rows.append(("CLI bound, 10^7-row size file", time.perf_counter() - t0, 2.0))
+        rows.append(
+            row(
+                f"cluster: CLI bound, {k:.0e}-row size file",
+                time.perf_counter() - t0,
+                "s",
+                at_most=2.0,
+                issue="cluster",
+            )
+        )
         t0 = time.perf_counter()
         (design,) = load_designs(d / "design.yaml")
-        rows.append(("load (read + top two), 10^7 rows", time.perf_counter() - t0, 2.0))
+        rows.append(
+            row(
+                f"cluster: load (read + top two), {k:.0e} rows",
+                time.perf_counter() - t0,
+                "s",
+                at_most=2.0,
+            )
+        )
 
     (design,) = load_designs(
         "name: s\nmechanism: {epsilon: 1, neighbours: add-remove}\n"
@@ -48,16 +67,25 @@ def main() -> int:
     eps = np.linspace(1e-6, 10, 10_000)
     t0 = time.perf_counter()
     res = engine.bound(design, eps)
-    rows.append(("bound, ε sweep of 10^4 (one call)", time.perf_counter() - t0, 0.5))
+    rows.append(
+        row(
+            "cluster: bound, ε sweep of 10^4 (one call)",
+            time.perf_counter() - t0,
+            "s",
+            at_most=0.5,
+        )
+    )
     assert np.shape(res.upper) == (10_000,)
     t0 = time.perf_counter()
     engine.invert(design, 0.5, None)
-    rows.append(("invert (root finder)", time.perf_counter() - t0, 0.5))
+    rows.append(row("cluster: invert (root finder)", time.perf_counter() - t0, "s", at_most=0.5))
+    return rows
 
-    print(f"{'what':40s} {'seconds':>9s} {'target':>8s}")
-    for name, sec, target in rows:
-        flag = "ok" if sec <= target else "SLOW"
-        print(f"{name:40s} {sec:9.3f} {target:8.2f}  {flag}")
+
+def main() -> int:
+    from _rows import print_rows
+
+    print_rows(measure())
     return 0
 
 

@@ -23,23 +23,28 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--csv-rows", type=int, default=1_000_000)
-    args = ap.parse_args()
+def measure(
+    quick: bool = False, n_rows: int | None = None, csv_rows: int | None = None
+) -> list[dict]:
+    """Rows for ``benchmarks/run.py`` (``quick``: 10⁶ records, CSV 10⁵)."""
+    import subprocess
+
+    from _rows import row
+
     from ampcalc import engine
     from ampcalc.design import load_designs
 
-    rows: list[tuple[str, str, str, str]] = []
+    n = n_rows or (1_000_000 if quick else 10_000_000)
+    n_csv = csv_rows or (100_000 if quick else 1_000_000)
+    rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         rng = np.random.default_rng(0)
-        x = np.empty((args.rows, 10))
+        x = np.empty((n, 10))
         step = 1_000_000
-        for s in range(0, args.rows, step):
-            n = min(step, args.rows - s)
-            x[s : s + n] = rng.normal(scale=0.3, size=(n, 10))
+        for s in range(0, n, step):
+            m = min(step, n - s)
+            x[s : s + m] = rng.normal(scale=0.3, size=(m, 10))
         np.save(d / "big.npy", x)
         del x
         base_mb = peak_mb()
@@ -56,17 +61,18 @@ target: {epsilon_prime: 1.0}
         r = engine.bound(design)
         t2 = time.perf_counter()
         rows.append(
-            (
-                f"privacy-constrained .npy {args.rows:.0e}x10 (load + bound)",
-                f"{t2 - t0:.2f} s (load {t1 - t0:.2f}, bound {t2 - t1:.2f})",
-                f"{peak_mb():.0f} MB peak RSS (before: {base_mb:.0f})",
-                "< 10 s, < 4 GB",
+            row(
+                f"importance {n:.0e}x10 .npy, privacy-constrained: load + bound",
+                t2 - t0,
+                "s",
+                at_most=10.0,
+                issue="importance",
+                note=f"load {t1 - t0:.2f} s, bound {t2 - t1:.2f} s; peak RSS {peak_mb():.0f} MB "
+                f"(before: {base_mb:.0f})",
             )
         )
         assert r.details["quantiles"]["max"] <= 1.0
         # the same design through the CLI in a fresh process: its own peak memory
-        import subprocess
-
         t0 = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "ampcalc", "bound", str(d / "pc.yaml"), "--json"],
@@ -76,13 +82,15 @@ target: {epsilon_prime: 1.0}
         t1 = time.perf_counter()
         child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
         rows.append(
-            (
+            row(
                 "same, `ampcalc bound` in a fresh process",
-                f"{t1 - t0:.2f} s",
-                f"{child_mb:.0f} MB peak RSS",
-                "< 10 s, < 4 GB",
+                t1 - t0,
+                "s",
+                at_most=10.0,
+                issue="importance",
             )
         )
+        rows.append(row("same, peak RSS of that process", child_mb, "MB", at_most=4096.0))
         body = """
 mechanism: {profile: dp-lloyd, iterations: 10, noise_constant: 0.01}
 sampling: {scheme: importance, records: big.npy, probabilities: coreset, radius: 3.0,
@@ -92,20 +100,25 @@ sampling: {scheme: importance, records: big.npy, probabilities: coreset, radius:
         t0 = time.perf_counter()
         r = engine.bound(load_designs(d / "core.yaml")[0])
         t1 = time.perf_counter()
-        rows.append(("coreset DP-Lloyd .npy (load + bound)", f"{t1 - t0:.2f} s", "-", "-"))
-        xs = np.random.default_rng(1).normal(scale=0.3, size=(args.csv_rows, 10))
+        rows.append(row("importance coreset DP-Lloyd .npy: load + bound", t1 - t0, "s"))
+        xs = np.random.default_rng(1).normal(scale=0.3, size=(n_csv, 10))
         np.savetxt(d / "big.csv", xs, delimiter=",", fmt="%.6f")
         (d / "csv.yaml").write_text(body.replace("big.npy", "big.csv"))
         t0 = time.perf_counter()
         engine.bound(load_designs(d / "csv.yaml")[0])
         t1 = time.perf_counter()
-        rows.append(
-            (f"coreset CSV {args.csv_rows:.0e}x10, streamed", f"{t1 - t0:.2f} s", "-", "-")
-        )
-    w = max(len(r[0]) for r in rows)
-    print(f"{'case':<{w}}  time  |  memory  |  target")
-    for name, tm, mem, target in rows:
-        print(f"{name:<{w}}  {tm}  |  {mem}  |  {target}")
+        rows.append(row(f"importance coreset CSV {n_csv:.0e}x10, streamed", t1 - t0, "s"))
+    return rows
+
+
+def main() -> int:
+    from _rows import print_rows
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--csv-rows", type=int, default=1_000_000)
+    args = ap.parse_args()
+    print_rows(measure(n_rows=args.rows, csv_rows=args.csv_rows))
     return 0
 
 

@@ -19,19 +19,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from ampcalc import planner
 
 
-def main() -> int:
+def measure(quick: bool = False) -> list[dict]:
+    """Rows for ``benchmarks/run.py`` (``quick``: one ε per figure)."""
+    from _rows import row
+
     rows = []
-    for eps in (0.01, 0.1, 1.0):
+    for eps in (0.1,) if quick else (0.01, 0.1, 1.0):
         y = np.sort(np.random.default_rng(1).lognormal(5, 0.5, 100_001))
         t0 = time.perf_counter()
         planner.smooth_sensitivity(y, planner.beta(eps, 1 / (2 * y.size)), 0.0, 2 * y.max())
-        rows.append((f"SS of N = 100,001 population, ε = {eps:g}", time.perf_counter() - t0, 1.0))
+        rows.append(
+            row(
+                f"median smooth sensitivity, N = 100,001, ε = {eps:g}",
+                time.perf_counter() - t0,
+                "s",
+                at_most=1.0,
+                issue="plan",
+            )
+        )
     pop = np.random.default_rng(2).lognormal(5, 0.5, 10_001)
-    for eps in (0.1, 1.0):
+    for eps in (0.1,) if quick else (0.1, 1.0):
         t0 = time.perf_counter()
         planner.plan_median("b", eps, 1 / 20002, pop, [0.1], 0.0, 1500.0, 1000, 1)
         rows.append(
-            (f"1,000 simulations at n = 1,001, ε = {eps:g}", time.perf_counter() - t0, 10.0)
+            row(
+                f"1,000 simulations at n = 1,001, ε = {eps:g}",
+                time.perf_counter() - t0,
+                "s",
+                at_most=10.0,
+            )
         )
     try:
         import oracle_plan
@@ -42,14 +58,16 @@ def main() -> int:
                 got = float(planner.one_minus_noise_ratio(eps, rho))
                 ref = float(oracle_plan.one_minus_noise_ratio(float(eps), rho))
                 worst = max(worst, abs(got - ref) / ref)
-        oracle_line = f"worst relative error of 1 − r vs mpmath (196 points): {worst:.2e}"
+        rows.append(row("1 − r vs mpmath, worst relative error (196 points)", worst, "rel"))
     except ImportError:
-        oracle_line = "mpmath oracle unavailable"
-    print(f"{'measurement':<50} {'seconds':>9} {'target':>7}")
-    for name, sec, target in rows:
-        flag = "ok" if sec < target else "SLOW"
-        print(f"{name:<50} {sec:>9.3f} {target:>7.1f}  {flag}")
-    print(oracle_line)
+        pass
+    return rows
+
+
+def main() -> int:
+    from _rows import print_rows
+
+    print_rows(measure())
     return 0
 
 

@@ -25,11 +25,12 @@ def timed(fn):
     return time.perf_counter() - t, out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=10_000_000, help="rows of the sample file")
-    args = ap.parse_args()
-    lines = []
+def measure(quick: bool = False, n_rows: int | None = None) -> list[dict]:
+    """Rows for ``benchmarks/run.py`` (``quick``: sanitise 10⁶ rows instead of 10⁷)."""
+    from _rows import row
+
+    n = n_rows or (1_000_000 if quick else 10_000_000)
+    rows = []
     for label, method, tau, eps, delta in [
         ("q ≡ 1, ε=0.01, δ=1e-6", "none", 1.0, 0.01, 1e-6),
         ("priority τ=1e-5, ε=0.1, δ=2^-20", "priority", 1e-5, 0.1, 2**-20),
@@ -38,14 +39,14 @@ def main() -> int:
     ]:
         q = K.inclusion_probabilities(1_000_000, method=method, threshold=tau)
         t, _ = timed(lambda q=q, eps=eps, delta=delta: K.reporting_probabilities(q, eps, delta))
-        lines.append(("Algorithm 3, N = 10^6, " + label, t, 1.0))
+        rows.append(row("PWS Algorithm 3, N = 10^6, " + label, t, "s", at_most=1.0, issue="pws"))
     for label, method, tau, eps, delta in [
         ("q ≡ 1, ε=0.1, δ=1e-3", "none", 1.0, 0.1, 1e-3),
         ("priority τ=1e-3, ε=0.25, δ=2^-20", "priority", 1e-3, 0.25, 2**-20),
     ]:
         q = K.inclusion_probabilities(10_000, method=method, threshold=tau)
         t, _ = timed(lambda q=q, eps=eps, delta=delta: K.frequency_rows(q, eps, delta))
-        lines.append(("Algorithm 4, N = 10^4, " + label, t, 5.0))
+        rows.append(row("PWS Algorithm 4, N = 10^4, " + label, t, "s", at_most=5.0))
 
     with tempfile.TemporaryDirectory() as tmp:
         sample = os.path.join(tmp, "sample.csv")
@@ -53,10 +54,10 @@ def main() -> int:
         with open(sample, "w") as f:
             f.write("key,frequency\n")
             step = 1_000_000
-            for start in range(0, args.rows, step):
-                n = min(step, args.rows - start)
-                w = rng.zipf(1.5, n).clip(1, 10_000)
-                keys = np.char.add("k", np.arange(start, start + n).astype(str))
+            for start in range(0, n, step):
+                m = min(step, n - start)
+                w = rng.zipf(1.5, m).clip(1, 10_000)
+                keys = np.char.add("k", np.arange(start, start + m).astype(str))
                 keys = np.char.zfill(keys, 9)
                 f.write(
                     "".join(f"{k},{v}\n" for k, v in zip(keys.tolist(), w.tolist(), strict=False))
@@ -87,13 +88,27 @@ def main() -> int:
         t = time.perf_counter() - t0
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         if proc.returncode != 0:
-            print(proc.stderr)
-            return 1
-        lines.append((f"sanitise {args.rows:,} rows (--stream), peak RSS {rss:.0f} MB", t, 30.0))
-    width = max(len(x[0]) for x in lines)
-    print(f"{'benchmark':<{width}}  {'seconds':>8}  {'target':>6}")
-    for name, t, target in lines:
-        print(f"{name:<{width}}  {t:8.3f}  {target:6.1f}{'' if t <= target else '  (over)'}")
+            raise RuntimeError(proc.stderr)
+        rows.append(
+            row(
+                f"PWS sanitise {n:,} rows (--stream, CLI)",
+                t,
+                "s",
+                at_most=30.0,
+                issue="pws",
+                note=f"peak RSS {rss:.0f} MB",
+            )
+        )
+    return rows
+
+
+def main() -> int:
+    from _rows import print_rows
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=10_000_000, help="rows of the sample file")
+    args = ap.parse_args()
+    print_rows(measure(n_rows=args.rows))
     return 0
 
 

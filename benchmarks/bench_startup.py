@@ -26,7 +26,7 @@ def timed(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def measure(runs: int) -> dict[str, float]:
+def timings(runs: int) -> dict[str, float]:
     exe = shutil.which("ampcalc")
     tool = [exe] if exe else [sys.executable, "-m", "ampcalc"]
     tool += ["bound", str(DESIGN), "--json"]
@@ -46,11 +46,30 @@ def measure(runs: int) -> dict[str, float]:
     }
 
 
+def measure(quick: bool = False, runs: int | None = None) -> list[dict]:
+    """Rows for ``benchmarks/run.py`` (``quick``: 5 runs instead of 21)."""
+    from _rows import row
+
+    res = timings(runs or (5 if quick else 21))
+    n = f"median of {res['runs']}"
+    return [
+        row("start-up: ampcalc bound --json", res["ampcalc_bound_json_s"], "s", note=n),
+        row("start-up: minimal typer CLI, same stack", res["baseline_stack_s"], "s", note=n),
+        row(
+            "start-up ratio vs minimal typer CLI",
+            res["ratio"],
+            "x",
+            at_most=res["target_ratio"],
+            issue="core",
+        ),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=21)
     args = parser.parse_args()
-    res = measure(args.runs)
+    res = timings(args.runs)
     print(f"{'figure':32} {'measured':>10}  target")
     print(f"{'ampcalc bound --json (median)':32} {res['ampcalc_bound_json_s']:>9.3f}s")
     print(f"{'typer+numpy+yaml+rich (median)':32} {res['baseline_stack_s']:>9.3f}s")

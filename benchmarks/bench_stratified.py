@@ -21,18 +21,17 @@ from pathlib import Path
 import numpy as np
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", type=int, default=100_000)
-    args = ap.parse_args()
+def measure(quick: bool = False, strata: int | None = None) -> list[dict]:
+    """Rows for ``benchmarks/run.py`` (``quick``: 10⁴ strata instead of 10⁵)."""
     import mpmath as mp
+    from _rows import row
 
     from ampcalc import engine
     from ampcalc.design import load_designs
     from ampcalc.schemes import stratified as strat
 
-    rows: list[tuple[str, str, str]] = []
-    k = args.strata
+    rows: list[dict] = []
+    k = strata or (10_000 if quick else 100_000)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         rng = np.random.default_rng(0)
@@ -42,7 +41,7 @@ def main() -> int:
         ]
         (d / "s.csv").write_text("\n".join(lines) + "\n")
         for label, extra in (
-            ("proportional, size-aware, per-stratum rates", "  size_aware: true\n"),
+            ("proportional, size-aware", "  size_aware: true\n"),
             ("stratified Poisson", "  allocation: poisson\n"),
         ):
             f = d / "d.yaml"
@@ -69,11 +68,17 @@ def main() -> int:
             cli = time.perf_counter() - cli
             assert len(inv.details["strata"]) == k
             rows += [
-                (label, f"load {k} strata (CSV)", f"{t1 - t0:.3f} s"),
-                (label, "bound: load + evaluate (target < 1 s)", f"{t2 - t0:.3f} s"),
-                (label, "invert, per-stratum certified ε", f"{t3 - t2:.3f} s"),
-                (label, "bound result to JSON-able dict", f"{t4 - t3:.3f} s"),
-                (label, "CLI `ampcalc bound --json` end to end", f"{cli:.3f} s"),
+                row(f"{k} strata ({label}): load CSV", t1 - t0, "s"),
+                row(
+                    f"{k} strata ({label}): load + bound",
+                    t2 - t0,
+                    "s",
+                    at_most=1.0,
+                    issue="stratified",
+                ),
+                row(f"{k} strata ({label}): invert, per-stratum ε", t3 - t2, "s"),
+                row(f"{k} strata ({label}): result to dict", t4 - t3, "s"),
+                row(f"{k} strata ({label}): CLI bound --json", cli, "s"),
             ]
     mp.mp.dps = 60
     worst = 0.0
@@ -83,12 +88,17 @@ def main() -> int:
             x = 2 * mp.mpf(e)
             back = mp.log(1 + 2 * r * mp.expm1(x)) + mp.log(1 + r * mp.expm1(x))
             worst = max(worst, abs(float(back / mp.mpf(t) - 1)))
-    rows.append(
-        ("Theorem 4.3 inverse", "worst relative round-trip error (mpmath)", f"{worst:.2e}")
-    )
-    w = [max(len(r[i]) for r in rows) for i in range(3)]
-    for r in rows:
-        print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)))
+    rows.append(row("Theorem 4.3 inverse: worst relative round trip (mpmath)", worst, "rel"))
+    return rows
+
+
+def main() -> int:
+    from _rows import print_rows
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strata", type=int, default=100_000)
+    args = ap.parse_args()
+    print_rows(measure(strata=args.strata))
     return 0
 
 

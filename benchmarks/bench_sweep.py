@@ -26,65 +26,86 @@ def best_of(fn, repeat: int = 3) -> float:
     return min(times)
 
 
-def main() -> int:
+def measure(quick: bool = False) -> list[dict]:
+    """Rows for ``benchmarks/run.py`` (``quick``: 10⁵ points instead of 10⁶)."""
+    from _rows import row
+
     from ampcalc import engine, render
     from ampcalc import sweep as sw
     from ampcalc.design import load_designs, parse_yaml
 
     design = load_designs(DESIGN)[0]
     doc = parse_yaml(DESIGN.read_text(), filename=str(DESIGN))
-    n = 1_000_000
+    n = 100_000 if quick else 1_000_000
+    size = f"10^{len(str(n)) - 1}"
     vary = sw.parse_vary(f"mechanism.epsilon=1e-6:800:{n}:log")
     eps = vary.array()
 
-    rows: list[tuple[str, float, str]] = []
+    rows: list[dict] = []
+    t = best_of(lambda: engine.bound(design, eps))
+    rows.append(row(f"engine.bound, {size} ε (srswor)", t, "s", at_most=1.0 * n / 1e6))
     rows.append(
-        ("engine.bound, 10⁶ ε (srswor)", best_of(lambda: engine.bound(design, eps)), "< 1 s")
+        row(
+            "closed-form ε-sweep throughput (srswor)",
+            n / t,
+            "points/s",
+            at_least=1e6,
+            issue="sweep",
+        )
     )
     pois = load_designs(ROOT / "examples" / "designs" / "poisson.yaml")[0]
-    rows.append(
-        ("engine.bound, 10⁶ ε (poisson)", best_of(lambda: engine.bound(pois, eps)), "< 1 s")
-    )
+    t = best_of(lambda: engine.bound(pois, eps))
+    rows.append(row(f"engine.bound, {size} ε (poisson)", t, "s", at_most=1.0 * n / 1e6))
     targets = sw.parse_vary(f"target=1e-6:50:{n}:log").array()
     rows.append(
-        (
-            "engine.invert, 10⁶ targets (srswor)",
+        row(
+            f"engine.invert, {size} targets (srswor)",
             best_of(lambda: engine.invert(design, targets)),
-            "-",
+            "s",
         )
     )
     result = sw.evaluate(doc, [vary], filename=str(DESIGN))
-    rows.append(("sweep.evaluate, 10⁶ ε: engine time", result.engine_seconds, "< 1 s"))
     rows.append(
-        ("sweep.evaluate, 10⁶ ε: total", best_of(lambda: sw.evaluate(doc, [vary]), 1), "-")
+        row(
+            f"sweep.evaluate, {size} ε: engine time",
+            result.engine_seconds,
+            "s",
+            at_most=1.0 * n / 1e6,
+        )
     )
-    rows.append(("CSV of 10⁶ rows", best_of(lambda: sw.write_csv(result, io.StringIO()), 1), "-"))
     rows.append(
-        (
-            "JSON of 10⁶ rows",
+        row(f"sweep.evaluate, {size} ε: total", best_of(lambda: sw.evaluate(doc, [vary]), 1), "s")
+    )
+    rows.append(
+        row(f"CSV of {size} rows", best_of(lambda: sw.write_csv(result, io.StringIO()), 1), "s")
+    )
+    rows.append(
+        row(
+            f"JSON of {size} rows",
             best_of(
                 lambda: json.dumps(
                     render.envelope("sweep", "bench", sw.document(result)), allow_nan=False
                 ),
                 1,
             ),
-            "-",
+            "s",
         )
     )
     per_point = sw.parse_vary("sampling.sample=1:10000:500")
     rows.append(
-        (
+        row(
             "per-point grid, 500 sample sizes",
             best_of(lambda: sw.evaluate(doc, [per_point]), 1),
-            "-",
+            "s",
         )
     )
+    return rows
 
-    width = max(len(r[0]) for r in rows)
-    print(f"{'measurement'.ljust(width)}  seconds   target")
-    print("-" * (width + 20))
-    for name, secs, target in rows:
-        print(f"{name.ljust(width)}  {secs:7.3f}   {target}")
+
+def main() -> int:
+    from _rows import print_rows
+
+    print_rows(measure())
     return 0
 
 

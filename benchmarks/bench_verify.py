@@ -12,7 +12,10 @@ import time
 import numpy as np
 
 
-def main() -> int:
+def measure(quick: bool = False) -> list[dict]:
+    """Rows for ``benchmarks/run.py`` (``quick``: the two smallest programmes)."""
+    from _rows import row
+
     from ampcalc import _groups, verify
     from ampcalc.model import Mechanism, Neighbours
     from ampcalc.schemes import srswr
@@ -28,28 +31,37 @@ def main() -> int:
         ("srswr N=5 m=11 replace-one", verify.srswr_instance, P(population=5, sample=11), 1),
         ("poisson q=0.3 g=10 add-remove", verify.poisson_instance, P(rate=0.3), 10),
     ]
-    for label, hook, params, g in cases:
+    for label, hook, params, g in cases[:2] if quick else cases:
         nb = Neighbours.BOTH if "poisson" in label else Neighbours.REPLACE_ONE
         mech = Mechanism(epsilon=1.0, neighbours=nb, group_size=g)
         t = time.perf_counter()
         out = verify.run(hook(params, mech, "default"))
         dt = time.perf_counter() - t
-        rows.append((label, out.samples, out.epsilon_prime, dt, "< 30 s"))
+        rows.append(
+            row(
+                f"verify {label} ({out.samples} samples)",
+                dt,
+                "s",
+                at_most=30.0,
+                issue="verify",
+                note=f"exact ε′ = {out.epsilon_prime:.8f}",
+            )
+        )
     eps = np.linspace(1e-3, 10, 10_000)
     t = time.perf_counter()
     srswr.upper_epsilon(eps, population=10_000, sample=10_000)
-    dt = time.perf_counter() - t
-    rows.append(("srswr upper, N=m=1e4, 10^4 ε values", None, None, dt, "fast"))
+    rows.append(row("srswr upper, N=m=1e4, 10^4 ε values", time.perf_counter() - t, "s"))
     t = time.perf_counter()
     k0, lp = _groups.hypergeom_logpmf(10**12, 10**4, 10**6)
     _groups.log_mgf(k0, lp, eps)
-    dt = time.perf_counter() - t
-    rows.append(("srswor group g=1e4, N=1e12, 10^4 ε values", None, None, dt, "fast"))
-    print(f"{'case':48} {'samples':>8} {'ε′_exact':>12} {'seconds':>9}  target")
-    for label, n, e, dt, target in rows:
-        ns = "" if n is None else str(n)
-        es = "" if e is None else f"{e:.8f}"
-        print(f"{label:48} {ns:>8} {es:>12} {dt:9.3f}  {target}")
+    rows.append(row("srswor group g=1e4, N=1e12, 10^4 ε values", time.perf_counter() - t, "s"))
+    return rows
+
+
+def main() -> int:
+    from _rows import print_rows
+
+    print_rows(measure())
     return 0
 
 
