@@ -54,11 +54,18 @@ _SUMMARY_NAME = "_summary.json"
 # --------------------------------------------------------------------------------------
 
 
+def _module(name: str) -> Any:
+    """Import an optional dependency (dask, distributed, pyarrow), untyped."""
+    import importlib
+
+    return importlib.import_module(name)
+
+
 def require_dask() -> None:
     """Import dask (and pyarrow); a missing one is bad input (exit 2) naming the extra."""
     try:
-        import dask.dataframe  # noqa: F401
-        import pyarrow  # noqa: F401
+        _module("dask.dataframe")
+        _module("pyarrow")
     except ImportError as exc:
         raise AmpcalcError(
             f"--engine dask needs Dask, which is not installed ({exc.name or 'dask'}): "
@@ -171,7 +178,7 @@ def scheduler(address: str | None, workers: int) -> Iterator[Any]:
         yield address
         return
     try:
-        from distributed import Client, LocalCluster
+        distributed = _module("distributed")
     except ImportError:
         raise AmpcalcError(
             "--engine dask needs dask.distributed for a cluster: install ampcalc[dask] "
@@ -179,7 +186,7 @@ def scheduler(address: str | None, workers: int) -> Iterator[Any]:
         ) from None
     if address:
         try:
-            client = Client(address, timeout="10s", set_as_default=False)
+            client = distributed.Client(address, timeout="10s", set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise AmpcalcError(
                 f"--scheduler: cannot connect to a Dask scheduler at {address!r} ({exc})"
@@ -190,22 +197,20 @@ def scheduler(address: str | None, workers: int) -> Iterator[Any]:
     if workers < 1:
         raise DesignError(f"--workers: expected at least 1, got {workers}")
     with (
-        LocalCluster(
+        distributed.LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
             silence_logs=logging.ERROR,
         ) as cluster,
-        Client(cluster, set_as_default=False) as client,
+        distributed.Client(cluster, set_as_default=False) as client,
     ):
         yield client
 
 
 def _compute(sched: Any, *objs: Any) -> tuple[Any, ...]:
-    import dask
-
-    return tuple(dask.compute(*objs, scheduler=sched))
+    return tuple(_module("dask").compute(*objs, scheduler=sched))
 
 
 def _stats_meta(columns: dict[str, str]) -> Any:
@@ -246,7 +251,7 @@ def _record_part(part: Partition, columns: Any, probability_column: Any) -> _Rec
     if part.kind != "parquet":
         src = open_source(Path(part.path), columns, probability_column, err)
         return _RecordPart(part.path, part.kind, src.names, src)
-    import pyarrow.parquet as pq
+    pq = _module("pyarrow.parquet")
 
     try:
         header = tuple(pq.read_schema(part.path).names)
@@ -285,7 +290,7 @@ def _count_records(rp: _RecordPart) -> int:
     """Rows of a record partition without parsing it (the parser agrees when it succeeds:
     non-blank lines, less the header)."""
     if rp.kind == "parquet":
-        import pyarrow.parquet as pq
+        pq = _module("pyarrow.parquet")
 
         return int(pq.ParquetFile(rp.path).metadata.num_rows)
     if rp.kind == "npy":
@@ -325,8 +330,8 @@ def _read_records(rp: _RecordPart) -> Any:
 
 
 def _read_parquet_records(rp: _RecordPart) -> tuple[np.ndarray, np.ndarray | None]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa = _module("pyarrow")
+    pq = _module("pyarrow.parquet")
 
     want = [*rp.fields, *([rp.probability_field] if rp.probability_field else [])]
     table = pq.read_table(rp.path, columns=want)
@@ -441,8 +446,8 @@ def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None)
             for s in range(0, idx.size, _BLOCK):
                 fh.write(_csv_block(np.column_stack([c[s : s + _BLOCK] for c in cols])))
     else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        pa = _module("pyarrow")
+        pq = _module("pyarrow.parquet")
 
         arrays = [pa.array(np.asarray(cols[0], dtype=np.int64))]
         arrays += [pa.array(np.asarray(c, dtype=float)) for c in cols[1:]]
@@ -475,8 +480,8 @@ def run_weights(
     """``ampcalc weights --engine dask``: part files in ``output`` and the run's totals
     (records, kept, expected size, outside records and their first rows)."""
     require_dask()
-    import dask
-    import dask.dataframe as dd
+    dask = _module("dask")
+    dd = _module("dask.dataframe")
 
     parts = resolve_inputs(inputs, ("csv", "parquet", "npy"))
     out_fmt = output_format(output or "", fmt, "csv")
@@ -551,7 +556,7 @@ def run_weights(
 
 def _sample_header(part: Partition) -> list[str]:
     if part.kind == "parquet":
-        import pyarrow.parquet as pq
+        pq = _module("pyarrow.parquet")
 
         try:
             header = list(pq.read_schema(part.path).names)
@@ -564,17 +569,14 @@ def _sample_header(part: Partition) -> list[str]:
         return header
     from .commands.pws import _read_columns
 
-    reader = _read_columns(part.path, 1)
     try:
-        header, _, _ = next(reader)
+        header, _, _ = next(_read_columns(part.path, 1))
     except StopIteration:
         # a header line and no rows: _read_columns yields nothing
-        with open(part.path, encoding="utf-8") as fh:
-            import csv
+        import csv
 
+        with open(part.path, encoding="utf-8") as fh:
             header = [c.strip() for c in next(csv.reader([fh.readline()]))]
-    finally:
-        reader.close()
     return list(header)
 
 
@@ -607,9 +609,11 @@ def _read_sample(part: Partition, header: tuple[str, ...], chunk: int) -> Any:
     return pd.DataFrame(frame)
 
 
-def _read_parquet_sample(part: Partition, header: tuple[str, ...]) -> tuple[list, list[int]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def _read_parquet_sample(
+    part: Partition, header: tuple[str, ...]
+) -> tuple[list[list[Any]], list[int]]:
+    pa = _module("pyarrow")
+    pq = _module("pyarrow.parquet")
 
     table = pq.read_table(part.path)
     if tuple(table.column_names) != header:
@@ -735,8 +739,8 @@ def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = Non
             writer.writerow(out_header)
             writer.writerows(zip(*out_cols, strict=True))
     else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        pa = _module("pyarrow")
+        pq = _module("pyarrow.parquet")
 
         arrays = [pa.array(out_cols[0], type=pa.string())]
         if job.frequencies:
@@ -787,8 +791,8 @@ def run_sanitize(
     """``ampcalc pws sanitize --engine dask``: part files in ``output`` and the totals
     (keys, reported keys, the table size the run needed)."""
     require_dask()
-    import dask
-    import dask.dataframe as dd
+    dask = _module("dask")
+    dd = _module("dask.dataframe")
 
     parts = resolve_inputs(sample, ("csv", "parquet"))
     out_fmt = output_format(output or "", fmt, parts[0].kind)
