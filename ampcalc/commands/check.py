@@ -28,33 +28,10 @@ from ..cli import (
 
 
 def verdict(result: dict[str, Any], max_epsilon: float, max_delta: float | None) -> dict[str, Any]:
-    """PASS/FAIL of one bound result (a ``BoundResult.to_dict()``) against the budget."""
-    upper = result["epsilon_prime"]["upper"]
-    delta_prime = result.get("delta_prime")
-    reasons: list[str] = []
-    if result.get("error"):
-        reasons.append(f"outside the theorem's conditions: {result['error']}")
-    elif upper is None:
-        reasons.append("the theory gives no upper bound on ε′ for this design")
-    elif upper > max_epsilon:
-        reasons.append("ε′ bound above the budget")
-    if max_delta is not None and not result.get("error"):
-        if delta_prime is None:
-            reasons.append("no bound on δ′ for this design")
-        elif delta_prime > max_delta:
-            reasons.append("δ′ above the budget")
-    return {
-        "name": result["name"],
-        "scheme": result["scheme"],
-        "passed": not reasons,
-        "epsilon": result.get("epsilon"),
-        "epsilon_prime_upper": upper,
-        "max_epsilon": max_epsilon,
-        "delta_prime": delta_prime,
-        "max_delta": max_delta,
-        "reasons": reasons,
-        "error": result.get("error"),
-    }
+    """PASS/FAIL of one bound result against the budget (``ampcalc.api.check_verdict``)."""
+    from ..api import check_verdict
+
+    return check_verdict(result, max_epsilon, max_delta)
 
 
 def line(entry: dict[str, Any]) -> str:
@@ -106,7 +83,8 @@ def check(
     output = resolve_format(fmt, as_json)
     import math
 
-    from .. import engine, render
+    from .. import render
+    from ..api import check as check_designs
     from ..cli import load
 
     if max_epsilon is None:
@@ -122,10 +100,7 @@ def check(
             f"expected a number in [0, 1], got {max_delta:g}", param_hint="--max-delta"
         )
     designs = [d for path in (design or [None]) for d in load(path, set_)]
-    entries = [
-        verdict(engine.bound(d, epsilon=epsilon).to_dict(), max_epsilon, max_delta)
-        for d in designs
-    ]
+    entries = check_designs(designs, max_epsilon, max_delta, epsilon=epsilon)
     code = ExitCode.OK
     for e in entries:
         if e["error"]:

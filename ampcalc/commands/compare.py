@@ -67,45 +67,17 @@ def compare(
     Example:  ampcalc compare examples/designs/stratified-business-survey.yaml --target 1
     """
     output = resolve_format(fmt, as_json)
-    from .. import engine, render, schemes
-    from ..errors import ConditionError, DesignError
+    from .. import render
+    from ..api import compare as compare_designs
 
-    designs = load(design, set_)
-    results: list[dict[str, Any]] = []
+    results = compare_designs(load(design, set_), target)
     code = ExitCode.OK
     shown_target = target
-    for d in designs:
-        t = target
-        if t is None and d.target is not None:
-            t = d.target.epsilon_prime
-        if t is None:
-            raise DesignError(
-                f"design {d.name!r}: no target; give --target T or a `target: "
-                "{epsilon_prime: T}` block"
-            )
-        shown_target = t if shown_target is None else shown_target
-        inv = engine.invert(d, t).to_dict()
-        row: dict[str, Any] = {
-            "name": d.name,
-            "scheme": d.scheme,
-            "target": t,
-            "epsilon": dict(inv["epsilon"]),
-            "accuracy": {},
-        }
-        error = inv.get("error")
-        hook = schemes.get(d.scheme).hooks.get("compare")
-        if error is None and hook is not None:
-            try:
-                acc = dict(hook(d, float(t)))
-            except ConditionError as err:
-                acc = {"error": err.message}
-            error = acc.pop("error", None)
-            row["accuracy"] = acc
-        if error is not None:
-            row["error"] = error
-            say(f"{d.name}: {error}")
+    for row in results:
+        shown_target = row["target"] if shown_target is None else shown_target
+        if row.get("error") is not None:
+            say(f"{row['name']}: {row['error']}")
             code = max(code, ExitCode.BAD_INPUT)
-        results.append(row)
     if output is Format.json:
         payload = {"target": shown_target, "results": results}
         emit(render.render_json(render.envelope("compare", version(), payload)))

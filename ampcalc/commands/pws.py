@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
 
+from ..api import PwsSanitiser as Sanitiser
 from ..cli import ExitCode, FormatOpt, JsonOpt, SetOpt, app, emit, load, resolve_format, say
 
 pws_app = typer.Typer(
@@ -32,60 +32,9 @@ DesignOpt = Annotated[
 
 
 def _design(path: str | None, overrides: list[str] | None) -> Any:
-    from ..errors import DesignError
-    from ..schemes import pws
+    from ..api import pws_design
 
-    designs = [d for d in load(path, overrides) if d.scheme == "pws"]
-    if len(designs) != 1:
-        raise DesignError(
-            "`ampcalc pws` needs a file with exactly one design with `scheme: pws` "
-            f"(found {len(designs)})"
-        )
-    d = designs[0]
-    return d, pws.bind_target(d.params, d.target)
-
-
-class Sanitiser:
-    """Algorithm 3/4 tables for a design, extended on demand to larger frequencies."""
-
-    def __init__(self, params: Any, frequencies: bool, extend: bool) -> None:
-        from ..schemes import pws
-
-        self.params = params
-        self.frequencies = frequencies
-        self.extend = extend
-        self.table = pws.compute_table(params)
-        self.n = self.table.n
-        self._build(self.n)
-
-    def _build(self, n: int) -> None:
-        import numpy as np
-
-        from .. import pws_kernels as K
-        from ..schemes import pws
-
-        self.q = pws.q_of(self.params, n)
-        self.pi = K.reporting_probabilities(self.q, self.params.epsilon, self.params.delta)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self.p = np.where(self.q > 0, self.pi / self.q, 0.0)
-        self.rows = (
-            K.frequency_rows(self.q, self.params.epsilon, self.params.delta, self.pi)
-            if self.frequencies
-            else None
-        )
-        self.n = n
-
-    def ensure(self, top: int, where: str) -> None:
-        from ..errors import DesignError
-
-        if top <= self.n:
-            return
-        if not self.extend:
-            raise DesignError(
-                f"{where}: frequency {top} is above max_frequency = {self.n}; its row was "
-                "not computed (drop --no-extend to compute it)"
-            )
-        self._build(top)
+    return pws_design(load(path, overrides))
 
 
 def _read_rows(path: str, chunk: int, need_freq: bool = True) -> Iterator[tuple[list, Any, list]]:
@@ -235,59 +184,23 @@ def table_cmd(
     overrides: SetOpt = None,
 ) -> int:
     """Every per-frequency row of a pws design: i, q_i, π_i, p_i, SbH φ_i, π_i/φ_i."""
-    import numpy as np
-
-    from .. import pws_kernels as K
+    from ..api import pws_table
     from ..render import envelope, render_csv, render_json, render_table
     from ..render import fmt as f6
-    from ..schemes import pws
 
     out_format = resolve_format(fmt, as_json)
     d, params = _design(design, overrides)
-    t = pws.compute_table(params, max_frequency)
-    n = t.n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(t.q > 0, t.pi / t.q, 0.0)
-    sampled = bool(np.any(t.q < 1.0))
-    phi = K.sbh_phi(
-        n,
-        params.epsilon,
-        params.delta,
-        method=params.method if sampled else "none",
-        threshold=params.threshold,
-        weight_power=params.weight_power,
-    )
-    rows = [
-        {
-            "frequency": i + 1,
-            "q": float(t.q[i]),
-            "pi": float(t.pi[i]),
-            "p": float(p[i]),
-            "phi_sbh": float(phi[i]),
-            "ratio": float(t.pi[i] / phi[i]) if phi[i] > 0 else None,
-        }
-        for i in range(n)
-    ]
-    summary: dict[str, Any] = {
-        "design": d.name,
-        "epsilon": params.epsilon,
-        "delta": params.delta,
-        "L": t.L,
-        "settled_from": t.settled,
-        "privacy_cost_rows": int(np.sum(t.pi < t.q)),
-    }
+    payload = pws_table([d], max_frequency, verify=verify)
+    rows = payload.pop("frequencies")
+    summary: dict[str, Any] = payload
+    n = len(rows)
     status = ExitCode.OK
-    if verify:
-        ok, summary["max_hockey_stick"], summary["keys_only_exact"] = _verify(
-            params, t.q, t.pi, None
+    if verify and not summary["verified"]:
+        say(
+            f"self-check failed: hockey-stick divergence {summary['max_hockey_stick']!r} "
+            f"> δ = {params.delta!r}"
         )
-        summary["verified"] = ok
-        if not ok:
-            say(
-                f"self-check failed: hockey-stick divergence {summary['max_hockey_stick']!r} "
-                f"> δ = {params.delta!r}"
-            )
-            status = ExitCode.SELF_CHECK_FAILED
+        status = ExitCode.SELF_CHECK_FAILED
     if out_format.value == "json":
         emit(render_json(envelope("pws table", _ver(), {**summary, "frequencies": rows})))
     elif out_format.value == "csv":
@@ -307,9 +220,10 @@ def table_cmd(
             for r in interesting
         ]
         foot = [
-            f"{d.name}: (ε, δ) = ({params.epsilon:g}, {params.delta:g}), L = {t.L:.6g}; "
+            f"{d.name}: (ε, δ) = ({params.epsilon:g}, {params.delta:g}), "
+            f"L = {summary['L']:.6g}; "
             f"{summary['privacy_cost_rows']} of {n} rows have π_i < q_i (shown); "
-            f"π_i = q_i for good from i = {t.settled}"
+            f"π_i = q_i for good from i = {summary['settled_from']}"
         ]
         if verify:
             foot.append(
@@ -323,29 +237,13 @@ def table_cmd(
     return int(status)
 
 
-EXACT_CHECK_ROWS = 50_000
-
-
 def _verify(
     params: Any, q: Any, pi: Any, rows: Any, frequencies: bool = True
 ) -> tuple[bool, float, bool]:
-    """DP self-check: keys-only outputs (exact rational arithmetic up to
-    ``EXACT_CHECK_ROWS`` rows) and, with ``frequencies``, Algorithm 4's rows (float,
-    with rounding slack). Returns (ok, largest divergence, keys-only check exact)."""
-    from .. import pws_kernels as K
+    """DP self-check of the tables used (``ampcalc.api.pws_self_check``)."""
+    from ..api import pws_self_check
 
-    eps, delta = params.epsilon, params.delta
-    exact = pi.size <= EXACT_CHECK_ROWS
-    keys = K.dp_check_pi_exact(pi, eps) if exact else K.dp_check_pi(pi, eps)
-    ok = keys <= delta if exact else keys <= delta + K.dp_tolerance(delta, 1, eps)
-    if not frequencies:
-        return ok, keys, exact
-    if rows is None:
-        rows = K.frequency_rows(q, eps, delta, pi)
-    freq = K.dp_check(rows)
-    width = max(b.size for b in rows.band)
-    ok = ok and freq <= delta + K.dp_tolerance(delta, width, eps)
-    return ok, max(keys, freq), exact
+    return pws_self_check(params, q, pi, rows, frequencies)
 
 
 def _ver() -> str:
@@ -644,9 +542,7 @@ def estimate_cmd(
     overrides: SetOpt = None,
 ) -> int:
     """MLE estimate of the sum of frequencies (004 Eq. 9), with bias/variance (spec B8)."""
-    import numpy as np
 
-    from .. import pws_kernels as K
     from ..errors import DesignError
     from ..render import envelope, render_csv, render_json, render_table
     from ..render import fmt as f6
@@ -674,51 +570,13 @@ def estimate_cmd(
         for line, row in zip(lines, rows_, strict=True):
             if all(row[i] == v for i, v in idx):
                 tokens.append(_parse_freq(row[fi].strip(), private, line))
-    from ..schemes import pws
+    from ..api import pws_estimate_params
 
-    t = pws.compute_table(params)
-    top = max([t.n, *tokens])
-    # rows until column `top` has ended (the MLE scans h >= j while π_{h,j} > 0)
-    n = top
-    while True:
-        q = pws.q_of(params, n)
-        rows = K.frequency_rows(q, params.epsilon, params.delta)
-        if rows.lo[n] > top or n > 64 * top + 10_000:
-            break
-        n = 2 * n
-    a = K.mle_estimates(rows, upto=top)
-    bias, var, mse = K.bias_variance(rows, a, upto=top)
-    tok = np.asarray(tokens, dtype=np.int64)
-    est = float(np.sum(a[tok - 1])) if tok.size else 0.0
-    # plug-in: each reported key's frequency taken as i_j (the MLE's frequency)
-    i_of = np.array([_argmax_col(rows, j) for j in range(1, top + 1)])
-    if tok.size:
-        ii = np.minimum(i_of[tok - 1], top)
-        b_plug = float(np.sum(bias[ii - 1]))
-        v_plug = float(np.sum(var[ii - 1]))
-        nrmse = math.sqrt(v_plug + b_plug**2) / est if est > 0 else None
-    else:
-        b_plug = v_plug = 0.0
-        nrmse = None
-    per = [
-        {
-            "frequency": i + 1,
-            "a": float(a[i]),
-            "bias": float(bias[i]),
-            "variance": float(var[i]),
-            "mse": float(mse[i]),
-            "nrmse": math.sqrt(mse[i]) / (i + 1),
-        }
-        for i in range(top)
-    ]
-    summary = {
-        "estimate": est,
-        "reported_keys": int(tok.size),
-        "bias_plugin": b_plug,
-        "variance_plugin": v_plug,
-        "nrmse_plugin": nrmse,
-        "select": dict(conds),
-    }
+    result = pws_estimate_params(params, tokens)
+    per = result.pop("frequencies")
+    summary = {**result, "select": dict(conds)}
+    est, top, nrmse = result["estimate"], len(per), result["nrmse_plugin"]
+    b_plug, v_plug = result["bias_plugin"], result["variance_plugin"]
     if out_format.value == "json":
         emit(render_json(envelope("pws estimate", _ver(), {**summary, "frequencies": per})))
     elif out_format.value == "csv":
@@ -731,7 +589,7 @@ def estimate_cmd(
             for r in per[: min(top, 20)]
         ]
         foot = [
-            f"sum of frequencies ≈ {est:.6g} from {tok.size} reported keys (MLE, 004 Eq. 9)",
+            f"sum of frequencies ≈ {est:.6g} from {len(tokens)} reported keys (MLE, 004 Eq. 9)",
             f"plug-in bias {b_plug:.4g}, variance {v_plug:.4g}, NRMSE {f6(nrmse)} "
             "(each key's frequency taken as its MLE frequency i_j; unreported keys add "
             "bias not counted here)",
@@ -742,17 +600,6 @@ def estimate_cmd(
             )
         )
     return int(ExitCode.OK)
-
-
-def _argmax_col(rows: Any, j: int) -> int:
-    best, arg = -1.0, j
-    for h in range(j, rows.n + 1):
-        v = rows.entry(h, j)
-        if v <= 0 and h > j and rows.lo[h] > j:
-            break
-        if v > best:
-            best, arg = v, h
-    return arg
 
 
 __all__ = ["pws_app"]
