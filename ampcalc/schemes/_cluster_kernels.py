@@ -61,17 +61,37 @@ def _slack(frac: Any, k: Any, eps: Any) -> np.ndarray:
     return np.where(big, 8.0 * np.spacing(np.where(np.isfinite(scale), scale, 0.0)), 0.0)
 
 
+def _product_slack(frac: Any, k: Any, eps: Any) -> np.ndarray:
+    """Relative error allowance for the rounding of K·ε.
+
+    The float K·ε is within 2^-53·Kε of the exact product, so e^{−Kε} is off by that much
+    relatively, and B by at most 1.72 times it (|∂B/∂log t| <= min(1, e^B − 1), t the
+    e^{−Kε} term). Where Kε > |log A| + 50, t is below A·e^{−50} and its error is
+    negligible, so the allowance is capped there. (Kε = 17, A = 8e-10: ~4e-15, more
+    than the 8 ulps of ``round_up``.)
+    """
+    a, kk, e = np.broadcast_arrays(
+        np.asarray(frac, dtype=float), np.asarray(k, dtype=float), np.asarray(eps, dtype=float)
+    )
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        cap = np.abs(np.log(a)) + 50.0
+        ke = np.abs(kk * e)
+    return 2.0**-52 * np.where(np.isfinite(cap), np.minimum(ke, cap), ke)
+
+
 def ratio_upper(frac: Any, k: Any, eps: Any) -> np.ndarray:
     """B(A, K, ε) rounded up (a guarantee never goes low); capped at ε (B <= ε, spec §0)."""
     e = np.asarray(eps, dtype=float)
-    val = numeric.round_up(ratio_bound(frac, k, eps) + _slack(frac, k, eps))
+    raw = ratio_bound(frac, k, eps)
+    val = numeric.round_up(raw * (1.0 + _product_slack(frac, k, eps)) + _slack(frac, k, eps))
     # B <= ε holds exactly for K >= 0; taking the min never lowers the exact value
     return np.minimum(val, np.broadcast_to(e, val.shape))
 
 
 def ratio_lower(frac: Any, k: Any, eps: Any) -> np.ndarray:
     """B(A, K, ε) rounded down (never above the exact value)."""
-    return numeric.round_down(ratio_bound(frac, k, eps) - _slack(frac, k, eps))
+    raw = ratio_bound(frac, k, eps)
+    return numeric.round_down(raw * (1.0 - _product_slack(frac, k, eps)) - _slack(frac, k, eps))
 
 
 def capped_inclusion(sizes: np.ndarray, m: float) -> tuple[np.ndarray, int]:

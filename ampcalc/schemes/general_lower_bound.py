@@ -113,12 +113,22 @@ def proposition_6_1(
 
     Basis: 000_97a39a4c524f603f.txt Proposition 6.1; spec §7.1.
     Formula: (4) ln[p a / (p′a′ + q′(1 − a′))]; (5) ln[(p a + q(1 − a)) / (p′a′ + q′(1 − a′))].
-    Numerics: plain floats (inputs are probabilities), rounded down.
+    Numerics: plain floats (inputs are probabilities), rounded down (also below 0).
     """
     den = p_prime * a_prime + q_prime * (1 - a_prime)
     b4 = math.log(p * a / den) if p * a > 0 else -math.inf
     b5 = math.log((p * a + q * (1 - a)) / den) if p * a + q * (1 - a) > 0 else -math.inf
-    return float(numeric.round_down(b4)), float(numeric.round_down(b5))
+    return _down(b4), _down(b5)
+
+
+def _down(x: float) -> float:
+    """x rounded toward −inf, negative values included (``numeric.round_down`` leaves
+    negatives as they are; (4) and (5) are negative when the event favours P′)."""
+    # the ratio takes at most 7 roundings (3 in each of the numerator and p′a′ + q′(1 − a′),
+    # 1 in the division): a relative error below 8·2^-53, so an absolute error below that
+    # in the log, which is many ulps of a small log (then 8 ulps for the log itself)
+    x = x - 8 * 2.0**-53
+    return float(numeric.round_down(x)) if x >= 0 else -float(numeric.round_up(-x))
 
 
 def theorem_5_3(eps2: Any, *, fraction: float, test_epsilon: float) -> np.ndarray:

@@ -506,10 +506,14 @@ def tilted_mean_bounds(
     k = dist.kind
     if k == "point":
         est[:] = lo[:] = hi[:] = float(dist.value)
+        gap0 = n - int(dist.value)  # exact: N − m of the point mass
+        lg[:] = math.log(gap0) + 4 * ULP * abs(math.log(gap0)) if gap0 > 0 else -np.inf
     elif k == "binomial":
         p = float(dist.p)
         if p in (0.0, 1.0):
             est[:] = lo[:] = hi[:] = p * n
+            if p == 1.0:
+                lg[:] = -np.inf  # m = N surely: N − E = 0 exactly
         else:
             den = p + (1.0 - p) * np.exp(-flat)
             est[:] = n * (p / den)
@@ -533,8 +537,10 @@ def tilted_mean_bounds(
             # 0.74 of the first for ε >= 1 (a few ulps after the cancellation)
             with np.errstate(over="ignore"):
                 g = 1.0 / np.expm1(flat[big]) - (kk + 1) / np.expm1((kk + 1) * flat[big])
-            with np.errstate(divide="ignore"):
-                lg[big] = np.log(g * (1 + 64 * ULP)) + 4 * ULP * np.abs(np.log(g))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lg_g = np.log(g * (1 + 64 * ULP))
+                # k = 0 (a point mass at N): g = 0 exactly, log 0 = −inf (not −inf + inf)
+                lg[big] = np.where(g > 0, lg_g + 4 * ULP * np.abs(lg_g), -np.inf)
     elif k == "normal":
         mu, sd = float(dist.mean), float(dist.sd)
         c = mu + flat * sd * sd
