@@ -683,6 +683,24 @@ def importance_design(designs: Sequence[Design]) -> Design:
     return chosen[0]
 
 
+def importance_setup(d: Design) -> tuple[Any, Any, float, float | None]:
+    """(params with ε* bound, profile, profile scaling k0, ε* or None) of an importance
+    design, refusing (``ConditionError``) a privacy-constrained design whose declared ε
+    exceeds ε*, with the message ``bound`` gives."""
+    from .schemes import importance as imp
+
+    params: Any = imp.bind_target(d.params, d.target)
+    profile: Any = d.mechanism
+    eps_star = None
+    if params.probabilities == "privacy-constrained":
+        eps_star = imp._target_of(params)
+        if profile.epsilon > eps_star:
+            # the same refusal as `bound` (names the largest feasible radius)
+            imp.analyse(params, profile, d.guarantee or imp.Neighbours.ADD_REMOVE)
+    k0 = profile.epsilon / profile.natural
+    return params, profile, k0, eps_star
+
+
 def weights(design: Any) -> Weights:
     """q(x), w(x) = 1/q(x) and ε̂(x) for every record of an importance design.
 
@@ -694,15 +712,7 @@ def weights(design: Any) -> Weights:
     from .schemes import importance as imp
 
     d = importance_design(_many(design))
-    params: Any = imp.bind_target(d.params, d.target)
-    profile: Any = d.mechanism
-    eps_star = None
-    if params.probabilities == "privacy-constrained":
-        eps_star = imp._target_of(params)
-        if profile.epsilon > eps_star:
-            # the same refusal as `bound` (names the largest feasible radius)
-            imp.analyse(params, profile, d.guarantee or imp.Neighbours.ADD_REMOVE)
-    k0 = profile.epsilon / profile.natural
+    params, profile, k0, eps_star = importance_setup(d)
     fig = imp.record_figures(params, profile, k0, eps_star)
     return Weights(
         design=d.name,

@@ -84,6 +84,7 @@ def weights(
     """Per-record probabilities q*(x) and weights w*(x) of an importance design (CSV)."""
     import numpy as np
 
+    from ..api import importance_design, importance_setup
     from ..errors import ConditionError, DesignError
     from ..importance_kernels import uniforms
     from ..importance_records import iter_chunks
@@ -109,17 +110,8 @@ def weights(
             all_designs = load(design, overrides)
     else:
         all_designs = load(design, overrides)
-    designs = [d for d in all_designs if d.scheme == "importance"]
-    if not designs:
-        raise DesignError("`ampcalc weights` needs a design with `scheme: importance`")
-    if len(designs) > 1:
-        raise DesignError(
-            f"the file holds {len(designs)} importance designs; `ampcalc weights` takes one "
-            "(select it with a file of its own)"
-        )
-    d = designs[0]
+    d = importance_design(all_designs)
     params: Any = imp.bind_target(d.params, d.target)
-    profile = d.mechanism
     if suggest:
         l1 = params.data.l1
         l2 = np.sqrt(params.data.sq_l2)
@@ -140,14 +132,7 @@ def weights(
     if sample and seed is None:
         raise DesignError("--sample needs --seed S (the draw must be reproducible)")
     try:
-        analysis_mode = params.probabilities
-        eps_star = None
-        if analysis_mode == "privacy-constrained":
-            eps_star = imp._target_of(params)
-            if profile.epsilon > eps_star:
-                # the same refusal as `bound` (names the largest feasible radius)
-                imp.analyse(params, profile, d.guarantee or imp.Neighbours.ADD_REMOVE)
-        k0 = profile.epsilon / profile.natural
+        params, profile, k0, eps_star = importance_setup(d)
         if not dask:
             fig = imp.record_figures(params, profile, k0, eps_star)
     except ConditionError as err:
