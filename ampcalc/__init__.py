@@ -1,74 +1,144 @@
 """ampcalc: privacy amplification by sampling, as sound bounds and their inverses.
 
-Python API::
+Python API (every CLI command has an equivalent; see ``docs/api.md``)::
 
     >>> import ampcalc
-    >>> designs = ampcalc.load_designs('''
+    >>> design = ampcalc.load_design('''
     ... mechanism: {epsilon: 1.0, neighbours: both}
     ... sampling: {scheme: srswor, population: 10000, sample: 100}
     ... ''')
-    >>> round(ampcalc.bound(designs[0]).upper, 6)
+    >>> round(ampcalc.bound(design).upper, 6)
     0.017037
-    >>> round(ampcalc.invert(designs[0], target=1.0).certified, 4)
+    >>> round(ampcalc.invert(design, target=1.0).certified, 4)
     5.1523
+    >>> ampcalc.bound(design, epsilon=[0.5, 1.0]).epsilon_prime.upper.round(6)
+    array([0.006466, 0.017037])
+    >>> len(ampcalc.sweep(design, vary={"epsilon": "0.1:2:20"}))
+    20
+
+Everything but the error types, the model classes and ``__version__`` is imported on
+first use, so ``import ampcalc`` stays cheap (no scipy, no pandas, no typer).
 """
 
 from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .errors import AmpcalcError, ConditionError, DesignError, Where
 from .model import Design, Mechanism, Neighbours, Target
 
+if TYPE_CHECKING:  # the lazily imported names, for type checkers and IDEs
+    from . import designs, kernels
+    from .api import (
+        SweepResult,
+        Weights,
+        bound,
+        check,
+        compare,
+        invert,
+        load_design,
+        load_designs,
+        plan,
+        pws_estimate,
+        pws_sanitize,
+        pws_table,
+        weights,
+    )
+    from .results import BoundResult, InvertResult
 
-def load_designs(source=None, *, overrides=()):  # type: ignore[no-untyped-def]
-    """Load and validate designs (see ``ampcalc.design.load_designs``)."""
-    from .design import load_designs as _load
+#: name -> module it lives in (imported on first attribute access).
+_LAZY = {
+    "load_designs": "api",
+    "load_design": "api",
+    "bound": "api",
+    "invert": "api",
+    "compare": "api",
+    "check": "api",
+    "plan": "api",
+    "weights": "api",
+    "pws_table": "api",
+    "pws_sanitize": "api",
+    "pws_estimate": "api",
+    "SweepResult": "api",
+    "Weights": "api",
+    "BoundResult": "results",
+    "InvertResult": "results",
+}
+_MODULES = ("designs", "kernels", "api")
 
-    return _load(source, overrides=overrides)
-
-
-def bound(design, epsilon=None):  # type: ignore[no-untyped-def]
-    """Bounds on ε′ for one design (see ``ampcalc.engine.bound``)."""
-    from .engine import bound as _bound
-
-    return _bound(design, epsilon)
-
-
-def invert(design, target=None, target_delta=None):  # type: ignore[no-untyped-def]
-    """Certified and impossible-above ε for a target (see ``ampcalc.engine.invert``)."""
-    from .engine import invert as _invert
-
-    return _invert(design, target, target_delta)
-
-
-def load_design(source=None, *, overrides=()):  # type: ignore[no-untyped-def]
-    """Load a file, YAML text or dict holding exactly one design and return it."""
-    found = load_designs(source, overrides=overrides)
-    if len(found) != 1:
-        raise DesignError(f"expected one design, found {len(found)}; use load_designs")
-    return found[0]
+# ``ampcalc.sweep`` and ``ampcalc.verify`` are also submodules (the commands' engines),
+# and importing a submodule sets the package attribute of that name. So these two
+# submodules are made callable: ``ampcalc.sweep(...)`` is ``ampcalc.api.sweep(...)``
+# while ``from ampcalc import sweep`` still gives the module, whatever the import order.
+_CALLABLE = ("sweep", "verify")
 
 
-def __getattr__(name):  # type: ignore[no-untyped-def]
-    if name == "designs":
-        import importlib
+class _CallableModule(types.ModuleType):
+    """A submodule that, called, runs the API function of the same name."""
 
-        return importlib.import_module(".designs", __name__)
-    raise AttributeError(f"module 'ampcalc' has no attribute {name!r}")
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        api = importlib.import_module(".api", __name__)
+        return getattr(api, self.__name__.rsplit(".", 1)[1])(*args, **kwargs)
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _CALLABLE and type(value) is types.ModuleType:
+            value.__class__ = _CallableModule
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CALLABLE:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ampcalc' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_MODULES})
 
 
 __all__ = [
     "AmpcalcError",
+    "BoundResult",
     "ConditionError",
     "Design",
     "DesignError",
+    "InvertResult",
     "Mechanism",
     "Neighbours",
+    "SweepResult",
     "Target",
+    "Weights",
     "Where",
     "__version__",
     "bound",
+    "check",
+    "compare",
+    "designs",
     "invert",
+    "kernels",
     "load_design",
     "load_designs",
+    "plan",
+    "pws_estimate",
+    "pws_sanitize",
+    "pws_table",
+    "sweep",
+    "verify",
+    "weights",
 ]

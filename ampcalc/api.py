@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from .errors import AmpcalcError, DesignError
-from .model import Design
+from .model import Design, Neighbours
 
 if TYPE_CHECKING:
     from .planner import Plan
@@ -198,11 +198,34 @@ def _plain_doc(value: Any) -> Any:
     return value
 
 
-def _same_design(a: Design, b: Design) -> bool:
-    try:
-        return bool(a.params == b.params and a.mechanism == b.mechanism and a.target == b.target)
-    except (ValueError, TypeError):  # params holding arrays
+def _equal(a: Any, b: Any) -> bool:
+    """Structural equality: dataclasses field by field, arrays elementwise (NaN = NaN)."""
+    if type(a) is not type(b):
         return False
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return all(_equal(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, np.ndarray):
+        try:
+            return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
+        except TypeError:
+            return a.shape == b.shape and bool(np.array_equal(a, b))
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    try:
+        return bool(a == b) or (a != a and b != b)
+    except (ValueError, TypeError):
+        return False
+
+
+def _same_design(a: Design, b: Design) -> bool:
+    return (
+        _equal(a.params, b.params)
+        and _equal(a.mechanism, b.mechanism)
+        and _equal(a.target, b.target)
+        and a.guarantee == b.guarantee
+    )
 
 
 def _design_document(design: Design) -> tuple[Any, str]:
@@ -696,7 +719,7 @@ def importance_setup(d: Design) -> tuple[Any, Any, float, float | None]:
         eps_star = imp._target_of(params)
         if profile.epsilon > eps_star:
             # the same refusal as `bound` (names the largest feasible radius)
-            imp.analyse(params, profile, d.guarantee or imp.Neighbours.ADD_REMOVE)
+            imp.analyse(params, profile, d.guarantee or Neighbours.ADD_REMOVE)
     k0 = profile.epsilon / profile.natural
     return params, profile, k0, eps_star
 

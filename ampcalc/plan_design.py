@@ -11,10 +11,13 @@ the numbers to ``ampcalc.planner`` (002_2b0afa8716090992.txt §4, spec §9). The
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import DesignError, Where
 from .schemes.base import Field
+
+if TYPE_CHECKING:
+    from .planner import Plan
 
 
 def _f(name: str, kind: str, doc: str, **kw: Any) -> Field:
@@ -190,7 +193,7 @@ def _bounds(raw: Any, reader: Any, path: str, container: Any) -> tuple[float, fl
     return float(lo), float(hi)
 
 
-def read_plan(source: str | None, q: float | None) -> Any:
+def read_plan(source: str | None, q: float | None) -> Plan:
     """Parse and validate a planner design file, then compute its plan."""
     from .design import parse_yaml, read_source
 
@@ -198,7 +201,7 @@ def read_plan(source: str | None, q: float | None) -> Any:
     return plan_document(parse_yaml(text, filename=name), name, q)
 
 
-def plan_document(doc: Any, name: str, q: float | None) -> Any:
+def plan_document(doc: Any, name: str, q: float | None) -> Plan:
     """Validate a parsed planner design (``name``: its file, for messages and relative
     ``data:`` paths) and compute its plan (an ``ampcalc.planner.Plan``)."""
     from . import planner

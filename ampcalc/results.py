@@ -11,7 +11,7 @@ import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -54,6 +54,28 @@ def plain(value: Any) -> Any:
     return value
 
 
+class Interval(NamedTuple):
+    """``epsilon_prime`` of a bound: ``lower`` and ``upper`` (``None`` where the theory
+    gives none), as the JSON's ``epsilon_prime`` object."""
+
+    lower: Any
+    upper: Any
+
+
+class TargetPair(NamedTuple):
+    """``target`` of an inversion: ``epsilon_prime`` and ``delta_prime``."""
+
+    epsilon_prime: Any
+    delta_prime: Any
+
+
+class Certificate(NamedTuple):
+    """``epsilon`` of an inversion: ``certified`` and ``impossible_above``."""
+
+    certified: Any
+    impossible_above: Any
+
+
 @dataclass(frozen=True, kw_only=True)
 class BoundResult:
     """The answer of ``ampcalc bound`` for one design (fields as in the JSON)."""
@@ -73,6 +95,11 @@ class BoundResult:
     warnings: Sequence[str] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
+
+    @property
+    def epsilon_prime(self) -> Interval:
+        """The JSON's ``epsilon_prime``: ``(lower, upper)``."""
+        return Interval(self.lower, self.upper)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -111,6 +138,16 @@ class InvertResult:
     details: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
     knob: Mapping[str, Any] | None = None
+
+    @property
+    def target(self) -> TargetPair:
+        """The JSON's ``target``: ``(epsilon_prime, delta_prime)``."""
+        return TargetPair(self.target_epsilon_prime, self.target_delta_prime)
+
+    @property
+    def epsilon(self) -> Certificate:
+        """The JSON's ``epsilon``: ``(certified, impossible_above)``."""
+        return Certificate(self.certified, self.impossible_above)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
