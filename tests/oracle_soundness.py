@@ -209,3 +209,34 @@ def pws_step_limits(p_prev, eps, delta) -> tuple[mp.mpf, mp.mpf]:
     1 + e^{−ε}(π + δ − 1)."""
     p, e, d = mp.mpf(p_prev), mp.mpf(eps), mp.mpf(delta)
     return mp.exp(e) * p + d, 1 + mp.exp(-e) * (p + d - 1)
+
+
+def laplace_witness(sizes, eps) -> mp.mpf:
+    """Loss of M = Σx + Lap(1/ε) for one cluster drawn with probability |C_j|/n (spec
+    §7.3): cluster i all +1, the others all −1; P′ adds a +1 record to C_i. The largest
+    |log f_P(z)/f_P′(z)| over z at every component centre and in both tails (between
+    centres the ratio is monotone), for i the largest and the smallest non-empty
+    cluster."""
+    e = mp.mpf(eps)
+    sizes = [int(s) for s in sizes if s > 0]
+    n = mp.mpf(sum(sizes))
+    best = mp.mpf(0)
+    for i in {sizes.index(max(sizes)), sizes.index(min(sizes))}:
+        ci = sizes[i]
+        others = [s for j, s in enumerate(sizes) if j != i]
+        comp_p = [(mp.mpf(ci) / n, mp.mpf(ci))] + [(mp.mpf(s) / n, mp.mpf(-s)) for s in others]
+        comp_q = [(mp.mpf(ci + 1) / (n + 1), mp.mpf(ci + 1))] + [
+            (mp.mpf(s) / (n + 1), mp.mpf(-s)) for s in others
+        ]
+
+        def dens(comp, z):
+            return mp.fsum(w * mp.exp(-e * abs(z - c)) for w, c in comp)
+
+        zs = sorted({c for _, c in comp_p} | {c for _, c in comp_q})
+        vals = [abs(mp.log(dens(comp_p, z) / dens(comp_q, z))) for z in zs]
+        for sign in (1, -1):
+            num = mp.fsum(w * mp.exp(sign * e * c) for w, c in comp_p)
+            den = mp.fsum(w * mp.exp(sign * e * c) for w, c in comp_q)
+            vals.append(abs(mp.log(num / den)))
+        best = max(best, max(vals))
+    return best

@@ -418,6 +418,60 @@ def inv_srswor(c: dict) -> mp.mpf:
     return oracle.amplification_inverse(mp.mpf(c["m"]) / c["N"], c["target"]) / c["ratio"]
 
 
+def delta_designs(rng: np.random.Generator, k: int) -> list[dict[str, Any]]:
+    ds = srswor_designs(rng, k)
+    for i, d in enumerate(ds):
+        d["delta"] = one_log(rng, 1e-15, 0.5)
+        d["nb"] = "add-remove" if i % 2 else "both"
+        d["q"] = d["m"] / d["N"]
+    return ds
+
+
+def delta_mech(d: dict) -> Mechanism:
+    return Mechanism(epsilon=1.0, delta=d["delta"], neighbours=Neighbours(d["nb"]))
+
+
+def gen_delta(scheme: str, which: str):
+    def gen(n: int, rng: np.random.Generator) -> Batch:
+        ds = delta_designs(rng, 30)
+        for d in ds:
+            d["scheme"] = scheme
+            if scheme == "poisson":
+                d["nb"] = "add-remove"
+            if which == "inverse":
+                d["target"] = one_log(rng, 1e-15, 0.5)
+
+        def run(d: dict, e: np.ndarray) -> np.ndarray:
+            if scheme == "srswor":
+                p = srswor.Params(population=d["N"], sample=d["m"])
+                a = srswor.analyse(p, delta_mech(d), REPLACE_ONE)
+            else:
+                a = poisson.analyse(poisson.Params(rate=d["q"]), delta_mech(d), ADD_REMOVE)
+            if which == "inverse":
+                return a.mechanism_delta(d["target"], e)
+            return a.delta_prime(e)
+
+        return per_design(n, rng, ds, run, hi=40.0)
+
+    return gen
+
+
+def delta_saturated(c: dict) -> bool:
+    v = mpf(c["value"])
+    return v >= 1 or (c["nb"] == "add-remove" and (1 + mp.exp(mpf(c["eps"]))) * v >= 1)
+
+
+def exact_delta_prime(c: dict, delta_m: float, eps: float) -> mp.mpf:
+    """δ′ = q·δ_R for srswor: δ_R = δ (both), min((1 + e^ε)δ, 1) (add-remove: group
+    privacy for a removal and an addition); Poisson, add-remove: q·δ (BBG18)."""
+    d = mpf(delta_m)
+    if c["scheme"] == "poisson":
+        return mpf(c["q"]) * d
+    if c["nb"] == "add-remove":
+        d = min((1 + mp.exp(mpf(eps))) * d, mp.mpf(1))
+    return mp.mpf(c["m"]) / c["N"] * d
+
+
 # --- poisson -----------------------------------------------------------------------------
 
 
@@ -886,6 +940,20 @@ def or_sys(c: dict, eps) -> mp.mpf:
     return osd.amp(mp.mpf(m_hi) / c["N"], eps)
 
 
+def or_sys_lower(c: dict, eps) -> mp.mpf:
+    """Random order, M ε-DP under both relations: k | N is an SRSWOR (tight); k ∤ N is a
+    random-size SRSWOR whose size is protected: the larger of the single-inclusion
+    witness A(1/k, ε) and the Theorem 3.1 witness −log(1 − (E_t̃[m]/N)(1 − e^{−ε}))."""
+    n, k = c["N"], c["k"]
+    if c["order"] == "fixed" or n % k == 0:
+        return or_sys(c, eps)
+    m_lo, m_hi = n // k, -(-n // k)
+    f = mp.mpf(n % k) / k
+    mean, gap = osd.tilted_pmf([m_lo, m_hi], [1 - f, f], n, eps)
+    tilted = -mp.log(gap / n + mean / n * mp.exp(-mpf(eps)))
+    return max(osd.amp(mp.mpf(1) / k, eps), tilted)
+
+
 def pps_designs(rng: np.random.Generator, k: int) -> list[dict]:
     out = []
     for _ in range(k):
@@ -964,6 +1032,22 @@ def or_pps_cluster(c: dict, v: float) -> mp.mpf:
     s = c["sizes"]
     a = mp.mpf(max(s)) / sum(s) if c["chosen"] == 1 else osd.capped_inclusion_max(s, c["chosen"])
     return osd.amp(a, c["eps"])
+
+
+def gen_laplace_witness(n: int, rng: np.random.Generator) -> Batch:
+    from ampcalc.schemes import pps_cluster
+
+    ds = []
+    for _ in range(30):
+        k = int(rng.integers(2, 12))
+        sizes = [int(x) for x in rng.integers(1, 10 ** int(rng.integers(1, 5)), k)]
+        ds.append({"sizes": sizes})
+
+    def run(d: dict, e: np.ndarray) -> np.ndarray:
+        sizes = np.asarray(d["sizes"], dtype=np.int64)
+        return np.array([pps_cluster.laplace_witness(sizes, float(x)) for x in e])
+
+    return per_design(n, rng, ds, run, hi=50.0)
 
 
 def gen_theorem_5_3(n: int, rng: np.random.Generator) -> Batch:
@@ -1341,6 +1425,36 @@ INVENTORY: list[Formula] = [
         loose=lambda c: hyp_v(c, c["value"]) > mpf(c["value"]),
         note=RELAX_NOTE + "; " + GROUP_NOTE,
     ),
+    Formula(
+        "srswor delta_prime",
+        "srswor",
+        "upper",
+        gen_delta("srswor", "forward"),
+        lambda c, v: exact_delta_prime(c, c["delta"], c["eps"]),
+    ),
+    Formula(
+        "srswor mechanism_delta",
+        "srswor",
+        "certified",
+        gen_delta("srswor", "inverse"),
+        lambda c, v: (exact_delta_prime(c, v, c["eps"]), None),
+        loose=delta_saturated,
+        note="no accuracy check where δ_R = min((1 + e^ε)δ, 1) saturates (any δ meets δ′)",
+    ),
+    Formula(
+        "poisson delta_prime",
+        "poisson",
+        "upper",
+        gen_delta("poisson", "forward"),
+        lambda c, v: exact_delta_prime(c, c["delta"], c["eps"]),
+    ),
+    Formula(
+        "poisson mechanism_delta",
+        "poisson",
+        "certified",
+        gen_delta("poisson", "inverse"),
+        lambda c, v: (exact_delta_prime(c, v, c["eps"]), None),
+    ),
     # poisson
     Formula(
         "poisson.upper_epsilon",
@@ -1557,7 +1671,7 @@ INVENTORY: list[Formula] = [
         "systematic",
         "lower",
         gen_systematic("lower"),
-        lambda c, v: or_sys(c, c["eps"]),
+        lambda c, v: or_sys_lower(c, c["eps"]),
     ),
     Formula(
         "systematic certified",
@@ -1581,6 +1695,21 @@ INVENTORY: list[Formula] = [
         "pps poisson-threshold lower", "pps", "lower", gen_pps_threshold("lower"), or_pps_threshold
     ),
     Formula("pps_cluster lower", "pps-cluster", "lower", gen_pps_cluster, or_pps_cluster),
+    Formula(
+        "pps_cluster.laplace_witness (details)",
+        "pps-cluster",
+        "lower",
+        gen_laplace_witness,
+        lambda c, v: osd.laplace_witness(c["sizes"], c["eps"]),
+        rel_tol=1e-9,
+        loose=lambda c: c["value"] < 1e-3,
+        note=(
+            "a figure in details (not the reported lower bound): logsumexp differences "
+            "widened by an absolute 64 ulps of ε·(largest size) + log n, so ~1e-14·size "
+            "relative, and no relative accuracy for values below 1e-3"
+        ),
+        max_points=150,
+    ),
     Formula(
         "general_lower_bound.theorem_5_3",
         "general-lower-bound",
@@ -1799,6 +1928,32 @@ def test_proposition_6_1_is_rounded_down_also_when_small_or_negative(
     value = general_lower_bound.proposition_6_1(*args)[which]
     with mp.workdps(DPS):
         assert mpf(value) <= osd.proposition_6_1(*args)[which]
+
+
+@pytest.mark.parametrize("neighbours", ["both", "add-remove"])
+def test_systematic_lower_bound_respects_theorem_3_1(neighbours: str) -> None:
+    # N = 3, k = 2 over a random order is a random-size SRSWOR (1 or 2 records, 1/2 each):
+    # with M's add-remove ε known, Theorem 3.1 bounds it by 0.6889 (both, ε = 1), below
+    # the A(2/3, ε) = 0.7634 once reported as a tight lower bound (an exact LP over a
+    # 3-value universe gives 0.6201 = A(1/2, 1), the single-inclusion witness)
+    sys_design = design(
+        {"scheme": "systematic", "population": 3, "interval": 2, "order": "random"}, neighbours
+    )
+    size_design = design(
+        {
+            "scheme": "random-size",
+            "population": 3,
+            "size": {"distribution": "pmf", "values": [1, 2], "probabilities": [0.5, 0.5]},
+        },
+        neighbours,
+    )
+    eps = np.geomspace(1e-6, 50, 40)
+    low = engine.analyse(sys_design).lower(eps)
+    assert np.all(low <= engine.analyse(size_design).upper(eps))
+    if neighbours == "both":
+        assert float(engine.analyse(sys_design).lower(np.array([1.0]))[0]) == pytest.approx(
+            float(oracle.amplification(0.5, 1.0)), rel=1e-14
+        )
 
 
 def test_group_log_mgf_is_relatively_accurate_when_tiny() -> None:

@@ -97,6 +97,33 @@ def upper_epsilon(eps_replace_one: np.ndarray, *, population: int, interval: int
     return numeric.amplification_upper(m / population, eps_replace_one)
 
 
+def _lower_size_hidden(eps_d: np.ndarray, eps_r: np.ndarray, n: int, k: int) -> np.ndarray:
+    """Lower bound over a random ordering when k ∤ N and M is ε_D-DP under add-remove.
+
+    The design is a random-size SRSWOR: ⌈N/k⌉ records with probability (N mod k)/k, else
+    ⌊N/k⌋, independent of the data. Two witnesses, the larger is reported:
+      - the single-inclusion witness A(1/k, min(ε_D, ε_R)): each record is sampled with
+        probability exactly 1/k (000_97a39a4c524f603f.txt Proposition 6.1);
+      - the random-size witness of Theorem 3.1 (random_size.lower_epsilon), tilt at
+        min(ε_D, ε_R).
+    """
+    from .random_size import Params as SizeParams
+    from .random_size import SizeDistribution
+    from .random_size import lower_epsilon as size_lower
+
+    m_lo, m_hi = n // k, -(-n // k)
+    f = (n % k) / k
+    dist = SizeDistribution(
+        kind="pmf",
+        sizes=np.array([m_lo, m_hi]),
+        log_probs=np.log(np.array([1.0 - f, f])),
+        source="systematic",
+    )
+    single = numeric.amplification_lower(1.0 / k, np.minimum(eps_d, eps_r))
+    tilted = size_lower(eps_d, eps_r, params=SizeParams(population=n, size=dist))
+    return np.maximum(single, tilted)
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one systematic design."""
     n, k = params.population, params.interval
@@ -119,14 +146,27 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             warnings.append(
                 f"k = {k} does not divide N = {n}: the sample has {m_lo} or {m_hi} records; "
                 f"the bound uses the larger fraction {m_hi}/{n}."
+                + (
+                    " M's add-remove ε protects which size was drawn, so the lower bound is "
+                    f"the single-inclusion witness A(1/{k}, ε) or the random-size witness "
+                    "(Theorem 3.1), not the larger-size SRSWOR."
+                    if mechanism.epsilon_add_remove_known()
+                    else ""
+                )
             )
-        details.update({"sample_sizes": [m_lo, m_hi], "rate": q, "tight": True})
+        # k ∤ N with M's add-remove ε known: the secret size is protected, so the
+        # larger-size SRSWOR witness is not available (Theorem 3.1 bounds this design by
+        # A(E_t̃[m]/N, ε_R) < A(⌈N/k⌉/N, ε_R); N = 3, k = 2, ε = 1, both: 0.6889 < 0.7634)
+        size_hidden = not divides and mechanism.epsilon_add_remove_known()
+        details.update({"sample_sizes": [m_lo, m_hi], "rate": q, "tight": not size_hidden})
 
         def upper(eps: np.ndarray) -> np.ndarray:
             return upper_epsilon(eps_r(eps), population=n, interval=k)
 
         def lower(eps: np.ndarray) -> np.ndarray:
-            return numeric.amplification_lower(q, eps_r(eps))
+            if not size_hidden:
+                return numeric.amplification_lower(q, eps_r(eps))
+            return _lower_size_hidden(np.asarray(eps, dtype=float), eps_r(eps), n, k)
 
         def certified(target: np.ndarray) -> np.ndarray:
             guess = numeric.round_down(numeric.amplification_inverse(q, target))
