@@ -70,11 +70,11 @@ _LAZY = {
 }
 _MODULES = ("designs", "kernels", "api")
 
-# ``ampcalc.sweep`` and ``ampcalc.verify`` are also submodules (the commands' engines),
-# and importing a submodule sets the package attribute of that name. So these two
+# ``ampcalc.sweep``, ``ampcalc.validate`` and ``ampcalc.verify`` are also submodules,
+# and importing a submodule sets the package attribute of that name. So these
 # submodules are made callable: ``ampcalc.sweep(...)`` is ``ampcalc.api.sweep(...)``
 # while ``from ampcalc import sweep`` still gives the module, whatever the import order.
-_CALLABLE = ("sweep", "verify")
+_CALLABLE = ("sweep", "validate", "verify")
 
 
 class _CallableModule(types.ModuleType):
@@ -139,6 +139,7 @@ __all__ = [
     "pws_sanitize",
     "pws_table",
     "sweep",
+    "validate",
     "verify",
     "weights",
 ]

@@ -5,6 +5,8 @@ Every command of the CLI has an equivalent here that returns data instead of tex
 =================  ==============================================================
 ``bound``          ``bound(design, epsilon=None)`` -> ``BoundResult``
 ``invert``         ``invert(design, target=None, target_delta=None)`` -> ``InvertResult``
+``validate``       ``validate(designs)`` -> list of dicts
+``schemes``        ``schemes()`` -> list of dicts
 ``sweep``          ``sweep(design, vary={...}, of="bound")`` -> ``SweepResult``
 ``compare``        ``compare(designs, target=None)`` -> list of dicts
 ``check``          ``check(designs, max_epsilon=..., max_delta=None)`` -> list of dicts
@@ -157,6 +159,55 @@ def invert(design: Any, target: Any = None, target_delta: float | None = None) -
     from . import engine
 
     return engine.invert(_one(design), target, target_delta)
+
+
+def validate(designs: Any) -> list[dict[str, Any]]:
+    """Check designs (syntax, fields, theorem conditions) without computing bounds.
+
+    Returns the ``results`` entries of ``ampcalc validate --json``: ``name``,
+    ``scheme``, ``valid`` and the checked ``conditions`` and ``warnings``, or ``error``
+    naming the failed condition. Invalid input raises ``DesignError`` as the CLI does.
+    """
+    from . import engine
+    from .errors import ConditionError
+
+    out: list[dict[str, Any]] = []
+    for d in _many(designs):
+        entry: dict[str, Any] = {"name": d.name, "scheme": d.scheme, "valid": True}
+        try:
+            analysis = engine.analyse(d)
+            entry["conditions"] = list(analysis.conditions)
+            entry["warnings"] = list(analysis.warnings)
+        except ConditionError as err:
+            entry.update(valid=False, error=err.message)
+        out.append(entry)
+    return out
+
+
+def schemes() -> list[dict[str, Any]]:
+    """Every sampling scheme: parameters, relations and basis (``ampcalc schemes --json``)."""
+    from . import schemes as registry
+
+    return [
+        {
+            "name": s.name,
+            "summary": s.summary,
+            "parameters": [
+                {
+                    "name": f.name,
+                    "required": f.required,
+                    "domain": f.domain(),
+                    "doc": f.doc,
+                    "default": f.default,
+                }
+                for f in s.fields
+            ],
+            "mechanism_neighbours": s.mechanism_relation,
+            "guarantee_neighbours": [str(g) for g in s.guarantees],
+            "basis": list(s.basis),
+        }
+        for s in registry.all_schemes()
+    ]
 
 
 # --------------------------------------------------------------------------------------
@@ -1039,7 +1090,9 @@ __all__ = [
     "pws_estimate",
     "pws_sanitize",
     "pws_table",
+    "schemes",
     "sweep",
+    "validate",
     "verify",
     "weights",
 ]

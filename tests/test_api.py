@@ -91,6 +91,22 @@ def test_load_design_accepts_path_text_and_dict() -> None:
     assert one_line.params.rate == 0.01
 
 
+def test_submodule_names_stay_callable_whatever_the_import_order() -> None:
+    import subprocess
+
+    code = (
+        "import ampcalc.sweep, ampcalc.validate, ampcalc.verify, ampcalc; "
+        "from ampcalc import sweep; "
+        f"r = ampcalc.sweep({str(SRSWOR)!r}, vary={{'epsilon': [1.0, 2.0]}}); "
+        f"v = ampcalc.validate({str(SRSWOR)!r}); "
+        "print(len(r), v[0]['valid'], sweep.KINDS, ampcalc.verify.judge.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["2", "True", "('bound',", "'invert',", "'plan')", "judge"], (
+        out.stderr
+    )
+
+
 def test_load_design_refuses_several() -> None:
     with pytest.raises(ampcalc.DesignError, match="expected one design, found 4"):
         ampcalc.load_design(COMPARE)
@@ -244,6 +260,25 @@ def test_sweep_errors_name_the_column() -> None:
 # --------------------------------------------------------------------------------------
 # compare / check / verify / plan
 # --------------------------------------------------------------------------------------
+
+
+def test_validate_same_as_cli(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cli = cli_json(capsys, "validate", str(COMPARE))["results"]
+    assert same(ampcalc.validate(COMPARE)) == cli
+    outside = tmp_path / "outside.yaml"  # Poisson needs M's add-remove ε
+    outside.write_text(
+        "mechanism: {epsilon: 1.0, neighbours: replace-one}\n"
+        "sampling: {scheme: poisson, rate: 0.01}\n"
+    )
+    cli = cli_json(capsys, "validate", str(outside), expect=2)["results"]
+    api = ampcalc.validate(outside)
+    assert same(api) == cli
+    assert api[0]["valid"] is False and "Lemma 3.3" in api[0]["error"]
+
+
+def test_schemes_same_as_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    cli = cli_json(capsys, "schemes")["schemes"]
+    assert same(ampcalc.api.schemes()) == cli
 
 
 def test_compare_same_as_cli(capsys: pytest.CaptureFixture[str]) -> None:
