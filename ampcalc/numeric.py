@@ -10,12 +10,10 @@ Rounding has a named direction: ``round_up`` for guarantees (upper bounds,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
-FloatArray = np.ndarray
-ArrayLike = Any
+from ampcalc._typing import ArrayLike, FloatArray
 
 #: ulps added/subtracted by ``round_up``/``round_down``. The kernels below are
 #: accurate to < 4 ulps (expm1, one product, log1p, condition number <= 1 and the
@@ -250,7 +248,7 @@ def certify_down(
     by construction, not by the accuracy of the closed form. Falls back to bisection
     if a few steps do not suffice.
     """
-    x = np.asarray(candidate, dtype=float).copy()
+    x: FloatArray = np.asarray(candidate, dtype=float).copy()
     t = np.broadcast_to(np.asarray(target, dtype=float), x.shape)
     for _ in range(64):
         bad = np.asarray(func(x) > t) & (x > 0)
@@ -267,7 +265,7 @@ def certify_up(
     func: Callable[[FloatArray], FloatArray], candidate: ArrayLike, target: ArrayLike
 ) -> FloatArray:
     """Step an inverse of a lower bound up until ``func(x) >= target`` as evaluated."""
-    x = np.asarray(candidate, dtype=float).copy()
+    x: FloatArray = np.asarray(candidate, dtype=float).copy()
     t = np.broadcast_to(np.asarray(target, dtype=float), x.shape)
     for _ in range(64):
         bad = np.asarray(func(x) < t) & np.isfinite(x)
