@@ -911,6 +911,33 @@ def or_cluster_at(c: dict, x: mp.mpf) -> mp.mpf:
     return min(osd.ratio(frac, c["n1"] + c["n2"], e), e)
 
 
+def gen_max_k(n: int, rng: np.random.Generator) -> Batch:
+    vals, cases = [], []
+    while len(cases) < n:
+        frac, eps = one_rate(rng), one_log(rng, 1e-9, 700.0)
+        frac = 0.5 if frac >= 1.0 else frac
+        lo = float(numeric.amplification_upper(frac, eps))
+        if not lo < eps:
+            continue
+        target = float(np.exp(rng.uniform(math.log(lo), math.log(eps))))
+        k = cluster._max_k_for(frac, eps, target)
+        if k is None or k < 0:
+            continue
+        vals.append(float(k))
+        cases.append({"A": frac, "eps": eps, "target": target})
+    return Batch(np.array(vals), cases)
+
+
+def or_max_k(c: dict, v: float):
+    """K is feasible (B(A, K, ε) <= T exactly) and K + 1 is not, unless B(A, K + 1, ε) is
+    within 1e-12 of T (the outward rounding may then reject it)."""
+    t = mpf(c["target"])
+    at_k = min(osd.ratio(c["A"], int(v), c["eps"]), mpf(c["eps"]))
+    at_next = min(osd.ratio(c["A"], int(v) + 1, c["eps"]), mpf(c["eps"]))
+    ok = at_k <= t and (at_next > t or (t - at_next) <= t * mp.mpf("1e-12"))
+    return ok, mpf(v)
+
+
 def sys_designs(rng: np.random.Generator, k: int, order: str) -> list[dict]:
     out = []
     for _ in range(k):
@@ -1545,6 +1572,7 @@ INVENTORY: list[Formula] = [
         inverse_oracle(lambda c, x: srswr_exact_upper(c, x)),
         loose=lambda c: srswr_v(c, c["value"]) > mpf(c["value"]) * (1 - mp.mpf(10) ** -9),
         note=RELAX_NOTE,
+        max_points=120,
     ),
     Formula(
         "srswr impossible_above",
@@ -1658,6 +1686,14 @@ INVENTORY: list[Formula] = [
         "certified",
         gen_cluster_certified,
         inverse_oracle(or_cluster_at),
+    ),
+    Formula(
+        "cluster largest K for a target (invert details)",
+        "cluster",
+        "calibrated",
+        gen_max_k,
+        or_max_k,
+        note="integer inverse: K feasible in exact arithmetic and K + 1 not (or within 1e-12)",
     ),
     Formula(
         "systematic random upper",
@@ -1791,7 +1827,7 @@ INVENTORY: list[Formula] = [
         gen_weights,
         or_weights,
         rel_tol=1e-12,
-        max_points=200,
+        max_points=100,
     ),
     # pws
     Formula(
