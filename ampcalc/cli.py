@@ -115,6 +115,19 @@ def resolve_format(fmt: Format | None, as_json: bool) -> Format:
     return fmt or Format.table
 
 
+def _check_epsilon(value: float | None, option: str) -> None:
+    """An ε option is finite, > 0 and within the limit (``ampcalc.limits``)."""
+    from .limits import LIMITS
+
+    if value is None:
+        return
+    cap = LIMITS["epsilon"].value
+    if cap < value < float("inf"):  # NaN, inf and <= 0: the engine's own messages
+        raise typer.BadParameter(
+            f"expected a number in (0, {cap:,}], got {value:g}", param_hint=option
+        )
+
+
 def emit(text: str) -> None:
     try:
         sys.stdout.write(text)
@@ -163,6 +176,7 @@ def bound(
     Example:  ampcalc bound examples/designs/srswor.yaml --json
     """
     output = resolve_format(fmt, as_json)
+    _check_epsilon(epsilon, "--epsilon")
     from . import engine, render
 
     designs = load(design, set_)
@@ -217,6 +231,7 @@ def invert(
     Example:  ampcalc invert examples/designs/srswor.yaml --target 1.0
     """
     output = resolve_format(fmt, as_json)
+    _check_epsilon(target, "--target")
     from . import engine, render
 
     designs = load(design, set_)

@@ -24,6 +24,7 @@ import yaml
 
 from . import schemes
 from .errors import AmpcalcError, DesignError, Where
+from .limits import LIMITS, limit
 from .model import Design, Mechanism, Neighbours, Release, Target
 from .schemes.base import Field, Scheme
 from .validate import (
@@ -38,10 +39,11 @@ from .validate import (
     read_fields,
 )
 
-MAX_BYTES = 50 * 1024 * 1024
-MAX_ALIASES = 100
-MAX_NODES = 1_000_000
-MAX_RELEASES = 100_000
+MAX_BYTES = limit("file_bytes")
+MAX_ALIASES = limit("yaml_aliases")
+MAX_NODES = limit("yaml_nodes")
+MAX_DEPTH = limit("yaml_depth")
+MAX_RELEASES = limit("releases")
 DEFAULT_FILE = "ampcalc.yaml"
 
 DESIGN_KEYS = ("name", "mechanism", "sampling", "guarantee", "target")
@@ -73,15 +75,33 @@ _FLOAT_12 = re.compile(
 )
 
 
-class _Loader(yaml.SafeLoader):
-    """Safe loader with YAML 1.2 floats, marks, and limits."""
+try:  # libyaml scans and parses ~100x faster; events and marks are the same
+    from yaml.cyaml import CParser as _Parser
+
+    _Scanning: tuple[type, ...] = (_Parser,)
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    _Scanning = (yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser)
+
+
+class _Loader(  # type: ignore[misc]
+    yaml.composer.Composer,
+    *_Scanning,
+    yaml.constructor.SafeConstructor,
+    yaml.resolver.Resolver,
+):
+    """Safe loader with YAML 1.2 floats, marks, and limits (nodes, aliases, depth)."""
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        for base in _Scanning:
+            base.__init__(self, stream)  # type: ignore[misc]
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
         self._aliases = 0
         self._nodes = 0
+        self._depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_ALIASES:
@@ -94,10 +114,20 @@ class _Loader(yaml.SafeLoader):
         self._nodes += 1
         if self._nodes > MAX_NODES:
             raise _LimitError(
-                f"more than {MAX_NODES} YAML nodes; a design is far smaller",
+                f"more than {MAX_NODES:,} YAML nodes; a design is far smaller "
+                f"({LIMITS['yaml_nodes'].alternative})",
                 self.peek_event().start_mark,
             )
-        return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _LimitError(
+                    f"YAML nested more than {MAX_DEPTH} levels deep; a design is far flatter",
+                    self.peek_event().start_mark,
+                )
+            return yaml.composer.Composer.compose_node(self, parent, index)
+        finally:
+            self._depth -= 1
 
 
 class _LimitError(Exception):
@@ -111,6 +141,7 @@ _Loader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:float"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+_Loader.yaml_constructors = dict(yaml.SafeLoader.yaml_constructors)
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
 
 
@@ -148,9 +179,19 @@ _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
+def _char(c: Any) -> str:
+    code = c if isinstance(c, int) else ord(c) if isinstance(c, str) and len(c) == 1 else None
+    return f"character U+{code:04X}" if code is not None else "a control character"
+
+
 def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
     """Parse YAML text safely, keeping marks; errors become ``DesignError``."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except UnicodeError:
+        raise DesignError(
+            "not valid UTF-8 text (undecodable bytes)", where=Where(file=filename)
+        ) from None
     try:
         return loader.get_single_data()
     except _LimitError as err:
@@ -163,6 +204,7 @@ def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
         problem = err.problem or "invalid YAML"
         if err.context:
             problem = f"{err.context}: {problem}"
+        problem = " ".join(problem.split())
         raise DesignError(
             f"YAML syntax error: {problem}",
             where=Where(
@@ -171,10 +213,21 @@ def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
                 column=mark.column + 1 if mark else None,
             ),
         ) from None
+    except yaml.reader.ReaderError as err:
+        line = text[: err.position].count("\n") + 1 if isinstance(err.position, int) else None
+        raise DesignError(
+            f"YAML error: {_char(err.character)} is not allowed in YAML text",
+            where=Where(file=filename, line=line),
+        ) from None
     except yaml.YAMLError as err:
-        raise DesignError(f"YAML error: {err}", where=Where(file=filename)) from None
+        problem = " ".join(str(err).split())
+        raise DesignError(f"YAML error: {problem}", where=Where(file=filename)) from None
     except RecursionError:
         raise DesignError("YAML nested too deeply", where=Where(file=filename)) from None
+    except UnicodeError:
+        raise DesignError(
+            "not valid UTF-8 text (undecodable bytes)", where=Where(file=filename)
+        ) from None
     finally:
         loader.dispose()
 
@@ -234,9 +287,15 @@ def read_source(path: str | Path | None) -> tuple[str, str]:
 # Mechanism, target, sampling
 # --------------------------------------------------------------------------------------
 
-_EPS = Field(name="epsilon", kind="float", doc="M's ε", low=0.0, low_open=True)
+MAX_EPSILON = float(limit("epsilon"))
+_EPS = Field(name="epsilon", kind="float", doc="M's ε", low=0.0, low_open=True, high=MAX_EPSILON)
 _EPS_R = Field(
-    name="epsilon_replace_one", kind="float", doc="M's replace-one ε", low=0.0, low_open=True
+    name="epsilon_replace_one",
+    kind="float",
+    doc="M's replace-one ε",
+    low=0.0,
+    low_open=True,
+    high=MAX_EPSILON,
 )
 _GROUP = Field(name="group_size", kind="int", doc="records of one unit that change", low=1)
 _NEIGHBOURS = Field(
@@ -317,6 +376,10 @@ def parse_mechanism(
             )
         releases = tuple(items)
         eps = math.fsum(r.epsilon for r in items)
+        if eps > MAX_EPSILON:
+            raise DesignError(
+                LIMITS["epsilon"].message(eps), where=ctx.where(rpath, data, "releases")
+            )
         delta = math.fsum(r.delta for r in items)
         if not delta < getattr(scheme, "max_delta", 1.0):
             raise DesignError(
@@ -379,7 +442,14 @@ def parse_mechanism(
 
 
 _TARGET_FIELDS = (
-    Field(name="epsilon_prime", kind="float", doc="target ε′", low=0.0, low_open=True),
+    Field(
+        name="epsilon_prime",
+        kind="float",
+        doc="target ε′",
+        low=0.0,
+        low_open=True,
+        high=float(limit("epsilon")),
+    ),
     Field(name="delta_prime", kind="float", doc="target δ′", low=0.0, high=1.0),
 )
 

@@ -216,6 +216,12 @@ def largest_feasible_radius(coef: LinearCoefficients, eps_star: float) -> float:
 # --------------------------------------------------------------------------------------
 
 
+def _nan_up(ub: np.ndarray) -> np.ndarray:
+    """A cell bound that came out NaN (overflow far out in the domain) bounds nothing: +inf."""
+    ub = np.asarray(ub, dtype=float)
+    return np.where(np.isnan(ub), np.inf, ub)
+
+
 def domain_supremum(
     cell_upper: Callable[[np.ndarray, np.ndarray], np.ndarray],
     point_lower: Callable[[np.ndarray], np.ndarray],
@@ -243,7 +249,7 @@ def domain_supremum(
     vals = point_lower(pts)
     best_i = int(np.argmax(vals))
     best, best_z = float(vals[best_i]), float(pts[best_i])
-    ub = cell_upper(zl, zh)
+    ub = _nan_up(cell_upper(zl, zh))
     dropped = 0.0  # the largest bound of the cells no longer refined (kept in the answer)
     for _ in range(max_rounds):
         top = float(np.max(ub))
@@ -253,6 +259,9 @@ def domain_supremum(
         if not keep.all():
             dropped = max(dropped, float(np.max(ub[~keep])))
         zl, zh = zl[keep], zh[keep]
+        if zl.size == 0:  # nothing left to refine (e.g. a bound that is +inf everywhere)
+            ub = ub[keep]
+            break
         if zl.size * 8 > max_cells:
             # too many candidate cells: keep the sound bound as it stands
             return float(max(top, best, dropped)), best, best_z
@@ -266,7 +275,7 @@ def domain_supremum(
         if v[i] > best:
             best, best_z = float(v[i]), float(mids[i])
         zl, zh = nl, nh
-        ub = cell_upper(zl, zh)
+        ub = _nan_up(cell_upper(zl, zh))
     top = float(np.max(ub)) if ub.size else best
     return float(max(top, best, dropped)), best, best_z
 

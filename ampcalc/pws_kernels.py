@@ -49,12 +49,18 @@ def inclusion_probabilities(
 
 def L_eps_delta(eps: float, delta: float) -> float:
     """L(ε, δ) = (1/ε) ln((e^ε − 1 + 2δ)/(δ(e^ε + 1))) (004 Eq. 3), stable form."""
-    num = math.log(math.expm1(eps) + 2.0 * delta)
+    if eps > 30.0:  # e^ε − 1 + 2δ = e^ε(1 + (2δ − 1)e^{−ε}); no overflow for large ε
+        num = eps + math.log1p((2.0 * delta - 1.0) * math.exp(-eps))
+    else:
+        num = math.log(math.expm1(eps) + 2.0 * delta)
     den = math.log(delta) + eps + math.log1p(math.exp(-eps))
     return max(0.0, (num - den) / eps)
 
 
 def _step_consts(eps: float) -> tuple[float, float]:
+    # above ε = 700 the factor e^ε is taken as e^700 (every constraint π_i <= e^ε π_{i−1} + δ
+    # at the smaller factor implies the one at ε: the table stays private, never overflows)
+    eps = min(eps, 700.0)
     return math.exp(eps), math.exp(-eps)
 
 

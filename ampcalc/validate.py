@@ -141,6 +141,29 @@ def mapping(value: Any, ctx: Reader, path: str, container: Any, key: Any, what: 
     return value
 
 
+#: largest whole number every float represents exactly (sizes and counts stay below it)
+MAX_EXACT_INT = 2**53
+
+
+def is_real(value: Any) -> bool:
+    """A finite ``int`` or ``float`` (not a bool) that converts to a finite float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int beyond the float range
+        return False
+
+
+def is_whole(value: Any, low: int = 0, high: int = MAX_EXACT_INT) -> bool:
+    """A whole number (``int`` or integral float) in ``[low, high]``."""
+    if not is_real(value):
+        return False
+    if isinstance(value, float) and not value.is_integer():
+        return False
+    return low <= int(value) <= high
+
+
 def number(value: Any, spec: Field, where: Where) -> int | float:
     """Validate one numeric value against a ``Field`` spec (type, finiteness, domain)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -508,6 +508,22 @@ def gen_poisson_inverse(kind: str, group: int = 1):
     return gen
 
 
+def gen_poisson_replace_inverse(kind: str):
+    def gen(n: int, rng: np.random.Generator) -> Batch:
+        ds = [
+            {"q": float(q), "ratio": 2 if i % 2 else 1} for i, q in enumerate(rate_points(rng, 20))
+        ]
+
+        def run(d: dict, t: np.ndarray) -> np.ndarray:
+            nb = ADD_REMOVE if d["ratio"] == 2 else BOTH
+            a = poisson.analyse(poisson.Params(rate=d["q"]), mech(nb), REPLACE_ONE)
+            return (certified_of if kind == "certified" else impossible_of)(a)(t)
+
+        return per_design(n, rng, ds, run, targets=True)
+
+    return gen
+
+
 def gen_poisson_group(which: str):
     def gen(n: int, rng: np.random.Generator) -> Batch:
         ds = [
@@ -628,12 +644,16 @@ def gen_group_srswor(which: str):
     return gen
 
 
-def gen_group_srswor_inverse(n: int, rng: np.random.Generator) -> Batch:
-    def run(d: dict, t: np.ndarray) -> np.ndarray:
-        p = srswor.Params(population=d["N"], sample=d["m"])
-        return certified_of(srswor.analyse(p, mech(group=d["g"]), REPLACE_ONE))(t)
+def gen_group_srswor_inverse(kind: str):
+    def gen(n: int, rng: np.random.Generator) -> Batch:
+        def run(d: dict, t: np.ndarray) -> np.ndarray:
+            p = srswor.Params(population=d["N"], sample=d["m"])
+            a = srswor.analyse(p, mech(group=d["g"]), REPLACE_ONE)
+            return (certified_of if kind == "certified" else impossible_of)(a)(t)
 
-    return per_design(n, rng, hyp_designs(rng, 15), run, targets=True, hi=200.0)
+        return per_design(n, rng, hyp_designs(rng, 15), run, targets=True, hi=200.0)
+
+    return gen
 
 
 # --- random size ---------------------------------------------------------------------------
@@ -1215,6 +1235,120 @@ def or_strat_at(c: dict, x: mp.mpf) -> mp.mpf:
     return 2 * worst if c["guarantee"] == "replace-one" else worst
 
 
+ALLOCATIONS = ("randomized", "nearest", "floor", "poisson", "fixed", "neyman")
+
+
+def strat_alloc_designs(rng: np.random.Generator, k: int) -> list[dict]:
+    out = []
+    for i in range(k):
+        alloc = ALLOCATIONS[i % len(ALLOCATIONS)]
+        sizes = [one_size(rng, 10, 10**9) for _ in range(int(rng.integers(1, 5)))]
+        rate = float(max(one_rate(rng, 1e-6), 1.0 / min(sizes)))
+        d: dict[str, Any] = {
+            "alloc": alloc,
+            "sizes": sizes,
+            "rate": rate,
+            "guarantee": "replace-one" if i % 12 >= 6 or alloc == "fixed" else "add-remove",
+            "nb": "both" if i % 2 else "add-remove",
+        }
+        if alloc == "fixed":
+            d["samples"] = [int(np.clip(round(n * one_rate(rng)), 1, n)) for n in sizes]
+        if alloc == "neyman":
+            m0 = [int(rng.integers(0, 100)) for _ in sizes]
+            d["allocs"] = [m0, [m + int(rng.integers(-2, 3)) if m >= 2 else m for m in m0]]
+        out.append(d)
+    return out
+
+
+def strat_alloc_design(d: dict):
+    strata = [{"name": f"s{j}", "size": n, "sd": 1.0} for j, n in enumerate(d["sizes"])]
+    sampling: dict[str, Any] = {"scheme": "stratified", "value_bound": 1.0, "strata": strata}
+    alloc = d["alloc"]
+    if alloc in ("randomized", "nearest", "floor"):
+        sampling.update(allocation="proportional", rounding=alloc, rate=d["rate"])
+    elif alloc == "poisson":
+        sampling.update(allocation="poisson", rate=d["rate"])
+    elif alloc == "fixed":
+        sampling["allocation"] = "fixed"
+        for st, m in zip(strata, d["samples"], strict=True):
+            st["sample"] = m
+    else:
+        sampling.update(allocation="neyman", total_sample=sum(d["allocs"][0]) or 1)
+        sampling["allocations"] = d["allocs"]
+    return design(sampling, d["nb"], guarantee=d["guarantee"])
+
+
+def gen_strat_alloc(which: str):
+    def gen(n: int, rng: np.random.Generator) -> Batch:
+        ds = [
+            d
+            for d in strat_alloc_designs(rng, 36)
+            if which == "lower" or d["alloc"] != "neyman"  # neyman: lower bound only
+        ]
+
+        def run(d: dict, e: np.ndarray) -> np.ndarray:
+            a = engine.analyse(strat_alloc_design(d))
+            return (a.upper if which == "upper" else a.lower)(e)
+
+        return per_design(n, rng, ds, run)
+
+    return gen
+
+
+def strat_boundary(c: dict) -> bool:
+    """The float rule ⌊fl(rN) + ½⌋ picks a different m_h than exact arithmetic."""
+    if c["alloc"] not in ("nearest", "floor"):
+        return False
+    from fractions import Fraction
+
+    half = Fraction(1, 2) if c["alloc"] == "nearest" else Fraction(0)
+    return any(
+        int(Fraction(c["rate"]) * n + half) != int(np.floor(c["rate"] * n + float(half)))
+        for n in c["sizes"]
+    )
+
+
+def strat_eps_r(c: dict, e: mp.mpf) -> mp.mpf:
+    return e if c["nb"] == "both" else 2 * e
+
+
+def or_strat_alloc(which: str):
+    def f(c: dict, v: float) -> mp.mpf:
+        e = mpf(c["eps"])
+        alloc, replace, r = c["alloc"], c["guarantee"] == "replace-one", mpf(c["rate"])
+        er = strat_eps_r(c, e)
+        if alloc == "fixed":
+            q = max(mp.mpf(m) / n for m, n in zip(c["samples"], c["sizes"], strict=True))
+            return osd.amp(q, er)
+        if alloc == "neyman":  # Δ∞·min(ε_D, ε_R) or Δ₁·min(ε_D, ε_R/2), halved for add-remove
+            diff = [abs(a - b) for a, b in zip(*c["allocs"], strict=True)]
+            low = max(max(diff) * min(e, er), sum(diff) * min(e, er / 2))
+            return low if replace else low / 2
+        if which == "upper":
+            if alloc == "randomized":
+                ups = [osd.thm43_general(2 * r, r, e) for _ in c["sizes"]]
+            elif alloc == "poisson":
+                ups = [osd.amp(r, e)]
+            else:  # Lemma B.1 at m_h = ⌊rN_h + ½⌋ or ⌊rN_h⌋ (exact rationals)
+                from fractions import Fraction
+
+                half = Fraction(1, 2) if alloc == "nearest" else Fraction(0)
+                ms = [int(Fraction(c["rate"]) * n + half) for n in c["sizes"]]
+                qs = [
+                    min(mp.mpf(1), mp.mpf(m + 1) / n) for m, n in zip(ms, c["sizes"], strict=True)
+                ]
+                ups = [osd.amp(q, 2 * e) + e for q in qs]
+            worst = max(ups)
+            return 2 * worst if replace else worst
+        if alloc in ("nearest", "floor"):
+            return max(min(e, er), 2 * min(e, er / 2)) if replace else e
+        if alloc == "poisson" and replace:
+            return osd.poisson_replace_lower(r, e, er)
+        return osd.amp(r, min(e, er) if replace else e)
+
+    return f
+
+
 # --- importance ------------------------------------------------------------------------------
 
 
@@ -1446,11 +1580,20 @@ INVENTORY: list[Formula] = [
         "srswor group certified",
         "srswor",
         "certified",
-        gen_group_srswor_inverse,
+        gen_group_srswor_inverse("certified"),
         inverse_oracle(lambda c, x: hyp_exact_upper(c, x)),
         rel_tol=2e-10,
         loose=lambda c: hyp_v(c, c["value"]) > mpf(c["value"]),
         note=RELAX_NOTE + "; " + GROUP_NOTE,
+    ),
+    Formula(
+        "srswor group impossible_above (root-finder)",
+        "srswor",
+        "impossible",
+        gen_group_srswor_inverse("impossible"),
+        inverse_oracle(lambda c, x: hyp_v(c, x)),
+        rel_tol=2e-10,
+        note=GROUP_NOTE,
     ),
     Formula(
         "srswor delta_prime",
@@ -1467,6 +1610,20 @@ INVENTORY: list[Formula] = [
         lambda c, v: (exact_delta_prime(c, v, c["eps"]), None),
         loose=delta_saturated,
         note="no accuracy check where δ_R = min((1 + e^ε)δ, 1) saturates (any δ meets δ′)",
+    ),
+    Formula(
+        "poisson replace-one certified (root-finder)",
+        "poisson",
+        "certified",
+        gen_poisson_replace_inverse("certified"),
+        inverse_oracle(lambda c, x: osd.poisson_replace_upper(c["q"], x, c["ratio"] * x)),
+    ),
+    Formula(
+        "poisson replace-one impossible_above (root-finder)",
+        "poisson",
+        "impossible",
+        gen_poisson_replace_inverse("impossible"),
+        inverse_oracle(lambda c, x: osd.poisson_replace_lower(c["q"], x, c["ratio"] * x)),
     ),
     Formula(
         "poisson delta_prime",
@@ -1529,6 +1686,16 @@ INVENTORY: list[Formula] = [
         inverse_oracle(
             lambda c, x: osd.amp(c["q"], x),
             lambda c: oracle.amplification_inverse(c["q"], c["target"]),
+        ),
+    ),
+    Formula(
+        "poisson group impossible_above",
+        "poisson",
+        "impossible",
+        gen_poisson_inverse("impossible", group=3),
+        inverse_oracle(
+            lambda c, x: 3 * osd.amp(c["q"], x),
+            lambda c: oracle.amplification_inverse(c["q"], mpf(c["target"]) / 3),
         ),
     ),
     Formula(
@@ -1790,6 +1957,23 @@ INVENTORY: list[Formula] = [
         "lower",
         gen_q_eps(lambda q, e: stratified.lower_epsilon(q, e)),
         or_amp,
+    ),
+    Formula(
+        "stratified upper (every allocation, both guarantees)",
+        "stratified",
+        "upper",
+        gen_strat_alloc("upper"),
+        or_strat_alloc("upper"),
+        loose=strat_boundary,
+        note="no accuracy check where r·N_h is within rounding of a rounding boundary "
+        "(the float allocation is then the larger one, never the smaller)",
+    ),
+    Formula(
+        "stratified lower (every allocation, both guarantees)",
+        "stratified",
+        "lower",
+        gen_strat_alloc("lower"),
+        or_strat_alloc("lower"),
     ),
     Formula(
         "stratified randomized certified",

@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from .. import numeric
-from ..validate import MarkedDict, MarkedList, check_keys, describe
+from ..limits import LIMITS
+from ..validate import MAX_EXACT_INT, MarkedDict, MarkedList, check_keys, describe, is_whole
 
 #: inline ``sizes:`` lists are read item by item (with marks); files have no cap.
-INLINE_MAX = 100_000
+INLINE_MAX = LIMITS["inline_list"].value
 
 
 def ratio_bound(frac: Any, k: Any, eps: Any) -> np.ndarray:
@@ -253,8 +254,10 @@ def read_clusters(raw: Any, reader: Any, path: str, *, minimum: int = 2) -> Clus
     if "count" in raw:
         for key, low in (("count", minimum), ("size", 0)):
             v = raw[key]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < low:
-                raise at(key)(f"expected a whole number >= {low}, got {describe(v)}")
+            if not is_whole(v, low):
+                raise at(key)(
+                    f"expected a whole number >= {low}, got {describe(v)} (at most 2^53)"
+                )
         k, c = int(raw["count"]), int(raw["size"])
         return ClusterSizes(count=k, largest=(c, c), smallest=c, total=k * c, source=f"{k} x {c}")
     if "file" in raw:
@@ -268,19 +271,14 @@ def read_clusters(raw: Any, reader: Any, path: str, *, minimum: int = 2) -> Clus
         if not isinstance(items, list) or not items:
             raise at("sizes")(f"expected a non-empty list of cluster sizes, got {describe(items)}")
         if len(items) > INLINE_MAX:
-            raise at("sizes")(
-                f"{len(items)} inline sizes; at most {INLINE_MAX} inline (use `file:`)"
-            )
+            raise at("sizes")(LIMITS["inline_list"].message(len(items)))
         for i, v in enumerate(items):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0:
-                bad = True
-            else:
-                bad = float(v) != int(v)
-            if bad:
+            if not is_whole(v):
                 mark = items if isinstance(items, MarkedList) else None
                 raise reader.error(
                     f"{path}.sizes[{i}]",
-                    f"cluster size {i}: expected a whole number >= 0, got {describe(v)}",
+                    f"cluster size {i}: expected a whole number >= 0, got {describe(v)} "
+                    "(at most 2^53)",
                     container=mark,
                     key=i,
                 )
@@ -292,6 +290,11 @@ def read_clusters(raw: Any, reader: Any, path: str, *, minimum: int = 2) -> Clus
         )
     if int(sizes.max()) == 0:
         raise at("file" if "file" in raw else "sizes")("every cluster is empty")
+    if float(sizes.sum(dtype=np.float64)) > MAX_EXACT_INT:
+        raise at("file" if "file" in raw else "sizes")(
+            "the clusters hold more than 2^53 records in all; sizes this large are not exact "
+            "as numbers"
+        )
     return summarise(sizes, source)
 
 

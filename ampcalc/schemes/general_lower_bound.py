@@ -97,7 +97,7 @@ def check(params: Params) -> list[Problem]:
                     out.append(
                         Problem(field=name, message=f"`{name}` belongs to `result: {other}`")
                     )
-    if params.result == "proposition-6.1":
+    if params.result == "proposition-6.1" and not out:
         den = params.p_prime * params.a_prime + params.q_prime * (1 - params.a_prime)
         if den <= 0:
             out.append(

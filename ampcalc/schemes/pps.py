@@ -16,9 +16,10 @@ import numpy as np
 
 from .. import numeric
 from ..errors import ConditionError
+from ..limits import LIMITS
 from ..model import Mechanism, Neighbours
 from ..papers import BUN_2022, IMPORTANCE, cite
-from ..validate import describe
+from ..validate import describe, is_real
 from ._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
 from .base import Analysis, Field, Scheme
 
@@ -91,9 +92,9 @@ def _numbers(raw: Any, reader: Any, path: str, what: str, *, positive: bool) -> 
     if not isinstance(raw, list) or not raw:
         raise reader.error(path, f"expected a non-empty list of {what}, got {describe(raw)}")
     if len(raw) > INLINE_MAX:
-        raise reader.error(path, f"{len(raw)} inline values; at most {INLINE_MAX} (use file:)")
+        raise reader.error(path, LIMITS["inline_list"].message(len(raw)))
     for i, v in enumerate(raw):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+        if not is_real(v) or v < 0:
             raise reader.error(
                 f"{path}[{i}]",
                 f"item {i}: expected a finite number >= 0, got {describe(v)}",

@@ -90,7 +90,9 @@ def lower_epsilon(eps: np.ndarray, *, max_inclusion: float) -> np.ndarray:
 WITNESS_MAX_DISTINCT = 5000
 
 
-def laplace_witness(sizes: np.ndarray, eps: float) -> float | None:
+def laplace_witness(
+    sizes: np.ndarray, eps: float, counts: np.ndarray | None = None
+) -> float | None:
     """Exact loss of the Laplace witness of spec §7.3 for one cluster drawn by PPS.
 
     Basis: spec §7.3 (derived; 000_97a39a4c524f603f.txt §6.2 gives no closed form).
@@ -103,7 +105,12 @@ def laplace_witness(sizes: np.ndarray, eps: float) -> float | None:
         maximised over i ∈ {largest, smallest non-empty cluster}.
     Numerics: logsumexp over the components; rounded down. Neighbours: add-remove.
     """
-    vals, counts = np.unique(sizes[sizes > 0], return_counts=True)
+    if counts is None:
+        vals, counts = np.unique(sizes[sizes > 0], return_counts=True)
+    else:  # distinct positive sizes and how many clusters have each (no O(k) array)
+        vals = np.asarray(sizes)
+    if vals.size == 0:
+        return None
     if vals.size > WITNESS_MAX_DISTINCT:
         return None
     n = float(np.sum(vals * counts))
@@ -177,8 +184,16 @@ def _witness_details(cl: ClusterSizes, chosen: int, mechanism: Mechanism) -> dic
     """The exact Laplace-witness loss (add-remove) at the declared ε, where it applies."""
     if chosen != 1 or not mechanism.epsilon_add_remove_known():
         return {}
-    sizes = cl.sizes if cl.sizes is not None else np.full(cl.count, cl.largest[0])
-    value = laplace_witness(sizes, float(mechanism.epsilon))
+    if cl.sizes is not None:
+        value = laplace_witness(cl.sizes, float(mechanism.epsilon))
+    elif cl.largest[0] > 0:  # {count, size}: one size, k clusters
+        value = laplace_witness(
+            np.array([cl.largest[0]]), float(mechanism.epsilon), np.array([cl.count])
+        )
+    else:
+        return {}
+    if value is None and cl.sizes is None:
+        return {}
     if value is None:
         return {"laplace_witness_note": f"more than {WITNESS_MAX_DISTINCT} distinct sizes"}
     return {

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import pws_kernels as K
 from ..errors import ConditionError
+from ..limits import LIMITS
 from ..model import Mechanism, Neighbours
 from ..papers import PWS, cite
 from .base import Analysis, Field, Problem, Scheme
@@ -29,6 +30,9 @@ BASIS = (
 
 MAX_ROWS = 1 << 22
 """Largest table computed when looking for the row where π_i = q_i for good."""
+
+REPORT_ROWS = LIMITS["pws_rows"].value
+"""Largest table ``bound``/``invert`` report (every row goes into the result)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,7 +94,7 @@ FIELDS = (
         kind="int",
         doc="rows of the table (default: until π_i = q_i for good)",
         low=1,
-        high=MAX_ROWS,
+        high=REPORT_ROWS,
     ),
     Field(
         name="inclusion",
@@ -219,24 +223,28 @@ class Table:
     n: int
 
 
-def compute_table(params: Params, n: int | None = None) -> Table:
+def compute_table(params: Params, n: int | None = None, *, max_rows: int = MAX_ROWS) -> Table:
     """Algorithm 3 for the design, up to ``n`` rows (default: max_frequency, else until
-    π_i = q_i for good)."""
+    π_i = q_i for good, looking at most ``max_rows`` rows far)."""
     eps, delta = params.epsilon, params.delta
     assert eps is not None and delta is not None
     L = K.L_eps_delta(eps, delta)
-    probe = max(16, 2 * math.ceil(L) + 2, n or 0, params.max_frequency or 0)
+    probe = max(16, 2 * math.ceil(min(L, max_rows)) + 2, n or 0, params.max_frequency or 0)
     if params.method == "priority" and params.inclusion is None:
-        probe = max(probe, int((1.0 / params.threshold) ** (1.0 / params.weight_power)) + 2)
+        try:
+            top = (1.0 / params.threshold) ** (1.0 / params.weight_power)
+        except OverflowError:
+            top = math.inf
+        probe = max(probe, int(min(top, max_rows)) + 2)
     settled = None
     while True:
-        probe = min(probe, MAX_ROWS)
+        probe = min(probe, max_rows)
         q = q_of(params, probe)
         pi = K.reporting_probabilities(q, eps, delta)
         if _stays_settled(params, q, pi, eps, delta):
             settled = K.settled_index(q, pi)
             break
-        if probe >= MAX_ROWS:
+        if probe >= max_rows:
             break
         probe *= 2
     rows = n or params.max_frequency or (settled if settled is not None else probe)
@@ -255,7 +263,7 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
             "PWS (004_219872908bad6779.txt Alg. 3) needs a target (ε, δ) with 0 < δ <= 1: "
             "with δ = 0 no key can be reported"
         )
-    t = compute_table(params)
+    t = compute_table(params, max_rows=REPORT_ROWS)
     n = t.n
     q, pi = t.q, t.pi
     with np.errstate(divide="ignore", invalid="ignore"):

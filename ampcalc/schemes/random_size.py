@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from .. import numeric
-from ..errors import ConditionError
+from ..errors import ConditionError, DesignError, Where
+from ..limits import LIMITS
 from ..model import Mechanism, Neighbours
 from ..papers import BUN_2022, cite
 from .base import Analysis, Field, Scheme
@@ -31,6 +32,8 @@ TAIL_LOG = 60.0
 INTERIOR_SD = 12.0
 PMF_SUM_TOL = 1e-9
 CHUNK = 1 << 20
+WINDOW_MAX = LIMITS["size_window"].value
+PMF_MAX = LIMITS["pmf_values"].value
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -172,6 +175,8 @@ def _read_prob_file(path: Path, fail: Any) -> np.ndarray:
         return np.asarray(arr, dtype=float)
     text = path.read_text()
     lines = text.splitlines()
+    if len(lines) > PMF_MAX + 1:
+        raise fail(f"{path}: " + LIMITS["pmf_values"].message(len(lines)))
     start = 0
     if lines:
         try:
@@ -273,6 +278,8 @@ def parse_size(raw: Any, n: int, reader: Any) -> SizeDistribution:
                 )
             if np.unique(sizes).size != sizes.size:
                 raise at("values")("sizes must be distinct")
+    if probs.size > PMF_MAX:
+        raise at(key)(LIMITS["pmf_values"].message(int(probs.size)))
     if probs.size > n + 1:
         raise at(key)(
             f"the pmf has {probs.size} entries, longer than N + 1 = {n + 1} (sizes 0..N)"
@@ -334,6 +341,11 @@ def _window_mean(
     h = max(int(h), 2)
     while True:
         a, b = max(0, mode - h), min(n, mode + h)
+        if b - a + 1 > WINDOW_MAX:
+            raise DesignError(
+                LIMITS["size_window"].message(b - a + 1),
+                where=Where(field="sampling.size"),
+            )
         lo_x, hi_x = max(0, a - 1), min(n, b + 1)
         w_ext = logw(lo_x, hi_x)
         w = w_ext[a - lo_x : a - lo_x + (b - a + 1)]
@@ -374,6 +386,8 @@ def _window_mean(
 
 def _normal_window(mean: float, sd: float, n: int, eps: float) -> tuple[float, ...]:
     c = mean + eps * sd * sd
+    if not abs(c) < 1e150:  # (m − c)² would overflow
+        raise OverflowError(c)
     mode = int(min(n, max(0, round(c))))
     d = c - n if c > n else 0.0
     h = math.sqrt(2 * TAIL_LOG) * sd
@@ -555,7 +569,15 @@ def tilted_mean_bounds(
             lo[interior] = ci - err
             hi[interior] = ci + err
         for i in np.flatnonzero(~interior):
-            mean, gap, log_gap, log_tau, rel = _normal_window(mu, sd, n, float(flat[i]))
+            try:
+                mean, gap, log_gap, log_tau, rel = _normal_window(mu, sd, n, float(flat[i]))
+            except OverflowError:
+                raise DesignError(
+                    f"sd = {sd:g} is too large at ε = {float(flat[i]):g}: the tilted centre "
+                    "μ + εσ² overflows; a normal this wide is flat on [0, N]: use "
+                    "`distribution: uniform`",
+                    where=Where(field="sampling.size.sd"),
+                ) from None
             # rounding of the centre c: dE/dc = Var/σ² <= 1, and Var <= N(N − E)
             shift = 8 * ULP * abs(c[i])
             gap_rel = min(1.0, n * shift / (sd * sd))

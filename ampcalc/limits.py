@@ -1,0 +1,73 @@
+"""Size caps on user input: one table, so the documentation and the messages agree.
+
+Every cap keeps one run of ``bound``/``invert`` within about a second on a laptop and its
+memory small. An input above a cap is refused with a ``DesignError`` that names the field,
+the cap and, where one exists, the closed-form alternative (e.g. ``{count, size}`` clusters,
+a binomial or normal size distribution, a ``file:`` of sizes), which stays uncapped.
+``docs/limits.md`` lists them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """One cap: its value, what it bounds, and what to use instead."""
+
+    value: int
+    what: str
+    alternative: str = ""
+
+    def message(self, got: int | float) -> str:
+        """``{what}: {got} is above the cap of {value}[; alternative]``."""
+        shown = f"{got:,}" if isinstance(got, int) else f"{got:.6g}"
+        text = f"{self.what}: {shown} is above the limit of {self.value:,}"
+        return text + (f"; {self.alternative}" if self.alternative else "")
+
+
+LIMITS: dict[str, Limit] = {
+    "file_bytes": Limit(50 * 1024 * 1024, "design file size in bytes"),
+    "yaml_nodes": Limit(
+        100_000,
+        "YAML nodes (keys, values and list items) in a design file",
+        "put long lists of sizes or records in a data file (`file:`)",
+    ),
+    "yaml_aliases": Limit(100, "YAML aliases (*name) in a design file"),
+    "yaml_depth": Limit(64, "nesting depth of a design file"),
+    "epsilon": Limit(
+        1_000_000,
+        "an ε (mechanism ε, a release's ε, their sum, a target ε′)",
+        "an ε this large gives no privacy; the bounds are meaningless above it",
+    ),
+    "releases": Limit(10_000, "releases in `mechanism.releases`"),
+    "inline_list": Limit(
+        10_000,
+        "items in an inline list (cluster sizes, size measures, inclusion probabilities)",
+        "put the values in a data file (`{file: sizes.csv}`) or, for equal clusters, use "
+        "`{count: k, size: n}`",
+    ),
+    "pmf_values": Limit(
+        1_000_000,
+        "entries of an explicit size pmf (inline or `file:`)",
+        "use `distribution: binomial` or `normal`, which have no cap",
+    ),
+    "size_window": Limit(
+        1_000_000,
+        "sizes m evaluated one by one for the tilted size distribution (its spread at this "
+        "ε, up to N + 1)",
+        "`distribution: binomial`, `uniform`, and `normal` well inside [0, N] are closed "
+        "forms with no limit",
+    ),
+    "pws_rows": Limit(
+        10_000,
+        "rows of the PWS table reported by bound/invert (`max_frequency`)",
+        "`ampcalc pws table` writes longer tables",
+    ),
+}
+
+
+def limit(name: str) -> int:
+    """The value of cap ``name``."""
+    return LIMITS[name].value
