@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import numeric
+from ._typing import ArrayLike, FloatArray
 
 #: ρ of Su et al. (2016) used for DP-Lloyd noise scales (spec A9, ``kmeans.rho``).
 LLOYD_RHO = 0.225
@@ -42,7 +43,7 @@ def amplify(eps_w: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def personalised_epsilon(
-    q: np.ndarray, a: np.ndarray, *, linear: bool = True, rounding: str = "up"
+    q: ArrayLike, a: ArrayLike, *, linear: bool = True, rounding: str = "up"
 ) -> np.ndarray:
     """Per-record ε̂(x) = log(1 + q(e^{ε(1/q, x)} − 1)) (Theorem 6), rounded outward.
 
@@ -81,12 +82,14 @@ class LinearCoefficients:
     alpha: float
     slope: float
 
-    def at(self, z: np.ndarray) -> np.ndarray:
-        """ε(1, x) at profile norm z."""
+    def at(self, z: ArrayLike) -> FloatArray:
+        """ε(1, x) at profile norm z (a float or an array)."""
         return self.alpha + self.slope * np.asarray(z, dtype=float)
 
 
-def lloyd_noise_scales(noise_constant: float, d: int, r: float, iterations: int) -> tuple:
+def lloyd_noise_scales(
+    noise_constant: float, d: int, r: float, iterations: int
+) -> tuple[float, float]:
     """(β_sum, β_count) of DP-Lloyd from the noise constant B (Su et al. 2016; spec A9).
 
     β_sum = sqrt(T r / B)·(d/(2ρ))^{1/3}, β_count = β_sum·(4dρ²)^{1/3}, ρ = 0.225.
@@ -104,7 +107,8 @@ def lloyd_noise_constant(beta_sum: float, d: int, r: float, iterations: int) -> 
 def lloyd_strong_convexity(s: np.ndarray, iterations: int) -> np.ndarray:
     """μ(x) = (T s)² e^{T s}: the correct Eq. 4 constant (spec A9; not the code's T²·s·e^{Ts})."""
     ts = iterations * np.asarray(s, dtype=float)
-    return ts**2 * np.exp(ts)
+    mu: FloatArray = ts**2 * np.exp(ts)
+    return mu
 
 
 # --------------------------------------------------------------------------------------
@@ -128,7 +132,8 @@ def _lambert_w_star(a: np.ndarray, c: float) -> np.ndarray:
         arg = -r * np.exp(-r)
         wm1 = lambertw(arg, k=-1).real
         u = -wm1 / r
-        return (u - 1.0) / c
+        w: FloatArray = (u - 1.0) / c
+        return w
 
 
 def privacy_constrained_weights(a: np.ndarray, eps_star: float) -> np.ndarray:
@@ -318,7 +323,10 @@ def var_opt_probabilities(norm2: np.ndarray, m: float) -> np.ndarray:
 def laplace_sum_variance(q: np.ndarray, x: np.ndarray, scale: float) -> np.ndarray:
     """Per-coordinate variance Σ_i (1/q_i − 1)x_ij² + 2β² of the HT Laplace sum (spec A8)."""
     q = np.asarray(q, dtype=float)[:, None]
-    return np.sum((1.0 / q - 1.0) * np.asarray(x, dtype=float) ** 2, axis=0) + 2.0 * scale**2
+    var: FloatArray = (
+        np.sum((1.0 / q - 1.0) * np.asarray(x, dtype=float) ** 2, axis=0) + 2.0 * scale**2
+    )
+    return var
 
 
 # --------------------------------------------------------------------------------------
@@ -339,4 +347,5 @@ def uniforms(seed: int, start: int, count: int) -> np.ndarray:
     bg = bg.advance(start) if start else bg
     raw = np.random.Generator(bg).bit_generator.random_raw(count * 4)
     bits[:] = np.asarray(raw, dtype=np.uint64).reshape(count, 4)[:, 0]
-    return ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
+    u: FloatArray = ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
+    return u

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Mechanism, Neighbours
+from ..model import Neighbours
 
 BoundFn = Callable[[np.ndarray], np.ndarray]
 """Declared mechanism ε (array) -> bound on ε′ (array of the same shape)."""
@@ -134,7 +134,9 @@ class Scheme:
         guarantees: relations a guarantee can be asked for; the first is natural.
         basis: the papers and theorems behind it.
         analyse: (params, mechanism, guarantee) -> Analysis; raises
-            ``ConditionError`` naming the theorem and the failed condition.
+            ``ConditionError`` naming the theorem and the failed condition. The
+            mechanism is a ``Mechanism``, the scheme's own object (``parse_mechanism``)
+            or ``None`` (``mechanism_form="none"``).
         check: cross-field validation (bad input), returns problems.
         example: parameters for contract tests and ``ampcalc schemes``.
         mechanism_form: which ``mechanism:`` form the loader accepts
@@ -162,7 +164,7 @@ class Scheme:
     mechanism_relation: str
     guarantees: tuple[Neighbours, ...]
     basis: tuple[str, ...]
-    analyse: Callable[[Any, Mechanism, Neighbours], Analysis]
+    analyse: Callable[[Any, Any, Neighbours], Analysis]
     check: Callable[[Any], list[Problem]] = lambda params: []
     example: Mapping[str, Any] = field(default_factory=dict)
     mechanism_form: str = "epsilon"

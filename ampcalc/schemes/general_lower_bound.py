@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -22,7 +22,14 @@ from .base import Analysis, Field, Problem, Scheme
 
 BASIS = (cite(BUN_2022, "Proposition 6.1"), cite(BUN_2022, "Theorem 5.3"))
 
-_PROB = {"kind": "float", "low": 0.0, "high": 1.0}
+
+class _Probability(TypedDict):
+    kind: str
+    low: float
+    high: float
+
+
+_PROB: _Probability = {"kind": "float", "low": 0.0, "high": 1.0}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,7 +93,7 @@ _NEEDS = {
 
 def check(params: Params) -> list[Problem]:
     """The chosen calculator's inputs are all present, and no others."""
-    out = []
+    out: list[Problem] = []
     for name in _NEEDS[params.result]:
         if getattr(params, name) is None:
             out.append(Problem(field=name, message=f"`{params.result}` needs `{name}`"))
@@ -98,7 +105,9 @@ def check(params: Params) -> list[Problem]:
                         Problem(field=name, message=f"`{name}` belongs to `result: {other}`")
                     )
     if params.result == "proposition-6.1" and not out:
-        den = params.p_prime * params.a_prime + params.q_prime * (1 - params.a_prime)
+        p_prime, a_prime, q_prime = params.p_prime, params.a_prime, params.q_prime
+        assert p_prime is not None and a_prime is not None and q_prime is not None
+        den = p_prime * a_prime + q_prime * (1 - a_prime)
         if den <= 0:
             out.append(
                 Problem(field="p_prime", message="p′a′ + q′(1 − a′) = 0: the ratio is infinite")
@@ -152,9 +161,12 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
                 "000_97a39a4c524f603f.txt Proposition 6.1 is stated for replace-one "
                 "neighbours P, P′ of the same size; it gives no add-remove bound."
             )
-        b4, b5 = proposition_6_1(
-            params.a, params.a_prime, params.p, params.p_prime, params.q, params.q_prime
-        )
+        a, a_prime, p, p_prime = params.a, params.a_prime, params.p, params.p_prime
+        q, q_prime = params.q, params.q_prime
+        # check() has made every Proposition 6.1 input present
+        assert a is not None and a_prime is not None and p is not None
+        assert p_prime is not None and q is not None and q_prime is not None
+        b4, b5 = proposition_6_1(a, a_prime, p, p_prime, q, q_prime)
         best = max(b4, b5, 0.0)
         return Analysis(
             guarantee_neighbours=Neighbours.REPLACE_ONE,
@@ -179,6 +191,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             },
         )
     frac, te, e2 = params.fraction, params.test_epsilon, params.conditional_epsilon
+    assert frac is not None and te is not None  # check() has made them present
 
     def lower(eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)

@@ -15,6 +15,7 @@ a public domain bound ``radius`` (any added record may lie anywhere in it).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +105,12 @@ class Profile:
 
     def replace_one_ratio(self) -> float:
         return 1.0
+
+
+def _given(value: float | None) -> float:
+    """A profile or design figure its kind always sets (e.g. ``scale`` for laplace-sum)."""
+    assert value is not None
+    return value
 
 
 _PROFILE_FIELDS = {
@@ -419,18 +426,19 @@ def _profile_norms(params: Params, profile: Profile) -> np.ndarray:
 def coreset_q(z2: np.ndarray, *, mix: float, m: float, n: float, xbar: float) -> np.ndarray:
     """q(x) = min(1, λm/N + (1 − λ)m‖x‖₂²/(N x̃)) (Def. 14, Poisson form, spec A10)."""
     z2 = np.asarray(z2, dtype=float)
-    return np.minimum(1.0, mix * m / n + (1.0 - mix) * m * z2 * z2 / (n * xbar))
+    q: np.ndarray = np.minimum(1.0, mix * m / n + (1.0 - mix) * m * z2 * z2 / (n * xbar))
+    return q
 
 
-def _map(params: Params, m: float | None = None):
+def _map(params: Params, m: float | None = None) -> Callable[[np.ndarray], np.ndarray]:
     """The public q(‖x‖₂) of uniform/coreset designs."""
-    m = params.expected_size if m is None else m
-    n = params.population
+    size = _given(params.expected_size if m is None else m)
+    n = _given(params.population)
     if params.probabilities == "uniform" or params.mix == 1.0:
-        q0 = min(1.0, m / n)
+        q0 = min(1.0, size / n)
         return lambda z2: np.full(np.shape(z2), q0)
-    xbar = params.mean_sq_norm
-    return lambda z2: coreset_q(z2, mix=params.mix, m=m, n=n, xbar=xbar)
+    xbar = _given(params.mean_sq_norm)
+    return lambda z2: coreset_q(z2, mix=params.mix, m=size, n=n, xbar=xbar)
 
 
 def domain_bracket(
@@ -517,8 +525,9 @@ def record_figures(
         eps_hat = np.where(np.isinf(w), 0.0, eps_hat)
         return RecordFigures(q=q, w=w, eps_hat=eps_hat, outside=outside)
     elif mode == "column":
-        q = params.data.probability
-        assert q is not None
+        column = params.data.probability
+        assert column is not None
+        q = column
         w = 1.0 / q
     else:
         q = _map(params)(np.sqrt(params.data.sq_l2))
@@ -586,12 +595,13 @@ def analyse(params: Params, profile: Profile, guarantee: Neighbours) -> Analysis
 
     details: dict[str, Any] = {"probabilities": mode, "profile": profile.kind, "radius": r}
     if profile.kind == "laplace-sum":
-        details["scale"] = profile.scale / k0
+        details["scale"] = _given(profile.scale) / k0
     if profile.kind == "dp-lloyd":
-        details["noise_constant"] = profile.noise_constant * k0 * k0
-        details["count_scale"] = profile.count_scale / k0
-        details["sum_scale"] = profile.sum_scale / k0
+        details["noise_constant"] = _given(profile.noise_constant) * k0 * k0
+        details["count_scale"] = _given(profile.count_scale) / k0
+        details["sum_scale"] = _given(profile.sum_scale) / k0
     calibrated = False
+    upper: Callable[[np.ndarray], np.ndarray] | None
     certified = None
     impossible_above = None
     eps_star: float | None = None
@@ -634,7 +644,8 @@ def analyse(params: Params, profile: Profile, guarantee: Neighbours) -> Analysis
 
         def upper(eps: np.ndarray) -> np.ndarray:
             e = np.asarray(eps, dtype=float)
-            return np.maximum(eps_star, e)
+            out: np.ndarray = np.maximum(eps_star, e)
+            return out
 
         def lower(eps: np.ndarray) -> np.ndarray:
             def one(k: float) -> float:
@@ -836,7 +847,7 @@ def scale_search(fn: Any, target: float, *, feasible_end: bool) -> float:
     """
 
     def bad(k: float) -> bool:
-        v = fn(k)
+        v = float(fn(k))
         return v > target if feasible_end else v < target
 
     def good(k: float) -> bool:
@@ -905,12 +916,12 @@ def _knob_invert(
             values.append(None)
             continue
         if name == "scale":
-            values.append(float(numeric.round_up(profile.scale / k, 2)))
+            values.append(float(numeric.round_up(_given(profile.scale) / k, 2)))
         else:
-            values.append(float(numeric.round_down(profile.noise_constant * k * k, 4)))
+            values.append(float(numeric.round_down(_given(profile.noise_constant) * k * k, 4)))
             extra = {
-                "count_scale": float(numeric.round_up(profile.count_scale / k, 2)),
-                "sum_scale": float(numeric.round_up(profile.sum_scale / k, 2)),
+                "count_scale": float(numeric.round_up(_given(profile.count_scale) / k, 2)),
+                "sum_scale": float(numeric.round_up(_given(profile.sum_scale) / k, 2)),
             }
     value: Any = values[0] if np.ndim(t) == 0 else values
     knob = {"name": name, "value": value, **(extra if np.ndim(t) == 0 else {})}
@@ -919,7 +930,7 @@ def _knob_invert(
 
 def _size_for_target(params: Params, profile: Profile, k0: float, target: float) -> float | None:
     """Smallest m (weight-linear) or largest m (constant) with sup ε̂ <= target."""
-    n = params.population
+    n = _given(params.population)
     hi_m = (
         n if params.probabilities == "uniform" or params.mix == 1.0 else n / max(params.mix, 1e-12)
     )
@@ -1019,7 +1030,7 @@ def compare(design: Any, target: float) -> dict[str, Any]:
             row["upper"] = domain_bracket(p, profile, k0)[0]
         if profile.kind == "laplace-sum":
             row["mse"] = laplace_sum_mse(
-                fig.q, params.data.sq_l2, profile.scale / k0, params.data.dimension
+                fig.q, params.data.sq_l2, _given(profile.scale) / k0, params.data.dimension
             )
         rows[mode] = row
     if profile.kind == "laplace-sum":
@@ -1032,7 +1043,7 @@ def compare(design: Any, target: float) -> dict[str, Any]:
             "max_epsilon_hat": float(np.max(personalised_epsilon(qv, a))),
             "upper": None,
             "mse": laplace_sum_mse(
-                qv, params.data.sq_l2, profile.scale / k0, params.data.dimension
+                qv, params.data.sq_l2, _given(profile.scale) / k0, params.data.dimension
             ),
         }
     return {"expected_size": m, "target_epsilon_prime": target, "strategies": rows}
