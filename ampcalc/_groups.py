@@ -25,9 +25,17 @@ outward, and explicit relative/absolute slack before outward rounding.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import numeric
+from ._typing import ArrayLike
+
+if TYPE_CHECKING:
+    from .model import Mechanism, Neighbours
+    from .schemes import poisson, srswor
+    from .schemes.base import Analysis
 
 _REL = 1e-10  # relative slack covering the kernels' accumulated rounding
 MAX_SUPPORT = 5_000_000
@@ -208,7 +216,9 @@ def _binomial_relaxation_block(m: int, p: float, eps: np.ndarray) -> np.ndarray:
     return slack_up(val, lp.size)
 
 
-def hypergeom_relaxation_upper(population: int, group: int, draws: int, eps) -> np.ndarray:
+def hypergeom_relaxation_upper(
+    population: int, group: int, draws: int, eps: ArrayLike
+) -> np.ndarray:
     """Upper bound (rounded up) on the relaxation optimum for J ~ Hyp(N, g, m)."""
     k0, lp = hypergeom_logpmf(population, group, draws)
     return slack_up(relaxation(k0, lp, eps), lp.size)
@@ -222,7 +232,7 @@ def hypergeom_support(population: int, group: int, draws: int) -> int:
 # --- group analyses for srswor and poisson (called from those scheme modules) --------------
 
 
-def srswor_group_analysis(params, mechanism):
+def srswor_group_analysis(params: srswor.Params, mechanism: Mechanism) -> Analysis:
     """srswor with ``group_size`` g > 1: ε′ = log E[e^{Jε_R}], J ~ Hyp(N, g, m).
 
     Basis: count witness (lower bound, proven); the relaxation of this module
@@ -236,7 +246,7 @@ def srswor_group_analysis(params, mechanism):
     return _srswor_group(params, mechanism)
 
 
-def _srswor_group(params, mechanism):
+def _srswor_group(params: srswor.Params, mechanism: Mechanism) -> Analysis:
     from .errors import ConditionError
     from .model import Neighbours
     from .schemes.base import Analysis
@@ -261,10 +271,10 @@ def _srswor_group(params, mechanism):
     k_max = k0 + lp.size - 1
     eps_r = mechanism.epsilon_replace_one_of
 
-    def lower(eps):
+    def lower(eps: np.ndarray) -> np.ndarray:
         return slack_down(log_mgf(k0, lp, eps_r(eps)), lp.size)
 
-    def upper(eps):
+    def upper(eps: np.ndarray) -> np.ndarray:
         e = np.asarray(eps_r(eps), dtype=float)
         raw = log_mgf(k0, lp, e)
         # tilts below the limit take the expm1 path, whose error is relative
@@ -273,11 +283,12 @@ def _srswor_group(params, mechanism):
         if k0 > 0:
             # no sample avoids the group: group privacy over the J <= k_max differing
             # records (J is constant when k_max = 1 ... then V = ε exactly)
-            return np.maximum(v, numeric.round_up(k_max * e))
+            out: np.ndarray = np.maximum(v, numeric.round_up(k_max * e))
+            return out
         relax = slack_up(relaxation(k0, lp, e), lp.size)
         return np.where(v <= e, v, np.maximum(v, relax))
 
-    def reference(eps):
+    def reference(eps: np.ndarray) -> np.ndarray:
         return g * np.asarray(eps_r(eps), dtype=float)
 
     e0 = float(mechanism.effective_epsilon_replace_one())
@@ -320,7 +331,9 @@ def _srswor_group(params, mechanism):
     )
 
 
-def poisson_group_analysis(params, mechanism, guarantee):
+def poisson_group_analysis(
+    params: poisson.Params, mechanism: Mechanism, guarantee: Neighbours
+) -> Analysis:
     """Poisson sampling, adding or removing g records: ε′ = g·log(1 + q(e^ε − 1)).
 
     Basis: g applications of the single-record bound (001_4ef689e3bef19c3a.txt
@@ -353,17 +366,17 @@ def poisson_group_analysis(params, mechanism, guarantee):
             "verified (ε, δ) group bound is implemented."
         )
 
-    def upper(eps):
+    def upper(eps: np.ndarray) -> np.ndarray:
         return numeric.round_up(g * numeric.amplification_upper(q, eps))
 
-    def lower(eps):
+    def lower(eps: np.ndarray) -> np.ndarray:
         return numeric.round_down(g * numeric.amplification_lower(q, eps))
 
-    def certified(target):
+    def certified(target: np.ndarray) -> np.ndarray:
         guess = numeric.round_down(numeric.amplification_inverse(q, np.asarray(target) / g))
         return numeric.certify_down(upper, guess, target)
 
-    def impossible_above(target):
+    def impossible_above(target: np.ndarray) -> np.ndarray:
         guess = numeric.round_up(numeric.amplification_inverse(q, np.asarray(target) / g))
         return numeric.certify_up(lower, guess, target)
 

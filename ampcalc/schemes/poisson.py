@@ -7,6 +7,7 @@ Lemma 3.3 (stratified Poisson sampling, one stratum). Tight under add-remove.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from ..errors import ConditionError
 from ..model import Mechanism, Neighbours
 from ..papers import BBG18, BUN_2020_WP, cite
 from .base import Analysis, Field, Scheme
+
+if TYPE_CHECKING:
+    from ..verify import Plan
 
 BASIS = (cite(BUN_2020_WP, "Lemma 3.3"), BBG18)
 
@@ -77,7 +81,8 @@ def upper_epsilon_replace_one(
     Formula: ε′ = min(2·A(q, ε_D), ε_R). Not tight in general.
     """
     two_steps = numeric.round_up(2.0 * numeric.amplification_upper(rate, eps_add_remove))
-    return np.minimum(two_steps, np.asarray(eps_replace_one, dtype=float))
+    out: np.ndarray = np.minimum(two_steps, np.asarray(eps_replace_one, dtype=float))
+    return out
 
 
 def lower_epsilon_replace_one(
@@ -205,7 +210,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     )
 
 
-def _verify_hook(*args, **kwargs):
+def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
     """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify)."""
     from ..verify import poisson_instance
 

@@ -7,6 +7,7 @@ Basis: 000_97a39a4c524f603f.txt Theorem 2.2, eq. (3); the same result is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from ..errors import ConditionError
 from ..model import Mechanism, Neighbours
 from ..papers import BUN_2022, HU_2023, cite
 from .base import Analysis, Field, Problem, Scheme
+
+if TYPE_CHECKING:
+    from ..verify import Plan
 
 MAX_EXACT_INT = 2**53
 BASIS = (cite(BUN_2022, "Theorem 2.2"), cite(HU_2023, "Theorem 1"))
@@ -194,7 +198,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     )
 
 
-def _verify_hook(*args, **kwargs):
+def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
     """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify)."""
     from ..verify import srswor_instance
 

@@ -10,6 +10,7 @@ stands, so δ > 0 is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from .. import _groups, numeric
 from ..errors import ConditionError
 from ..model import Mechanism, Neighbours
 from .base import Analysis, Field, Scheme
+
+if TYPE_CHECKING:
+    from ..verify import Plan
 
 MAX_EXACT_INT = 2**53
 BASIS = (
@@ -61,7 +65,9 @@ FIELDS = (
 )
 
 
-def lower_epsilon(eps_r: np.ndarray, *, population: int, sample: int, group: int = 1):
+def lower_epsilon(
+    eps_r: np.ndarray, *, population: int, sample: int, group: int = 1
+) -> np.ndarray:
     """Lower bound on ε′ for sampling with replacement (proven; conjectured tight).
 
     Basis: count witness f(S) = c·e^{ε·#x(S)}; exact-lp-checks.md Conjecture 1.
@@ -75,7 +81,9 @@ def lower_epsilon(eps_r: np.ndarray, *, population: int, sample: int, group: int
     return numeric.round_down(sample * numeric.amplification_lower(group / population, eps_r))
 
 
-def upper_epsilon(eps_r: np.ndarray, *, population: int, sample: int, group: int = 1):
+def upper_epsilon(
+    eps_r: np.ndarray, *, population: int, sample: int, group: int = 1
+) -> np.ndarray:
     """Upper bound (a guarantee) on ε′ for sampling with replacement.
 
     Basis: group-privacy relaxation (ampcalc._groups module docstring): with h_k, g_k
@@ -105,7 +113,8 @@ def upper_epsilon(eps_r: np.ndarray, *, population: int, sample: int, group: int
     if np.any(need):
         relax = _groups.binomial_relaxation_upper(sample, group / population, eps_r[need])
         out[need] = np.maximum(relax, v[need])
-    return out.reshape(shape)
+    shaped: np.ndarray = out.reshape(shape)
+    return shaped
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -168,7 +177,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         f"{mechanism.neighbours})",
     ]
     warnings: list[str] = []
-    details: dict = {"population": n, "sample": m, "group_size": g}
+    details: dict[str, Any] = {"population": n, "sample": m, "group_size": g}
     if g > 1:
         details["conservative_rule"] = None  # no valid simpler rule with replacement
     if g == 1:
@@ -215,7 +224,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     )
 
 
-def _verify_hook(*args, **kwargs):
+def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
     from ..verify import srswr_instance
 
     return srswr_instance(*args, **kwargs)
