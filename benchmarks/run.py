@@ -9,6 +9,9 @@ is met. Rows without a target are supporting figures.
     python benchmarks/run.py            # the full sizes (about 5-10 minutes on 2 cores)
     python benchmarks/run.py --quick    # smaller sizes, fewer repetitions (about 1 minute)
     python benchmarks/run.py --only startup sweep
+    python benchmarks/run.py --readme-only  # re-render README.md's table from results.json
+
+The full run also rewrites the table in ``benchmarks/README.md`` (between its markers).
 
 Exit code: 0 when every benchmark ran (targets missed are reported, not errors), 1 when
 a benchmark crashed.
@@ -98,6 +101,55 @@ def machine() -> dict[str, Any]:
     }
 
 
+README = HERE / "README.md"
+BEGIN, END = "<!-- results: begin -->", "<!-- results: end -->"
+
+
+def _cell(r: dict[str, Any]) -> list[str]:
+    from _rows import fmt_value
+
+    met = "-" if r["met"] is None else ("yes" if r["met"] else "**no**")
+    return [r["figure"], fmt_value(r["value"]), r["unit"], r["target"] or "-", met]
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The results as Markdown: machine line, then one table per benchmark module."""
+    m = doc["machine"]
+    lines = [
+        f"Measured {m['date']} (commit {m['commit']}, ampcalc {m['ampcalc']}) on "
+        f"{m['cpu_count']} CPUs ({m['machine']}), Python {m['python']}, numpy {m['numpy']}"
+        f"{', quick sizes' if m.get('quick') else ''}; load average {m['load_average_start']} "
+        f"at start, {m['load_average_end']} at end; {m['total_seconds']} s in all.",
+        "",
+    ]
+    for b in doc["benchmarks"]:
+        lines.append(f"**{b['bench']}** ({b['seconds']:.0f} s)")
+        lines.append("")
+        if b.get("error"):
+            lines += ["```", b["error"], "```", ""]
+            continue
+        lines.append("| figure | measured | unit | target | met? |")
+        lines.append("|---|---|---|---|---|")
+        for r in b["rows"]:
+            cells = [c.replace("|", "\\|") for c in _cell(r)]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_readme(doc: dict[str, Any]) -> bool:
+    """Replace the table between the markers of ``benchmarks/README.md`` (False: none)."""
+    if not README.exists():
+        return False
+    text = README.read_text(encoding="utf-8")
+    if BEGIN not in text or END not in text:
+        return False
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(f"{head}{BEGIN}\n{markdown(doc)}\n{END}{tail}", encoding="utf-8")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions")
@@ -105,7 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--out", type=Path, default=HERE / "results.json", help="where to write the results"
     )
+    ap.add_argument(
+        "--readme-only",
+        action="store_true",
+        help="measure nothing: re-render benchmarks/README.md's table from --out",
+    )
     args = ap.parse_args(argv)
+    if args.readme_only:
+        ok = write_readme(json.loads(args.out.read_text(encoding="utf-8")))
+        print("README table rewritten" if ok else "benchmarks/README.md has no table markers")
+        return 0 if ok else 1
     known = {name for name, _, _ in BENCHES}
     if args.only and not set(args.only) <= known:
         ap.error(f"unknown benchmark(s): {sorted(set(args.only) - known)}; known: {sorted(known)}")
@@ -152,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"machine": info, "benchmarks": results}
     args.out.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    if args.out == HERE / "results.json" and not args.only and write_readme(doc):
+        print("rewrote the table in benchmarks/README.md")
     return 1 if crashed else 0
 
 
