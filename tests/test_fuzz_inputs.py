@@ -611,6 +611,57 @@ def test_set_value_with_undecodable_argv_bytes(work: Path) -> None:
     assert o.code == 2 and "--set" in o.stderr
 
 
+def test_too_many_strata_refused_while_reading(work: Path) -> None:
+    from ampcalc.limits import LIMITS
+
+    cap = LIMITS["strata"].value
+    rows = "".join(f"s{i},{100 + i % 7}\n" for i in range(10 * cap))
+    (work / "many-strata.csv").write_text("name,size\n" + rows)
+    text = (
+        "mechanism: {epsilon: 1.0}\n"
+        "sampling: {scheme: stratified, allocation: poisson, rate: 0.01, "
+        "strata: {file: many-strata.csv}}\n"
+    )
+    o = _file_case(work, text, ["bound", "--json"])
+    check_outcome(o)
+    assert o.code == 2 and "sampling.strata.file" in o.stderr
+    assert f"more than {cap:,} strata" in o.stderr
+
+
+def test_strata_at_the_limit_run(work: Path) -> None:
+    from ampcalc.limits import LIMITS
+
+    cap = LIMITS["strata"].value
+    rows = "".join(f"s{i},{100 + i % 7}\n" for i in range(cap))
+    (work / "cap-strata.csv").write_text("name,size\n" + rows)
+    text = (
+        "mechanism: {epsilon: 1.0}\n"
+        "sampling: {scheme: stratified, allocation: poisson, rate: 0.01, "
+        "strata: {file: cap-strata.csv}}\n"
+    )
+    o = _file_case(work, text, ["bound", "--json"])
+    check_outcome(o)
+    assert o.code == 0, o.stderr
+    # every stratum is kept with probability 0.01: ε′ = log(1 + 0.01(e − 1)) (001 Lemma 3.3)
+    up = json.loads(o.stdout)["results"][0]["epsilon_prime"]["upper"]
+    assert up == pytest.approx(math.log1p(0.01 * math.expm1(1.0)), rel=1e-12)
+
+
+def test_long_pmf_file_refused(work: Path) -> None:
+    from ampcalc.limits import LIMITS
+
+    cap = LIMITS["pmf_values"].value
+    (work / "long-pmf.csv").write_text("0\n" * (cap + 5))
+    text = (
+        "mechanism: {epsilon: 1.0, neighbours: both}\n"
+        "sampling: {scheme: random-size, population: 2000000, "
+        "size: {distribution: pmf, file: long-pmf.csv}}\n"
+    )
+    o = _file_case(work, text, ["bound", "--json"])
+    check_outcome(o)
+    assert o.code == 2 and "sampling.size.file" in o.stderr and "binomial" in o.stderr
+
+
 # --------------------------------------------------------------------------------------
 # The corpus of cases that once failed
 # --------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import numeric
 from ..errors import ConditionError
+from ..limits import LIMITS
 from ..model import Mechanism, Neighbours
 from ..papers import BBG18, BUN_2020_WP, BUN_2022, cite
 from . import _allocation as alloc
@@ -274,6 +275,9 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
                 continue
             if len(row) != len(header):
                 raise err(f"{path}: line {lineno}: {len(row)} cells, header has {len(header)}")
+            if len(cols["size"]) >= LIMITS["strata"].value:  # stop reading: too many strata
+                cap = LIMITS["strata"].value
+                raise err(f"{path}: more than {cap:,} strata; the limit is {cap:,}")
             for h, c in zip(header, row, strict=True):
                 cols[h].append(c.strip())
     specs = {f.name: f for f in STRATUM_FIELDS}
@@ -416,6 +420,8 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
             raise top("strata", "expected at least one stratum")
         if values["allocations"] is not None:
             allocations = _read_allocations(values["allocations"], reader, len(strata))
+    if len(strata) > LIMITS["strata"].value:
+        raise top("strata", LIMITS["strata"].message(len(strata)))
     rounding = values["rounding"]
     if allocation != "proportional" and rounding is not None:
         raise top("rounding", "`rounding` is for `allocation: proportional`")
