@@ -11,7 +11,7 @@ taken is recorded in ``details.inverse``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -46,10 +46,11 @@ def analyse(design: Design, mechanism: Mechanism | None = None) -> Analysis:
     scheme = schemes.get(design.scheme)
     mech = mechanism if mechanism is not None else design.mechanism
     guarantee = design.guarantee or scheme.guarantees[0]
-    if getattr(mech, "group_size", 1) > 1 and not scheme.supports_group_size:
+    group = getattr(mech, "group_size", 1)
+    if group > 1 and not scheme.supports_group_size:
         supported = [n for n in schemes.names() if _supports_group(n)]
         raise ConditionError(
-            f"group privacy (mechanism.group_size = {mech.group_size}) has no verified "
+            f"group privacy (mechanism.group_size = {group}) has no verified "
             f"formula for the {design.scheme} scheme; schemes that support group_size: "
             + ", ".join(supported)
         )
@@ -114,7 +115,21 @@ def _scalar(x: Any, was_scalar: bool) -> Any:
     return arr
 
 
-def _failed(design: Design, err: ConditionError, kind: str, **fields: Any) -> Any:
+@overload
+def _failed(
+    design: Design, err: ConditionError, kind: Literal["bound"], **fields: Any
+) -> BoundResult: ...
+
+
+@overload
+def _failed(
+    design: Design, err: ConditionError, kind: Literal["invert"], **fields: Any
+) -> InvertResult: ...
+
+
+def _failed(
+    design: Design, err: ConditionError, kind: str, **fields: Any
+) -> BoundResult | InvertResult:
     scheme = schemes.get(design.scheme)
     if kind == "bound":
         mech = design.mechanism

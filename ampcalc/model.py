@@ -77,14 +77,14 @@ class Mechanism:
 
     def epsilon_replace_one_of(self, eps: Any) -> np.ndarray:
         """M's replace-one ε_R for declared ε (array in, array out)."""
-        eps = np.asarray(eps, dtype=float)
+        e: np.ndarray = np.asarray(eps, dtype=float)
         ratio = self.replace_one_ratio()
         if ratio == 1.0:
-            return eps
+            return e
         if ratio == 2.0:
-            return 2.0 * eps  # exact in binary floating point
+            return 2.0 * e  # exact in binary floating point
         # explicit ε_R: keep ε_R exactly as stated at the declared ε
-        return np.where(eps == self.epsilon, self.effective_epsilon_replace_one(), eps * ratio)
+        return np.where(e == self.epsilon, self.effective_epsilon_replace_one(), e * ratio)
 
     def effective_epsilon_replace_one(self) -> float:
         """ε_R at the declared ε."""
@@ -112,7 +112,8 @@ class Mechanism:
         if self.epsilon_replace_one is not None and self.delta_replace_one is not None:
             return np.full_like(eps, self.delta_replace_one)
         with np.errstate(over="ignore"):
-            return np.minimum((1.0 + np.exp(eps)) * self.delta, 1.0)
+            delta_r: np.ndarray = np.minimum((1.0 + np.exp(eps)) * self.delta, 1.0)
+        return delta_r
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

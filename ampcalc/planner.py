@@ -33,9 +33,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._typing import FloatArray
 from .numeric import amplification_inverse
-
-FloatArray = np.ndarray
 
 __all__ = [
     "MeanPlan",
@@ -94,7 +93,8 @@ def one_minus_noise_ratio(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
     """1 − r(ε, ρ) = (D/ε)(2 − D/ε) with D from ``_gap`` (stable; > 0 for ρ < 1)."""
     eps = np.asarray(eps, float)
     d = _gap(eps, np.asarray(rho, float)) / eps
-    return d * (2.0 - d)
+    out: FloatArray = d * (2.0 - d)
+    return out
 
 
 def noise_ratio(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
@@ -109,7 +109,8 @@ def noise_ratio(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
     d = _gap(eps, rho) / eps
     # for D/ε >= 1/2 the ratio g/ε itself is computed directly (no cancellation in 1 − d)
     direct = (rho * amplification_inverse(rho, eps) / eps) ** 2
-    return np.minimum(np.where(d < 0.5, (1.0 - d) ** 2, direct), 1.0)
+    ratio: FloatArray = np.minimum(np.where(d < 0.5, (1.0 - d) ** 2, direct), 1.0)
+    return ratio
 
 
 def q_bound(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
@@ -310,7 +311,7 @@ def plan_mean(
     """
     big_n = population
     v_pop = 2.0 * (value_range / (eps * big_n)) ** 2
-    rows = []
+    rows: list[dict[str, Any]] = []
     for rate, n in sizes:
         rho = n / big_n
         eps_n = float(epsilon_sample(eps, rho))
@@ -379,7 +380,7 @@ def plan_custom(
     (no gain if Var(g(S)) >= 2Δ_N²(ε⁻² − ε_n⁻²)) assumes Δ_n >= Δ_N (spec §9.2, §11 item 18).
     """
     v_pop = 2.0 * (sens_population / eps) ** 2
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (rate, n), var, dn in zip(sizes, variances, sens_sample, strict=True):
         rho = n / population
         eps_n = float(epsilon_sample(eps, rho))
@@ -459,7 +460,7 @@ def plan_median(
     m_pop = float(y[(big_n - 1) // 2])
     v_pop = 8.0 * (ss_pop / eps) ** 2
     rng = np.random.default_rng(seed)
-    rows = []
+    rows: list[dict[str, Any]] = []
     ss_ratios = []
     for rate in rates:
         n = median_sample_size(rate, big_n)

@@ -245,6 +245,7 @@ def render_table(
     from rich.table import Table
 
     table = Table(title=title, box=box.SIMPLE_HEAVY, header_style="bold")
+    buffer = io.StringIO()
     for i, h in enumerate(header):
         table.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
     colours = {
@@ -257,11 +258,11 @@ def render_table(
     for row in rows:
         cells = [f"[{colours[c]}]{c}[/]" if c in colours else c.replace("[", r"\[") for c in row]
         table.add_row(*cells)
-    console = Console(file=io.StringIO(), force_terminal=True, width=_width())
+    console = Console(file=buffer, force_terminal=True, width=_width())
     console.print(table)
     for line in footer:
         console.print(line, markup=False, highlight=False)
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    return buffer.getvalue()
 
 
 def _width() -> int:

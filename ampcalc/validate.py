@@ -132,7 +132,9 @@ def check_keys(
             )
 
 
-def mapping(value: Any, ctx: Reader, path: str, container: Any, key: Any, what: str) -> Mapping:
+def mapping(
+    value: Any, ctx: Reader, path: str, container: Any, key: Any, what: str
+) -> Mapping[Any, Any]:
     if not isinstance(value, Mapping):
         raise DesignError(
             f"expected {what} (a mapping of keys to values), got {describe(value)}",
@@ -173,19 +175,20 @@ def number(value: Any, spec: Field, where: Where) -> int | float:
         )
     if isinstance(value, float) and not math.isfinite(value):
         raise DesignError(f"expected a finite number ({spec.domain()}), got {value}", where=where)
+    num: int | float = value
     if spec.kind == "int":
         if isinstance(value, float):
             if not value.is_integer():
                 raise DesignError(f"expected {spec.domain()}, got {value!r}", where=where)
-            value = int(value)
+            num = int(value)
     else:
-        value = float(value)
-    bad = (
-        spec.low is not None and (value < spec.low or (spec.low_open and value == spec.low))
-    ) or (spec.high is not None and (value > spec.high or (spec.high_open and value == spec.high)))
+        num = float(value)
+    bad = (spec.low is not None and (num < spec.low or (spec.low_open and num == spec.low))) or (
+        spec.high is not None and (num > spec.high or (spec.high_open and num == spec.high))
+    )
     if bad:
-        raise DesignError(f"expected {spec.domain()}, got {value!r}", where=where)
-    return value
+        raise DesignError(f"expected {spec.domain()}, got {num!r}", where=where)
+    return num
 
 
 def field_value(spec: Field, value: Any, where: Where) -> Any:

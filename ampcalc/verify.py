@@ -201,10 +201,10 @@ def neighbour_pairs(
                     continue
                 for b in range(a + 1, d):
                     if s[b] < caps[b]:
-                        t = list(s)
-                        t[a] -= 1
-                        t[b] += 1
-                        j = index.get(tuple(t))
+                        moved = list(s)
+                        moved[a] -= 1
+                        moved[b] += 1
+                        j = index.get(tuple(moved))
                         if j is not None:
                             out.append((i, j, relations[Neighbours.REPLACE_ONE]))
     # replace-one moves a -> b for a < b only; b -> a is the same pair seen from t

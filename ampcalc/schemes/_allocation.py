@@ -103,9 +103,8 @@ def round_proportional(rate: np.ndarray, size: np.ndarray, rule: str) -> np.ndar
     """Deterministic r·N_h rounded by ``rule``: ``nearest`` = round half up ⌊rN + ½⌋
     (spec §11 item 12: not Python's banker's rounding), ``floor`` = ⌊rN⌋."""
     x = np.asarray(rate, dtype=float) * np.asarray(size, dtype=float)
-    if rule == "nearest":
-        return np.floor(x + 0.5).astype(np.int64)
-    return np.floor(x).astype(np.int64)
+    rounded: np.ndarray = np.floor(x + 0.5) if rule == "nearest" else np.floor(x)
+    return rounded.astype(np.int64)
 
 
 def pareto_front(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -77,7 +77,8 @@ def _product_slack(frac: Any, k: Any, eps: Any) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cap = np.abs(np.log(a)) + 50.0
         ke = np.abs(kk * e)
-    return 2.0**-52 * np.where(np.isfinite(cap), np.minimum(ke, cap), ke)
+    slack: np.ndarray = 2.0**-52 * np.where(np.isfinite(cap), np.minimum(ke, cap), ke)
+    return slack
 
 
 def ratio_upper(frac: Any, k: Any, eps: Any) -> np.ndarray:
@@ -86,7 +87,8 @@ def ratio_upper(frac: Any, k: Any, eps: Any) -> np.ndarray:
     raw = ratio_bound(frac, k, eps)
     val = numeric.round_up(raw * (1.0 + _product_slack(frac, k, eps)) + _slack(frac, k, eps))
     # B <= ε holds exactly for K >= 0; taking the min never lowers the exact value
-    return np.minimum(val, np.broadcast_to(e, val.shape))
+    capped: np.ndarray = np.minimum(val, np.broadcast_to(e, val.shape))
+    return capped
 
 
 def ratio_lower(frac: Any, k: Any, eps: Any) -> np.ndarray:

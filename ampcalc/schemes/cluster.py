@@ -199,7 +199,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "has an off-by-one in the swap distance and bounds one direction only (an exact LP "
         "check on small instances supports the stated bound; spec §6.1)."
     ]
-    basis = BASIS
+    basis: tuple[str, ...] = BASIS
     if r is not None:
         basis = (*BASIS, "000_97a39a4c524f603f.txt §5.2 remark; spec §6.3 (derived)")
         conditions.append(

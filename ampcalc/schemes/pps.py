@@ -211,6 +211,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "probability; no add-remove result exists. Use `method: poisson-threshold` with a "
             "public threshold for an add-remove guarantee."
         )
+    assert a is not None  # every method but poisson-threshold has inclusion probabilities
     amax = float(a.max())
     eps_d_known = mechanism.epsilon_add_remove_known()
     eps_r = mechanism.epsilon_replace_one_of
@@ -261,6 +262,7 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
             "add-remove ε; declare `neighbours: add-remove` or `both`."
         )
     tau, big_r = params.threshold, params.max_size_measure
+    assert tau is not None  # the parser requires it for poisson-threshold
     worst = 1.0 if big_r is None else min(1.0, tau * big_r)
     warnings = []
     if big_r is None:

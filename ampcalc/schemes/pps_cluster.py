@@ -129,7 +129,8 @@ def laplace_witness(
         def logf(lw: np.ndarray, c: np.ndarray, zz: np.ndarray) -> np.ndarray:
             t = lw[None, :] - eps * np.abs(zz[:, None] - c[None, :])
             m = t.max(axis=1)
-            return m + np.log(np.sum(np.exp(t - m[:, None]), axis=1))
+            out: np.ndarray = m + np.log(np.sum(np.exp(t - m[:, None]), axis=1))
+            return out
 
         ratios = [logf(lw_p, centres_p, z) - logf(lw_q, centres_q, z)]
         for sign in (1.0, -1.0):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,7 +183,8 @@ def q_of(params: Params, n: int) -> np.ndarray:
     if params.inclusion is not None:
         inc = np.asarray(params.inclusion, dtype=float)
         if n <= inc.size:
-            return inc[:n].copy()
+            head: np.ndarray = inc[:n].copy()
+            return head
         return np.concatenate((inc, np.full(n - inc.size, inc[-1])))
     return K.inclusion_probabilities(
         n, method=params.method, threshold=params.threshold, weight_power=params.weight_power
@@ -329,7 +331,7 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
         "frequencies": rows,
     }
 
-    def const(v: float):
+    def const(v: float) -> Callable[[np.ndarray], np.ndarray]:
         return lambda e: np.full(np.shape(e), v)
 
     return Analysis(

@@ -223,6 +223,7 @@ def parse_size(raw: Any, n: int, reader: Any) -> SizeDistribution:
         spec = _size_fields("point", n)[0]
         where = reader.where(f"{path}.distribution", raw, "distribution")
         field_value(spec, kind, where)  # raises with the domain and a did-you-mean
+    assert isinstance(kind, str)
     v = reader.fields(raw, _size_fields(kind, n), path, f"size ({kind})")
 
     def at(key: str) -> Any:
@@ -519,10 +520,12 @@ def tilted_mean_bounds(
     lg = np.full(flat.shape, np.nan)  # log of an upper bound on N − E, computed directly
     k = dist.kind
     if k == "point":
+        assert dist.value is not None
         est[:] = lo[:] = hi[:] = float(dist.value)
         gap0 = n - int(dist.value)  # exact: N − m of the point mass
         lg[:] = math.log(gap0) + 4 * ULP * abs(math.log(gap0)) if gap0 > 0 else -np.inf
     elif k == "binomial":
+        assert dist.p is not None
         p = float(dist.p)
         if p in (0.0, 1.0):
             est[:] = lo[:] = hi[:] = p * n
@@ -538,6 +541,7 @@ def tilted_mean_bounds(
                 lg[:] = math.log(n) + math.log1p(-p) - flat - np.log(den)
             lg[:] += 8 * ULP * np.abs(lg) + 8 * ULP
     elif k == "uniform":
+        assert dist.low is not None and dist.high is not None
         low, high = float(dist.low), float(dist.high)
         kk = high - low
         e = low + kk / 2 - _phi(flat) + (kk + 1) * _phi((kk + 1) * flat)
@@ -556,6 +560,7 @@ def tilted_mean_bounds(
                 # k = 0 (a point mass at N): g = 0 exactly, log 0 = −inf (not −inf + inf)
                 lg[big] = np.where(g > 0, lg_g + 4 * ULP * np.abs(lg_g), -np.inf)
     elif k == "normal":
+        assert dist.mean is not None and dist.sd is not None
         mu, sd = float(dist.mean), float(dist.sd)
         c = mu + flat * sd * sd
         d = INTERIOR_SD * sd
@@ -584,19 +589,20 @@ def tilted_mean_bounds(
             est[i] = mean
             lo[i], hi[i], lg[i] = _enclose(mean, gap, log_gap, log_tau, rel, shift, gap_rel, n)
     elif k == "poisson":
-        for i, e_i in enumerate(flat):
-            mean, gap, log_gap, log_tau, rel = _poisson_window(float(dist.mean), n, float(e_i))
-            est[i] = mean
-            lo[i], hi[i], lg[i] = _enclose(mean, gap, log_gap, log_tau, rel, 0.0, 0.0, n)
+        assert dist.mean is not None
+        for j, e_j in enumerate(flat):
+            mean, gap, log_gap, log_tau, rel = _poisson_window(float(dist.mean), n, float(e_j))
+            est[j] = mean
+            lo[j], hi[j], lg[j] = _enclose(mean, gap, log_gap, log_tau, rel, 0.0, 0.0, n)
     elif k == "pmf":
         assert dist.sizes is not None and dist.log_probs is not None
-        for i, e_i in enumerate(flat):
-            mean, gap, rel = _pmf_mean(dist.sizes, dist.log_probs, float(e_i), n)
-            est[i] = mean
+        for j, e_j in enumerate(flat):
+            mean, gap, rel = _pmf_mean(dist.sizes, dist.log_probs, float(e_j), n)
+            est[j] = mean
             # a gap that underflows is below N·k·e^{-745}
             floor = math.log(n * (dist.sizes.size + 1.0)) - 745.0
             log_gap = math.log(gap) if gap > 0 else floor
-            lo[i], hi[i], lg[i] = _enclose(mean, gap, log_gap, -math.inf, rel, 0.0, 0.0, n)
+            lo[j], hi[j], lg[j] = _enclose(mean, gap, log_gap, -math.inf, rel, 0.0, 0.0, n)
     else:  # pragma: no cover
         raise ValueError(k)
     # the last operation of each enclosure (e.g. N − gap) rounds to nearest: widen it

@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import difflib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -516,7 +516,7 @@ def _check_neyman(values: dict[str, Any], strata: Strata, reader: Any, at: Any) 
                 f"`allocation: neyman` needs `{key}` ({doc}), or the two allocation vectors "
                 "as `allocations: [[...], [...]]`",
             )
-    need = [("sd", range(len(strata)))]
+    need: list[tuple[str, Sequence[int]]] = [("sd", range(len(strata)))]
     need += [("mean", sorted({0, len(strata) - 1})), ("min_value", [0])]
     for key, idx in need:
         arr = getattr(strata, key)
@@ -769,7 +769,8 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
     def stratified_max(eps: np.ndarray) -> np.ndarray:
         e = np.asarray(eps, dtype=float)
         vals = theorem_4_3(fa.reshape((-1,) + (1,) * e.ndim), fb.reshape((-1,) + (1,) * e.ndim), e)
-        return vals.max(axis=0)
+        worst: np.ndarray = vals.max(axis=0)
+        return worst
 
     def upper(eps: np.ndarray) -> np.ndarray:
         m = stratified_max(eps)
@@ -906,10 +907,12 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
     def lower(eps: np.ndarray) -> np.ndarray:
         e = np.asarray(eps, dtype=float)
         if not replace:
-            return e.copy()  # Δ = 1: count of the stratum's sample + Lap(1/ε) (000 §4.1)
+            same: np.ndarray = e.copy()  # Δ = 1: count of the stratum's sample + Lap(1/ε)
+            return same  # (000 §4.1)
         er = eps_r(e)
         # Δ∞ = 1 (one count, ε-DP both ways) or Δ₁ = 2 (both counts, ε_D add-remove)
-        return np.maximum(np.minimum(e, er), 2.0 * np.minimum(e, er / 2.0))
+        out: np.ndarray = np.maximum(np.minimum(e, er), 2.0 * np.minimum(e, er / 2.0))
+        return out
 
     def invert_details(target: np.ndarray) -> dict[str, Any]:
         t = np.asarray(target, dtype=float)
@@ -1020,7 +1023,7 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
         guess = numeric.round_down(numeric.amplification_inverse(r_max, t / 2.0 if replace else t))
         return numeric.certify_down(upper, guess, t)
 
-    def impossible_above(target: np.ndarray) -> np.ndarray | None:
+    def impossible_above(target: np.ndarray) -> np.ndarray:
         t = np.asarray(target, dtype=float)
         guess = numeric.round_up(numeric.amplification_inverse(r_max, t))
         return numeric.certify_up(lower, guess, t)

@@ -121,7 +121,8 @@ def _lower_size_hidden(eps_d: np.ndarray, eps_r: np.ndarray, n: int, k: int) -> 
     )
     single = numeric.amplification_lower(1.0 / k, np.minimum(eps_d, eps_r))
     tilted = size_lower(eps_d, eps_r, params=SizeParams(population=n, size=dist))
-    return np.maximum(single, tilted)
+    out: np.ndarray = np.maximum(single, tilted)
+    return out
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
