@@ -546,6 +546,20 @@ COMMANDS: dict[str, list[Callable[[Path], list[str]]]] = {
     "plan": [lambda t: ["plan", f"{PLANS}/mean.yaml"]],
     "pws table": [lambda t: ["pws", "table", f"{E}/pws.yaml"]],
     "pws estimate": [lambda t: ["pws", "estimate", _sanitised(t), "--design", f"{E}/pws.yaml"]],
+    "pws sanitize": [
+        lambda t: [
+            "pws",
+            "sanitize",
+            f"{E}/data/pws-sample.csv",
+            "--design",
+            f"{E}/pws.yaml",
+            "--seed",
+            "1",
+            "-o",
+            str(t / "sanitised.csv"),
+        ]
+    ],
+    "weights": [lambda t: ["weights", f"{E}/importance-laplace.yaml", "-o", str(t / "w.csv")]],
 }
 
 
