@@ -76,16 +76,16 @@ _FLOAT_12 = re.compile(
 
 
 try:  # libyaml scans and parses ~100x faster; events and marks are the same
-    from yaml.cyaml import CParser as _Parser
+    from yaml._yaml import CParser as _Parser  # what yaml.cyaml's loaders are built on
 
     _Scanning: tuple[type, ...] = (_Parser,)
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
     _Scanning = (yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser)
 
 
-class _Loader(  # type: ignore[misc]
+class _Loader(
     yaml.composer.Composer,
-    *_Scanning,
+    *_Scanning,  # type: ignore[misc]  # bases chosen at import: libyaml or pure Python
     yaml.constructor.SafeConstructor,
     yaml.resolver.Resolver,
 ):
@@ -699,7 +699,7 @@ def load_document(
         for i, item in enumerate(items):
             item_ctx = Reader(filename, f"designs[{i}].", {})
             item = mapping(item, item_ctx, "", items, i, "a design")
-            merged = copy.copy(item)
+            merged: Any = copy.copy(item)  # a YAML mapping (a MarkedDict from a file)
             if isinstance(item, MarkedDict):
                 merged.key_marks = dict(item.key_marks)
             for inherited in ("mechanism", "target", "guarantee"):

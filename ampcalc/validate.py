@@ -18,17 +18,18 @@ from .errors import DesignError, Where
 from .schemes.base import Field
 
 
-class MarkedDict(dict):  # type: ignore[type-arg]
+class MarkedDict(dict[Any, Any]):
     """A mapping that remembers where it and each of its keys stand in the file."""
 
     mark: tuple[int, int] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.key_marks: dict[Any, tuple[int, int]] = {}
+        # (line, column) of each key; (None, None) for a key inherited without a place
+        self.key_marks: dict[Any, tuple[int | None, int | None]] = {}
 
 
-class MarkedList(list):  # type: ignore[type-arg]
+class MarkedList(list[Any]):
     """A sequence that remembers where each item stands in the file."""
 
     mark: tuple[int, int] | None = None
