@@ -96,6 +96,7 @@ def groups(sweep: Sweep) -> list[tuple[str, dict[str, Any], np.ndarray]]:
         for val in values:
             sel = in_design.copy()
             if second is not None:
+                assert val is not None  # one of second.values
                 sel &= np.asarray(cols[second.path], dtype=float) == float(val)
             idx = np.flatnonzero(sel)
             if idx.size == 0:

@@ -427,8 +427,8 @@ def _evaluate(
     if of == "bound":
         res = engine.bound(d, epsilon=values)
         return res, _bound_columns(res, values)
-    res = engine.invert(d, values if values is not None else target, target_delta)
-    return res, _invert_columns(res, values)
+    inv = engine.invert(d, values if values is not None else target, target_delta)
+    return inv, _invert_columns(inv, values)
 
 
 PROBES = 5
@@ -441,7 +441,7 @@ _COMPARED = {
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return a == b or (a != a and b != b)
-    return a == b
+    return bool(a == b)
 
 
 def _checked(

@@ -99,7 +99,8 @@ def check(
         raise typer.BadParameter(
             f"expected a number in [0, 1], got {max_delta:g}", param_hint="--max-delta"
         )
-    designs = [d for path in (design or [None]) for d in load(path, set_)]
+    paths: list[str | None] = list(design) if design else [None]
+    designs = [d for path in paths for d in load(path, set_)]
     entries = check_designs(designs, max_epsilon, max_delta, epsilon=epsilon)
     code = ExitCode.OK
     for e in entries:
