@@ -156,14 +156,24 @@ def prepare_output(output: str | None) -> Path:
         raise DesignError(f"--output {output!r} is a file; --engine dask writes a directory")
     if out.is_dir() and any(out.iterdir()):
         raise DesignError(f"--output directory {output!r} is not empty")
-    out.mkdir(parents=True, exist_ok=True)
+    if not out.is_dir():
+        out.mkdir(parents=True)
+        _CREATED.add(str(out.resolve()))
     return out
 
 
+_CREATED: set[str] = set()
+
+
 def _remove_parts(out: Path, count: int, fmt: str) -> None:
+    """After a failed run: its part files, and the directory if this run created it."""
     for i in range(count):
         with contextlib.suppress(FileNotFoundError):
             (out / PART_NAME.format(i, fmt)).unlink()
+    if str(out.resolve()) in _CREATED:
+        _CREATED.discard(str(out.resolve()))
+        with contextlib.suppress(OSError):
+            out.rmdir()
 
 
 @contextlib.contextmanager
@@ -201,12 +211,21 @@ def scheduler(address: str | None, workers: int) -> Iterator[Any]:
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
             silence_logs=logging.ERROR,
         ) as cluster,
         distributed.Client(cluster, set_as_default=False) as client,
     ):
         yield client
+
+
+@contextlib.contextmanager
+def _plain_frames() -> Iterator[None]:
+    """Keep partitions as the readers build them: no conversion of object columns to
+    Arrow strings (the kernels take Python strings; a round trip costs more than the
+    kernel)."""
+    with _module("dask").config.set({"dataframe.convert-string": False}):
+        yield
 
 
 def _compute(sched: Any, *objs: Any) -> tuple[Any, ...]:
@@ -495,7 +514,7 @@ def run_weights(
             )
     out = prepare_output(output)
     try:
-        with scheduler(address, workers) as sched:
+        with scheduler(address, workers) as sched, _plain_frames():
             lengths = _compute(sched, *[dask.delayed(_count_records)(rp) for rp in rparts])
             total = int(sum(lengths))
             if total == 0:
@@ -747,7 +766,8 @@ def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = Non
             arrays.append(pa.array(out_cols[1], type=pa.int64()))
         arrays += [pa.array(c) for c in out_cols[1 + job.frequencies :]]
         pq.write_table(pa.Table.from_arrays(arrays, names=out_header), path)
-    hashes = np.unique(K.key_hashes(keys)) if keys else np.zeros(0, np.uint64)
+    # keys are distinct within the partition (checked above); the client sorts the hashes
+    hashes = K.key_hashes(keys) if keys else np.zeros(0, np.uint64)
     return pd.DataFrame(
         {
             "keys": [len(keys)],
@@ -820,7 +840,7 @@ def run_sanitize(
     meta = {h: "object" for h in header}
     meta["__line__"] = "int64"
     try:
-        with scheduler(address, workers) as sched:
+        with scheduler(address, workers) as sched, _plain_frames():
             frame = dd.from_map(
                 _read_sample,
                 parts,
