@@ -638,6 +638,11 @@ def _apply(doc: Any, path: str, value: Any) -> None:
     parts = _split_path(path)
     node = doc
     for i, part in enumerate(parts[:-1]):
+        if isinstance(node, list) and not isinstance(part, int):
+            raise DesignError(
+                f"cannot set key {part!r} inside a list; expected an index [n]",
+                where=Where(file="--set", field=path),
+            )
         nxt = node[part] if _has(node, part) else None
         if nxt is None:
             if isinstance(part, int):
@@ -655,7 +660,12 @@ def _apply(doc: Any, path: str, value: Any) -> None:
         node = nxt
     last = parts[-1]
     if isinstance(node, list):
-        if not isinstance(last, int) or not 0 <= last < len(node):
+        if not isinstance(last, int):
+            raise DesignError(
+                f"cannot set key {last!r} inside a list; expected an index [n]",
+                where=Where(file="--set", field=path),
+            )
+        if not 0 <= last < len(node):
             raise DesignError(f"no item [{last}] to set", where=Where(file="--set", field=path))
     elif isinstance(last, int):
         raise DesignError("expected a key, got an index", where=Where(file="--set", field=path))

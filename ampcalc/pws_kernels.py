@@ -39,7 +39,8 @@ def inclusion_probabilities(
     i = np.arange(1, n + 1, dtype=float)
     if method == "none":
         return np.ones(n)
-    f = i if weight_power == 1 else i**weight_power
+    with np.errstate(over="ignore"):  # f = inf gives q = 1, as it should
+        f = i if weight_power == 1 else i**weight_power
     if method == "ppswor":
         return -np.expm1(-threshold * f)
     if method == "priority":
@@ -378,7 +379,8 @@ def sbh_phi(
             half = (hi_ - lo_) / 2.0
             y = lo_[:, None] + half[:, None] * (x[None, :] + 1.0)
             dens = 0.5 * eps * np.exp(-eps * np.abs(y - ii[:, None]))
-            f = y if weight_power == 1 else y**weight_power
+            with np.errstate(over="ignore"):  # f = inf gives q = 1, as it should
+                f = y if weight_power == 1 else y**weight_power
             if method == "ppswor":
                 qy = -np.expm1(-threshold * f)
             else:

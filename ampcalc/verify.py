@@ -347,7 +347,9 @@ def _distinct(n_other: int, g: int) -> tuple[tuple[str, ...], tuple[int, ...], t
 
 def _too_large(count: int, limit: int) -> None:
     if count > limit:
-        shown = f"{count:,}" if count < 10**12 else f"about {float(count):.3g}"
+        # a count beyond the float range is shown by its order of magnitude
+        digits = int((count.bit_length() - 1) * math.log10(2))
+        shown = f"{count:,}" if count < 10**12 else f"about 10^{digits}"
         raise ConditionError(
             f"too large to verify: the domain closed under M's relation has {shown} "
             f"distinct samples, more than {limit} distinct samples allowed; use a smaller "
