@@ -102,7 +102,7 @@ def reporting_probabilities(q: np.ndarray, eps: float, delta: float) -> np.ndarr
         g = np.minimum(e_pos * qprev + delta, 1.0 + e_neg * (qprev + delta - 1.0))
         g = g * (1.0 - 64.0 * _U) - 2.0**-50  # below the scalar step's terms
     binds = q > g  # π_i < q_i may happen when π_{i−1} = q_{i−1}
-    pi = q.copy()
+    pi: np.ndarray = q.copy()
     idx = np.flatnonzero(binds)
     k = 0
     ql = None
@@ -153,7 +153,7 @@ def lemma44_ppswor(eps: float, delta: float, q: np.ndarray) -> np.ndarray:
     if over.size == 0:
         return star
     ell = int(over[0])
-    out = star.copy()
+    out: np.ndarray = star.copy()
     out[ell:] = q[ell:]
     return out
 
@@ -458,7 +458,8 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
         x = x + np.uint64(0x9E3779B97F4A7C15)
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
+        mixed: np.ndarray = x ^ (x >> np.uint64(31))
+        return mixed
 
 
 def key_hashes(keys: list[str]) -> np.ndarray:
@@ -488,7 +489,8 @@ def key_uniforms(keys: list[str], seed: int) -> np.ndarray:
     """
     s = _splitmix(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
     x = _splitmix(_splitmix(key_hashes(keys) ^ s) ^ s)
-    return (x >> np.uint64(11)).astype(float) * (1.0 / 9007199254740992.0)
+    u: np.ndarray = (x >> np.uint64(11)).astype(float) * (1.0 / 9007199254740992.0)
+    return u
 
 
 def sanitize_keys(

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -37,7 +37,9 @@ def _design(path: str | None, overrides: list[str] | None) -> Any:
     return pws_design(load(path, overrides))
 
 
-def _read_rows(path: str, chunk: int, need_freq: bool = True) -> Iterator[tuple[list, Any, list]]:
+def _read_rows(
+    path: str, chunk: int, need_freq: bool = True
+) -> Iterator[tuple[list[str], Sequence[int], list[list[str]]]]:
     """CSV rows in chunks: yields (header, line numbers, rows)."""
     import csv
     import itertools
@@ -76,7 +78,9 @@ def _read_rows(path: str, chunk: int, need_freq: bool = True) -> Iterator[tuple[
             fh.close()
 
 
-def _read_columns(path: str, chunk: int) -> Iterator[tuple[list, Any, list]]:
+def _read_columns(
+    path: str, chunk: int
+) -> Iterator[tuple[list[str], Sequence[int], list[list[str]]]]:
     """The sample CSV in chunks of about ``chunk`` rows, as columns: yields (header,
     line numbers, list of columns). Chunks without quotes are split directly (fast);
     quoted chunks go through the csv module. Every row must have the header's width."""
@@ -375,7 +379,11 @@ def sanitize_cmd(
                     order = np.concatenate(([-1], order))
                 if order.size:
                     n = int(order[0]) + 1
-                    pk, pl = (keys[n - 1], lines[n - 1]) if n > 0 else prev
+                    if n > 0:
+                        pk, pl = keys[n - 1], lines[n - 1]
+                    else:
+                        assert prev is not None  # −1 leads `order` only after a chunk
+                        pk, pl = prev
                     what = "repeats" if keys[n] == pk else "comes after"
                     raise DesignError(
                         f"{sample}:{lines[n]}: key {keys[n]!r} {what} key {pk!r} of line "
@@ -476,7 +484,7 @@ def _sanitize_dask(
     return int(ExitCode.OK)
 
 
-def _parse_freqs(col: Any, path: str, lines: list[int]) -> Any:
+def _parse_freqs(col: Any, path: str, lines: Sequence[int]) -> Any:
     """The frequency column as int64; the first bad cell is an error naming its line."""
     import numpy as np
 
@@ -499,7 +507,7 @@ def _parse_freqs(col: Any, path: str, lines: list[int]) -> Any:
     return _parse_freq(str(arr[n]), path, lines[n])
 
 
-def _duplicate(keys: list[str], lines: list[int], seen: dict, path: str) -> None:
+def _duplicate(keys: list[str], lines: Sequence[int], seen: dict[str, int], path: str) -> None:
     from ..errors import DesignError
 
     first: dict[str, int] = {}

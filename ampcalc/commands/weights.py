@@ -171,13 +171,14 @@ def weights(
                 emit(_summary_json(d, "numpy", fig.q.size, fig.q, None, None, fig, output))
             return int(ExitCode.OK)
         src = params.data.source
+        assert seed is not None  # --sample needs --seed (checked above)
 
-        def err(msg: str) -> Exception:
+        def chunk_error(msg: str) -> Exception:
             return DesignError(msg)
 
         write("row," + ",".join(src.names) + ",probability,weight\n")
         kept = 0
-        for start, x, _ in iter_chunks(src, err):
+        for start, x, _ in iter_chunks(src, chunk_error):
             n = x.shape[0]
             q = fig.q[start : start + n]
             take = uniforms(int(seed), start, n) < q
