@@ -261,7 +261,7 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> int:
     output = resolve_format(fmt, as_json)
     from . import render, schemes
 
-    items = []
+    items: list[dict[str, Any]] = []
     for s in schemes.all_schemes():
         items.append(
             {

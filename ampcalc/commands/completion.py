@@ -24,7 +24,7 @@ COMPLETE_VAR = "_AMPCALC_COMPLETE"
 SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
 
 if COMPLETE_VAR in os.environ:  # a completion request from the shell
-    from typer.completion import completion_init
+    from typer._completion_classes import completion_init
 
     completion_init()
 
@@ -42,8 +42,8 @@ def completion(
     """
     if shell not in SHELLS:
         raise typer.BadParameter(f"{shell!r}; expected one of {', '.join(SHELLS)}")
+    from typer._completion_classes import completion_init
     from typer._completion_shared import get_completion_script
-    from typer.completion import completion_init
 
     completion_init()
     emit(get_completion_script(prog_name=PROG, complete_var=COMPLETE_VAR, shell=shell) + "\n")
