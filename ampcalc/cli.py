@@ -361,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("aborted")
         return int(ExitCode.BAD_INPUT)
     except _ClickException as err:
-        err.show()  # type: ignore[attr-defined]
+        err.show()  # type: ignore[attr-defined]  # a ClickException (found at run time)
         return int(ExitCode.BAD_INPUT)
     except AmpcalcError as err:
         where = err.where

@@ -93,7 +93,7 @@ class _Loader(
 
     def __init__(self, stream: str) -> None:
         for base in _Scanning:
-            base.__init__(self, stream)  # type: ignore[misc]
+            base.__init__(self, stream)  # type: ignore[misc]  # each scanning base, explicitly
         yaml.composer.Composer.__init__(self)
         yaml.constructor.SafeConstructor.__init__(self)
         yaml.resolver.Resolver.__init__(self)

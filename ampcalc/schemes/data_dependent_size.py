@@ -217,7 +217,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         )
     else:
         details["sample"] = params.sample
-        details["upper_rate"] = min(1.0, (params.sample + delta_f) / n)  # type: ignore[operator]
+        assert params.sample is not None  # check(): a scalar sensitivity needs the sample
+        details["upper_rate"] = min(1.0, (params.sample + delta_f) / n)
         details["sensitivity_kind"] = "scalar"
         conditions.append(f"0 <= sample <= population: 0 <= {params.sample} <= {n}")
     return Analysis(

@@ -758,7 +758,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "epsilon_replace_one": float(mechanism.effective_epsilon_replace_one()),
     }
     if dist.kind == "pmf":
-        details["pmf_support"] = int(dist.sizes.size)  # type: ignore[union-attr]
+        assert dist.sizes is not None  # parse_size sets the support of a pmf
+        details["pmf_support"] = int(dist.sizes.size)
         details["pmf_source"] = dist.source
     return Analysis(
         guarantee_neighbours=Neighbours.REPLACE_ONE,
