@@ -60,7 +60,7 @@ LIMITS: dict[str, Limit] = {
         "`distribution: binomial`, `uniform`, and `normal` well inside [0, N] are closed "
         "forms with no limit",
     ),
-    "strata": Limit(10_000, "strata in a stratified design"),
+    "strata": Limit(100_000, "strata in a stratified design"),
     "pws_rows": Limit(
         10_000,
         "rows of the PWS table reported by bound/invert (`max_frequency`)",

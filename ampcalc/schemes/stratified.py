@@ -270,13 +270,13 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
         if "size" not in header:
             raise err(f"{path}: missing column 'size' (the stratum sizes N_h)")
         cols: dict[str, list[str]] = {h: [] for h in header}
+        size_cells, cap = cols["size"], LIMITS["strata"].value
         for lineno, row in enumerate(rd, start=2):
             if not row or all(not c.strip() for c in row):
                 continue
             if len(row) != len(header):
                 raise err(f"{path}: line {lineno}: {len(row)} cells, header has {len(header)}")
-            if len(cols["size"]) >= LIMITS["strata"].value:  # stop reading: too many strata
-                cap = LIMITS["strata"].value
+            if len(size_cells) >= cap:  # stop reading: too many strata
                 raise err(f"{path}: more than {cap:,} strata; the limit is {cap:,}")
             for h, c in zip(header, row, strict=True):
                 cols[h].append(c.strip())
