@@ -224,6 +224,11 @@ def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
         raise DesignError(f"YAML error: {problem}", where=Where(file=filename)) from None
     except RecursionError:
         raise DesignError("YAML nested too deeply", where=Where(file=filename)) from None
+    except ValueError:  # e.g. an integer of more than 4300 digits
+        raise DesignError(
+            "YAML error: a value that cannot be read (an integer of more than 4300 digits?)",
+            where=Where(file=filename),
+        ) from None
     except UnicodeError:
         raise DesignError(
             "not valid UTF-8 text (undecodable bytes)", where=Where(file=filename)

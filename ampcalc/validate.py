@@ -108,6 +108,8 @@ def describe(value: Any) -> str:
         return "nothing (null)"
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
+    if isinstance(value, int) and abs(value) >= 10**21:
+        return f"an integer of {len(str(abs(value)))} digits"
     if isinstance(value, str):
         return f"the string {value!r}"
     if isinstance(value, Mapping):
@@ -174,13 +176,14 @@ def number(value: Any, spec: Field, where: Where) -> int | float:
             f"expected {spec.domain()}, got {describe(value)}",
             where=where,
         )
-    if isinstance(value, float) and not math.isfinite(value):
-        raise DesignError(f"expected a finite number ({spec.domain()}), got {value}", where=where)
+    if not is_real(value):  # NaN, ±inf, or an int beyond the float range
+        shown = value if isinstance(value, float) else describe(value)
+        raise DesignError(f"expected a finite number ({spec.domain()}), got {shown}", where=where)
     num: int | float = value
     if spec.kind == "int":
         if isinstance(value, float):
             if not value.is_integer():
-                raise DesignError(f"expected {spec.domain()}, got {value!r}", where=where)
+                raise DesignError(f"expected {spec.domain()}, got {describe(value)}", where=where)
             num = int(value)
     else:
         num = float(value)
@@ -188,7 +191,7 @@ def number(value: Any, spec: Field, where: Where) -> int | float:
         spec.high is not None and (num > spec.high or (spec.high_open and num == spec.high))
     )
     if bad:
-        raise DesignError(f"expected {spec.domain()}, got {num!r}", where=where)
+        raise DesignError(f"expected {spec.domain()}, got {describe(num)}", where=where)
     return num
 
 

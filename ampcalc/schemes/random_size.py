@@ -20,6 +20,7 @@ from ..errors import ConditionError, DesignError, Where
 from ..limits import LIMITS
 from ..model import Mechanism, Neighbours
 from ..papers import BUN_2022, cite
+from ..validate import describe, is_real
 from .base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53
@@ -198,8 +199,8 @@ def _number_list(raw: Any, what: str, fail: Any) -> np.ndarray:
     if not isinstance(raw, (list, tuple)) or not raw:
         raise fail(f"expected a non-empty list of {what}")
     for i, v in enumerate(raw):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise fail(f"item {i}: expected a number, got {v!r}")
+        if not is_real(v):
+            raise fail(f"item {i}: expected a finite number, got {describe(v)}")
     return np.asarray(raw, dtype=float)
 
 
