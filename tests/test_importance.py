@@ -727,3 +727,15 @@ def test_weights_sample_from_npy_matches_philox_rule(tmp_path: Path) -> None:
     np.testing.assert_array_equal(kept, expect)
     first = np.array([float(v) for v in lines[1].split(",")[1:3]])
     np.testing.assert_array_equal(first, x[expect[0], [0, 2]])
+
+
+def test_knob_of_another_profile_is_bad_input(tmp_path: Path, six: Path) -> None:
+    # the noise constant B belongs to dp-lloyd; a Laplace profile inverts for β or m
+    base = "  expected_size: 2\n  population: 6\n  knob: noise_constant\n"
+    p = laplace_design(tmp_path, "uniform", base)
+    run = run_ampcalc("invert", str(p), "--target", "1.0", expect=2)
+    assert (
+        "sampling.knob: `knob: noise_constant` does not apply to `profile: laplace-sum`; "
+        "expected one of: scale, expected_size"
+    ) in run.stderr
+    assert "internal error" not in run.stderr

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import numeric
-from ..errors import ConditionError
+from ..errors import ConditionError, DesignError, Where
 from ..importance_kernels import (
     LinearCoefficients,
     domain_supremum,
@@ -580,6 +580,16 @@ def analyse(params: Params, profile: Profile, guarantee: Neighbours) -> Analysis
             "map gives q(x) → 0 as ‖x‖ → 0, and ε̂ = log(1 + q(e^{ε(1/q, x)} − 1)) grows "
             "without bound for a weight-linear profile; use mix > 0 (spec A10: the maximum "
             "exists because λm/N > 0)"
+        )
+    knobs: tuple[str, ...] = {"laplace-sum": ("scale",), "dp-lloyd": ("noise_constant",)}.get(
+        profile.kind, ()
+    )
+    knobs += ("expected_size",)
+    if params.knob is not None and params.knob not in knobs:
+        raise DesignError(
+            f"`knob: {params.knob}` does not apply to `profile: {profile.kind}`; expected "
+            f"one of: {', '.join(knobs)}",
+            where=Where(field="sampling.knob"),
         )
     conditions = _conditions(params, profile)
     warnings: list[str] = []
