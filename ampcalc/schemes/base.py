@@ -14,14 +14,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from .._typing import FloatArray
 from ..model import Neighbours
 
-BoundFn = Callable[[np.ndarray], np.ndarray]
+BoundFn = Callable[[FloatArray], FloatArray]
 """Declared mechanism ε (array) -> bound on ε′ (array of the same shape)."""
 
-InverseFn = Callable[[np.ndarray], np.ndarray]
+InverseFn = Callable[[FloatArray], FloatArray]
 """Target ε′ (array) -> declared mechanism ε (array)."""
 
 
@@ -112,13 +111,13 @@ class Analysis:
     delta_prime: BoundFn | None
     certified: InverseFn | None = None
     impossible_above: InverseFn | None = None
-    mechanism_delta: Callable[[float, np.ndarray], np.ndarray] | None = None
+    mechanism_delta: Callable[[float, FloatArray], FloatArray] | None = None
     basis: tuple[str, ...] = ()
     conditions: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
     calibrated: bool = False
-    invert_details: Callable[[np.ndarray], Mapping[str, Any]] | None = None
+    invert_details: Callable[[FloatArray], Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
