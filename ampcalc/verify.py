@@ -357,6 +357,13 @@ def _too_large(count: int, limit: int) -> None:
         )
 
 
+def _log_comb(a: int, b: int) -> float:
+    """log C(a, b) (−inf where C(a, b) = 0)."""
+    if b < 0 or b > a:
+        return -math.inf
+    return math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)
+
+
 def _fixed_size_plan(
     params: Any,
     mechanism: Mechanism,
@@ -372,6 +379,14 @@ def _fixed_size_plan(
     sizes = sizes_for(rel, [m])
     u = n + g  # distinct record symbols
     with_repl = cap_of_record(m) > 1
+    # the exact count of huge domains is a slow big-integer product: bound its log first
+    logs = [_log_comb(u + s - 1, s) if with_repl else _log_comb(u, s) for s in sizes]
+    if max(logs) > math.log(limit) + 1.0:  # lgamma's error is far below 1 nat
+        raise ConditionError(
+            f"too large to verify: the domain closed under M's relation has about "
+            f"10^{int(max(logs) / math.log(10))} distinct samples, more than {limit} distinct "
+            "samples allowed; use a smaller population, sample or group"
+        )
     count = sum(math.comb(u + s - 1, s) if with_repl else math.comb(u, s) for s in sizes)
     _too_large(count, limit)
     syms, cp, cpp = _distinct(n - g, g)
