@@ -127,9 +127,9 @@ def one_size(rng: np.random.Generator, lo: int = 1, hi: int = SIZE_HI) -> int:
 
 
 def split(n: int, parts: int) -> list[int]:
-    """n points over ``parts`` designs: at least one each."""
-    base = max(1, n // parts)
-    return [base] * parts
+    """n points over ``parts`` designs (exactly n in all when n >= parts; one each else)."""
+    base, extra = divmod(n, parts)
+    return [max(1, base + (i < extra)) for i in range(parts)]
 
 
 def mpf(x: float) -> mp.mpf:
