@@ -206,14 +206,21 @@ def scheduler(address: str | None, workers: int) -> Iterator[Any]:
         return
     if workers < 1:
         raise DesignError(f"--workers: expected at least 1, got {workers}")
-    with (
-        distributed.LocalCluster(
+    try:
+        cluster = distributed.LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
             dashboard_address=":0",
             silence_logs=logging.ERROR,
-        ) as cluster,
+        )
+    except Exception as exc:
+        raise AmpcalcError(
+            f"could not start a local Dask cluster of {workers} workers: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    with (
+        cluster,
         distributed.Client(cluster, set_as_default=False) as client,
     ):
         yield client
@@ -229,7 +236,21 @@ def _plain_frames() -> Iterator[None]:
 
 
 def _compute(sched: Any, *objs: Any) -> tuple[Any, ...]:
-    return tuple(_module("dask").compute(*objs, scheduler=sched))
+    try:
+        return tuple(_module("dask").compute(*objs, scheduler=sched))
+    except AmpcalcError:
+        raise
+    except Exception as exc:
+        if _from_dask(exc):
+            what = f"{type(exc).__name__}: {exc}"
+            raise AmpcalcError(f"the Dask computation failed: {what}") from exc
+        raise
+
+
+def _from_dask(exc: BaseException) -> bool:
+    """A failure of the cluster machinery (a lost worker, a timeout), not of ampcalc."""
+    root = type(exc).__module__.split(".")[0]
+    return root in ("distributed", "dask", "tornado") or isinstance(exc, (OSError, TimeoutError))
 
 
 def _stats_meta(columns: dict[str, str]) -> Any:
@@ -366,12 +387,12 @@ def _read_parquet_records(rp: _RecordPart) -> tuple[np.ndarray, np.ndarray | Non
         i, j = np.argwhere(bad)[0]
         raise DesignError(
             f"{rp.path}: row {i} (0-based), column {rp.names[j]!r}: expected a finite number, "
-            f"got {x[i, j]!r}"
+            f"got {float(x[i, j])!r}"
         )
     prob = arrays[-1] if rp.probability_field else None
     if prob is not None and not np.isfinite(prob).all():
         i = int(np.argmax(~np.isfinite(prob)))
-        raise DesignError(f"{rp.path}: row {i} (0-based): probability is {prob[i]!r}")
+        raise DesignError(f"{rp.path}: row {i} (0-based): probability is {float(prob[i])!r}")
     return x, prob
 
 
@@ -437,7 +458,7 @@ def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None)
             what = f"[{floor:g}, 1]" if floor is not None else "(0, 1]"
             raise DesignError(
                 f"{rp.path}: record {k} (0-based; row {start + k} overall) has probability "
-                f"{prob[k]!r}; expected {what}"
+                f"{float(prob[k])!r}; expected {what}"
             )
     l1, sq = record_norms(x)
     norms = RecordNorms(l1=l1, sq_l2=sq, probability=prob, dimension=d, source=params.data.source)

@@ -371,3 +371,22 @@ def test_missing_dask_says_install_extra(
         "-o", str(tmp_path / "o"), "--engine", "dask", expect=2,
     )  # fmt: skip
     assert "install ampcalc[dask]" in run.stderr
+
+
+def test_bad_records_name_partition(
+    capsys: pytest.CaptureFixture[str], records: dict, tmp_path: Path
+) -> None:
+    root = records["root"]
+    parts = tmp_path / "bad"
+    parts.mkdir()
+    (parts / "a.csv").write_text("x,y,q\n0.1,0.2,0.5\n", encoding="utf-8")
+    (parts / "b.csv").write_text("x,y,q\n0.1,0.2,0.5\n0.3,oops,0.5\n", encoding="utf-8")
+    args = ["--input", str(parts), "-o", str(tmp_path / "o")]
+    run = run_main(capsys, *_dask("weights", str(root / "laplace.yaml"), *args), expect=2)
+    # the one-process parser's message: file, line, column
+    assert f"{parts / 'b.csv'}: line 3, column 'y': expected a number, got 'oops'" in run.stderr
+    (parts / "b.csv").write_text("x,y,q\n0.1,0.2,0.5\n0.3,0.1,0.0\n", encoding="utf-8")
+    run = run_main(capsys, *_dask("weights", str(root / "column.yaml"), *args), expect=2)
+    # column mode: q must lie in [min_probability, 1]; the row counts across partitions
+    where = f"{parts / 'b.csv'}: record 1 (0-based; row 2 overall)"
+    assert f"{where} has probability 0.0; expected [0.01, 1]" in run.stderr

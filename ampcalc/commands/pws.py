@@ -292,7 +292,7 @@ def sanitize_cmd(
         typer.Option(
             "--engine",
             help="numpy (one process) or dask (SAMPLE: a file, directory or glob of "
-            "CSV/Parquet partitions; ampcalc[dask]).",
+            "CSV/Parquet partitions; the dask extra).",
         ),
     ] = "numpy",
     output_fmt: Annotated[

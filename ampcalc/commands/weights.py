@@ -19,7 +19,7 @@ EngineOpt = Annotated[
     str,
     typer.Option(
         "--engine",
-        help="numpy (one process) or dask (partitions on a Dask cluster; ampcalc[dask]).",
+        help="numpy (one process) or dask (partitions on a Dask cluster; the dask extra).",
     ),
 ]
 WorkersOpt = Annotated[
