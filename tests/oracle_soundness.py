@@ -139,17 +139,14 @@ def tilted_poisson(lam, n: int, eps) -> tuple[mp.mpf, mp.mpf]:
 
 def tilted_normal(mu, sd, n: int, eps) -> tuple[mp.mpf, mp.mpf]:
     """(E_t̃[m], N − E) for t(m) ∝ exp(−(m − μ)²/(2σ²)) on {0..N} tilted by e^{εm}: a
-    discrete normal centred at c = μ + εσ², summed over c ± 40σ clipped to [0, N] (the
-    rest weighs below e^{−800} of the largest term)."""
+    discrete normal centred at c = μ + εσ², summed over every m whose log-weight is within
+    800 of the largest, at m* = c clipped to [0, N]: |m − c| <= √((m* − c)² + 1600σ²)."""
     mu, sd, e = mp.mpf(mu), mp.mpf(sd), mp.mpf(eps)
     c = mu + e * sd * sd
-    lo = int(mp.floor(c - 40 * sd)) - 1
-    hi = int(mp.ceil(c + 40 * sd)) + 1
-    if lo > n:
-        lo, hi = max(0, n - int(40 * sd) - 2), n
-    elif hi < 0:
-        lo, hi = 0, min(n, int(40 * sd) + 2)
-    lo, hi = max(0, lo), min(n, hi)
+    best = min(max(c, mp.mpf(0)), mp.mpf(n))
+    reach = mp.sqrt((best - c) ** 2 + 1600 * sd * sd)
+    lo = max(0, int(mp.floor(c - reach)) - 1)
+    hi = min(n, int(mp.ceil(c + reach)) + 1)
     ms = list(range(lo, hi + 1))
     return _weighted(ms, [-((m - c) ** 2) / (2 * sd * sd) for m in ms], n)
 

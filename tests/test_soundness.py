@@ -2248,6 +2248,18 @@ def test_systematic_lower_bound_respects_theorem_3_1(neighbours: str) -> None:
         )
 
 
+def test_random_size_normal_lower_bound_when_the_mass_sits_at_n() -> None:
+    # c = μ + εσ² = 883 far above N = 16: N − E is carried by terms 257 nats below the
+    # mode, whose exponents (differences of squares ~7.5e5) err by far more than the few
+    # ulps allowed for terms within 50 nats; the lower bound came out 3.7e-13 high
+    c = {"kind": "normal", "ratio": 2, "N": 16, "mu": 8.768565677788427}
+    c.update(sd=1.8358986761442546)
+    eps = np.array([259.4393157073026])
+    value = random_size.lower_epsilon(eps, 2 * eps, params=rs_params(c))[0]
+    with mp.workdps(DPS):
+        assert mpf(value) <= rs_lower(c, eps[0])
+
+
 def test_group_log_mgf_is_relatively_accurate_when_tiny() -> None:
     # g = 12 of N = 1e12, m = 73, ε = 0.1: V = 9.21e-11 with k_max·ε = 1.2; the logsumexp
     # difference used above k·ε = 1 had an absolute error ~4e-14 (upper 4e-4 high)
