@@ -1498,7 +1498,8 @@ def pws_l_loose(c: dict) -> bool:
 
 LP_NOTE = (
     "a scipy/HiGHS LP (feasibility tolerance ~1e-7 on coefficients up to e^20; measured up "
-    "to 2e-4 relative below the optimum at d = 5, ε = 8.6) made exactly feasible by shrinking toward 1/2; "
+    "to 2e-4 relative below the optimum at d = 5, ε = 8.6) made exactly feasible by "
+    "shrinking toward 1/2; "
     "ε above the LP cap of 20 solves at 20 (still a lower bound): the error is checked "
     "for ε <= 20 and values >= 1e-6 (the LP's absolute tolerance)"
 )
