@@ -57,7 +57,7 @@ app = typer.Typer(
         "population-level ε′ of an ε-DP mechanism run on a sample, and their inverses.\n\n"
         "Example:  ampcalc bound examples/designs/srswor.yaml"
     ),
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -115,6 +115,13 @@ def test_completion_script_and_a_completion_request() -> None:
     assert run_ampcalc(env=env).stdout.split() == ["--max-epsilon"]
 
 
+def test_show_completion_is_the_same_script() -> None:
+    # typer's --show-completion (the script --install-completion writes) matches ours
+    env = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    shown = run_ampcalc("--show-completion", "bash", env=env).stdout
+    assert shown.strip() == run_ampcalc("completion", "bash").stdout.strip()
+
+
 def test_completion_rejects_unknown_shells() -> None:
     run = run_ampcalc("completion", "tcsh", expect=2)
     assert "expected one of bash, zsh, fish, powershell, pwsh" in run.stderr

@@ -1,7 +1,8 @@
 """``ampcalc completion SHELL``: the shell-completion script (typer's completion).
 
-The root command keeps ``--install-completion`` out of its options; this command
-prints the same script typer would install, for bash, zsh, fish or PowerShell:
+``ampcalc --install-completion`` installs typer's script for the current shell; this
+command prints the same script for any of bash, zsh, fish or PowerShell, for people who
+keep their shell set-up in version control:
 
     eval "$(ampcalc completion bash)"      # in ~/.bashrc
 
