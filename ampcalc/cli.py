@@ -259,29 +259,9 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> int:
     Example:  ampcalc schemes --json
     """
     output = resolve_format(fmt, as_json)
-    from . import render, schemes
+    from . import api, render
 
-    items: list[dict[str, Any]] = []
-    for s in schemes.all_schemes():
-        items.append(
-            {
-                "name": s.name,
-                "summary": s.summary,
-                "parameters": [
-                    {
-                        "name": f.name,
-                        "required": f.required,
-                        "domain": f.domain(),
-                        "doc": f.doc,
-                        "default": f.default,
-                    }
-                    for f in s.fields
-                ],
-                "mechanism_neighbours": s.mechanism_relation,
-                "guarantee_neighbours": [str(g) for g in s.guarantees],
-                "basis": list(s.basis),
-            }
-        )
+    items = api.schemes()
     if output is Format.json:
         emit(render.render_json(render.envelope("schemes", version(), {"schemes": items})))
     elif output is Format.csv:
@@ -317,23 +297,14 @@ def validate(
     Example:  ampcalc validate examples/designs/srswor.yaml
     """
     output = resolve_format(fmt, as_json)
-    from . import engine, render
-    from .errors import ConditionError
+    from . import api, render
 
-    designs = load(design, set_)
-    dicts = []
+    dicts = api.validate(load(design, set_))
     code = ExitCode.OK
-    for d in designs:
-        entry: dict[str, Any] = {"name": d.name, "scheme": d.scheme, "valid": True}
-        try:
-            analysis = engine.analyse(d)
-            entry["conditions"] = list(analysis.conditions)
-            entry["warnings"] = list(analysis.warnings)
-        except ConditionError as err:
-            entry.update(valid=False, error=err.message)
-            say(f"{d.name}: {err.message}")
+    for entry in dicts:
+        if not entry["valid"]:
+            say(f"{entry['name']}: {entry['error']}")
             code = ExitCode.BAD_INPUT
-        dicts.append(entry)
     if output is Format.json:
         emit(render.render_json(render.envelope("validate", version(), {"results": dicts})))
     elif output is Format.csv:
