@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import oracle_cluster as oc
 import pytest
+from conftest import run_ampcalc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ampcalc import engine
 from ampcalc.design import load_designs
 from ampcalc.schemes._cluster_kernels import ratio_bound, ratio_lower, ratio_upper
-import oracle_cluster as oc
-from conftest import run_ampcalc
 
 
 def design(clusters: str, chosen: int, eps: float = 0.1, extra: str = "") -> str:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 import pytest
+from conftest import run_ampcalc
 from hypothesis import given
 from hypothesis import strategies as st
+from oracle_groups import binomial_log_mgf, hypergeom_log_mgf, hypergeom_pmf, relaxation
 
 import ampcalc
 from ampcalc import _groups
-from conftest import run_ampcalc
-from oracle_groups import binomial_log_mgf, hypergeom_log_mgf, hypergeom_pmf, relaxation
 
 WOR = """
 mechanism: {epsilon: %s, neighbours: %s, group_size: %d}

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import oracle_cluster as oc
 import pytest
+from conftest import run_ampcalc
 
 from ampcalc import engine
 from ampcalc.design import load_designs
 from ampcalc.schemes._cluster_kernels import capped_inclusion
-import oracle_cluster as oc
-from conftest import run_ampcalc
 
 
 def bound(sampling: str, neighbours: str = "both", eps: float = 1.0):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 import pytest
+from conftest import run_ampcalc
 from hypothesis import given
 from hypothesis import strategies as st
+from oracle_groups import binomial_log_mgf, binomial_pmf, relaxation
 
 import ampcalc
 from ampcalc.schemes import srswr
-from conftest import run_ampcalc
-from oracle_groups import binomial_log_mgf, binomial_pmf, relaxation
 
 BOOT = """
 mechanism: {epsilon: %s, neighbours: %s}

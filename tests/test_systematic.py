@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import oracle_cluster as oc
 import pytest
+from conftest import run_ampcalc
 
 from ampcalc import engine
 from ampcalc.design import load_designs
-import oracle_cluster as oc
-from conftest import run_ampcalc
 
 
 def run(order: str, n: int = 10000, key: str = "interval: 50", eps: float = 1.0):

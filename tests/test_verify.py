@@ -7,10 +7,10 @@ import random
 
 import numpy as np
 import pytest
+from conftest import run_ampcalc, run_main
 
 from ampcalc import verify as V
 from ampcalc.model import Mechanism, Neighbours
-from conftest import run_ampcalc, run_main
 
 
 class P:
