@@ -473,3 +473,133 @@ def poisson_instance(
                     )
     sizes = tuple(range(0, max(sum(i.caps) for i in insts) + 1))
     return Plan(instances=tuple(insts), sizes=sizes, relations=rel)
+
+
+# --- mixtures over sample sizes (random-size, systematic, data-dependent-size) ----------
+
+
+def mixture_distribution(
+    parts: Iterable[tuple[float, Mapping[Counts, float]]],
+) -> dict[Counts, float]:
+    """Σ_i w_i·dist_i: a sample drawn from dist_i with probability w_i (weights sum to 1)."""
+    out: dict[Counts, float] = {}
+    for w, dist in parts:
+        if w <= 0.0:
+            continue
+        for k, v in dist.items():
+            out[k] = out.get(k, 0.0) + w * v
+    return out
+
+
+def srswor_size_mixture(
+    counts: tuple[int, ...], size_probs: Mapping[int, float]
+) -> dict[Counts, float]:
+    """A srswor sample whose size m is drawn first with probability ``size_probs[m]``."""
+    return mixture_distribution(
+        (w, srswor_distribution(counts, m)) for m, w in sorted(size_probs.items())
+    )
+
+
+def distinct_domain_size(records: int, sizes: Iterable[int]) -> int:
+    """Samples of ``sizes`` records out of ``records`` distinct ones (caps 1)."""
+    return sum(math.comb(records, s) for s in sizes if 0 <= s <= records)
+
+
+def check_distinct_sizes(records: int, sizes: Iterable[int], limit: int) -> int:
+    """Samples of ``sizes`` records out of ``records`` distinct ones (caps 1).
+
+    Raises ``ConditionError("too large to verify: ...")`` past ``limit``, from the log
+    of the size first (an exact big-integer count of a huge domain is slow).
+    """
+    sizes = [s for s in sizes if 0 <= s <= records]
+    logs = [_log_comb(records, s) for s in sizes]
+    if logs and max(logs) > math.log(limit) + 1.0:  # lgamma's error is far below 1 nat
+        raise ConditionError(
+            f"too large to verify: the domain closed under M's relation has about "
+            f"10^{int(max(logs) / math.log(10))} distinct samples, more than {limit} distinct "
+            "samples allowed; use a smaller population or sample"
+        )
+    count = sum(math.comb(records, s) for s in sizes)
+    _too_large(count, limit)
+    return count
+
+
+# --- products over strata or clusters, independent inclusions, value projections ------
+
+
+def product_distribution(parts: Iterable[Mapping[Counts, float]]) -> dict[Counts, float]:
+    """Independent parts (strata, clusters) side by side: count vectors concatenated."""
+    out: dict[Counts, float] = {(): 1.0}
+    for dist in parts:
+        out = {a + b: va * vb for a, va in out.items() for b, vb in dist.items() if vb > 0.0}
+    return out
+
+
+def bernoulli_distribution(probs: Iterable[float]) -> dict[Counts, float]:
+    """Distinct records (caps 1), record i kept independently with probability probs[i]."""
+    return product_distribution(
+        {(0,): 1.0 - q, (1,): q} if q < 1.0 else {(1,): 1.0} for q in probs
+    )
+
+
+def project_distribution(
+    dist: Mapping[Counts, float], values: Counts, width: int
+) -> dict[Counts, float]:
+    """The sample as a multiset of values: symbol i counts towards value ``values[i]``."""
+    out: dict[Counts, float] = {}
+    for k, v in dist.items():
+        c = [0] * width
+        for j, n in zip(values, k, strict=True):
+            c[j] += n
+        key = tuple(c)
+        out[key] = out.get(key, 0.0) + v
+    return out
+
+
+def check_distinct_domain(records: int, largest_sample: int, limit: int) -> None:
+    """Refuse before enumerating: subsets of up to ``largest_sample`` distinct records."""
+    _too_large(distinct_domain_size(records, range(largest_sample + 1)), limit)
+
+
+def value_instances(
+    label: str,
+    group_of: Counts,
+    x: int,
+    p: Mapping[Counts, float],
+    p_prime: Mapping[Counts, float],
+    cap: int,
+    limit: int,
+) -> list[Instance]:
+    """A distinct-record pair seen over the two-value universe {a, b}.
+
+    Records of one group (cluster, stratum, …) are exchangeable under the design, so a
+    value assignment is fixed by how many records of each group are b (the first ones);
+    the differing record ``x`` is a (b is the same programme with a ↔ b). Samples become
+    value multisets: the mechanisms that see values only.
+    """
+    groups = sorted({g for i, g in enumerate(group_of) if i != x})
+    members = {g: [i for i, h in enumerate(group_of) if h == g and i != x] for g in groups}
+    choices = [range(len(members[g]) + 1) for g in groups]
+    count = math.prod(len(c) for c in choices)
+    if count > limit:
+        raise ConditionError(
+            f"too large to verify: {count} two-value populations, more than {limit} allowed; "
+            "use fewer or smaller groups, or --pairs default"
+        )
+    out = []
+    for bs in itertools.product(*choices):
+        values = [0] * len(group_of)
+        for g, b in zip(groups, bs, strict=True):
+            for i in members[g][:b]:
+                values[i] = 1
+        vals = tuple(values)
+        out.append(
+            Instance(
+                label=f"{label}, b per group {list(bs)}, x = a",
+                symbols=("a", "b"),
+                caps=(cap, cap),
+                p=project_distribution(p, vals, 2),
+                p_prime=project_distribution(p_prime, vals, 2),
+            )
+        )
+    return out

@@ -301,6 +301,77 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     )
 
 
+def _verify_hook(
+    params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
+) -> Any:
+    """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify).
+
+    Every cluster's records are distinct symbols; the pair is P vs P′ = P with a record x
+    added to cluster i, for one cluster i of each distinct size (Theorems 5.1/5.2
+    maximise over i). P's sample: a uniform ℓ-subset of clusters, every record of a chosen
+    cluster taken (or kept w.p. r with ``within``). ``all`` adds the same pairs seen over
+    a two-value universe.
+    """
+    import itertools
+
+    from .. import verify as V
+
+    cl = params.clusters
+    if cl.sizes is None:
+        sizes = [cl.largest[0]] * cl.count  # {count: k, size: n}: equal sizes
+    else:
+        sizes = [int(x) for x in cl.sizes]
+    k, ell, r = cl.count, params.chosen, params.within_rate
+    if mechanism.delta > 0:
+        raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
+    rel = V.relations_of(mechanism)
+    records = sum(sizes) + 1
+    top = sum(sorted(sizes)[-ell:]) + 1
+    V.check_distinct_domain(records, top, limit)
+    subsets = list(itertools.combinations(range(k), ell))
+    if len(subsets) > limit:
+        raise ConditionError(f"too large to verify: {len(subsets)} cluster subsets")
+
+    def dist(present: list[tuple[int, ...]]) -> dict[Any, float]:
+        parts = []
+        for chosen in subsets:
+            per = []
+            for j, flags in enumerate(present):
+                if j not in chosen:
+                    per.append({(0,) * len(flags): 1.0})
+                elif r is None:
+                    per.append({flags: 1.0})
+                else:
+                    per.append(V.poisson_distribution(flags, r))
+            parts.append((1.0 / len(subsets), V.product_distribution(per)))
+        return V.mixture_distribution(parts)
+
+    insts: list[Any] = []
+    seen: set[int] = set()
+    for i, n_i in enumerate(sizes):
+        if n_i in seen:
+            continue
+        seen.add(n_i)
+        # cluster i gets one more symbol, x (its last); P lacks it, P′ has it
+        with_x = [(1,) * n + ((1,) if j == i else ()) for j, n in enumerate(sizes)]
+        without = [(*f[:-1], 0) if j == i else f for j, f in enumerate(with_x)]
+        group_of = tuple(j for j, f in enumerate(with_x) for _ in f)
+        x = sum(len(f) for f in with_x[: i + 1]) - 1
+        symbols = tuple(
+            f"c{j + 1}.{t + 1}" if j != i or t < n_i else "x"
+            for j, f in enumerate(with_x)
+            for t in range(len(f))
+        )
+        p, pp = dist(without), dist(with_x)
+        label = f"P = clusters {sizes} vs P′ = P + x in a cluster of {n_i}"
+        insts.append(
+            V.Instance(label=label, symbols=symbols, caps=(1,) * records, p=p, p_prime=pp)
+        )
+        if pairs == "all":
+            insts += V.value_instances(label, group_of, x, p, pp, top, limit)
+    return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top]), relations=rel)
+
+
 SCHEME = Scheme(
     name="cluster",
     summary="ℓ of k clusters chosen without replacement, whole clusters (or Poisson within)",
@@ -313,4 +384,5 @@ SCHEME = Scheme(
     check=check,
     example={"clusters": {"count": 100, "size": 20}, "chosen": 10},
     parse_params=parse_params,
+    hooks={"verify": _verify_hook},
 )

@@ -301,6 +301,64 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
     )
 
 
+#: inclusion probabilities of the other records when the design lists none
+VERIFY_OTHERS = 2
+
+
+def _verify_hook(
+    params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
+) -> Any:
+    """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify).
+
+    ``poisson-threshold`` only (any other PPS algorithm has no fixed sample distribution):
+    records are distinct, record i kept independently with probability a_i = min(1, τr_i).
+    Pair: P = the design's records (without size measures: ``VERIFY_OTHERS`` records at
+    the worst inclusion) vs P′ = P ∪ {x}, x of the largest admissible size (a_x =
+    min(1, τR), or 1 without a public R). ``all`` also adds x at each listed a_i, with
+    0..3 other records, and the pairs over a two-value universe.
+    """
+    from .. import verify as V
+
+    if params.method != "poisson-threshold":
+        raise ConditionError(
+            "no exact tiny-instance enumeration for `method: pps`: the sample distribution "
+            "depends on the PPS algorithm; the verify hook covers `method: poisson-threshold`"
+        )
+    if mechanism.delta > 0:
+        raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
+    tau, big_r = params.threshold, params.max_size_measure
+    assert tau is not None
+    worst = 1.0 if big_r is None else min(1.0, tau * big_r)
+    others = (
+        [worst] * VERIFY_OTHERS
+        if params.inclusion is None
+        else [float(a) for a in params.inclusion]
+    )
+    rel = V.relations_of(mechanism)
+    V.check_distinct_domain(len(others) + 1, len(others) + 1, limit)
+    cases = [(others, worst)]
+    if pairs == "all":
+        cases += [
+            (others[:n], a) for n in range(min(4, len(others) + 1)) for a in {worst, *others}
+        ]
+    insts: list[Any] = []
+    for rest, a_x in cases:
+        p = V.bernoulli_distribution([*rest, 0.0])
+        pp = V.bernoulli_distribution([*rest, a_x])
+        label = f"P = {len(rest)} records vs P′ = P ∪ {{x}}, a_x = {a_x:.6g}"
+        symbols = (*(f"o{i + 1}" for i in range(len(rest))), "x")
+        insts.append(
+            V.Instance(label=label, symbols=symbols, caps=(1,) * len(symbols), p=p, p_prime=pp)
+        )
+        if pairs == "all":
+            # records with equal a_i are exchangeable; x is a group of its own
+            kinds = sorted(set(rest))
+            group_of = (*(kinds.index(a) for a in rest), len(kinds))
+            insts += V.value_instances(label, group_of, len(rest), p, pp, len(symbols), limit)
+    top = len(others) + 1
+    return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top]), relations=rel)
+
+
 SCHEME = Scheme(
     name="pps",
     summary="probability proportional to size, element level (lower bound only)",
@@ -312,4 +370,5 @@ SCHEME = Scheme(
     analyse=analyse,
     example={"size_measures": [1, 1, 1, 5, 10], "sample": 2},
     parse_params=parse_params,
+    hooks={"verify": _verify_hook},
 )

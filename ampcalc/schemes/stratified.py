@@ -1441,6 +1441,87 @@ def compare(design: Any, target: float) -> dict[str, Any]:
     return out
 
 
+def _verify_hook(
+    params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
+) -> Any:
+    """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify).
+
+    Records are distinct symbols, strata independent (a product of per-stratum samples).
+    Pairs (stratified add-remove DP, Definition 7.1): for every stratum h, the design
+    with a record x added to h (N_h vs N_h + 1) and, where r·(N_h − 1) >= 1 keeps
+    Theorem 7.2's condition, with x one of h's N_h records (N_h − 1 vs N_h).
+    Proportional allocation with randomised rounding: stratum h samples ⌊rN⌋ or ⌈rN⌉
+    records without replacement (the latter with probability frac(rN)); Poisson: each
+    record kept with probability r_h. ``all`` adds the same pairs over a two-value
+    universe. The replace-one guarantee (derived, spec §8.1) is not enumerated.
+    """
+    from .. import verify as V
+
+    kind = params.allocation
+    if not (kind == "poisson" or (kind == "proportional" and params.rounding == "randomized")):
+        how = kind if kind != "proportional" else f"proportional with {params.rounding} rounding"
+        raise ConditionError(
+            f"no exact tiny-instance enumeration for {how} allocation: the verify hook covers "
+            "proportional allocation with randomised rounding and Poisson allocation"
+        )
+    if mechanism.delta > 0:
+        raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
+    if not params.strata.sizes_known:
+        raise ConditionError("the stratum sizes are needed to enumerate samples")
+    rates = [float(x) for x in params.rates()]
+    sizes = [int(x) for x in params.strata.size]
+    rel = V.relations_of(mechanism)
+
+    def size_probs(rate: float, n: int) -> dict[int, float]:
+        x = rate * n
+        if abs(x - round(x)) < 1e-9:
+            return {min(n, round(x)): 1.0}
+        lo = math.floor(x)
+        return {lo: 1.0 - (x - lo), lo + 1: x - lo}
+
+    def stratum(h: int, flags: tuple[int, ...]) -> dict[Any, float]:
+        if kind == "poisson":
+            return V.poisson_distribution(flags, rates[h])
+        return V.srswor_size_mixture(flags, size_probs(rates[h], sum(flags)))
+
+    def largest(h: int, n: int) -> int:
+        return n if kind == "poisson" else math.ceil(rates[h] * n - 1e-9)
+
+    records = sum(sizes) + 1
+    top = max(
+        sum(largest(j, n + (j == h)) for j, n in enumerate(sizes)) for h in range(len(sizes))
+    )
+    V.check_distinct_domain(records, top, limit)
+    insts: list[Any] = []
+    for h, n_h in enumerate(sizes):
+        name = params.strata.names[h]
+        for extra in (1, 0):  # x added to the N_h records, or x one of them
+            base = n_h - 1 + extra
+            if extra == 0 and (base < 0 or (kind != "poisson" and rates[h] * base < 1.0)):
+                continue
+            with_x = [(1,) * (n + extra * (j == h)) for j, n in enumerate(sizes)]
+            without = [(*f[:-1], 0) if j == h else f for j, f in enumerate(with_x)]
+            group_of = tuple(j for j, f in enumerate(with_x) for _ in f)
+            x = sum(len(f) for f in with_x[: h + 1]) - 1
+            symbols = tuple(
+                "x" if i == x else f"s{j + 1}.{t + 1}"
+                for i, (j, t) in enumerate(
+                    (j, t) for j, f in enumerate(with_x) for t in range(len(f))
+                )
+            )
+            p = V.product_distribution(stratum(j, f) for j, f in enumerate(without))
+            pp = V.product_distribution(stratum(j, f) for j, f in enumerate(with_x))
+            label = f"stratum {name!r}: {base} vs {base + 1} records (x added)"
+            insts.append(
+                V.Instance(label=label, symbols=symbols, caps=(1,) * len(symbols), p=p, p_prime=pp)
+            )
+            if pairs == "all":
+                insts += V.value_instances(label, group_of, x, p, pp, top, limit)
+    if not insts:
+        raise ConditionError("no stratum admits a neighbouring pair")
+    return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top]), relations=rel)
+
+
 SCHEME = Scheme(
     name="stratified",
     summary=(
@@ -1459,5 +1540,5 @@ SCHEME = Scheme(
         "strata": [{"name": "small", "size": 12000}, {"name": "large", "size": 900}],
     },
     parse_params=parse_params,
-    hooks={"compare": compare},
+    hooks={"compare": compare, "verify": _verify_hook},
 )
