@@ -215,11 +215,23 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     def upper(eps: np.ndarray) -> np.ndarray:
         return upper_epsilon(stage(eps), fraction=frac, k_sum=k_up)
 
+    eps_r = mechanism.epsilon_replace_one_of
+    # Theorem 5.1's witness is ε-DP under add-remove but only 2ε-DP under replace-one;
+    # when M is declared ε_R < 2ε under replace-one too (`both`), it is run at ε_R/2
+    full_witness = mechanism.replace_one_ratio() >= 2.0
+
     def lower(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        er = eps_r(e)
+        # the single-inclusion witness (spec §7.2): randomised response on "x is in the
+        # sample", min(ε, ε_R)-DP under both relations; x is kept w.p. (ℓ/k)·r
+        single = numeric.amplification_lower(frac * (1.0 if r is None else r), np.minimum(e, er))
         if r is None:
-            return lower_epsilon(eps, fraction=frac, k_sum=k_low)
-        # the single-inclusion witness (spec §7.2): each record is kept w.p. (ℓ/k)·r
-        return numeric.amplification_lower(frac * r, eps)
+            theorem: np.ndarray = lower_epsilon(
+                np.minimum(e, er / 2.0), fraction=frac, k_sum=k_low
+            )
+            return theorem if full_witness else np.maximum(theorem, single)
+        return single
 
     def delta_prime(eps: np.ndarray) -> np.ndarray:
         if mechanism.delta == 0.0:
@@ -239,12 +251,20 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "K_upper": k_up,
         "K_lower": k_low if r is None else None,
         "srs_same_fraction": srs,
-        "tight": bool(cl.equal and r is None),
+        "tight": bool(cl.equal and r is None and full_witness),
         "sizes_source": cl.source,
     }
     if r is not None:
         details["within_rate"] = r
-    if cl.equal and r is None:
+    if r is None and not full_witness:
+        warnings.append(
+            f"M is declared ε-DP under replace-one too (ε_R = "
+            f"{mechanism.effective_epsilon_replace_one():g} < 2ε): Theorem 5.1's witness is "
+            "only 2ε-DP under replace-one, so the lower bound runs it at min(ε, ε_R/2), or is "
+            "the single-inclusion witness A(ℓ/k, ε) where larger (an exact LP check found "
+            "B(ℓ/k, n₍₁₎ + n_min, ε) above the true worst case under `both`)."
+        )
+    if cl.equal and r is None and full_witness:
         conditions.append(f"all {k} clusters have size {n1}: upper = lower (tight)")
     if up0 >= eps0 * (1 - 1e-9):
         warnings.append(
