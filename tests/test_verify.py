@@ -120,7 +120,7 @@ def test_too_large_is_refused_with_its_size(tmp_path) -> None:
 
 
 def test_scheme_without_hook_is_inconclusive() -> None:
-    run = run_ampcalc("verify", "examples/designs/random-size-binomial.yaml", expect=2)
+    run = run_ampcalc("verify", "examples/designs/importance-uniform-constant.yaml", expect=2)
     assert "no exact tiny-instance enumeration" in run.stderr
 
 

@@ -236,6 +236,92 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     )
 
 
+def _verify_hook(
+    params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
+) -> Any:
+    """Tiny-instance enumeration for ``ampcalc verify`` (add-remove neighbours).
+
+    The dataset at hand P has N records and sample size m = f(P); a neighbour P′ (one
+    record added or removed) has any sample size m′ with |m′ − m| <= Δ and
+    0 <= m′ <= |P′| (a deterministic f of sensitivity Δ can take any of them there).
+    ``default``: P = {o1..oN} vs P ∪ {x}, and P = {o1..oN−1, x} vs P − {x}, for every m′;
+    ``all``: also P = {a×(N − j), b×j} with an a or a b added or removed, samples as
+    value multisets.
+    """
+    from ..verify import (
+        Instance,
+        Plan,
+        check_distinct_sizes,
+        relations_of,
+        sizes_for,
+        srswor_distribution,
+    )
+
+    n, m, d = params.population, params.sample, params.sensitivity
+    if d is None or m is None:
+        raise ConditionError(
+            "a vector allocation (sensitivity_l1) has no upper bound to verify; the "
+            "tiny-instance enumeration covers one sample from the whole population"
+        )
+    if m + d > n + 1 and m - d < 0:
+        raise ConditionError(
+            f"a population of N = {n} cannot realise sensitivity Δ = {d} at m = {m}: a "
+            f"neighbour's sample size lies in 0..{n + 1}, so neither m + Δ nor m − Δ is "
+            "reachable (the lower bound Δε needs one of them); use a larger population"
+        )
+    check_distinct_sizes(n + 1, [min(m + d, n + 1)], limit)  # before listing sizes
+    rel = relations_of(mechanism)
+    add = range(max(0, m - d), min(n + 1, m + d) + 1)  # m′ for P ∪ {x}
+    rem = range(max(0, m - d), min(n - 1, m + d) + 1)  # m′ for P − {x}
+    sizes = sizes_for(rel, [m, *add, *rem])
+    check_distinct_sizes(n + 1, sizes, limit)
+    syms = (*(f"o{i + 1}" for i in range(n)), "x")
+    insts = []
+    for mp in add:
+        insts.append(
+            Instance(
+                label=f"P = {{o1..o{n}}} (m = {m}) vs P ∪ {{x}} (m′ = {mp})",
+                symbols=syms,
+                caps=(1,) * len(syms),
+                p=srswor_distribution((1,) * n + (0,), m),
+                p_prime=srswor_distribution((1,) * (n + 1), mp),
+            )
+        )
+    if n >= 1:
+        for mp in rem:
+            insts.append(
+                Instance(
+                    label=f"P = {{o1..o{n - 1}, x}} (m = {m}) vs P − {{x}} (m′ = {mp})",
+                    symbols=syms[1:],
+                    caps=(1,) * n,
+                    p=srswor_distribution((1,) * n, m),
+                    p_prime=srswor_distribution((1,) * (n - 1) + (0,), mp),
+                )
+            )
+    if pairs == "all":
+        top = max(sizes)
+        for j in range(n + 1):
+            base = (n - j, j)
+            moves = [("add a", (1, 0)), ("add b", (0, 1)), ("remove a", (-1, 0))]
+            moves.append(("remove b", (0, -1)))
+            for what, (da, db) in moves:
+                other = (base[0] + da, base[1] + db)
+                if min(other) < 0:
+                    continue
+                size = sum(other)
+                for mp in range(max(0, m - d), min(size, m + d) + 1):
+                    insts.append(
+                        Instance(
+                            label=f"{{a×{base[0]}, b×{base[1]}}} (m = {m}) vs {what} (m′ = {mp})",
+                            symbols=("a", "b"),
+                            caps=(top, top),
+                            p=srswor_distribution(base, m),
+                            p_prime=srswor_distribution(other, mp),
+                        )
+                    )
+    return Plan(instances=tuple(insts), sizes=sizes, relations=rel)
+
+
 SCHEME = Scheme(
     name="data-dependent-size",
     summary="sample of a data-dependent size f(P) (deterministic allocation, sensitivity Δ)",
@@ -247,4 +333,5 @@ SCHEME = Scheme(
     analyse=analyse,
     check=check,
     example={"population": 14, "sample": 1, "sensitivity": 1},
+    hooks={"verify": _verify_hook},
 )

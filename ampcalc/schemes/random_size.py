@@ -9,6 +9,7 @@ the special case ε_D = ε_R = ε (``neighbours: both``, e.g. a count query).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -778,6 +779,123 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     )
 
 
+# --------------------------------------------------------------------------------------
+# ``ampcalc verify``: exact sample distributions of tiny instances
+# --------------------------------------------------------------------------------------
+
+
+def size_support(dist: SizeDistribution, n: int) -> Sequence[int]:
+    """The sizes of positive probability (without computing the probabilities)."""
+    if dist.kind == "point":
+        assert dist.value is not None
+        return [dist.value]
+    if dist.kind == "binomial":
+        assert dist.p is not None
+        return [0] if dist.p == 0.0 else [n] if dist.p == 1.0 else range(n + 1)
+    if dist.kind == "uniform":
+        assert dist.low is not None and dist.high is not None
+        return range(dist.low, dist.high + 1)
+    if dist.kind == "pmf":
+        assert dist.sizes is not None
+        return [int(m) for m in dist.sizes.tolist()]
+    return range(n + 1)  # poisson, normal: every size has positive weight
+
+
+def size_pmf(dist: SizeDistribution, n: int) -> dict[int, float]:
+    """The exact pmf of the sample size on {0..N} (for tiny N; zero entries left out)."""
+    sizes = size_support(dist, n)
+    if dist.kind in ("point", "uniform") or len(sizes) == 1:
+        logw = [0.0] * len(sizes)
+    elif dist.kind == "binomial":
+        assert dist.p is not None
+        lp, lq = math.log(dist.p), math.log1p(-dist.p)
+        logw = [
+            math.lgamma(n + 1)
+            - math.lgamma(m + 1)
+            - math.lgamma(n - m + 1)
+            + m * lp
+            + (n - m) * lq
+            for m in sizes
+        ]
+    elif dist.kind == "poisson":
+        assert dist.mean is not None
+        logw = [m * math.log(dist.mean) - math.lgamma(m + 1) for m in sizes]
+    elif dist.kind == "normal":
+        assert dist.mean is not None and dist.sd is not None
+        logw = [-((m - dist.mean) ** 2) / (2.0 * dist.sd * dist.sd) for m in sizes]
+    else:
+        assert dist.log_probs is not None
+        logw = [float(v) for v in dist.log_probs.tolist()]
+    top = max(logw)
+    raw = {m: math.exp(w - top) for m, w in zip(sizes, logw, strict=True)}
+    total = math.fsum(raw.values())
+    return {m: w / total for m, w in raw.items() if w > 0.0}
+
+
+def size_mixture_plan(
+    n: int, probs: dict[int, float], mechanism: Mechanism, pairs: str, limit: int
+) -> Any:
+    """Plan of a srswor sample of N records whose size is drawn from ``probs`` first.
+
+    ``default``: P = {N − 1 others, x} vs P′ = {N − 1 others, x′} (replace-one, fixed N;
+    symmetric under x ↔ x′). ``all``: also {a×(N − j), b×j} vs {a×(N − j − 1), b×(j + 1)}
+    for j = 0..N − 1, samples as value multisets.
+    """
+    from ..verify import (
+        Instance,
+        Plan,
+        check_distinct_sizes,
+        relations_of,
+        sizes_for,
+        srswor_size_mixture,
+    )
+
+    rel = relations_of(mechanism)
+    sizes = sizes_for(rel, probs)
+    check_distinct_sizes(n + 1, sizes, limit)
+    syms = (*(f"o{i + 1}" for i in range(n - 1)), "x", "x'")
+    others = (1,) * (n - 1)
+    insts = [
+        Instance(
+            label=f"P = {{{n - 1} others, x}} vs P′ = {{{n - 1} others, x′}}",
+            symbols=syms,
+            caps=(1,) * len(syms),
+            p=srswor_size_mixture((*others, 1, 0), probs),
+            p_prime=srswor_size_mixture((*others, 0, 1), probs),
+            symmetric=True,
+        )
+    ]
+    if pairs == "all":
+        top = max(sizes)
+        for j in range(n):
+            insts.append(
+                Instance(
+                    label=f"{{a×{n - j}, b×{j}}} vs {{a×{n - j - 1}, b×{j + 1}}}",
+                    symbols=("a", "b"),
+                    caps=(top, top),
+                    p=srswor_size_mixture((n - j, j), probs),
+                    p_prime=srswor_size_mixture((n - j - 1, j + 1), probs),
+                )
+            )
+    return Plan(instances=tuple(insts), sizes=sizes, relations=rel)
+
+
+def _verify_hook(
+    params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
+) -> Any:
+    """Tiny-instance enumeration for ``ampcalc verify``: a mixture of srswor over sizes."""
+    from ..verify import check_distinct_sizes, relations_of, sizes_for
+
+    support = size_support(params.size, params.population)
+    # refuse a huge domain before listing sizes or computing the pmf: one size s >= 1
+    # among N + 1 records already gives C(N + 1, s) >= N + 1 samples
+    check_distinct_sizes(params.population + 1, [support[-1]], limit)  # sorted
+    check_distinct_sizes(params.population + 1, sizes_for(relations_of(mechanism), support), limit)
+    return size_mixture_plan(
+        params.population, size_pmf(params.size, params.population), mechanism, pairs, limit
+    )
+
+
 SCHEME = Scheme(
     name="random-size",
     summary="sample size m drawn from a data-independent distribution, then m of N "
@@ -791,4 +909,5 @@ SCHEME = Scheme(
     analyse=analyse,
     example={"population": 10000, "size": {"distribution": "normal", "mean": 5000, "sd": 800}},
     parse_params=parse_params,
+    hooks={"verify": _verify_hook},
 )

@@ -224,6 +224,104 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     )
 
 
+def _verify_hook(
+    params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
+) -> Any:
+    """Tiny-instance enumeration for ``ampcalc verify``.
+
+    Random order: a srswor of ⌊N/k⌋ records with probability 1 − (N mod k)/k, else of
+    ⌈N/k⌉ (random_size.size_mixture_plan). Fixed order: the record at position j is
+    replaced (replace-one keeps positions); start r uniform on 1..k takes positions
+    r, r + k, ... . ``default``: distinct records, one position per class of start;
+    ``all``: every a/b sequence of length N with one a turned into b.
+    """
+    from ..verify import check_distinct_sizes
+
+    n, k = params.population, params.interval
+    check_distinct_sizes(n + 1, [n // k], limit)  # before listing positions
+    if params.order == "random":
+        from .random_size import size_mixture_plan
+
+        f = (n % k) / k
+        probs = {n // k: 1.0 - f}
+        if f > 0:
+            probs[-(-n // k)] = f
+        return size_mixture_plan(n, probs, mechanism, pairs, limit)
+
+    from ..verify import Instance, Plan, _too_large, relations_of, sizes_for
+
+    rel = relations_of(mechanism)
+    starts = [list(range(r, n, k)) for r in range(k)]  # 0-based positions per start
+    sizes = sizes_for(rel, [len(s) for s in starts])
+    check_distinct_sizes(n + 1, sizes, limit)
+    insts = []
+    seen_sizes: set[int] = set()
+    for j in range(n):
+        own = len(starts[j % k])  # the size of the sample that can hold position j
+        if own in seen_sizes:
+            continue  # same distributions up to relabelling of the other records
+        seen_sizes.add(own)
+        # symbols: the other records in position order, then x, x′
+        syms = (*(f"o{i + 1}" for i in range(n - 1)), "x", "x'")
+
+        def dist(at: int, j: int = j) -> dict[tuple[int, ...], float]:
+            out: dict[tuple[int, ...], float] = {}
+            for s in starts:
+                c = [0] * (n + 1)
+                for pos in s:
+                    c[at if pos == j else (pos if pos < j else pos - 1)] = 1
+                key = tuple(c)
+                out[key] = out.get(key, 0.0) + 1.0 / k
+            return out
+
+        insts.append(
+            Instance(
+                label=f"x at position {j + 1} (in a sample of {own}) vs x′ there",
+                symbols=syms,
+                caps=(1,) * len(syms),
+                p=dist(n - 1),
+                p_prime=dist(n),
+                symmetric=True,
+            )
+        )
+    if pairs == "all":
+        import itertools
+
+        top = max(sizes)
+        seen: set[tuple[Any, Any]] = set()
+        for seq in itertools.product((0, 1), repeat=n):
+            for j in range(n):
+                if seq[j] == 1:
+                    continue
+                flip = (*seq[:j], 1, *seq[j + 1 :])
+
+                def values(q: tuple[int, ...]) -> dict[tuple[int, ...], float]:
+                    out: dict[tuple[int, ...], float] = {}
+                    for s in starts:
+                        b = sum(q[pos] for pos in s)
+                        key = (len(s) - b, b)
+                        out[key] = out.get(key, 0.0) + 1.0 / k
+                    return out
+
+                p, pp = values(seq), values(flip)
+                sig = (tuple(sorted(p.items())), tuple(sorted(pp.items())))
+                if sig in seen:
+                    continue
+                seen.add(sig)
+                word = "".join("ab"[v] for v in seq)
+                insts.append(
+                    Instance(
+                        label=f"order {word} vs position {j + 1} turned into b",
+                        symbols=("a", "b"),
+                        caps=(top, top),
+                        p=p,
+                        p_prime=pp,
+                    )
+                )
+    _too_large(len(insts), limit)
+    return Plan(instances=tuple(insts), sizes=sizes, relations=rel)
+
+
 SCHEME = Scheme(
     name="systematic",
     summary="every k-th record from a random start (random secret or fixed known order)",
@@ -236,4 +334,5 @@ SCHEME = Scheme(
     check=check,
     example={"population": 10000, "interval": 100, "order": "random"},
     parse_params=parse_params,
+    hooks={"verify": _verify_hook},
 )
