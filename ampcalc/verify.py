@@ -557,7 +557,19 @@ def project_distribution(
 
 
 def check_distinct_domain(records: int, largest_sample: int, limit: int) -> None:
-    """Refuse before enumerating: subsets of up to ``largest_sample`` distinct records."""
+    """Refuse before enumerating: subsets of up to ``largest_sample`` distinct records.
+
+    The domain holds at least C(records, s) samples for s = min(largest_sample,
+    records // 2): its log decides huge designs before the exact (big-integer) count.
+    """
+    s = min(largest_sample, records // 2)
+    log_size = _log_comb(records, s)
+    if log_size > math.log(limit) + 1.0:  # lgamma's error is far below 1 nat
+        raise ConditionError(
+            f"too large to verify: the domain closed under M's relation has at least "
+            f"10^{int(log_size / math.log(10))} distinct samples, more than {limit} distinct "
+            "samples allowed; use a smaller population, sample or group"
+        )
     _too_large(distinct_domain_size(records, range(largest_sample + 1)), limit)
 
 

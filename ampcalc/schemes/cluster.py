@@ -337,6 +337,7 @@ def _verify_hook(
     from .. import verify as V
 
     cl = params.clusters
+    V.check_distinct_domain(cl.total + 1, 1, limit)  # before listing the sizes
     if cl.sizes is None:
         sizes = [cl.largest[0]] * cl.count  # {count: k, size: n}: equal sizes
     else:

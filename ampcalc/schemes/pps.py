@@ -329,6 +329,8 @@ def _verify_hook(
     tau, big_r = params.threshold, params.max_size_measure
     assert tau is not None
     worst = 1.0 if big_r is None else min(1.0, tau * big_r)
+    if params.inclusion is not None:
+        V.check_distinct_domain(params.inclusion.size + 1, 1, limit)  # before listing them
     others = (
         [worst] * VERIFY_OTHERS
         if params.inclusion is None

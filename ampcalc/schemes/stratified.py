@@ -1468,6 +1468,7 @@ def _verify_hook(
         raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
     if not params.strata.sizes_known:
         raise ConditionError("the stratum sizes are needed to enumerate samples")
+    V.check_distinct_domain(int(params.strata.size.sum()) + 1, 1, limit)  # before listing
     rates = [float(x) for x in params.rates()]
     sizes = [int(x) for x in params.strata.size]
     rel = V.relations_of(mechanism)
