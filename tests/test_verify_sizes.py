@@ -271,6 +271,15 @@ def test_systematic_fixed_order_add_remove() -> None:
     assert row["epsilon_prime"]["lower"] == pytest.approx(amp(0.5, 1.0))
 
 
+def test_systematic_fixed_order_all_pairs_refuses_too_many_orderings() -> None:
+    sampling = {"population": 13, "interval": 12, "order": "fixed"}
+    mech = {"epsilon": 1.0, "neighbours": "replace-one"}
+    row = check("systematic", sampling, mech)
+    assert row["status"] == "INCONCLUSIVE" and "2^13 = 8,192" in row["reason"]
+    # the default pairs still solve it: sizes 2 and 1 tell the starts apart, exact ε
+    assert assert_pass(check("systematic", sampling, mech, pairs="default")) == pytest.approx(1.0)
+
+
 # --- data-dependent-size ------------------------------------------------------------------
 
 

@@ -248,7 +248,7 @@ def _verify_hook(
             probs[-(-n // k)] = f
         return size_mixture_plan(n, probs, mechanism, pairs, limit)
 
-    from ..verify import Instance, Plan, _too_large, relations_of, sizes_for
+    from ..verify import Instance, Plan, relations_of, sizes_for
 
     rel = relations_of(mechanism)
     starts = [list(range(r, n, k)) for r in range(k)]  # 0-based positions per start
@@ -287,6 +287,15 @@ def _verify_hook(
     if pairs == "all":
         import itertools
 
+        if 2**n > limit:
+            from ..errors import ConditionError
+
+            raise ConditionError(
+                f"too large to verify: --pairs all tries every a/b ordering of the N = {n} "
+                f"records (2^{n} = {2**n:,}), more than {limit}; use --pairs default or a "
+                "smaller population"
+            )
+
         top = max(sizes)
         seen: set[tuple[Any, Any]] = set()
         for seq in itertools.product((0, 1), repeat=n):
@@ -318,7 +327,6 @@ def _verify_hook(
                         p_prime=pp,
                     )
                 )
-    _too_large(len(insts), limit)
     return Plan(instances=tuple(insts), sizes=sizes, relations=rel)
 
 
