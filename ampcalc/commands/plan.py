@@ -17,9 +17,8 @@ from typing import Annotated, Any
 import typer
 
 from ..cli import ExitCode, Format, FormatOpt, JsonOpt, app, emit, resolve_format, version
-from ..plan_design import KINDS, plan_document, read_plan
 
-__all__ = ["KINDS", "plan_document", "read_plan", "sparkline", "table"]
+__all__ = ["sparkline", "table"]
 
 _SPARK = "▁▂▃▄▅▆▇█"
 
@@ -122,6 +121,7 @@ def plan(
         raise typer.BadParameter(f"expected a number in [0, 1), got {q:g}", param_hint="--q")
     from .. import render
     from ..cli import rich_output
+    from ..plan_design import read_plan
 
     result = read_plan(design, q).to_dict()
     if output is Format.json:

@@ -13,12 +13,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..api import PwsSanitiser as Sanitiser
 from ..cli import ExitCode, FormatOpt, JsonOpt, SetOpt, app, emit, load, resolve_format, say
+
+if TYPE_CHECKING:
+    from ..api import PwsSanitiser
 
 pws_app = typer.Typer(
     help="Private weighted sampling (004): table, sanitiser, estimator.",
@@ -344,7 +346,9 @@ def sanitize_cmd(
                 "time per worker)"
             )
     d, params = _design(design, overrides)
-    san = Sanitiser(params, frequencies, extend=not no_extend)
+    from ..api import PwsSanitiser
+
+    san = PwsSanitiser(params, frequencies, extend=not no_extend)
     if engine == "dask":
         return _sanitize_dask(
             d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
@@ -451,7 +455,7 @@ def _sanitize_summary(
 
 
 def _sanitize_dask(
-    d: Any, params: Any, san: Sanitiser, sample: str, output: str | None,
+    d: Any, params: Any, san: PwsSanitiser, sample: str, output: str | None,
     output_fmt: str | None, seed: int, frequencies: bool, no_extend: bool, chunk: int,
     verify: bool, scheduler: str | None, workers: int, as_json: bool,
 ) -> int:  # fmt: skip
