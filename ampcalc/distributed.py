@@ -293,7 +293,7 @@ class _RecordPart:
 
 
 def _record_part(part: Partition, columns: Any, probability_column: Any) -> _RecordPart:
-    from .importance_records import _pick, open_source
+    from .importance_records import open_source, select_columns
 
     def err(msg: str) -> Exception:
         return DesignError(msg)
@@ -308,23 +308,7 @@ def _record_part(part: Partition, columns: Any, probability_column: Any) -> _Rec
     except Exception as exc:
         raise DesignError(f"{part.path}: not a readable Parquet file ({exc})") from None
     width = len(header)
-    pcol = (
-        _pick(probability_column, header, width, err, "probability_column")
-        if probability_column is not None
-        else None
-    )
-    if columns is None:
-        cols = tuple(i for i in range(width) if i != pcol)
-    else:
-        if isinstance(columns, (str, int)) and not isinstance(columns, bool):
-            columns = [columns]
-        if not isinstance(columns, (list, tuple)) or not columns:
-            raise err("columns: expected a non-empty list of column names or 0-based indices")
-        cols = tuple(_pick(c, header, width, err, "columns") for c in columns)
-        if pcol is not None and pcol in cols:
-            raise err("columns: the probability column cannot also be a record column")
-    if not cols:
-        raise err(f"{part.path}: no record columns left")
+    cols, pcol = select_columns(header, width, columns, probability_column, err, part.path)
     names = tuple(header[i] for i in cols)
     return _RecordPart(
         part.path,

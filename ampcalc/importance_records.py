@@ -115,6 +115,35 @@ def _pick(spec: Any, header: tuple[str, ...] | None, width: int, error: ErrorFn,
     raise error(f"{what}: expected a column name or 0-based index, got {spec!r}")
 
 
+def select_columns(
+    header: tuple[str, ...] | None,
+    width: int,
+    columns: Any,
+    probability_column: Any,
+    error: ErrorFn,
+    path: Any,
+) -> tuple[tuple[int, ...], int | None]:
+    """The record columns and the probability column (0-based) of a file's header."""
+    pcol = (
+        _pick(probability_column, header, width, error, "probability_column")
+        if probability_column is not None
+        else None
+    )
+    if columns is None:
+        cols = tuple(i for i in range(width) if i != pcol)
+    else:
+        if isinstance(columns, (str, int)) and not isinstance(columns, bool):
+            columns = [columns]
+        if not isinstance(columns, (list, tuple)) or not columns:
+            raise error("columns: expected a non-empty list of column names or 0-based indices")
+        cols = tuple(_pick(c, header, width, error, "columns") for c in columns)
+        if pcol is not None and pcol in cols:
+            raise error("columns: the probability column cannot also be a record column")
+    if not cols:
+        raise error(f"{path}: no record columns left")
+    return cols, pcol
+
+
 def open_source(
     path: Path,
     columns: Any,
@@ -151,22 +180,7 @@ def open_source(
         cells = _split(first, delimiter)
         width = len(cells)
         header = None if all(_is_number(c) for c in cells) else tuple(cells)
-    if probability_column is not None:
-        pcol = _pick(probability_column, header, width, error, "probability_column")
-    else:
-        pcol = None
-    if columns is None:
-        cols = tuple(i for i in range(width) if i != pcol)
-    else:
-        if isinstance(columns, (str, int)) and not isinstance(columns, bool):
-            columns = [columns]
-        if not isinstance(columns, (list, tuple)) or not columns:
-            raise error("columns: expected a non-empty list of column names or 0-based indices")
-        cols = tuple(_pick(c, header, width, error, "columns") for c in columns)
-        if pcol is not None and pcol in cols:
-            raise error("columns: the probability column cannot also be a record column")
-    if not cols:
-        raise error(f"{path}: no record columns left")
+    cols, pcol = select_columns(header, width, columns, probability_column, error, path)
     names = tuple(header[i] if header else str(i) for i in cols)
     return RecordSource(
         path=path,
