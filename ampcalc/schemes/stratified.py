@@ -667,32 +667,39 @@ def _need_add_remove(mechanism: Mechanism, theorem: str) -> None:
         )
 
 
+def _rows(
+    p: Params,
+    rate: np.ndarray,
+    sample: np.ndarray,
+    key: str,
+    names: tuple[str, str],
+    first: list[Any],
+    second: list[Any],
+) -> list[dict[str, Any]]:
+    """One dict per stratum: name, size, rate, sample and ``key: {names: values}``."""
+    k = len(p.strata)
+    known = p.strata.sizes_known
+    return [
+        {"name": name, "size": size, "rate": r, "sample": m, key: {names[0]: a, names[1]: b}}
+        for name, size, r, m, a, b in zip(
+            p.strata.names,
+            p.strata.size.tolist() if known else [None] * k,
+            np.asarray(rate, dtype=float).tolist() if known else [None] * k,
+            np.asarray(sample).tolist(),
+            first,
+            second,
+            strict=True,
+        )
+    ]
+
+
 def _strata_rows(
     p: Params, rate: np.ndarray, sample: np.ndarray, lower: Any, upper: Any
 ) -> list[dict[str, Any]]:
     k = len(p.strata)
     lo = [None] * k if lower is None else np.asarray(lower, dtype=float).tolist()
     up = [None] * k if upper is None else np.asarray(upper, dtype=float).tolist()
-    return [
-        {
-            "name": name,
-            "size": size,
-            "rate": r,
-            "sample": m,
-            "epsilon_prime": {"lower": lw, "upper": u},
-        }
-        for name, size, r, m, lw, u in zip(
-            p.strata.names,
-            p.strata.size.tolist() if p.strata.sizes_known else [None] * len(p.strata),
-            np.asarray(rate, dtype=float).tolist()
-            if p.strata.sizes_known
-            else [None] * len(p.strata),
-            np.asarray(sample).tolist(),
-            lo,
-            up,
-            strict=True,
-        )
-    ]
+    return _rows(p, rate, sample, "epsilon_prime", ("lower", "upper"), lo, up)
 
 
 def _invert_rows(
@@ -706,26 +713,8 @@ def _invert_rows(
         arr = np.broadcast_to(np.asarray(v, dtype=float), (k,))
         return [x if math.isfinite(x) else None for x in arr.tolist()]
 
-    return [
-        {
-            "name": name,
-            "size": size,
-            "rate": r,
-            "sample": m,
-            "epsilon": {"certified": c, "impossible_above": i},
-        }
-        for name, size, r, m, c, i in zip(
-            p.strata.names,
-            p.strata.size.tolist() if p.strata.sizes_known else [None] * len(p.strata),
-            np.asarray(rate, dtype=float).tolist()
-            if p.strata.sizes_known
-            else [None] * len(p.strata),
-            np.asarray(sample).tolist(),
-            clean(certified),
-            clean(impossible),
-            strict=True,
-        )
-    ]
+    names = ("certified", "impossible_above")
+    return _rows(p, rate, sample, "epsilon", names, clean(certified), clean(impossible))
 
 
 def _scalar_eps(mechanism: Mechanism) -> float:
