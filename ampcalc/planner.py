@@ -363,6 +363,14 @@ def plan_mean(
     return plan
 
 
+def _gains_and_best_rate(rows: list[dict[str, Any]], v_pop: float) -> tuple[list[Any], float]:
+    """The rows with a gain, and the rate of smallest variance (1 when none beats V_N)."""
+    gains = [r for r in rows if r["gain"]]
+    best = min(rows, key=lambda r: r["variance_sample"]) if rows else None
+    best_rate = best["rate"] if best and best["variance_sample"] < v_pop else 1.0
+    return gains, float(best_rate)
+
+
 def plan_custom(
     name: str,
     eps: float,
@@ -403,9 +411,7 @@ def plan_custom(
                 "gain": bool(v_n < v_pop),
             }
         )
-    gains = [r for r in rows if r["gain"]]
-    best = min(rows, key=lambda r: r["variance_sample"]) if rows else None
-    best_rate = best["rate"] if best and best["variance_sample"] < v_pop else 1.0
+    gains, best_rate = _gains_and_best_rate(rows, v_pop)
     conclusion = (
         f"gain at {len(gains)} of {len(rows)} rates; the smallest variance is at rate "
         f"{best_rate:g}"
@@ -510,9 +516,7 @@ def plan_median(
                 "gain": bool(v_n < v_pop),
             }
         )
-    gains = [r for r in rows if r["gain"]]
-    best = min(rows, key=lambda r: r["variance_sample"]) if rows else None
-    best_rate = best["rate"] if best and best["variance_sample"] < v_pop else 1.0
+    gains, best_rate = _gains_and_best_rate(rows, v_pop)
     conclusion = (
         f"gain at {len(gains)} of {len(rows)} rates (simulated); the smallest MSE is at "
         f"rate {best_rate:g}"
