@@ -597,7 +597,8 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
         lower=lambda eps: bound(eps, False),
         delta_prime=delta_prime,
         mechanism_delta=mechanism_delta,
-        basis=(cite(IMPORTANCE, "Theorem 6"), cite(BUN_2022, "§6.1"), BBG18),
+        basis=(cite(IMPORTANCE, "Theorem 6"), cite(BUN_2022, "§6.1"))
+        + ((BBG18,) if delta > 0 else ()),
         conditions=(
             f"threshold τ = {tau:g} public and data-independent; each record's inclusion "
             "decided from its own size only",
