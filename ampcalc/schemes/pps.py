@@ -588,7 +588,7 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
         warnings.append(
             f"M is (ε, δ)-DP with δ = {delta:g}: the guarantee is (ε′, δ′) with δ′ = a·δ, "
             f"a = {worst:g} the largest inclusion probability of a record that could be "
-            "added (Poisson subsampling, BBG18); ε′ alone is no guarantee"
+            f"added (Poisson subsampling: {BBG18}); ε′ alone is no guarantee"
         )
     return Analysis(
         guarantee_neighbours=Neighbours.ADD_REMOVE,
