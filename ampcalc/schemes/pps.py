@@ -56,9 +56,9 @@ SRS_WHEN_EQUAL = ("sampford", "successive")
 #: methods that need a whole number of draws
 WHOLE_SAMPLE = ("sampford", "successive")
 
-#: largest number of states of the exact successive-sampling recursion (above it, the
-#: closed-form lower bound ``successive_product_bound`` is used)
-SUCCESSIVE_EXACT_STATES = 200_000
+#: largest number of steps (states × distinct sizes) of the exact successive-sampling
+#: recursion (above it, the closed-form lower bound ``successive_product_bound`` is used)
+SUCCESSIVE_EXACT_STATES = 400_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,11 +229,15 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
     if m is None:
         raise reader.error("sampling", "`size_measures` needs `sample` (expected sample size m)")
     r = _numbers(sizes_raw, reader, "sampling.size_measures", "size measures", positive=True)
+    positive = int(np.count_nonzero(r > 0))
+    with np.errstate(over="ignore"):
+        finite = bool(np.isfinite(r.sum()))
+    if not finite:  # PPS depends on the ratios only: scale by a power of two (exact)
+        r = np.ldexp(r, -(math.frexp(float(r.max()))[1] + math.ceil(math.log2(r.size)) + 1))
     if float(r.sum()) <= 0:
         raise reader.error("sampling.size_measures", "every size measure is 0")
     if m > r.size:
         raise reader.error("sampling.sample", f"sample = {m:g} exceeds the {r.size} records")
-    positive = int(np.count_nonzero(r > 0))
     if m > positive:
         raise reader.error(
             "sampling.sample",
@@ -263,11 +267,12 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
 def _successive_largest(r: np.ndarray, m: int) -> dict[str, Any]:
     """``largest`` and ``inclusion_exact`` for Params: the TOP largest records' a_i."""
     order = np.argsort(-r, kind="stable")[:TOP]
+    ordered = np.sort(r[r > 0])  # once: each record's "others" are this minus one copy
     found: dict[float, tuple[float, bool]] = {}
     for i in order:
         key = float(r[i])
         if key not in found:  # equal sizes have equal inclusion probabilities
-            found[key] = successive_inclusion(r, m, int(i))
+            found[key] = _successive_sorted(ordered, key, m)
     vals = [found[float(r[i])] for i in order]
     largest = [v for v, _ in vals]
     # any design of m draws has Σ a_i = m over N records: the largest a_i is >= m/N
@@ -283,19 +288,27 @@ def successive_inclusion(sizes: np.ndarray, m: int, target: int) -> tuple[float,
         not yet drawn). 000_97a39a4c524f603f.txt §6.1 gives no formula.
     Exact: records of equal size are exchangeable, so the state after d draws is how
         many of each distinct size were drawn (and whether ``target`` was); the recursion
-        runs while it has at most ``SUCCESSIVE_EXACT_STATES`` states.
+        runs while states × distinct sizes is at most ``SUCCESSIVE_EXACT_STATES``.
     Otherwise: ``successive_product_bound`` (a sound lower bound).
     Returns: (a_target rounded down, whether it is exact up to rounding).
     """
     r = np.asarray(sizes, dtype=float)
     rt = float(r[target])
-    others = np.delete(r, target)
-    others = others[others > 0]
     if rt <= 0.0:
         return 0.0, True
+    return _successive_sorted(np.sort(r[r > 0]), rt, m)
+
+
+def _successive_sorted(ordered: np.ndarray, rt: float, m: int) -> tuple[float, bool]:
+    """``successive_inclusion`` from the sorted positive sizes (the target's among them)."""
+    at = int(np.searchsorted(ordered, rt))
+    others = np.delete(ordered, at)  # one copy of the target's size removed (still sorted)
     if m > others.size:  # every record of positive size is drawn
         return 1.0, True
-    vals, counts = np.unique(others, return_counts=True)
+    cut = np.flatnonzero(np.diff(others)) + 1 if others.size else np.array([], dtype=int)
+    starts = np.concatenate(([0], cut))
+    vals = others[starts] if others.size else others
+    counts = np.diff(np.concatenate((starts, [others.size])))
     exact = _successive_exact(vals, counts, rt, m)
     if exact is not None:
         return exact, True
@@ -310,7 +323,7 @@ def _log_states(m: int, v: int) -> float:
 def _successive_exact(vals: np.ndarray, counts: np.ndarray, rt: float, m: int) -> float | None:
     """The recursion of ``successive_inclusion`` (None when it has too many states)."""
     v = int(vals.size)
-    if _log_states(m, v) > math.log(SUCCESSIVE_EXACT_STATES):
+    if _log_states(m, v) + math.log(v + 1) > math.log(SUCCESSIVE_EXACT_STATES):
         return None
     wv = [float(x) for x in vals]
     cv = [int(x) for x in counts]
@@ -345,12 +358,13 @@ def successive_product_bound(others: np.ndarray, rt: float, m: int) -> float:
     Pr(not drawn in m draws) <= Π_{k<m} (1 − r_t/(R − s_k)), and a_t >= 1 minus that
     (>= 1 − (1 − r_t/R)^m, the bound with s_k = 0). Rounded outward at every step.
     """
-    o = np.sort(np.asarray(others, dtype=float)[np.asarray(others) > 0])
-    total = math.fsum([rt, *o.tolist()])
+    o = np.asarray(others, dtype=float)
+    o = np.sort(o[o > 0]) if o.size and (o[0] <= 0 or np.any(np.diff(o) < 0)) else o
+    total = rt + float(np.sum(o))  # numpy's pairwise sum: error <= (log2 N + 1)u·R
     s = np.concatenate(([0.0], np.cumsum(o[: m - 1])))
     u = 2.0**-53
-    # R − s_k, rounded up: the cumulative sums and the difference err by <= (k + 2)u·R
-    rem = (total - s) + (np.arange(s.size) + 4.0) * 2.0 * u * total
+    # R − s_k, rounded up: the sums and the difference err by <= (k + log2 N + 4)u·R
+    rem = (total - s) + (np.arange(s.size) + math.log2(o.size + 2) + 8.0) * 2.0 * u * total
     rem = np.maximum(rem, rt)
     x = (rt / rem) * (1.0 - 4.0 * u)  # the division's rounding, downward
     with np.errstate(divide="ignore"):
