@@ -100,7 +100,8 @@ def test_successive_inclusion_against_enumeration():
 
 def test_successive_lower_bound_when_too_large(monkeypatch):
     """Above the recursion's state budget: 1 − Π_{k<m}(1 − r_t/(Σr − s_k)) is below the
-    exact value and above the issue's 1 − (1 − r_t/Σr)^m."""
+    exact value and above the issue's 1 − (1 − r_t/Σr)^m; the exponential-race bound is
+    below the exact value by at most 1/K."""
     rng = np.random.default_rng(3)
     for _ in range(30):
         n = int(rng.integers(3, 7))
@@ -112,7 +113,12 @@ def test_successive_lower_bound_when_too_large(monkeypatch):
         got = pps.successive_product_bound(others, float(r[t]), m)
         simple = 1 - (1 - r[t] / sum(r)) ** m
         assert simple - 1e-14 <= got <= float(exact[t])
+        # the exponential-race integral on 1024 quantiles of T_t: within 1/1024 below
+        if m < n:  # else every record is drawn (a_t = 1, no bound needed)
+            race = pps.successive_race_bound(np.sort(others), float(r[t]), m)
+            assert float(exact[t]) - 1 / 1024 - 1e-9 <= race <= float(exact[t])
     monkeypatch.setattr(pps, "SUCCESSIVE_EXACT_STATES", 1)
+    monkeypatch.setattr(pps, "SUCCESSIVE_RACE_WORK", 0)
     r = bound("  scheme: pps\n  method: successive\n" + REPRO, "replace-one")
     assert r.details["inclusion_basis"] == "successive-lower-bound"
     # 1 − (1 − 10/18)(1 − 10/17) = 0.816993..., below the exact 575/663
