@@ -475,3 +475,59 @@ def test_method_input_errors(tmp_path):
     assert "draws a whole number of records" in run_ampcalc("bound", str(f), expect=2).stderr
     f.write_text(head + "  method: pips\n  size_measures: [1, 0, 0]\n  sample: 2\n")
     assert "records of positive size" in run_ampcalc("bound", str(f), expect=2).stderr
+
+
+@pytest.mark.parametrize(
+    "sampling",
+    [
+        *(
+            f"  scheme: pps\n  method: {m}\n  size_measures: {s}\n  sample: 2\n"
+            for m in ("pps", "pips", "sampford", "successive")
+            for s in ("[1, 2, 3, 4]", "[2, 2, 2, 2]")
+        ),
+        "  scheme: pps\n  inclusion_probabilities: [0.1, 0.5]\n",
+        "  scheme: pps\n  method: poisson-threshold\n  threshold: 0.1\n  max_size_measure: 4\n",
+        "  scheme: pps-cluster\n  clusters: {sizes: [3, 1, 2]}\n  chosen: 2\n"
+        "  method: successive\n",
+    ],
+)
+def test_no_bare_epsilon_guarantee_with_delta(sampling):
+    """V4 audit: with δ > 0 every printed upper bound carries a δ′ (or none is printed)."""
+    neighbours = "add-remove" if "poisson-threshold" in sampling else "both"
+    text = (
+        f"name: t\nmechanism: {{epsilon: 1, delta: 1.0e-3, neighbours: {neighbours}}}\n"
+        f"sampling:\n{sampling}"
+    )
+    (d,) = load_designs(text)
+    r = engine.bound(d)
+    assert r.upper is None or (r.delta_prime is not None and 0 < r.delta_prime <= 1e-3)
+
+
+@pytest.mark.slow
+def test_verify_random_tiny_pps_designs():
+    """Seeded sweep: 60 random tiny designs over every fixed-size method and relation,
+    --pairs all: the exact programme never contradicts a bound, and for successive and
+    sampford the lower bound A(a_max, ε_R) is the exact value of the same-size pair."""
+    rng = np.random.default_rng(2026)
+    for _ in range(60):
+        n = int(rng.integers(2, 6))
+        sizes = [int(x) for x in rng.integers(1, 7, n)]
+        method = str(rng.choice(["pps", "pips", "sampford", "successive"]))
+        m = (
+            int(rng.integers(1, n + 1))
+            if method in ("sampford", "successive")
+            else float(rng.choice([1, 1.5, 2, n - 0.5]))
+        )
+        neighbours = str(rng.choice(["replace-one", "both", "add-remove"]))
+        eps = float(rng.choice([0.1, 0.5, 1.0, 2.0]))
+        sampling = {"scheme": "pps", "method": method, "size_measures": sizes, "sample": m}
+        r = verify_row(sampling, eps, neighbours, pairs="all")
+        assert r["status"] in ("PASS", "INCONCLUSIVE"), r
+        if r["status"] == "INCONCLUSIVE":
+            assert "below what the programme resolves" in r["reason"], r
+            continue
+        if method in ("sampford", "successive") and neighbours == "replace-one":
+            d = verify_row(sampling, eps, neighbours)
+            assert d["epsilon_prime_exact"] == pytest.approx(
+                d["epsilon_prime"]["lower"], abs=2e-7
+            ), (sampling, d)

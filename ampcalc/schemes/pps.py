@@ -857,7 +857,9 @@ def _verify_hook(
                 f"too large to verify: {others * len(xs)} two-value populations, more than "
                 f"{limit} allowed; use fewer records, or --pairs default"
             )
-        width = math.ceil(m)
+        # the largest sample size drawn (float a_i may sum to m plus a few ulps, which
+        # gives a systematic sample one record more with a tiny probability)
+        width = max(sum(k) for dist in (base, *(i.p_prime for i in insts)) for k in dist)
         for inst in list(insts):
             for bits in itertools.product((0, 1), repeat=n - 1):
                 values = (*bits, 0, 1)
