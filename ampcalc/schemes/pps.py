@@ -232,7 +232,7 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
     positive = int(np.count_nonzero(r > 0))
     with np.errstate(over="ignore"):
         finite = bool(np.isfinite(r.sum()))
-    if not finite:  # PPS depends on the ratios only: scale by a power of two (exact)
+    if not finite:  # PPS depends on the ratios only: scale by a power of two
         r = np.ldexp(r, -(math.frexp(float(r.max()))[1] + math.ceil(math.log2(r.size)) + 1))
     if float(r.sum()) <= 0:
         raise reader.error("sampling.size_measures", "every size measure is 0")
