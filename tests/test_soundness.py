@@ -1063,7 +1063,7 @@ def gen_pps(n: int, rng: np.random.Generator) -> Batch:
 
     def run(d: dict, e: np.ndarray) -> np.ndarray:
         a, c = _cluster_kernels.capped_inclusion(np.asarray(d["sizes"]), d["m"])
-        p = pps.Params(inclusion=a, certainty_units=c, sample=d["m"])
+        p = pps.Params(inclusion=a, certainty_units=c, method="pips", sample=d["m"])
         return pps.analyse(p, mech(), REPLACE_ONE).lower(e)
 
     return per_design(n, rng, pps_designs(rng, 25), run)
@@ -1116,7 +1116,7 @@ def gen_pps_cluster(n: int, rng: np.random.Generator) -> Batch:
 
     def run(d: dict, e: np.ndarray) -> np.ndarray:
         cl = _cluster_kernels.summarise(np.asarray(d["sizes"], dtype=np.int64), "audit")
-        p = pps_cluster.Params(clusters=cl, chosen=d["chosen"])
+        p = pps_cluster.Params(clusters=cl, chosen=d["chosen"], method="pips")
         return pps_cluster.analyse(p, mech(), REPLACE_ONE).lower(e)
 
     return per_design(n, rng, ds, run)

@@ -232,9 +232,10 @@ def test_pps_threshold_brute_force() -> None:
 
 
 def test_plain_pps_has_no_enumeration() -> None:
-    sampling = {"scheme": "pps", "size_measures": [1, 2, 3], "sample": 1}
+    # inclusion probabilities given directly name no algorithm to enumerate
+    sampling = {"scheme": "pps", "inclusion_probabilities": [0.1, 0.2, 0.3]}
     r = row(sampling, 0.5, "replace-one")
-    assert r["status"] == "INCONCLUSIVE" and "poisson-threshold" in r["reason"]
+    assert r["status"] == "INCONCLUSIVE" and "depends on the PPS algorithm" in r["reason"]
 
 
 # --- an independent brute-force programme ---------------------------------------------

@@ -1,14 +1,32 @@
 """Probability-proportional-to-size (PPS) sampling at the element level.
 
 Basis: 000_97a39a4c524f603f.txt §6.1 and Proposition 6.1 (lower bound A(max a_i, ε));
-spec §7.2 (inclusion probabilities with iterative capping). No upper bound exists for
-PPS in general (it depends on the implementation); the exception is a Poisson
-threshold design with a public, data-independent threshold (003_e3b635228222e4e2.txt
-Theorem 6 with a weight-free mechanism).
+spec §7.2 (inclusion probabilities with iterative capping). The inclusion probabilities,
+and so the bound, depend on the PPS algorithm, which ``method:`` names:
+
+* ``pps`` (the algorithm is not known): every design of (expected) size m has
+  Σ a_i = m, so some record has a_i >= m/N: lower bound A(m/N, ε_R).
+* ``pips``: an exact πps algorithm (Sampford, systematic πps, …): a_i = min(1, m r_i/Σr)
+  after the usual capping of large units.
+* ``sampford``: Sampford's rejective πps design (the same a_i; with equal sizes it is a
+  simple random sample).
+* ``successive``: m draws one by one without replacement, each with probability
+  proportional to size among the records not yet drawn (exact a_i on small designs, a
+  sound lower bound otherwise).
+* ``poisson-threshold``: a_i = min(1, τ r_i), decided independently from each record's
+  own size with a public threshold τ (003_e3b635228222e4e2.txt Theorem 6 with a
+  weight-free mechanism): the only method with an upper bound for unequal sizes.
+
+No upper bound exists for PPS in general (it depends on the implementation); with equal
+size measures ``successive`` and ``sampford`` are a simple random sample without
+replacement and get its bounds (000_97a39a4c524f603f.txt §6.1, last paragraph).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +36,9 @@ from .. import numeric
 from ..errors import ConditionError
 from ..limits import LIMITS
 from ..model import Mechanism, Neighbours
-from ..papers import BUN_2022, IMPORTANCE, cite
-from ..validate import describe, is_real
+from ..papers import BBG18, BUN_2022, IMPORTANCE, cite
+from ..validate import describe, is_real, is_whole
+from . import srswor
 from ._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
 from .base import Analysis, Field, Scheme
 
@@ -28,19 +47,39 @@ BASIS = (cite(BUN_2022, "§6.1"), cite(BUN_2022, "Proposition 6.1"))
 #: how many of the largest inclusion probabilities ``details`` lists
 TOP = 5
 
+#: the methods that name a PPS algorithm without replacement (not Poisson threshold)
+FIXED_METHODS = ("pps", "pips", "sampford", "successive")
+
+#: methods whose sample is a simple random sample when every size measure is equal
+SRS_WHEN_EQUAL = ("sampford", "successive")
+
+#: methods that need a whole number of draws
+WHOLE_SAMPLE = ("sampford", "successive")
+
+#: largest number of steps (states × distinct sizes) of the exact successive-sampling
+#: recursion (above it, the closed-form lower bound ``successive_product_bound`` is used)
+SUCCESSIVE_EXACT_STATES = 400_000
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Params:
-    """PPS: record i is included with probability a_i proportional to its size r_i.
+    """PPS: record i is included with probability a_i, which grows with its size r_i.
 
     Attributes:
-        inclusion: first-order inclusion probabilities a_i of the records in the file
-            (after capping), or None (poisson-threshold without size measures).
+        inclusion: first-order inclusion probabilities a_i of the records in the file:
+            as given, or min(1, m r_i/Σr) after capping (``pps``, ``pips``,
+            ``sampford``), or min(1, τ r_i) (``poisson-threshold``); None for
+            ``successive`` and for ``poisson-threshold`` without size measures.
         certainty_units: how many records have a_i = 1.
-        method: ``pps`` (any PPS algorithm: no upper bound) or ``poisson-threshold``.
+        method: ``pps`` (algorithm unknown), ``pips``, ``sampford``, ``successive`` or
+            ``poisson-threshold`` (see the module docstring).
         threshold: τ of ``poisson-threshold`` (a_i = min(1, τ r_i)).
         max_size_measure: a public bound R on any record's size, or None.
-        sample: expected sample size m (``pps`` with size measures), or None.
+        sample: expected sample size m (with size measures), or None.
+        sizes: the size measures r_i, or None (inclusion probabilities given).
+        largest: ``successive``: the largest inclusion probabilities (rounded down; exact
+            or lower bounds, see ``inclusion_exact``), largest first.
+        inclusion_exact: ``successive``: whether ``largest`` is exact (up to rounding).
     """
 
     inclusion: np.ndarray | None
@@ -49,22 +88,33 @@ class Params:
     threshold: float | None = None
     max_size_measure: float | None = None
     sample: float | None = None
+    sizes: np.ndarray | None = None
+    largest: tuple[float, ...] = ()
+    inclusion_exact: bool = True
 
 
 FIELDS = (
     Field(name="size_measures", kind="any", doc="r_i: inline list or {file: sizes.csv}"),
-    Field(name="sample", kind="float", doc="expected sample size m", low=0.0, low_open=True),
+    Field(
+        name="sample",
+        kind="float",
+        doc="expected sample size m (a whole number of draws for sampford, successive)",
+        low=0.0,
+        low_open=True,
+    ),
     Field(
         name="inclusion_probabilities",
         kind="any",
-        doc="a_i given directly (inline list or {file: ...})",
+        doc="a_i given directly (inline list or {file: ...}; method pps)",
     ),
     Field(
         name="method",
         kind="choice",
-        doc="pps (any PPS algorithm) or poisson-threshold (a_i = min(1, τ r_i))",
+        doc="the PPS algorithm: pps (unknown), pips (exact πps: Sampford, systematic πps, "
+        "...), sampford, successive (draw by draw without replacement) or "
+        "poisson-threshold (a_i = min(1, τ r_i))",
         default="pps",
-        choices=("pps", "poisson-threshold"),
+        choices=(*FIXED_METHODS, "poisson-threshold"),
     ),
     Field(
         name="threshold",
@@ -155,6 +205,13 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
             "give exactly one of `size_measures` (with `sample`) or `inclusion_probabilities`",
         )
     if probs_raw is not None:
+        if method != "pps":
+            raise reader.error(
+                "sampling.method",
+                f"`method: {method}` computes the inclusion probabilities from "
+                "`size_measures` and `sample`; with `inclusion_probabilities` (used as given) "
+                "leave `method` at pps",
+            )
         a = _numbers(
             probs_raw,
             reader,
@@ -172,12 +229,201 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
     if m is None:
         raise reader.error("sampling", "`size_measures` needs `sample` (expected sample size m)")
     r = _numbers(sizes_raw, reader, "sampling.size_measures", "size measures", positive=True)
+    positive = int(np.count_nonzero(r > 0))
+    with np.errstate(over="ignore"):
+        finite = bool(np.isfinite(r.sum()))
+    if not finite:  # PPS depends on the ratios only: scale by a power of two
+        r = np.ldexp(r, -(math.frexp(float(r.max()))[1] + math.ceil(math.log2(r.size)) + 1))
     if float(r.sum()) <= 0:
         raise reader.error("sampling.size_measures", "every size measure is 0")
     if m > r.size:
         raise reader.error("sampling.sample", f"sample = {m:g} exceeds the {r.size} records")
+    if m > positive:
+        raise reader.error(
+            "sampling.sample",
+            f"sample = {m:g} exceeds the {positive} records of positive size (a record of "
+            "size 0 is never drawn)",
+        )
+    if method in WHOLE_SAMPLE and not is_whole(m, 1):
+        raise reader.error(
+            "sampling.sample", f"`method: {method}` draws a whole number of records, got {m:g}"
+        )
+    if method == "successive":
+        return Params(
+            inclusion=None,
+            certainty_units=0,
+            method=method,
+            sample=m,
+            sizes=r,
+            **_successive_largest(r, int(m)),
+        )
     a, c = capped_inclusion(r, m)
-    return Params(inclusion=a, certainty_units=c, method=method, sample=m)
+    return Params(inclusion=a, certainty_units=c, method=method, sample=m, sizes=r)
+
+
+# --- successive sampling (draw by draw, without replacement) ------------------------
+
+
+def _successive_largest(r: np.ndarray, m: int) -> dict[str, Any]:
+    """``largest`` and ``inclusion_exact`` for Params: the TOP largest records' a_i."""
+    order = np.argsort(-r, kind="stable")[:TOP]
+    ordered = np.sort(r[r > 0])  # once: each record's "others" are this minus one copy
+    found: dict[float, tuple[float, bool]] = {}
+    for i in order:
+        key = float(r[i])
+        if key not in found:  # equal sizes have equal inclusion probabilities
+            # the sharper race bound for the largest record only (the one that counts)
+            found[key] = _successive_sorted(ordered, key, m, race=not found)
+    vals = [found[float(r[i])] for i in order]
+    largest = [v for v, _ in vals]
+    # any design of m draws has Σ a_i = m over N records: the largest a_i is >= m/N
+    largest[0] = max(largest[0], float(numeric.round_down(m / r.size)))
+    return {"largest": tuple(largest), "inclusion_exact": all(e for _, e in vals)}
+
+
+def successive_inclusion(sizes: np.ndarray, m: int, target: int) -> tuple[float, bool]:
+    """Pr(record ``target`` is among m successive draws proportional to size), rounded down.
+
+    Basis: the definition of successive (draw-by-draw) PPS sampling without replacement:
+        each draw picks a record not yet drawn with probability r_j / (sum of the sizes
+        not yet drawn). 000_97a39a4c524f603f.txt §6.1 gives no formula.
+    Exact: records of equal size are exchangeable, so the state after d draws is how
+        many of each distinct size were drawn (and whether ``target`` was); the recursion
+        runs while states × distinct sizes is at most ``SUCCESSIVE_EXACT_STATES``.
+    Otherwise: the larger of ``successive_product_bound`` and ``successive_race_bound``
+        (sound lower bounds).
+    Returns: (a_target rounded down, whether it is exact up to rounding).
+    """
+    r = np.asarray(sizes, dtype=float)
+    rt = float(r[target])
+    if rt <= 0.0:
+        return 0.0, True
+    return _successive_sorted(np.sort(r[r > 0]), rt, m)
+
+
+def _successive_sorted(
+    ordered: np.ndarray, rt: float, m: int, *, race: bool = True
+) -> tuple[float, bool]:
+    """``successive_inclusion`` from the sorted positive sizes (the target's among them);
+    ``race``: also try ``successive_race_bound`` when the exact recursion is too large."""
+    at = int(np.searchsorted(ordered, rt))
+    others = np.delete(ordered, at)  # one copy of the target's size removed (still sorted)
+    if m > others.size:  # every record of positive size is drawn
+        return 1.0, True
+    cut = np.flatnonzero(np.diff(others)) + 1 if others.size else np.array([], dtype=int)
+    starts = np.concatenate(([0], cut))
+    vals = others[starts] if others.size else others
+    counts = np.diff(np.concatenate((starts, [others.size])))
+    exact = _successive_exact(vals, counts, rt, m)
+    if exact is not None:
+        return exact, True
+    bound = successive_product_bound(others, rt, m)
+    riemann = successive_race_bound(others, rt, m) if race else None
+    return (bound if riemann is None else max(bound, riemann)), False
+
+
+def _log_states(m: int, v: int) -> float:
+    """log C(m − 1 + v, v): at most this many states after 0..m−1 draws over v sizes."""
+    return math.lgamma(m + v) - math.lgamma(v + 1) - math.lgamma(m)
+
+
+def _successive_exact(vals: np.ndarray, counts: np.ndarray, rt: float, m: int) -> float | None:
+    """The recursion of ``successive_inclusion`` (None when it has too many states)."""
+    v = int(vals.size)
+    if _log_states(m, v) + math.log(v + 1) > math.log(SUCCESSIVE_EXACT_STATES):
+        return None
+    wv = [float(x) for x in vals]
+    cv = [int(x) for x in counts]
+    layer: dict[tuple[int, ...], float] = {(0,) * v: 1.0}
+    terms: list[float] = []
+    steps = 0
+    for _ in range(m):
+        nxt: dict[tuple[int, ...], float] = {}
+        for k, p in layer.items():
+            # the weight not yet drawn: a sum of positive terms (no cancellation)
+            rem = math.fsum([rt, *((c - j) * w for c, j, w in zip(cv, k, wv, strict=True))])
+            terms.append(p * (rt / rem))
+            for g in range(v):
+                if k[g] < cv[g]:
+                    kk = (*k[:g], k[g] + 1, *k[g + 1 :])
+                    nxt[kk] = nxt.get(kk, 0.0) + p * ((cv[g] - k[g]) * wv[g] / rem)
+            steps += 1
+        layer = nxt
+    # every value is a sum of products of at most 3m + 2 rounded factors (relative error
+    # <= (3m + 2)u each) and the sums add positive terms (<= steps·u): a relative slack
+    total = math.fsum(terms)
+    slack = (3 * m + 2 + steps + v + 16) * 2.0**-53
+    return float(numeric.round_down(min(1.0, total * (1.0 - slack))))
+
+
+#: element operations allowed for ``successive_race_bound`` (others × m × grid points)
+SUCCESSIVE_RACE_WORK = 40_000_000
+#: grid points of ``successive_race_bound`` (at most; its gap to the exact value is <= 1/K)
+SUCCESSIVE_RACE_GRID = 1024
+#: most records ``successive_race_bound`` handles (one vector step per record)
+SUCCESSIVE_RACE_RECORDS = 5000
+
+
+def successive_race_bound(others: np.ndarray, rt: float, m: int) -> float | None:
+    """A sound lower bound on a record's successive-sampling inclusion probability, within
+    1/K of the exact value (None when the work would exceed ``SUCCESSIVE_RACE_WORK``).
+
+    Successive sampling proportional to size orders the records by independent arrival
+    times T_j ~ Exp(r_j) (the first arrival is j with probability r_j/Σr; memorylessness
+    gives the later draws). The record (size r_t) is drawn iff fewer than m others
+    arrive before T_t: a_t = ∫ r_t e^{−r_t t} G(t) dt, G(t) = Pr(at most m − 1 others
+    arrived by t), a Poisson-binomial CDF with p_j = 1 − e^{−r_j t}, decreasing in t. On
+    any grid 0 = t_0 < … < t_K = ∞, a_t >= Σ_k (e^{−r_t t_k} − e^{−r_t t_{k+1}}) G(t_{k+1}).
+    The grid is the (k/K)-quantiles of T_t, so the gap is <= 1/K. G by the exact
+    recursion over the others (K × m values); every rounding is covered by a slack.
+    """
+    o = np.asarray(others, dtype=float)
+    n = int(o.size)
+    k_grid = min(SUCCESSIVE_RACE_GRID, SUCCESSIVE_RACE_WORK // max(1, n * m))
+    if k_grid < 64 or n > SUCCESSIVE_RACE_RECORDS:
+        return None
+    t = -np.log1p(-np.arange(1, k_grid) / k_grid) / rt  # t_1 … t_{K−1}; t_K = ∞: G = 0
+    dp = np.zeros((t.size, m))
+    dp[:, 0] = 1.0
+    with np.errstate(under="ignore"):
+        for r in o:
+            p = -np.expm1(-r * t)[:, None]
+            dp[:, 1:] = dp[:, 1:] * (1.0 - p) + dp[:, :-1] * p
+            dp[:, :1] *= 1.0 - p
+        g = dp.sum(axis=1)
+        surv = np.exp(-rt * t)  # Pr(T_t > t_k)
+    weights = np.concatenate(([1.0], surv))[:-1] - surv  # Pr(t_k < T_t <= t_{k+1}), k < K−1
+    u = 2.0**-53
+    # G: each step is a convex combination (<= 4u absolute per value and step, m values)
+    # and p_j errs by <= 2u relative; the weights by <= 4u each
+    slack = 4.0 * (n + 8) * (m + 2) * u + 8.0 * k_grid * u
+    total = float(np.sum(np.maximum(weights, 0.0) * g)) - slack
+    return float(numeric.round_down(max(0.0, min(1.0, total))))
+
+
+def successive_product_bound(others: np.ndarray, rt: float, m: int) -> float:
+    """A sound lower bound on a record's inclusion probability under successive sampling.
+
+    Given that the record (size r_t) was not drawn in the first k draws, the k records
+    drawn weigh at least s_k, the sum of the k smallest other sizes, so the (k+1)-th draw
+    picks it with probability >= r_t/(R − s_k), R = Σr. Hence
+    Pr(not drawn in m draws) <= Π_{k<m} (1 − r_t/(R − s_k)), and a_t >= 1 minus that
+    (>= 1 − (1 − r_t/R)^m, the bound with s_k = 0). Rounded outward at every step.
+    """
+    o = np.asarray(others, dtype=float)
+    o = np.sort(o[o > 0]) if o.size and (o[0] <= 0 or np.any(np.diff(o) < 0)) else o
+    total = rt + float(np.sum(o))  # numpy's pairwise sum: error <= (log2 N + 1)u·R
+    s = np.concatenate(([0.0], np.cumsum(o[: m - 1])))
+    u = 2.0**-53
+    # R − s_k, rounded up: the sums and the difference err by <= (k + log2 N + 4)u·R
+    rem = (total - s) + (np.arange(s.size) + math.log2(o.size + 2) + 8.0) * 2.0 * u * total
+    rem = np.maximum(rem, rt)
+    x = (rt / rem) * (1.0 - 4.0 * u)  # the division's rounding, downward
+    with np.errstate(divide="ignore"):
+        log_not = float(np.sum(np.log1p(-x)))
+    # log1p and the sum err by <= (m + 4)u relative: move toward 0 (a larger Pr(not))
+    log_not *= 1.0 - (m + 8) * 2.0 * u
+    return float(numeric.round_down(-math.expm1(log_not)))
 
 
 def lower_epsilon(eps: np.ndarray, *, max_inclusion: float) -> np.ndarray:
@@ -186,23 +432,69 @@ def lower_epsilon(eps: np.ndarray, *, max_inclusion: float) -> np.ndarray:
     Basis: 000_97a39a4c524f603f.txt §6.1 with Proposition 6.1 (spec §7.2).
     Neighbours: replace-one (Proposition 6.1); the witness M(S) = Bernoulli(e^ε/(1+e^ε))
         if x_i ∈ S, else Bernoulli(1/(1+e^ε)), is ε-DP under both relations.
-    Formula: ε′ >= A(max_i a_i, ε), a_i the first-order inclusion probabilities.
+    Formula: ε′ >= A(a, ε) for a <= max_i a_i, a_i the first-order inclusion
+        probabilities of the algorithm (m/N when it is unknown: Σ a_i = m).
     Tightness: no upper bound exists in general; rounded down.
     """
     return numeric.amplification_lower(max_inclusion, eps)
 
 
+def inclusion_summary(params: Params) -> tuple[float, str, dict[str, Any]]:
+    """The a of the lower bound, how it was found, and the ``details`` about it.
+
+    ``inclusion_basis``: ``given`` (inclusion probabilities as given), ``pips`` (a_i =
+    min(1, m r_i/Σr) after capping: exact for πps algorithms and Sampford), ``successive``
+    (exact) or ``successive-lower-bound``, ``fixed-size`` (the algorithm is unknown: m/N,
+    the least the largest a_i can be, since Σ a_i = m over N records).
+    """
+    a = params.inclusion
+    details: dict[str, Any] = {"method": params.method}
+    if params.method == "successive":
+        assert params.sizes is not None and params.sample is not None
+        top = list(params.largest)
+        basis = "successive" if params.inclusion_exact else "successive-lower-bound"
+        details.update(
+            max_inclusion_probability=top[0],
+            largest_inclusion_probabilities=top,
+            certainty_units=int(sum(x >= 1.0 for x in top)),
+            records=int(params.sizes.size),
+        )
+        return top[0], basis, details
+    assert a is not None  # every other fixed-size method has a_i (given or capped)
+    ordered = np.sort(a)[-TOP:][::-1]
+    if params.method == "pps" and params.sample is not None:
+        amax = params.sample / a.size
+        details.update(
+            max_inclusion_probability=amax,
+            pips_max_inclusion_probability=float(ordered[0]),
+            certainty_units=params.certainty_units,
+            records=int(a.size),
+        )
+        return amax, "fixed-size", details
+    details.update(
+        max_inclusion_probability=float(ordered[0]),
+        largest_inclusion_probabilities=[float(x) for x in ordered],
+        certainty_units=params.certainty_units,
+        records=int(a.size),
+    )
+    return float(ordered[0]), "given" if params.sample is None else "pips", details
+
+
+def _equal_sizes(params: Params) -> bool:
+    r = params.sizes
+    return r is not None and r.size > 0 and bool(np.all(r == r[0])) and float(r[0]) > 0
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one PPS design."""
-    a = params.inclusion
-    details: dict[str, Any] = {}
-    if a is not None:
-        top = np.sort(a)[-TOP:][::-1]
-        details["max_inclusion_probability"] = float(top[0])
-        details["largest_inclusion_probabilities"] = [float(x) for x in top]
-        details["certainty_units"] = params.certainty_units
-        details["records"] = int(a.size)
     if params.method == "poisson-threshold":
+        details: dict[str, Any] = {}
+        if params.inclusion is not None:
+            top = np.sort(params.inclusion)[-TOP:][::-1]
+            details["max_inclusion_probability"] = float(top[0])
+            details["largest_inclusion_probabilities"] = [float(x) for x in top]
+            details["certainty_units"] = params.certainty_units
+            details["records"] = int(params.inclusion.size)
         return _threshold(params, mechanism, details)
     if guarantee is Neighbours.ADD_REMOVE:  # only when asked for: replace-one is the default
         raise ConditionError(
@@ -211,8 +503,10 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "probability; no add-remove result exists. Use `method: poisson-threshold` with a "
             "public threshold for an add-remove guarantee."
         )
-    assert a is not None  # every method but poisson-threshold has inclusion probabilities
-    amax = float(a.max())
+    amax, basis, details = inclusion_summary(params)
+    details["inclusion_basis"] = basis
+    if params.method in SRS_WHEN_EQUAL and _equal_sizes(params):
+        return _simple_random_sample(params, mechanism, details)
     eps_d_known = mechanism.epsilon_add_remove_known()
     eps_r = mechanism.epsilon_replace_one_of
 
@@ -223,17 +517,25 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     warnings = [
         "PPS gives no amplification guarantee (000_97a39a4c524f603f.txt §6.1: it depends "
         "on the implementation, and a record's own size makes its inclusion likely); only "
-        "the lower bound A(max a_i, ε) is reported. A PPS sample amplifies only when every "
-        "size is equal (then it is a simple random sample).",
-        "inclusion probabilities a_i = min(1, m r_i/Σr) with iterative capping (spec §7.2; "
-        "the paper gives no formula)"
-        if params.sample is not None
-        else "inclusion probabilities as given",
+        "the lower bound A(max a_i, ε) is reported.",
+        _INCLUSION_NOTE[basis],
     ]
-    if params.certainty_units:
+    if _equal_sizes(params):
+        warnings.append(
+            "every size measure is equal: Sampford and successive sampling are then a "
+            "simple random sample (declare `method: sampford` or `successive` for its "
+            "bounds); a systematic πps sample over a fixed order can reveal x's start "
+            "(worst case ε), so `pps` and `pips` keep the lower bound only"
+        )
+    if params.certainty_units and basis != "fixed-size":
         warnings.append(
             f"{params.certainty_units} certainty unit(s) (a_i = 1): for them sampling gives "
             "no protection at all (lower bound = ε)"
+        )
+    elif params.certainty_units:
+        warnings.append(
+            f"under a πps algorithm {params.certainty_units} record(s) would be certainty "
+            "units (a_i = 1, lower bound ε): declare `method: pips` if yours is one"
         )
     return Analysis(
         guarantee_neighbours=Neighbours.REPLACE_ONE,
@@ -242,9 +544,61 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         lower=lambda eps: lower_epsilon(witness_eps(eps), max_inclusion=amax),
         delta_prime=None,
         basis=BASIS,
-        conditions=("first-order inclusion probabilities a_i of the design",),
+        conditions=(
+            "first-order inclusion probabilities a_i of the design"
+            if basis != "fixed-size"
+            else "a sample of (expected) size m: Σ a_i = m",
+        ),
         warnings=tuple(warnings),
         details=details,
+    )
+
+
+_INCLUSION_NOTE = {
+    "given": "inclusion probabilities as given",
+    "pips": "inclusion probabilities a_i = min(1, m r_i/Σr) with iterative capping (spec "
+    "§7.2; the paper gives no formula): exact for πps algorithms (Sampford, systematic πps)",
+    "successive": "inclusion probabilities of successive sampling (draw by draw, without "
+    "replacement, each draw proportional to size among the records left), computed exactly",
+    "successive-lower-bound": "successive sampling on a design too large for the exact "
+    "recursion: a sound lower bound on a_max (the larger of 1 − Π_{k<m}(1 − r_max/(Σr − "
+    "s_k)), s_k the k smallest other sizes, and a lower Riemann sum of the exponential-race "
+    "integral), so the lower bound on ε′ stays sound",
+    "fixed-size": "the PPS algorithm is not named (`method: pps`): its inclusion "
+    "probabilities are unknown, but they sum to the sample size m, so some record has "
+    "a_i >= m/N and A(m/N, ε) is the lower bound. Declare `method: pips` (πps algorithms: "
+    "a_i = min(1, m r_i/Σr)), `sampford` or `successive` for an algorithm-specific bound.",
+}
+
+
+def _simple_random_sample(
+    params: Params, mechanism: Mechanism, details: dict[str, Any]
+) -> Analysis:
+    """Equal size measures under Sampford or successive sampling: a simple random sample.
+
+    Basis: 000_97a39a4c524f603f.txt §6.1 (last paragraph: with equal r_i PPS sampling is
+        simple random sampling without replacement) and Theorem 2.2 via ``srswor``.
+    Both algorithms then give every m-subset the same probability (successive sampling by
+    symmetry; Sampford's p(s) ∝ Π λ_i Σ(1 − π_j) is constant on m-subsets).
+    """
+    assert params.sizes is not None and params.sample is not None
+    n, m = int(params.sizes.size), int(params.sample)
+    base = srswor.analyse(srswor.Params(population=n, sample=m), mechanism, Neighbours.REPLACE_ONE)
+    return dataclasses.replace(
+        base,
+        basis=(*BASIS, *base.basis),
+        conditions=(
+            *base.conditions,
+            "the size measures are public and fixed: a replacement keeps the replaced "
+            "record's size measure",
+        ),
+        warnings=(
+            f"every size measure is equal: `method: {params.method}` draws a simple random "
+            "sample of m records without replacement (000_97a39a4c524f603f.txt §6.1), so "
+            "Theorem 2.2's bounds apply",
+            *base.warnings,
+        ),
+        details={**details, **base.details, "simple_random_sample": True},
     )
 
 
@@ -284,13 +638,34 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
         f = numeric.amplification_upper if up else numeric.amplification_lower
         return f(worst, eps)
 
+    delta = float(mechanism.delta)
+
+    def delta_prime(eps: np.ndarray) -> np.ndarray:
+        # Poisson subsampling of an (ε, δ) mechanism: (A(a, ε), a·δ) for a record kept
+        # with probability a <= worst, both directions of add-remove (BBG18)
+        if delta == 0.0:
+            return np.zeros(np.shape(eps))
+        return np.minimum(numeric.round_up(np.full(np.shape(eps), worst * delta)), 1.0)
+
+    def mechanism_delta(target_delta: float, eps: np.ndarray) -> np.ndarray:
+        shape = np.shape(eps)
+        return np.minimum(numeric.round_down(np.full(shape, target_delta / worst)), 1.0)
+
+    if delta > 0:
+        warnings.append(
+            f"M is (ε, δ)-DP with δ = {delta:g}: the guarantee is (ε′, δ′) with δ′ = a·δ, "
+            f"a = {worst:g} the largest inclusion probability of a record that could be "
+            f"added (Poisson subsampling: {BBG18}); ε′ alone is no guarantee"
+        )
     return Analysis(
         guarantee_neighbours=Neighbours.ADD_REMOVE,
         reference_epsilon=lambda eps: np.asarray(eps, dtype=float),
         upper=lambda eps: bound(eps, True),
         lower=lambda eps: bound(eps, False),
-        delta_prime=None if mechanism.delta > 0 else (lambda e: np.zeros(np.shape(e))),
-        basis=(cite(IMPORTANCE, "Theorem 6"), cite(BUN_2022, "§6.1")),
+        delta_prime=delta_prime,
+        mechanism_delta=mechanism_delta,
+        basis=(cite(IMPORTANCE, "Theorem 6"), cite(BUN_2022, "§6.1"))
+        + ((BBG18,) if delta > 0 else ()),
         conditions=(
             f"threshold τ = {tau:g} public and data-independent; each record's inclusion "
             "decided from its own size only",
@@ -305,13 +680,224 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
 VERIFY_OTHERS = 2
 
 
+Counts = tuple[int, ...]
+
+
+def successive_distribution(sizes: np.ndarray, m: int) -> dict[Counts, float]:
+    """Exact sample distribution of m successive PPS draws without replacement.
+
+    Records are distinct (caps 1); each draw picks a record not yet drawn with
+    probability r_i/(sum of the sizes not yet drawn). A recursion over the drawn subsets
+    (at most 2^N states: tiny designs only).
+    """
+    r = [float(x) for x in sizes]
+    n = len(r)
+    layer: dict[int, float] = {0: 1.0}
+    for _ in range(m):
+        nxt: dict[int, float] = {}
+        for mask, p in layer.items():
+            free = [i for i in range(n) if not mask >> i & 1 and r[i] > 0.0]
+            rem = math.fsum(r[i] for i in free)
+            for i in free:
+                key = mask | 1 << i
+                nxt[key] = nxt.get(key, 0.0) + p * (r[i] / rem)
+        layer = nxt
+    return {tuple(mask >> i & 1 for i in range(n)): p for mask, p in layer.items()}
+
+
+def sampford_distribution(inclusion: np.ndarray, m: int) -> dict[Counts, float]:
+    """Exact sample distribution of Sampford's πps design (Sampford 1967).
+
+    Certainty units (a_i = 1) are always in the sample; the others (0 < a_i < 1, n′ =
+    m − #certain of them drawn) form the sample s with probability proportional to
+    Π_{i∈s} a_i/(1 − a_i) · Σ_{j∈s} (1 − a_j); its inclusion probabilities are exactly a_i.
+    """
+    a = [float(x) for x in inclusion]
+    n = len(a)
+    certain = [i for i in range(n) if a[i] >= 1.0]
+    rest = [i for i in range(n) if 0.0 < a[i] < 1.0]
+    k = m - len(certain)
+    weights: dict[Counts, float] = {}
+    for s in itertools.combinations(rest, k):
+        w = math.prod(a[i] / (1.0 - a[i]) for i in s) * math.fsum(1.0 - a[j] for j in s)
+        chosen = {*certain, *s}
+        weights[tuple(1 if i in chosen else 0 for i in range(n))] = w if k else 1.0
+    total = math.fsum(weights.values())
+    return {key: w / total for key, w in weights.items()}
+
+
+def systematic_pips_distribution(inclusion: np.ndarray) -> dict[Counts, float]:
+    """Exact sample distribution of systematic πps sampling over the listed order.
+
+    Cumulated a_i cut [0, Σa) into intervals I_i = [c_{i−1}, c_i); a uniform start
+    u ∈ [0, 1) takes record i when some u + t, t = 0, 1, …, falls in I_i (a_i <= 1: at
+    most once). Computed in exact rational arithmetic from the float a_i.
+    """
+    from fractions import Fraction
+
+    a = [Fraction(float(x)) for x in inclusion]
+    c = [Fraction(0)]
+    for x in a:
+        c.append(c[-1] + x)
+    cuts = sorted({Fraction(0), Fraction(1), *(x - math.floor(x) for x in c)})
+    out: dict[Counts, float] = {}
+    for lo, hi in itertools.pairwise(cuts):
+        u = (lo + hi) / 2
+        key = tuple(int(math.ceil(c[i + 1] - u) - math.ceil(c[i] - u)) for i in range(len(a)))
+        out[key] = out.get(key, 0.0) + float(hi - lo)
+    return out
+
+
+def _verify_algorithm(params: Params) -> tuple[str, tuple[str, ...]]:
+    """The PPS algorithm the verify hook enumerates for ``params.method``."""
+    method, m = params.method, params.sample
+    assert m is not None
+    if method in ("successive", "sampford"):
+        return method, ()
+    if method == "pips":
+        return "systematic", (
+            "method pips: the enumeration is systematic πps over the listed order with a "
+            "uniform start (one πps algorithm; the lower bound A(max a_i, ε) holds for "
+            "every πps algorithm, so this checks it on one of them)",
+        )
+    witness = "successive" if is_whole(m, 1) else "systematic"
+    return witness, (
+        f"method pps: the algorithm is unknown; the enumeration is a witness algorithm "
+        f"({witness} sampling): the lower bound A(m/N, ε) must hold for every algorithm, "
+        "so this checks it on one of them, and there is no upper bound to check",
+    )
+
+
+def _distribution(algorithm: str, sizes: np.ndarray, m: float) -> dict[Counts, float]:
+    if algorithm == "successive":
+        return successive_distribution(sizes, int(m))
+    a, _ = capped_inclusion(sizes, m)
+    if algorithm == "sampford":
+        return sampford_distribution(a, int(m))
+    return systematic_pips_distribution(a)
+
+
+def _replacement(
+    label: str, i: int, p: dict[Counts, float], pp: dict[Counts, float], *, symmetric: bool
+) -> Any:
+    """P (record i = x) vs P′ (record i = x′): symbols o…, x, x′ (caps 1)."""
+    from .. import verify as V
+
+    n = len(next(iter(p)))
+
+    def move(dist: dict[Counts, float], prime: bool) -> dict[Counts, float]:
+        out: dict[Counts, float] = {}
+        for k, v in dist.items():
+            rest = k[:i] + k[i + 1 :]
+            key = (*rest, 0, k[i]) if prime else (*rest, k[i], 0)
+            out[key] = out.get(key, 0.0) + v
+        return out
+
+    symbols = (*(f"o{j + 1}" for j in range(n) if j != i), "x", "x'")
+    return V.Instance(
+        label=label,
+        symbols=symbols,
+        caps=(1,) * (n + 1),
+        p=move(p, False),
+        p_prime=move(pp, True),
+        symmetric=symmetric,
+    )
+
+
 def _verify_hook(
     params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
 ) -> Any:
     """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify).
 
-    ``poisson-threshold`` only (any other PPS algorithm has no fixed sample distribution):
-    records are distinct, record i kept independently with probability a_i = min(1, τr_i).
+    ``poisson-threshold``: see ``_verify_threshold``. The other methods enumerate one
+    concrete algorithm on the design's size measures: ``successive`` (draw by draw),
+    ``sampford`` (Sampford's rejective design), ``pips`` (systematic πps over the listed
+    order, uniform start: one πps algorithm), ``pps`` (unknown: successive sampling as a
+    witness algorithm, systematic πps when m is not whole; only the lower bound A(m/N, ε)
+    is checked, on that algorithm). Pairs: P = the design's records vs P′ = P with record
+    i replaced by x′ of the same size (the sample distribution is P's with x′ in x's
+    place), for each record i (one per distinct size where records of equal size are
+    exchangeable: successive, Sampford). ``all`` adds x′ of every other listed size (the
+    whole design re-drawn with the new size) and the default pairs over a two-value
+    universe (x = a, x′ = b, every assignment of the other records).
+    """
+    from .. import verify as V
+
+    if params.method == "poisson-threshold":
+        return _verify_threshold(params, mechanism, pairs, limit)
+    if params.sizes is None or params.sample is None:
+        raise ConditionError(
+            "no exact tiny-instance enumeration for inclusion probabilities given directly: "
+            "the sample distribution depends on the PPS algorithm; give `size_measures` and "
+            "`sample` with a `method`"
+        )
+    if mechanism.delta > 0:
+        raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
+    r, m = params.sizes, params.sample
+    n = int(r.size)
+    V.check_distinct_domain(n + 1, math.ceil(m), limit)
+    algorithm, notes = _verify_algorithm(params)
+    base = _distribution(algorithm, r, m)
+    exchangeable = algorithm != "systematic"
+    xs = [i for i in range(n) if not exchangeable or float(r[i]) not in map(float, r[:i])]
+    insts = [
+        _replacement(
+            f"{algorithm}: record {i + 1} (size {r[i]:g}) replaced by x′ of the same size",
+            i,
+            base,
+            base,
+            symmetric=True,  # x ↔ x′ swaps P and P′
+        )
+        for i in xs
+    ]
+    if pairs == "all":
+        others = max(1, 2 ** (n - 1))
+        if others * len(xs) > limit:
+            raise ConditionError(
+                f"too large to verify: {others * len(xs)} two-value populations, more than "
+                f"{limit} allowed; use fewer records, or --pairs default"
+            )
+        # the largest sample size drawn (float a_i may sum to m plus a few ulps, which
+        # gives a systematic sample one record more with a tiny probability)
+        width = max(sum(k) for dist in (base, *(i.p_prime for i in insts)) for k in dist)
+        for inst in list(insts):
+            for bits in itertools.product((0, 1), repeat=n - 1):
+                values = (*bits, 0, 1)
+                insts.append(
+                    V.Instance(
+                        label=f"{inst.label}, values {list(bits)}, x = a, x′ = b",
+                        symbols=("a", "b"),
+                        caps=(width, width),
+                        p=V.project_distribution(inst.p, values, 2),
+                        p_prime=V.project_distribution(inst.p_prime, values, 2),
+                    )
+                )
+        for i in xs:
+            for size in sorted({float(x) for x in r} - {float(r[i])}):
+                changed = r.copy()
+                changed[i] = size
+                if m > np.count_nonzero(changed > 0):
+                    continue  # too few records of positive size left to draw m
+                insts.append(
+                    _replacement(
+                        f"{algorithm}: record {i + 1} (size {r[i]:g}) replaced by x′ of "
+                        f"size {size:g}",
+                        i,
+                        base,
+                        _distribution(algorithm, changed, m),
+                        symmetric=False,
+                    )
+                )
+    used = {sum(k) for inst in insts for dist in (inst.p, inst.p_prime) for k in dist}
+    rel = V.relations_of(mechanism)
+    return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, used), relations=rel, notes=notes)
+
+
+def _verify_threshold(
+    params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
+) -> Any:
+    """``verify`` for ``poisson-threshold``: records are distinct, record i kept
+    independently with probability a_i = min(1, τr_i).
     Pair: P = the design's records (without size measures: ``VERIFY_OTHERS`` records at
     the worst inclusion) vs P′ = P ∪ {x}, x of the largest admissible size (a_x =
     min(1, τR), or 1 without a public R). ``all`` also adds x at each listed a_i, with
@@ -319,11 +905,6 @@ def _verify_hook(
     """
     from .. import verify as V
 
-    if params.method != "poisson-threshold":
-        raise ConditionError(
-            "no exact tiny-instance enumeration for `method: pps`: the sample distribution "
-            "depends on the PPS algorithm; the verify hook covers `method: poisson-threshold`"
-        )
     if mechanism.delta > 0:
         raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
     tau, big_r = params.threshold, params.max_size_measure

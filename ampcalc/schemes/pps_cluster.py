@@ -2,7 +2,11 @@
 
 Basis: 000_97a39a4c524f603f.txt §6.2 (qualitative: large clusters break the secrecy of
 the sample and are also the most likely to be drawn); spec §7.3 (derived lower bound
-A(max |C_i|/n, ε)). No upper bound: verdict ``no-guarantee``.
+A(max π_i, ε), π_i the cluster inclusion probabilities). No upper bound: verdict
+``no-guarantee``. One draw takes cluster i with probability |C_i|/n whatever the
+algorithm; with ℓ > 1 draws π_i depends on it, which ``method:`` names as for ``pps``
+(``pps``: unknown, ℓ/k since Σ π_i = ℓ; ``pips``/``sampford``: min(1, ℓ|C_i|/n) with
+capping; ``successive``: draw by draw without replacement).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import numpy as np
 from .. import numeric
 from ..model import Mechanism, Neighbours
 from ..papers import BUN_2022, cite
+from . import pps
 from ._cluster_kernels import ClusterSizes, capped_inclusion, read_clusters
 from .base import Analysis, Field, Problem, Scheme
 
@@ -29,10 +34,13 @@ class Params:
     Attributes:
         clusters: the cluster sizes.
         chosen: ℓ, 1 <= ℓ < k (default 1: one cluster drawn with probability |C_i|/n).
+        method: the algorithm for ℓ > 1 draws: ``pps`` (unknown), ``pips``,
+            ``sampford`` or ``successive`` (see ``ampcalc.schemes.pps``).
     """
 
     clusters: ClusterSizes
     chosen: int = 1
+    method: str = "pps"
 
 
 FIELDS = (
@@ -43,6 +51,14 @@ FIELDS = (
         required=True,
     ),
     Field(name="chosen", kind="int", doc="ℓ, clusters drawn (default 1)", default=1),
+    Field(
+        name="method",
+        kind="choice",
+        doc="the PPS algorithm for chosen > 1: pps (unknown), pips (exact πps), sampford, "
+        "successive (draw by draw without replacement)",
+        default="pps",
+        choices=pps.FIXED_METHODS,
+    ),
 )
 
 
@@ -51,6 +67,7 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
     return Params(
         clusters=read_clusters(values["clusters"], reader, "sampling.clusters"),
         chosen=values["chosen"],
+        method=values["method"],
     )
 
 
@@ -62,13 +79,27 @@ def check(params: Params) -> list[Problem]:
     return []
 
 
-def max_inclusion(cl: ClusterSizes, chosen: int) -> tuple[float, int]:
-    """Largest cluster inclusion probability (and certainty clusters): |C_i|/n for ℓ = 1,
-    min(1, ℓ|C_i|/n) with iterative capping otherwise (spec §7.2 applied to clusters)."""
+def max_inclusion(cl: ClusterSizes, chosen: int, method: str = "pps") -> tuple[float, int]:
+    """Largest cluster inclusion probability (a lower bound on it where it is not known)
+    and the certainty clusters.
+
+    ℓ = 1: |C_i|/n (one draw proportional to size). ℓ > 1 by ``method``: ``pps`` (the
+    algorithm is unknown): ℓ/k, since Σ π_i = ℓ over k clusters; ``pips``/``sampford``:
+    min(1, ℓ|C_i|/n) with iterative capping (spec §7.2 applied to clusters);
+    ``successive``: ``pps.successive_inclusion`` of the largest cluster (exact, or a sound
+    lower bound on large designs), at least ℓ/k.
+    """
     if cl.sizes is None:
         return chosen / cl.count, 0
     if chosen == 1:
         return cl.largest[0] / cl.total, 0
+    if method == "pps":
+        return chosen / cl.count, 0
+    if method == "successive":
+        sizes = np.asarray(cl.sizes, dtype=float)
+        top, _ = pps.successive_inclusion(sizes, chosen, int(np.argmax(sizes)))
+        top = max(top, float(numeric.round_down(chosen / cl.count)))
+        return top, int(top >= 1.0)
     a, c = capped_inclusion(cl.sizes, chosen)
     return float(a.max()), c
 
@@ -147,7 +178,7 @@ def laplace_witness(
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Lower bound only: verdict no-guarantee."""
     cl = params.clusters
-    amax, certain = max_inclusion(cl, params.chosen)
+    amax, certain = max_inclusion(cl, params.chosen, params.method)
     eps_d_known = mechanism.epsilon_add_remove_known()
     eps_r = mechanism.epsilon_replace_one_of
 
@@ -155,6 +186,14 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         e = eps_r(eps)
         return np.minimum(e, np.asarray(eps, dtype=float)) if eps_d_known else e
 
+    warnings = [
+        "PPS cluster sampling gives no amplification guarantee (000_97a39a4c524f603f.txt "
+        "§6.2: large clusters are both the most likely to be drawn and the easiest to "
+        "recognise in the output); only the lower bound A(max π_i, ε) is reported "
+        "(spec §7.3).",
+    ]
+    if params.chosen > 1 and cl.sizes is not None:
+        warnings.append(_METHOD_NOTE[params.method])
     return Analysis(
         guarantee_neighbours=Neighbours.REPLACE_ONE,
         reference_epsilon=eps_r,
@@ -163,15 +202,11 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         delta_prime=None,
         basis=BASIS,
         conditions=(f"1 <= chosen < k: 1 <= {params.chosen} < {cl.count}",),
-        warnings=(
-            "PPS cluster sampling gives no amplification guarantee (000_97a39a4c524f603f.txt "
-            "§6.2: large clusters are both the most likely to be drawn and the easiest to "
-            "recognise in the output); only the lower bound A(max π_i, ε) is reported "
-            "(spec §7.3).",
-        ),
+        warnings=tuple(warnings),
         details={
             "clusters": cl.count,
             "chosen": params.chosen,
+            "method": params.method,
             "largest_clusters": list(cl.largest),
             "population": cl.total,
             "max_inclusion_probability": amax,
@@ -179,6 +214,21 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             **_witness_details(cl, params.chosen, mechanism),
         },
     )
+
+
+_METHOD_NOTE = {
+    "pps": "the PPS algorithm for chosen > 1 is not named (`method: pps`): the cluster "
+    "inclusion probabilities sum to ℓ, so some cluster has π_i >= ℓ/k and A(ℓ/k, ε) is the "
+    "lower bound. Declare `method: pips` (πps: π_i = min(1, ℓ|C_i|/n)), `sampford` or "
+    "`successive` for an algorithm-specific bound.",
+    "pips": "cluster inclusion probabilities π_i = min(1, ℓ|C_i|/n) with iterative capping "
+    "(spec §7.2 applied to clusters): exact for πps algorithms",
+    "sampford": "cluster inclusion probabilities π_i = min(1, ℓ|C_i|/n) with iterative "
+    "capping: Sampford's design is πps",
+    "successive": "inclusion probability of the largest cluster under successive sampling "
+    "(draw by draw without replacement, each draw proportional to size): exact on small "
+    "designs, a sound lower bound otherwise",
+}
 
 
 def _witness_details(cl: ClusterSizes, chosen: int, mechanism: Mechanism) -> dict[str, Any]:
