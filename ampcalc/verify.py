@@ -536,7 +536,8 @@ def run_approx(
     Per instance and direction (p, p′) and (p′, p): the divergence at ``epsilon_upper``
     (``_hockey_stick``), and ε″(δ′) = max(0, log sup_f (Σ p f − δ′)/Σ p′ f) by the
     Charnes–Cooper programme (``_solve`` with δ′; an unbounded programme is confirmed
-    by ``_off_support`` before it is read as ε″ = ∞). ``delta_prime`` None reads δ′ = 0.
+    by ``_off_support`` before it is read as ε″ = ∞). ``delta_prime`` None reads δ′ = 0
+    (not solved when an upper ε′ is given: that row FAILs whatever ε″(0) is).
     """
     largest = _check_limit(plan, limit)
     dp = 0.0 if delta_prime is None else float(delta_prime)
@@ -554,18 +555,17 @@ def run_approx(
                     reason = f"{inst.label}: {why}"
                 elif d > worst_d:
                     worst_d, d_label = d, inst.label
-            off, why = _off_support(a, b, pairs)
-            if off is None:
-                reason = f"{inst.label}: {why}"
-                continue
-            if off > dp + SOLVER_TOL:
-                e = math.inf  # an event P′ never produces has probability above δ′
-            else:
-                opt, why = _solve(a, b, pairs, dp)
-                if opt is None:
-                    reason = f"{inst.label}: {why}"
-                    continue
+            if epsilon_upper is not None and delta_prime is None:
+                continue  # FAIL whatever ε″(0) is ("no δ′ for δ > 0")
+            opt, why = _solve(a, b, pairs, dp)
+            if opt is not None:
                 e = math.log(opt) if opt > 1.0 else 0.0
+            else:
+                off, why_off = _off_support(a, b, pairs)
+                if off is None or off <= dp + SOLVER_TOL:
+                    reason = f"{inst.label}: {why if off is not None else why_off}"
+                    continue
+                e = math.inf  # an event P′ never produces has probability above δ′
             if e > worst_e:
                 worst_e, e_label = e, inst.label
     return ApproxOutcome(
@@ -737,7 +737,8 @@ POISSON_OTHERS = 2  # records besides the group in the default Poisson instance
 def poisson_instance(
     params: Any, mechanism: Mechanism, pairs: str = "default", limit: int = DEFAULT_LIMIT
 ) -> Plan:
-    """Verify hook of ``poisson``: P = O ∪ {x1..xg}, P′ = O (add/remove a group)."""
+    """Verify hook of ``poisson``: P = O ∪ {x1..xg} vs P′ = O (add/remove a group) and
+    vs O ∪ {x′1..x′g} (replace the group); each instance states its relation."""
     q, g = params.rate, mechanism.group_size
     rel = relations_of(mechanism)
     others = [POISSON_OTHERS] if pairs == "default" else [0, 1, 2, 3]
@@ -773,8 +774,63 @@ def poisson_instance(
                             relation=Neighbours.ADD_REMOVE,
                         )
                     )
+    # replace-one of the group (the `guarantee: replace-one` bounds): O ∪ {x1..xg} vs
+    # O ∪ {x′1..x′g}, where the domain of O ∪ X ∪ X′ fits the limit
+    for n_o in (n for n in others if 2 ** (n + 2 * g) <= limit):
+        syms, cp, cpp = _distinct(n_o, g)
+        insts.append(
+            Instance(
+                label=f"P = O ∪ {{x1..x{g}}} vs P′ = O ∪ {{x′1..x′{g}}}, |O| = {n_o}",
+                symbols=syms,
+                caps=(1,) * len(syms),
+                p=poisson_distribution(cp, q),
+                p_prime=poisson_distribution(cpp, q),
+                symmetric=True,
+                relation=Neighbours.REPLACE_ONE,
+            )
+        )
+    if pairs == "all":
+        for n_a in range(0, 3):
+            for n_b in range(0, 3):
+                insts.append(
+                    Instance(
+                        label=f"{{a×{n_a + g}, b×{n_b}}} vs {{a×{n_a}, b×{n_b + g}}}",
+                        symbols=("a", "b"),
+                        caps=(n_a + g, n_b + g),
+                        p=poisson_distribution((n_a + g, n_b), q),
+                        p_prime=poisson_distribution((n_a, n_b + g), q),
+                        relation=Neighbours.REPLACE_ONE,
+                    )
+                )
     sizes = tuple(range(0, max(sum(i.caps) for i in insts) + 1))
     return Plan(instances=tuple(insts), sizes=sizes, relations=rel)
+
+
+def for_guarantee(
+    plan: Plan, guarantee: Neighbours | str, untagged: Neighbours | str | None = None
+) -> Plan:
+    """The plan's instances of one relation.
+
+    An instance that states no relation is taken to be of ``untagged`` (the guarantee
+    the scheme reports when the design asks for none: the neighbours its theorems, and
+    so its hook, use); with ``untagged`` None it is kept for any guarantee. Raises
+    ``ConditionError`` when no instance is left: the hook enumerates no pair of that
+    relation, so bounds for that guarantee cannot be checked.
+    """
+    import dataclasses
+
+    name = str(guarantee)
+    default = None if untagged is None else str(untagged)
+    kept = tuple(
+        i
+        for i in plan.instances
+        if (str(i.relation) if i.relation is not None else default) in (None, name)
+    )
+    if not kept:
+        raise ConditionError(
+            f"the verify hook enumerates no {name} pair: the {name} guarantee is not checked"
+        )
+    return dataclasses.replace(plan, instances=kept)
 
 
 # --- mixtures over sample sizes (random-size, systematic, data-dependent-size) ----------
@@ -972,16 +1028,11 @@ def verify_row(
     try:
         plan = hook(design.params, pure_part(mech), pairs, limit=limit)
         plan = dataclasses.replace(plan, deltas=deltas_of(mech))
-        guarantee = res.get("guarantee_neighbours")
-        kept = tuple(
-            i for i in plan.instances if i.relation is None or str(i.relation) == guarantee
-        )
-        if not kept:
-            raise ConditionError(
-                f"the verify hook enumerates no {guarantee} pair: the {guarantee} guarantee "
-                "is not checked"
-            )
-        plan = dataclasses.replace(plan, instances=kept)
+        natural = res["guarantee_neighbours"]
+        if design.guarantee is not None:  # the guarantee the hook's untagged pairs are of
+            plain = dataclasses.replace(design, guarantee=None)
+            natural = engine.bound(plain, epsilon=epsilon).to_dict().get("guarantee_neighbours")
+        plan = for_guarantee(plan, res["guarantee_neighbours"], natural)
         lower, upper = row["epsilon_prime"]["lower"], row["epsilon_prime"]["upper"]
         delta_prime = row["delta_prime"]
         if mech.delta == 0.0 and not delta_prime:

@@ -52,7 +52,8 @@ def test_lp_reproduces_spec_group_without_replacement(n, g, m, eps, lp) -> None:
 )
 def test_lp_reproduces_spec_poisson(g, q, eps, lp) -> None:
     mech = Mechanism(epsilon=eps, neighbours=Neighbours.BOTH, group_size=g)
-    assert exact(V.poisson_instance(P(rate=q), mech)) == pytest.approx(lp, abs=1e-8)
+    plan = V.for_guarantee(V.poisson_instance(P(rate=q), mech), Neighbours.ADD_REMOVE)
+    assert exact(plan) == pytest.approx(lp, abs=1e-8)
 
 
 def test_without_replacement_delta_style_is_below_lp() -> None:
@@ -191,7 +192,7 @@ def _oracle_check(seed: int) -> None:
     if r.error:
         return
     plan = schemes.get(kind).hooks["verify"](d.params, d.mechanism, "default")
-    out = V.run(plan)
+    out = V.run(V.for_guarantee(plan, r.guarantee_neighbours))
     status, _tol, why = V.judge(out.epsilon_prime, r.lower, r.upper)
     assert status in ("PASS", "INCONCLUSIVE"), (kind, params, mech, out, r.lower, r.upper, why)
 
@@ -441,3 +442,47 @@ def test_delta_hooks_that_refuse_delta_are_given_the_pure_part() -> None:
     )
     assert r["status"] == "PASS", r
     assert r["delta_prime_exact"] == pytest.approx(0.3e-3, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("neighbours", "exact_value"),
+    # exact LP values (this module's programme): with `both` the replace-one worst case is
+    # A(q, ε) = the lower bound; with add-remove M it lies inside [A(q, ε), 2A(q, ε)]
+    [("both", 0.4157352218), ("add-remove", 0.6260070)],
+)
+def test_poisson_replace_one_guarantee_is_checked_on_replace_one_pairs(
+    neighbours, exact_value
+) -> None:
+    r = _row(
+        {"scheme": "poisson", "rate": 0.3},
+        {"epsilon": 1.0, "neighbours": neighbours},
+    )
+    assert r["status"] == "PASS", r
+    r = ampcalc_verify_guarantee(neighbours)
+    assert r["status"] == "PASS", r
+    assert "x′1" in r["worst_pair"]  # a replace-one pair, not P vs P′ = O
+    assert r["epsilon_prime_exact"] == pytest.approx(exact_value, abs=1e-6)
+    assert r["epsilon_prime"]["upper"] == pytest.approx(2 * np.log1p(0.3 * np.expm1(1.0)))
+
+
+def ampcalc_verify_guarantee(neighbours: str) -> dict:
+    import ampcalc
+
+    d = {
+        "mechanism": {"epsilon": 1.0, "neighbours": neighbours},
+        "guarantee": "replace-one",
+        "sampling": {"scheme": "poisson", "rate": 0.3},
+    }
+    (r,) = ampcalc.verify(d)
+    return r
+
+
+def test_guarantee_without_instances_is_inconclusive() -> None:
+    mech = Mechanism(epsilon=1.0, neighbours=Neighbours.REPLACE_ONE)
+    plan = V.srswor_instance(P(population=3, sample=1), mech)
+    with pytest.raises(Exception, match="enumerates no add-remove pair"):
+        V.for_guarantee(plan, Neighbours.ADD_REMOVE)
+    untagged = dataclasses.replace(
+        plan, instances=tuple(dataclasses.replace(i, relation=None) for i in plan.instances)
+    )
+    assert V.for_guarantee(untagged, Neighbours.ADD_REMOVE) == untagged

@@ -53,7 +53,8 @@ def _line(r: dict[str, Any]) -> str:
         f"{r['status']} {r['name']} ({r['scheme']}): exact {f(r['epsilon_prime_exact'])}, "
         f"bounds [{f(lo)}, {f(up)}]"
     )
-    if r.get("delta") or r.get("delta_prime"):
+    solved = r.get("epsilon_prime_exact") is not None or r.get("delta_prime_exact") is not None
+    if solved and (r.get("delta") or r.get("delta_prime")):
         # (ε, δ): ε′_exact is read at the reported δ′; the divergence at the upper ε′
         text += f" at δ′ {f(r.get('delta_prime'))}"
         if up is not None:
