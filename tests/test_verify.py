@@ -486,3 +486,59 @@ def test_guarantee_without_instances_is_inconclusive() -> None:
         plan, instances=tuple(dataclasses.replace(i, relation=None) for i in plan.instances)
     )
     assert V.for_guarantee(untagged, Neighbours.ADD_REMOVE) == untagged
+
+
+def test_delta_poisson_replace_one_pair_is_q_delta() -> None:
+    # Poisson q = 0.5, M (1, 1e-3)-DP under both relations, replace-one pairs
+    # O ∪ {x} vs O ∪ {x′}: the exact (ε′, δ′) curve passes through (A(q, ε), qδ) — the
+    # reported replace-one δ′ 1.43e-3 at the upper ε′ 2A(q, ε) is loose, and at it the
+    # exact ε′ is 0.61825 (below A(q, ε) = 0.62011); checked on the dense brute force too
+    import itertools
+
+    q, eps, delta = 0.5, 1.0, 1e-3
+    mech = Mechanism(epsilon=eps, delta=delta, neighbours=Neighbours.BOTH)
+    plan = V.for_guarantee(V.poisson_instance(P(rate=q), V.pure_part(mech)), "replace-one")
+    plan = dataclasses.replace(plan, deltas=V.deltas_of(mech))
+    a = float(np.log1p(q * np.expm1(eps)))
+    out = V.run_approx(plan, epsilon_upper=a, delta_prime=q * delta)
+    assert out.delta_at_upper == pytest.approx(q * delta, abs=1e-10)
+    assert out.epsilon_at_delta == pytest.approx(a, abs=1e-7)
+    out = V.run_approx(plan, epsilon_upper=None, delta_prime=0.00142957)
+    assert out.epsilon_at_delta == pytest.approx(0.6182518, abs=1e-6)
+
+    def pois(pop: list[str]) -> dict[frozenset, float]:
+        return {
+            frozenset(c): q ** len(c) * (1 - q) ** (len(pop) - len(c))
+            for k in range(len(pop) + 1)
+            for c in itertools.combinations(pop, k)
+        }
+
+    recs = ["o1", "o2", "x", "x'"]
+    p, pp = pois(recs[:3]), pois(["o1", "o2", "x'"])
+    brute = brute_hockey(recs, p, pp, range(5), (eps, delta), (eps, delta), a)
+    assert brute == pytest.approx(q * delta, abs=1e-10)
+
+
+def test_delta_json_contract(tmp_path) -> None:
+    import pathlib
+
+    import jsonschema
+
+    f = tmp_path / "v.yaml"
+    f.write_text(
+        "designs:\n"
+        "  - name: d\n"
+        "    mechanism: {epsilon: 1, delta: 1e-3, neighbours: replace-one}\n"
+        "    sampling: {scheme: srswor, population: 4, sample: 2}\n"
+        "  - name: pure\n"
+        "    mechanism: {epsilon: 1, neighbours: replace-one}\n"
+        "    sampling: {scheme: srswor, population: 4, sample: 2}\n"
+    )
+    doc = run_ampcalc("verify", str(f), "--json").json()
+    schema_path = pathlib.Path(V.__file__).parent / "schema" / "result.schema.json"
+    jsonschema.validate(doc, json.loads(schema_path.read_text()))
+    d, pure = doc["results"]
+    assert (d["delta"], d["delta_prime_exact"]) == (1e-3, pytest.approx(5e-4, abs=1e-10))
+    assert (pure["delta"], pure["delta_prime"], pure["delta_prime_exact"]) == (0.0, 0.0, None)
+    text = run_ampcalc("verify", str(f)).stdout
+    assert "at δ′ 0.0005; exact δ 0.0005 at the upper ε′" in text
