@@ -602,56 +602,9 @@ def verify_design(
     design: Design, pairs: str = "default", limit: int = 5000, epsilon: float | None = None
 ) -> dict[str, Any]:
     """One row of ``verify --json``: the exact ε′ of a tiny design against our bounds."""
-    from . import engine, schemes
-    from .errors import ConditionError
-    from .verify import judge, run
+    from .verify import verify_row
 
-    scheme = schemes.get(design.scheme)
-    res = engine.bound(design, epsilon=epsilon).to_dict()
-    row: dict[str, Any] = {
-        "name": design.name,
-        "scheme": design.scheme,
-        "epsilon_prime_exact": None,
-        "epsilon_prime": {
-            "lower": res["epsilon_prime"]["lower"],
-            "upper": res["epsilon_prime"]["upper"],
-        },
-        "status": "INCONCLUSIVE",
-        "worst_pair": None,
-        "samples": None,
-        "reason": None,
-    }
-    if res.get("error"):
-        row["reason"] = res["error"]
-        return row
-    hook = scheme.hooks.get("verify")
-    if hook is None:
-        row["reason"] = (
-            f"the {design.scheme} scheme has no exact tiny-instance enumeration (verify hook)"
-        )
-        return row
-    mech = design.mechanism
-    if epsilon is not None:
-        assert mech is not None
-        mech, _ = engine.with_epsilon(mech, epsilon)
-    try:
-        out = run(hook(design.params, mech, pairs, limit=limit), limit=limit)
-    except ConditionError as err:
-        row["reason"] = err.message
-        return row
-    row["epsilon_prime_exact"] = out.epsilon_prime
-    row["worst_pair"] = out.worst_pair
-    row["samples"] = out.samples
-    if out.status == "INCONCLUSIVE":
-        row["reason"] = out.reason
-        return row
-    status, tol, why = judge(
-        out.epsilon_prime, row["epsilon_prime"]["lower"], row["epsilon_prime"]["upper"]
-    )
-    row["status"] = status
-    row["tolerance"] = tol
-    row["reason"] = why
-    return row
+    return verify_row(design, pairs, limit, epsilon)
 
 
 def verify(

@@ -13,6 +13,44 @@ makes it linear (shared/spec/exact-lp-checks.md, "LP formulation"):
 worst case). Solved with ``scipy.optimize.linprog`` (HiGHS: interior point with
 crossover, the ``"highs"`` simplex as fallback).
 
+The (ε, δ) case
+---------------
+For M (ε_r, δ_r)-DP under each relation r it is declared under (``relations_of``,
+``deltas_of``: δ under add-remove; δ_R under replace-one, (1 + e^ε)δ by default for an
+add-remove M), the reported (ε′, δ′) holds on an instance iff the hockey-stick
+divergence sup_E Pr[M(C(P)) ∈ E] − e^{ε′} Pr[M(C(P′)) ∈ E] is <= δ′ in both directions
+(P, P′) and (P′, P). Binary output suffices: for any M and event E, f_E(S) =
+Pr[M(S) ∈ E] is the acceptance probability of the binary mechanism 1[M(S) ∈ E], a
+post-processing of M, hence (ε_r, δ_r)-DP; and the divergence at E is
+Σ_S p(S) f_E(S) − e^{ε′} Σ_S p′(S) f_E(S). Conversely a binary mechanism with
+Pr[output 1] = f(S) is (ε_r, δ_r)-DP iff, for every ordered neighbouring (S, S″),
+f(S) <= e^{ε_r} f(S″) + δ_r (event {1}) and 1 − f(S) <= e^{ε_r}(1 − f(S″)) + δ_r
+(event {0}; ∅ and {0, 1} hold trivially). So the worst divergence over all
+(ε, δ)-DP M on the domain is the linear programme (``_hockey_stick``)
+
+    max Σ_S (p(S) − e^{ε′} p′(S)) f_S  over f ∈ [0, 1]^domain,  s.t. for every
+    neighbouring (S, S″) under r, both orders: f_S − e^{ε_r} f_S″ <= δ_r,
+    −f_S + e^{ε_r} f_S″ <= e^{ε_r} − 1 + δ_r,
+
+and δ′_exact(ε′) is its maximum over both directions. The exact ε′ at a given δ′ is
+the smallest ε″ >= 0 with δ′_exact(ε″) <= δ′: max(0, log sup_f (Σ p f − δ′)/Σ p′ f),
+the Charnes–Cooper programme above with δ_r·t added to the DP rows and objective
+Σ p y − δ′t; it is +∞ when an f with Σ p′ f = 0 has Σ p f > δ′ (``_off_support``),
+e.g. for δ′ = 0 and any δ > 0 (M may publish its input with probability δ).
+
+Verdicts for δ > 0 (or a reported δ′ > 0), ``judge_approx``: FAIL when an upper ε′
+comes with δ′ null ("no δ′ for δ > 0": a pure ε′ is no guarantee), when δ′_exact at
+the upper ε′ exceeds δ′ + tol, or when the exact ε′ at δ′ (δ′ = 0 if none is
+reported) is below the lower bound − tol: a lower bound L paired with δ′ claims that no
+(ε″, δ′) guarantee with ε″ < L holds for every (ε, δ)-DP M, i.e. that the worst
+divergence just below L is above δ′. PASS otherwise (INCONCLUSIVE when the solver fails
+or when, without an upper bound, the exact ε′ is below what the programme resolves).
+
+Like the pure programme, the LP is over mechanisms on the domain: every mechanism
+defined on all datasets restricts to a feasible point, so the exact values are at least
+every real mechanism's on these populations, and a PASS is a proof for them; a FAIL
+exhibits a mechanism on the domain.
+
 The hook interface (how a scheme family takes part)
 ---------------------------------------------------
 A scheme registers ``hooks["verify"]``: ``(params, mechanism, pairs, limit) -> Plan`` where
@@ -27,8 +65,15 @@ lists ``Instance`` objects; each instance states
   symbols);
 * ``p``, ``p_prime``: exact sample distributions, as dicts from count vectors (a
   tuple of per-symbol counts, in ``symbols`` order) to probabilities;
+* optionally its ``relation`` (how P and P′ differ: add-remove or replace-one). The
+  driver keeps the instances of the guarantee the bounds are reported for; an instance
+  without one is taken to be of the scheme's natural guarantee (``for_guarantee``);
 * the plan's ``sizes`` (the sample sizes in the domain) and ``relations`` with their
   ε (``{"replace-one": ε_R, "add-remove": ε_D}``: the relations M's ε holds under).
+
+The hook is given M's pure part (``pure_part``: δ = 0), since a plan never depends on
+δ; the driver (``verify_row``) adds M's δ per relation as ``Plan.deltas``. Hooks that
+refuse δ > 0 are therefore never asked to handle it.
 
 The verifier builds the domain (every count vector within the caps whose total is in
 ``sizes``; callers pass 0..max when add-remove is among the relations, so the domain is
@@ -69,6 +114,9 @@ class Instance:
     p: Mapping[Counts, float]
     p_prime: Mapping[Counts, float]
     symmetric: bool = False  # a relabelling swaps P and P′: one direction suffices
+    # the relation between P and P′ (None: not stated, checked against any guarantee);
+    # the driver keeps only the instances of the guarantee the bounds are reported for
+    relation: Neighbours | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +127,9 @@ class Plan:
     sizes: tuple[int, ...]
     relations: Mapping[Neighbours, float]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # M's δ per relation (missing: 0). Hooks leave it empty: the driver fills it from M
+    # (``deltas_of``) after calling the hook with M's pure part.
+    deltas: Mapping[Neighbours, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +154,33 @@ def relations_of(mechanism: Mechanism) -> dict[Neighbours, float]:
     if mechanism.epsilon_add_remove_known():
         rel[Neighbours.ADD_REMOVE] = float(mechanism.epsilon)
     return rel
+
+
+def deltas_of(mechanism: Mechanism) -> dict[Neighbours, float]:
+    """M's δ per relation of ``relations_of``: δ under add-remove, δ_R under replace-one.
+
+    δ_R is ``delta_replace_one`` when stated, else δ for ``replace-one``/``both`` and
+    (1 + e^ε)δ for add-remove (group privacy over the remove-then-add path,
+    ``Mechanism.delta_replace_one_of``), capped at 1.
+    """
+    rel: dict[Neighbours, float] = {
+        Neighbours.REPLACE_ONE: float(mechanism.delta_replace_one_of(mechanism.epsilon))
+    }
+    if mechanism.epsilon_add_remove_known():
+        rel[Neighbours.ADD_REMOVE] = float(mechanism.delta)
+    return rel
+
+
+def pure_part(mechanism: Mechanism) -> Mechanism:
+    """M with δ = 0: what a verify hook is given.
+
+    A plan (sample distributions, relations and their ε) never depends on δ; the driver
+    adds each relation's δ (``deltas_of``) to the plan the hook returns, so hooks written
+    for pure ε serve the (ε, δ) programme unchanged.
+    """
+    import dataclasses
+
+    return dataclasses.replace(mechanism, delta=0.0, delta_replace_one=None, releases=None)
 
 
 def sizes_for(relations: Mapping[Neighbours, float], used: Iterable[int]) -> tuple[int, ...]:
@@ -184,8 +262,15 @@ def neighbour_pairs(
     samples: list[Counts], caps: tuple[int, ...], relations: Mapping[Neighbours, float]
 ) -> list[tuple[int, int, float]]:
     """Unordered neighbouring pairs (i, j, ε) of the domain, per relation."""
+    return [(i, j, relations[r]) for i, j, r in _related(samples, caps, relations)]
+
+
+def _related(
+    samples: list[Counts], caps: tuple[int, ...], relations: Mapping[Neighbours, float]
+) -> list[tuple[int, int, Neighbours]]:
+    """Unordered neighbouring pairs (i, j, relation) of the domain."""
     index = {s: i for i, s in enumerate(samples)}
-    out: list[tuple[int, int, float]] = []
+    out: list[tuple[int, int, Neighbours]] = []
     d = len(caps)
     for i, s in enumerate(samples):
         if Neighbours.ADD_REMOVE in relations:
@@ -194,7 +279,7 @@ def neighbour_pairs(
                     t = (*s[:b], s[b] + 1, *s[b + 1 :])
                     j = index.get(t)
                     if j is not None:
-                        out.append((i, j, relations[Neighbours.ADD_REMOVE]))
+                        out.append((i, j, Neighbours.ADD_REMOVE))
         if Neighbours.REPLACE_ONE in relations:
             for a in range(d):
                 if s[a] == 0:
@@ -206,61 +291,126 @@ def neighbour_pairs(
                         moved[b] += 1
                         j = index.get(tuple(moved))
                         if j is not None:
-                            out.append((i, j, relations[Neighbours.REPLACE_ONE]))
+                            out.append((i, j, Neighbours.REPLACE_ONE))
     # replace-one moves a -> b for a < b only; b -> a is the same pair seen from t
     return out
 
 
-def _solve(
-    p: np.ndarray, p_prime: np.ndarray, pairs: list[tuple[int, int, float]]
-) -> tuple[float | None, str | None]:
-    """OPT of the Charnes–Cooper programme (None and a reason on solver failure)."""
+Pairs = list[tuple[int, int, float, float]]  # (i, j, ε, δ) of an unordered neighbour pair
+
+
+def _linprog(
+    c: np.ndarray, a_ub: Any, b_ub: np.ndarray, a_eq: Any, b_eq: Any, bounds: Any
+) -> tuple[float | None, int, str | None]:
+    """min c·x by HiGHS: (value, status, failure reason)."""
     from scipy.optimize import linprog
+
+    # HiGHS interior point (with crossover to a basic solution) is about 5x faster than
+    # its dual simplex here; the simplex ("highs") is the fallback when it fails
+    for method in ("highs-ipm", "highs"):
+        res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method=method)
+        if res.status in (0, 3):
+            break
+    if res.status == 3:
+        return None, 3, "the solver reports an unbounded programme (dynamic range e^ε too wide)"
+    if res.status != 0:
+        return None, int(res.status), f"the solver failed: {res.message}"
+    return float(res.fun), 0, None
+
+
+def _dp_rows(pairs: Pairs, n: int, homogeneous: bool) -> tuple[Any, np.ndarray]:
+    """The (ε, δ)-DP constraints of a binary mechanism, both orders of every pair.
+
+    f-space (``homogeneous=False``, variables f): f_a − e^ε f_b <= δ and
+    −f_a + e^ε f_b <= e^ε − 1 + δ (the latter is 1 − f_a <= e^ε(1 − f_b) + δ).
+    Charnes–Cooper (variables y = t·f and t in column n): the same times t.
+    """
     from scipy.sparse import coo_matrix
 
-    n = p.size
-    t_col = n
-    rows, cols, vals = [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    rhs: list[float] = []
     r = 0
-    for i, j, eps in pairs:
+    for i, j, eps, delta in pairs:
         e = math.exp(eps)
         for a, b in ((i, j), (j, i)):
             rows += [r, r]
             cols += [a, b]
             vals += [1.0, -e]
+            if homogeneous:
+                if delta > 0.0:
+                    rows.append(r)
+                    cols.append(n)
+                    vals.append(-delta)
+                rhs.append(0.0)
+            else:
+                rhs.append(delta)
             r += 1
-            rows += [r, r, r]
-            cols += [a, b, t_col]
-            vals += [-1.0, e, 1.0 - e]
+            rows += [r, r]
+            cols += [a, b]
+            vals += [-1.0, e]
+            if homogeneous:
+                rows.append(r)
+                cols.append(n)
+                vals.append(1.0 - e - delta)
+                rhs.append(0.0)
+            else:
+                rhs.append(e - 1.0 + delta)
             r += 1
-    for i in range(n):
-        rows += [r, r]
-        cols += [i, t_col]
-        vals += [1.0, -1.0]
-        r += 1
-    a_ub = coo_matrix((vals, (rows, cols)), shape=(r, n + 1)).tocsr()
-    b_ub = np.zeros(r)
+    if homogeneous:
+        for i in range(n):
+            rows += [r, r]
+            cols += [i, n]
+            vals += [1.0, -1.0]
+            rhs.append(0.0)
+            r += 1
+    width = n + 1 if homogeneous else n
+    return coo_matrix((vals, (rows, cols)), shape=(r, width)).tocsr(), np.asarray(rhs)
+
+
+def _solve(
+    p: np.ndarray, p_prime: np.ndarray, pairs: Pairs, delta_prime: float = 0.0
+) -> tuple[float | None, str | None]:
+    """OPT of the Charnes–Cooper programme (None and a reason on solver failure).
+
+    max Σ p y − δ′t over y = t·f, Σ p′ y = 1: sup_f (Σ p f − δ′)/Σ p′ f, the e^{ε″} at
+    which the worst divergence is δ′ (δ′ = 0 and pure pairs: the pure-ε programme).
+    """
+    n = p.size
+    a_ub, b_ub = _dp_rows(pairs, n, homogeneous=True)
     a_eq = np.concatenate((p_prime, [0.0]))[None, :]
-    c = -np.concatenate((p, [0.0]))
-    # HiGHS interior point (with crossover to a basic solution) is about 5x faster than
-    # its dual simplex here; the simplex ("highs") is the fallback when it fails
-    for method in ("highs-ipm", "highs"):
-        res = linprog(
-            c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=(0, None), method=method
-        )
-        if res.status in (0, 3):
-            break
-    if res.status == 3:
-        return None, "the solver reports an unbounded programme (dynamic range e^ε too wide)"
-    if res.status != 0:
-        return None, f"the solver failed: {res.message}"
-    return float(-res.fun), None
+    c = -np.concatenate((p, [-delta_prime]))
+    val, _, why = _linprog(c, a_ub, b_ub, a_eq, [1.0], (0, None))
+    return (None, why) if val is None else (-val, None)
 
 
-def solve_instance(
-    inst: Instance, sizes: tuple[int, ...], relations: Mapping[Neighbours, float]
-) -> tuple[float | None, str | None, int]:
-    """ε′_exact of one instance (both directions), a failure reason, the domain size."""
+def _hockey_stick(
+    p: np.ndarray, p_prime: np.ndarray, pairs: Pairs, epsilon_prime: float
+) -> tuple[float | None, str | None]:
+    """max over (ε, δ)-DP binary f of Σ p f − e^{ε′} Σ p′ f (f ∈ [0, 1]^domain)."""
+    a_ub, b_ub = _dp_rows(pairs, p.size, homogeneous=False)
+    c = -(p - math.exp(epsilon_prime) * p_prime)
+    val, _, why = _linprog(c, a_ub, b_ub, None, None, (0.0, 1.0))
+    return (None, why) if val is None else (max(0.0, -val), None)
+
+
+def _off_support(
+    p: np.ndarray, p_prime: np.ndarray, pairs: Pairs
+) -> tuple[float | None, str | None]:
+    """max Σ p f over (ε, δ)-DP binary f with f = 0 wherever p′ > 0.
+
+    Above δ′ no finite ε″ bounds the divergence by δ′ (an event of P′-probability 0).
+    """
+    a_ub, b_ub = _dp_rows(pairs, p.size, homogeneous=False)
+    bounds = [(0.0, 0.0) if q > 0.0 else (0.0, 1.0) for q in p_prime]
+    val, _, why = _linprog(-p, a_ub, b_ub, None, None, bounds)
+    return (None, why) if val is None else (max(0.0, -val), None)
+
+
+def _vectors(
+    inst: Instance, sizes: tuple[int, ...]
+) -> tuple[list[Counts], np.ndarray, np.ndarray]:
     samples = domain(inst.caps, sizes)
     index = {s: i for i, s in enumerate(samples)}
     p = np.zeros(len(samples))
@@ -269,7 +419,27 @@ def solve_instance(
         p[index[k]] += v
     for k, v in inst.p_prime.items():
         pp[index[k]] += v
-    pairs = neighbour_pairs(samples, inst.caps, relations)
+    return samples, p, pp
+
+
+def _pairs(
+    samples: list[Counts],
+    caps: tuple[int, ...],
+    relations: Mapping[Neighbours, float],
+    deltas: Mapping[Neighbours, float],
+) -> Pairs:
+    return [
+        (i, j, relations[r], float(deltas.get(r, 0.0)))
+        for i, j, r in _related(samples, caps, relations)
+    ]
+
+
+def solve_instance(
+    inst: Instance, sizes: tuple[int, ...], relations: Mapping[Neighbours, float]
+) -> tuple[float | None, str | None, int]:
+    """ε′_exact of one instance (both directions), a failure reason, the domain size."""
+    samples, p, pp = _vectors(inst, sizes)
+    pairs = _pairs(samples, inst.caps, relations, {})
     best = -math.inf
     directions = ((p, pp),) if inst.symmetric else ((p, pp), (pp, p))
     for a, b in directions:
@@ -280,8 +450,7 @@ def solve_instance(
     return best, None, len(samples)
 
 
-def run(plan: Plan, *, limit: int = DEFAULT_LIMIT) -> Outcome:
-    """Solve every instance of a plan; the worst pair wins."""
+def _check_limit(plan: Plan, limit: int) -> int:
     largest = 0
     for inst in plan.instances:
         largest = max(largest, domain_size(inst.caps, plan.sizes, limit))
@@ -291,6 +460,12 @@ def run(plan: Plan, *, limit: int = DEFAULT_LIMIT) -> Outcome:
             f"{limit} distinct samples (at least {largest}); use a smaller population, "
             "sample or group"
         )
+    return largest
+
+
+def run(plan: Plan, *, limit: int = DEFAULT_LIMIT) -> Outcome:
+    """Solve every instance of a plan; the worst pair wins (pure ε: δ ignored)."""
+    largest = _check_limit(plan, limit)
     worst, label, reason = -math.inf, None, None
     for inst in plan.instances:
         val, why, _ = solve_instance(inst, plan.sizes, plan.relations)
@@ -328,6 +503,132 @@ def judge(
     if lower is not None and exact < lower - tol:
         return "FAIL", tol, f"exact {exact:.10g} is below the lower bound {lower:.10g}"
     return "PASS", tol, None
+
+
+# --- the (ε, δ) programme -------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApproxOutcome:
+    """The exact worst case of a plan for an (ε, δ)-DP mechanism.
+
+    ``delta_at_upper``: the worst hockey-stick divergence at the reported upper ε′
+    (None without one); ``epsilon_at_delta``: the smallest ε″ >= 0 at which the worst
+    divergence is at most ``delta_prime`` (``math.inf``: none is).
+    """
+
+    delta_at_upper: float | None
+    delta_pair: str | None
+    epsilon_at_delta: float | None
+    epsilon_pair: str | None
+    delta_prime: float
+    samples: int
+    status: str | None  # None: solved; "INCONCLUSIVE" with a reason in ``reason``
+    reason: str | None = None
+
+
+def run_approx(
+    plan: Plan,
+    *,
+    epsilon_upper: float | None,
+    delta_prime: float | None,
+    limit: int = DEFAULT_LIMIT,
+) -> ApproxOutcome:
+    """Solve every instance of a plan with M's δ per relation (``plan.deltas``).
+
+    Per instance and direction (p, p′) and (p′, p): the divergence at ``epsilon_upper``
+    (``_hockey_stick``), and ε″(δ′) = max(0, log sup_f (Σ p f − δ′)/Σ p′ f) by the
+    Charnes–Cooper programme (``_solve`` with δ′; an unbounded programme is confirmed
+    by ``_off_support`` before it is read as ε″ = ∞). ``delta_prime`` None reads δ′ = 0
+    (not solved when an upper ε′ is given: that row FAILs whatever ε″(0) is).
+    """
+    largest = _check_limit(plan, limit)
+    dp = 0.0 if delta_prime is None else float(delta_prime)
+    worst_d, d_label = -math.inf, None
+    worst_e, e_label = -math.inf, None
+    reason = None
+    for inst in plan.instances:
+        samples, p, pp = _vectors(inst, plan.sizes)
+        pairs = _pairs(samples, inst.caps, plan.relations, plan.deltas)
+        directions = ((p, pp),) if inst.symmetric else ((p, pp), (pp, p))
+        for a, b in directions:
+            if epsilon_upper is not None:
+                d, why = _hockey_stick(a, b, pairs, epsilon_upper)
+                if d is None:
+                    reason = f"{inst.label}: {why}"
+                elif d > worst_d:
+                    worst_d, d_label = d, inst.label
+            if epsilon_upper is not None and delta_prime is None:
+                continue  # FAIL whatever ε″(0) is ("no δ′ for δ > 0")
+            opt, why = _solve(a, b, pairs, dp)
+            if opt is not None:
+                e = math.log(opt) if opt > 1.0 else 0.0
+            else:
+                off, why_off = _off_support(a, b, pairs)
+                if off is None or off <= dp + SOLVER_TOL:
+                    reason = f"{inst.label}: {why if off is not None else why_off}"
+                    continue
+                e = math.inf  # an event P′ never produces has probability above δ′
+            if e > worst_e:
+                worst_e, e_label = e, inst.label
+    return ApproxOutcome(
+        delta_at_upper=None if d_label is None else worst_d,
+        delta_pair=d_label,
+        epsilon_at_delta=None if e_label is None else worst_e,
+        epsilon_pair=e_label,
+        delta_prime=dp,
+        samples=largest,
+        status=None if reason is None else "INCONCLUSIVE",
+        reason=reason,
+    )
+
+
+def judge_approx(
+    out: ApproxOutcome,
+    lower: float | None,
+    upper: float | None,
+    delta_prime: float | None,
+) -> tuple[str, float, str | None]:
+    """PASS / FAIL / INCONCLUSIVE for an (ε, δ)-DP mechanism, with the δ tolerance used.
+
+    FAIL when an upper ε′ comes without δ′ (no pure ε′ holds for δ > 0), when the worst
+    divergence at the upper ε′ exceeds δ′ + tol, or when ε″(δ′) < lower − tol (the lower
+    bound claims no (ε″, δ′) guarantee below it). tol_δ = 2·10⁻⁷·(1 + e^{ε′}): HiGHS'
+    feasibility tolerance on f, weighted by the objective's coefficients.
+    """
+    tol_d = 2.0 * SOLVER_TOL * (1.0 + math.exp(min(upper, 700.0))) if upper is not None else 0.0
+    tol_e = 2.0 * SOLVER_TOL
+    if upper is not None:
+        d = out.delta_at_upper
+        shown = "not solved" if d is None else f"{d:.6g}"
+        if delta_prime is None:
+            return (
+                "FAIL",
+                tol_d,
+                f"no δ′ for δ > 0: the upper bound {upper:.10g} is printed without δ′, and "
+                f"the exact divergence at it is {shown} (a pure ε′ is no guarantee when M "
+                "has δ > 0)",
+            )
+        if d is not None and d > delta_prime + tol_d:
+            return (
+                "FAIL",
+                tol_d,
+                f"exact δ {d:.10g} at the upper bound ε′ = {upper:.10g} is above the "
+                f"reported δ′ {delta_prime:.10g}",
+            )
+    e = out.epsilon_at_delta
+    if lower is not None and e is not None and e < lower - tol_e:
+        return (
+            "FAIL",
+            tol_d,
+            f"exact ε′ {e:.10g} at δ′ = {out.delta_prime:.6g} is below the lower bound "
+            f"{lower:.10g}",
+        )
+    if out.status is not None:
+        return "INCONCLUSIVE", tol_d, out.reason
+    if upper is None and (e is None or e < RESOLVE_FLOOR):
+        return "INCONCLUSIVE", tol_d, "ε′_exact at δ′ is below what the programme resolves"
+    return "PASS", tol_d, None
 
 
 # --- the hooks of the three reference families ------------------------------------------
@@ -399,6 +700,7 @@ def _fixed_size_plan(
             p=dist(cp, m),
             p_prime=dist(cpp, m),
             symmetric=True,  # x ↔ x′ swaps P and P′ (exact-lp-checks.md: equal to 9e-16)
+            relation=Neighbours.REPLACE_ONE,
         )
     ]
     if pairs == "all":
@@ -412,6 +714,7 @@ def _fixed_size_plan(
                     caps=(m, m),
                     p=dist((n - k, k), m),
                     p_prime=dist((n - k - g, k + g), m),
+                    relation=Neighbours.REPLACE_ONE,
                 )
             )
     return Plan(instances=tuple(insts), sizes=sizes, relations=rel)
@@ -437,7 +740,8 @@ POISSON_OTHERS = 2  # records besides the group in the default Poisson instance
 def poisson_instance(
     params: Any, mechanism: Mechanism, pairs: str = "default", limit: int = DEFAULT_LIMIT
 ) -> Plan:
-    """Verify hook of ``poisson``: P = O ∪ {x1..xg}, P′ = O (add/remove a group)."""
+    """Verify hook of ``poisson``: P = O ∪ {x1..xg} vs P′ = O (add/remove a group) and
+    vs O ∪ {x′1..x′g} (replace the group); each instance states its relation."""
     q, g = params.rate, mechanism.group_size
     rel = relations_of(mechanism)
     others = [POISSON_OTHERS] if pairs == "default" else [0, 1, 2, 3]
@@ -455,6 +759,7 @@ def poisson_instance(
                 caps=(1,) * len(syms),
                 p=poisson_distribution(cp, q),
                 p_prime=poisson_distribution(cpp, q),
+                relation=Neighbours.ADD_REMOVE,
             )
         )
     if pairs == "all":
@@ -469,10 +774,66 @@ def poisson_instance(
                             caps=big,
                             p=poisson_distribution(big, q),
                             p_prime=poisson_distribution((n_a, n_b), q),
+                            relation=Neighbours.ADD_REMOVE,
                         )
                     )
+    # replace-one of the group (the `guarantee: replace-one` bounds): O ∪ {x1..xg} vs
+    # O ∪ {x′1..x′g}, where the domain of O ∪ X ∪ X′ fits the limit
+    for n_o in (n for n in others if 2 ** (n + 2 * g) <= limit):
+        syms, cp, cpp = _distinct(n_o, g)
+        insts.append(
+            Instance(
+                label=f"P = O ∪ {{x1..x{g}}} vs P′ = O ∪ {{x′1..x′{g}}}, |O| = {n_o}",
+                symbols=syms,
+                caps=(1,) * len(syms),
+                p=poisson_distribution(cp, q),
+                p_prime=poisson_distribution(cpp, q),
+                symmetric=True,
+                relation=Neighbours.REPLACE_ONE,
+            )
+        )
+    if pairs == "all":
+        for n_a in range(0, 3):
+            for n_b in range(0, 3):
+                insts.append(
+                    Instance(
+                        label=f"{{a×{n_a + g}, b×{n_b}}} vs {{a×{n_a}, b×{n_b + g}}}",
+                        symbols=("a", "b"),
+                        caps=(n_a + g, n_b + g),
+                        p=poisson_distribution((n_a + g, n_b), q),
+                        p_prime=poisson_distribution((n_a, n_b + g), q),
+                        relation=Neighbours.REPLACE_ONE,
+                    )
+                )
     sizes = tuple(range(0, max(sum(i.caps) for i in insts) + 1))
     return Plan(instances=tuple(insts), sizes=sizes, relations=rel)
+
+
+def for_guarantee(
+    plan: Plan, guarantee: Neighbours | str, untagged: Neighbours | str | None = None
+) -> Plan:
+    """The plan's instances of one relation.
+
+    An instance that states no relation is taken to be of ``untagged`` (the guarantee
+    the scheme reports when the design asks for none: the neighbours its theorems, and
+    so its hook, use); with ``untagged`` None it is kept for any guarantee. Raises
+    ``ConditionError`` when no instance is left: the hook enumerates no pair of that
+    relation, so bounds for that guarantee cannot be checked.
+    """
+    import dataclasses
+
+    name = str(guarantee)
+    default = None if untagged is None else str(untagged)
+    kept = tuple(
+        i
+        for i in plan.instances
+        if (str(i.relation) if i.relation is not None else default) in (None, name)
+    )
+    if not kept:
+        raise ConditionError(
+            f"the verify hook enumerates no {name} pair: the {name} guarantee is not checked"
+        )
+    return dataclasses.replace(plan, instances=kept)
 
 
 # --- mixtures over sample sizes (random-size, systematic, data-dependent-size) ----------
@@ -615,3 +976,99 @@ def value_instances(
             )
         )
     return out
+
+
+# --- the driver: one design's row of ``ampcalc verify`` ---------------------------------
+
+
+def verify_row(
+    design: Any, pairs: str = "default", limit: int = DEFAULT_LIMIT, epsilon: float | None = None
+) -> dict[str, Any]:
+    """One row of ``verify --json``: the exact worst case of a tiny design vs our bounds.
+
+    The scheme's hook is called with M's pure part (``pure_part``); M's δ per relation
+    (``deltas_of``) is added to the plan it returns. δ = 0 and δ′ = 0 (or none): the
+    pure programme, ``epsilon_prime_exact`` = ε′_exact. Otherwise the (ε, δ) programme:
+    ``delta_prime_exact`` = the worst divergence at the reported upper ε′,
+    ``epsilon_prime_exact`` = ε″ at the reported δ′ (δ′ = 0 when none is reported;
+    null when it is +∞, with a note in ``reason``).
+    """
+    import dataclasses
+
+    from . import engine, schemes
+
+    scheme = schemes.get(design.scheme)
+    res = engine.bound(design, epsilon=epsilon).to_dict()
+    mech = design.mechanism
+    row: dict[str, Any] = {
+        "name": design.name,
+        "scheme": design.scheme,
+        "epsilon_prime_exact": None,
+        "epsilon_prime": {
+            "lower": res["epsilon_prime"]["lower"],
+            "upper": res["epsilon_prime"]["upper"],
+        },
+        "delta": None if mech is None else float(mech.delta),
+        "delta_prime": res.get("delta_prime"),
+        "delta_prime_exact": None,
+        "status": "INCONCLUSIVE",
+        "worst_pair": None,
+        "samples": None,
+        "reason": None,
+    }
+    if res.get("error"):
+        row["reason"] = res["error"]
+        return row
+    hook = scheme.hooks.get("verify")
+    if hook is None:
+        row["reason"] = (
+            f"the {design.scheme} scheme has no exact tiny-instance enumeration (verify hook)"
+        )
+        return row
+    if mech is None:
+        row["reason"] = "the design states no mechanism M to verify against"
+        return row
+    if epsilon is not None:
+        mech, _ = engine.with_epsilon(mech, epsilon)
+    try:
+        plan = hook(design.params, pure_part(mech), pairs, limit=limit)
+        plan = dataclasses.replace(plan, deltas=deltas_of(mech))
+        natural = res["guarantee_neighbours"]
+        if design.guarantee is not None:  # the guarantee the hook's untagged pairs are of
+            plain = dataclasses.replace(design, guarantee=None)
+            natural = engine.bound(plain, epsilon=epsilon).to_dict().get("guarantee_neighbours")
+        plan = for_guarantee(plan, res["guarantee_neighbours"], natural)
+        lower, upper = row["epsilon_prime"]["lower"], row["epsilon_prime"]["upper"]
+        delta_prime = row["delta_prime"]
+        if mech.delta == 0.0 and not delta_prime:
+            out = run(plan, limit=limit)
+        else:
+            approx = run_approx(plan, epsilon_upper=upper, delta_prime=delta_prime, limit=limit)
+    except ConditionError as err:
+        row["reason"] = err.message
+        return row
+    if mech.delta == 0.0 and not delta_prime:
+        row["epsilon_prime_exact"] = out.epsilon_prime
+        row["worst_pair"] = out.worst_pair
+        row["samples"] = out.samples
+        if out.status == "INCONCLUSIVE":
+            row["reason"] = out.reason
+            return row
+        status, tol, why = judge(out.epsilon_prime, lower, upper)
+    else:
+        e = approx.epsilon_at_delta
+        row["epsilon_prime_exact"] = None if e is None or math.isinf(e) else e
+        row["delta_prime_exact"] = approx.delta_at_upper
+        row["worst_pair"] = approx.delta_pair or approx.epsilon_pair
+        row["samples"] = approx.samples
+        status, tol, why = judge_approx(approx, lower, upper, delta_prime)
+        if e is not None and math.isinf(e):
+            note = (
+                f"no finite ε′ at δ′ = {approx.delta_prime:.6g}: an event the neighbour "
+                f"never produces has probability above δ′ ({approx.epsilon_pair})"
+            )
+            why = note if why is None else f"{why}; {note}"
+    row["status"] = status
+    row["tolerance"] = tol
+    row["reason"] = why
+    return row

@@ -3,8 +3,10 @@
 For each design, the scheme's verify hook (``ampcalc.verify``) gives exact sample
 distributions for neighbouring tiny populations; an exact linear programme over all
 ε-DP binary mechanisms gives ε′_exact, and the tool's own bounds must satisfy
-lower <= exact <= upper. Exit 0 PASS, 3 FAIL (our bound is wrong), 2 INCONCLUSIVE or
-a design too large or outside its conditions (highest wins).
+lower <= exact <= upper. With δ > 0 the programme runs over all (ε, δ)-DP binary
+mechanisms: the worst divergence at the upper ε′ must be at most the reported δ′, and
+the exact ε′ at δ′ at least the lower bound. Exit 0 PASS, 3 FAIL (our bound is wrong),
+2 INCONCLUSIVE or a design too large or outside its conditions (highest wins).
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ def _line(r: dict[str, Any]) -> str:
         f"{r['status']} {r['name']} ({r['scheme']}): exact {f(r['epsilon_prime_exact'])}, "
         f"bounds [{f(lo)}, {f(up)}]"
     )
+    solved = r.get("epsilon_prime_exact") is not None or r.get("delta_prime_exact") is not None
+    if solved and (r.get("delta") or r.get("delta_prime")):
+        # (ε, δ): ε′_exact is read at the reported δ′; the divergence at the upper ε′
+        text += f" at δ′ {f(r.get('delta_prime'))}"
+        if up is not None:
+            text += f"; exact δ {f(r.get('delta_prime_exact'))} at the upper ε′"
     if r.get("samples"):
         text += f", {r['samples']} samples"
     if r.get("worst_pair"):
@@ -87,7 +95,7 @@ def verify(
     set_: SetOpt = None,
     epsilon: EpsilonOpt = None,
 ) -> int:
-    """Exact worst-case ε′ of a tiny design (an LP over all ε-DP mechanisms) vs our bounds.
+    """Exact worst case of a tiny design (LP over all ε- or (ε, δ)-DP mechanisms) vs bounds.
 
     Example:  ampcalc verify examples/designs/group-verify-tiny.yaml --pairs all
     """
