@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import mpmath as mp
@@ -12,9 +13,12 @@ from conftest import run_ampcalc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampcalc import engine
+from ampcalc import engine, schemes
 from ampcalc.design import load_designs
+from ampcalc.model import Neighbours
 from ampcalc.schemes._cluster_kernels import ratio_bound, ratio_lower, ratio_upper
+
+REPLACE_ONE, ADD_REMOVE = Neighbours.REPLACE_ONE, Neighbours.ADD_REMOVE
 
 
 def design(clusters: str, chosen: int, eps: float = 0.1, extra: str = "") -> str:
@@ -427,15 +431,71 @@ def test_theorem_5_3_readings_against_mpmath(a, te, e2):
     assert s <= p
 
 
-def test_theorem_5_3_needs_reading_and_conditional_epsilon(tmp_path):
+def test_theorem_5_3_needs_reading_and_conditional_epsilon():
     """No default for ε″ (M's ε is the attack-optimal value, which no stated test
     witnesses) and no default reading."""
-    f = tmp_path / "d.yaml"
-    f.write_text(glb("statement", 0.1, 2.0, None))
-    err = run_ampcalc("bound", str(f), expect=2).stderr
-    assert "needs `conditional_epsilon`" in err and "no default" in err
-    f.write_text(glb(None, 0.1, 2.0, 1.0))
-    err = run_ampcalc("bound", str(f), expect=2).stderr
-    assert "needs `reading`" in err and "`statement`" in err
-    f.write_text(glb("sideways", 0.1, 2.0, 1.0))
-    assert "expected one of 'statement', 'proof'" in run_ampcalc("bound", str(f), expect=2).stderr
+    from ampcalc.errors import DesignError
+
+    with pytest.raises(DesignError, match=r"needs `conditional_epsilon`.*no default"):
+        load_designs(glb("statement", 0.1, 2.0, None))
+    with pytest.raises(DesignError, match=r"needs `reading`.*`statement`"):
+        load_designs(glb(None, 0.1, 2.0, 1.0))
+    with pytest.raises(DesignError, match="expected one of 'statement', 'proof'"):
+        load_designs(glb("sideways", 0.1, 2.0, 1.0))
+
+
+# --- (ε, δ) mechanisms: δ′ paired with the printed ε′ --------------------------------------
+
+
+CLUSTER_DELTA_CASES = [
+    ("{sizes: [1, 1, 1]}", 1, None, "add-remove", 1.0, 0.05),  # tight
+    ("{sizes: [1, 2, 1]}", 1, None, "add-remove", 1.0, 0.05),  # issue 15: exact δ 0.030
+    ("{sizes: [2, 2]}", 1, None, "both", 1.0, 0.05),
+    ("{sizes: [1, 1, 2, 3]}", 2, None, "add-remove", 0.3, 0.05),
+    ("{sizes: [3, 1]}", 1, None, "both", 3.0, 0.2),
+    ("{sizes: [1, 2]}", 1, 0.5, "add-remove", 1.0, 0.05),
+    ("{sizes: [1, 2]}", 1, 0.5, "both", 3.0, 0.05),
+]
+
+
+@pytest.mark.parametrize(("clusters", "ell", "r", "nb", "eps", "delta"), CLUSTER_DELTA_CASES)
+def test_delta_prime_holds_at_the_printed_epsilon(clusters, ell, r, nb, eps, delta):
+    """M (ε, δ)-DP under add-remove: δ′ = Aδ₁/(A + (1 − A)e^{−Kε₁}) with K = n₍₁₎ + n₍₂₎
+    (ε₁, δ₁ = ε, δ, or A(r, ε), rδ with a Poisson second stage), derived in docs/cluster.md
+    from the Theorem 5.2 argument (000_97a39a4c524f603f.txt App. D) with group privacy.
+    Before, δ′ was null with verdict `amplifies`. The exact hockey-stick divergence at the
+    printed ε′ over every (ε, δ)-DP binary mechanism on the exact sample distributions (LP)
+    stays at or below δ′; clusters of one record attain it."""
+    extra = "" if r is None else f"  within: {{scheme: poisson, rate: {r}}}\n"
+    text = design(clusters, ell, eps, extra).replace(
+        "neighbours: add-remove}", f"delta: {delta}, neighbours: {nb}}}"
+    )
+    (d,) = load_designs(text)
+    res = engine.bound(d)
+    sizes = sorted(d.params.clusters.sizes, reverse=True)
+    a = mp.mpf(ell) / len(sizes)
+    k_up = sizes[0] + sizes[1]
+    e1 = mp.mpf(eps) if r is None else oc.amplification(r, eps)
+    d1 = mp.mpf(delta) * (1 if r is None else mp.mpf(r))
+    want = a * d1 / (a + (1 - a) * mp.exp(-k_up * e1))
+    assert res.delta_prime >= want and res.delta_prime == pytest.approx(float(want), rel=1e-13)
+    plan = schemes.get("cluster").hooks["verify"](
+        d.params, dataclasses.replace(d.mechanism, delta=0.0), "default", 20000
+    )
+    d_r = float(d.mechanism.delta_replace_one_of(eps))  # (1 + e^ε)δ for add-remove M
+    h, _ = oc.hockey_stick(plan, res.upper, {REPLACE_ONE: d_r, ADD_REMOVE: delta})
+    assert h <= res.delta_prime + 1e-9
+    if clusters == "{sizes: [1, 1, 1]}":
+        assert h == pytest.approx(float(want), abs=1e-9)
+    assert any("M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε})" in w for w in res.warnings)
+
+
+def test_delta_prime_large_clusters_is_delta():
+    """No amplification of δ either when one cluster gives the game away: census-style
+    clusters of 5,000 at ε = 0.5 give δ′ = δ (e^{−Kε} underflows), never above 1."""
+    text = design("{count: 500, size: 5000}", 20, 0.5).replace(
+        "neighbours: add-remove}", "delta: 1e-6, neighbours: add-remove}"
+    )
+    res = bound_of(text)
+    assert res.delta_prime == pytest.approx(1e-6, rel=1e-14) and res.delta_prime >= 1e-6
+    assert res.upper == 0.5
