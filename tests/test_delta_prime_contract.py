@@ -6,8 +6,8 @@ scheme that accepts δ > 0 (``mechanism_form == "epsilon"``; ``pws`` carries its
 target), for its built-in example and every design of ``examples/designs/`` that uses it,
 with δ > 0, under every relation M can be declared in and every guarantee the scheme
 offers, over a sweep of ε: wherever an upper bound is printed, ``delta_prime`` is a number
-in (0, 1] (never null, never NaN, never rounded past 1). A scheme may instead refuse δ > 0 (a condition error)
-or report no upper bound.
+in (0, 1] (never null, never NaN, never rounded past 1). A scheme may instead refuse δ > 0
+(a condition error) or report no upper bound.
 
 Cases that still fail in schemes whose (ε, δ) handling is open in issue 15 are marked
 ``xfail`` (not strict) with the reason; the list is in ``KNOWN``.
