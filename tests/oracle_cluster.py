@@ -92,22 +92,27 @@ def hockey_stick(plan, eps_prime: float, deltas) -> tuple[float, str]:
 
 def systematic_fixed(n: int, k: int, eps_r: float, eps_d: float | None) -> mp.mpf:
     """Exact worst case of systematic sampling in a fixed, known order over neighbours that
-    keep every position (replace-one), by the start-class argument, class by class: for the
-    replaced record in class c, log[(1 + Σ_{r≠c} e^{−d_r})/(e^{−ε_R} + Σ_{r≠c} e^{−d_r})],
-    d_r = ε_R·min(|S_r|, |S_c|) + ε_D·||S_r| − |S_c|| (no term across sizes without ε_D);
-    the largest over c (50 digits)."""
+    keep every position (replace-one), by the start-class argument: for the replaced record
+    in class c, log[(1 + Σ_{r≠c} e^{−d_r})/(e^{−ε_R} + Σ_{r≠c} e^{−d_r})], d_r =
+    ε_R·min(|S_r|, |S_c|) + ε_D·||S_r| − |S_c|| (no term across sizes without ε_D); the
+    largest over c (50 digits). The k classes are counted by size (N mod k of ⌈N/k⌉
+    records, the rest of ⌊N/k⌋), so k may be huge; ``small_classes`` lists them one by one.
+    """
     er = mp.mpf(eps_r)
     ed = None if eps_d is None else mp.mpf(eps_d)
-    sizes = [len(range(r, n, k)) for r in range(k)]
+    counts = {n // k: k - n % k}
+    if n % k:
+        counts[-(-n // k)] = n % k
     best = mp.mpf(0)
-    for c, sc in enumerate(sizes):
-        tot = mp.mpf(0)
-        for r, sr in enumerate(sizes):
-            if r == c:
-                continue
-            if sr == sc:
-                tot += mp.exp(-er * sc)
-            elif ed is not None:
-                tot += mp.exp(-er * min(sr, sc) - ed * abs(sr - sc))
+    for sc, cc in counts.items():
+        tot = (cc - 1) * mp.exp(-er * sc)
+        for sr, cr in counts.items():
+            if sr != sc and ed is not None:
+                tot += cr * mp.exp(-er * min(sr, sc) - ed * abs(sr - sc))
         best = max(best, mp.log((1 + tot) / (mp.exp(-er) + tot)))
     return best
+
+
+def small_classes(n: int, k: int) -> list[int]:
+    """The start classes' sizes one by one (positions r, r + k, ... of 0..N − 1)."""
+    return [len(range(r, n, k)) for r in range(k)]

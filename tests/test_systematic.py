@@ -165,3 +165,10 @@ def test_bad_input(tmp_path):
     f.write_text(f.read_text().replace("  sample: 10\n", "").replace("random", "shuffled"))
     out = run_ampcalc("bound", str(f), expect=2)
     assert "expected one of 'random', 'fixed'" in out.stderr
+
+
+def test_fixed_order_class_counts():
+    """The oracle's class counts: N mod k classes of ⌈N/k⌉, the rest of ⌊N/k⌋."""
+    for n, k in ((4, 3), (7, 3), (10, 4), (12, 4), (13, 12)):
+        sizes = oc.small_classes(n, k)
+        assert sizes.count(-(-n // k)) == (n % k or k) and sum(sizes) == n
