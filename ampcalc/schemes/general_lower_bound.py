@@ -45,8 +45,8 @@ class Params:
     ``result: theorem-5.3``: cluster fraction A = ℓ/k, the test's log-likelihood ratio
     ε′ (``test_epsilon``, measured on P), ε″ (``conditional_epsilon``, the log-ratio of
     the test event between P and its neighbour P′ given that the cluster is sampled, in
-    [0, ε]) and which way ε″ goes (``reading``, see ``READINGS``). All three are required:
-    no default stands for a figure of the user's attack.
+    [0, ε]) and which way ε″ goes (``reading``, see ``READINGS``). All four are required:
+    no default stands in for a figure of the user's attack.
 
     Attributes:
         result: ``proposition-6.1`` or ``theorem-5.3``.
@@ -102,7 +102,12 @@ FIELDS = (
     Field(name="q", doc="Pr(E | x_i excluded), on P", **_PROB),
     Field(name="q_prime", doc="Pr(E | x'_i excluded), on P'", **_PROB),
     Field(name="fraction", kind="float", doc="A = ℓ/k", low=0.0, high=1.0, low_open=True),
-    Field(name="test_epsilon", kind="float", doc="ε′ of the test (log-likelihood ratio)", low=0.0),
+    Field(
+        name="test_epsilon",
+        kind="float",
+        doc="ε′ of the test (log-likelihood ratio), on P",
+        low=0.0,
+    ),
     Field(
         name="conditional_epsilon",
         kind="float",
