@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import mpmath as mp
 import numpy as np
 import oracle_cluster as oc
 import pytest
@@ -11,9 +13,12 @@ from conftest import run_ampcalc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampcalc import engine
+from ampcalc import engine, schemes
 from ampcalc.design import load_designs
+from ampcalc.model import Neighbours
 from ampcalc.schemes._cluster_kernels import ratio_bound, ratio_lower, ratio_upper
+
+REPLACE_ONE, ADD_REMOVE = Neighbours.REPLACE_ONE, Neighbours.ADD_REMOVE
 
 
 def design(clusters: str, chosen: int, eps: float = 0.1, extra: str = "") -> str:
@@ -297,3 +302,200 @@ def test_001_identical_clusters_and_random_dp_example():
     assert float(ratio_bound(0.5, 2.5, 1.0)) == pytest.approx(0.95086, abs=5e-6)
     assert float(ratio_bound(0.5, 25, 1.0)) == pytest.approx(1.00000, abs=5e-6)
     assert float(ratio_bound(0.5, 2.5, 0.5)) == pytest.approx(0.40830, abs=5e-6)
+
+
+# --- general-lower-bound, Theorem 5.3: the statement and the proof read ε″ differently ----
+
+
+def glb(reading: str | None, frac: float, te: float, e2: float | None, eps: float = 2.0):
+    extra = "" if reading is None else f", reading: {reading}"
+    extra += "" if e2 is None else f", conditional_epsilon: {e2}"
+    return (
+        f"name: t\nmechanism: {{epsilon: {eps}, neighbours: add-remove}}\n"
+        f"sampling: {{scheme: general-lower-bound, result: theorem-5.3, fraction: {frac}, "
+        f"test_epsilon: {te}{extra}}}\n"
+    )
+
+
+def _attack_loss(frac_k: tuple[int, int], eps: float, proof: bool) -> dict[str, mp.mpf]:
+    """Exact figures of the explicit attack on Theorem 5.3 (issue V2), by enumerating
+    every choice of ℓ of k clusters (mpmath, 50 digits).
+
+    Cluster 1 is {x} in P and empty in P′ (``statement``), or {y} in P and {y, x} in P′
+    (``proof``); the other clusters hold records M ignores. M(S) = Bernoulli(c·e^{ε·h(S)})
+    with h(S) the number of x, y in S and c = e^{−ε}/4 (statement) or e^{−2ε}/4 (proof):
+    ε-DP under add-remove (checked). The test is H = [output = 1], measured on P.
+    """
+    import itertools
+
+    ell, k = frac_k
+    e = mp.mpf(eps)
+    c = mp.exp(-2 * e if proof else -e) / 4
+    in_p = 1  # records of cluster 1 M counts, in P
+    in_pp = 2 if proof else 0  # and in P′
+    rows = {h: c * mp.exp(e * h) for h in range(3)}
+    # ε-DP under add-remove: h moves by at most 1 when one record is added or removed
+    for h in range(2):
+        for a, b in ((rows[h], rows[h + 1]), (1 - rows[h], 1 - rows[h + 1])):
+            assert max(a / b, b / a) <= mp.exp(e) * (1 + mp.mpf(10) ** -40)
+    subsets = list(itertools.combinations(range(k), ell))
+    w = mp.mpf(1) / len(subsets)
+    pr = sum(w * rows[in_p if 0 in s else 0] for s in subsets)
+    prp = sum(w * rows[in_pp if 0 in s else 0] for s in subsets)
+    loss = max(
+        abs(mp.log(pr / prp)),
+        abs(mp.log((1 - pr) / (1 - prp))),
+    )
+    p, q, pp = rows[in_p], rows[0], rows[in_pp]
+    return {"loss": loss, "test": mp.log(p / q), "eps2": abs(mp.log(p / pp)), "p": p, "pp": pp}
+
+
+def test_theorem_5_3_v2_design_both_readings():
+    """Issue V2: ε = 2 add-remove, A = 0.01, ε′ = ε″ = 2. As stated: 0.0619 (the exact loss
+    of the explicit attack); the App. D proof's reading: 0.3672 (mpmath)."""
+    a, t, e2 = mp.mpf("0.01"), mp.mpf(2), mp.mpf(2)
+    want_s = mp.log(1 + a * mp.expm1(e2) / (a + (1 - a) * mp.exp(e2 - t)))
+    want_p = mp.log(1 + mp.expm1(e2) * a / (a + mp.exp(-t) * (1 - a)))
+    s = bound_of(glb("statement", 0.01, 2.0, 2.0))
+    p = bound_of(glb("proof", 0.01, 2.0, 2.0))
+    assert s.lower == pytest.approx(float(want_s), rel=1e-13) and s.lower <= want_s
+    assert p.lower == pytest.approx(float(want_p), rel=1e-13) and p.lower <= want_p
+    assert round(s.lower, 4) == 0.0619 and round(p.lower, 4) == 0.3672
+    assert s.upper is None and s.verdict == "no-guarantee"
+    assert s.details["reading"] == "statement" and p.details["reading"] == "proof"
+    assert any("reading: statement: the theorem as stated" in w for w in s.warnings)
+    assert any("App. D proof assumes p′ > p" in w for w in s.warnings)
+
+
+def test_theorem_5_3_statement_attack_is_exact():
+    """The explicit attack of issue V2 (000 Theorem 5.3 read as stated): cluster C₁ = {x}
+    chosen w.p. A = 1/100, M(S) = Bernoulli(c·e^{ε|S ∩ C₁|}), c = e^{−ε}/4, P with x and P′
+    without, H = [output = 1] on P. Its figures are ε′ = ε″ = 2 and its exact loss,
+    enumerated, is log(1 + A(e^ε − 1)) = 0.0619: the statement reading's bound equals it,
+    the proof's formula (0.3672) would claim more than this attack achieves."""
+    fig = _attack_loss((1, 100), 2.0, proof=False)
+    assert fig["test"] == pytest.approx(2, abs=1e-40)  # ε′ of the test on P
+    assert fig["eps2"] == pytest.approx(2, abs=1e-40) and fig["p"] > fig["pp"]  # likelier on P
+    closed = mp.log(1 + mp.mpf(1) / 100 * mp.expm1(2))
+    assert fig["loss"] == pytest.approx(closed, abs=1e-40)
+    s = bound_of(glb("statement", 0.01, 2.0, 2.0)).lower
+    assert s <= fig["loss"] and s == pytest.approx(float(fig["loss"]), rel=1e-13)
+    assert bound_of(glb("proof", 0.01, 2.0, 2.0)).lower > fig["loss"] * 5
+
+
+def test_theorem_5_3_proof_attack_is_exact():
+    """The proof's reading is attained too: C₁ = {y} in P and {y, x} in P′, M(S) =
+    Bernoulli(c·e^{ε·#{x, y in S}}), c = e^{−2ε}/4, H = [output = 1] on P: ε′ = 2 on P,
+    ε″ = log(p′/p) = 2 (likelier on P′), exact loss 0.3672 = the proof's bound."""
+    fig = _attack_loss((1, 100), 2.0, proof=True)
+    assert fig["test"] == pytest.approx(2, abs=1e-40)
+    assert fig["eps2"] == pytest.approx(2, abs=1e-40) and fig["pp"] > fig["p"]
+    p = bound_of(glb("proof", 0.01, 2.0, 2.0)).lower
+    assert p <= fig["loss"] and p == pytest.approx(float(fig["loss"]), rel=1e-13)
+
+
+def test_theorem_5_3_001_random_dp_example_is_the_proof_reading():
+    """001_4ef689e3bef19c3a.txt §4 'random DP' example (spec §6.4): log[(e^ε + e^{−ε√n/4})
+    /(1 + e^{−ε√n/4})] at ε = 1, n = 100 is the proof reading with ε″ = 1, A = ½,
+    ε′ = 2.5: 0.95086."""
+    r = bound_of(glb("proof", 0.5, 2.5, 1.0, eps=1.0))
+    e, g = mp.mpf(1), mp.mpf("2.5")
+    want = mp.log((mp.exp(e) + mp.exp(-g)) / (1 + mp.exp(-g)))
+    assert r.lower == pytest.approx(float(want), rel=1e-13) and r.lower <= want
+    assert round(r.lower, 5) == 0.95086
+
+
+@pytest.mark.parametrize(
+    ("a", "te", "e2"),
+    [
+        (0.1, 0.0, 1.0),
+        (0.1, 2.0, 1.0),
+        (0.1, 5.0, 1.0),
+        (0.1, 20.0, 1.0),
+        (1e-6, 0.3, 0.7),
+        (0.5, 1e-9, 1e-9),
+        (0.9, 40.0, 30.0),
+    ],
+)
+def test_theorem_5_3_readings_against_mpmath(a, te, e2):
+    """Both readings, rounded down, within 1e-13 of 50-digit mpmath; the statement reading
+    never exceeds the proof's (statement(ε′) = proof(ε′ − ε″)). spec §6.2 vectors (proof,
+    ε″ = 1, A = 0.1): ε′ = 0, 2, 5, 20 -> 0.15857, 0.57363, 0.96319, 1.00000."""
+    A, T, E = mp.mpf(a), mp.mpf(te), mp.mpf(e2)
+    ws = mp.log(1 + A * mp.expm1(E) / (A + (1 - A) * mp.exp(E - T)))
+    wp = mp.log(1 + mp.expm1(E) * A / (A + mp.exp(-T) * (1 - A)))
+    s = bound_of(glb("statement", a, te, e2, eps=max(e2, 1.0))).lower
+    p = bound_of(glb("proof", a, te, e2, eps=max(e2, 1.0))).lower
+    assert s <= ws and s == pytest.approx(float(ws), rel=1e-13, abs=1e-300)
+    assert p <= wp and p == pytest.approx(float(wp), rel=1e-13, abs=1e-300)
+    assert s <= p
+
+
+def test_theorem_5_3_needs_reading_and_conditional_epsilon():
+    """No default for ε″ (M's ε is the attack-optimal value, which no stated test
+    witnesses) and no default reading."""
+    from ampcalc.errors import DesignError
+
+    with pytest.raises(DesignError, match=r"needs `conditional_epsilon`.*no default"):
+        load_designs(glb("statement", 0.1, 2.0, None))
+    with pytest.raises(DesignError, match=r"needs `reading`.*`statement`"):
+        load_designs(glb(None, 0.1, 2.0, 1.0))
+    with pytest.raises(DesignError, match="expected one of 'statement', 'proof'"):
+        load_designs(glb("sideways", 0.1, 2.0, 1.0))
+
+
+# --- (ε, δ) mechanisms: δ′ paired with the printed ε′ --------------------------------------
+
+
+CLUSTER_DELTA_CASES = [
+    ("{sizes: [1, 1, 1]}", 1, None, "add-remove", 1.0, 0.05),  # tight
+    ("{sizes: [1, 2, 1]}", 1, None, "add-remove", 1.0, 0.05),  # issue 15: exact δ 0.030
+    ("{sizes: [2, 2]}", 1, None, "both", 1.0, 0.05),
+    ("{sizes: [1, 1, 2, 3]}", 2, None, "add-remove", 0.3, 0.05),
+    ("{sizes: [3, 1]}", 1, None, "both", 3.0, 0.2),
+    ("{sizes: [1, 2]}", 1, 0.5, "add-remove", 1.0, 0.05),
+    ("{sizes: [1, 2]}", 1, 0.5, "both", 3.0, 0.05),
+]
+
+
+@pytest.mark.parametrize(("clusters", "ell", "r", "nb", "eps", "delta"), CLUSTER_DELTA_CASES)
+def test_delta_prime_holds_at_the_printed_epsilon(clusters, ell, r, nb, eps, delta):
+    """M (ε, δ)-DP under add-remove: δ′ = Aδ₁/(A + (1 − A)e^{−Kε₁}) with K = n₍₁₎ + n₍₂₎
+    (ε₁, δ₁ = ε, δ, or A(r, ε), rδ with a Poisson second stage), derived in docs/cluster.md
+    from the Theorem 5.2 argument (000_97a39a4c524f603f.txt App. D) with group privacy.
+    Before, δ′ was null with verdict `amplifies`. The exact hockey-stick divergence at the
+    printed ε′ over every (ε, δ)-DP binary mechanism on the exact sample distributions (LP)
+    stays at or below δ′; clusters of one record attain it."""
+    extra = "" if r is None else f"  within: {{scheme: poisson, rate: {r}}}\n"
+    text = design(clusters, ell, eps, extra).replace(
+        "neighbours: add-remove}", f"delta: {delta}, neighbours: {nb}}}"
+    )
+    (d,) = load_designs(text)
+    res = engine.bound(d)
+    sizes = sorted(d.params.clusters.sizes, reverse=True)
+    a = mp.mpf(ell) / len(sizes)
+    k_up = sizes[0] + sizes[1]
+    e1 = mp.mpf(eps) if r is None else oc.amplification(r, eps)
+    d1 = mp.mpf(delta) * (1 if r is None else mp.mpf(r))
+    want = a * d1 / (a + (1 - a) * mp.exp(-k_up * e1))
+    assert res.delta_prime >= want and res.delta_prime == pytest.approx(float(want), rel=1e-13)
+    plan = schemes.get("cluster").hooks["verify"](
+        d.params, dataclasses.replace(d.mechanism, delta=0.0), "default", 20000
+    )
+    d_r = float(d.mechanism.delta_replace_one_of(eps))  # (1 + e^ε)δ for add-remove M
+    h, _ = oc.hockey_stick(plan, res.upper, {REPLACE_ONE: d_r, ADD_REMOVE: delta})
+    assert h <= res.delta_prime + 1e-9
+    if clusters == "{sizes: [1, 1, 1]}":
+        assert h == pytest.approx(float(want), abs=1e-9)
+    assert any("M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε})" in w for w in res.warnings)
+
+
+def test_delta_prime_large_clusters_is_delta():
+    """No amplification of δ either when one cluster gives the game away: census-style
+    clusters of 5,000 at ε = 0.5 give δ′ = δ (e^{−Kε} underflows), never above 1."""
+    text = design("{count: 500, size: 5000}", 20, 0.5).replace(
+        "neighbours: add-remove}", "delta: 1e-6, neighbours: add-remove}"
+    )
+    res = bound_of(text)
+    assert res.delta_prime == pytest.approx(1e-6, rel=1e-14) and res.delta_prime >= 1e-6
+    assert res.upper == 0.5

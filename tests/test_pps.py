@@ -267,7 +267,7 @@ def test_theorem_5_3_spec_vectors(te, want):
     0.96319, 1.00000}."""
     r = bound(
         f"  scheme: general-lower-bound\n  result: theorem-5.3\n  fraction: 0.1\n"
-        f"  test_epsilon: {te}\n",
+        f"  test_epsilon: {te}\n  reading: proof\n  conditional_epsilon: 1\n",
         "add-remove",
     )
     assert r.lower == pytest.approx(want, abs=5e-6)

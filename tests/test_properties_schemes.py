@@ -166,7 +166,9 @@ def knob(seed: Seed) -> Knob | None:
             "sampling.threshold", st.floats(top * 1e-6, top), (f"sampling.threshold={top!r}",)
         )
     if name == "general-lower-bound" and p.result == "theorem-5.3":
-        return Knob("sampling.fraction", st.floats(1e-6, 1.0), ("sampling.fraction=1",))
+        # ε″ is the attack's own figure (required); above every swept ε it is capped at ε
+        full = ("sampling.fraction=1", "sampling.conditional_epsilon=1e300")
+        return Knob("sampling.fraction", st.floats(1e-6, 1.0), full)
     return None
 
 

@@ -1028,8 +1028,10 @@ def gen_systematic(which: str, order: str = "random"):
 
 
 def or_sys(c: dict, eps) -> mp.mpf:
-    if c["order"] == "fixed":
-        return osd.amp(mp.mpf(1) / c["k"], eps)
+    if c["order"] == "fixed":  # the start-class witness (mech(): both, ε_R = ε_D = ε)
+        import oracle_cluster
+
+        return oracle_cluster.systematic_fixed(c["N"], c["k"], float(eps), float(eps))
     m_hi = -(-c["N"] // c["k"])
     return osd.amp(mp.mpf(m_hi) / c["N"], eps)
 

@@ -150,6 +150,33 @@ def lower_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarr
     return ratio_lower(fraction, k_sum, eps)
 
 
+DELTA_BASIS = "000_97a39a4c524f603f.txt Theorem 5.2 with (ε, δ) (derived; docs/cluster.md)"
+
+
+def delta_prime_of(eps: np.ndarray, delta: float, *, fraction: float, k_sum: float) -> np.ndarray:
+    """δ′ paired with ε′ = B(A, K, ε) when M is (ε, δ)-DP under add-remove.
+
+    Basis: the Theorem 5.2 argument (000_97a39a4c524f603f.txt App. D) redone with δ,
+        both directions, the swap taken inside the smaller population (docs/cluster.md,
+        "(ε, δ) mechanisms"): with p, p′ = Pr(E | cluster i sampled) on P, P′ = P + x and
+        q = Pr(E | not sampled), p′ <= e^ε p + δ, p <= e^ε p′ + δ and, by group privacy
+        over the n_i + n_j <= K records a swap of cluster j for i changes,
+        q >= e^{−Kε}(p − δ_K) with δ_K = δ(e^{Kε} − 1)/(e^ε − 1). Then
+        Pr_{P′}(E) − e^{ε′}Pr_P(E) and Pr_P(E) − e^{ε′}Pr_{P′}(E) are at most
+        Aδ + (e^{ε′} − 1)(1 − A)e^{−Kε}δ_K = Aδ/(A + (1 − A)e^{−Kε}).
+    Formula: δ′ = Aδ/(A + (1 − A)e^{−Kε}) = δ(e^{ε′} − 1)/(e^ε − 1) (δ′ → δ as Kε grows:
+        no amplification of δ either). Tight for clusters of one record (an exact LP:
+        clusters [1, 1, 1], ℓ = 1, ε = 1, δ = 0.05: 0.0393493).
+    Numerics: e^{−Kε} underflows harmlessly to 0; rounded up (δ′ increases in ε, so an
+        ε rounded up keeps it sound), capped at 1.
+    """
+    e = np.asarray(eps, dtype=float)
+    with np.errstate(over="ignore", under="ignore"):
+        den = fraction + (1.0 - fraction) * np.exp(-k_sum * e)
+    out: np.ndarray = np.minimum(numeric.round_up(fraction * delta / den), 1.0)
+    return out
+
+
 def _max_k_for(frac: float, eps: float, target: float) -> int | None:
     """Largest integer K with B(A, K, ε) <= T as evaluated (upper bound), -1 if none,
     None if unbounded (every K meets it)."""
@@ -236,7 +263,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     def delta_prime(eps: np.ndarray) -> np.ndarray:
         if mechanism.delta == 0.0:
             return np.zeros(np.shape(eps))
-        return np.full(np.shape(eps), np.nan)  # replaced by None below
+        d1 = mechanism.delta if r is None else r * mechanism.delta
+        return delta_prime_of(stage(eps), d1, fraction=frac, k_sum=k_up)
 
     eps0 = float(mechanism.epsilon)
     srs = float(numeric.amplification_upper(frac if r is None else frac * r, eps0))
@@ -280,8 +308,17 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             f"bound {up0:.6g}."
         )
     if mechanism.delta > 0:
+        basis = (*basis, DELTA_BASIS)
+        conditions.append(
+            f"M is (ε, δ)-DP under add-remove with δ = {mechanism.delta:g}"
+            + ("" if r is None else f" (M∘Poisson: δ₁ = rδ = {r * mechanism.delta:g})")
+        )
         warnings.append(
-            "M's δ > 0: the cluster theorems are stated for pure ε-DP; no δ′ is reported."
+            "M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε}) = δ(e^{ε′} − 1)/(e^ε − 1) with A = ℓ/k, "
+            f"K = {k_up}, paired with the ε′ shown (derived from the Theorem 5.2 argument with "
+            "group privacy for (ε, δ); docs/cluster.md"
+            + ("" if r is None else "; ε, δ of M∘Poisson: A(r, ε), rδ")
+            + ")."
         )
 
     def invert_details(target: np.ndarray) -> dict[str, Any]:
@@ -312,7 +349,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         reference_epsilon=lambda eps: np.asarray(eps, dtype=float),
         upper=upper,
         lower=lower,
-        delta_prime=None if mechanism.delta > 0 else delta_prime,
+        delta_prime=delta_prime,
         basis=basis,
         conditions=tuple(conditions),
         warnings=tuple(warnings),

@@ -3,6 +3,9 @@
 Basis: 000_97a39a4c524f603f.txt Proposition 6.1 (bound (4) and identity (5); the prose
 calls it "Theorem 6.1") and Theorem 5.3 (a test that tells whether a cluster was
 sampled); spec §6.2 and §7.1. Lower bounds only: verdict ``no-guarantee``.
+
+Theorem 5.3's statement and its App. D proof read ε″ in opposite directions, and each
+reading has its own formula (``reading: statement | proof``, required; see ``READINGS``).
 """
 
 from __future__ import annotations
@@ -40,13 +43,16 @@ class Params:
     a′ = Pr(x′_i ∈ C(P′)); p, p′ = Pr(E) given inclusion; q, q′ = Pr(E) given exclusion.
 
     ``result: theorem-5.3``: cluster fraction A = ℓ/k, the test's log-likelihood ratio
-    ε′ (``test_epsilon``) and ε″ (``conditional_epsilon``, the log-ratio of M given that
-    the cluster is sampled, in [0, ε]; default: M's ε).
+    ε′ (``test_epsilon``, measured on P), ε″ (``conditional_epsilon``, the log-ratio of
+    the test event between P and its neighbour P′ given that the cluster is sampled, in
+    [0, ε]) and which way ε″ goes (``reading``, see ``READINGS``). All four are required:
+    no default stands in for a figure of the user's attack.
 
     Attributes:
         result: ``proposition-6.1`` or ``theorem-5.3``.
         a, a_prime, p, p_prime, q, q_prime: Proposition 6.1 inputs.
-        fraction: A; test_epsilon: ε′; conditional_epsilon: ε″ or None.
+        fraction: A; test_epsilon: ε′; conditional_epsilon: ε″; reading: ``statement``
+            or ``proof``.
     """
 
     result: str
@@ -59,6 +65,26 @@ class Params:
     fraction: float | None = None
     test_epsilon: float | None = None
     conditional_epsilon: float | None = None
+    reading: str | None = None
+
+
+READINGS: dict[str, str] = {
+    "statement": (
+        "the theorem as stated: the test H and ε″ are both measured on P (the population "
+        "whose cluster C_i the test detects): Pr(H = 0 | C_i sampled, P) >= "
+        "e^{ε′}·Pr(H = 0 | C_i not sampled, P), and ε″ = log[Pr(H = 0 | C_i sampled, P) / "
+        "Pr(H = 0 | C_i sampled, P′)] >= 0 (the event is likelier on P); "
+        "bound log(1 + A(e^{ε″} − 1)/(A + (1 − A)e^{ε″ − ε′}))"
+    ),
+    "proof": (
+        "the reading of the App. D proof (p′ > p): the test H is measured on P, "
+        "Pr(H = 0 | C_i sampled, P) >= e^{ε′}·Pr(H = 0 | C_i not sampled, P), and "
+        "ε″ = log[Pr(H = 0 | C_i sampled, P′) / Pr(H = 0 | C_i sampled, P)] >= 0 (the "
+        "event is likelier on the neighbour P′); bound log(1 + (e^{ε″} − 1)A/(A + "
+        "e^{−ε′}(1 − A)))"
+    ),
+}
+"""What each ``reading`` of 000_97a39a4c524f603f.txt Theorem 5.3 assumes, and its bound."""
 
 
 FIELDS = (
@@ -76,18 +102,44 @@ FIELDS = (
     Field(name="q", doc="Pr(E | x_i excluded), on P", **_PROB),
     Field(name="q_prime", doc="Pr(E | x'_i excluded), on P'", **_PROB),
     Field(name="fraction", kind="float", doc="A = ℓ/k", low=0.0, high=1.0, low_open=True),
-    Field(name="test_epsilon", kind="float", doc="ε′ of the test (log-likelihood ratio)", low=0.0),
+    Field(
+        name="test_epsilon",
+        kind="float",
+        doc="ε′ of the test (log-likelihood ratio), on P",
+        low=0.0,
+    ),
     Field(
         name="conditional_epsilon",
         kind="float",
-        doc="ε″ in [0, ε] (default: M's ε)",
+        doc="ε″ in [0, ε]: the test event's log-ratio between P and P′ given that the "
+        "cluster is sampled, in the direction `reading` names (theorem-5.3, required)",
         low=0.0,
+    ),
+    Field(
+        name="reading",
+        kind="choice",
+        doc="theorem-5.3 (required): `statement` = test on P, ε″ = log[Pr(E|C_i in, P) / "
+        "Pr(E|C_i in, P′)] (the theorem as stated); `proof` = test on P, ε″ = "
+        "log[Pr(E|C_i in, P′) / Pr(E|C_i in, P)] (its App. D proof, p′ > p)",
+        choices=("statement", "proof"),
     ),
 )
 
+_WHY = {
+    "conditional_epsilon": (
+        ": ε″ of your test event given that the cluster is sampled (it has no default: M's "
+        "ε is the attack-optimal value, which no stated test witnesses)"
+    ),
+    "reading": (
+        ": `statement` (ε″ = log[Pr(E|C_i in, P)/Pr(E|C_i in, P′)], the theorem as stated) "
+        "or `proof` (ε″ = log[Pr(E|C_i in, P′)/Pr(E|C_i in, P)], its App. D proof); the "
+        "two give different bounds"
+    ),
+}
+
 _NEEDS = {
     "proposition-6.1": ("a", "a_prime", "p", "p_prime", "q", "q_prime"),
-    "theorem-5.3": ("fraction", "test_epsilon"),
+    "theorem-5.3": ("fraction", "test_epsilon", "conditional_epsilon", "reading"),
 }
 
 
@@ -96,7 +148,8 @@ def check(params: Params) -> list[Problem]:
     out: list[Problem] = []
     for name in _NEEDS[params.result]:
         if getattr(params, name) is None:
-            out.append(Problem(field=name, message=f"`{params.result}` needs `{name}`"))
+            why = _WHY.get(name, "")
+            out.append(Problem(field=name, message=f"`{params.result}` needs `{name}`{why}"))
     for other, names in _NEEDS.items():
         if other != params.result:
             for name in names:
@@ -141,9 +194,12 @@ def _down(x: float) -> float:
 
 
 def theorem_5_3(eps2: Any, *, fraction: float, test_epsilon: float) -> np.ndarray:
-    """Lower bound of Theorem 5.3 (000_97a39a4c524f603f.txt): a test with log-likelihood
-    ratio ε′ that tells whether cluster i was sampled.
+    """Lower bound of Theorem 5.3 (000_97a39a4c524f603f.txt), ``reading: proof``.
 
+    Reading: the test event E is measured on P (q <= e^{−ε′}p) and ε″ = log(p′/p), the
+        event being likelier on the neighbour P′ given that cluster i is sampled (the
+        App. D proof's p′ > p). Then Pr(M(D′) ∈ E)/Pr(M(D) ∈ E) = 1 + (p′ − p)A/(pA +
+        q(1 − A)) >= 1 + (e^{ε″} − 1)A/(A + e^{−ε′}(1 − A)).
     Formula: ε̃ >= log(1 + (e^{ε″} − 1)A/(A + e^{−ε′}(1 − A))) = B(A, ε′/ε″, ε″).
     Numerics: the ratio kernel (log1p/expm1; logaddexp above 700); rounded down.
     """
@@ -151,6 +207,39 @@ def theorem_5_3(eps2: Any, *, fraction: float, test_epsilon: float) -> np.ndarra
     with np.errstate(divide="ignore", invalid="ignore"):
         k = np.where(e > 0, test_epsilon / np.where(e > 0, e, 1.0), 0.0)
     return np.where(e > 0, ratio_lower(fraction, k, e), 0.0)
+
+
+def theorem_5_3_statement(eps2: Any, *, fraction: float, test_epsilon: float) -> np.ndarray:
+    """Lower bound of Theorem 5.3 (000_97a39a4c524f603f.txt), ``reading: statement``.
+
+    Reading (the theorem as stated): the test event E and ε″ are both measured on P:
+        p >= e^{ε′}q and ε″ = log(p/p′) >= 0, where p, p′ are Pr(E) given that cluster i
+        is sampled on P, P′ and q = q′ given that it is not. Then Pr(M(D) ∈ E)/Pr(M(D′)
+        ∈ E) = 1 + (p − p′)A/(p′A + q(1 − A)), decreasing in q, so with q = e^{−ε′}p and
+        p = e^{ε″}p′ it is >= 1 + A(e^{ε″} − 1)/(A + (1 − A)e^{ε″ − ε′}). Attained: cluster
+        i = {x}, M(S) = Bernoulli(c·e^{ε″·|S ∩ C_i|}), P′ without x, E = [output = 1].
+    Formula: ε̃ >= log(1 + A(e^{ε″} − 1)/(A + (1 − A)e^{ε″ − ε′})) = B(A, (ε′ − ε″)/ε″, ε″)
+        (K may be negative, down to −1: ε′ < ε″ is allowed).
+    Numerics: the ratio kernel, rounded down, less an allowance for the rounding of
+        K·ε″ = ε′ − ε″ (B moves by at most min(1, e^B − 1)·|Δ(Kε″)|), clamped at 0.
+    """
+    e = np.asarray(eps2, dtype=float)
+    pos = e > 0
+    safe = np.where(pos, e, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = (test_epsilon - safe) / safe
+    val = ratio_lower(fraction, k, safe)
+    # K·ε″ carries ~3 roundings of ε′ − ε″ (a few ulps of max(ε′, ε″)); B moves by at
+    # most min(1, e^B − 1) times that (|∂B/∂(Kε″)| <= min(1, A(e^ε″ − 1)/(A + t)))
+    with np.errstate(over="ignore"):
+        scale = np.minimum(1.0, 2.0 * np.expm1(np.maximum(val, 0.0)))
+    slack = 8.0 * np.spacing(np.maximum(abs(test_epsilon), safe)) * scale
+    val = numeric.round_down(val - slack)
+    out: np.ndarray = np.where(pos, np.maximum(val, 0.0), 0.0)
+    return out
+
+
+_KERNELS = {"statement": theorem_5_3_statement, "proof": theorem_5_3}
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -190,16 +279,29 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
                 "identity_5": b5 if math.isfinite(b5) else None,
             },
         )
-    frac, te, e2 = params.fraction, params.test_epsilon, params.conditional_epsilon
-    assert frac is not None and te is not None  # check() has made them present
+    frac, te, e2, reading = (
+        params.fraction,
+        params.test_epsilon,
+        params.conditional_epsilon,
+        params.reading,
+    )
+    # check() has made them present
+    assert frac is not None and te is not None and e2 is not None and reading is not None
+    kernel = _KERNELS[reading]
 
     def lower(eps: np.ndarray) -> np.ndarray:
-        eps = np.asarray(eps, dtype=float)
-        use = eps if e2 is None else np.minimum(e2, eps)
-        return theorem_5_3(use, fraction=frac, test_epsilon=te)
+        use = np.minimum(e2, np.asarray(eps, dtype=float))
+        return kernel(use, fraction=frac, test_epsilon=te)
 
-    warnings = []
-    if e2 is not None and e2 > mechanism.epsilon:
+    warnings = [
+        f"reading: {reading}: " + READINGS[reading] + ".",
+        "000_97a39a4c524f603f.txt Theorem 5.3 states ε″ = log(p/p′) (the test event likelier "
+        "on P), but its App. D proof assumes p′ > p and bounds Pr(M(D′) ∈ E)/Pr(M(D) ∈ E): "
+        "the printed formula holds for the proof's reading only (`reading: proof`). Read as "
+        "stated (`reading: statement`) the bound is smaller: a test on P with ε′ = ε″ = ε = "
+        "2 and A = 0.01 has an exact loss of 0.0619, not 0.3672.",
+    ]
+    if e2 > mechanism.epsilon:
         warnings.append(f"conditional_epsilon = {e2:g} exceeds M's ε; ε″ <= ε is used")
     return Analysis(
         guarantee_neighbours=Neighbours.ADD_REMOVE,
@@ -209,12 +311,19 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         delta_prime=None,
         basis=(cite(BUN_2022, "Theorem 5.3"),),
         conditions=(
-            f"a test tells whether the cluster was sampled with log-likelihood ratio "
-            f"ε′ = {te:g}; cluster fraction A = {frac:g}",
-            "ε″ = " + ("M's ε" if e2 is None else f"{e2:g}") + " (in [0, ε])",
+            f"a test H tells whether cluster C_i was sampled, measured on P: "
+            f"Pr(H = 0 | C_i sampled) >= e^{{ε′}}·Pr(H = 0 | C_i not sampled), ε′ = {te:g}; "
+            f"cluster fraction A = {frac:g}",
+            f"reading: {reading}: " + READINGS[reading],
+            f"ε″ = {e2:g} (in [0, ε])",
         ),
         warnings=tuple(warnings),
-        details={"fraction": frac, "test_epsilon": te, "conditional_epsilon": e2},
+        details={
+            "fraction": frac,
+            "test_epsilon": te,
+            "conditional_epsilon": e2,
+            "reading": reading,
+        },
     )
 
 
@@ -228,5 +337,11 @@ SCHEME = Scheme(
     basis=BASIS,
     analyse=analyse,
     check=check,
-    example={"result": "theorem-5.3", "fraction": 0.1, "test_epsilon": 2.0},
+    example={
+        "result": "theorem-5.3",
+        "reading": "statement",
+        "fraction": 0.1,
+        "test_epsilon": 2.0,
+        "conditional_epsilon": 1.0,
+    },
 )

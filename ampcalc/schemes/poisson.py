@@ -140,7 +140,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         def delta_prime(eps: np.ndarray) -> np.ndarray:
             if mechanism.delta == 0.0:
                 return np.zeros(np.shape(eps))
-            return numeric.round_up(np.full(np.shape(eps), q * mechanism.delta))
+            return np.minimum(numeric.round_up(np.full(np.shape(eps), q * mechanism.delta)), 1.0)
 
         def certified(target: np.ndarray) -> np.ndarray:
             guess = numeric.round_down(numeric.amplification_inverse(q, target))
@@ -195,7 +195,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         with np.errstate(over="ignore"):
             two_steps = q * mechanism.delta * (1.0 + np.exp(a))
         coupled = q * mechanism.delta_replace_one_of(eps)
-        return numeric.round_up(np.minimum(np.maximum(two_steps, coupled), 1.0))
+        # cap after rounding: a probability stays <= 1 (round_up of 1 would pass it)
+        out: np.ndarray = np.minimum(numeric.round_up(np.maximum(two_steps, coupled)), 1.0)
+        return out
 
     return Analysis(
         guarantee_neighbours=Neighbours.REPLACE_ONE,

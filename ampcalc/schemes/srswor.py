@@ -137,7 +137,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     def delta_prime(eps: np.ndarray) -> np.ndarray:
         if mechanism.delta == 0.0:
             return np.zeros(np.shape(eps))
-        return numeric.round_up(q * mechanism.delta_replace_one_of(eps))
+        return np.minimum(numeric.round_up(q * mechanism.delta_replace_one_of(eps)), 1.0)
 
     def certified(target: np.ndarray) -> np.ndarray:
         guess = numeric.round_down(numeric.amplification_inverse(q, target)) / ratio

@@ -97,6 +97,25 @@ def upper_epsilon(eps_replace_one: np.ndarray, *, population: int, interval: int
     return numeric.amplification_upper(m / population, eps_replace_one)
 
 
+def delta_prime_of(delta_replace_one: np.ndarray, *, interval: int) -> np.ndarray:
+    """δ′ of systematic sampling over a random, secret ordering, paired with
+    ``upper_epsilon``'s ε′ = A(⌈N/k⌉/N, ε_R).
+
+    Basis: given the start, the sample size m is fixed and (the ordering being uniformly
+        random) the sample is a simple random sample of m of N: by Theorem 2.2 with δ
+        (000_97a39a4c524f603f.txt; Balle, Barthe, Gaboardi 2018, sampling without
+        replacement under replace-one) it is (A(m/N, ε_R), (m/N)δ_R). A(m/N, ε_R) <= ε′,
+        and the hockey-stick divergence is jointly convex and falls as ε′ grows, so the
+        size mixture (data-independent) is (ε′, E[m]/N·δ_R), and E[m] = N/k exactly (each
+        position is in exactly one of the k start classes).
+    Formula: δ′ = δ_R/k (= (m/N)δ_R only when k divides N). Tight: M that also publishes
+        its input with probability δ_R.
+    Numerics: one division, rounded up; capped at 1.
+    """
+    out: np.ndarray = np.minimum(numeric.round_up(np.asarray(delta_replace_one) / interval), 1.0)
+    return out
+
+
 def _lower_size_hidden(eps_d: np.ndarray, eps_r: np.ndarray, n: int, k: int) -> np.ndarray:
     """Lower bound over a random ordering when k ∤ N and M is ε_D-DP under add-remove.
 
@@ -175,35 +194,81 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
                 lambda e: upper(e), guess / mechanism.replace_one_ratio(), target
             )
 
+        def delta_prime(eps: np.ndarray) -> np.ndarray:
+            if mechanism.delta == 0.0:
+                return np.zeros(np.shape(eps))
+            return delta_prime_of(mechanism.delta_replace_one_of(eps), interval=k)
+
+        def mechanism_delta(target_delta: float, eps: np.ndarray) -> np.ndarray:
+            # the largest M δ with δ_R/k <= target (δ_R as in srswor: δ, or (1 + e^ε)δ)
+            eps = np.asarray(eps, dtype=float)
+            if mechanism.neighbours is not Neighbours.ADD_REMOVE:
+                return numeric.round_down(np.full_like(eps, target_delta * k))
+            if mechanism.epsilon_replace_one is not None:
+                return np.full_like(eps, np.nan)  # δ_R was stated directly
+            with np.errstate(over="ignore"):
+                return numeric.round_down(target_delta * k / (1.0 + np.exp(eps)))
+
+        if mechanism.delta > 0:
+            conditions.append(
+                f"M is (ε_R, δ_R)-DP under replace-one, δ = {mechanism.delta:g}: δ′ = δ_R/k "
+                "(each record is sampled with probability exactly 1/k)"
+            )
+            warnings.append(
+                f"M's δ > 0: δ′ = δ_R/k = δ_R/{k}, paired with the ε′ shown. Given its size m "
+                "the sample is a simple random sample, (A(m/N, ε_R), (m/N)δ_R) by Theorem 2.2 "
+                "with δ (Balle, Barthe, Gaboardi 2018); A(m/N, ε_R) <= ε′ and the sizes "
+                "average N/k, so the mixture is (ε′, δ_R/k)"
+                + ("" if divides else f" (not (⌈N/k⌉/N)δ_R: {k} does not divide {n})")
+                + "."
+            )
         return Analysis(
             guarantee_neighbours=Neighbours.REPLACE_ONE,
             reference_epsilon=eps_r,
             upper=upper,
             lower=lower,
-            delta_prime=None if mechanism.delta > 0 else (lambda e: np.zeros(np.shape(e))),
+            delta_prime=delta_prime,
             certified=certified,
+            mechanism_delta=mechanism_delta,
             basis=BASIS,
             conditions=tuple(conditions),
             warnings=tuple(warnings),
             details=details,
         )
 
-    # fixed, known ordering: no theorem; lower bound from the single-inclusion witness
+    # fixed, known ordering: no theorem gives an upper bound; the lower bound is the
+    # start-class witness (``fixed_order_lower``), exact over positions kept by a replacement
     conditions.append("the ordering is fixed and known: no amplification theorem applies")
-    warnings.append(
-        "fixed, known ordering: no theorem gives an upper bound (inserting a record shifts "
-        "every later one; 000_97a39a4c524f603f.txt §6.3, spec §7.4); verdict no-guarantee. "
-        f"The lower bound is the single-inclusion witness A(1/k, ε) (each record is in the "
-        f"sample with probability 1/{k}; 000_97a39a4c524f603f.txt Proposition 6.1)."
-    )
     eps_d_known = mechanism.epsilon_add_remove_known()
-
-    def witness_eps(eps: np.ndarray) -> np.ndarray:
-        e = eps_r(eps)
-        return np.minimum(e, np.asarray(eps, dtype=float)) if eps_d_known else e
+    sizes = _class_sizes(n, k)
 
     def lower_f(eps: np.ndarray) -> np.ndarray:
-        return numeric.amplification_lower(1.0 / k, witness_eps(eps))
+        e = np.asarray(eps, dtype=float)
+        return fixed_order_lower(eps_r(e), e if eps_d_known else None, sizes)
+
+    e_decl = np.asarray(float(mechanism.epsilon))
+    per_size = {
+        s: float(fixed_order_lower(eps_r(e_decl), e_decl if eps_d_known else None, {s: sizes[s]}))
+        for s in sizes
+    }
+    worst = max(per_size, key=lambda s: per_size[s])
+    alone = sizes[worst] == 1 and len(sizes) > 1 and not eps_d_known
+    warnings.append(
+        "fixed, known ordering: no theorem gives an upper bound (a record that moves in the "
+        "order shifts every later one; 000_97a39a4c524f603f.txt §6.3, spec §7.4). The lower "
+        "bound is exact for neighbours that keep every position: the "
+        f"start is the only randomness, so the sample is one of {k} fixed sets, and a "
+        "mechanism that scores a sample by its distance from the replaced record's start "
+        "class tells that class apart from the others"
+        + (
+            f" (here by its size alone: the only class of {worst} records, under "
+            "replace-one only, so the loss is M's ε_R)"
+            if alone
+            else ""
+        )
+        + "."
+    )
+    details["witness_class_size"] = worst
 
     e0 = float(eps_r(np.asarray(mechanism.epsilon)))
     details["heuristic_cluster_analogy"] = float(ratio_bound(1.0 / k, 2 * m_lo, e0))
@@ -217,11 +282,69 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         upper=None,
         lower=lower_f,
         delta_prime=None,
-        basis=(cite(BUN_2022, "§6.3"), cite(BUN_2022, "Proposition 6.1")),
+        basis=(cite(BUN_2022, "§6.3"), "start-class witness (derived; docs/cluster.md)"),
         conditions=tuple(conditions),
         warnings=tuple(warnings),
         details=details,
     )
+
+
+def _class_sizes(n: int, k: int) -> dict[int, int]:
+    """Start classes by size: {size: number of the k classes of that size}."""
+    hi, lo = -(-n // k), n // k
+    out = {lo: k - n % k}
+    if n % k:
+        out[hi] = n % k
+    return out
+
+
+def fixed_order_lower(
+    eps_r: np.ndarray, eps_d: np.ndarray | None, sizes: dict[int, int]
+) -> np.ndarray:
+    """Lower bound on ε′ for systematic sampling in a fixed, known order (replace-one).
+
+    Witness: N distinct records; P and P′ differ in the record at one position j
+        (x vs x′, every position kept). The start r is the only randomness, so the sample
+        is S_r, one of k fixed sets (the start classes, of ⌊N/k⌋ or ⌈N/k⌉ records);
+        x is in S_c only. With f(S) = Pr[M(S) = 1] and d the distance of M's relations
+        (replacing a record costs ε_R, adding or removing one ε_D; d(S_r, S_c) =
+        ε_R·min(|S_r|, |S_c|) + ε_D·||S_r| − |S_c||, infinite between sizes when only
+        replace-one is known), M(S) = Bernoulli(c·e^{−d(S, S_c)}) is DP under those
+        relations and gives
+            Pr_P[1]/Pr_P′[1] = (1 + Σ_{r≠c} e^{−d_r}) / (e^{−ε_R} + Σ_{r≠c} e^{−d_r})
+                             = exp A(1/(1 + Σ_{r≠c} e^{ε_R − d_r}), ε_R).
+        Every ε-DP M has f(S′_c) >= e^{−ε_R} f(S_c) and f(S_r) >= e^{−d_r} f(S_c), and the
+        ratio falls in each, so this is the exact worst case over such neighbours (the
+        exact LP of ``ampcalc verify`` agrees); distinct records maximise every d_r.
+    Neighbours: replace-one keeping positions; M is ε_R-DP under replace-one (and
+        ε_D-DP under add-remove when ``eps_d`` is given). The maximum is over the class
+        size of the position j.
+    Formula: max over class sizes s of A(q_s, ε_R), q_s = 1/(1 + Σ_{r≠c} e^{ε_R − d_r});
+        q_s >= 1/k, so it is never below the single-inclusion witness A(1/k, ε_R).
+    Numerics: every exponent is <= 0 (no overflow); each term is rounded up by its
+        exp's relative error (|x| + 4 ulps), q rounded down, A(q, ε_R) rounded down.
+    """
+    e_r = np.asarray(eps_r, dtype=float)
+    best = np.zeros(e_r.shape)
+    for s, count in sizes.items():
+        total = np.zeros(e_r.shape)
+        for s2, count2 in sizes.items():
+            others = count - 1 if s2 == s else count2
+            if others == 0:
+                continue
+            if s2 == s:
+                x = -e_r * (s - 1)
+            elif eps_d is None:
+                continue  # replace-one only: M may read the sample size
+            else:
+                x = e_r * (1 - min(s, s2)) - np.asarray(eps_d, dtype=float) * abs(s - s2)
+            with np.errstate(under="ignore"):
+                term = others * np.exp(x) * (1.0 + (np.abs(x) + 4.0) * 2.0**-52)
+            total = total + term
+        q = numeric.round_down(1.0 / numeric.round_up(1.0 + total))
+        best = np.maximum(best, numeric.amplification_lower(np.minimum(q, 1.0), e_r))
+    out: np.ndarray = np.maximum(best, 0.0)
+    return out
 
 
 def _verify_hook(
