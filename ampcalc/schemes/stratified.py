@@ -798,7 +798,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
             lo = lower_epsilon(r_max, np.minimum(e, eps_r(e)))
             # a replacement inside a census stratum changes the sample by that record
             return np.maximum(lo, eps_r(e)) if census.any() else lo
-        return lower_epsilon(r_max, e)
+        return e.copy() if census.any() else lower_epsilon(r_max, e)
 
     def per_stratum_certified(t: Any) -> np.ndarray:
         t = np.asarray(t, dtype=float)
@@ -846,7 +846,8 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         }
 
     eps0 = _scalar_eps(mechanism)
-    rows = _strata_rows(p, r, r * n, lower_epsilon(r, eps0), per_stratum(eps0))
+    lower_rows = np.where(census, eps0, lower_epsilon(r, eps0))
+    rows = _strata_rows(p, r, r * n, lower_rows, per_stratum(eps0))
     warnings: list[str] = []
     form = "size-aware form from the proof of Theorem 4.3 (r + 1/N_h in place of 2r)"
     if p.size_aware:
