@@ -4,8 +4,9 @@ Poisson, fixed per-stratum sizes, and Neyman allocation.
 Results are stratified DP (000_97a39a4c524f603f.txt Definition 7.1): each stratum s
 gets its own ε′_s for adding or removing a record *in that stratum*
 (``details.strata``); the headline add-remove ε′ is max_s ε′_s. A replace-one
-guarantee (``guarantee: replace-one``) is derived: a replacement is a deletion in
-one stratum plus an addition in another or the same one, so its loss is at most
+guarantee (``guarantee: replace-one``) is derived (deterministic rounding and fixed
+allocation: computed pair by pair, see ``_analyse_deterministic``): a replacement is a
+deletion in one stratum plus an addition in another or the same one, so its loss is at most
 ε′_s + ε′_{s′} <= 2·max_s ε′_s (spec §8.1: every proven stratified result is for
 add-remove; max{ε′_s, ε′_{s′}} of Definition 7.1 is not implied — with stratified
 Poisson rates 0.5 and 0.01, the sum of the two largest per-stratum values is
@@ -14,8 +15,12 @@ exceeded by a replacement inside the 0.5 stratum).
 Basis:
   - proportional + randomized: 000_97a39a4c524f603f.txt Theorem 7.2 (one stratum:
     Theorem 4.3; proof in Appendices C and E); exact inverse of spec §5.1;
-  - proportional + nearest/floor: 000 §4.1 (degradation Δ·ε, lower bound) and 000
-    Lemma B.1 with the relation fixed to add-remove (spec §4.2, upper bound);
+  - proportional + randomized at rate 1: a census, ε′ = M's own ε (exact);
+  - proportional + nearest/floor: at the stated sizes, each stratum's allocation at
+    N_h − 1, N_h, N_h + 1: a step that keeps it is a simple random sample (000 Theorem
+    2.2 coupling, A(m/N, ε_R), exact), a step that moves it costs exactly ε (000 §4.1
+    witness); replace-one inside a stratum moves nothing, a record moved between strata
+    chains the two steps (ε_R when both move);
   - poisson: 001_4ef689e3bef19c3a.txt Lemma 3.3 (tight);
   - fixed: 000 Theorem 2.2 within each stratum (replace-one inside a stratum);
   - neyman: 000 §7.2 and Appendix E.1 (deterministic, data-dependent allocation:
