@@ -968,11 +968,12 @@ def _move_witness(q_from: float, q_to: float, er: np.ndarray) -> np.ndarray:
     e = np.asarray(er, dtype=float)[..., None]
     a = MOVE_GRID * e
     with np.errstate(over="ignore", invalid="ignore"):
-        one = numeric.amplification(q_from, a) - np.log1p(q_to * np.expm1(a - e))
-        two = numeric.amplification(q_to, a) - np.log1p(q_from * np.expm1(a - e))
+        one = numeric.amplification(q_from, a) + numeric.neg_log1m(q_to, e - a)
+        two = numeric.amplification(q_to, a) + numeric.neg_log1m(q_from, e - a)
     best = np.maximum(np.nanmax(one, axis=-1), np.nanmax(two, axis=-1))
-    out: np.ndarray = numeric.round_down(np.maximum(best, 0.0) - 8.0 * np.spacing(e[..., 0]))
-    return np.maximum(out, 0.0)
+    down = numeric.round_down(np.maximum(best, 0.0) - 8.0 * np.spacing(e[..., 0]))
+    out: np.ndarray = np.maximum(down, 0.0)
+    return out
 
 
 @dataclass(frozen=True)
@@ -999,6 +1000,31 @@ class _Rounded:
 
     def cross_jumps(self, s: int, t: int) -> tuple[int, int]:
         return int(self.steps.down[s]), int(self.steps.up[t])
+
+
+@dataclass(frozen=True)
+class _Subset:
+    """Some strata's steps, for per-stratum inversion (one ε per stratum)."""
+
+    down: np.ndarray
+    up: np.ndarray
+    q_down: np.ndarray
+    q_up: np.ndarray
+
+    def __init__(self, steps: alloc.RoundedSteps, rd: _Rounded, mask: np.ndarray) -> None:
+        object.__setattr__(self, "down", steps.down[mask])
+        object.__setattr__(self, "up", steps.up[mask])
+        object.__setattr__(self, "q_down", rd.q_down[mask])
+        object.__setattr__(self, "q_up", rd.q_up[mask])
+
+    def values(self, eps: Any, eps_r: Callable[[Any], np.ndarray], up: bool) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        er = eps_r(e)
+        out: np.ndarray = np.maximum(
+            _step_values(self.down, self.q_down, e, er, up),
+            _step_values(self.up, self.q_up, e, er, up),
+        )
+        return out
 
 
 def _cross_candidates(
@@ -1068,7 +1094,8 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
         er = eps_r(e)
         ds, dt = rd.cross_jumps(s, t)
         if ds and dt:  # both allocations move: the two changes pair into one replacement
-            return er.copy()
+            both: np.ndarray = np.array(er, dtype=float)
+            return both
         if not up and not (ds or dt):
             return _move_witness(float(rd.q_down[s]), float(rd.q_up[t]), er)
         ed = ed_of(e)
@@ -1108,9 +1135,29 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
             cert = numeric.largest_feasible(upper, tt, tt / 4, tt)
             imp = numeric.smallest_reaching(lower, tt, tt / 4, tt)
             return {"strata": _invert_rows(p, r, m, cert, imp)}
+        # closed form per stratum, then certified as evaluated: a step that moves the
+        # allocation needs ε <= T, one that keeps it A(q, ratio·ε) <= T
         tk = np.full(k, tt)
-        cert = numeric.largest_feasible(lambda e: stratum_values(e, True), tk, tk / 4, tk)
-        imp = numeric.smallest_reaching(lambda e: stratum_values(e, False), tk, tk / 4, tk)
+        ratio = mechanism.replace_one_ratio()
+        keep = np.maximum(
+            np.where(steps.down == 0, rd.q_down, 0.0), np.where(steps.up == 0, rd.q_up, 0.0)
+        )
+        moves = (steps.down > 0) | (steps.up > 0)
+        with np.errstate(divide="ignore"):
+            inv = np.where(keep > 0, numeric.amplification_inverse(keep, tk) / ratio, np.inf)
+        guess = np.where(moves, np.minimum(tk, inv), inv)
+        finite = np.isfinite(guess)
+        cert = np.full(k, np.inf)
+        imp = np.full(k, np.inf)
+        if finite.any():
+            g, t_f = guess[finite], tk[finite]
+            sub = _Subset(steps, rd, finite)
+            cert[finite] = numeric.certify_down(
+                lambda e: sub.values(e, eps_r, True), numeric.round_down(g), t_f
+            )
+            imp[finite] = numeric.certify_up(
+                lambda e: sub.values(e, eps_r, False), numeric.round_up(g), t_f
+            )
         return {"strata": _invert_rows(p, r, m, cert, imp)}
 
     eps0 = _scalar_eps(mechanism)
@@ -1230,13 +1277,17 @@ def _deterministic_witness(
             }
         return best
     er = np.asarray(er0)
-    cands = []
-    for h in range(len(names)):
-        for dn, delta, q in ((-1, steps.down[h], rd.q_down[h]), (1, steps.up[h], rd.q_up[h])):
-            v = float(_step_values(np.asarray(delta), np.asarray(q), e0, er, False))
-            cands.append((v, int(delta), dn, h))
-    # the worst step; among equals, one that moves an allocation
-    v, delta, dn, h = max(cands, key=lambda c: (c[0], c[1], -c[3]))
+    vals = np.stack(
+        [
+            _step_values(steps.down, rd.q_down, e0, er, False),
+            _step_values(steps.up, rd.q_up, e0, er, False),
+        ]
+    )  # (removed, added) x strata
+    moves = np.stack([steps.down, steps.up])
+    # the worst step; among equals, one that moves an allocation, then the first
+    order = np.lexsort((np.arange(vals.size), -moves.ravel(), -vals.ravel()))
+    side, h = divmod(int(order[0]), len(names))
+    v, delta, dn = float(vals[side, h]), int(moves[side, h]), (-1 if side == 0 else 1)
     verb = "removed from" if dn < 0 else "added to"
     return {
         "relation": "add-remove",
