@@ -605,3 +605,14 @@ def test_rate_one_is_m_itself() -> None:
     ex = exact(mixed, "add-remove")
     assert ex == pytest.approx(1.0729469, abs=1e-6)  # docs/verify.md: strata 3, 2 at r = 0.5
     assert rm.lower <= ex <= rm.upper
+
+
+def test_rounding_example_file_is_exact() -> None:
+    # examples/designs/stratified-rounding.yaml: every lower bound is the LP's value
+    path = "examples/designs/stratified-rounding.yaml"
+    want = [math.log1p(0.1 * math.expm1(2.0)), 1.0, 1.0]
+    for d, w in zip(load_designs(path), want, strict=True):
+        res = engine.bound(d)
+        g = str(d.guarantee or "add-remove")
+        assert exact(d, g) == pytest.approx(w, abs=TOL)
+        assert res.lower <= w <= res.upper and res.upper - res.lower < 3e-14
