@@ -1274,6 +1274,9 @@ def gen_strat_certified(n: int, rng: np.random.Generator) -> Batch:
 
 def or_strat_at(c: dict, x: mp.mpf) -> mp.mpf:
     r = mpf(c["rate"])
+    if c["guarantee"] == "replace-one" and len(c["sizes"]) == 1:  # a mixture of srswor
+        n = c["sizes"][0]
+        return osd.amp(mp.ceil(mpf(c["rate"] * n)) / n, 2 * x)
     vals = []
     for nh in c["sizes"]:
         a = r + mp.mpf(1) / nh if c["aware"] else 2 * r
@@ -1404,6 +1407,23 @@ def strat_rounded(c: dict, e: mp.mpf, er: mp.mpf, which: str) -> mp.mpf:
     return best
 
 
+def strat_single(c: dict, e: mp.mpf, er: mp.mpf, which: str) -> mp.mpf:
+    """One stratum, randomised rounding, replace-one (docs/stratified.md): the sizes
+    ⌊rN⌋, ⌈rN⌉ of fl(r·N); upper A(⌈rN⌉/N, ε_R); lower the e^{(ε − ε_R)m}-weighted mean
+    of 1 + (m/N)(e^{ε_R} − 1), or A(r, min(ε, ε_R)) if larger."""
+    n = c["sizes"][0]
+    x = mpf(c["rate"] * n)  # the float product, as the design uses it
+    lo = int(mp.floor(x))
+    frac = x - lo
+    sizes = [(lo, 1 - frac), (lo + 1, frac)] if frac > 0 else [(lo, mp.mpf(1))]
+    if which == "upper":
+        return osd.amp(mp.mpf(max(m for m, _ in sizes)) / n, er)
+    cc = e - er
+    num = sum(w * mp.exp(cc * m) * (1 + mp.mpf(m) / n * mp.expm1(er)) for m, w in sizes)
+    den = sum(w * mp.exp(cc * m) for m, w in sizes)
+    return max(mp.log(num / den), osd.amp(mpf(c["rate"]), min(e, er)))
+
+
 def or_strat_alloc(which: str):
     def f(c: dict, v: float) -> mp.mpf:
         e = mpf(c["eps"])
@@ -1416,6 +1436,8 @@ def or_strat_alloc(which: str):
             diff = [abs(a - b) for a, b in zip(*c["allocs"], strict=True)]
             low = max(max(diff) * min(e, er), sum(diff) * min(e, er / 2))
             return low if replace else low / 2
+        if alloc == "randomized" and replace and len(c["sizes"]) == 1:
+            return strat_single(c, e, er, which)
         if which == "upper":
             if alloc == "randomized":
                 ups = [osd.thm43_general(2 * r, r, e) for _ in c["sizes"]]

@@ -132,12 +132,45 @@ def test_replace_one_is_twice_the_max() -> None:
     assert res.upper == pytest.approx(float(2 * a_hi), rel=1e-13)
     assert res.upper >= res.lower
     assert any("spec §8.1" in b for b in res.basis)
-    dr = design({"rate": 0.01, "strata": [{"size": 1000}]}, guarantee="replace-one")
+    dr = design({"rate": 0.01, "strata": [{"size": 1000}, {"size": 500}]}, guarantee="replace-one")
     rr = engine.bound(dr)
     assert rr.upper == pytest.approx(2 * 0.182185, abs=2e-6)
     inv = engine.invert(dr, 1.0)
     assert engine.bound(dr, epsilon=inv.certified).upper <= 1.0
     assert inv.details["strata"][0]["epsilon"]["certified"] == inv.certified
+    # one stratum: a replacement keeps the size, r·N = 10 records: srswor, A(0.01, 2)
+    d1 = design({"rate": 0.01, "strata": [{"size": 1000}]}, guarantee="replace-one")
+    r1 = engine.bound(d1)
+    want = math.log1p(0.01 * math.expm1(2.0))
+    assert r1.lower <= want <= r1.upper and r1.upper - r1.lower < 1e-14
+    inv1 = engine.invert(d1, 1.0)
+    assert engine.bound(d1, epsilon=inv1.certified).upper <= 1.0
+    assert inv1.certified == pytest.approx(math.log1p(math.expm1(1.0) / 0.01) / 2, rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("n", "rate", "mech", "want"),
+    [
+        # r·N whole: a srswor of r·N (000 Theorem 2.2), exact
+        (4, 0.5, "add-remove", math.log1p(0.5 * math.expm1(2.0))),
+        # 0.34·3 = 1.02: 1 or 2 records; M ε-DP both ways: A(r, ε) (LP value)
+        (3, 0.34, "both", math.log1p(0.34 * math.expm1(1.0))),
+        # add-remove M: the e^{c·m}-weighted witness, c = ε − ε_R = −1 (LP value)
+        (3, 0.34, "add-remove", 1.1459904565742314),
+    ],
+)
+def test_randomized_one_stratum_replace_one_exact(n, rate, mech, want) -> None:
+    d = design(
+        {"rate": rate, "strata": [{"name": "a", "size": n}]},
+        {"epsilon": 1.0, "neighbours": mech},
+        guarantee="replace-one",
+    )
+    res = engine.bound(d)
+    assert exact(d, "replace-one") == pytest.approx(want, abs=TOL)
+    assert res.lower == pytest.approx(want, abs=1e-14) and res.lower <= want + 1e-15
+    assert res.upper >= want  # A(⌈rN⌉/N, ε_R): exact when r·N is whole
+    if (rate * n).is_integer():
+        assert res.upper - res.lower < 1e-14
 
 
 def test_neyman_paper_vectors() -> None:
@@ -556,6 +589,14 @@ def test_one_stratum_equals_srswor(n: int, m: int, mech: str) -> None:
         assert got.lower == pytest.approx(want.lower, abs=1e-15)
         assert got.upper == pytest.approx(want.upper, abs=1e-15)
     assert exact(fixed, "replace-one") == pytest.approx(float(want.lower), abs=TOL)
+    if mech != "replace-one":  # randomised rounding needs M's add-remove ε
+        rand = design(
+            {"rate": m / n, "strata": [{"name": "s0", "size": n}]}, mk, guarantee="replace-one"
+        )
+        got = engine.bound(rand)
+        assert got.lower == pytest.approx(want.lower, rel=1e-14)
+        assert got.upper == pytest.approx(want.upper, rel=1e-14)
+        assert got.lower <= want.upper and got.upper >= want.lower
 
 
 def test_fixed_two_strata_exact() -> None:

@@ -789,9 +789,16 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         worst: np.ndarray = functools.reduce(np.maximum, parts)
         return worst
 
+    # one stratum under replace-one: a replacement keeps the size distribution, so the
+    # design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records
+    single = replace and len(p.strata) == 1 and not all_census
+    mix = _size_mixture(float(r[0]), int(p.strata.size[0])) if single else None
+
     def upper(eps: np.ndarray) -> np.ndarray:
         if all_census:  # the sample is the population: M∘C = M
             return eps_r(eps) if replace else np.asarray(eps, dtype=float).copy()
+        if mix is not None:
+            return mix.upper(eps_r(eps))
         m = stratified_max(eps)
         return numeric.round_up(2.0 * m) if replace else m
 
@@ -799,6 +806,10 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         e = np.asarray(eps, dtype=float)
         if all_census:
             return eps_r(e) if replace else e.copy()
+        if mix is not None:
+            return np.maximum(
+                mix.lower(e, eps_r(e)), lower_epsilon(r_max, np.minimum(e, eps_r(e)))
+            )
         if replace:
             lo = lower_epsilon(r_max, np.minimum(e, eps_r(e)))
             # a replacement inside a census stratum changes the sample by that record
@@ -815,6 +826,9 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         if all_census:
             ratio = mechanism.replace_one_ratio() if replace else 1.0
             return numeric.certify_down(upper, numeric.round_down(t / ratio), t)
+        if mix is not None:
+            inv = numeric.amplification_inverse(mix.q_hi, t) / mechanism.replace_one_ratio()
+            return numeric.certify_down(upper, numeric.round_down(inv), t)
         tt = t / 2.0 if replace else t
         shape = (-1,) + (1,) * t.ndim
         guess = tt.copy()
@@ -834,6 +848,10 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         t = np.asarray(target, dtype=float)
         if t.ndim:
             return {}
+        if mix is not None:
+            one = float(certified(t))
+            imp1 = float(numeric.smallest_reaching(lower, float(t), one, 2.0 * one + 1.0))
+            return {"strata": _invert_rows(p, r, r * n, one, imp1)}
         if all_census:
             tt = float(t) / (mechanism.replace_one_ratio() if replace else 1.0)
         else:
@@ -862,8 +880,15 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
             "per-stratum rates: derived extension of Theorem 7.2 (spec §5.2; the proof is "
             "per stratum, the paper states one common r)"
         )
-    if replace and not all_census:
+    if replace and not all_census and not single:
         warnings.append(REPLACE_ONE_NOTE)
+    if single:
+        warnings.append(
+            "replace-one with one stratum: a replacement keeps the stratum size, so the "
+            "design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records: ε′ <= "
+            "A(⌈rN⌉/N, ε_R) (000_97a39a4c524f603f.txt Theorem 2.2 at the larger size; "
+            "exact when rN is a whole number, the srswor value)"
+        )
     if census.any():
         which = [nm for nm, c in zip(p.strata.names, census.tolist(), strict=True) if c]
         shown = ", ".join(repr(x) for x in which[:3]) + (" …" if len(which) > 3 else "")
@@ -908,13 +933,69 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         lower=lower,
         delta_prime=lambda e: np.zeros(np.shape(e)),
         certified=certified,
-        impossible_above=None if replace and census.any() else impossible_above,
-        basis=(*BASIS_RANDOMIZED, *((REPLACE_ONE_BASIS,) if replace and not all_census else ())),
+        impossible_above=None if replace and (census.any() or single) else impossible_above,
+        basis=(
+            *BASIS_RANDOMIZED,
+            *((cite(BUN_2022, "Theorem 2.2 (one stratum)"),) if single else ()),
+            *((REPLACE_ONE_BASIS,) if replace and not all_census and not single else ()),
+        ),
         conditions=conditions,
         warnings=tuple(warnings),
         details=details,
         invert_details=invert_details,
     )
+
+
+@dataclass(frozen=True)
+class _SizeMixture:
+    """One stratum under randomised rounding: ⌊rN⌋ or ⌈rN⌉ records, then srswor."""
+
+    n: int
+    sizes: tuple[int, ...]
+    probs: tuple[float, ...]
+
+    @property
+    def q_hi(self) -> float:
+        return max(self.sizes) / self.n
+
+    def upper(self, er: np.ndarray) -> np.ndarray:
+        """A replacement inside the stratum: A(⌈rN⌉/N, ε_R), the per-size bound of 000
+        Theorem 2.2 at the larger size (a mixture with the same weights on both sides
+        is no worse than its worst component)."""
+        return numeric.amplification_upper(self.q_hi, er)
+
+    def lower(self, ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        """Witness Pr[M(S) = 1] ∝ e^{ε_R·[x ∈ S] + c·|S|}, c = ε_D − ε_R: every record's
+        weight is c or ε_R + c, so M is ε_D-DP under add-remove (|c|, |ε_R + c| <= ε_D as
+        ε_R <= 2ε_D) and ε_R-DP under replace-one. Loss: log of the e^{c·m}-weighted mean
+        of 1 + (m/N)(e^{ε_R} − 1) over the sizes m. Rounded down."""
+        e_d, e_r = np.broadcast_arrays(np.asarray(ed, float), np.asarray(er, float))
+        c = e_d - e_r
+        lo = min(self.sizes)
+        logs_w = [
+            math.log(pm) + c * (m - lo) for m, pm in zip(self.sizes, self.probs, strict=True)
+        ]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            num = np.logaddexp.reduce(
+                [
+                    lw + numeric.amplification(m / self.n, e_r)
+                    for lw, m in zip(logs_w, self.sizes, strict=True)
+                ]
+            )
+            den = np.logaddexp.reduce(logs_w)
+        val = num - den
+        slack = 8.0 * np.spacing(np.maximum(np.abs(num), 1.0))
+        out: np.ndarray = numeric.round_down(np.maximum(val - slack, 0.0))
+        return out
+
+
+def _size_mixture(rate: float, n: int) -> _SizeMixture:
+    x = rate * n
+    lo = math.floor(x)
+    frac = x - lo
+    if frac == 0.0:
+        return _SizeMixture(n, (min(lo, n),), (1.0,))
+    return _SizeMixture(n, (lo, min(lo + 1, n)), (1.0 - frac, frac))
 
 
 def _shortcut_note(r_max: float, target: float, exact: float) -> dict[str, Any]:
