@@ -807,9 +807,10 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         if all_census:
             return eps_r(e) if replace else e.copy()
         if mix is not None:
-            return np.maximum(
+            lo1: np.ndarray = np.maximum(
                 mix.lower(e, eps_r(e)), lower_epsilon(r_max, np.minimum(e, eps_r(e)))
             )
+            return lo1
         if replace:
             lo = lower_epsilon(r_max, np.minimum(e, eps_r(e)))
             # a replacement inside a census stratum changes the sample by that record
