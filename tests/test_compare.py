@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mpmath as mp
 import numpy as np
 import oracle_stratified as orc
 import pytest
@@ -54,10 +55,17 @@ def test_json_contract_and_figures(capsys) -> None:
     assert ney["epsilon"]["certified"] is None and ney["accuracy"]["noise_variance"] is None
     assert ney["accuracy"]["sampling_variance"] < acc["sampling_variance"]
     assert ney["accuracy"]["total_variance_optimistic"] > acc["total_variance"]
-    # deterministic rounding certifies less than randomised rounding
+    # round to nearest at these sizes: no added or removed record moves ⌊r·N_h⌉, so each
+    # stratum is a simple random sample, A(m_h/N_h, 2ε) (000 Theorem 2.2, ε_R = 2ε):
+    # the exact inverse at the largest m_h/N_h, here above randomised rounding's
     near = rows["proportional, round to nearest"]
-    assert near["epsilon"]["certified"] < cert
-    assert near["accuracy"]["noise_variance"] > acc["noise_variance"]
+    m_near = np.floor(0.00145 * n + 0.5)
+    assert np.all(np.floor(0.00145 * (n + 1) + 0.5) == m_near)
+    assert np.all(np.floor(0.00145 * (n - 1) + 0.5) == m_near)
+    q = float(np.max(m_near / n))
+    want = float(mp.log1p(mp.expm1(1) / mp.mpf(q)) / 2)
+    assert want * (1 - 1e-13) <= near["epsilon"]["certified"] <= want
+    assert near["epsilon"]["certified"] > cert
 
 
 def test_scheme_without_hook_gets_empty_accuracy(tmp_path) -> None:

@@ -1276,6 +1276,9 @@ def gen_strat_certified(n: int, rng: np.random.Generator) -> Batch:
 
 def or_strat_at(c: dict, x: mp.mpf) -> mp.mpf:
     r = mpf(c["rate"])
+    if c["guarantee"] == "replace-one" and len(c["sizes"]) == 1:  # a mixture of srswor
+        n = c["sizes"][0]
+        return osd.amp(mp.ceil(mpf(c["rate"] * n)) / n, 2 * x)
     vals = []
     for nh in c["sizes"]:
         a = r + mp.mpf(1) / nh if c["aware"] else 2 * r
@@ -1361,6 +1364,68 @@ def strat_eps_r(c: dict, e: mp.mpf) -> mp.mpf:
     return e if c["nb"] == "both" else 2 * e
 
 
+def strat_rounded(c: dict, e: mp.mpf, er: mp.mpf, which: str) -> mp.mpf:
+    """Deterministic rounding at the stated sizes (docs/stratified.md), exact rationals:
+    each stratum's step to N_h ± 1 costs ε if it moves m_h, else A(m_h/N, ε_R) (N the
+    larger size); replace-one: A(m_h/N_h, ε_R) inside a stratum, and every move s -> t."""
+    from fractions import Fraction
+
+    half = Fraction(1, 2) if c["alloc"] == "nearest" else Fraction(0)
+    rate = Fraction(c["rate"])
+
+    def f(n: int) -> int:
+        return int(rate * max(n, 0) + half)
+
+    def amp0(m: int, n: int) -> mp.mpf:
+        return mp.mpf(0) if m == 0 else osd.amp(mp.mpf(m) / n, er)
+
+    ns = c["sizes"]
+    down = [(f(n) - f(n - 1), amp0(f(n), n)) for n in ns]
+    up = [(f(n + 1) - f(n), amp0(f(n), n + 1)) for n in ns]
+
+    def step(d: tuple[int, mp.mpf]) -> mp.mpf:
+        return e if d[0] else d[1]
+
+    if c["guarantee"] != "replace-one":
+        return max(max(step(a), step(b)) for a, b in zip(down, up, strict=True))
+    best = max(amp0(f(n), n) for n in ns)
+    for s_, n_s in enumerate(ns):
+        for t_, n_t in enumerate(ns):
+            if s_ == t_:
+                continue
+            ds, dt = down[s_][0], up[t_][0]
+            if ds and dt:
+                v = er
+            elif ds or dt or which == "upper":
+                v = step(down[s_]) + step(up[t_])
+            else:  # the move witness on a 33-point grid of a in [0, ε_R]
+                qf, qt = mp.mpf(f(n_s)) / n_s, mp.mpf(f(n_t)) / (n_t + 1)
+                v = mp.mpf(0)
+                for j in range(33):
+                    a = er * j / 32
+                    for x, y in ((qf, qt), (qt, qf)):
+                        v = max(v, mp.log1p(x * mp.expm1(a)) - mp.log1p(y * mp.expm1(a - er)))
+            best = max(best, v)
+    return best
+
+
+def strat_single(c: dict, e: mp.mpf, er: mp.mpf, which: str) -> mp.mpf:
+    """One stratum, randomised rounding, replace-one (docs/stratified.md): the sizes
+    ⌊rN⌋, ⌈rN⌉ of fl(r·N); upper A(⌈rN⌉/N, ε_R); lower the e^{(ε − ε_R)m}-weighted mean
+    of 1 + (m/N)(e^{ε_R} − 1), or A(r, min(ε, ε_R)) if larger."""
+    n = c["sizes"][0]
+    x = mpf(c["rate"] * n)  # the float product, as the design uses it
+    lo = int(mp.floor(x))
+    frac = x - lo
+    sizes = [(lo, 1 - frac), (lo + 1, frac)] if frac > 0 else [(lo, mp.mpf(1))]
+    if which == "upper":
+        return osd.amp(mp.mpf(max(m for m, _ in sizes)) / n, er)
+    cc = e - er
+    num = sum(w * mp.exp(cc * m) * (1 + mp.mpf(m) / n * mp.expm1(er)) for m, w in sizes)
+    den = sum(w * mp.exp(cc * m) for m, w in sizes)
+    return max(mp.log(num / den), osd.amp(mpf(c["rate"]), min(e, er)))
+
+
 def or_strat_alloc(which: str):
     def f(c: dict, v: float) -> mp.mpf:
         e = mpf(c["eps"])
@@ -1373,24 +1438,19 @@ def or_strat_alloc(which: str):
             diff = [abs(a - b) for a, b in zip(*c["allocs"], strict=True)]
             low = max(max(diff) * min(e, er), sum(diff) * min(e, er / 2))
             return low if replace else low / 2
+        if alloc == "randomized" and replace and len(c["sizes"]) == 1:
+            return strat_single(c, e, er, which)
         if which == "upper":
             if alloc == "randomized":
                 ups = [osd.thm43_general(2 * r, r, e) for _ in c["sizes"]]
             elif alloc == "poisson":
                 ups = [osd.amp(r, e)]
-            else:  # Lemma B.1 at m_h = ⌊rN_h + ½⌋ or ⌊rN_h⌋ (exact rationals)
-                from fractions import Fraction
-
-                half = Fraction(1, 2) if alloc == "nearest" else Fraction(0)
-                ms = [int(Fraction(c["rate"]) * n + half) for n in c["sizes"]]
-                qs = [
-                    min(mp.mpf(1), mp.mpf(m + 1) / n) for m, n in zip(ms, c["sizes"], strict=True)
-                ]
-                ups = [osd.amp(q, 2 * e) + e for q in qs]
+            else:
+                return strat_rounded(c, e, er, which)
             worst = max(ups)
             return 2 * worst if replace else worst
         if alloc in ("nearest", "floor"):
-            return max(min(e, er), 2 * min(e, er / 2)) if replace else e
+            return strat_rounded(c, e, er, which)
         if alloc == "poisson" and replace:
             return osd.poisson_replace_lower(r, e, er)
         return osd.amp(r, min(e, er) if replace else e)
@@ -2049,6 +2109,8 @@ INVENTORY: list[Formula] = [
         "lower",
         gen_strat_alloc("lower"),
         or_strat_alloc("lower"),
+        loose=strat_boundary,
+        note="no accuracy check where r·N_h is within rounding of a rounding boundary",
     ),
     Formula(
         "stratified randomized certified",

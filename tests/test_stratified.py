@@ -132,12 +132,45 @@ def test_replace_one_is_twice_the_max() -> None:
     assert res.upper == pytest.approx(float(2 * a_hi), rel=1e-13)
     assert res.upper >= res.lower
     assert any("spec §8.1" in b for b in res.basis)
-    dr = design({"rate": 0.01, "strata": [{"size": 1000}]}, guarantee="replace-one")
+    dr = design({"rate": 0.01, "strata": [{"size": 1000}, {"size": 500}]}, guarantee="replace-one")
     rr = engine.bound(dr)
     assert rr.upper == pytest.approx(2 * 0.182185, abs=2e-6)
     inv = engine.invert(dr, 1.0)
     assert engine.bound(dr, epsilon=inv.certified).upper <= 1.0
     assert inv.details["strata"][0]["epsilon"]["certified"] == inv.certified
+    # one stratum: a replacement keeps the size, r·N = 10 records: srswor, A(0.01, 2)
+    d1 = design({"rate": 0.01, "strata": [{"size": 1000}]}, guarantee="replace-one")
+    r1 = engine.bound(d1)
+    want = math.log1p(0.01 * math.expm1(2.0))
+    assert r1.lower <= want <= r1.upper and r1.upper - r1.lower < 1e-14
+    inv1 = engine.invert(d1, 1.0)
+    assert engine.bound(d1, epsilon=inv1.certified).upper <= 1.0
+    assert inv1.certified == pytest.approx(math.log1p(math.expm1(1.0) / 0.01) / 2, rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("n", "rate", "mech", "want"),
+    [
+        # r·N whole: a srswor of r·N (000 Theorem 2.2), exact
+        (4, 0.5, "add-remove", math.log1p(0.5 * math.expm1(2.0))),
+        # 0.34·3 = 1.02: 1 or 2 records; M ε-DP both ways: A(r, ε) (LP value)
+        (3, 0.34, "both", math.log1p(0.34 * math.expm1(1.0))),
+        # add-remove M: the e^{c·m}-weighted witness, c = ε − ε_R = −1 (LP value)
+        (3, 0.34, "add-remove", 1.1459904565742314),
+    ],
+)
+def test_randomized_one_stratum_replace_one_exact(n, rate, mech, want) -> None:
+    d = design(
+        {"rate": rate, "strata": [{"name": "a", "size": n}]},
+        {"epsilon": 1.0, "neighbours": mech},
+        guarantee="replace-one",
+    )
+    res = engine.bound(d)
+    assert exact(d, "replace-one") == pytest.approx(want, abs=TOL)
+    assert res.lower == pytest.approx(want, abs=1e-14) and res.lower <= want + 1e-15
+    assert res.upper >= want  # A(⌈rN⌉/N, ε_R): exact when r·N is whole
+    if (rate * n).is_integer():
+        assert res.upper - res.lower < 1e-14
 
 
 def test_neyman_paper_vectors() -> None:
@@ -405,3 +438,222 @@ def test_engine_properties(sampling: dict, guarantee: str, eps: float, t: float)
         assert engine.bound(d, epsilon=inv.certified).upper <= t
     if inv.impossible_above is not None:
         assert engine.bound(d, epsilon=inv.impossible_above).lower >= t
+
+
+# --------------------------------------------------------------------------------------
+# Deterministic rounding and fixed allocation at the stated sizes, against the exact
+# programme of ampcalc.verify (every ε-DP mechanism with binary output, tiny designs)
+# --------------------------------------------------------------------------------------
+
+
+def exact(d, guarantee: str) -> float:
+    """ε′_exact of a tiny design from the stratified verify hook and the exact LP."""
+    from ampcalc import verify as V
+    from ampcalc.model import Neighbours
+
+    plan = strat._verify_hook(d.params, d.mechanism, "default", 20000, Neighbours(guarantee))
+    out = V.run(plan, limit=20000)
+    assert out.status is None
+    return float(out.epsilon_prime)
+
+
+def det(sizes, rate: float, rounding: str, mech: dict | None = None, guarantee="add-remove"):
+    strata = [{"name": f"s{i}", "size": n} for i, n in enumerate(sizes)]
+    return design(
+        {"rate": rate, "rounding": rounding, "strata": strata}, mech, guarantee=guarantee
+    )
+
+
+TOL = 2e-7  # the programme's tolerance on ε′ (ampcalc.verify.SOLVER_TOL, both directions)
+
+
+def test_v1_one_stratum_replace_one_is_a_simple_random_sample() -> None:
+    # issue 15 V1: N = 10, r = 0.1, nearest, add-remove ε = 1 (ε_R = 2): a replacement
+    # keeps ⌊rN⌉ = 1, so the design is srswor of 1 of 10: A(0.1, 2) (000 Theorem 2.2)
+    d = det([10], 0.1, "nearest", guarantee="replace-one")
+    res = engine.bound(d)
+    want = math.log1p(0.1 * math.expm1(2.0))
+    assert want == pytest.approx(0.4940287080441784, abs=1e-15)
+    assert res.lower <= want <= res.upper and res.upper - res.lower < 2e-15
+    assert exact(d, "replace-one") == pytest.approx(want, abs=TOL)
+    assert res.verdict == "amplifies"  # was lower 2.0, no-amplification
+    assert res.details["allocation_sensitivity"] == {"linf": 0, "l1": 0}  # was l1 = 2
+    w = res.details["witness"]
+    assert w["relation"] == "replace-one"
+    assert w["strata"] == [{"name": "s0", "size": [10, 10], "sample": [1, 1]}]
+    # the same design with M replace-one only needs no add-remove ε
+    d2 = det([10], 0.1, "nearest", {"epsilon": 2.0, "neighbours": "replace-one"}, "replace-one")
+    r2 = engine.bound(d2)
+    assert r2.error is None and r2.lower == pytest.approx(want, abs=1e-14)
+    inv = engine.invert(d, 0.3)
+    assert engine.bound(d, epsilon=inv.certified).upper <= 0.3
+    assert engine.bound(d, epsilon=inv.impossible_above).lower >= 0.3
+
+
+def test_s1_floor_nothing_sampled_is_not_no_amplification() -> None:
+    # issue 15 S1: floor, N = 4, r = 0.0519: m = ⌊0.2076⌋ = 0, and 0 at N = 3 and 5 too
+    d = det([4], 0.0519, "floor")
+    res = engine.bound(d)
+    assert res.lower == 0.0 and res.upper == 0.0  # was lower = ε, no-amplification
+    assert exact(d, "add-remove") == pytest.approx(0.0, abs=TOL)
+    assert res.details["allocation_sensitivity"] == {"linf": 0, "l1": 0}
+    row = res.details["strata"][0]
+    assert row["sample"] == 0
+    assert row["sample_neighbours"] == {"record_removed": 0, "record_added": 0}
+    assert res.details["witness"]["strata"][0]["sample"] == [0, 0]
+
+
+def test_paper_example_14_to_15_is_witnessed() -> None:
+    # 000 §4.3: |P| = 14, |P′| = 15, r = 1/10, round to nearest: 1 vs 2 sampled, ε′ = ε
+    d = det([14], 0.1, "nearest")
+    res = engine.bound(d)
+    assert res.lower == res.upper == 1.0 and res.verdict == "no-amplification"
+    assert exact(d, "add-remove") == pytest.approx(1.0, abs=TOL)
+    w = res.details["witness"]
+    assert w["neighbour"] == "a record added to stratum 's0'"
+    assert w["strata"] == [{"name": "s0", "size": [14, 15], "sample": [1, 2]}]
+    assert res.details["allocation_sensitivity"] == {"linf": 1, "l1": 1}
+    assert "takes stratum 's0' from N = 14 to 15 and its sample from 1 to 2" in res.warnings[0]
+
+
+# (sizes, rate, rounding, mechanism, guarantee, exact ε′ from the LP)
+A2 = math.log1p(math.expm1(2.0) / 2)  # A(1/2, 2)
+EXACT_GRID = [
+    # N = 3: ⌊1.0⌉ = 1 -> ⌊1.5⌉ = 2 (removing a record moves it: ε) and ⌊2.0⌉ = 2 (adding
+    # one keeps it: A(2/4, 2ε))
+    ([3], 0.5, "nearest", "add-remove", "add-remove", A2),
+    ([4], 0.25, "floor", "add-remove", "add-remove", 1.0),  # ⌊0.75⌋ = 0 -> ⌊1⌋ = 1
+    ([5], 0.34, "nearest", "both", "add-remove", 0.5),  # 1.36 -> 1, 1.7 -> 2, 2.04 -> 2
+    ([2, 2], 0.5, "nearest", "add-remove", "add-remove", A2),
+    ([2, 3], 0.25, "floor", "add-remove", "add-remove", 1.0),  # ⌊0.75⌋ = 0 -> ⌊1⌋ = 1
+    ([6], 0.5, "floor", "add-remove", "replace-one", A2),
+    ([2, 2], 0.5, "nearest", "add-remove", "replace-one", A2 + 1.0),  # (0, 1) move
+    ([3, 3], 0.5, "floor", "add-remove", "replace-one", math.log1p(math.expm1(2.0) / 3) + 1),
+    ([1, 1], 1.0, "floor", "add-remove", "replace-one", 2.0),  # both allocations move: ε_R
+]
+
+
+@pytest.mark.parametrize(("sizes", "rate", "rounding", "neigh", "guarantee", "want"), EXACT_GRID)
+def test_deterministic_rounding_exact_grid(sizes, rate, rounding, neigh, guarantee, want) -> None:
+    eps = 0.5 if neigh == "both" else 1.0
+    d = det(sizes, rate, rounding, {"epsilon": eps, "neighbours": neigh}, guarantee)
+    res = engine.bound(d)
+    assert exact(d, guarantee) == pytest.approx(want, abs=TOL)
+    # exact at these sizes: lower = upper = the LP's value (to outward rounding)
+    assert res.lower <= want <= res.upper and res.upper - res.lower < 3e-14
+
+
+@pytest.mark.slow
+def test_deterministic_rounding_sweep_lower_exact_upper() -> None:
+    # every one- and two-stratum design of at most 6 records at six rates, both
+    # roundings, add-remove and `both` M, both guarantees: lower <= exact <= upper;
+    # exact equality wherever the docs say so (add-remove guarantee, one stratum)
+    worst_gap = 0.0
+    for sizes in ([1], [2], [3], [4], [5], [1, 1], [1, 2], [2, 2], [2, 3], [1, 4], [3, 3]):
+        for rate in (0.1, 0.25, 0.34, 0.5, 0.75, 1.0):
+            for rounding in ("nearest", "floor"):
+                for neigh, eps in (("add-remove", 1.0), ("both", 0.5)):
+                    for g in ("add-remove", "replace-one"):
+                        d = det(sizes, rate, rounding, {"epsilon": eps, "neighbours": neigh}, g)
+                        res = engine.bound(d)
+                        ex = exact(d, g)
+                        assert res.lower - TOL <= ex <= res.upper + TOL, (sizes, rate, g)
+                        if g == "add-remove" or len(sizes) == 1:
+                            assert res.upper - res.lower < 3e-14
+                        worst_gap = max(worst_gap, res.upper - ex)
+    # a record moved between strata with no allocation moving: the chained bound is loose
+    assert 0.8 < worst_gap < 0.9  # 0.8676 at strata 1, 2, r = 0.5 (exact 2, upper 2.8676)
+
+
+@pytest.mark.parametrize(
+    ("n", "m", "mech"),
+    [(10, 1, "add-remove"), (5, 2, "add-remove"), (4, 4, "both"), (6, 3, "replace-one")],
+)
+def test_one_stratum_equals_srswor(n: int, m: int, mech: str) -> None:
+    # one stratum under replace-one: proportional (deterministic rounding) and fixed
+    # allocation are a simple random sample of m of n (000 Theorem 2.2), as `srswor`
+    mk = {"epsilon": 1.0, "neighbours": mech}
+    srs = load_designs(
+        {"mechanism": mk, "sampling": {"scheme": "srswor", "population": n, "sample": m}}
+    )[0]
+    want = engine.bound(srs)
+    fixed = design(
+        {"allocation": "fixed", "strata": [{"name": "s0", "size": n, "sample": m}]},
+        mk,
+        guarantee="replace-one",
+    )
+    prop = det([n], m / n, "nearest", mk, "replace-one")
+    for d in (fixed, prop):
+        got = engine.bound(d)
+        assert got.error is None
+        assert got.lower == pytest.approx(want.lower, abs=1e-15)
+        assert got.upper == pytest.approx(want.upper, abs=1e-15)
+    assert exact(fixed, "replace-one") == pytest.approx(float(want.lower), abs=TOL)
+    if mech != "replace-one":  # randomised rounding needs M's add-remove ε
+        rand = design(
+            {"rate": m / n, "strata": [{"name": "s0", "size": n}]}, mk, guarantee="replace-one"
+        )
+        got = engine.bound(rand)
+        assert got.lower == pytest.approx(want.lower, rel=1e-14)
+        assert got.upper == pytest.approx(want.upper, rel=1e-14)
+        assert got.lower <= want.upper and got.upper >= want.lower
+
+
+def test_fixed_two_strata_exact() -> None:
+    # within-stratum replacements: A(max m_h/N_h, ε) = A(2/3, 1) with M ε-DP both ways
+    strata = [{"name": "a", "size": 3, "sample": 1}, {"name": "b", "size": 3, "sample": 2}]
+    d = design(
+        {"allocation": "fixed", "strata": strata},
+        {"epsilon": 1.0, "neighbours": "both"},
+        guarantee="replace-one",
+    )
+    want = math.log1p(2 / 3 * math.expm1(1.0))
+    assert exact(d, "replace-one") == pytest.approx(want, abs=TOL)
+    res = engine.bound(d)
+    assert res.lower <= want <= res.upper
+
+
+# --------------------------------------------------------------------------------------
+# Rate 1: the sample is the population
+# --------------------------------------------------------------------------------------
+
+
+def test_rate_one_is_m_itself() -> None:
+    # Theorem 7.2 at r = 1 gives A(2, 2ε) + 2ε = 4.62 at ε = 1; every record is sampled
+    strata = [{"name": "a", "size": 2}, {"name": "b", "size": 3}]
+    d = design({"rate": 1.0, "strata": strata})
+    res = engine.bound(d)
+    assert res.lower == res.upper == 1.0
+    assert exact(d, "add-remove") == pytest.approx(1.0, abs=TOL)
+    assert float(strat.theorem_4_3(2.0, 1.0, 1.0)) == pytest.approx(4.623, abs=1e-3)
+    ro = engine.bound(design({"rate": 1.0, "strata": strata}, guarantee="replace-one"))
+    assert ro.lower == ro.upper == 2.0  # ε_R = 2ε for an add-remove M
+    both = {"epsilon": 1.0, "neighbours": "both"}
+    rb = engine.bound(design({"rate": 1.0, "strata": strata}, both, guarantee="replace-one"))
+    assert rb.lower == rb.upper == 1.0
+    inv = engine.invert(d, 0.7)
+    assert inv.certified <= 0.7 <= inv.impossible_above
+    assert inv.certified == pytest.approx(0.7, abs=2e-15)
+    assert inv.impossible_above == pytest.approx(0.7, abs=2e-15)
+    # a census stratum among others: its ε′_h is ε, the others keep Theorem 7.2
+    mixed = design(
+        {"strata": [{"name": "a", "size": 2, "rate": 1.0}, {"name": "b", "size": 3, "rate": 0.5}]}
+    )
+    rm = engine.bound(mixed)
+    rows = rm.details["strata"]
+    assert rows[0]["epsilon_prime"] == {"lower": 1.0, "upper": 1.0}
+    assert rows[1]["epsilon_prime"]["upper"] == pytest.approx(float(orc.thm43(0.5, 1.0)))
+    ex = exact(mixed, "add-remove")
+    assert ex == pytest.approx(1.0729469, abs=1e-6)  # docs/verify.md: strata 3, 2 at r = 0.5
+    assert rm.lower <= ex <= rm.upper
+
+
+def test_rounding_example_file_is_exact() -> None:
+    # examples/designs/stratified-rounding.yaml: every lower bound is the LP's value
+    path = "examples/designs/stratified-rounding.yaml"
+    want = [math.log1p(0.1 * math.expm1(2.0)), 1.0, 1.0]
+    for d, w in zip(load_designs(path), want, strict=True):
+        res = engine.bound(d)
+        g = str(d.guarantee or "add-remove")
+        assert exact(d, g) == pytest.approx(w, abs=TOL)
+        assert res.lower <= w <= res.upper and res.upper - res.lower < 3e-14

@@ -172,19 +172,18 @@ def test_stratified_randomised_rounding_brute_force() -> None:
 
 
 def test_stratified_other_allocations_are_refused() -> None:
+    # Neyman allocation depends on the records' values: no enumeration
     d = api.load_design(
         {
             "mechanism": {"epsilon": 1.0, "neighbours": "add-remove"},
             "sampling": {
                 "scheme": "stratified",
-                "allocation": "proportional",
-                "rounding": "nearest",
-                "rate": 0.5,
-                "strata": [{"name": "a", "size": 4}],
+                "allocation": "neyman",
+                "allocations": [[1, 2], [2, 1]],
             },
         }
     )
-    with pytest.raises(ConditionError, match="randomised rounding and Poisson"):
+    with pytest.raises(ConditionError, match="neyman"):
         _hook("stratified")(d.params, d.mechanism)
 
 

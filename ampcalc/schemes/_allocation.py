@@ -107,6 +107,42 @@ def round_proportional(rate: np.ndarray, size: np.ndarray, rule: str) -> np.ndar
     return rounded.astype(np.int64)
 
 
+@dataclass(frozen=True, slots=True)
+class RoundedSteps:
+    """Deterministic allocations of every stratum at N_h − 1, N_h and N_h + 1.
+
+    A neighbour of the stated population (one record added to or removed from a
+    stratum, or moved between strata) changes the sizes of at most two strata by one
+    each; an allocation that depends only on the stratum sizes moves only there.
+    """
+
+    removed: np.ndarray  # f(N_h − 1): a record of stratum h removed
+    at: np.ndarray  # f(N_h): the stated sizes
+    added: np.ndarray  # f(N_h + 1): a record added to stratum h
+
+    @property
+    def down(self) -> np.ndarray:
+        """Δ of removing one record of stratum h: f(N_h) − f(N_h − 1)."""
+        out: np.ndarray = self.at - self.removed
+        return out
+
+    @property
+    def up(self) -> np.ndarray:
+        """Δ of adding one record to stratum h: f(N_h + 1) − f(N_h)."""
+        out: np.ndarray = self.added - self.at
+        return out
+
+
+def proportional_steps(rate: np.ndarray, size: np.ndarray, rule: str) -> RoundedSteps:
+    """``round_proportional`` at N_h − 1 (never below 0), N_h and N_h + 1."""
+    n = np.asarray(size, dtype=np.int64)
+    return RoundedSteps(
+        removed=round_proportional(rate, np.maximum(n - 1, 0), rule),
+        at=round_proportional(rate, n, rule),
+        added=round_proportional(rate, n + 1, rule),
+    )
+
+
 def pareto_front(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The pairs (a, b) not dominated by another pair (both coordinates >=).
 

@@ -4,8 +4,9 @@ Poisson, fixed per-stratum sizes, and Neyman allocation.
 Results are stratified DP (000_97a39a4c524f603f.txt Definition 7.1): each stratum s
 gets its own ε′_s for adding or removing a record *in that stratum*
 (``details.strata``); the headline add-remove ε′ is max_s ε′_s. A replace-one
-guarantee (``guarantee: replace-one``) is derived: a replacement is a deletion in
-one stratum plus an addition in another or the same one, so its loss is at most
+guarantee (``guarantee: replace-one``) is derived (deterministic rounding and fixed
+allocation: computed pair by pair, see ``_analyse_deterministic``): a replacement is a
+deletion in one stratum plus an addition in another or the same one, so its loss is at most
 ε′_s + ε′_{s′} <= 2·max_s ε′_s (spec §8.1: every proven stratified result is for
 add-remove; max{ε′_s, ε′_{s′}} of Definition 7.1 is not implied — with stratified
 Poisson rates 0.5 and 0.01, the sum of the two largest per-stratum values is
@@ -14,8 +15,12 @@ exceeded by a replacement inside the 0.5 stratum).
 Basis:
   - proportional + randomized: 000_97a39a4c524f603f.txt Theorem 7.2 (one stratum:
     Theorem 4.3; proof in Appendices C and E); exact inverse of spec §5.1;
-  - proportional + nearest/floor: 000 §4.1 (degradation Δ·ε, lower bound) and 000
-    Lemma B.1 with the relation fixed to add-remove (spec §4.2, upper bound);
+  - proportional + randomized at rate 1: a census, ε′ = M's own ε (exact);
+  - proportional + nearest/floor: at the stated sizes, each stratum's allocation at
+    N_h − 1, N_h, N_h + 1: a step that keeps it is a simple random sample (000 Theorem
+    2.2 coupling, A(m/N, ε_R), exact), a step that moves it costs exactly ε (000 §4.1
+    witness); replace-one inside a stratum moves nothing, a record moved between strata
+    chains the two steps (ε_R when both move);
   - poisson: 001_4ef689e3bef19c3a.txt Lemma 3.3 (tight);
   - fixed: 000 Theorem 2.2 within each stratum (replace-one inside a stratum);
   - neyman: 000 §7.2 and Appendix E.1 (deterministic, data-dependent allocation:
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,7 +56,12 @@ BASIS_RANDOMIZED = (
     cite(BUN_2022, "Theorem 4.3"),
     cite(BUN_2022, "Appendix E"),
 )
-BASIS_DETERMINISTIC = (cite(BUN_2022, "§4.1"), cite(BUN_2022, "Lemma B.1 (add-remove)"))
+BASIS_DETERMINISTIC = (
+    cite(BUN_2022, "§4.1"),
+    cite(BUN_2022, "Theorem 2.2 (per stratum)"),
+    "derived: one stratum's sample at N_h − 1, N_h, N_h + 1 coupled record by record "
+    "(docs/stratified.md, deterministic rounding)",
+)
 BASIS_POISSON = (cite(BUN_2020_WP, "Lemma 3.3"), BBG18)
 BASIS_FIXED = (cite(BUN_2022, "Theorem 2.2 (per stratum)"),)
 BASIS_NEYMAN = (cite(BUN_2022, "§7.2"), cite(BUN_2022, "Appendix E.1"), cite(BUN_2022, "§4.1"))
@@ -68,6 +79,15 @@ REPLACE_ONE_NOTE = (
     "ε′ <= ε′_s + ε′_{s′} <= 2·max_s ε′_s. Definition 7.1's max{ε′_s, ε′_{s′}} does not "
     "follow (stratified Poisson with rates 0.5 and 0.01: a replacement inside the 0.5 "
     "stratum exceeds the sum of the two largest per-stratum values)."
+)
+
+DETERMINISTIC_REPLACE_NOTE = (
+    "replace-one guarantee under deterministic rounding: a replacement inside a stratum "
+    "keeps every allocation (a simple random sample per stratum: A(m_h/N_h, ε_R), exact, "
+    "000_97a39a4c524f603f.txt Theorem 2.2); a record moved from stratum s to t is a "
+    "removal from s and an addition to t, bounded by the sum of the two exact one-stratum "
+    "losses, or by ε_R when both allocations move (the two changes pair into one "
+    "replacement of a sampled record)"
 )
 
 
@@ -746,44 +766,77 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
     n = p.strata.size.astype(float)
     _check_rate_condition(p, r)
     a = r + 1.0 / n if p.size_aware else 2.0 * r
-    fa, fb = alloc.pareto_front(a, r)
+    # rate 1: the stratum is a census, every record is sampled, ε′_h = ε exactly
+    census = r >= 1.0
+    all_census = bool(census.all())
+    fa, fb = alloc.pareto_front(a[~census], r[~census])
     r_max = float(r.max())
     replace = guarantee is Neighbours.REPLACE_ONE
     eps_r = mechanism.epsilon_replace_one_of
     ratio_lo = min(1.0, mechanism.replace_one_ratio())
 
     def per_stratum(eps: Any) -> np.ndarray:
-        return theorem_4_3(a, r, eps)
+        e = np.asarray(eps, dtype=float)
+        out: np.ndarray = np.where(census, e, theorem_4_3(a, r, e))
+        return out
 
     def stratified_max(eps: np.ndarray) -> np.ndarray:
         e = np.asarray(eps, dtype=float)
-        vals = theorem_4_3(fa.reshape((-1,) + (1,) * e.ndim), fb.reshape((-1,) + (1,) * e.ndim), e)
-        worst: np.ndarray = vals.max(axis=0)
+        parts = [e.copy()] if census.any() else []
+        if fa.size:
+            shape = (-1,) + (1,) * e.ndim
+            parts.append(theorem_4_3(fa.reshape(shape), fb.reshape(shape), e).max(axis=0))
+        worst: np.ndarray = functools.reduce(np.maximum, parts)
         return worst
 
+    # one stratum under replace-one: a replacement keeps the size distribution, so the
+    # design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records
+    single = replace and len(p.strata) == 1 and not all_census
+    mix = _size_mixture(float(r[0]), int(p.strata.size[0])) if single else None
+
     def upper(eps: np.ndarray) -> np.ndarray:
+        if all_census:  # the sample is the population: M∘C = M
+            return eps_r(eps) if replace else np.asarray(eps, dtype=float).copy()
+        if mix is not None:
+            return mix.upper(eps_r(eps))
         m = stratified_max(eps)
         return numeric.round_up(2.0 * m) if replace else m
 
     def lower(eps: np.ndarray) -> np.ndarray:
         e = np.asarray(eps, dtype=float)
+        if all_census:
+            return eps_r(e) if replace else e.copy()
+        if mix is not None:
+            lo1: np.ndarray = np.maximum(
+                mix.lower(e, eps_r(e)), lower_epsilon(r_max, np.minimum(e, eps_r(e)))
+            )
+            return lo1
         if replace:
-            return lower_epsilon(r_max, np.minimum(e, eps_r(e)))
-        return lower_epsilon(r_max, e)
+            lo = lower_epsilon(r_max, np.minimum(e, eps_r(e)))
+            # a replacement inside a census stratum changes the sample by that record
+            return np.maximum(lo, eps_r(e)) if census.any() else lo
+        return e.copy() if census.any() else lower_epsilon(r_max, e)
 
     def per_stratum_certified(t: Any) -> np.ndarray:
         t = np.asarray(t, dtype=float)
-        guess = numeric.round_down(theorem_4_3_inverse(a, r, t))
+        guess = numeric.round_down(np.where(census, t, theorem_4_3_inverse(a, r, t)))
         return numeric.certify_down(per_stratum, guess, np.broadcast_to(t, guess.shape))
 
     def certified(target: np.ndarray) -> np.ndarray:
         t = np.asarray(target, dtype=float)
+        if all_census:
+            ratio = mechanism.replace_one_ratio() if replace else 1.0
+            return numeric.certify_down(upper, numeric.round_down(t / ratio), t)
+        if mix is not None:
+            inv = numeric.amplification_inverse(mix.q_hi, t) / mechanism.replace_one_ratio()
+            return numeric.certify_down(upper, numeric.round_down(inv), t)
         tt = t / 2.0 if replace else t
         shape = (-1,) + (1,) * t.ndim
-        guess = numeric.round_down(
-            theorem_4_3_inverse(fa.reshape(shape), fb.reshape(shape), tt).min(axis=0)
-        )
-        return numeric.certify_down(upper, guess, t)
+        guess = tt.copy()
+        if fa.size:
+            inv = theorem_4_3_inverse(fa.reshape(shape), fb.reshape(shape), tt).min(axis=0)
+            guess = np.minimum(guess, inv) if census.any() else inv
+        return numeric.certify_down(upper, numeric.round_down(guess), t)
 
     def impossible_above(target: np.ndarray) -> np.ndarray:
         t = np.asarray(target, dtype=float)
@@ -796,7 +849,14 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         t = np.asarray(target, dtype=float)
         if t.ndim:
             return {}
-        tt = float(t) / 2.0 if replace else float(t)
+        if mix is not None:
+            one = float(certified(t))
+            imp1 = float(numeric.smallest_reaching(lower, float(t), one, 2.0 * one + 1.0))
+            return {"strata": _invert_rows(p, r, r * n, one, imp1)}
+        if all_census:
+            tt = float(t) / (mechanism.replace_one_ratio() if replace else 1.0)
+        else:
+            tt = float(t) / 2.0 if replace else float(t)
         cert = per_stratum_certified(tt)
         imp = numeric.amplification_inverse(r, float(t)) / (ratio_lo if replace else 1.0)
         imp = numeric.certify_up(
@@ -810,7 +870,8 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         }
 
     eps0 = _scalar_eps(mechanism)
-    rows = _strata_rows(p, r, r * n, lower_epsilon(r, eps0), per_stratum(eps0))
+    lower_rows = np.where(census, eps0, lower_epsilon(r, eps0))
+    rows = _strata_rows(p, r, r * n, lower_rows, per_stratum(eps0))
     warnings: list[str] = []
     form = "size-aware form from the proof of Theorem 4.3 (r + 1/N_h in place of 2r)"
     if p.size_aware:
@@ -820,10 +881,28 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
             "per-stratum rates: derived extension of Theorem 7.2 (spec §5.2; the proof is "
             "per stratum, the paper states one common r)"
         )
-    if replace:
+    if replace and not all_census and not single:
         warnings.append(REPLACE_ONE_NOTE)
+    if single:
+        warnings.append(
+            "replace-one with one stratum: a replacement keeps the stratum size, so the "
+            "design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records: ε′ <= "
+            "A(⌈rN⌉/N, ε_R) (000_97a39a4c524f603f.txt Theorem 2.2 at the larger size; "
+            "exact when rN is a whole number, the srswor value)"
+        )
+    if census.any():
+        which = [nm for nm, c in zip(p.strata.names, census.tolist(), strict=True) if c]
+        shown = ", ".join(repr(x) for x in which[:3]) + (" …" if len(which) > 3 else "")
+        warnings.append(
+            "rate 1: the sample is the whole population, M's own ε under the guarantee's "
+            "relation, exactly (Theorem 7.2 would give "
+            f"{float(theorem_4_3(2.0, 1.0, eps0)):.6g} at ε = {eps0:g})"
+            if all_census
+            else f"rate 1 in {len(which)} strata ({shown}): each is sampled whole, so its "
+            "ε′_h is M's ε exactly (Theorem 7.2 is not used there)"
+        )
     up0 = float(upper(np.asarray(eps0)))
-    if up0 >= eps0 * (mechanism.replace_one_ratio() if replace else 1.0):
+    if not all_census and up0 >= eps0 * (mechanism.replace_one_ratio() if replace else 1.0):
         warnings.append(
             "no amplification is guaranteed at this ε: Theorem 7.2's bound is not below M's ε "
             "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; spec §5.1)"
@@ -838,6 +917,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         "strata_count": len(p.strata),
         "approx_6re": approx,
         "approx_6re_relative_error": (approx - exact) / exact if exact > 0 else None,
+        "census_strata": int(census.sum()),
         "strata": rows,
     }
     conditions = (
@@ -854,13 +934,69 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         lower=lower,
         delta_prime=lambda e: np.zeros(np.shape(e)),
         certified=certified,
-        impossible_above=impossible_above,
-        basis=(*BASIS_RANDOMIZED, *((REPLACE_ONE_BASIS,) if replace else ())),
+        impossible_above=None if replace and (census.any() or single) else impossible_above,
+        basis=(
+            *BASIS_RANDOMIZED,
+            *((cite(BUN_2022, "Theorem 2.2 (one stratum)"),) if single else ()),
+            *((REPLACE_ONE_BASIS,) if replace and not all_census and not single else ()),
+        ),
         conditions=conditions,
         warnings=tuple(warnings),
         details=details,
         invert_details=invert_details,
     )
+
+
+@dataclass(frozen=True)
+class _SizeMixture:
+    """One stratum under randomised rounding: ⌊rN⌋ or ⌈rN⌉ records, then srswor."""
+
+    n: int
+    sizes: tuple[int, ...]
+    probs: tuple[float, ...]
+
+    @property
+    def q_hi(self) -> float:
+        return max(self.sizes) / self.n
+
+    def upper(self, er: np.ndarray) -> np.ndarray:
+        """A replacement inside the stratum: A(⌈rN⌉/N, ε_R), the per-size bound of 000
+        Theorem 2.2 at the larger size (a mixture with the same weights on both sides
+        is no worse than its worst component)."""
+        return numeric.amplification_upper(self.q_hi, er)
+
+    def lower(self, ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        """Witness Pr[M(S) = 1] ∝ e^{ε_R·[x ∈ S] + c·|S|}, c = ε_D − ε_R: every record's
+        weight is c or ε_R + c, so M is ε_D-DP under add-remove (|c|, |ε_R + c| <= ε_D as
+        ε_R <= 2ε_D) and ε_R-DP under replace-one. Loss: log of the e^{c·m}-weighted mean
+        of 1 + (m/N)(e^{ε_R} − 1) over the sizes m. Rounded down."""
+        e_d, e_r = np.broadcast_arrays(np.asarray(ed, float), np.asarray(er, float))
+        c = e_d - e_r
+        lo = min(self.sizes)
+        logs_w = [
+            math.log(pm) + c * (m - lo) for m, pm in zip(self.sizes, self.probs, strict=True)
+        ]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            num = np.logaddexp.reduce(
+                [
+                    lw + numeric.amplification(m / self.n, e_r)
+                    for lw, m in zip(logs_w, self.sizes, strict=True)
+                ]
+            )
+            den = np.logaddexp.reduce(logs_w)
+        val = num - den
+        slack = 8.0 * np.spacing(np.maximum(np.abs(num), 1.0))
+        out: np.ndarray = numeric.round_down(np.maximum(val - slack, 0.0))
+        return out
+
+
+def _size_mixture(rate: float, n: int) -> _SizeMixture:
+    x = rate * n
+    lo = math.floor(x)
+    frac = x - lo
+    if frac == 0.0:
+        return _SizeMixture(n, (min(lo, n),), (1.0,))
+    return _SizeMixture(n, (lo, min(lo + 1, n)), (1.0 - frac, frac))
 
 
 def _shortcut_note(r_max: float, target: float, exact: float) -> dict[str, Any]:
@@ -874,69 +1010,416 @@ def _shortcut_note(r_max: float, target: float, exact: float) -> dict[str, Any]:
     }
 
 
+def _step_values(
+    delta: np.ndarray, q: np.ndarray, ed: np.ndarray, er: np.ndarray, up: bool
+) -> np.ndarray:
+    """Exact loss of one stratum step N ↔ N + 1 with allocations m and m + Δ, Δ ∈ {0, 1}.
+
+    Δ = 1: ε_D (upper: drop x, or a random record, from the larger sample — a coupling
+    at add-remove distance 1; lower: Pr[M(S) = 1] ∝ e^{ε_D·|S|}). Δ = 0: A(q, ε_R) with
+    q = m/(N + 1) the added record's inclusion (upper: swap x for a random unsampled
+    record, 000 Theorem 2.2's coupling; lower: Pr[M(S) = 1] ∝ e^{ε_R·[x ∈ S] − ε_R|S|/2},
+    ε_D-DP under add-remove as ε_R <= 2ε_D). Rounded up (``up``) or down.
+    """
+    out: np.ndarray = np.where(delta > 0, ed, _amp(q, er, up))
+    return out
+
+
+def _amp(q: Any, eps: Any, up: bool) -> np.ndarray:
+    """A(q, ε) rounded up or down; exactly 0 where q = 0 (nothing can be sampled)."""
+    q = np.asarray(q, dtype=float)
+    val = numeric.amplification_upper(q, eps) if up else numeric.amplification_lower(q, eps)
+    out: np.ndarray = np.where(q > 0, val, 0.0)
+    return out
+
+
+MOVE_GRID = np.linspace(0.0, 1.0, 33)
+
+
+def _move_witness(q_from: float, q_to: float, er: np.ndarray) -> np.ndarray:
+    """Lower bound for a record x moved from stratum s to t when neither allocation moves.
+
+    Witness: Pr[M(S) = 1] ∝ e^{a·[x ∈ S] − (ε_R − a)·[x′ ∈ S] − c·|S|} with c = a − ε_R/2:
+    every record's weight lies in [−ε_R/2, ε_R/2], so M is ε_R/2 <= ε-DP under
+    add-remove and ε_R-DP under replace-one. x is in P's sample with probability
+    q_from = m_s/N_s, x′ in P′'s with q_to = m_t/(N_t + 1), the sample sizes agree:
+    loss log(1 + q_from(e^a − 1)) − log(1 + q_to(e^{a − ε_R} − 1)) (and the same with
+    the roles swapped for the other direction), maximised over a on a grid of [0, ε_R].
+    a = ε_R is the within-stratum value A(q_from, ε_R). Rounded down.
+    """
+    e = np.asarray(er, dtype=float)[..., None]
+    a = MOVE_GRID * e
+    with np.errstate(over="ignore", invalid="ignore"):
+        one = numeric.amplification(q_from, a) + numeric.neg_log1m(q_to, e - a)
+        two = numeric.amplification(q_to, a) + numeric.neg_log1m(q_from, e - a)
+    best = np.maximum(np.nanmax(one, axis=-1), np.nanmax(two, axis=-1))
+    down = numeric.round_down(np.maximum(best, 0.0) - 8.0 * np.spacing(e[..., 0]))
+    out: np.ndarray = np.maximum(down, 0.0)
+    return out
+
+
+@dataclass(frozen=True)
+class _Rounded:
+    """Deterministic allocations at the stated sizes and at every neighbour's sizes."""
+
+    steps: alloc.RoundedSteps
+    size: np.ndarray
+    q_down: np.ndarray  # m_h/N_h: a record of the stated stratum h is sampled
+    q_up: np.ndarray  # m_h/(N_h + 1): a record added to stratum h is sampled
+    cross: tuple[tuple[int, int], ...]  # candidate (from s, to t) moves, s != t
+
+    @classmethod
+    def of(cls, p: Params) -> _Rounded:
+        size = p.strata.size
+        steps = alloc.proportional_steps(p.rates(), size, p.rounding or "nearest")
+        down, up = steps.down, steps.up
+        # r in (0, 1]: ⌊rN⌉ and ⌊rN⌋ are nondecreasing in N with steps of at most 1
+        assert ((down >= 0) & (down <= 1) & (up >= 0) & (up <= 1)).all()
+        n = size.astype(float)
+        q_down = steps.at / n
+        q_up = steps.at / (n + 1.0)
+        return cls(steps, size, q_down, q_up, _cross_candidates(down, up, q_down, q_up))
+
+    def cross_jumps(self, s: int, t: int) -> tuple[int, int]:
+        return int(self.steps.down[s]), int(self.steps.up[t])
+
+
+@dataclass(frozen=True)
+class _Subset:
+    """Some strata's steps, for per-stratum inversion (one ε per stratum)."""
+
+    down: np.ndarray
+    up: np.ndarray
+    q_down: np.ndarray
+    q_up: np.ndarray
+
+    def __init__(self, steps: alloc.RoundedSteps, rd: _Rounded, mask: np.ndarray) -> None:
+        object.__setattr__(self, "down", steps.down[mask])
+        object.__setattr__(self, "up", steps.up[mask])
+        object.__setattr__(self, "q_down", rd.q_down[mask])
+        object.__setattr__(self, "q_up", rd.q_up[mask])
+
+    def values(self, eps: Any, eps_r: Callable[[Any], np.ndarray], up: bool) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        er = eps_r(e)
+        out: np.ndarray = np.maximum(
+            _step_values(self.down, self.q_down, e, er, up),
+            _step_values(self.up, self.q_up, e, er, up),
+        )
+        return out
+
+
+def _cross_candidates(
+    down: np.ndarray, up: np.ndarray, q_down: np.ndarray, q_up: np.ndarray
+) -> tuple[tuple[int, int], ...]:
+    """Ordered pairs (s, t), s != t, holding the worst move of a record from s to t.
+
+    The loss of a move depends on (Δ_s, Δ_t) and increases in q_down[s] and q_up[t];
+    within each of the four (Δ_s, Δ_t) classes the worst pair with s != t is among the
+    two largest of each side, so at most 16 pairs are kept (none for one stratum).
+    """
+    if down.size < 2:
+        return ()
+    out: set[tuple[int, int]] = set()
+    for a in (0, 1):
+        s_idx = np.flatnonzero(down == a)
+        s_top = s_idx[np.argsort(-q_down[s_idx], kind="stable")[:2]]
+        for b in (0, 1):
+            t_idx = np.flatnonzero(up == b)
+            t_top = t_idx[np.argsort(-q_up[t_idx], kind="stable")[:2]]
+            out.update((int(s), int(t)) for s in s_top for t in t_top if s != t)
+    return tuple(sorted(out))
+
+
 def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
-    _need_add_remove(mechanism, "000_97a39a4c524f603f.txt Lemma B.1 / §4.1")
     rule = p.rounding or "nearest"
     r = p.rates()
-    n = p.strata.size.astype(float)
-    m = alloc.round_proportional(r, p.strata.size, rule)
-    q = np.minimum(1.0, (m + 1.0) / n)
-    q_max = float(q.max())
+    rd = _Rounded.of(p)
+    steps, m = rd.steps, rd.steps.at
+    k = len(p.strata)
+    names = p.strata.names
     replace = guarantee is Neighbours.REPLACE_ONE
     eps_r = mechanism.epsilon_replace_one_of
+    ed_known = mechanism.epsilon_add_remove_known()
     pure = mechanism.delta == 0.0
+    if not replace:
+        _need_add_remove(mechanism, "an add-remove guarantee under deterministic rounding")
+    one_sided = [(s, t) for s, t in rd.cross if rd.cross_jumps(s, t) in ((1, 0), (0, 1))]
+    if replace and not ed_known and one_sided:
+        s, t = one_sided[0]
+        raise ConditionError(
+            f"moving a record from stratum {names[s]!r} to {names[t]!r} changes the total "
+            "sample size (deterministic rounding), so M's add-remove ε is needed, and "
+            "`neighbours: replace-one` leaves it unknown. Declare `neighbours: add-remove` "
+            "or `both`."
+        )
+    # add-remove steps: the largest inclusion among steps that keep the allocation
+    flat = np.concatenate([rd.q_down[steps.down == 0], rd.q_up[steps.up == 0]])
+    q_flat = float(flat.max()) if flat.size else None
+    jump = bool((steps.down > 0).any() or (steps.up > 0).any())
+    q_within = float(np.max(rd.q_down))
 
-    def stratum_upper(eps: Any) -> np.ndarray:
-        return lemma_b1(q, eps)
+    def ed_of(e: np.ndarray) -> np.ndarray:
+        return e if ed_known else np.full(e.shape, np.inf)
+
+    def add_remove(eps: np.ndarray, up: bool) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        er = eps_r(e)
+        parts = [e.copy()] if jump else []
+        if q_flat is not None:
+            parts.append(_amp(q_flat, er, up))
+        out: np.ndarray = functools.reduce(np.maximum, parts)
+        return out
+
+    def cross_value(s: int, t: int, e: np.ndarray, up: bool) -> np.ndarray:
+        """A record moved from stratum s to t: the loss bound (up) or witness (down)."""
+        er = eps_r(e)
+        ds, dt = rd.cross_jumps(s, t)
+        if ds and dt:  # both allocations move: the two changes pair into one replacement
+            both: np.ndarray = np.array(er, dtype=float)
+            return both
+        if not up and not (ds or dt):
+            return _move_witness(float(rd.q_down[s]), float(rd.q_up[t]), er)
+        ed = ed_of(e)
+        first = _step_values(np.asarray(ds), np.asarray(rd.q_down[s]), ed, er, up)
+        second = _step_values(np.asarray(dt), np.asarray(rd.q_up[t]), ed, er, up)
+        # one allocation moves: the sum is attained (docs/stratified.md), so it is both
+        return numeric.round_up(first + second) if up else numeric.round_down(first + second)
+
+    def replace_one(eps: np.ndarray, up: bool) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        out = _amp(q_within, eps_r(e), up)
+        for s, t in rd.cross:
+            out = np.maximum(out, cross_value(s, t, e, up))
+        return out
 
     def upper(eps: np.ndarray) -> np.ndarray:
-        u = lemma_b1(q_max, eps)
-        return numeric.round_up(2.0 * u) if replace else u
+        return replace_one(eps, True) if replace else add_remove(eps, True)
 
     def lower(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        if not replace:
-            same: np.ndarray = e.copy()  # Δ = 1: count of the stratum's sample + Lap(1/ε)
-            return same  # (000 §4.1)
+        return replace_one(eps, False) if replace else add_remove(eps, False)
+
+    def stratum_values(eps: Any, up: bool) -> np.ndarray:
+        """Stratified add-remove ε′_h: the worse of removing and adding a record of h."""
+        e = np.asarray(eps, dtype=float)  # scalar, or one ε per stratum
         er = eps_r(e)
-        # Δ∞ = 1 (one count, ε-DP both ways) or Δ₁ = 2 (both counts, ε_D add-remove)
-        out: np.ndarray = np.maximum(np.minimum(e, er), 2.0 * np.minimum(e, er / 2.0))
+        down = _step_values(steps.down, rd.q_down, e, er, up)
+        add = _step_values(steps.up, rd.q_up, e, er, up)
+        out: np.ndarray = np.maximum(down, add)
         return out
 
     def invert_details(target: np.ndarray) -> dict[str, Any]:
         t = np.asarray(target, dtype=float)
         if t.ndim or not pure:
             return {}
-        tt = float(t) / 2.0 if replace else float(t)
-        cert = numeric.largest_feasible(stratum_upper, np.full(q.shape, tt), tt / 4, tt)
-        return {"strata": _invert_rows(p, r, m, cert, np.full(q.shape, float(t)))}
+        tt = float(t)
+        if replace or not ed_known:
+            cert = numeric.largest_feasible(upper, tt, tt / 4, tt)
+            imp = numeric.smallest_reaching(lower, tt, tt / 4, tt)
+            return {"strata": _invert_rows(p, r, m, cert, imp)}
+        # closed form per stratum, then certified as evaluated: a step that moves the
+        # allocation needs ε <= T, one that keeps it A(q, ratio·ε) <= T
+        tk = np.full(k, tt)
+        ratio = mechanism.replace_one_ratio()
+        keep = np.maximum(
+            np.where(steps.down == 0, rd.q_down, 0.0), np.where(steps.up == 0, rd.q_up, 0.0)
+        )
+        moves = (steps.down > 0) | (steps.up > 0)
+        with np.errstate(divide="ignore"):
+            inv = np.where(keep > 0, numeric.amplification_inverse(keep, tk) / ratio, np.inf)
+        guess = np.where(moves, np.minimum(tk, inv), inv)
+        finite = np.isfinite(guess)
+        cert = np.full(k, np.inf)
+        imp = np.full(k, np.inf)
+        if finite.any():
+            g, t_f = guess[finite], tk[finite]
+            sub = _Subset(steps, rd, finite)
+            cert[finite] = numeric.certify_down(
+                lambda e: sub.values(e, eps_r, True), numeric.round_down(g), t_f
+            )
+            imp[finite] = numeric.certify_up(
+                lambda e: sub.values(e, eps_r, False), numeric.round_up(g), t_f
+            )
+        return {"strata": _invert_rows(p, r, m, cert, imp)}
 
     eps0 = _scalar_eps(mechanism)
+    e0 = np.asarray(eps0)
     rows = _strata_rows(
-        p, r, m, np.full(len(p.strata), eps0), stratum_upper(eps0) if pure else None
+        p,
+        r,
+        m,
+        stratum_values(eps0, False) if ed_known else None,
+        stratum_values(eps0, True) if ed_known and pure else None,
     )
-    warnings = [
-        f"deterministic rounding ({'round half up' if rule == 'nearest' else 'floor'}) makes "
-        "each stratum's sample size depend on the data with sensitivity 1 (000 §4.1): a "
-        "mechanism releasing a stratum's sample count with Lap(1/ε) loses ε′ >= ε, so there "
-        "is no amplification. Randomised rounding (`rounding: randomized`, Theorem 7.2) "
-        "fixes this."
-    ]
+    for row, removed, added in zip(
+        rows, steps.removed.tolist(), steps.added.tolist(), strict=True
+    ):
+        row["sample_neighbours"] = {"record_removed": removed, "record_added": added}
+    witness = _deterministic_witness(p, rd, replace, eps0, float(eps_r(e0)), cross_value)
+    if replace:
+        pairs = [rd.cross_jumps(s, t) for s, t in rd.cross]
+        linf = max((max(a, b) for a, b in pairs), default=0)
+        l1 = max((a + b for a, b in pairs), default=0)
+    else:
+        linf = l1 = int(max(steps.down.max(), steps.up.max()))
+    warnings = [_deterministic_note(rule, witness, linf, replace)]
     details: dict[str, Any] = {
         "allocation": "proportional",
         "rounding": rule,
-        "allocation_sensitivity": {"linf": 1, "l1": 2 if replace else 1},
-        "strata_count": len(p.strata),
+        "allocation_sensitivity": {"linf": linf, "l1": l1},
+        "witness": witness,
+        "strata_count": k,
         "strata": rows,
     }
+    _randomized_side(p, mechanism, guarantee, eps0, details, warnings)
+    if not pure:
+        warnings.append(
+            "the upper bound is for pure ε-DP mechanisms: no upper bound with delta > 0"
+        )
+    if replace:
+        warnings.append(DETERMINISTIC_REPLACE_NOTE)
+    return Analysis(
+        guarantee_neighbours=guarantee,
+        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
+        upper=upper if pure else None,
+        lower=lower,
+        delta_prime=(lambda e: np.zeros(np.shape(e))) if pure else None,
+        basis=BASIS_DETERMINISTIC,
+        conditions=(
+            "each stratum samples ⌊r·N_h⌉ (or ⌊r·N_h⌋) records without replacement: a "
+            "deterministic function of the stratum size",
+            "bounds at the stated stratum sizes: the pairs are the stated population and "
+            "each of its neighbours",
+            f"M is ε-DP under add-remove (declared: {mechanism.neighbours})"
+            if not replace
+            else f"M's replace-one ε_R (declared: {mechanism.neighbours})",
+        ),
+        warnings=tuple(warnings),
+        details=details,
+        invert_details=invert_details,
+    )
+
+
+def _deterministic_witness(
+    p: Params,
+    rd: _Rounded,
+    replace: bool,
+    eps0: float,
+    er0: float,
+    cross_value: Callable[[int, int, np.ndarray, bool], np.ndarray],
+) -> dict[str, Any]:
+    """The neighbour of the stated sizes whose witness gives the lower bound at ε."""
+    names, size, steps = p.strata.names, rd.size, rd.steps
+    e0 = np.asarray(eps0)
+
+    def stratum(h: int, dn: int) -> dict[str, Any]:
+        after = {-1: steps.removed, 0: steps.at, 1: steps.added}[dn]
+        return {
+            "name": names[h],
+            "size": [int(size[h]), int(size[h]) + dn],
+            "sample": [int(steps.at[h]), int(after[h])],
+        }
+
+    srs = (
+        "Pr[M(S) = 1] ∝ e^{ε_R·[x ∈ S] − ε_R·|S|/2}, x the differing record (ε_R-DP under "
+        "replace-one, ε-DP under add-remove as ε_R <= 2ε): loss A(m/N, ε_R), exact "
+        "(a simple random sample, 000_97a39a4c524f603f.txt Theorem 2.2)"
+    )
+    empty = "none: the differing record is never sampled (m_h = 0), every M has loss 0"
+    count = "M(S) = |S| + Lap(1/ε) (000_97a39a4c524f603f.txt §4.1): loss Δ·ε, exact"
+    best: dict[str, Any]
+    if replace:
+        h = int(np.argmax(rd.q_down))
+        best = {
+            "relation": "replace-one",
+            "neighbour": f"a record of stratum {names[h]!r} replaced by another of the same "
+            "stratum (every allocation unchanged)",
+            "strata": [stratum(h, 0)],
+            "mechanism": srs if steps.at[h] else empty,
+            "epsilon_prime": float(_amp(rd.q_down[h], er0, False)),
+        }
+        for s, t in rd.cross:
+            v = float(cross_value(s, t, e0, False))
+            if v <= best["epsilon_prime"]:
+                continue
+            ds, dt = rd.cross_jumps(s, t)
+            how = (
+                "(|S_t| − |S_s|)/2 + Lap(1/ε_R) over the two strata's sample counts: the "
+                "two allocation changes add up, loss ε_R, exact"
+                if ds and dt
+                else "the changed stratum's sample count + Lap(1/min(ε, ε_R)) "
+                "(000_97a39a4c524f603f.txt §4.1)"
+            )
+            best = {
+                "relation": "replace-one",
+                "neighbour": f"a record moved from stratum {names[s]!r} to {names[t]!r}",
+                "strata": [stratum(s, -1), stratum(t, 1)],
+                "mechanism": how,
+                "epsilon_prime": v,
+            }
+        return best
+    er = np.asarray(er0)
+    vals = np.stack(
+        [
+            _step_values(steps.down, rd.q_down, e0, er, False),
+            _step_values(steps.up, rd.q_up, e0, er, False),
+        ]
+    )  # (removed, added) x strata
+    moves = np.stack([steps.down, steps.up])
+    # the worst step; among equals, one that moves an allocation, then the first
+    order = np.lexsort((np.arange(vals.size), -moves.ravel(), -vals.ravel()))
+    side, h = divmod(int(order[0]), len(names))
+    v, delta, dn = float(vals[side, h]), int(moves[side, h]), (-1 if side == 0 else 1)
+    verb = "removed from" if dn < 0 else "added to"
+    return {
+        "relation": "add-remove",
+        "neighbour": f"a record {verb} stratum {names[h]!r}",
+        "strata": [stratum(h, dn)],
+        "mechanism": count if delta else (srs if steps.at[h] else empty),
+        "epsilon_prime": v,
+    }
+
+
+def _deterministic_note(rule: str, witness: dict[str, Any], linf: int, replace: bool) -> str:
+    how = "round half up" if rule == "nearest" else "floor"
+    if linf:
+        moved = [s for s in witness["strata"] if s["sample"][0] != s["sample"][1]]
+        if moved:
+            s = moved[0]
+            where = (
+                f"{witness['neighbour']} takes stratum {s['name']!r} from N = {s['size'][0]} "
+                f"to {s['size'][1]} and its sample from {s['sample'][0]} to {s['sample'][1]}"
+            )
+        else:
+            where = "a neighbour of these sizes moves a stratum's rounded allocation by one"
+        return (
+            f"deterministic rounding ({how}): {where}, so a mechanism releasing a "
+            "stratum's sample count with Lap(1/ε) loses ε′ >= ε (000_97a39a4c524f603f.txt "
+            "§4.1): no amplification. Randomised rounding (`rounding: randomized`, "
+            "Theorem 7.2) fixes this."
+        )
+    rel = "replacement" if replace else "added or removed record"
+    return (
+        f"deterministic rounding ({how}): at these stratum sizes no {rel} changes a "
+        "rounded allocation, so the design is a simple random sample without replacement "
+        "in each stratum and the bounds are exact. Other sizes can move it "
+        "(000_97a39a4c524f603f.txt §4.3: N = 14 → 15 at r = 0.1 takes ⌊rN⌉ from 1 to 2, "
+        "and then ε′ >= ε)."
+    )
+
+
+def _randomized_side(
+    p: Params,
+    mechanism: Mechanism,
+    guarantee: Neighbours,
+    eps0: float,
+    details: dict[str, Any],
+    warnings: list[str],
+) -> None:
+    """The same rates with randomised rounding, for comparison (``randomized_rounding``)."""
     try:
         fixed = _analyse_randomized(
-            Params(
-                allocation="proportional",
-                rounding="randomized",
-                rate=p.rate,
-                strata=p.strata,
-            ),
+            Params(allocation="proportional", rounding="randomized", rate=p.rate, strata=p.strata),
             Mechanism(
                 epsilon=mechanism.epsilon,
                 neighbours=mechanism.neighbours,
@@ -955,26 +1438,6 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
     except ConditionError as err:
         details["randomized_rounding"] = None
         warnings.append(f"randomised rounding would not be covered either: {err.message}")
-    if not pure:
-        warnings.append("Lemma B.1 is for pure ε-DP mechanisms: no upper bound with delta > 0")
-    if replace:
-        warnings.append(REPLACE_ONE_NOTE)
-    return Analysis(
-        guarantee_neighbours=guarantee,
-        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
-        upper=upper if pure else None,
-        lower=lower,
-        delta_prime=(lambda e: np.zeros(np.shape(e))) if pure else None,
-        basis=(*BASIS_DETERMINISTIC, *((REPLACE_ONE_BASIS,) if replace else ())),
-        conditions=(
-            "each stratum samples ⌊r·N_h⌉ (or ⌊r·N_h⌋) records without replacement: a "
-            "deterministic, data-dependent size",
-            f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
-        ),
-        warnings=tuple(warnings),
-        details=details,
-        invert_details=invert_details,
-    )
 
 
 def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -1431,36 +1894,54 @@ def compare(design: Any, target: float) -> dict[str, Any]:
 
 
 def _verify_hook(
-    params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
+    params: Params,
+    mechanism: Mechanism,
+    pairs: str = "default",
+    limit: int = 5000,
+    guarantee: Neighbours | None = None,
 ) -> Any:
     """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify).
 
-    Records are distinct symbols, strata independent (a product of per-stratum samples).
-    Pairs (stratified add-remove DP, Definition 7.1): for every stratum h, the design
-    with a record x added to h (N_h vs N_h + 1) and, where r·(N_h − 1) >= 1 keeps
-    Theorem 7.2's condition, with x one of h's N_h records (N_h − 1 vs N_h).
-    Proportional allocation with randomised rounding: stratum h samples ⌊rN⌋ or ⌈rN⌉
-    records without replacement (the latter with probability frac(rN)); Poisson: each
-    record kept with probability r_h. ``all`` adds the same pairs over a two-value
-    universe. The replace-one guarantee (derived, spec §8.1) is not enumerated.
+    Records are distinct symbols, strata independent (a product of per-stratum samples):
+    proportional allocation with randomised rounding (⌊rN_h⌋ or ⌈rN_h⌉ records, the
+    latter with probability frac(rN_h)) or deterministic rounding (⌊rN_h⌉ or ⌊rN_h⌋,
+    recomputed from each dataset's own stratum sizes), Poisson (each record kept with
+    probability r_h), fixed (m_h records). Every pair has the stated sizes on one side.
+
+    ``guarantee`` add-remove (the default except for fixed allocation; stratified DP,
+    Definition 7.1): for every stratum h, a record x added to h (N_h vs N_h + 1) and x
+    one of h's N_h records (N_h − 1 vs N_h; for randomised rounding only where
+    r·(N_h − 1) >= 1 keeps Theorem 7.2's condition). ``all`` adds the same pairs over a
+    two-value universe. Replace-one (the default for fixed allocation): x replaced by x′
+    in the same stratum, and — not for fixed allocation, whose guarantee is for
+    replacements within a stratum — x moved from stratum s to t for every s != t.
+    ``ampcalc verify`` does not pass the design's guarantee, so it checks the default.
     """
     from .. import verify as V
 
     kind = params.allocation
-    if not (kind == "poisson" or (kind == "proportional" and params.rounding == "randomized")):
-        how = kind if kind != "proportional" else f"proportional with {params.rounding} rounding"
+    if kind == "neyman":
         raise ConditionError(
-            f"no exact tiny-instance enumeration for {how} allocation: the verify hook covers "
-            "proportional allocation with randomised rounding and Poisson allocation"
+            "no exact tiny-instance enumeration for neyman allocation (it depends on the "
+            "records' values): the verify hook covers proportional, poisson and fixed "
+            "allocation"
         )
     if mechanism.delta > 0:
         raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
     if not params.strata.sizes_known:
         raise ConditionError("the stratum sizes are needed to enumerate samples")
+    if guarantee is None:
+        guarantee = Neighbours.REPLACE_ONE if kind == "fixed" else Neighbours.ADD_REMOVE
+    if kind == "fixed" and guarantee is not Neighbours.REPLACE_ONE:
+        raise ConditionError("fixed allocation gives a replace-one guarantee only")
     V.check_distinct_domain(int(params.strata.size.sum()) + 1, 1, limit)  # before listing
     rates = [float(x) for x in params.rates()]
     sizes = [int(x) for x in params.strata.size]
+    fixed_m = [int(x) if math.isfinite(x) else 0 for x in params.strata.sample]
+    rule = params.rounding or "nearest"
+    randomized = kind == "proportional" and rule == "randomized"
     rel = V.relations_of(mechanism)
+    names = params.strata.names
 
     def size_probs(rate: float, n: int) -> dict[int, float]:
         x = rate * n
@@ -1469,47 +1950,84 @@ def _verify_hook(
         lo = math.floor(x)
         return {lo: 1.0 - (x - lo), lo + 1: x - lo}
 
-    def stratum(h: int, flags: tuple[int, ...]) -> dict[Any, float]:
+    def allocation(h: int, n: int) -> int:
+        if kind == "fixed":
+            return fixed_m[h]
+        rounded = alloc.round_proportional(np.array([rates[h]]), np.array([n]), rule)
+        return int(rounded[0])
+
+    def stratum(h: int, counts: tuple[int, ...]) -> dict[Any, float]:
+        n = sum(counts)
         if kind == "poisson":
-            return V.poisson_distribution(flags, rates[h])
-        return V.srswor_size_mixture(flags, size_probs(rates[h], sum(flags)))
+            return V.poisson_distribution(counts, rates[h])
+        if randomized:
+            return V.srswor_size_mixture(counts, size_probs(rates[h], n))
+        m = allocation(h, n)
+        if m > n:
+            raise ConditionError(
+                f"stratum {names[h]!r}: a sample of {m} from {n} records is impossible"
+            )
+        return V.srswor_distribution(counts, m)
 
     def largest(h: int, n: int) -> int:
-        return n if kind == "poisson" else math.ceil(rates[h] * n - 1e-9)
+        if kind == "poisson":
+            return n
+        return math.ceil(rates[h] * n - 1e-9) if randomized else allocation(h, n)
 
-    records = sum(sizes) + 1
-    top = max(
-        sum(largest(j, n + (j == h)) for j, n in enumerate(sizes)) for h in range(len(sizes))
-    )
-    V.check_distinct_domain(records, top, limit)
+    top = sum(largest(h, n + 1) for h, n in enumerate(sizes))
+    V.check_distinct_domain(sum(sizes) + 1, top, limit)
+
+    def instance(label: str, strata_syms: list[list[str]], p_counts: Any, pp_counts: Any) -> Any:
+        symbols = tuple(s for syms in strata_syms for s in syms)
+        p = V.product_distribution(stratum(h, c) for h, c in enumerate(p_counts))
+        pp = V.product_distribution(stratum(h, c) for h, c in enumerate(pp_counts))
+        return V.Instance(label=label, symbols=symbols, caps=(1,) * len(symbols), p=p, p_prime=pp)
+
+    def records(h: int, n: int) -> list[str]:
+        return [f"s{h + 1}.{i + 1}" for i in range(n)]
+
     insts: list[Any] = []
-    for h, n_h in enumerate(sizes):
-        name = params.strata.names[h]
-        for extra in (1, 0):  # x added to the N_h records, or x one of them
-            base = n_h - 1 + extra
-            if extra == 0 and (base < 0 or (kind != "poisson" and rates[h] * base < 1.0)):
-                continue
-            with_x = [(1,) * (n + extra * (j == h)) for j, n in enumerate(sizes)]
-            without = [(*f[:-1], 0) if j == h else f for j, f in enumerate(with_x)]
-            group_of = tuple(j for j, f in enumerate(with_x) for _ in f)
-            x = sum(len(f) for f in with_x[: h + 1]) - 1
-            symbols = tuple(
-                "x" if i == x else f"s{j + 1}.{t + 1}"
-                for i, (j, t) in enumerate(
-                    (j, t) for j, f in enumerate(with_x) for t in range(len(f))
-                )
+    if guarantee is Neighbours.ADD_REMOVE:
+        for h, n_h in enumerate(sizes):
+            for extra in (1, 0):  # x added to the N_h records, or x one of them
+                base = n_h - 1 + extra
+                if extra == 0 and (base < 0 or (randomized and rates[h] * base < 1.0)):
+                    continue
+                syms = [
+                    records(j, n) if j != h else [*records(j, base), "x"]
+                    for j, n in enumerate(sizes)
+                ]
+                with_x = [tuple(1 for _ in s) for s in syms]
+                without = [(*c[:-1], 0) if j == h else c for j, c in enumerate(with_x)]
+                label = f"stratum {names[h]!r}: {base} vs {base + 1} records (x added)"
+                inst = instance(label, syms, without, with_x)
+                insts.append(inst)
+                if pairs == "all":
+                    group_of = tuple(j for j, s in enumerate(syms) for _ in s)
+                    x = inst.symbols.index("x")
+                    insts += V.value_instances(
+                        label, group_of, x, inst.p, inst.p_prime, top, limit
+                    )
+    else:
+        moves = [(h, h) for h in range(len(sizes))]
+        if kind != "fixed":
+            moves += [(s, t) for s in range(len(sizes)) for t in range(len(sizes)) if s != t]
+        for s, t in moves:
+            syms = [records(j, n - (j == s)) for j, n in enumerate(sizes)]
+            syms[s].append("x")
+            syms[t].append("x'")
+            p_counts = [tuple(0 if y == "x'" else 1 for y in ss) for ss in syms]
+            pp_counts = [tuple(0 if y == "x" else 1 for y in ss) for ss in syms]
+            where = (
+                f"x replaced by x′ in stratum {names[s]!r}"
+                if s == t
+                else f"x moved from stratum {names[s]!r} to {names[t]!r}"
             )
-            p = V.product_distribution(stratum(j, f) for j, f in enumerate(without))
-            pp = V.product_distribution(stratum(j, f) for j, f in enumerate(with_x))
-            label = f"stratum {name!r}: {base} vs {base + 1} records (x added)"
-            insts.append(
-                V.Instance(label=label, symbols=symbols, caps=(1,) * len(symbols), p=p, p_prime=pp)
-            )
-            if pairs == "all":
-                insts += V.value_instances(label, group_of, x, p, pp, top, limit)
+            insts.append(instance(where, syms, p_counts, pp_counts))
     if not insts:
         raise ConditionError("no stratum admits a neighbouring pair")
-    return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top]), relations=rel)
+    used = {sum(k) for inst in insts for d in (inst.p, inst.p_prime) for k in d}
+    return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top, *used]), relations=rel)
 
 
 SCHEME = Scheme(
