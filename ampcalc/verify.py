@@ -86,6 +86,7 @@ clusters) and return a Plan.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -1031,10 +1032,16 @@ def verify_row(
     if epsilon is not None:
         mech, _ = engine.with_epsilon(mech, epsilon)
     try:
-        plan = hook(design.params, pure_part(mech), pairs, limit=limit)
+        asked = Neighbours(res["guarantee_neighbours"])
+        if "guarantee" in inspect.signature(hook).parameters:  # the hook lists its pairs
+            plan = hook(design.params, pure_part(mech), pairs, limit=limit, guarantee=asked)
+        else:
+            plan = hook(design.params, pure_part(mech), pairs, limit=limit)
         plan = dataclasses.replace(plan, deltas=deltas_of(mech))
         natural = res["guarantee_neighbours"]
-        if design.guarantee is not None:  # the guarantee the hook's untagged pairs are of
+        if "guarantee" in inspect.signature(hook).parameters:
+            natural = asked  # its untagged pairs are of the relation asked for
+        elif design.guarantee is not None:  # the guarantee the hook's untagged pairs are of
             plain = dataclasses.replace(design, guarantee=None)
             natural = engine.bound(plain, epsilon=epsilon).to_dict().get("guarantee_neighbours")
         plan = for_guarantee(plan, res["guarantee_neighbours"], natural)

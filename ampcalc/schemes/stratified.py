@@ -1915,7 +1915,7 @@ def _verify_hook(
     two-value universe. Replace-one (the default for fixed allocation): x replaced by x′
     in the same stratum, and — not for fixed allocation, whose guarantee is for
     replacements within a stratum — x moved from stratum s to t for every s != t.
-    ``ampcalc verify`` does not pass the design's guarantee, so it checks the default.
+    ``ampcalc verify`` passes the guarantee the design asks for.
     """
     from .. import verify as V
 
