@@ -652,23 +652,48 @@ def upper_epsilon(
     return np.where(q > 0, numeric.amplification_upper(safe, eps_replace_one), 0.0)
 
 
+def _smallest_size(dist: SizeDistribution, n: int) -> float:
+    """The smallest size of positive probability: a lower bound on E[m] under any tilt."""
+    if dist.kind == "point":
+        assert dist.value is not None
+        return float(dist.value)
+    if dist.kind == "binomial":
+        assert dist.p is not None
+        return float(n) if dist.p == 1.0 else 0.0
+    if dist.kind == "uniform":
+        assert dist.low is not None
+        return float(dist.low)
+    if dist.kind == "pmf":
+        assert dist.sizes is not None
+        return float(dist.sizes[0])  # sorted by parse_size
+    return 0.0  # poisson, normal: every size has positive weight
+
+
 def lower_epsilon(
     eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, params: Params
 ) -> np.ndarray:
     """Lower bound on ε′: some M and replace-one pair lose at least this much.
 
-    Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (lower half), generalised to ε_D ≠ ε_R.
-    Witness: P = N records with x = 1, P′ replaces one with x = −(ε_R/ε_D − 1);
-        M(S) = Σx + Lap(1/ε_D) is ε_D-DP under add-remove and ε_R-DP under replace-one
-        (valid for ε_D <= ε_R <= 2ε_D); the loss at large outputs is
-        −log(1 − (E_t̃[m]/N)(1 − e^{−ε_R})), tilt at ε_D. When ε_R < ε_D: the count
-        query with Lap(1/ε_R), the same formula with ε_D replaced by ε_R.
-    Numerics: the enclosure's lower end of E_t̃[m]; kernel rounded down.
+    Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (lower half), generalised to ε_D ≠ ε_R,
+        and the same witness read at its other tail (docs/random-size.md).
+    Witness: P = N records of value a, P′ replaces one with a − c, c = ε_R/ε_D (<= 2),
+        M(S) = Σx + Lap(1/ε_D) with a ∈ [c − 1, 1]: its add-remove sensitivity is
+        max(|a|, |a − c|) <= 1 and its replace-one sensitivity c, so M is ε_D-DP under
+        add-remove and ε_R-DP under replace-one. Below every possible sum the density
+        ratio is constant and exact:
+        * a = 1, outputs above every sum: −log(1 − (E_{t(ε_D)}[m]/N)(1 − e^{−ε_R}));
+        * a = c − 1, outputs below every sum: A(E_{t(ε_D − ε_R)}[m]/N, ε_R),
+        with t(s)(m) ∝ e^{sm} t(m). The bound is the larger of the two. The second is
+        the simple-random-sample witness: for a point mass it equals the upper bound
+        A(m/N, ε_R) in every relation (tight). A negative tilt (ε_R > ε_D, e.g. the
+        default ε_R = 2ε_D) is bounded below by the smallest size of positive
+        probability, exact for a point mass.
+    Numerics: the enclosures' lower ends of the tilted means; kernels rounded down.
     """
     e_d = np.asarray(eps_add_remove, dtype=float)
     e_r = np.asarray(eps_replace_one, dtype=float)
-    tilt = np.minimum(e_d, e_r)
-    _, e_lo, _, log_gap_hi = tilted_mean_bounds(params.size, params.population, tilt)
+    e_d, e_r = np.broadcast_arrays(e_d, e_r)
+    _, e_lo, _, log_gap_hi = tilted_mean_bounds(params.size, params.population, e_d)
     n = params.population
     q = np.minimum(e_lo / n, 1.0)
     # 1 − q(1 − e^{−ε_R}) = g(1 − e^{−ε_R}) + e^{−ε_R}, g = (N − E)/N: no cancellation
@@ -678,8 +703,16 @@ def lower_epsilon(
         log_x = np.logaddexp(log_g + np.log(-np.expm1(-e_r)), -e_r)
     gap_form = -(log_x + 4 * ULP * np.abs(log_x))
     near = q * -np.expm1(-e_r) > 0.5  # x < 1/2: −log(x) is well conditioned
-    out = np.where(near, gap_form, numeric.neg_log1m(q, e_r))
-    return numeric.round_down(out)
+    upper_tail = numeric.round_down(np.where(near, gap_form, numeric.neg_log1m(q, e_r)))
+    # the other tail: tilt at ε_D − ε_R
+    tilt = e_d - e_r
+    _, e_lo2, _, _ = tilted_mean_bounds(params.size, n, np.maximum(tilt, 0.0))
+    e_lo2 = np.where(tilt >= 0, e_lo2, _smallest_size(params.size, n))
+    q2 = np.minimum(e_lo2 / n, 1.0)
+    safe = np.where(q2 > 0, q2, 1.0)
+    lower_tail = np.where(q2 > 0, numeric.amplification_lower(safe, e_r), 0.0)
+    out: np.ndarray = np.maximum(upper_tail, lower_tail)
+    return out
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
