@@ -150,6 +150,102 @@ def lower_epsilon(eps_add_remove: np.ndarray, *, sensitivity: int) -> np.ndarray
     return numeric.round_down(prod, 1)  # one rounding to nearest: at most half an ulp
 
 
+def witness_pairs(population: int, sample: int, sensitivity: int) -> list[tuple[str, int, int]]:
+    """The neighbouring pairs of ``sample_lower_epsilon``: (direction, m′, shift).
+
+    ``remove``: P (N records, one of them x, m sampled) vs P − {x} with m′ sampled;
+    ``add``: P vs P ∪ {x} with m′ sampled. ``shift`` = |m′ − m|, taken in the
+    direction that adds to the loss (see ``sample_lower_epsilon``).
+    """
+    n, m, d = population, sample, sensitivity
+    out: list[tuple[str, int, int]] = []
+    if n >= 1 and m <= n - 1:  # P − {x} can draw m′ = min(N − 1, m + Δ) >= m records
+        mp = min(n - 1, m + d)
+        out.append(("remove", mp, mp - m))
+    mp = max(0, m - d)  # P ∪ {x} draws m′ = max(0, m − Δ) <= m records
+    out.append(("add", mp, m - mp))
+    if mp != m:
+        out.append(("add", m, 0))
+    return out
+
+
+def sample_lower_epsilon(
+    eps_add_remove: np.ndarray,
+    eps_replace_one: np.ndarray,
+    *,
+    population: int,
+    sample: int,
+    sensitivity: int,
+) -> np.ndarray:
+    """Lower bound on ε′ from the sum witness read at a pair where x may be sampled.
+
+    Basis: the simple-random-sample witness (000_97a39a4c524f603f.txt Theorem 2.2 is
+        tight) combined with the §4.1 shift of the sample size; docs/random-size.md.
+    Witness: values 1 for the other records and 1 − c for x, c = ε_R/ε_D <= 2, and
+        M(S) = Σx + Lap(1/ε_D): add-remove sensitivity max(1, |1 − c|) = 1 (ε_D-DP),
+        replace-one sensitivity c (ε_R-DP). Below every possible sum the density ratio
+        is constant; with the sample S of the dataset holding x (x sampled with
+        probability π) and S′ of the other, |S′| − |S ∖ {x}| = k:
+        ratio = e^{ε_D·k}(1 + π(e^{ε_R} − 1)), loss kε_D + A(π, ε_R).
+        * remove: P (N records, m drawn, π = m/N) vs P − {x} (m′ = min(N − 1, m + Δ)
+          drawn; needs m <= N − 1), k = m′ − m;
+        * add: P ∪ {x} (N + 1 records, m′ = max(0, m − Δ) drawn, π = m′/(N + 1)) vs P,
+          k = m − m′; and m′ = m (k = 0).
+        A deterministic f of sensitivity Δ can take each m′ (it need not be monotone).
+        With Δ = 0 (a constant allocation) the design is a srswor and the first pair
+        gives A(m/N, ε_R), the upper bound: tight.
+    Numerics: kernel and product rounded down, the sum rounded down.
+    """
+    e_d = np.asarray(eps_add_remove, dtype=float)
+    e_r = np.asarray(eps_replace_one, dtype=float)
+    e_d, e_r = np.broadcast_arrays(e_d, e_r)
+    n, m = population, sample
+    best = np.zeros(e_d.shape)
+    for direction, mp, k in witness_pairs(n, m, sensitivity):
+        pi = m / n if direction == "remove" else mp / (n + 1)
+        if pi == 0.0:
+            amp = np.zeros(e_d.shape)
+        else:
+            amp = numeric.amplification_lower(pi, e_r)
+        shift = numeric.round_down(k * e_d, 1) if k else np.zeros(e_d.shape)
+        best = np.maximum(best, numeric.round_down(amp + shift) if k else amp)
+    return best
+
+
+def _witness_text(m: int, n: int, d: int, mechanism: Mechanism) -> str:
+    """Which neighbouring pair realises the lower bound at the declared ε."""
+    e_d = np.asarray(mechanism.epsilon, dtype=float)
+    e_r = mechanism.epsilon_replace_one_of(e_d)
+    best = float(lower_epsilon(e_d, sensitivity=d))
+    text = f"noisy count |S| + Lap(1/ε): sample sizes {m} vs {m} ± {d}"
+    values = []
+    for direction, mp, k in witness_pairs(n, m, d):
+        pi = m / n if direction == "remove" else mp / (n + 1)
+        amp = float(numeric.amplification(pi, e_r)) if pi > 0 else 0.0
+        values.append((k * float(e_d) + amp, direction, mp))
+    top, direction, mp = max(values)
+    if top > best:
+        if direction == "remove":
+            text = (
+                f"Σx + Lap(1/ε_D): P ({n} records, {m} drawn) vs P − {{x}} ({n - 1} records, "
+                f"{mp} drawn)"
+            )
+        else:
+            text = (
+                f"Σx + Lap(1/ε_D): P ({n} records, {m} drawn) vs P ∪ {{x}} ({n + 1} "
+                f"records, {mp} drawn)"
+            )
+    return text
+
+
+def _monotone_lower(m: int, n: int, d: int, mechanism: Mechanism) -> float:
+    """The lower bound from the pairs a non-decreasing allocation can realise."""
+    e_d = np.asarray(mechanism.epsilon, dtype=float)
+    e_r = mechanism.epsilon_replace_one_of(e_d)
+    flat = sample_lower_epsilon(e_d, e_r, population=n, sample=m, sensitivity=0)
+    return float(np.maximum(lower_epsilon(e_d, sensitivity=d), flat))
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one data-dependent-size design."""
     if guarantee is not Neighbours.ADD_REMOVE:
@@ -175,8 +271,18 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     def ref(eps: np.ndarray) -> np.ndarray:
         return np.asarray(eps, dtype=float)
 
+    eps_r = mechanism.epsilon_replace_one_of
+
     def lower(eps: np.ndarray) -> np.ndarray:
-        return lower_epsilon(eps, sensitivity=delta_f)
+        count = lower_epsilon(eps, sensitivity=delta_f)
+        if vector:
+            return count
+        assert params.sample is not None
+        pair = sample_lower_epsilon(
+            eps, eps_r(eps), population=n, sample=params.sample, sensitivity=delta_f
+        )
+        out: np.ndarray = np.maximum(count, pair)
+        return out
 
     upper: Any = None
     certified: Any = None
@@ -187,11 +293,14 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         def upper(eps: np.ndarray) -> np.ndarray:
             return upper_epsilon(eps, population=n, sample=m, sensitivity=delta_f)
 
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        t = np.asarray(target, dtype=float)
-        if delta_f == 0:
-            return np.full(t.shape, np.inf)
-        return numeric.certify_up(lower, numeric.round_down(t / delta_f, 2), t)
+    impossible_above: Any = None  # scalar: the root finder on ``lower``
+    if vector:
+
+        def impossible_above(target: np.ndarray) -> np.ndarray:
+            t = np.asarray(target, dtype=float)
+            if delta_f == 0:
+                return np.full(t.shape, np.inf)
+            return numeric.certify_up(lower, numeric.round_down(t / delta_f, 2), t)
 
     conditions = [
         "f is deterministic; Δ bounds |f(P) − f(P′)| over all add-remove neighbours",
@@ -220,6 +329,15 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         assert params.sample is not None  # check(): a scalar sensitivity needs the sample
         details["upper_rate"] = min(1.0, (params.sample + delta_f) / n)
         details["sensitivity_kind"] = "scalar"
+        details["lower_witness"] = _witness_text(params.sample, n, delta_f, mechanism)
+        mono = _monotone_lower(params.sample, n, delta_f, mechanism)
+        if delta_f > 0 and mono < float(lower(np.asarray(mechanism.epsilon))):
+            warnings.append(
+                "the lower bound's pair needs an allocation that moves against the data "
+                f"size ({details['lower_witness']}); an allocation that never falls when a "
+                f"record is added (e.g. rounding rN) leaves the pairs with m′ = m or the "
+                f"noisy count, whose lower bound is {mono:.6g}"
+            )
         conditions.append(f"0 <= sample <= population: 0 <= {params.sample} <= {n}")
     return Analysis(
         guarantee_neighbours=Neighbours.ADD_REMOVE,
