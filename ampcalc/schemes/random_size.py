@@ -642,7 +642,8 @@ def upper_epsilon(
     Formula: ε′ = A(E_t̃[m]/N, ε_R) = log(1 + (E_t̃[m]/N)(e^{ε_R} − 1)), t̃(m) ∝ e^{ε_D m}t(m).
         The printed theorem uses ε for both; with M only ε-DP under add-remove that is
         unsound (spec §3 counterexample: 1.4338 > 0.6201).
-    Tightness: within the e^ε − 1 vs 1 − e^{−ε} gap of ``lower_epsilon`` when ε_R = ε_D.
+    Tightness: equal to ``lower_epsilon`` for a point mass (a srswor), in every relation;
+        otherwise within the e^ε − 1 vs 1 − e^{−ε} gap when ε_R = ε_D.
     Numerics: the enclosure's upper end of E_t̃[m]; kernel rounded up.
     """
     _, _, e_hi, _ = tilted_mean_bounds(params.size, params.population, eps_add_remove)
@@ -670,7 +671,11 @@ def _smallest_size(dist: SizeDistribution, n: int) -> float:
 
 
 def lower_epsilon(
-    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, params: Params
+    eps_add_remove: np.ndarray,
+    eps_replace_one: np.ndarray,
+    *,
+    params: Params,
+    untilted_lo: float | None = None,
 ) -> np.ndarray:
     """Lower bound on ε′: some M and replace-one pair lose at least this much.
 
@@ -687,8 +692,10 @@ def lower_epsilon(
         the simple-random-sample witness: for a point mass it equals the upper bound
         A(m/N, ε_R) in every relation (tight). A negative tilt (ε_R > ε_D, e.g. the
         default ε_R = 2ε_D) is bounded below by the smallest size of positive
-        probability, exact for a point mass.
+        probability (exact for a point mass), which keeps the bound increasing in ε.
     Numerics: the enclosures' lower ends of the tilted means; kernels rounded down.
+        ``untilted_lo``: the lower end of E_t[m] when the caller has it (``analyse``
+        computes it once for the details).
     """
     e_d = np.asarray(eps_add_remove, dtype=float)
     e_r = np.asarray(eps_replace_one, dtype=float)
@@ -704,10 +711,23 @@ def lower_epsilon(
     gap_form = -(log_x + 4 * ULP * np.abs(log_x))
     near = q * -np.expm1(-e_r) > 0.5  # x < 1/2: −log(x) is well conditioned
     upper_tail = numeric.round_down(np.where(near, gap_form, numeric.neg_log1m(q, e_r)))
-    # the other tail: tilt at ε_D − ε_R
+    # the other tail: tilt at ε_D − ε_R (untilted under `both`: computed once by analyse)
     tilt = e_d - e_r
-    _, e_lo2, _, _ = tilted_mean_bounds(params.size, n, np.maximum(tilt, 0.0))
-    e_lo2 = np.where(tilt >= 0, e_lo2, _smallest_size(params.size, n))
+    e_lo2 = np.empty(tilt.shape)
+    zero = tilt == 0.0
+    if np.any(zero):
+        if untilted_lo is None:
+            untilted_lo = float(tilted_mean_bounds(params.size, n, 0.0)[1])
+        e_lo2[zero] = untilted_lo
+    pos = tilt > 0.0
+    if np.any(pos):
+        e_lo2[pos] = tilted_mean_bounds(params.size, n, tilt[pos])[1]
+    # a negative tilt: the smallest size. Not the tilted mean itself: E_{t(ε_D − ε_R)}
+    # falls as ε grows and the loss read at it can then fall too (a pmf on 0..12 at
+    # ε ≈ 3.6 with ε_R = 1.79ε), while a bound must not; A(m_min/N, ε_R) rises with ε
+    neg = tilt < 0.0
+    if np.any(neg):
+        e_lo2[neg] = _smallest_size(params.size, n)
     q2 = np.minimum(e_lo2 / n, 1.0)
     safe = np.where(q2 > 0, q2, 1.0)
     lower_tail = np.where(q2 > 0, numeric.amplification_lower(safe, e_r), 0.0)
@@ -749,11 +769,13 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     def lower(eps: np.ndarray) -> np.ndarray:
         if point and not mechanism.epsilon_add_remove_known():
             e = eps_r(eps)
-            return lower_epsilon(e, e, params=params)
-        return lower_epsilon(eps_d(eps), eps_r(eps), params=params)
+            return lower_epsilon(e, e, params=params, untilted_lo=untilted_lo)
+        return lower_epsilon(eps_d(eps), eps_r(eps), params=params, untilted_lo=untilted_lo)
 
     eps0 = mechanism.epsilon
-    mean0 = float(tilted_mean_bounds(dist, n, 0.0)[0])  # E_t[m]
+    est0, lo0, _, _ = tilted_mean_bounds(dist, n, 0.0)
+    mean0 = float(est0)  # E_t[m]
+    untilted_lo = float(lo0)
     tilted0 = float(tilted_mean_bounds(dist, n, float(eps_d(np.asarray(eps0))))[0])
     conditions = [
         "the size distribution t does not depend on the data; m and the sample are secret",
