@@ -127,7 +127,8 @@ def upper_epsilon(
         monotone, so the larger sample can sit with the smaller dataset):
         ε′ = A(min(1, (m + Δ)/N), 2ε) + Δε. (N = 14, m = 1, Δ = 1, ε = 1: 1.648528; the
         one-direction 1.354829 of spec §4.2 is beaten by an explicit pair, 1.375941.)
-    Tightness: not tight; the lower bound is Δε.
+    Tightness: attained when Δ = 0 (a srswor at ε_R = 2ε); otherwise the lower bound
+        is ``sample_lower_epsilon`` or Δε.
     Numerics: kernel rounded up, sum rounded up.
     """
     eps = np.asarray(eps_add_remove, dtype=float)
