@@ -203,6 +203,27 @@ def test_constant_allocation_lower_equals_upper():
     assert r.upper == pytest.approx(float(exact), rel=1e-14)
 
 
+def test_count_witness_needs_a_reachable_size():
+    # N = 2, m = 1, Δ = 5: a neighbour has 1 or 3 records, so m′ ∈ 0..3 and the noisy count
+    # sees at most a shift of 2; the lower bound was 5ε = 5 above the exact worst case 2 of
+    # every allocation with these figures (the LP at Δ = 2 allows every m′ in 0..3)
+    d = {
+        "name": "t",
+        "mechanism": {"epsilon": 1.0, "neighbours": "add-remove"},
+        "sampling": {
+            "scheme": "data-dependent-size",
+            "population": 2,
+            "sample": 1,
+            "sensitivity": 2,
+        },
+    }
+    (row,) = ampcalc.verify(d, pairs="all")
+    assert row["status"] == "PASS" and row["epsilon_prime_exact"] == pytest.approx(2.0, abs=1e-8)
+    r = engine.bound(design(population=2, sample=1, sensitivity=5))
+    assert r.lower == 2.0 and r.lower <= row["epsilon_prime_exact"] + 1e-8
+    assert r.details["lower_witness"] == "noisy count |S| + Lap(1/ε): sample sizes 1 vs 1 ± 2"
+
+
 def test_delta_refused():
     # issue 15 V4 audit: Lemma B.1 gives no δ′; an (ε, δ) mechanism gets no upper bound
     d = ampcalc.load_designs(

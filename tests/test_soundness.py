@@ -860,7 +860,8 @@ def gen_dds(which: str):
                 return data_dependent_size.upper_epsilon(
                     e, population=d["N"], sample=d["m"], sensitivity=d["sens"]
                 )
-            count = data_dependent_size.lower_epsilon(e, sensitivity=d["sens"])
+            k = data_dependent_size.reachable_shift(d["N"], d["m"], d["sens"])
+            count = data_dependent_size.lower_epsilon(e, sensitivity=k)
             pair = data_dependent_size.sample_lower_epsilon(
                 e, 2.0 * e, population=d["N"], sample=d["m"], sensitivity=d["sens"]
             )
@@ -889,7 +890,7 @@ def or_dds_lower(c: dict, eps) -> mp.mpf:
     """max(Δε, kε + A(π, 2ε)) over the pairs P vs P − {x} (m′ = min(N − 1, m + Δ)) and
     P ∪ {x} (m′ = max(0, m − Δ), or m) vs P; add-remove M (ε_R = 2ε)."""
     n, m, d, e = c["N"], c["m"], c["sens"], mp.mpf(eps)
-    best = d * e
+    best = min(d, max(n + 1 - m, m)) * e  # neighbours draw 0..N + 1 records
     if m <= n - 1:
         best = max(best, (min(n - 1, m + d) - m) * e + osd.amp(mp.mpf(m) / n, 2 * e))
     for mp_ in (max(0, m - d), m):

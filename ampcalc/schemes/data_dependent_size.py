@@ -142,6 +142,9 @@ def upper_epsilon(
 def lower_epsilon(eps_add_remove: np.ndarray, *, sensitivity: int) -> np.ndarray:
     """Lower bound Δ·ε: M(S) = |S| + Lap(1/ε) (ε-DP under add-remove) sees m vs m + Δ.
 
+    ``analyse`` passes the shift a neighbour can realise (``reachable_shift``): with
+    N = 2, m = 1 and a stated Δ = 5 the neighbours draw 0..3 records, so 2ε, not 5ε.
+
     Basis: 000_97a39a4c524f603f.txt §4.1; for vector allocations the per-stratum
         counts with independent Lap(1/ε) and the L1 sensitivity (spec §4.1).
     """
@@ -149,6 +152,13 @@ def lower_epsilon(eps_add_remove: np.ndarray, *, sensitivity: int) -> np.ndarray
     if sensitivity & (sensitivity - 1) == 0:
         return prod  # Δ = 0 or a power of two: the product is exact
     return numeric.round_down(prod, 1)  # one rounding to nearest: at most half an ulp
+
+
+def reachable_shift(population: int, sample: int, sensitivity: int) -> int:
+    """The largest |m′ − m| <= Δ a neighbour of P can realise: its size is N ± 1, so
+    0 <= m′ <= N + 1 (the noisy count needs m′ = m ± that shift)."""
+    n, m, d = population, sample, sensitivity
+    return min(d, max(n + 1 - m, m))
 
 
 def witness_pairs(population: int, sample: int, sensitivity: int) -> list[tuple[str, int, int]]:
@@ -217,8 +227,9 @@ def _witness_text(m: int, n: int, d: int, mechanism: Mechanism) -> str:
     """Which neighbouring pair realises the lower bound at the declared ε."""
     e_d = np.asarray(mechanism.epsilon, dtype=float)
     e_r = mechanism.epsilon_replace_one_of(e_d)
-    best = float(lower_epsilon(e_d, sensitivity=d))
-    text = f"noisy count |S| + Lap(1/ε): sample sizes {m} vs {m} ± {d}"
+    k = reachable_shift(n, m, d)
+    best = float(lower_epsilon(e_d, sensitivity=k))
+    text = f"noisy count |S| + Lap(1/ε): sample sizes {m} vs {m} ± {k}"
     values = []
     for direction, mp, k in witness_pairs(n, m, d):
         pi = m / n if direction == "remove" else mp / (n + 1)
@@ -244,7 +255,8 @@ def _monotone_lower(m: int, n: int, d: int, mechanism: Mechanism) -> float:
     e_d = np.asarray(mechanism.epsilon, dtype=float)
     e_r = mechanism.epsilon_replace_one_of(e_d)
     flat = sample_lower_epsilon(e_d, e_r, population=n, sample=m, sensitivity=0)
-    return float(np.maximum(lower_epsilon(e_d, sensitivity=d), flat))
+    count = lower_epsilon(e_d, sensitivity=reachable_shift(n, m, d))
+    return float(np.maximum(count, flat))
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -275,10 +287,10 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     eps_r = mechanism.epsilon_replace_one_of
 
     def lower(eps: np.ndarray) -> np.ndarray:
-        count = lower_epsilon(eps, sensitivity=delta_f)
         if vector:
-            return count
+            return lower_epsilon(eps, sensitivity=delta_f)
         assert params.sample is not None
+        count = lower_epsilon(eps, sensitivity=reachable_shift(n, params.sample, delta_f))
         pair = sample_lower_epsilon(
             eps, eps_r(eps), population=n, sample=params.sample, sensitivity=delta_f
         )
