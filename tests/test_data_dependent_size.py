@@ -172,6 +172,8 @@ def test_example_json_details():
         (4, 1, 2, 2.0, {}, 6.667196089),
         (4, 1, 2, 1.0, {"neighbours": "both"}, 2.35737402),
         (4, 4, 1, 1.0, {}, 2.575557118),  # m = N: P ∪ {x} draws N − Δ
+        # P ∪ {x} at the best size in between: m′ = 1, ε + A(1/3, 2ε) (was 4 = Δε)
+        (2, 2, 2, 2.0, {}, 4.937364011),
     ],
 )
 def test_lower_bound_is_the_exact_value(n, m, sens, eps, mech, exact):

@@ -888,12 +888,17 @@ def gen_dds_inverse(kind: str):
 
 def or_dds_lower(c: dict, eps) -> mp.mpf:
     """max(Δε, kε + A(π, 2ε)) over the pairs P vs P − {x} (m′ = min(N − 1, m + Δ)) and
-    P ∪ {x} (m′ = max(0, m − Δ), or m) vs P; add-remove M (ε_R = 2ε)."""
+    P ∪ {x} (every m′ in max(0, m − Δ)..m) vs P; add-remove M (ε_R = 2ε)."""
     n, m, d, e = c["N"], c["m"], c["sens"], mp.mpf(eps)
     best = min(d, max(n + 1 - m, m)) * e  # neighbours draw 0..N + 1 records
     if m <= n - 1:
         best = max(best, (min(n - 1, m + d) - m) * e + osd.amp(mp.mpf(m) / n, 2 * e))
-    for mp_ in (max(0, m - d), m):
+    lo = max(0, m - d)
+    sizes = set(range(lo, m + 1)) if m - lo <= 64 else {lo, m}
+    if m - lo > 64:  # g(m′) is concave: its maximum sits next to the stationary point
+        x = 1 / -mp.expm1(-e) - (n + 1) / mp.expm1(2 * e)
+        sizes |= {min(m, max(lo, int(mp.floor(x)))), min(m, max(lo, int(mp.ceil(x))))}
+    for mp_ in sizes:
         best = max(best, (m - mp_) * e + osd.amp(mp.mpf(mp_) / (n + 1), 2 * e))
     return best
 

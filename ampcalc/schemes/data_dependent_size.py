@@ -161,22 +161,38 @@ def reachable_shift(population: int, sample: int, sensitivity: int) -> int:
     return min(d, max(n + 1 - m, m))
 
 
+def _add_sizes(
+    population: int, sample: int, sensitivity: int, e_d: np.ndarray, e_r: np.ndarray
+) -> list[np.ndarray]:
+    """Candidate sizes m′ for P ∪ {x}: the best of max(0, m − Δ)..m, per ε.
+
+    g(m′) = (m − m′)ε_D + A(m′/(N + 1), ε_R) is concave in m′; its steps are >= 0 while
+    m′/(N + 1) <= q* = e^{ε_D}/((e^{ε_D} − 1)(N + 1)) − 1/(e^{ε_R} − 1) (from
+    e^{ε_D}(1 + (q − h)u) >= 1 + qu, h = 1/(N + 1), u = e^{ε_R} − 1), so the integer
+    maximum is at ⌊x⌋ or ⌈x⌉ of x = (N + 1)q*, clipped to the range; the ends are kept
+    too (any m′ in the range is a valid witness, the choice only makes it tighter).
+    """
+    n, m, d = population, sample, sensitivity
+    lo, hi = float(max(0, m - d)), float(m)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        x = 1.0 / -np.expm1(-e_d) - (n + 1) / np.expm1(e_r)
+    x = np.clip(np.nan_to_num(x, nan=hi, posinf=hi, neginf=lo), lo, hi)
+    return [np.full(e_d.shape, lo), np.floor(x), np.ceil(x), np.full(e_d.shape, hi)]
+
+
 def witness_pairs(population: int, sample: int, sensitivity: int) -> list[tuple[str, int, int]]:
-    """The neighbouring pairs of ``sample_lower_epsilon``: (direction, m′, shift).
+    """The fixed neighbouring pairs of ``sample_lower_epsilon``: (direction, m′, shift).
 
     ``remove``: P (N records, one of them x, m sampled) vs P − {x} with m′ sampled;
     ``add``: P vs P ∪ {x} with m′ sampled. ``shift`` = |m′ − m|, taken in the
-    direction that adds to the loss (see ``sample_lower_epsilon``).
+    direction that adds to the loss (see ``sample_lower_epsilon``). The sizes between
+    max(0, m − Δ) and m for P ∪ {x} come from ``_add_sizes``.
     """
     n, m, d = population, sample, sensitivity
     out: list[tuple[str, int, int]] = []
     if n >= 1 and m <= n - 1:  # P − {x} can draw m′ = min(N − 1, m + Δ) >= m records
         mp = min(n - 1, m + d)
         out.append(("remove", mp, mp - m))
-    mp = max(0, m - d)  # P ∪ {x} draws m′ = max(0, m − Δ) <= m records
-    out.append(("add", mp, m - mp))
-    if mp != m:
-        out.append(("add", m, 0))
     return out
 
 
@@ -200,8 +216,9 @@ def sample_lower_epsilon(
         ratio = e^{ε_D·k}(1 + π(e^{ε_R} − 1)), loss kε_D + A(π, ε_R).
         * remove: P (N records, m drawn, π = m/N) vs P − {x} (m′ = min(N − 1, m + Δ)
           drawn; needs m <= N − 1), k = m′ − m;
-        * add: P ∪ {x} (N + 1 records, m′ = max(0, m − Δ) drawn, π = m′/(N + 1)) vs P,
-          k = m − m′; and m′ = m (k = 0).
+        * add: P ∪ {x} (N + 1 records, m′ drawn, π = m′/(N + 1)) vs P, k = m − m′,
+          for the best m′ in max(0, m − Δ)..m (``_add_sizes``; N = 2, m = 2, Δ = 2,
+          ε = 2: m′ = 1 gives 4.937364, the exact value, where m′ = 0 gives 4).
         A deterministic f of sensitivity Δ can take each m′ (it need not be monotone).
         With Δ = 0 (a constant allocation) the design is a srswor and the first pair
         gives A(m/N, ε_R), the upper bound: tight.
@@ -212,14 +229,17 @@ def sample_lower_epsilon(
     e_d, e_r = np.broadcast_arrays(e_d, e_r)
     n, m = population, sample
     best = np.zeros(e_d.shape)
-    for direction, mp, k in witness_pairs(n, m, sensitivity):
-        pi = m / n if direction == "remove" else mp / (n + 1)
-        if pi == 0.0:
-            amp = np.zeros(e_d.shape)
-        else:
-            amp = numeric.amplification_lower(pi, e_r)
+    for _, _, k in witness_pairs(n, m, sensitivity):  # remove: π = m/N
+        amp = numeric.amplification_lower(m / n, e_r) if m > 0 else np.zeros(e_d.shape)
         shift = numeric.round_down(k * e_d, 1) if k else np.zeros(e_d.shape)
         best = np.maximum(best, numeric.round_down(amp + shift) if k else amp)
+    for mp in _add_sizes(n, m, sensitivity, e_d, e_r):
+        pi = mp / (n + 1)
+        safe = np.where(pi > 0, pi, 1.0)
+        amp = np.where(pi > 0, numeric.amplification_lower(safe, e_r), 0.0)
+        k = m - mp
+        shift = numeric.round_down(k * e_d, 1)
+        best = np.maximum(best, np.where(k > 0, numeric.round_down(amp + shift), amp))
     return best
 
 
@@ -232,9 +252,12 @@ def _witness_text(m: int, n: int, d: int, mechanism: Mechanism) -> str:
     text = f"noisy count |S| + Lap(1/ε): sample sizes {m} vs {m} ± {k}"
     values = []
     for direction, mp, k in witness_pairs(n, m, d):
-        pi = m / n if direction == "remove" else mp / (n + 1)
-        amp = float(numeric.amplification(pi, e_r)) if pi > 0 else 0.0
+        amp = float(numeric.amplification(m / n, e_r)) if m > 0 else 0.0
         values.append((k * float(e_d) + amp, direction, mp))
+    for size in _add_sizes(n, m, d, e_d, e_r):
+        mp = int(size)
+        amp = float(numeric.amplification(mp / (n + 1), e_r)) if mp > 0 else 0.0
+        values.append(((m - mp) * float(e_d) + amp, "add", mp))
     top, direction, mp = max(values)
     if top > best:
         if direction == "remove":
