@@ -237,9 +237,9 @@ def sample_lower_epsilon(
         pi = mp / (n + 1)
         safe = np.where(pi > 0, pi, 1.0)
         amp = np.where(pi > 0, numeric.amplification_lower(safe, e_r), 0.0)
-        k = m - mp
-        shift = numeric.round_down(k * e_d, 1)
-        best = np.maximum(best, np.where(k > 0, numeric.round_down(amp + shift), amp))
+        drop = m - mp  # k = m − m′ >= 0
+        shift = numeric.round_down(drop * e_d, 1)
+        best = np.maximum(best, np.where(drop > 0, numeric.round_down(amp + shift), amp))
     return best
 
 
