@@ -85,3 +85,40 @@ def sum_laplace_pair_loss(
     pick = mp.mpf(sample_q) / size_q  # the −1 record is in Q's sample
     dens_q = (1 - pick) * lap(mp.mpf(sample_q)) + pick * lap(mp.mpf(sample_q - 2))
     return abs(mp.log(dens_q / dens_p))
+
+
+def random_size_witness_below(weights: list[mp.mpf], n: int, eps_d: float, eps_r: float) -> mp.mpf:
+    """Loss of M(S) = Σx + Lap(1/ε_D) with x ∈ {c − 1, −1}, c = ε_R/ε_D (add-remove
+    sensitivity 1, replace-one sensitivity c), P = N records c − 1 vs P′ with one −1, at
+    outputs below every sum: the ratio P′/P of the Laplace mixtures."""
+    ed, er = mp.mpf(eps_d), mp.mpf(eps_r)
+    a = er / ed - 1
+    y = mp.mpf(-10 * n - 10)  # below every possible sum
+
+    def lap(s: mp.mpf) -> mp.mpf:
+        return ed / 2 * mp.exp(-ed * abs(y - s))
+
+    p = mp.fsum(w * lap(a * m) for m, w in enumerate(weights))
+    pp = mp.fsum(
+        w * ((1 - mp.mpf(m) / n) * lap(a * m) + mp.mpf(m) / n * lap(a * (m - 1) - 1))
+        for m, w in enumerate(weights)
+    )
+    return mp.log(pp / p)
+
+
+def count_pair_loss_below(
+    others: int, with_x: bool, drawn: int, others2: int, drawn2: int, c: float, eps: float
+) -> mp.mpf:
+    """Loss P/P′ below every sum of M(S) = Σx + Lap(1/ε), values 1 for the others and 1 − c
+    for x: P = ``others`` ones (plus x if ``with_x``), ``drawn`` records WOR; P′ = ``others2``
+    ones plus x if not ``with_x``, ``drawn2`` drawn. Enumerates the hypergeometric count of x."""
+    e, cc = mp.mpf(eps), mp.mpf(c)
+    y = mp.mpf(-10 * (others + others2 + 10))
+
+    def mix(k: int, has_x: bool, m: int) -> mp.mpf:
+        size = k + (1 if has_x else 0)
+        pick = mp.mpf(m) / size if has_x else mp.mpf(0)
+        s_no, s_x = mp.mpf(m), m - cc  # x drawn: m − 1 ones and 1 − c
+        return (1 - pick) * mp.exp(e * (y - s_no)) + pick * mp.exp(e * (y - s_x))
+
+    return mp.log(mix(others, with_x, drawn) / mix(others2, not with_x, drawn2))

@@ -739,3 +739,98 @@ def test_knob_of_another_profile_is_bad_input(tmp_path: Path, six: Path) -> None
         "expected one of: scale, expected_size"
     ) in run.stderr
     assert "internal error" not in run.stderr
+
+
+# ---- column mode: a record at exactly the radius is in the domain (issue 15) ------------
+
+
+@pytest.mark.parametrize(
+    ("radius", "infeasible", "q_max"),
+    [
+        ("3.0", 0, 0.5),  # ‖(3, 0)‖₂ = 3 = r: in the domain (was dropped: 0.158565)
+        ("3.0000001", 0, 0.5),
+        ("2.9999999", 1, 0.1),  # (3, 0) is outside: the lower bound comes from q = 0.1
+    ],
+)
+def test_column_record_at_the_radius(tmp_path: Path, radius: str, infeasible: int, q_max) -> None:
+    write_csv(tmp_path / "rec.csv", [(3, 0, 0.5), (0, -2, 0.1), (1, 1, 0.05)], header="x,y,q")
+    p = design(
+        tmp_path,
+        f"""
+mechanism: {{profile: constant, epsilon: 1.0}}
+sampling:
+  scheme: importance
+  records: rec.csv
+  columns: [x, y]
+  probabilities: column
+  probability_column: q
+  radius: {radius}
+""",
+    )
+    r = engine.bound(load_designs(p)[0])
+    # constant profile: ε̂ = log(1 + q(e − 1)) (003 Proposition 3); A(0.5, 1) = 0.620115,
+    # A(0.1, 1) = 0.158565 (spec A13)
+    exact = oracle.eps_hat_q(q_max, 1.0, linear=False)
+    assert mp_le(r.lower, exact)
+    assert r.lower == pytest.approx(float(exact), rel=1e-14)
+    assert r.details["infeasible_records"] == infeasible
+    assert r.upper == pytest.approx(1.0, rel=1e-14)  # q of an added record may be 1
+
+
+def test_column_record_at_the_radius_linear_profile(tmp_path: Path) -> None:
+    # laplace-sum, ‖x‖₁/β: (3, 0) has ‖x‖₁ = 3 = r and the smallest q; ε(1/q, x) = 3/(βq)
+    write_csv(tmp_path / "rec.csv", [(3, 0, 0.05), (0, -2, 0.1), (1, 1, 0.5)], header="x,y,q")
+    out = []
+    for radius in ("3.0", "3.0000001"):
+        p = design(
+            tmp_path,
+            f"""
+mechanism: {{profile: laplace-sum, scale: 4.0}}
+sampling:
+  scheme: importance
+  records: rec.csv
+  columns: [x, y]
+  probabilities: column
+  probability_column: q
+  min_probability: 0.05
+  radius: {radius}
+""",
+        )
+        r = engine.bound(load_designs(p)[0])
+        assert r.details["infeasible_records"] == 0
+        out.append(r)
+    # the declared ε is sup ε(1, x) = r/β; the records' ε̂ at their own q and norm
+    best = max(
+        oracle.eps_hat_q(0.05, 3 / 4.0),  # 12.0043 (was dropped at r = 3: 2.7563)
+        oracle.eps_hat_q(0.1, 2 / 4.0),
+        oracle.eps_hat_q(0.5, 2 / 4.0),
+    )
+    assert best == oracle.eps_hat_q(0.05, 3 / 4.0)
+    for r in out:
+        assert mp_le(r.lower, best)
+        assert r.lower == pytest.approx(float(best), rel=1e-12)
+
+
+def mp_le(value: float, exact) -> bool:
+    import mpmath as mp
+
+    return bool(mp.mpf(value) <= exact)
+
+
+def test_profiles_take_no_delta(tmp_path: Path, six: Path) -> None:
+    # issue 15 V4 audit: the profile is pure ε (003 Def. 4), so no δ′ can be owed; a
+    # `delta` key is refused rather than ignored
+    for mech in (
+        "{profile: constant, epsilon: 1.0, delta: 0.01}",
+        "{profile: laplace-sum, scale: 4.0, delta: 0.01}",
+    ):
+        p = design(
+            tmp_path,
+            f"""
+mechanism: {mech}
+sampling: {{scheme: importance, records: six.csv, probabilities: uniform, radius: 3.0,
+  population: 600, expected_size: 6}}
+""",
+        )
+        run = run_ampcalc("bound", str(p), expect=2)
+        assert "unknown key in mechanism" in run.stderr and "delta" in run.stderr

@@ -784,12 +784,35 @@ def rs_upper(c: dict, eps) -> mp.mpf:
     return osd.amp(rs_rate(c, e)[0], c["ratio"] * e)
 
 
+def rs_smallest(c: dict) -> int:
+    """The smallest size of positive probability."""
+    kind = c["kind"]
+    if kind == "binomial":
+        return c["N"] if c["p"] == 1.0 else 0
+    if kind == "uniform":
+        return c["low"]
+    if kind == "point":
+        return c["value"]
+    if kind == "pmf":
+        return min(c["sizes"])
+    return 0  # poisson, normal
+
+
 def rs_lower(c: dict, eps) -> mp.mpf:
-    """−log(1 − (E_t̃[m]/N)(1 − e^{−ε_R})) = −log(g + (1 − g)e^{−ε_R}), g = 1 − E/N,
-    tilt at min(ε_D, ε_R) = ε (ε_R = ε or 2ε)."""
+    """The larger of the witness read above every sum, −log(1 − (E_t̃[m]/N)(1 − e^{−ε_R}))
+    = −log(g + (1 − g)e^{−ε_R}), g = 1 − E/N, tilt at ε_D = ε, and below every sum,
+    A(E_{t(ε_D − ε_R)}[m]/N, ε_R): untilted for ε_R = ε, the smallest size for ε_R = 2ε."""
     e = mp.mpf(eps)
     rate, gap = rs_rate(c, e)
-    return -mp.log(gap + rate * mp.exp(-c["ratio"] * e))
+    above = -mp.log(gap + rate * mp.exp(-c["ratio"] * e))
+    if c["ratio"] == 2:
+        q0 = mp.mpf(rs_smallest(c)) / c["N"]
+    elif c["kind"] == "uniform":  # the untilted mean (tilted_uniform divides by 1 − e^0)
+        q0 = mp.mpf(c["low"] + c["high"]) / 2 / c["N"]
+    else:
+        q0 = rs_rate(c, 0)[0]
+    below = osd.amp(q0, c["ratio"] * e) if q0 > 0 else mp.mpf(0)
+    return max(above, below)
 
 
 def gen_random_size(kind: str, which: str):
@@ -837,7 +860,12 @@ def gen_dds(which: str):
                 return data_dependent_size.upper_epsilon(
                     e, population=d["N"], sample=d["m"], sensitivity=d["sens"]
                 )
-            return data_dependent_size.lower_epsilon(e, sensitivity=d["sens"])
+            k = data_dependent_size.reachable_shift(d["N"], d["m"], d["sens"])
+            count = data_dependent_size.lower_epsilon(e, sensitivity=k)
+            pair = data_dependent_size.sample_lower_epsilon(
+                e, 2.0 * e, population=d["N"], sample=d["m"], sensitivity=d["sens"]
+            )
+            return np.maximum(count, pair)
 
         return per_design(n, rng, dds_designs(rng, 30), run)
 
@@ -856,6 +884,23 @@ def gen_dds_inverse(kind: str):
         return per_design(n, rng, ds, run, targets=True)
 
     return gen
+
+
+def or_dds_lower(c: dict, eps) -> mp.mpf:
+    """max(Δε, kε + A(π, 2ε)) over the pairs P vs P − {x} (m′ = min(N − 1, m + Δ)) and
+    P ∪ {x} (every m′ in max(0, m − Δ)..m) vs P; add-remove M (ε_R = 2ε)."""
+    n, m, d, e = c["N"], c["m"], c["sens"], mp.mpf(eps)
+    best = min(d, max(n + 1 - m, m)) * e  # neighbours draw 0..N + 1 records
+    if m <= n - 1:
+        best = max(best, (min(n - 1, m + d) - m) * e + osd.amp(mp.mpf(m) / n, 2 * e))
+    lo = max(0, m - d)
+    sizes = set(range(lo, m + 1)) if m - lo <= 64 else {lo, m}
+    if m - lo > 64:  # g(m′) is concave: its maximum sits next to the stationary point
+        x = 1 / -mp.expm1(-e) - (n + 1) / mp.expm1(2 * e)
+        sizes |= {min(m, max(lo, int(mp.floor(x)))), min(m, max(lo, int(mp.ceil(x))))}
+    for mp_ in sizes:
+        best = max(best, (m - mp_) * e + osd.amp(mp.mpf(mp_) / (n + 1), 2 * e))
+    return best
 
 
 def or_dds_upper(c: dict, eps) -> mp.mpf:
@@ -1929,7 +1974,7 @@ INVENTORY: list[Formula] = [
         "data-dependent-size",
         "lower",
         gen_dds("lower"),
-        lambda c, v: c["sens"] * mpf(c["eps"]),
+        lambda c, v: or_dds_lower(c, c["eps"]),
     ),
     Formula(
         "data-dependent-size certified (root-finder)",
@@ -1943,7 +1988,7 @@ INVENTORY: list[Formula] = [
         "data-dependent-size",
         "impossible",
         gen_dds_inverse("impossible"),
-        inverse_oracle(lambda c, x: c["sens"] * x, lambda c: mpf(c["target"]) / c["sens"]),
+        inverse_oracle(lambda c, x: or_dds_lower(c, x)),
     ),
     # allocation test
     Formula(

@@ -120,8 +120,9 @@ def test_random_size_point_is_srswor() -> None:
         {"epsilon": 1.0, "neighbours": "replace-one"},
     )
     assert assert_pass(row) == pytest.approx(amp(2 / 6, 1.0), abs=1e-8)
-    # the lower bound −log(1 − q(1 − e^{−ε})) is loose here: 0.23662 vs exact 0.45283
-    assert row["epsilon_prime"]["lower"] == pytest.approx(-math.log1p(-(1 / 3) * -math.expm1(-1)))
+    # the lower bound reads the witness below every sum: A(1/3, 1) = 0.45283, exact (it was
+    # −log(1 − q(1 − e^{−ε})) = 0.23662 before issue 15)
+    assert row["epsilon_prime"]["lower"] == pytest.approx(amp(2 / 6, 1.0), abs=1e-8)
 
 
 def test_random_size_binomial_matches_brute_force_and_lower_bound() -> None:

@@ -127,7 +127,8 @@ def upper_epsilon(
         monotone, so the larger sample can sit with the smaller dataset):
         ε′ = A(min(1, (m + Δ)/N), 2ε) + Δε. (N = 14, m = 1, Δ = 1, ε = 1: 1.648528; the
         one-direction 1.354829 of spec §4.2 is beaten by an explicit pair, 1.375941.)
-    Tightness: not tight; the lower bound is Δε.
+    Tightness: attained when Δ = 0 (a srswor at ε_R = 2ε); otherwise the lower bound
+        is ``sample_lower_epsilon`` or Δε.
     Numerics: kernel rounded up, sum rounded up.
     """
     eps = np.asarray(eps_add_remove, dtype=float)
@@ -141,6 +142,9 @@ def upper_epsilon(
 def lower_epsilon(eps_add_remove: np.ndarray, *, sensitivity: int) -> np.ndarray:
     """Lower bound Δ·ε: M(S) = |S| + Lap(1/ε) (ε-DP under add-remove) sees m vs m + Δ.
 
+    ``analyse`` passes the shift a neighbour can realise (``reachable_shift``): with
+    N = 2, m = 1 and a stated Δ = 5 the neighbours draw 0..3 records, so 2ε, not 5ε.
+
     Basis: 000_97a39a4c524f603f.txt §4.1; for vector allocations the per-stratum
         counts with independent Lap(1/ε) and the L1 sensitivity (spec §4.1).
     """
@@ -148,6 +152,134 @@ def lower_epsilon(eps_add_remove: np.ndarray, *, sensitivity: int) -> np.ndarray
     if sensitivity & (sensitivity - 1) == 0:
         return prod  # Δ = 0 or a power of two: the product is exact
     return numeric.round_down(prod, 1)  # one rounding to nearest: at most half an ulp
+
+
+def reachable_shift(population: int, sample: int, sensitivity: int) -> int:
+    """The largest |m′ − m| <= Δ a neighbour of P can realise: its size is N ± 1, so
+    0 <= m′ <= N + 1 (the noisy count needs m′ = m ± that shift)."""
+    n, m, d = population, sample, sensitivity
+    return min(d, max(n + 1 - m, m))
+
+
+def _add_sizes(
+    population: int, sample: int, sensitivity: int, e_d: np.ndarray, e_r: np.ndarray
+) -> list[np.ndarray]:
+    """Candidate sizes m′ for P ∪ {x}: the best of max(0, m − Δ)..m, per ε.
+
+    g(m′) = (m − m′)ε_D + A(m′/(N + 1), ε_R) is concave in m′; its steps are >= 0 while
+    m′/(N + 1) <= q* = e^{ε_D}/((e^{ε_D} − 1)(N + 1)) − 1/(e^{ε_R} − 1) (from
+    e^{ε_D}(1 + (q − h)u) >= 1 + qu, h = 1/(N + 1), u = e^{ε_R} − 1), so the integer
+    maximum is at ⌊x⌋ or ⌈x⌉ of x = (N + 1)q*, clipped to the range; the ends are kept
+    too (any m′ in the range is a valid witness, the choice only makes it tighter).
+    """
+    n, m, d = population, sample, sensitivity
+    lo, hi = float(max(0, m - d)), float(m)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        x = 1.0 / -np.expm1(-e_d) - (n + 1) / np.expm1(e_r)
+    x = np.clip(np.nan_to_num(x, nan=hi, posinf=hi, neginf=lo), lo, hi)
+    return [np.full(e_d.shape, lo), np.floor(x), np.ceil(x), np.full(e_d.shape, hi)]
+
+
+def witness_pairs(population: int, sample: int, sensitivity: int) -> list[tuple[str, int, int]]:
+    """The fixed neighbouring pairs of ``sample_lower_epsilon``: (direction, m′, shift).
+
+    ``remove``: P (N records, one of them x, m sampled) vs P − {x} with m′ sampled;
+    ``add``: P vs P ∪ {x} with m′ sampled. ``shift`` = |m′ − m|, taken in the
+    direction that adds to the loss (see ``sample_lower_epsilon``). The sizes between
+    max(0, m − Δ) and m for P ∪ {x} come from ``_add_sizes``.
+    """
+    n, m, d = population, sample, sensitivity
+    out: list[tuple[str, int, int]] = []
+    if n >= 1 and m <= n - 1:  # P − {x} can draw m′ = min(N − 1, m + Δ) >= m records
+        mp = min(n - 1, m + d)
+        out.append(("remove", mp, mp - m))
+    return out
+
+
+def sample_lower_epsilon(
+    eps_add_remove: np.ndarray,
+    eps_replace_one: np.ndarray,
+    *,
+    population: int,
+    sample: int,
+    sensitivity: int,
+) -> np.ndarray:
+    """Lower bound on ε′ from the sum witness read at a pair where x may be sampled.
+
+    Basis: the simple-random-sample witness (000_97a39a4c524f603f.txt Theorem 2.2 is
+        tight) combined with the §4.1 shift of the sample size; docs/random-size.md.
+    Witness: values 1 for the other records and 1 − c for x, c = ε_R/ε_D <= 2, and
+        M(S) = Σx + Lap(1/ε_D): add-remove sensitivity max(1, |1 − c|) = 1 (ε_D-DP),
+        replace-one sensitivity c (ε_R-DP). Below every possible sum the density ratio
+        is constant; with the sample S of the dataset holding x (x sampled with
+        probability π) and S′ of the other, |S′| − |S ∖ {x}| = k:
+        ratio = e^{ε_D·k}(1 + π(e^{ε_R} − 1)), loss kε_D + A(π, ε_R).
+        * remove: P (N records, m drawn, π = m/N) vs P − {x} (m′ = min(N − 1, m + Δ)
+          drawn; needs m <= N − 1), k = m′ − m;
+        * add: P ∪ {x} (N + 1 records, m′ drawn, π = m′/(N + 1)) vs P, k = m − m′,
+          for the best m′ in max(0, m − Δ)..m (``_add_sizes``; N = 2, m = 2, Δ = 2,
+          ε = 2: m′ = 1 gives 4.937364, the exact value, where m′ = 0 gives 4).
+        A deterministic f of sensitivity Δ can take each m′ (it need not be monotone).
+        With Δ = 0 (a constant allocation) the design is a srswor and the first pair
+        gives A(m/N, ε_R), the upper bound: tight.
+    Numerics: kernel and product rounded down, the sum rounded down.
+    """
+    e_d = np.asarray(eps_add_remove, dtype=float)
+    e_r = np.asarray(eps_replace_one, dtype=float)
+    e_d, e_r = np.broadcast_arrays(e_d, e_r)
+    n, m = population, sample
+    best = np.zeros(e_d.shape)
+    for _, _, k in witness_pairs(n, m, sensitivity):  # remove: π = m/N
+        amp = numeric.amplification_lower(m / n, e_r) if m > 0 else np.zeros(e_d.shape)
+        shift = numeric.round_down(k * e_d, 1) if k else np.zeros(e_d.shape)
+        best = np.maximum(best, numeric.round_down(amp + shift) if k else amp)
+    for mp in _add_sizes(n, m, sensitivity, e_d, e_r):
+        pi = mp / (n + 1)
+        safe = np.where(pi > 0, pi, 1.0)
+        amp = np.where(pi > 0, numeric.amplification_lower(safe, e_r), 0.0)
+        drop = m - mp  # k = m − m′ >= 0
+        shift = numeric.round_down(drop * e_d, 1)
+        best = np.maximum(best, np.where(drop > 0, numeric.round_down(amp + shift), amp))
+    return best
+
+
+def _witness_text(m: int, n: int, d: int, mechanism: Mechanism) -> str:
+    """Which neighbouring pair realises the lower bound at the declared ε."""
+    e_d = np.asarray(mechanism.epsilon, dtype=float)
+    e_r = mechanism.epsilon_replace_one_of(e_d)
+    k = reachable_shift(n, m, d)
+    best = float(lower_epsilon(e_d, sensitivity=k))
+    text = f"noisy count |S| + Lap(1/ε): sample sizes {m} vs {m} ± {k}"
+    values = []
+    for direction, mp, k in witness_pairs(n, m, d):
+        amp = float(numeric.amplification(m / n, e_r)) if m > 0 else 0.0
+        values.append((k * float(e_d) + amp, direction, mp))
+    for size in _add_sizes(n, m, d, e_d, e_r):
+        mp = int(size)
+        amp = float(numeric.amplification(mp / (n + 1), e_r)) if mp > 0 else 0.0
+        values.append(((m - mp) * float(e_d) + amp, "add", mp))
+    top, direction, mp = max(values)
+    if top > best:
+        if direction == "remove":
+            text = (
+                f"Σx + Lap(1/ε_D): P ({n} records, {m} drawn) vs P − {{x}} ({n - 1} records, "
+                f"{mp} drawn)"
+            )
+        else:
+            text = (
+                f"Σx + Lap(1/ε_D): P ({n} records, {m} drawn) vs P ∪ {{x}} ({n + 1} "
+                f"records, {mp} drawn)"
+            )
+    return text
+
+
+def _monotone_lower(m: int, n: int, d: int, mechanism: Mechanism) -> float:
+    """The lower bound from the pairs a non-decreasing allocation can realise."""
+    e_d = np.asarray(mechanism.epsilon, dtype=float)
+    e_r = mechanism.epsilon_replace_one_of(e_d)
+    flat = sample_lower_epsilon(e_d, e_r, population=n, sample=m, sensitivity=0)
+    count = lower_epsilon(e_d, sensitivity=reachable_shift(n, m, d))
+    return float(np.maximum(count, flat))
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -175,8 +307,18 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     def ref(eps: np.ndarray) -> np.ndarray:
         return np.asarray(eps, dtype=float)
 
+    eps_r = mechanism.epsilon_replace_one_of
+
     def lower(eps: np.ndarray) -> np.ndarray:
-        return lower_epsilon(eps, sensitivity=delta_f)
+        if vector:
+            return lower_epsilon(eps, sensitivity=delta_f)
+        assert params.sample is not None
+        count = lower_epsilon(eps, sensitivity=reachable_shift(n, params.sample, delta_f))
+        pair = sample_lower_epsilon(
+            eps, eps_r(eps), population=n, sample=params.sample, sensitivity=delta_f
+        )
+        out: np.ndarray = np.maximum(count, pair)
+        return out
 
     upper: Any = None
     certified: Any = None
@@ -187,11 +329,14 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         def upper(eps: np.ndarray) -> np.ndarray:
             return upper_epsilon(eps, population=n, sample=m, sensitivity=delta_f)
 
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        t = np.asarray(target, dtype=float)
-        if delta_f == 0:
-            return np.full(t.shape, np.inf)
-        return numeric.certify_up(lower, numeric.round_down(t / delta_f, 2), t)
+    impossible_above: Any = None  # scalar: the root finder on ``lower``
+    if vector:
+
+        def impossible_above(target: np.ndarray) -> np.ndarray:
+            t = np.asarray(target, dtype=float)
+            if delta_f == 0:
+                return np.full(t.shape, np.inf)
+            return numeric.certify_up(lower, numeric.round_down(t / delta_f, 2), t)
 
     conditions = [
         "f is deterministic; Δ bounds |f(P) − f(P′)| over all add-remove neighbours",
@@ -220,6 +365,15 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         assert params.sample is not None  # check(): a scalar sensitivity needs the sample
         details["upper_rate"] = min(1.0, (params.sample + delta_f) / n)
         details["sensitivity_kind"] = "scalar"
+        details["lower_witness"] = _witness_text(params.sample, n, delta_f, mechanism)
+        mono = _monotone_lower(params.sample, n, delta_f, mechanism)
+        if delta_f > 0 and mono < float(lower(np.asarray(mechanism.epsilon))):
+            warnings.append(
+                "the lower bound's pair needs an allocation that moves against the data "
+                f"size ({details['lower_witness']}); an allocation that never falls when a "
+                f"record is added (e.g. rounding rN) leaves the pairs with m′ = m or the "
+                f"noisy count, whose lower bound is {mono:.6g}"
+            )
         conditions.append(f"0 <= sample <= population: 0 <= {params.sample} <= {n}")
     return Analysis(
         guarantee_neighbours=Neighbours.ADD_REMOVE,

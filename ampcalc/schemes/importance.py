@@ -417,10 +417,15 @@ def check(params: Params) -> list[Problem]:
 # --------------------------------------------------------------------------------------
 
 
+def _raw_norms(params: Params, profile: Profile) -> np.ndarray:
+    """Per-record profile norm as computed (nearest rounding): domain membership."""
+    z: np.ndarray = params.data.l1 if profile.norm == "l1" else np.sqrt(params.data.sq_l2)
+    return z
+
+
 def _profile_norms(params: Params, profile: Profile) -> np.ndarray:
     """Per-record profile norm, rounded up (summation error) so ε(1, x) is not low."""
-    z = params.data.l1 if profile.norm == "l1" else np.sqrt(params.data.sq_l2)
-    return numeric.round_up(z, 16)
+    return numeric.round_up(_raw_norms(params, profile), 16)
 
 
 def coreset_q(z2: np.ndarray, *, mix: float, m: float, n: float, xbar: float) -> np.ndarray:
@@ -510,8 +515,7 @@ def record_figures(
     z = _profile_norms(params, profile)
     a = k * profile.coefficients.at(z)
     a = numeric.round_up(a, 1) if profile.linear else np.full(z.shape, a)
-    raw = params.data.l1 if profile.norm == "l1" else np.sqrt(params.data.sq_l2)
-    outside = raw > params.radius
+    outside = _raw_norms(params, profile) > params.radius
     mode = params.probabilities
     if mode == "privacy-constrained":
         assert eps_star is not None
@@ -711,16 +715,22 @@ def analyse(params: Params, profile: Profile, guarantee: Neighbours) -> Analysis
 
                 return scaled(eps, one)
 
-            conditions.append(f"every q(x) >= min_probability = {p0:g} (public floor)")
-        z = _profile_norms(params, profile)
+            if p0 is not None:
+                conditions.append(f"every q(x) >= min_probability = {p0:g} (public floor)")
+        # a record is in the domain when its norm, as computed from the values read,
+        # is <= r: the comparison that counts `infeasible_records` (a record at exactly
+        # the radius belongs to the domain). Its ε(1, x) for the lower bound uses the
+        # norm rounded down (the round-up of ``_profile_norms`` is for guarantees and
+        # would push a record at the radius out of the domain).
+        inside = ~fig.outside
+        z_low = numeric.round_down(_raw_norms(params, profile), 16)
 
         def lower(eps: np.ndarray) -> np.ndarray:
-            inside = z <= r
             if not inside.any():
                 return np.zeros(np.shape(eps))
 
             def one(k: float) -> float:
-                a = numeric.round_down(k * profile.coefficients.at(z[inside]), 1)
+                a = numeric.round_down(k * profile.coefficients.at(z_low[inside]), 1)
                 e = personalised_epsilon(fig.q[inside], a, linear=profile.linear, rounding="down")
                 return float(np.max(e))
 

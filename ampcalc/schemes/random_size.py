@@ -642,7 +642,8 @@ def upper_epsilon(
     Formula: ε′ = A(E_t̃[m]/N, ε_R) = log(1 + (E_t̃[m]/N)(e^{ε_R} − 1)), t̃(m) ∝ e^{ε_D m}t(m).
         The printed theorem uses ε for both; with M only ε-DP under add-remove that is
         unsound (spec §3 counterexample: 1.4338 > 0.6201).
-    Tightness: within the e^ε − 1 vs 1 − e^{−ε} gap of ``lower_epsilon`` when ε_R = ε_D.
+    Tightness: equal to ``lower_epsilon`` for a point mass (a srswor), in every relation;
+        otherwise within the e^ε − 1 vs 1 − e^{−ε} gap when ε_R = ε_D.
     Numerics: the enclosure's upper end of E_t̃[m]; kernel rounded up.
     """
     _, _, e_hi, _ = tilted_mean_bounds(params.size, params.population, eps_add_remove)
@@ -652,23 +653,54 @@ def upper_epsilon(
     return np.where(q > 0, numeric.amplification_upper(safe, eps_replace_one), 0.0)
 
 
+def _smallest_size(dist: SizeDistribution, n: int) -> float:
+    """The smallest size of positive probability: a lower bound on E[m] under any tilt."""
+    if dist.kind == "point":
+        assert dist.value is not None
+        return float(dist.value)
+    if dist.kind == "binomial":
+        assert dist.p is not None
+        return float(n) if dist.p == 1.0 else 0.0
+    if dist.kind == "uniform":
+        assert dist.low is not None
+        return float(dist.low)
+    if dist.kind == "pmf":
+        assert dist.sizes is not None
+        return float(dist.sizes[0])  # sorted by parse_size
+    return 0.0  # poisson, normal: every size has positive weight
+
+
 def lower_epsilon(
-    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, params: Params
+    eps_add_remove: np.ndarray,
+    eps_replace_one: np.ndarray,
+    *,
+    params: Params,
+    untilted_lo: float | None = None,
 ) -> np.ndarray:
     """Lower bound on ε′: some M and replace-one pair lose at least this much.
 
-    Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (lower half), generalised to ε_D ≠ ε_R.
-    Witness: P = N records with x = 1, P′ replaces one with x = −(ε_R/ε_D − 1);
-        M(S) = Σx + Lap(1/ε_D) is ε_D-DP under add-remove and ε_R-DP under replace-one
-        (valid for ε_D <= ε_R <= 2ε_D); the loss at large outputs is
-        −log(1 − (E_t̃[m]/N)(1 − e^{−ε_R})), tilt at ε_D. When ε_R < ε_D: the count
-        query with Lap(1/ε_R), the same formula with ε_D replaced by ε_R.
-    Numerics: the enclosure's lower end of E_t̃[m]; kernel rounded down.
+    Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (lower half), generalised to ε_D ≠ ε_R,
+        and the same witness read at its other tail (docs/random-size.md).
+    Witness: P = N records of value a, P′ replaces one with a − c, c = ε_R/ε_D (<= 2),
+        M(S) = Σx + Lap(1/ε_D) with a ∈ [c − 1, 1]: its add-remove sensitivity is
+        max(|a|, |a − c|) <= 1 and its replace-one sensitivity c, so M is ε_D-DP under
+        add-remove and ε_R-DP under replace-one. Below every possible sum the density
+        ratio is constant and exact:
+        * a = 1, outputs above every sum: −log(1 − (E_{t(ε_D)}[m]/N)(1 − e^{−ε_R}));
+        * a = c − 1, outputs below every sum: A(E_{t(ε_D − ε_R)}[m]/N, ε_R),
+        with t(s)(m) ∝ e^{sm} t(m). The bound is the larger of the two. The second is
+        the simple-random-sample witness: for a point mass it equals the upper bound
+        A(m/N, ε_R) in every relation (tight). A negative tilt (ε_R > ε_D, e.g. the
+        default ε_R = 2ε_D) is bounded below by the smallest size of positive
+        probability (exact for a point mass), which keeps the bound increasing in ε.
+    Numerics: the enclosures' lower ends of the tilted means; kernels rounded down.
+        ``untilted_lo``: the lower end of E_t[m] when the caller has it (``analyse``
+        computes it once for the details).
     """
     e_d = np.asarray(eps_add_remove, dtype=float)
     e_r = np.asarray(eps_replace_one, dtype=float)
-    tilt = np.minimum(e_d, e_r)
-    _, e_lo, _, log_gap_hi = tilted_mean_bounds(params.size, params.population, tilt)
+    e_d, e_r = np.broadcast_arrays(e_d, e_r)
+    _, e_lo, _, log_gap_hi = tilted_mean_bounds(params.size, params.population, e_d)
     n = params.population
     q = np.minimum(e_lo / n, 1.0)
     # 1 − q(1 − e^{−ε_R}) = g(1 − e^{−ε_R}) + e^{−ε_R}, g = (N − E)/N: no cancellation
@@ -678,8 +710,29 @@ def lower_epsilon(
         log_x = np.logaddexp(log_g + np.log(-np.expm1(-e_r)), -e_r)
     gap_form = -(log_x + 4 * ULP * np.abs(log_x))
     near = q * -np.expm1(-e_r) > 0.5  # x < 1/2: −log(x) is well conditioned
-    out = np.where(near, gap_form, numeric.neg_log1m(q, e_r))
-    return numeric.round_down(out)
+    upper_tail = numeric.round_down(np.where(near, gap_form, numeric.neg_log1m(q, e_r)))
+    # the other tail: tilt at ε_D − ε_R (untilted under `both`: computed once by analyse)
+    tilt = e_d - e_r
+    e_lo2 = np.empty(tilt.shape)
+    zero = tilt == 0.0
+    if np.any(zero):
+        if untilted_lo is None:
+            untilted_lo = float(tilted_mean_bounds(params.size, n, 0.0)[1])
+        e_lo2[zero] = untilted_lo
+    pos = tilt > 0.0
+    if np.any(pos):
+        e_lo2[pos] = tilted_mean_bounds(params.size, n, tilt[pos])[1]
+    # a negative tilt: the smallest size. Not the tilted mean itself: E_{t(ε_D − ε_R)}
+    # falls as ε grows and the loss read at it can then fall too (a pmf on 0..12 at
+    # ε ≈ 3.6 with ε_R = 1.79ε), while a bound must not; A(m_min/N, ε_R) rises with ε
+    neg = tilt < 0.0
+    if np.any(neg):
+        e_lo2[neg] = _smallest_size(params.size, n)
+    q2 = np.minimum(e_lo2 / n, 1.0)
+    safe = np.where(q2 > 0, q2, 1.0)
+    lower_tail = np.where(q2 > 0, numeric.amplification_lower(safe, e_r), 0.0)
+    out: np.ndarray = np.maximum(upper_tail, lower_tail)
+    return out
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -716,11 +769,13 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     def lower(eps: np.ndarray) -> np.ndarray:
         if point and not mechanism.epsilon_add_remove_known():
             e = eps_r(eps)
-            return lower_epsilon(e, e, params=params)
-        return lower_epsilon(eps_d(eps), eps_r(eps), params=params)
+            return lower_epsilon(e, e, params=params, untilted_lo=untilted_lo)
+        return lower_epsilon(eps_d(eps), eps_r(eps), params=params, untilted_lo=untilted_lo)
 
     eps0 = mechanism.epsilon
-    mean0 = float(tilted_mean_bounds(dist, n, 0.0)[0])  # E_t[m]
+    est0, lo0, _, _ = tilted_mean_bounds(dist, n, 0.0)
+    mean0 = float(est0)  # E_t[m]
+    untilted_lo = float(lo0)
     tilted0 = float(tilted_mean_bounds(dist, n, float(eps_d(np.asarray(eps0))))[0])
     conditions = [
         "the size distribution t does not depend on the data; m and the sample are secret",
