@@ -37,14 +37,6 @@ RELATIONS = ("both", "add-remove", "replace-one")
 # None the natural one, "*" any) -> why it fails today (open in issue 15, left to the
 # changes of those schemes)
 KNOWN: dict[tuple[str, str, str | None, str | None], str] = {
-    ("pps", "pps-threshold.yaml", "both", "*"): (
-        "pps method poisson-threshold prints A(a, ε) with delta_prime null for δ > 0; the "
-        "theory gives δ′ = a·δ (issue 15 V4)"
-    ),
-    ("pps", "pps-threshold.yaml", "add-remove", "*"): (
-        "pps method poisson-threshold prints A(a, ε) with delta_prime null for δ > 0; the "
-        "theory gives δ′ = a·δ (issue 15 V4)"
-    ),
     **{
         ("stratified", "stratified-business-survey.yaml[2]", nb, "replace-one"): (
             "stratified Poisson, replace-one guarantee: δ′ is capped at 1 before the outward "
