@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .errors import AmpcalcError, DesignError
-from .fileio import atomic_write, excerpt, is_temp_name, open_input, write_text
+from .fileio import atomic_write, excerpt_names, is_temp_name, open_input, write_text
 
 ENGINES = ("numpy", "dask")
 #: ``--scheduler`` values that run on dask's local schedulers (no cluster).
@@ -537,8 +537,8 @@ def run_weights(
     for rp in rparts[1:]:
         if rp.names != first.names:
             raise DesignError(
-                f"{rp.path}: record columns ({excerpt(', '.join(rp.names))}) differ from those of "
-                f"{first.path} ({excerpt(', '.join(first.names))})"
+                f"{rp.path}: record columns ({excerpt_names(rp.names)}) differ from those of "
+                f"{first.path} ({excerpt_names(first.names)})"
             )
     out = prepare_output(output)
     try:
@@ -612,7 +612,7 @@ def _sample_header(part: Partition) -> list[str]:
         if "key" not in header or "frequency" not in header:
             raise DesignError(
                 f"{part.path}: expected columns `key` and `frequency` "
-                f"(got {excerpt(', '.join(header))})"
+                f"(got {excerpt_names(header)})"
             )
         return header
     from .commands.pws import _read_columns
@@ -643,8 +643,8 @@ def _read_sample(part: Partition, header: tuple[str, ...], chunk: int) -> Any:
         for head, lns, chunk_cols in _read_columns(part.path, chunk):
             if tuple(head) != header:
                 raise DesignError(
-                    f"{part.path}:1: columns ({excerpt(', '.join(head))}) differ from the first "
-                    f"partition's ({excerpt(', '.join(header))})"
+                    f"{part.path}:1: columns ({excerpt_names(head)}) differ from the first "
+                    f"partition's ({excerpt_names(header)})"
                 )
             for c, values in zip(cols, chunk_cols, strict=True):
                 c.extend(values)
@@ -666,8 +666,8 @@ def _read_parquet_sample(
     table = pq.read_table(part.path)
     if tuple(table.column_names) != header:
         raise DesignError(
-            f"{part.path}: columns ({excerpt(', '.join(table.column_names))}) differ from the "
-            f"first partition's ({excerpt(', '.join(header))})"
+            f"{part.path}: columns ({excerpt_names(table.column_names)}) differ from the "
+            f"first partition's ({excerpt_names(header)})"
         )
     cols: list[list[Any]] = []
     for name in header:
@@ -851,8 +851,8 @@ def run_sanitize(
         h = tuple(_sample_header(p))
         if h != header:
             raise DesignError(
-                f"{p.path}: columns ({excerpt(', '.join(h))}) differ from those of "
-                f"{parts[0].path} ({excerpt(', '.join(header))})"
+                f"{p.path}: columns ({excerpt_names(h)}) differ from those of "
+                f"{parts[0].path} ({excerpt_names(header)})"
             )
     out = prepare_output(output)
     job = _SanitizeJob(

@@ -61,6 +61,15 @@ def excerpt(text: str | bytes, limit: int = EXCERPT_CHARS) -> str:
     return shown + "…" if cut else shown
 
 
+def excerpt_names(names: Iterable[str], limit: int = EXCERPT_CHARS) -> str:
+    """Column names for a message: ``a, b, c`` as they are when short and printable,
+    else an ``excerpt`` of the list."""
+    joined = ", ".join(names)
+    if len(joined) <= limit and joined.isprintable():
+        return joined
+    return excerpt(joined, limit)
+
+
 def show_path(path: str | os.PathLike[str]) -> str:
     """A path for a message: whole up to ``PATH_CHARS`` characters, else head…tail."""
     text = os.fspath(path)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .fileio import excerpt, open_input
+from .fileio import excerpt, excerpt_names, open_input
 
 CHUNK_ROWS = 1 << 20
 
@@ -113,7 +113,7 @@ def _pick(spec: Any, header: tuple[str, ...] | None, width: int, error: ErrorFn,
             close = difflib.get_close_matches(spec, header, n=1)
             hint = f"; did you mean {excerpt(close[0])}?" if close else ""
             raise error(
-                f"{what}: no column {excerpt(spec)} (columns: {excerpt(', '.join(header))}){hint}"
+                f"{what}: no column {excerpt(spec)} (columns: {excerpt_names(header)}){hint}"
             )
         return header.index(spec)
     raise error(f"{what}: expected a column name or 0-based index, got {spec!r}")

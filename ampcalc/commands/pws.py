@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..cli import ExitCode, FormatOpt, JsonOpt, SetOpt, app, emit, load, resolve_format, say
-from ..fileio import excerpt
+from ..fileio import excerpt, excerpt_names
 
 if TYPE_CHECKING:
     from ..api import PwsSanitiser
@@ -70,7 +70,7 @@ def _read_rows(
         if "key" not in header or (need_freq and "frequency" not in header):
             raise DesignError(
                 f"{path}:1: expected a header with columns `key` and `frequency` "
-                f"(got {excerpt(', '.join(header))})"
+                f"(got {excerpt_names(header)})"
             )
         while True:
             rows = pending + list(itertools.islice(reader, chunk - len(pending)))
@@ -117,7 +117,7 @@ def _read_columns(
         if "key" not in header or "frequency" not in header:
             raise DesignError(
                 f"{path}:1: expected a header with columns `key` and `frequency` "
-                f"(got {excerpt(', '.join(header))})"
+                f"(got {excerpt_names(header)})"
             )
         width = len(header)
         size = max(1, chunk) * 24
@@ -144,7 +144,7 @@ def _read_columns(
                     if len(r) != width:
                         raise DesignError(
                             f"{path}:{start + rdr.line_num - 1}: expected {width} fields "
-                            f"({excerpt(', '.join(header))}), got {len(r)}"
+                            f"({excerpt_names(header)}), got {len(r)}"
                         )
                     rows.append(r)
                     lns.append(start + rdr.line_num - 1)
@@ -161,7 +161,7 @@ def _read_columns(
                     if got != width:
                         raise DesignError(
                             f"{path}:{start + k}: expected {width} fields "
-                            f"({excerpt(', '.join(header))}), got {got}"
+                            f"({excerpt_names(header)}), got {got}"
                         )
             cols = [flat[c::width] for c in range(width)]
             yield header, range(start, start + n), cols

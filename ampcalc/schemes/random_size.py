@@ -179,6 +179,8 @@ def _read_prob_file(path: Path, fail: Any) -> np.ndarray:
         return np.asarray(arr, dtype=float)
     with open_input(path, what="size pmf file", error=fail) as fh:  # no further than the limit
         lines = [ln.rstrip("\r\n") for ln in itertools.islice(fh, PMF_MAX + 2)]
+    if not any(ln.strip() for ln in lines):
+        raise fail(f"{path}: the file is empty (expected one probability per line)")
     if len(lines) > PMF_MAX + 1:
         raise fail(f"{path}: " + LIMITS["pmf_values"].message(len(lines)))
     start = 0
