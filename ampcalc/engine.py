@@ -174,6 +174,13 @@ def _failed(
     )
 
 
+#: float exceptions while evaluating bounds: an overflow to inf, a division by zero or an
+#: underflow gives the value the formulas are written for (an upper bound of inf is no
+#: guarantee, a lower bound is raised to 0 by ``in_range``); they are not reported as
+#: numpy warnings on the user's terminal.
+_QUIET = {"over": "ignore", "divide": "ignore", "under": "ignore", "invalid": "ignore"}
+
+
 def bound(design: Design, epsilon: Any = None) -> BoundResult:
     """Upper and lower bounds on ε′ (and δ′, the verdict) for one design.
 
@@ -185,6 +192,11 @@ def bound(design: Design, epsilon: Any = None) -> BoundResult:
         A ``BoundResult``; a design outside its theorem's conditions gives a result
         with ``error`` set and null bounds.
     """
+    with np.errstate(**_QUIET):  # type: ignore[arg-type]
+        return _bound(design, epsilon)
+
+
+def _bound(design: Design, epsilon: Any) -> BoundResult:
     mech = design.mechanism
     notes: list[str] = []
     was_scalar = epsilon is None or np.ndim(epsilon) == 0
@@ -277,6 +289,11 @@ def invert(design: Design, target: Any = None, target_delta: float | None = None
     Raises:
         DesignError: no target given, or a target that is not a number > 0.
     """
+    with np.errstate(**_QUIET):  # type: ignore[arg-type]
+        return _invert(design, target, target_delta)
+
+
+def _invert(design: Design, target: Any, target_delta: float | None) -> InvertResult:
     if target is None and design.target is not None:
         target = design.target.epsilon_prime
     if target_delta is None and design.target is not None:

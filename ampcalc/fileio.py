@@ -191,7 +191,7 @@ class _CheckedText(io.TextIOWrapper):
 
     def __init__(
         self,
-        raw: io.BufferedReader,
+        raw: Any,
         path: str | os.PathLike[str],
         make: ErrorFn,
         *,
@@ -211,13 +211,13 @@ class _CheckedText(io.TextIOWrapper):
         except UnicodeDecodeError:
             raise self._failed() from None
 
-    def readline(self, size: int | None = -1) -> str:
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
         try:
             return super().readline(-1 if size is None else size)
         except UnicodeDecodeError:
             raise self._failed() from None
 
-    def __next__(self) -> str:
+    def __next__(self) -> str:  # type: ignore[override]
         try:
             return super().__next__()
         except UnicodeDecodeError:
@@ -248,6 +248,18 @@ def not_utf8(path: str | os.PathLike[str], where_line: int | None = None) -> str
         return f"{name}:{line}: not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8"
     at = f":{where_line}" if where_line is not None else ""
     return f"{name}{at}: not UTF-8 text; save the file as UTF-8"
+
+
+def loadtxt(*args: Any, **kwargs: Any) -> Any:
+    """``numpy.loadtxt`` without its "input contained no data" warning: callers check
+    for an empty result and say so in their own words."""
+    import warnings
+
+    import numpy as np
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "loadtxt: input contained no data", UserWarning)
+        return np.loadtxt(*args, **kwargs)
 
 
 # --------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import numeric
-from ..fileio import excerpt, excerpt_names, not_utf8, open_input
+from ..fileio import excerpt, excerpt_names, loadtxt, not_utf8, open_input
 from ..limits import LIMITS
 from ..validate import MAX_EXACT_INT, MarkedDict, MarkedList, check_keys, describe, is_whole
 
@@ -193,7 +193,7 @@ def _read_size_file(path: Any, err: Any, *, integer: bool = True) -> np.ndarray:
     if delim is None and header == 0 and " " in first.strip():
         delim = None
     try:
-        data = np.loadtxt(
+        data = loadtxt(
             path,
             delimiter=delim,
             skiprows=header,
