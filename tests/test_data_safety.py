@@ -411,3 +411,92 @@ def test_excerpt_is_short_and_escaped() -> None:
     text = excerpt("\x00\x1b[31m" + "x" * 500)
     assert text.endswith("…") and len(text) < 80 and "\x1b" not in text
     assert excerpt(b"\xff\xfe") == "'\\\\xff\\\\xfe'"
+
+
+# --------------------------------------------------------------------------------------
+# R: printed numbers stay in their range; numpy warnings stay off the terminal
+# --------------------------------------------------------------------------------------
+
+
+def test_delta_prime_never_above_one(tmp_path: Path) -> None:
+    # srswor of the whole population (m = N = 10) with δ = 0.9999 once printed
+    # δ′ = 1.0000000000000018: outward rounding past 1. Every δ′ is a probability bound, so
+    # 1 is always valid; the ε′ bounds are unchanged.
+    import json
+
+    design = tmp_path / "d.yaml"
+    design.write_text(
+        "mechanism: {epsilon: 1.0, delta: 0.9999, neighbours: add-remove}\n"
+        "sampling: {scheme: srswor, population: 10, sample: 10}\n"
+    )
+    code, out, err = run_in_process(["bound", str(design), "--json"], tmp_path)
+    assert code == 0, err
+    (r,) = json.loads(out)["results"]
+    assert r["delta_prime"] == 1.0
+    assert r["epsilon_prime"]["lower"] == 1.9999999999999982  # 2ε rounded down (8 ulps)
+
+
+def test_in_range_clamps_lower_bounds_and_delta() -> None:
+    import numpy as np
+
+    from ampcalc.engine import in_range
+
+    lower, delta = in_range(
+        np.array([-4.5e-13, np.nan, 0.3]), np.array([1.0000000000000018, -1e-300, 0.5])
+    )
+    assert lower[0] == 0.0 and np.isnan(lower[1]) and lower[2] == 0.3
+    assert delta.tolist() == [1.0, 0.0, 0.5]
+    assert in_range(None, None) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("design", "args"),
+    [
+        ("group-verify-tiny.yaml", ["invert", "--target", "1e6"]),
+        ("srswr-subsample.yaml", ["invert", "--target", "1e6"]),
+        ("srswor.yaml", ["invert", "--target", "1e-300"]),
+        ("poisson.yaml", ["invert", "--target", "5e-324"]),
+        ("srswr-subsample.yaml", ["bound", "--epsilon", "1e6"]),
+    ],
+)
+def test_extreme_targets_raise_no_numpy_warning(design: str, args: list[str]) -> None:
+    # overflow in nextafter (outward rounding of the largest float) and overflow in
+    # multiply once leaked as RuntimeWarnings on stderr
+    import json
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, out, err = run_in_process(
+            [args[0], str(EXAMPLES / design), *args[1:], "--json"], ROOT
+        )
+    assert code == 0, err
+    assert not [str(w.message) for w in caught]
+    assert not _WARNING.search(err), err
+    if args[0] == "invert":
+        from ampcalc import engine
+        from ampcalc.design import load_designs
+
+        target = float(args[2])
+        results = json.loads(out)["results"]
+        for d, r in zip(load_designs(str(EXAMPLES / design)), results, strict=True):
+            cert = r["epsilon"]["certified"]
+            if cert is not None:  # the certificate holds as evaluated
+                upper = engine.bound(d, epsilon=cert).upper
+                assert upper is not None and upper <= target
+
+
+def test_header_only_size_file_raises_no_loadtxt_warning(tmp_path: Path) -> None:
+    import warnings
+
+    (tmp_path / "sizes.csv").write_text("size\n")
+    design = tmp_path / "d.yaml"
+    design.write_text(
+        "mechanism: {epsilon: 1.0, neighbours: add-remove}\n"
+        "sampling: {scheme: cluster, clusters: {file: sizes.csv}, chosen: 1}\n"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _, err = run_in_process(["bound", str(design)], tmp_path)
+    assert not [str(w.message) for w in caught]
+    assert_input_error(code, err, "sizes.csv: no cluster sizes in the file")
