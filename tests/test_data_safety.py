@@ -338,8 +338,7 @@ def _long_line(d: Path) -> str:
 def _passwd(d: Path) -> str:
     p = d / "passwd"
     p.write_text(
-        "root:x:0:0:root:/root:/bin/bash\n"
-        "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n" * 30
+        "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n" * 30
     )
     return str(p)
 
@@ -393,7 +392,7 @@ def test_hostile_data_file(hostile_dir: Path, kind: str, case: str) -> None:
         design.write_text(template.format(path=repr(path).replace("'", '"')))
         args = [command, str(design)] + (["--json"] if command == "bound" else [])
     start = time.monotonic()
-    code, out, err = run_in_process(args, hostile_dir)
+    code, _, err = run_in_process(args, hostile_dir)
     assert time.monotonic() - start < 20
     if case == "latin-1" and kind in _REPLACES:
         needle = "expected a number, got 'M\ufffdller'"
