@@ -28,7 +28,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 from .errors import AmpcalcError, DesignError
 
@@ -250,7 +253,7 @@ def not_utf8(path: str | os.PathLike[str], where_line: int | None = None) -> str
     return f"{name}{at}: not UTF-8 text; save the file as UTF-8"
 
 
-def loadtxt(*args: Any, **kwargs: Any) -> Any:
+def loadtxt(*args: Any, **kwargs: Any) -> NDArray[Any]:
     """``numpy.loadtxt`` without its "input contained no data" warning: callers check
     for an empty result and say so in their own words."""
     import warnings
@@ -259,7 +262,8 @@ def loadtxt(*args: Any, **kwargs: Any) -> Any:
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "loadtxt: input contained no data", UserWarning)
-        return np.loadtxt(*args, **kwargs)
+        data: NDArray[Any] = np.loadtxt(*args, **kwargs)
+        return data
 
 
 # --------------------------------------------------------------------------------------

@@ -154,7 +154,7 @@ def weights(
         )
     kept: int | None = None
     with contextlib.ExitStack() as stack:
-        write = emit
+        write: Any = emit
         if output:
             write = stack.enter_context(atomic_write(output, inputs=[design])).write
         if not sample:
