@@ -294,6 +294,7 @@ KINDS: dict[str, tuple[str, str]] = {
         "  simulations: 5, seed: 1}}\n",
     ),
     "pws-sample": ("pws", ""),
+    "pws-estimate": ("pws", ""),
 }
 
 
@@ -371,6 +372,7 @@ FIELD = {
     "importance-records": "sampling.records",
     "plan-data": "statistic.data",
     "pws-sample": "",
+    "pws-estimate": "",
 }
 
 
@@ -387,6 +389,8 @@ def test_hostile_data_file(hostile_dir: Path, kind: str, case: str) -> None:
     command, template = KINDS[kind]
     if kind == "pws-sample":
         args = ["pws", "sanitize", path, "--design", PWS_DESIGN, "--seed", "1"]
+    elif kind == "pws-estimate":
+        args = ["pws", "estimate", path, "--design", PWS_DESIGN]
     else:
         design = hostile_dir / "d.yaml"
         design.write_text(template.format(path=repr(path).replace("'", '"')))
@@ -499,3 +503,23 @@ def test_header_only_size_file_raises_no_loadtxt_warning(tmp_path: Path) -> None
         code, _, err = run_in_process(["bound", str(design)], tmp_path)
     assert not [str(w.message) for w in caught]
     assert_input_error(code, err, "sizes.csv: no cluster sizes in the file")
+
+
+@pytest.mark.parametrize("command", ["sanitize", "estimate"])
+def test_endless_standard_input_is_cut_at_the_line_limit(command: str) -> None:
+    # `-` reads standard input (documented); /dev/zero there has no line end: the read
+    # stops at the line limit of ampcalc/limits.py instead of growing without bound
+    extra = ["--seed", "1"] if command == "sanitize" else []
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open("/dev/zero", "rb") as zero:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ampcalc", "pws", command, "-", "--design", PWS_DESIGN,
+             *extra],
+            stdin=zero, capture_output=True, text=True, cwd=ROOT, timeout=60, env=env,
+        )  # fmt: skip
+    assert_input_error(
+        proc.returncode,
+        proc.stderr,
+        "<stdin>:1: characters in one line of a pws sample",
+        "above the limit of 1,048,576",
+    )

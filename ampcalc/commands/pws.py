@@ -19,6 +19,7 @@ import typer
 
 from ..cli import ExitCode, FormatOpt, JsonOpt, SetOpt, app, emit, load, resolve_format, say
 from ..fileio import excerpt, excerpt_names
+from ..limits import LIMITS
 
 if TYPE_CHECKING:
     from ..api import PwsSanitiser
@@ -55,8 +56,14 @@ def _read_rows(
     if path == "-":
         note_stdin()
     fh = sys.stdin if path == "-" else open_input(path, what="sample file", newline="")
+    cap = LIMITS["line_chars"].value
+
+    def lines() -> Iterator[str]:
+        while text := _bounded_line(fh, cap, path, start):
+            yield text
+
     try:
-        reader = csv.reader(fh)
+        reader = csv.reader(lines())
         first = next(reader, None)
         if first is None:
             raise DesignError(f"{path}: empty file (expected rows key,frequency[,score])")
@@ -82,6 +89,9 @@ def _read_rows(
             start += len(rows)
     except UnicodeDecodeError:
         raise DesignError(not_utf8(path, start)) from None
+    except csv.Error as exc:  # a NUL byte, a field past the csv module's limit
+        shown = "<stdin>" if path == "-" else path
+        raise DesignError(f"{shown}:{start}: not a CSV file ({excerpt(str(exc))})") from None
     finally:
         if fh is not sys.stdin:
             fh.close()
@@ -105,7 +115,8 @@ def _read_columns(
         note_stdin()
     fh = sys.stdin if path == "-" else open_input(path, what="sample file")
     try:
-        first = fh.readline()
+        cap = LIMITS["line_chars"].value
+        first = _bounded_line(fh, cap, path, 1)
         if not first.strip():
             raise DesignError(f"{path}: empty file (expected rows key,frequency[,score])")
         parsed = next(csv.reader([first]))
@@ -127,9 +138,9 @@ def _read_columns(
             if not text:
                 break
             if not text.endswith("\n"):
-                text += fh.readline()
+                text += _bounded_line(fh, cap, path, start + text.count("\n"))
             while text.count('"') % 2:
-                more = fh.readline()
+                more = _bounded_line(fh, cap, path, start + text.count("\n"))
                 if not more:
                     break
                 text += more
@@ -171,6 +182,17 @@ def _read_columns(
     finally:
         if fh is not sys.stdin:
             fh.close()
+
+
+def _bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
+    """One line, refused past ``cap`` characters (standard input can be endless)."""
+    from ..errors import DesignError
+
+    text: str = fh.readline(cap + 1)
+    if len(text) > cap:
+        shown = "<stdin>" if path == "-" else path
+        raise DesignError(f"{shown}:{line}: " + LIMITS["line_chars"].message(len(text)))
+    return text
 
 
 def _parse_freq(value: str, path: str, line: int, what: str = "frequency") -> int:
