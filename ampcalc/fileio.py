@@ -156,7 +156,7 @@ def open_input(
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        raise make(f"{what} {name!r} not found") from None
+        raise make(f"cannot read {what} {name!r}: no such file") from None
     except IsADirectoryError:
         raise make(f"{what} {name!r} is a directory; expected a regular file") from None
     except OSError as exc:

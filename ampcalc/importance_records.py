@@ -157,6 +157,12 @@ def open_source(
     """Inspect a record file (format, header, columns) without reading it all."""
     if _DEFERRED.get():
         return RecordSource(path=path, kind="deferred", delimiter=None, header=None, columns=())
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise error(f"record file {str(path)!r} not found") from None
+    except OSError:
+        pass  # a name too long, no permission: open_input says which
     with open_input(path, what="record file", binary=True, error=error):
         pass  # a regular file, readable (np.load and the chunked reader open it again)
     if path.suffix.lower() == ".npy":
