@@ -190,11 +190,11 @@ def big_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     p = tmp_path_factory.mktemp("big") / "big.csv"
     with p.open("w") as f:
         f.write("key,frequency\n")
-        f.writelines(f"k{i},{i % 50 + 1}\n" for i in range(1_500_000))
+        f.writelines(f"k{i},{i % 50 + 1}\n" for i in range(400_000))
     return p
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # about 3 s each: a process start, a table, then the signal
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupted_sanitize_leaves_the_previous_output(
     big_sample: Path, tmp_path: Path, sig: signal.Signals, code: int
@@ -205,7 +205,7 @@ def test_interrupted_sanitize_leaves_the_previous_output(
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "ampcalc", "pws", "sanitize", str(big_sample), "--design",
-         PWS_DESIGN, "--seed", "7", "--chunk-size", "20000", "-o", str(out)],
+         PWS_DESIGN, "--seed", "7", "--chunk-size", "4000", "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
     )  # fmt: skip
     deadline = time.monotonic() + 120
