@@ -523,3 +523,15 @@ def test_endless_standard_input_is_cut_at_the_line_limit(command: str) -> None:
         "<stdin>:1: characters in one line of a pws sample",
         "above the limit of 1,048,576",
     )
+
+
+def test_dask_engine_output_over_its_input_is_refused(sample: Path) -> None:
+    # refused before Dask is imported (or needed)
+    code, _, err = run_in_process(
+        ["pws", "sanitize", "sample.csv", "--design", PWS_DESIGN, "--seed", "7", "--engine",
+         "dask", "--scheduler", "synchronous", "-o", "./sample.csv"],
+        sample.parent,
+    )  # fmt: skip
+    assert_input_error(code, err, "--output './sample.csv' is an input of this run")
+    assert sample.read_text() == SAMPLE
+    assert [p.name for p in sample.parent.iterdir()] == ["sample.csv"]
