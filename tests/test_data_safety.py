@@ -535,3 +535,18 @@ def test_dask_engine_output_over_its_input_is_refused(sample: Path) -> None:
     assert_input_error(code, err, "--output './sample.csv' is an input of this run")
     assert sample.read_text() == SAMPLE
     assert [p.name for p in sample.parent.iterdir()] == ["sample.csv"]
+
+
+def test_infinite_detail_is_written_as_null() -> None:
+    # ε = 5e-324 makes the Laplace scale Δ/ε overflow to inf; `--json` once ended in an
+    # internal error (strict JSON has no infinity). The bounds themselves are finite.
+    import json
+
+    code, out, err = run_in_process(
+        ["bound", str(EXAMPLES / "importance-laplace.yaml"), "--epsilon", "5e-324", "--json"],
+        ROOT,
+    )
+    assert code == 0, err
+    for r in json.loads(out)["results"]:
+        assert r["details"]["scale"] is None
+        assert r["epsilon_prime"]["upper"] == 1.0  # the calibrated target ε*
