@@ -4,6 +4,8 @@ No maths and no YAML here. ``main(argv) -> int`` is the one place that maps outc
 to exit codes: 0 ok, 1 a gate the user asked for failed (``--fail-above``), 2 bad
 input or a design outside its theorem's conditions (and internal errors), 3 a
 self-check found one of ampcalc's own bounds violated. The highest code wins.
+SIGINT and SIGTERM stop the run with one line on stderr and exit 130 and 143
+(``fileio.interruptible``); output files are only ever renamed into place whole.
 """
 
 from __future__ import annotations
@@ -325,9 +327,16 @@ def validate(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ampcalc with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    from .fileio import Interrupted, interruptible, reset_inputs
+
     args = list(sys.argv[1:] if argv is None else argv)
+    reset_inputs()
     try:
-        rv = app(args=args, prog_name="ampcalc", standalone_mode=False)
+        with interruptible():
+            rv = app(args=args, prog_name="ampcalc", standalone_mode=False)
+    except Interrupted as sig:
+        say(sig.message())
+        return sig.exit_code
     except typer.Abort:
         say("aborted")
         return int(ExitCode.BAD_INPUT)

@@ -24,6 +24,7 @@ import yaml
 
 from . import schemes
 from .errors import AmpcalcError, DesignError, Where
+from .fileio import note_stdin, open_input
 from .limits import LIMITS, limit
 from .model import Design, Mechanism, Neighbours, Release, Target
 from .schemes.base import Field, Scheme
@@ -248,6 +249,7 @@ def read_source(path: str | Path | None) -> tuple[str, str]:
         path = DEFAULT_FILE
     name = str(path)
     if name == "-":
+        note_stdin()
         raw = sys.stdin.buffer.read(MAX_BYTES + 1)
         name = "<stdin>"
     else:
@@ -262,7 +264,8 @@ def read_source(path: str | Path | None) -> tuple[str, str]:
                     f"{MAX_BYTES // (1024 * 1024)} MB",
                     where=Where(file=name),
                 )
-            raw = p.read_bytes()
+            with open_input(p, what="design file", binary=True, error=DesignError) as fh:
+                raw = fh.read(MAX_BYTES + 1)  # a file growing while read stops here
         except FileNotFoundError:
             hint = None
             if path == DEFAULT_FILE:

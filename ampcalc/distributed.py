@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .errors import AmpcalcError, DesignError
+from .fileio import atomic_write, excerpt_names, is_temp_name, open_input, write_text
 
 ENGINES = ("numpy", "dask")
 #: ``--scheduler`` values that run on dask's local schedulers (no cluster).
@@ -121,6 +122,10 @@ def resolve_inputs(spec: str, allowed: Sequence[str] = ("csv", "parquet")) -> li
             )
     elif path.is_file():
         files = [spec]
+    elif path.exists():
+        with open_input(spec, what="input"):
+            pass  # refuses a FIFO, a device or a socket, naming it
+        files = [spec]
     else:
         raise DesignError(f"input {spec!r} not found (a file, a directory or a glob)")
     files.sort(key=_natural)
@@ -166,10 +171,17 @@ _CREATED: set[str] = set()
 
 
 def _remove_parts(out: Path, count: int, fmt: str) -> None:
-    """After a failed run: its part files, and the directory if this run created it."""
-    for i in range(count):
+    """After a failed run: its part files (and temporary files of parts being written
+    when it stopped), and the directory if this run created it."""
+    names = [PART_NAME.format(i, fmt) for i in range(count)]
+    for name in names:
         with contextlib.suppress(FileNotFoundError):
-            (out / PART_NAME.format(i, fmt)).unlink()
+            (out / name).unlink()
+    with contextlib.suppress(OSError):
+        for f in out.iterdir():
+            if any(is_temp_name(f.name, name) for name in names):
+                with contextlib.suppress(OSError):
+                    f.unlink()
     if str(out.resolve()) in _CREATED:
         _CREATED.discard(str(out.resolve()))
         with contextlib.suppress(OSError):
@@ -271,7 +283,7 @@ def _stats_meta(columns: dict[str, str]) -> Any:
 
 def write_summary_text(out: str | Path, text: str) -> None:
     """``_summary.json`` next to the part files (the run's summary, as ``--json`` prints)."""
-    (Path(out) / _SUMMARY_NAME).write_text(text, encoding="utf-8")
+    write_text(Path(out) / _SUMMARY_NAME, text)
 
 
 # --------------------------------------------------------------------------------------
@@ -330,7 +342,7 @@ def _count_records(rp: _RecordPart) -> int:
     if rp.kind == "npy":
         return int(np.load(rp.path, mmap_mode="r", allow_pickle=False).shape[0])
     count = 0
-    with open(rp.path, "rb") as fh:
+    with open_input(rp.path, what="record file", binary=True) as fh:
         for line in fh:
             if line.strip():
                 count += 1
@@ -475,7 +487,7 @@ def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None)
         header = ["row", "probability", "weight", "epsilon_hat"]
     path = Path(job.out) / PART_NAME.format(i, job.fmt)
     if job.fmt == "csv":
-        with open(path, "w", encoding="utf-8") as fh:
+        with atomic_write(path) as fh:
             fh.write(",".join(header) + "\n")
             for s in range(0, idx.size, _BLOCK):
                 fh.write(_csv_block(np.column_stack([c[s : s + _BLOCK] for c in cols])))
@@ -485,7 +497,8 @@ def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None)
 
         arrays = [pa.array(np.asarray(cols[0], dtype=np.int64))]
         arrays += [pa.array(np.asarray(c, dtype=float)) for c in cols[1:]]
-        pq.write_table(pa.Table.from_arrays(arrays, names=header), path)
+        with atomic_write(path, binary=True) as fh:
+            pq.write_table(pa.Table.from_arrays(arrays, names=header), fh)
     return pd.DataFrame(
         {
             "records": [n],
@@ -524,8 +537,8 @@ def run_weights(
     for rp in rparts[1:]:
         if rp.names != first.names:
             raise DesignError(
-                f"{rp.path}: record columns ({', '.join(rp.names)}) differ from those of "
-                f"{first.path} ({', '.join(first.names)})"
+                f"{rp.path}: record columns ({excerpt_names(rp.names)}) differ from those of "
+                f"{first.path} ({excerpt_names(first.names)})"
             )
     out = prepare_output(output)
     try:
@@ -598,7 +611,8 @@ def _sample_header(part: Partition) -> list[str]:
             raise DesignError(f"{part.path}: not a readable Parquet file ({exc})") from None
         if "key" not in header or "frequency" not in header:
             raise DesignError(
-                f"{part.path}: expected columns `key` and `frequency` (got {', '.join(header)})"
+                f"{part.path}: expected columns `key` and `frequency` "
+                f"(got {excerpt_names(header)})"
             )
         return header
     from .commands.pws import _read_columns
@@ -609,7 +623,7 @@ def _sample_header(part: Partition) -> list[str]:
         # a header line and no rows: _read_columns yields nothing
         import csv
 
-        with open(part.path, encoding="utf-8") as fh:
+        with open_input(part.path, what="sample file") as fh:
             header = [c.strip() for c in next(csv.reader([fh.readline()]))]
     return list(header)
 
@@ -629,8 +643,8 @@ def _read_sample(part: Partition, header: tuple[str, ...], chunk: int) -> Any:
         for head, lns, chunk_cols in _read_columns(part.path, chunk):
             if tuple(head) != header:
                 raise DesignError(
-                    f"{part.path}:1: columns ({', '.join(head)}) differ from the first "
-                    f"partition's ({', '.join(header)})"
+                    f"{part.path}:1: columns ({excerpt_names(head)}) differ from the first "
+                    f"partition's ({excerpt_names(header)})"
                 )
             for c, values in zip(cols, chunk_cols, strict=True):
                 c.extend(values)
@@ -652,8 +666,8 @@ def _read_parquet_sample(
     table = pq.read_table(part.path)
     if tuple(table.column_names) != header:
         raise DesignError(
-            f"{part.path}: columns ({', '.join(table.column_names)}) differ from the first "
-            f"partition's ({', '.join(header)})"
+            f"{part.path}: columns ({excerpt_names(table.column_names)}) differ from the "
+            f"first partition's ({excerpt_names(header)})"
         )
     cols: list[list[Any]] = []
     for name in header:
@@ -768,7 +782,7 @@ def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = Non
     if job.fmt == "csv":
         import csv
 
-        with open(path, "w", newline="", encoding="utf-8") as fh:
+        with atomic_write(path, newline="") as fh:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(out_header)
             writer.writerows(zip(*out_cols, strict=True))
@@ -780,7 +794,8 @@ def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = Non
         if job.frequencies:
             arrays.append(pa.array(out_cols[1], type=pa.int64()))
         arrays += [pa.array(c) for c in out_cols[1 + job.frequencies :]]
-        pq.write_table(pa.Table.from_arrays(arrays, names=out_header), path)
+        with atomic_write(path, binary=True) as fh:
+            pq.write_table(pa.Table.from_arrays(arrays, names=out_header), fh)
     # keys are distinct within the partition (checked above); the client sorts the hashes
     hashes = K.key_hashes(keys) if keys else np.zeros(0, np.uint64)
     return pd.DataFrame(
@@ -836,8 +851,8 @@ def run_sanitize(
         h = tuple(_sample_header(p))
         if h != header:
             raise DesignError(
-                f"{p.path}: columns ({', '.join(h)}) differ from those of {parts[0].path} "
-                f"({', '.join(header)})"
+                f"{p.path}: columns ({excerpt_names(h)}) differ from those of "
+                f"{parts[0].path} ({excerpt_names(header)})"
             )
     out = prepare_output(output)
     job = _SanitizeJob(

@@ -104,6 +104,20 @@ def verdicts(
     return out
 
 
+def in_range(lower: Any, delta_prime: Any) -> tuple[Any, Any]:
+    """A lower bound on ε′ raised to 0 and a δ′ clipped to [0, 1] (NaN stays NaN).
+
+    Both are sound whatever the scheme computed: every ε′ is >= 0, so 0 is a valid lower
+    bound, and every δ′ is <= 1, so 1 is a valid upper bound on it. Outward rounding
+    can otherwise print a δ′ of 1.0000000000000018 or a lower bound of -4.5e-13.
+    """
+    if lower is not None:
+        lower = np.maximum(np.asarray(lower, dtype=float), 0.0)
+    if delta_prime is not None:
+        delta_prime = np.clip(np.asarray(delta_prime, dtype=float), 0.0, 1.0)
+    return lower, delta_prime
+
+
 def _scalar(x: Any, was_scalar: bool) -> Any:
     if x is None:
         return None
@@ -160,6 +174,13 @@ def _failed(
     )
 
 
+#: float exceptions while evaluating bounds: an overflow to inf, a division by zero or an
+#: underflow gives the value the formulas are written for (an upper bound of inf is no
+#: guarantee, a lower bound is raised to 0 by ``in_range``); they are not reported as
+#: numpy warnings on the user's terminal.
+_QUIET = {"over": "ignore", "divide": "ignore", "under": "ignore", "invalid": "ignore"}
+
+
 def bound(design: Design, epsilon: Any = None) -> BoundResult:
     """Upper and lower bounds on ε′ (and δ′, the verdict) for one design.
 
@@ -171,6 +192,11 @@ def bound(design: Design, epsilon: Any = None) -> BoundResult:
         A ``BoundResult``; a design outside its theorem's conditions gives a result
         with ``error`` set and null bounds.
     """
+    with np.errstate(**_QUIET):  # type: ignore[arg-type]
+        return _bound(design, epsilon)
+
+
+def _bound(design: Design, epsilon: Any) -> BoundResult:
     mech = design.mechanism
     notes: list[str] = []
     was_scalar = epsilon is None or np.ndim(epsilon) == 0
@@ -192,6 +218,7 @@ def bound(design: Design, epsilon: Any = None) -> BoundResult:
     upper = analysis.upper(eps) if analysis.upper is not None else None
     lower = analysis.lower(eps) if analysis.lower is not None else None
     delta_prime = analysis.delta_prime(eps) if analysis.delta_prime is not None else None
+    lower, delta_prime = in_range(lower, delta_prime)
     reference = analysis.reference_epsilon(eps)
     if analysis.calibrated:
         verdict: Any = np.full(np.shape(eps), Verdict.CALIBRATED.value, dtype=object)
@@ -262,6 +289,11 @@ def invert(design: Design, target: Any = None, target_delta: float | None = None
     Raises:
         DesignError: no target given, or a target that is not a number > 0.
     """
+    with np.errstate(**_QUIET):  # type: ignore[arg-type]
+        return _invert(design, target, target_delta)
+
+
+def _invert(design: Design, target: Any, target_delta: float | None) -> InvertResult:
     if target is None and design.target is not None:
         target = design.target.epsilon_prime
     if target_delta is None and design.target is not None:
@@ -326,7 +358,7 @@ def invert(design: Design, target: Any = None, target_delta: float | None = None
                 "M's δ for the target cannot be derived from the stated replace-one δ; "
                 "give M's δ directly"
             )
-        delta = np.where(d < 1, d, np.nan)
+        delta = np.where(d < 1, np.maximum(d, 0.0), np.nan)
     elif target_delta is not None and not calibrated_only:
         warnings.append("no δ inversion is available for this design")
     knob: Any = None

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from .fileio import excerpt, excerpt_names, open_input
+
 CHUNK_ROWS = 1 << 20
 
 ErrorFn = Callable[[str], Exception]
@@ -109,8 +111,10 @@ def _pick(spec: Any, header: tuple[str, ...] | None, width: int, error: ErrorFn,
             import difflib
 
             close = difflib.get_close_matches(spec, header, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise error(f"{what}: no column {spec!r} (columns: {', '.join(header)}){hint}")
+            hint = f"; did you mean {excerpt(close[0])}?" if close else ""
+            raise error(
+                f"{what}: no column {excerpt(spec)} (columns: {excerpt_names(header)}){hint}"
+            )
         return header.index(spec)
     raise error(f"{what}: expected a column name or 0-based index, got {spec!r}")
 
@@ -153,8 +157,14 @@ def open_source(
     """Inspect a record file (format, header, columns) without reading it all."""
     if _DEFERRED.get():
         return RecordSource(path=path, kind="deferred", delimiter=None, header=None, columns=())
-    if not path.is_file():
-        raise error(f"record file {str(path)!r} not found")
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise error(f"record file {str(path)!r} not found") from None
+    except OSError:
+        pass  # a name too long, no permission: open_input says which
+    with open_input(path, what="record file", binary=True, error=error):
+        pass  # a regular file, readable (np.load and the chunked reader open it again)
     if path.suffix.lower() == ".npy":
         try:
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -169,7 +179,7 @@ def open_source(
         delimiter = None
     else:
         first = ""
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
+        with open_input(path, what="record file", errors="replace", error=error) as fh:
             for line in fh:
                 if line.strip():
                     first = line.rstrip("\r\n")
@@ -209,16 +219,17 @@ def _bad_cell(src: RecordSource, lines: list[str], first_line: int, error: Error
         for c in wanted:
             name = src.header[c] if src.header else str(c)
             if c >= len(cells):
-                return error(f"{src.path}: line {lineno}: column {name!r} is missing")
+                return error(f"{src.path}: line {lineno}: column {excerpt(name)} is missing")
             text = cells[c]
             if not _is_number(text):
                 return error(
-                    f"{src.path}: line {lineno}, column {name!r}: expected a number, got {text!r}"
+                    f"{src.path}: line {lineno}, column {excerpt(name)}: expected a number, "
+                    f"got {excerpt(text)}"
                 )
             if not np.isfinite(float(text)):
                 return error(
-                    f"{src.path}: line {lineno}, column {name!r}: expected a finite number, "
-                    f"got {text!r}"
+                    f"{src.path}: line {lineno}, column {excerpt(name)}: expected a finite "
+                    f"number, got {excerpt(text)}"
                 )
     return error(f"{src.path}: unreadable rows from line {first_line}")
 
@@ -255,7 +266,7 @@ def iter_chunks(
     usecols = list(src.columns) + (
         [src.probability_column] if src.probability_column is not None else []
     )
-    with src.path.open("r", encoding="utf-8", errors="replace") as fh:
+    with open_input(src.path, what="record file", errors="replace", error=error) as fh:
         lineno = 1
         if src.header is not None:
             # skip leading blank lines and the header

@@ -61,6 +61,11 @@ LIMITS: dict[str, Limit] = {
         "forms with no limit",
     ),
     "strata": Limit(100_000, "strata in a stratified design"),
+    "line_chars": Limit(
+        1024 * 1024,
+        "characters in one line of a pws sample (its header, or a line read to complete a chunk)",
+        "a sample line holds a key, a frequency and a few columns",
+    ),
     "pws_rows": Limit(
         10_000,
         "rows of the PWS table reported by bound/invert (`max_frequency`)",

@@ -25,8 +25,10 @@ LOG_SPACE_FROM = 700.0
 
 
 def _nextafter_n(x: FloatArray, toward: float, n: int) -> FloatArray:
-    for _ in range(n):
-        x = np.nextafter(x, toward)
+    # the largest float steps to ±inf: the right outward value, not an overflow to report
+    with np.errstate(over="ignore"):
+        for _ in range(n):
+            x = np.nextafter(x, toward)
     return x
 
 

@@ -14,6 +14,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .errors import DesignError, Where
+from .fileio import excerpt, not_utf8, open_input, show_path
 from .schemes.base import Field
 
 if TYPE_CHECKING:
@@ -145,11 +146,16 @@ def _read_data(file: str, reader: Any, path: str, container: Any) -> list[float]
     where = reader.where(path, container, "data")
     p = reader.resolve(file)
     try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise DesignError(f"no such data file: {p}", where=where) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise DesignError(f"cannot read data file {p}: {err}", where=where) from None
+        with open_input(
+            p, what="data file", encoding="utf-8-sig", error=lambda m: DesignError(m, where=where)
+        ) as fh:
+            text = fh.read()
+    except UnicodeDecodeError:
+        raise DesignError(not_utf8(p), where=where) from None
+    except OSError as err:
+        raise DesignError(
+            f"cannot read data file {show_path(p)!r}: {err.strerror}", where=where
+        ) from None
     values: list[float] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         s = line.split("#", 1)[0].strip().split(",")[0].strip()
@@ -161,11 +167,12 @@ def _read_data(file: str, reader: Any, path: str, container: Any) -> list[float]
             if not values and lineno == 1:
                 continue  # a header line
             raise DesignError(
-                f"expected a number, got {s!r}", where=Where(file=str(p), line=lineno)
+                f"expected a number, got {excerpt(s)}", where=Where(file=str(p), line=lineno)
             ) from None
         if not math.isfinite(v):
             raise DesignError(
-                f"expected a finite number, got {s!r}", where=Where(file=str(p), line=lineno)
+                f"expected a finite number, got {excerpt(s)}",
+                where=Where(file=str(p), line=lineno),
             )
         values.append(v)
     if not values:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .errors import AmpcalcError
+from .fileio import atomic_write, refuse_input_as_output
 from .sweep import EPSILON_PATH, TARGET_PATH, Sweep
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -75,6 +76,7 @@ def label(path: str) -> str:
 def check_output(path: str | Path) -> Path:
     """The figure path, checked: a known extension and an existing directory."""
     p = Path(path)
+    refuse_input_as_output(p, option="--plot")
     if p.suffix.lower() not in FORMATS:
         raise AmpcalcError(f"--plot {str(path)!r}: expected a file ending in {', '.join(FORMATS)}")
     if not p.parent.exists():
@@ -197,7 +199,8 @@ def figure(
             bottom = 0.13 + 0.035 * lines
             fig.text(0.01, 0.01, wrapped, fontsize=6.5, color="0.3", va="bottom", ha="left")
         fig.subplots_adjust(left=0.1, right=0.97 if not heatmap else 0.9, top=0.92, bottom=bottom)
-        fig.savefig(out, dpi=dpi, format=out.suffix[1:].lower())
+        with atomic_write(out, binary=True, option="--plot") as fh:
+            fig.savefig(fh, dpi=dpi, format=out.suffix[1:].lower())
     finally:
         plt.close(fig)
     return out
@@ -440,7 +443,8 @@ def table_figure(
             bottom = 0.13 + 0.035 * (wrapped.count("\n") + 1)
             fig.text(0.01, 0.01, wrapped, fontsize=6.5, color="0.3", va="bottom", ha="left")
         fig.subplots_adjust(left=0.1, right=0.97, top=0.92, bottom=bottom)
-        fig.savefig(out, dpi=dpi, format=out.suffix[1:].lower())
+        with atomic_write(out, binary=True, option="--plot") as fh:
+            fig.savefig(fh, dpi=dpi, format=out.suffix[1:].lower())
     finally:
         plt.close(fig)
     return out

@@ -38,8 +38,24 @@ def envelope(command: str, version: str, payload: Mapping[str, Any]) -> dict[str
 
 
 def render_json(document: Mapping[str, Any]) -> str:
-    """Strict JSON (``allow_nan=False``: a NaN can never pass as a number)."""
-    return json.dumps(plain(dict(document)), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    """Strict JSON (``allow_nan=False``: a NaN can never pass as a number). An infinite
+    figure inside ``details`` (e.g. a Laplace scale at ε = 5e-324) is written as null."""
+    doc = plain(dict(document))
+    try:
+        return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError:  # an infinite float: allowed in details only, as null
+        doc = _finite_details(doc)
+        return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _finite_details(value: Any, inside: bool = False) -> Any:
+    if isinstance(value, dict):
+        return {k: _finite_details(v, inside or k == "details") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite_details(v, inside) for v in value]
+    if inside and isinstance(value, float) and math.isinf(value):
+        return None
+    return value
 
 
 def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

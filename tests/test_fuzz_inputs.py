@@ -136,8 +136,8 @@ def run_case(args: list[str], cwd: Path, stdin: bytes | None = None) -> Outcome:
 
 _EXC_NAME = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception|Warning)\b|\bTraceback\b")
 _NAMES_PLACE = re.compile(
-    r"(--set|<stdin>|\.yaml|\.csv|\b(?:sampling|mechanism|target|designs|name|guarantee|"
-    r"epsilon|delta|records|size|file)\b)"
+    r"(--set|<stdin>|\.yaml|\.csv|[\w./-]+:\d+: |"
+    r"\b(?:sampling|mechanism|target|designs|name|guarantee|epsilon|delta|records|size|file)\b)"
 )
 
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..cli import ExitCode, FormatOpt, JsonOpt, SetOpt, app, emit, load, resolve_format, say
+from ..fileio import excerpt, excerpt_names
+from ..limits import LIMITS
 
 if TYPE_CHECKING:
     from ..api import PwsSanitiser
@@ -48,10 +50,20 @@ def _read_rows(
     import sys
 
     from ..errors import DesignError
+    from ..fileio import not_utf8, note_stdin, open_input
 
-    fh = sys.stdin if path == "-" else open(path, newline="", encoding="utf-8")
+    start = 1
+    if path == "-":
+        note_stdin()
+    fh = sys.stdin if path == "-" else open_input(path, what="sample file", newline="")
+    cap = LIMITS["line_chars"].value
+
+    def lines() -> Iterator[str]:
+        while text := _bounded_line(fh, cap, path, start):
+            yield text
+
     try:
-        reader = csv.reader(fh)
+        reader = csv.reader(lines())
         first = next(reader, None)
         if first is None:
             raise DesignError(f"{path}: empty file (expected rows key,frequency[,score])")
@@ -65,7 +77,7 @@ def _read_rows(
         if "key" not in header or (need_freq and "frequency" not in header):
             raise DesignError(
                 f"{path}:1: expected a header with columns `key` and `frequency` "
-                f"(got {', '.join(header)})"
+                f"(got {excerpt_names(header)})"
             )
         while True:
             rows = pending + list(itertools.islice(reader, chunk - len(pending)))
@@ -75,6 +87,11 @@ def _read_rows(
             # line numbers of records (one line per record; quoted newlines shift them)
             yield header, range(start, start + len(rows)), rows
             start += len(rows)
+    except UnicodeDecodeError:
+        raise DesignError(not_utf8(path, start)) from None
+    except csv.Error as exc:  # a NUL byte, a field past the csv module's limit
+        shown = "<stdin>" if path == "-" else path
+        raise DesignError(f"{shown}:{start}: not a CSV file ({excerpt(str(exc))})") from None
     finally:
         if fh is not sys.stdin:
             fh.close()
@@ -91,10 +108,15 @@ def _read_columns(
     import sys
 
     from ..errors import DesignError
+    from ..fileio import not_utf8, note_stdin, open_input
 
-    fh = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    start = 1
+    if path == "-":
+        note_stdin()
+    fh = sys.stdin if path == "-" else open_input(path, what="sample file")
     try:
-        first = fh.readline()
+        cap = LIMITS["line_chars"].value
+        first = _bounded_line(fh, cap, path, 1)
         if not first.strip():
             raise DesignError(f"{path}: empty file (expected rows key,frequency[,score])")
         parsed = next(csv.reader([first]))
@@ -106,7 +128,7 @@ def _read_columns(
         if "key" not in header or "frequency" not in header:
             raise DesignError(
                 f"{path}:1: expected a header with columns `key` and `frequency` "
-                f"(got {', '.join(header)})"
+                f"(got {excerpt_names(header)})"
             )
         width = len(header)
         size = max(1, chunk) * 24
@@ -116,9 +138,9 @@ def _read_columns(
             if not text:
                 break
             if not text.endswith("\n"):
-                text += fh.readline()
+                text += _bounded_line(fh, cap, path, start + text.count("\n"))
             while text.count('"') % 2:
-                more = fh.readline()
+                more = _bounded_line(fh, cap, path, start + text.count("\n"))
                 if not more:
                     break
                 text += more
@@ -133,7 +155,7 @@ def _read_columns(
                     if len(r) != width:
                         raise DesignError(
                             f"{path}:{start + rdr.line_num - 1}: expected {width} fields "
-                            f"({', '.join(header)}), got {len(r)}"
+                            f"({excerpt_names(header)}), got {len(r)}"
                         )
                     rows.append(r)
                     lns.append(start + rdr.line_num - 1)
@@ -150,14 +172,27 @@ def _read_columns(
                     if got != width:
                         raise DesignError(
                             f"{path}:{start + k}: expected {width} fields "
-                            f"({', '.join(header)}), got {got}"
+                            f"({excerpt_names(header)}), got {got}"
                         )
             cols = [flat[c::width] for c in range(width)]
             yield header, range(start, start + n), cols
             start += n
+    except UnicodeDecodeError:
+        raise DesignError(not_utf8(path, start)) from None
     finally:
         if fh is not sys.stdin:
             fh.close()
+
+
+def _bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
+    """One line, refused past ``cap`` characters (standard input can be endless)."""
+    from ..errors import DesignError
+
+    text: str = fh.readline(cap + 1)
+    if len(text) > cap:
+        shown = "<stdin>" if path == "-" else path
+        raise DesignError(f"{shown}:{line}: " + LIMITS["line_chars"].message(len(text)))
+    return text
 
 
 def _parse_freq(value: str, path: str, line: int, what: str = "frequency") -> int:
@@ -169,7 +204,7 @@ def _parse_freq(value: str, path: str, line: int, what: str = "frequency") -> in
         v = None
     if v is None or v < 1:
         raise DesignError(
-            f"{path}:{line}: {what} {value!r} is not a whole number >= 1 (keys with "
+            f"{path}:{line}: {what} {excerpt(value)} is not a whole number >= 1 (keys with "
             "frequency 0 are not in the data; frequencies count elements)"
         )
     return v
@@ -323,6 +358,7 @@ def sanitize_cmd(
     ] = False,
 ) -> int:
     """Sanitise a non-private weighted sample (004 Alg. 2): keys, or keys and frequencies."""
+    import contextlib
     import csv
     import operator
     import sys
@@ -336,6 +372,9 @@ def sanitize_cmd(
         raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
     if as_json and not output:
         raise DesignError("--json prints the summary on standard output: give --output")
+    from ..fileio import atomic_write, refuse_input_as_output
+
+    refuse_input_as_output(output, [sample, design])
     if engine == "dask":
         from ..distributed import require_dask
 
@@ -356,10 +395,12 @@ def sanitize_cmd(
         )  # fmt: skip
     seen: dict[str, int] = {}
     prev: tuple[str, int] | None = None
-    out = sys.stdout if output is None else open(output, "w", newline="", encoding="utf-8")
-    writer = csv.writer(out, lineterminator="\n")
-    n_in = n_out = 0
-    try:
+    with contextlib.ExitStack() as stack:
+        out: Any = sys.stdout
+        if output is not None:
+            out = stack.enter_context(atomic_write(output, newline="", inputs=[sample, design]))
+        writer = csv.writer(out, lineterminator="\n")
+        n_in = n_out = 0
         started = False
         for header, lines, cols in _read_columns(sample, chunk):
             ki, fi = header.index("key"), header.index("frequency")
@@ -390,8 +431,9 @@ def sanitize_cmd(
                         pk, pl = prev
                     what = "repeats" if keys[n] == pk else "comes after"
                     raise DesignError(
-                        f"{sample}:{lines[n]}: key {keys[n]!r} {what} key {pk!r} of line "
-                        f"{pl} (streaming needs input sorted by key, each key once)"
+                        f"{sample}:{lines[n]}: key {excerpt(keys[n])} {what} key "
+                        f"{excerpt(pk)} of line {pl} (streaming needs input sorted by key, "
+                        "each key once)"
                     )
                 prev = (keys[-1], lines[-1])
             else:
@@ -413,9 +455,6 @@ def sanitize_cmd(
             else:
                 writer.writerows([keys[n], *[cols[c][n] for c in extra]] for n in idx)
             n_out += len(idx)
-    finally:
-        if out is not sys.stdout:
-            out.close()
     if verify:
         ok, worst, exact = _verify(params, san.q, san.pi, san.rows, frequencies)
         if not ok:
@@ -519,7 +558,7 @@ def _duplicate(keys: list[str], lines: Sequence[int], seen: dict[str, int], path
         earlier = seen.get(k, first.get(k))
         if earlier is not None:
             raise DesignError(
-                f"{path}:{ln}: duplicate key {k!r} (first on line {earlier}); "
+                f"{path}:{ln}: duplicate key {excerpt(k)} (first on line {earlier}); "
                 "a weighted sample lists each key once with its frequency"
             )
         first[k] = ln
@@ -531,7 +570,7 @@ def _check_score(value: str, params: Any, w: int, path: str, line: int) -> None:
     try:
         s = float(value)
     except ValueError:
-        raise DesignError(f"{path}:{line}: score {value!r} is not a number") from None
+        raise DesignError(f"{path}:{line}: score {excerpt(value)} is not a number") from None
     if params.inclusion is None and params.method != "none" and not s < params.threshold:
         raise DesignError(
             f"{path}:{line}: score {s:g} >= τ = {params.threshold:g}: this key is not in a "
@@ -577,7 +616,7 @@ def estimate_cmd(
         fi = header.index("frequency")
         for c, _ in conds:
             if c not in header:
-                raise DesignError(f"{private}:1: --select column {c!r} not in the header")
+                raise DesignError(f"{private}:1: --select column {excerpt(c)} not in the header")
         idx = [(header.index(c), v) for c, v in conds]
         for line, row in zip(lines, rows_, strict=True):
             if all(row[i] == v for i, v in idx):

@@ -131,9 +131,11 @@ def sweep(
         )
     varies = [sw.parse_vary(v) for v in vary]
     if plot is not None:
+        from ..fileio import refuse_input_as_output
         from ..plot import check_output
 
         check_output(plot)
+        refuse_input_as_output(plot, [design], option="--plot")
     text, name = read_source(design)
     document = parse_yaml(text, filename=name)
 

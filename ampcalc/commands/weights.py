@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ..cli import DesignArg, ExitCode, SetOpt, app, emit, load, say
+from ..fileio import atomic_write, refuse_input_as_output
 
 EngineOpt = Annotated[
     str,
@@ -82,12 +83,12 @@ def weights(
     as_json: SummaryJsonOpt = False,
 ) -> int:
     """Per-record probabilities q*(x) and weights w*(x) of an importance design (CSV)."""
+    import contextlib
+
     import numpy as np
 
     from ..api import importance_design, importance_setup
     from ..errors import ConditionError, DesignError
-    from ..importance_kernels import uniforms
-    from ..importance_records import iter_chunks
     from ..schemes import importance as imp
 
     if engine not in ("numpy", "dask"):
@@ -103,6 +104,7 @@ def weights(
         raise DesignError("--input is for --engine dask (the numpy engine reads `records:`)")
     if as_json and not output:
         raise DesignError("--json prints the summary on standard output: give --output")
+    refuse_input_as_output(output, [design, inputs])
     if dask:
         from ..importance_records import deferred_reading
 
@@ -150,9 +152,11 @@ def weights(
             f"(first rows, 0-based: {rows}); written with q = 1 (privacy-constrained) or "
             "their q, not clipped"
         )
-    fh = open(output, "w", encoding="utf-8") if output else None
-    try:
-        write = fh.write if fh else emit
+    kept: int | None = None
+    with contextlib.ExitStack() as stack:
+        write: Any = emit
+        if output:
+            write = stack.enter_context(atomic_write(output, inputs=[design])).write
         if not sample:
             write("row,probability,weight,epsilon_hat\n")
             step = 1 << 18
@@ -167,35 +171,40 @@ def weights(
                     ]
                 )
                 write(_rows(block, int_first=True))
-            if as_json:
-                emit(_summary_json(d, "numpy", fig.q.size, fig.q, None, None, fig, output))
-            return int(ExitCode.OK)
-        src = params.data.source
-        assert seed is not None  # --sample needs --seed (checked above)
-
-        def chunk_error(msg: str) -> Exception:
-            return DesignError(msg)
-
-        write("row," + ",".join(src.names) + ",probability,weight\n")
-        kept = 0
-        for start, x, _ in iter_chunks(src, chunk_error):
-            n = x.shape[0]
-            q = fig.q[start : start + n]
-            take = uniforms(int(seed), start, n) < q
-            if take.any():
-                idx = np.flatnonzero(take)
-                block = np.column_stack(
-                    [start + idx, x[idx], q[idx], fig.w[start : start + n][idx]]
-                )
-                write(_rows(block, int_first=True))
-                kept += idx.size
+        else:
+            kept = _write_sample(write, params.data.source, fig, seed)
+    if sample:
         say(f"sampled {kept} of {fig.q.size} records (expected {float(np.sum(fig.q)):.6g})")
-        if as_json:
-            emit(_summary_json(d, "numpy", fig.q.size, fig.q, kept, seed, fig, output))
-        return int(ExitCode.OK)
-    finally:
-        if fh:
-            fh.close()
+    if as_json:
+        emit(_summary_json(d, "numpy", fig.q.size, fig.q, kept, seed, fig, output))
+    return int(ExitCode.OK)
+
+
+def _write_sample(write: Any, src: Any, fig: Any, seed: int | None) -> int:
+    """The Poisson sample's rows (row i kept when its Philox uniform is below q_i)."""
+    import numpy as np
+
+    from ..errors import DesignError
+    from ..importance_kernels import uniforms
+    from ..importance_records import iter_chunks
+
+    assert seed is not None  # --sample needs --seed (checked by the command)
+
+    def chunk_error(msg: str) -> Exception:
+        return DesignError(msg)
+
+    write("row," + ",".join(src.names) + ",probability,weight\n")
+    kept = 0
+    for start, x, _ in iter_chunks(src, chunk_error):
+        n = x.shape[0]
+        q = fig.q[start : start + n]
+        take = uniforms(int(seed), start, n) < q
+        if take.any():
+            idx = np.flatnonzero(take)
+            block = np.column_stack([start + idx, x[idx], q[idx], fig.w[start : start + n][idx]])
+            write(_rows(block, int_first=True))
+            kept += idx.size
+    return kept
 
 
 def _summary_json(

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import numeric
+from ..fileio import excerpt, excerpt_names, loadtxt, not_utf8, open_input
 from ..limits import LIMITS
 from ..validate import MAX_EXACT_INT, MarkedDict, MarkedList, check_keys, describe, is_whole
 
@@ -170,8 +171,10 @@ def _read_size_file(path: Any, err: Any, *, integer: bool = True) -> np.ndarray:
     Read with ``np.loadtxt`` (C parser): 10⁷ rows in about a second.
     """
     try:
-        with open(path, "rb") as fh:
+        with open_input(path, what="cluster-size file", binary=True, error=err) as fh:
             first = fh.readline().decode("utf-8", "replace").strip()
+        if not first:
+            raise err(f"{path}: the file is empty (expected one size per row)")
     except OSError as exc:
         raise err(f"cannot read cluster-size file {str(path)!r}: {exc.strerror}") from None
     header = 0
@@ -184,13 +187,13 @@ def _read_size_file(path: Any, err: Any, *, integer: bool = True) -> np.ndarray:
         if "size" not in names:
             raise err(
                 f"{path}: the header row has no column named 'size' (columns: "
-                f"{', '.join(names)}); expected one size per row or a 'size' column"
+                f"{excerpt_names(names)}); expected one size per row or a 'size' column"
             ) from None
         header, col = 1, names.index("size")
     if delim is None and header == 0 and " " in first.strip():
         delim = None
     try:
-        data = np.loadtxt(
+        data = loadtxt(
             path,
             delimiter=delim,
             skiprows=header,
@@ -198,15 +201,19 @@ def _read_size_file(path: Any, err: Any, *, integer: bool = True) -> np.ndarray:
             dtype=np.int64 if integer else np.float64,
             ndmin=1,
         )
+    except UnicodeDecodeError:
+        raise err(not_utf8(path)) from None
     except ValueError as exc:
         import re
 
         msg = str(exc)
-        found = re.search(r"could not convert string '(.*)' to \S+ at row (\d+)", msg)
+        found = re.search(r"could not convert string '(.*?)'? to \S+ at row (\d+)", msg)
         if found:
             row = int(found.group(2)) + 1 + header
             kind = "a whole number" if integer else "a number"
-            msg = f"row {row}: {found.group(1)!r} is not {kind}"
+            msg = f"row {row}: {excerpt(found.group(1))} is not {kind}"
+        else:
+            msg = excerpt(msg, 120)
         want = "a whole number" if integer else "one number"
         raise err(f"{path}: {msg}; expected {want} >= 0 on every row") from None
     if data.size == 0:

@@ -8,6 +8,7 @@ the special case ε_D = ε_R = ε (``neighbours: both``, e.g. a count query).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import numpy as np
 
 from .. import numeric
 from ..errors import ConditionError, DesignError, Where
+from ..fileio import excerpt, open_input
 from ..limits import LIMITS
 from ..model import Mechanism, Neighbours
 from ..papers import BUN_2022, cite
@@ -163,8 +165,8 @@ def _size_fields(kind: str, n: int) -> tuple[Field, ...]:
 
 
 def _read_prob_file(path: Path, fail: Any) -> np.ndarray:
-    if not path.exists():
-        raise fail(f"cannot read {path}: no such file")
+    with open_input(path, what="size pmf file", binary=True, error=fail):
+        pass  # a regular file (not a directory, FIFO or device)
     if path.suffix == ".npy":
         try:
             arr = np.load(path, allow_pickle=False)
@@ -175,8 +177,10 @@ def _read_prob_file(path: Path, fail: Any) -> np.ndarray:
                 f"{path}: expected a 1-D array of numbers, got shape {arr.shape} of {arr.dtype}"
             )
         return np.asarray(arr, dtype=float)
-    text = path.read_text()
-    lines = text.splitlines()
+    with open_input(path, what="size pmf file", error=fail) as fh:  # no further than the limit
+        lines = [ln.rstrip("\r\n") for ln in itertools.islice(fh, PMF_MAX + 2)]
+    if not any(ln.strip() for ln in lines):
+        raise fail(f"{path}: the file is empty (expected one probability per line)")
     if len(lines) > PMF_MAX + 1:
         raise fail(f"{path}: " + LIMITS["pmf_values"].message(len(lines)))
     start = 0
@@ -191,7 +195,8 @@ def _read_prob_file(path: Path, fail: Any) -> np.ndarray:
             out[i] = float(line.strip().rstrip(","))
         except ValueError:
             raise fail(
-                f"{path}:{i + start + 1}: expected one probability per line, got {line.strip()!r}"
+                f"{path}:{i + start + 1}: expected one probability per line, "
+                f"got {excerpt(line.strip())}"
             ) from None
     return out
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from .. import numeric
 from ..errors import ConditionError
+from ..fileio import excerpt, open_input
 from ..limits import LIMITS
 from ..model import Mechanism, Neighbours
 from ..papers import BBG18, BUN_2020_WP, BUN_2022, cite
@@ -271,7 +272,7 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
         return reader.error("sampling.strata.file", msg, container=raw, key="file")
 
     try:
-        fh = open(path, newline="", encoding="utf-8")
+        fh = open_input(path, what="strata file", newline="", error=err)
     except OSError as exc:
         raise err(f"cannot read strata file {path}: {exc.strerror}") from None
     with fh:
@@ -285,7 +286,8 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
                 close = difflib.get_close_matches(h, STRATUM_KEYS, n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise err(
-                    f"{path}: unknown column {h!r}{hint}; expected: {', '.join(STRATUM_KEYS)}"
+                    f"{path}: unknown column {excerpt(h)}{hint}; "
+                    f"expected: {', '.join(STRATUM_KEYS)}"
                 )
         if "size" not in header:
             raise err(f"{path}: missing column 'size' (the stratum sizes N_h)")
@@ -318,7 +320,8 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
                 v = float(c)
             except ValueError:
                 raise err(
-                    f"{path}: line {i + 2}: column {h!r}: expected {spec.domain()}, got {c!r}"
+                    f"{path}: line {i + 2}: column {h!r}: expected {spec.domain()}, "
+                    f"got {excerpt(c)}"
                 ) from None
             bad = not math.isfinite(v)
             bad |= spec.kind == "int" and not v.is_integer()
@@ -326,7 +329,8 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
             bad |= spec.high is not None and v > spec.high
             if bad:
                 raise err(
-                    f"{path}: line {i + 2}: column {h!r}: expected {spec.domain()}, got {c!r}"
+                    f"{path}: line {i + 2}: column {h!r}: expected {spec.domain()}, "
+                    f"got {excerpt(c)}"
                 )
             vals[i] = v
         out[h] = vals
