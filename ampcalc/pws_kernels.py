@@ -21,7 +21,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -81,7 +83,29 @@ def _alg3_step(p: float, qi: float, e_dn: float, en_up: float, delta: float) -> 
     return qi if qi <= a and qi <= b else (a if a < b else b)
 
 
-def reporting_probabilities(q: np.ndarray, eps: float, delta: float) -> np.ndarray:
+def _keeps_exact(
+    exact: Callable[[int], Fraction | None], i: int, e_dn: float, en_up: float, delta: float
+) -> bool:
+    """Does π_i = q_i hold exactly when π_{i−1} = q_{i−1} (1-based i), by rational
+    arithmetic on the exact q (e^ε rounded down, e^{−ε} up: a sufficient test)?"""
+    qi = exact(i)
+    prev = Fraction(0) if i == 1 else exact(i - 1)
+    if qi is None or prev is None:
+        return False
+    d = Fraction(delta)
+    if qi > Fraction(e_dn) * prev + d:
+        return False
+    slack = 1 - prev - d
+    return slack <= 0 or qi <= 1 - Fraction(en_up) * slack
+
+
+def reporting_probabilities(
+    q: np.ndarray,
+    eps: float,
+    delta: float,
+    *,
+    exact: Callable[[int], Fraction | None] | None = None,
+) -> np.ndarray:
     """Algorithm 3 of 004: π_i = min{q_i, e^ε π_{i−1} + δ, 1 + e^{−ε}(π_{i−1} + δ − 1)}.
 
     Basis: 004_219872908bad6779.txt Alg. 3, Lemma 4.1 (pointwise maximal p_i = π_i/q_i).
@@ -91,6 +115,13 @@ def reporting_probabilities(q: np.ndarray, eps: float, delta: float) -> np.ndarr
         π_{i−1} = q_{i−1} and q_i is clearly below both terms (checked vectorised with
         a deflated margin) the step gives π_i = q_i; scalar steps run only where
         privacy binds or might bind (at most 2⌈L⌉ per binding stretch).
+    Exact q: ``exact(i)`` gives the exact q_i (1-based) as a rational when the float
+        q_i rounds it (priority sampling: q_i = min(1, τ·i), τ the float given), or
+        None. Where a binding stretch starts (π_{i−1} = q_{i−1}, so the key at i − 1 is
+        reported with its exact sampling probability) and the float step says π_i < q_i,
+        the step is decided exactly: if q_i meets both privacy terms in rational
+        arithmetic, π_i = q_i. Without it a q that is exactly 1 − δ (τ = δ, i = 1/τ)
+        rounds below and gives π_i = 1 − 2^-53 at q_i = 1, a spurious privacy cost.
     """
     q = np.asarray(q, dtype=float)
     n = q.size
@@ -111,9 +142,14 @@ def reporting_probabilities(q: np.ndarray, eps: float, delta: float) -> np.ndarr
         if ql is None:
             ql = q.tolist()
         p = 0.0 if i == 0 else ql[i - 1]
+        start = True  # π_{i−1} = q_{i−1} (or i = 1)
         while i < n:
             qi = ql[i]
             p = _alg3_step(p, qi, e_dn, en_up, delta)
+            if start and p < qi and exact is not None:
+                if _keeps_exact(exact, i + 1, e_dn, en_up, delta):
+                    p = qi
+            start = False
             pi[i] = p
             i += 1
             if p == qi:
@@ -301,17 +337,30 @@ def dp_tolerance(delta: float, width: int, eps: float = 0.0) -> float:
     return delta * 1e-12 + 8.0 * (width + 1) * 2.0**-53 * math.exp(min(eps, 700.0))
 
 
-def dp_check_pi_exact(pi: np.ndarray, eps: float) -> float:
+def dp_check_pi_exact(
+    pi: np.ndarray,
+    eps: float,
+    *,
+    q: np.ndarray | None = None,
+    exact: Callable[[int], Fraction | None] | None = None,
+) -> float:
     """Keys-only DP check in exact rational arithmetic on the float π, with e^ε rounded
     down (a conservative divergence): the largest excess over 0 of
-    max(P − e^ε Q) summed over the two outcomes, both directions."""
-    from fractions import Fraction
+    max(P − e^ε Q) summed over the two outcomes, both directions.
 
+    With ``q`` and ``exact`` (see ``reporting_probabilities``), a row with π_i = q_i
+    reports its key with the exact sampling probability q_i (p_i = 1), which is used.
+    """
     e = Fraction(math.nextafter(math.exp(eps), 0.0))
     prev = Fraction(0)
     worst = Fraction(0)
-    for x in np.asarray(pi, dtype=float).tolist():
+    pl = np.asarray(pi, dtype=float).tolist()
+    ql = None if q is None or exact is None else np.asarray(q, dtype=float).tolist()
+    for k, x in enumerate(pl):
         a = Fraction(x)
+        if ql is not None and exact is not None and x == ql[k]:
+            ex = exact(k + 1)
+            a = a if ex is None else ex
         for p_, q_ in ((a, prev), (prev, a)):
             d = max(Fraction(0), p_ - e * q_) + max(Fraction(0), (1 - p_) - e * (1 - q_))
             worst = max(worst, d)
