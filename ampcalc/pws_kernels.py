@@ -549,7 +549,7 @@ def _sbh_quadrature(
             cands.append(ylev[None, :] - ii[:, None])
         start = ii + lo
         ratio = float(np.max((ii + np.maximum(hi, lo)) / start))
-        kg = int(math.ceil(math.log2(max(ratio, 1.0))))
+        kg = math.ceil(math.log2(max(ratio, 1.0)))
         if kg >= 1:
             cands.append(start[:, None] * 2.0 ** np.arange(1, kg + 1)[None, :] - ii[:, None])
         pts = np.concatenate([np.broadcast_to(a, (m, a.shape[1])) for a in cands], axis=1)
