@@ -194,19 +194,19 @@ def q_of(params: Params, n: int) -> np.ndarray:
 
 def exact_q(params: Params) -> Callable[[int], Fraction | None] | None:
     """The exact q_i (1-based) as a rational where the float q_i rounds it: priority
-    sampling with a whole-number weight power, q_i = min(1, τ·i^p) with τ the float
-    given (004 Alg. 1, Eq. 1). None where the floats are the exact values (an explicit
+    sampling with a whole-number weight power p <= 64, q_i = min(1, τ·i^p) with τ the
+    float given (004 Alg. 1, Eq. 1). None where the floats are the exact values (an explicit
     ``inclusion`` list, ``none``) or q has no rational form (ppswor)."""
     if params.inclusion is not None or params.method != "priority":
         return None
     power = params.weight_power
-    if power != int(power) or power < 1:
-        return None
+    if not 1 <= power <= 64 or power != int(power):
+        return None  # i^p irrational, or too large a whole number to be worth it
     tau = Fraction(params.threshold)
     k = int(power)
 
     def q(i: int) -> Fraction:
-        return min(Fraction(1), tau * i**k)
+        return min(Fraction(1), tau * Fraction(i) ** k)
 
     return q
 
