@@ -594,7 +594,13 @@ def sbh_phi(
     T = sbh_threshold(eps, delta)
     i = np.arange(1, n + 1, dtype=float)
     p = weight_power
-    if method == "none" or (method == "priority" and threshold * T**p >= 1.0):
+    flat = method == "none"  # q = 1 on [T, ∞)
+    if method == "priority":
+        try:
+            flat = threshold * T**p >= 1.0
+        except OverflowError:  # T^p > 1.8e308: compare in logs
+            flat = math.log(threshold) + p * math.log(T) >= 0.0
+    if flat:
         out = _laplace_survival(T, i, eps)
     elif p == 1.0 and method == "ppswor":
         out = _sbh_ppswor_linear(i, eps, T, threshold)

@@ -299,6 +299,23 @@ def test_sbh_phi_is_a_probability() -> None:
         assert np.all((phi >= 0) & (phi <= 1))
 
 
+def test_sbh_priority_huge_power_does_not_overflow() -> None:
+    # T = 1 + ln 2/1e-4 = 6932.5 and T^100 overflows a float: this was an internal error
+    # from `bound`; τT^p >= 1, so q = 1 on [T, ∞) and φ is the q ≡ 1 form
+    phi = K.sbh_phi(10, 1e-4, 0.5, method="priority", threshold=0.01, weight_power=100.0)
+    np.testing.assert_array_equal(phi, K.sbh_phi(10, 1e-4, 0.5))
+    r = engine.bound(
+        design(
+            method="priority",
+            threshold=0.01,
+            weight_power=100,
+            max_frequency=10,
+            target={"epsilon_prime": 1e-4, "delta_prime": 0.5},
+        )
+    ).to_dict()
+    assert r["details"]["frequencies"][0]["phi_sbh"] == phi[0]
+
+
 def test_sbh_quadrature_matches_closed_form() -> None:
     # two independent computations of the f(i) = i integral: composite quadrature and
     # the closed forms (each checked against mpmath above)
