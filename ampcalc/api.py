@@ -779,10 +779,14 @@ def pws_self_check(
     ``EXACT_CHECK_ROWS`` rows) and, with ``frequencies``, Algorithm 4's rows (float,
     with rounding slack). Returns (ok, largest divergence, keys-only check exact)."""
     from . import pws_kernels as K
+    from .schemes import pws
 
     eps, delta = params.epsilon, params.delta
     exact = pi.size <= EXACT_CHECK_ROWS
-    keys = K.dp_check_pi_exact(pi, eps) if exact else K.dp_check_pi(pi, eps)
+    if exact:
+        keys = K.dp_check_pi_exact(pi, eps, q=q, exact=pws.exact_q(params))
+    else:
+        keys = K.dp_check_pi(pi, eps)
     ok = keys <= delta if exact else keys <= delta + K.dp_tolerance(delta, 1, eps)
     if not frequencies:
         return ok, keys, exact
@@ -866,7 +870,7 @@ class PwsSanitiser:
         from .schemes import pws
 
         self.q = pws.q_of(self.params, n)
-        self.pi = K.reporting_probabilities(self.q, self.params.epsilon, self.params.delta)
+        self.pi = pws.reporting(self.params, self.q)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.p = np.where(self.q > 0, self.pi / self.q, 0.0)
         self.rows = (
@@ -966,7 +970,7 @@ def pws_estimate_params(params: Any, tokens: Sequence[int]) -> dict[str, Any]:
     n = top
     while True:
         q = pws.q_of(params, n)
-        rows = K.frequency_rows(q, params.epsilon, params.delta)
+        rows = K.frequency_rows(q, params.epsilon, params.delta, pws.reporting(params, q))
         if rows.lo[n] > top or n > 64 * top + 10_000:
             break
         n = 2 * n

@@ -21,7 +21,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -81,7 +83,29 @@ def _alg3_step(p: float, qi: float, e_dn: float, en_up: float, delta: float) -> 
     return qi if qi <= a and qi <= b else (a if a < b else b)
 
 
-def reporting_probabilities(q: np.ndarray, eps: float, delta: float) -> np.ndarray:
+def _keeps_exact(
+    exact: Callable[[int], Fraction | None], i: int, e_dn: float, en_up: float, delta: float
+) -> bool:
+    """Does π_i = q_i hold exactly when π_{i−1} = q_{i−1} (1-based i), by rational
+    arithmetic on the exact q (e^ε rounded down, e^{−ε} up: a sufficient test)?"""
+    qi = exact(i)
+    prev = Fraction(0) if i == 1 else exact(i - 1)
+    if qi is None or prev is None:
+        return False
+    d = Fraction(delta)
+    if qi > Fraction(e_dn) * prev + d:
+        return False
+    slack = 1 - prev - d
+    return slack <= 0 or qi <= 1 - Fraction(en_up) * slack
+
+
+def reporting_probabilities(
+    q: np.ndarray,
+    eps: float,
+    delta: float,
+    *,
+    exact: Callable[[int], Fraction | None] | None = None,
+) -> np.ndarray:
     """Algorithm 3 of 004: π_i = min{q_i, e^ε π_{i−1} + δ, 1 + e^{−ε}(π_{i−1} + δ − 1)}.
 
     Basis: 004_219872908bad6779.txt Alg. 3, Lemma 4.1 (pointwise maximal p_i = π_i/q_i).
@@ -91,6 +115,13 @@ def reporting_probabilities(q: np.ndarray, eps: float, delta: float) -> np.ndarr
         π_{i−1} = q_{i−1} and q_i is clearly below both terms (checked vectorised with
         a deflated margin) the step gives π_i = q_i; scalar steps run only where
         privacy binds or might bind (at most 2⌈L⌉ per binding stretch).
+    Exact q: ``exact(i)`` gives the exact q_i (1-based) as a rational when the float
+        q_i rounds it (priority sampling: q_i = min(1, τ·i), τ the float given), or
+        None. Where a binding stretch starts (π_{i−1} = q_{i−1}, so the key at i − 1 is
+        reported with its exact sampling probability) and the float step says π_i < q_i,
+        the step is decided exactly: if q_i meets both privacy terms in rational
+        arithmetic, π_i = q_i. Without it a q that is exactly 1 − δ (τ = δ, i = 1/τ)
+        rounds below and gives π_i = 1 − 2^-53 at q_i = 1, a spurious privacy cost.
     """
     q = np.asarray(q, dtype=float)
     n = q.size
@@ -111,9 +142,14 @@ def reporting_probabilities(q: np.ndarray, eps: float, delta: float) -> np.ndarr
         if ql is None:
             ql = q.tolist()
         p = 0.0 if i == 0 else ql[i - 1]
+        start = True  # π_{i−1} = q_{i−1} (or i = 1)
         while i < n:
             qi = ql[i]
             p = _alg3_step(p, qi, e_dn, en_up, delta)
+            if start and p < qi and exact is not None:
+                if _keeps_exact(exact, i + 1, e_dn, en_up, delta):
+                    p = qi
+            start = False
             pi[i] = p
             i += 1
             if p == qi:
@@ -301,17 +337,30 @@ def dp_tolerance(delta: float, width: int, eps: float = 0.0) -> float:
     return delta * 1e-12 + 8.0 * (width + 1) * 2.0**-53 * math.exp(min(eps, 700.0))
 
 
-def dp_check_pi_exact(pi: np.ndarray, eps: float) -> float:
+def dp_check_pi_exact(
+    pi: np.ndarray,
+    eps: float,
+    *,
+    q: np.ndarray | None = None,
+    exact: Callable[[int], Fraction | None] | None = None,
+) -> float:
     """Keys-only DP check in exact rational arithmetic on the float π, with e^ε rounded
     down (a conservative divergence): the largest excess over 0 of
-    max(P − e^ε Q) summed over the two outcomes, both directions."""
-    from fractions import Fraction
+    max(P − e^ε Q) summed over the two outcomes, both directions.
 
+    With ``q`` and ``exact`` (see ``reporting_probabilities``), a row with π_i = q_i
+    reports its key with the exact sampling probability q_i (p_i = 1), which is used.
+    """
     e = Fraction(math.nextafter(math.exp(eps), 0.0))
     prev = Fraction(0)
     worst = Fraction(0)
-    for x in np.asarray(pi, dtype=float).tolist():
+    pl = np.asarray(pi, dtype=float).tolist()
+    ql = None if q is None or exact is None else np.asarray(q, dtype=float).tolist()
+    for k, x in enumerate(pl):
         a = Fraction(x)
+        if ql is not None and exact is not None and x == ql[k]:
+            ex = exact(k + 1)
+            a = a if ex is None else ex
         for p_, q_ in ((a, prev), (prev, a)):
             d = max(Fraction(0), p_ - e * q_) + max(Fraction(0), (1 - p_) - e * (1 - q_))
             worst = max(worst, d)
@@ -342,6 +391,188 @@ def sbh_threshold(eps: float, delta: float) -> float:
     return 1.0 + math.log(1.0 / delta) / eps
 
 
+def _laplace_survival(v: np.ndarray | float, i: np.ndarray, eps: float) -> np.ndarray:
+    """F(v) = Pr[Y >= v] for Y ~ Laplace(i, 1/ε), without cancellation on either side."""
+    d = np.asarray(v, dtype=float) - i
+    e = np.exp(-eps * np.abs(d))
+    out: np.ndarray = np.where(d >= 0, 0.5 * e, 1.0 - 0.5 * e)
+    return out
+
+
+def hypoexponential_cdf(a: float, b: float, x: np.ndarray) -> np.ndarray:
+    """Pr[W + V <= x] for independent W ~ Exp(a), V ~ Exp(b) (rates a, b > 0), x >= 0.
+
+    With M = max(a, b), m = min(a, b): where Mx >= 1,
+    1 − e^{−mx} − mx·e^{−mx}·(1 − e^{−(M−m)x})/((M−m)x) (expm1 forms; the subtracted
+    term is at most 1 − (1 − e^{−1}) of the first, so a few ulps); where Mx < 1, the
+    series ab·x²·Σ_k (−1)^k h_k(ax, bx)/(k + 2)! (h_k the complete homogeneous symmetric
+    polynomial: the second divided difference of e^{−z} at 0, ax, bx), 24 terms. No
+    cancellation for a ≈ b or small x.
+    """
+    x = np.asarray(x, dtype=float)
+    big, small = max(a, b), min(a, b)
+    out = np.empty(x.shape)
+    far = big * x >= 1.0
+    if np.any(far):
+        xf = x[far]
+        d = (big - small) * xf
+        safe = np.where(d > 0, d, 1.0)
+        rel = np.where(d > 0, -np.expm1(-d) / safe, 1.0)
+        out[far] = -np.expm1(-small * xf) - small * xf * np.exp(-small * xf) * rel
+    near = ~far
+    if np.any(near):
+        al, be = a * x[near], b * x[near]
+        h = np.ones(al.shape)
+        power = np.ones(al.shape)
+        total = 0.5 * h
+        fact = 2.0
+        for k in range(1, 24):
+            power = power * al
+            h = be * h + power  # h_k(α, β) = β h_{k−1} + α^k
+            fact *= k + 2
+            total = total + (h / fact if k % 2 == 0 else -h / fact)
+        out[near] = al * be * total
+    res: np.ndarray = np.maximum(out, 0.0)
+    return res
+
+
+def _sbh_ppswor_linear(i: np.ndarray, eps: float, T: float, tau: float) -> np.ndarray:
+    """Sampled SbH for ppswor with f(i) = i in closed form (sum of non-negative terms).
+
+    φ_i = Pr[Y >= T, Y >= V], Y ~ Laplace(i, 1/ε), V ~ Exp(τ) (q(y) = Pr[V <= y]):
+    for i <= T, ½e^{−ε(T−i)}·(τ + ε(1 − e^{−τT}))/(ε + τ); for i > T (x = i − T),
+    ½(τ + ε(1 − e^{−τi}))/(ε + τ)  [Y >= i]
+    + ½(1 − e^{−τT})(1 − e^{−εx})  [T <= Y < i, V < T]
+    + ½e^{−τT}·Pr[Exp(ε) + Exp(τ) <= x]  [T <= Y < i, T <= V < Y].
+    """
+    out = np.empty(i.shape)
+    low = i <= T
+    il = i[low]
+    out[low] = 0.5 * np.exp(-eps * (T - il)) * ((tau - eps * math.expm1(-tau * T)) / (eps + tau))
+    ih = i[~low]
+    x = ih - T
+    out[~low] = (
+        0.5 * (tau - eps * np.expm1(-tau * ih)) / (eps + tau)
+        + 0.5 * (-math.expm1(-tau * T)) * (-np.expm1(-eps * x))
+        + 0.5 * math.exp(-tau * T) * hypoexponential_cdf(eps, tau, x)
+    )
+    return out
+
+
+def _sbh_priority_linear(i: np.ndarray, eps: float, T: float, tau: float) -> np.ndarray:
+    """Sampled SbH for priority sampling with f(i) = i, τT < 1, in closed form.
+
+    q(y) = min(1, τy) = Pr[cU <= y] with c = 1/τ, U ~ U[0, 1], so
+    φ_i = Pr[Y >= max(T, cU)] = τ(T·F(T) + ∫_T^c F(v) dv), F the Laplace survival
+    function; the integral split at i, each piece a sum of non-negative terms.
+    """
+    c = 1.0 / tau
+    hi = np.minimum(i, c)  # ∫_T^{min(i,c)} (1 − ½e^{−ε(i−v)}) dv = ½L + ½(L − …) >= ½L
+    span = np.maximum(hi - T, 0.0)
+    rest = span - np.exp(-eps * (i - hi)) * (-np.expm1(-eps * span)) / eps
+    below = 0.5 * span + 0.5 * np.maximum(rest, 0.0)
+    lo = np.maximum(T, i)  # ∫_{max(T,i)}^c ½e^{−ε(v−i)} dv
+    top = np.maximum(c - lo, 0.0)
+    above = np.exp(-eps * (lo - i)) * (-np.expm1(-eps * top)) / (2.0 * eps)
+    out: np.ndarray = tau * (T * _laplace_survival(T, i, eps) + below + above)
+    return out
+
+
+_SBH_NODES = 20
+"""Gauss–Legendre nodes per piece of the sampled-SbH quadrature (f(i) = i^p, p ≠ 1)."""
+
+_SBH_TAIL = 40.0
+"""Laplace tails beyond 40/ε of the window are dropped: relative error <= 2e^{−40}/(1 − e^{−1})."""
+
+
+def _sbh_quadrature(
+    i: np.ndarray, eps: float, T: float, method: str, tau: float, p: float
+) -> np.ndarray:
+    """∫_T^∞ (ε/2)e^{−ε|y−i|} q(y) dy for q(y) = 1 − e^{−τy^p} or min(1, τy^p).
+
+    Composite Gauss–Legendre (20 nodes a piece) in the offset u = y − i (so the density
+    is exact at large i), on the window [max(T, i − 40/ε), max(T, i) + W] split at: T,
+    i, the kink y = τ^{−1/p} (priority: above it q = 1 and the rest is the Laplace
+    survival function in closed form), offsets ±{4, 10, 20, 40}/ε then every 20/ε (the
+    density's scale), the levels τy^p = 1, 2, 4, …, 64 (q's scale) and a geometric grid
+    of ratio 2 from the window's start (y^p's scale). Dropped: below i − 40/ε (q is
+    non-decreasing, so at most e^{−40}q(i)/2), above max(T, i) + W with
+    εW − p·ln(1 + W/max(T, i)) >= 40 and W >= 2p/ε (q(y) <= (y/y₀)^p q(y₀), so at
+    most 2e^{−40}F·q). Checked against mpmath quadrature: worst relative error 3e-15.
+    """
+    x, w = np.polynomial.legendre.leggauss(_SBH_NODES)
+    n = i.size
+    out = np.zeros(n)
+    kink = math.inf
+    if method == "priority":
+        try:
+            kink = tau ** (-1.0 / p)
+        except OverflowError:
+            kink = math.inf
+    levels = []
+    if method == "ppswor":
+        for t in (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0):
+            try:
+                levels.append((t / tau) ** (1.0 / p))
+            except OverflowError:
+                pass
+    ylev = np.asarray(levels)
+    tail = _SBH_TAIL
+    step = 20_000  # bounded memory
+    for s0 in range(0, n, step):
+        ii = i[s0 : s0 + step]
+        base = np.maximum(T, ii)
+        W = np.full(ii.shape, tail / eps)
+        for _ in range(8):
+            W = np.maximum((tail + p * np.log1p(W / base)) / eps, 2.0 * p / eps)
+        while True:
+            short = eps * W - p * np.log1p(W / base) < tail
+            if not np.any(short):
+                break
+            W = np.where(short, 2.0 * W, W)
+        lo = np.maximum(T - ii, -tail / eps)  # offsets from i
+        hi = np.minimum(base - ii + W, kink - ii)
+        if math.isfinite(kink):
+            out[s0 : s0 + step] += _laplace_survival(max(T, kink), ii, eps)
+        offs = [-40.0, -20.0, -10.0, -4.0, 0.0, 4.0, 10.0, 20.0, 40.0]
+        top = 40.0
+        while top < float(np.max(W)) * eps:
+            top += 20.0
+            offs.append(top)
+        m = ii.size
+        cands = [
+            lo[:, None],
+            hi[:, None],
+            np.broadcast_to(np.asarray(offs) / eps, (m, len(offs))),
+        ]
+        if ylev.size:
+            cands.append(ylev[None, :] - ii[:, None])
+        start = ii + lo
+        ratio = float(np.max((ii + np.maximum(hi, lo)) / start))
+        kg = math.ceil(math.log2(max(ratio, 1.0)))
+        if kg >= 1:
+            cands.append(start[:, None] * 2.0 ** np.arange(1, kg + 1)[None, :] - ii[:, None])
+        pts = np.concatenate([np.broadcast_to(a, (m, a.shape[1])) for a in cands], axis=1)
+        pts = np.minimum(np.maximum(pts, lo[:, None]), hi[:, None])
+        pts.sort(axis=1)
+        keep = pts[:, 1:] > pts[:, :-1]
+        rows = np.broadcast_to(np.arange(m)[:, None], keep.shape)[keep]
+        a_, b_ = pts[:, :-1][keep], pts[:, 1:][keep]
+        acc = np.empty(a_.size)
+        chunk = 20_000
+        for k0 in range(0, a_.size, chunk):
+            a = a_[k0 : k0 + chunk]
+            half = (b_[k0 : k0 + chunk] - a) / 2.0
+            u = a[:, None] + half[:, None] * (x[None, :] + 1.0)
+            y = ii[rows[k0 : k0 + chunk]][:, None] + u
+            with np.errstate(over="ignore"):  # f = inf gives q = 1, as it should
+                t = tau * y**p
+            qy = -np.expm1(-t) if method == "ppswor" else np.minimum(1.0, t)
+            acc[k0 : k0 + chunk] = half * ((np.exp(-eps * np.abs(u)) * qy) @ w)
+        out[s0 : s0 + step] += 0.5 * eps * np.bincount(rows, weights=acc, minlength=m)
+    return out
+
+
 def sbh_phi(
     n: int,
     eps: float,
@@ -351,42 +582,34 @@ def sbh_phi(
     threshold: float = 1.0,
     weight_power: float = 1.0,
 ) -> np.ndarray:
-    """Reporting probability of the stability-based histogram (spec B9, 004 Alg. 6).
+    """Reporting probability of the stability-based histogram (spec B9; 004 Sec. 8.1,
+    Alg. 6), i = 1..n, each in [0, 1].
 
     q ≡ 1: φ_i = ½ e^{−ε(T−i)} for i <= T, 1 − ½ e^{−ε(i−T)} above. Sampled SbH (some
-    q < 1): ∫_T^∞ Lap_{i,1/ε}(y) q(y) dy by Gauss–Legendre quadrature on pieces split at
-    i and at the kink of min(1, τy^p), tails past 50/ε dropped (< e^{−50}).
+    q < 1): ∫_T^∞ Lap_{i,1/ε}(y) q(y) dy, in closed form for f(i) = i (ppswor:
+    ``_sbh_ppswor_linear``, priority: ``_sbh_priority_linear``; relative error < 1e-14
+    against mpmath, any ε, δ, τ, i), else by composite quadrature split at the scales
+    of both factors (``_sbh_quadrature``).
     """
     T = sbh_threshold(eps, delta)
     i = np.arange(1, n + 1, dtype=float)
-    if method == "none" or (method == "priority" and threshold * T**weight_power >= 1.0):
-        below = 0.5 * np.exp(-eps * np.maximum(T - i, 0.0))
-        above = 1.0 - 0.5 * np.exp(-eps * np.maximum(i - T, 0.0))
-        return np.where(i <= T, below, above)
-    width = 50.0 / eps
-    x, w = np.polynomial.legendre.leggauss(48)
-    total = np.zeros(n)
-    step = 20_000  # bounded memory: (step, 48) nodes per piece
-    for s0 in range(0, n, step):
-        ii = i[s0 : s0 + step]
-        a = np.maximum(T, ii - width)
-        b = np.maximum(T, ii) + width
-        kink = (1.0 / threshold) ** (1.0 / weight_power) if method == "priority" else b
-        kk = np.clip(np.broadcast_to(kink, ii.shape), a, b)
-        pts = np.sort(np.stack([a, np.clip(ii, a, b), kk, b]), 0)
-        for k in range(3):
-            lo_, hi_ = pts[k], pts[k + 1]
-            half = (hi_ - lo_) / 2.0
-            y = lo_[:, None] + half[:, None] * (x[None, :] + 1.0)
-            dens = 0.5 * eps * np.exp(-eps * np.abs(y - ii[:, None]))
-            with np.errstate(over="ignore"):  # f = inf gives q = 1, as it should
-                f = y if weight_power == 1 else y**weight_power
-            if method == "ppswor":
-                qy = -np.expm1(-threshold * f)
-            else:
-                qy = np.minimum(1.0, threshold * f)
-            total[s0 : s0 + step] += half * ((dens * qy) @ w)
-    return total
+    p = weight_power
+    flat = method == "none"  # q = 1 on [T, ∞)
+    if method == "priority":
+        try:
+            flat = threshold * T**p >= 1.0
+        except OverflowError:  # T^p > 1.8e308: compare in logs
+            flat = math.log(threshold) + p * math.log(T) >= 0.0
+    if flat:
+        out = _laplace_survival(T, i, eps)
+    elif p == 1.0 and method == "ppswor":
+        out = _sbh_ppswor_linear(i, eps, T, threshold)
+    elif p == 1.0 and method == "priority":
+        out = _sbh_priority_linear(i, eps, T, threshold)
+    else:
+        out = _sbh_quadrature(i, eps, T, method, threshold, p)
+    res: np.ndarray = np.clip(out, 0.0, 1.0)
+    return res
 
 
 # --------------------------------------------------------------------------------------

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 
+import mpmath as mp
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle_pws import L as L_oracle
-from oracle_pws import pi_alg3
+from oracle_pws import hypoexponential_cdf, phi_sbh_closed, phi_sbh_quad, pi_alg3
 
 import ampcalc
-from ampcalc import engine
+from ampcalc import api, engine
 from ampcalc import pws_kernels as K
 from ampcalc.errors import DesignError
+from ampcalc.schemes import pws
 
 
 def design(**sampling):
@@ -235,6 +238,218 @@ def test_sampled_sbh_q1_limit() -> None:
     # sampled SbH with τ large (q ≈ 1 where it matters) reduces to φ of q ≡ 1
     phi_s = K.sbh_phi(30, 1.0, 1e-3, method="ppswor", threshold=50.0)
     np.testing.assert_allclose(phi_s, K.sbh_phi(30, 1.0, 1e-3), rtol=1e-9)
+
+
+# --- sampled SbH (004 Sec. 8.1, Alg. 6; spec B9): closed forms and quadrature -----------
+
+
+def _sbh_grid(eps: float, delta: float, tau: float) -> list[int]:
+    T = K.sbh_threshold(eps, delta)
+    pts = [1, 2, 3, 7, 30, 1000, 123_457, 2_000_000, math.floor(T), math.ceil(T)]
+    pts += [round(T + k / eps) for k in (0.5, 3, 30)] + [round(T + k / tau) for k in (0.5, 3)]
+    return sorted({v for v in pts if 1 <= v <= 2_000_000})
+
+
+@pytest.mark.parametrize("method", ["ppswor", "priority"])
+def test_sbh_closed_form_matches_mpmath(method: str) -> None:
+    # f(i) = i: φ_i in closed form (sums of non-negative terms) against the plain
+    # antiderivatives at 60 digits, over small ε, δ = 1, large frequencies
+    form = K._sbh_ppswor_linear if method == "ppswor" else K._sbh_priority_linear
+    worst = 0.0
+    for eps in (1e-4, 1e-3, 0.1, 20.0):
+        for delta in (1.0, 1e-8):
+            for tau in (1e-7, 1e-3, 1.0):
+                T = K.sbh_threshold(eps, delta)
+                if method == "priority" and tau * T >= 1:
+                    continue  # q = 1 on [T, ∞): the q ≡ 1 form
+                idx = _sbh_grid(eps, delta, tau)
+                phi = form(np.array(idx, dtype=float), eps, T, tau)
+                for k, i in enumerate(idx):
+                    ref = float(phi_sbh_closed(i, eps, delta, method, tau))
+                    worst = max(worst, abs(phi[k] - ref) / ref)
+    assert worst < 1e-13
+    # the public function dispatches to it
+    phi = K.sbh_phi(3000, 0.01, 1.0, method=method, threshold=0.003)
+    np.testing.assert_array_equal(phi, form(np.arange(1.0, 3001.0), 0.01, 1.0, 0.003))
+
+
+def test_sbh_delta1_small_eps_issue_case() -> None:
+    # δ = 1 (T = 1), ppswor, ε = 0.001, τ = 0.1: the 48-point quadrature over a 50/ε
+    # window gave φ_1 = 0.49840 (off by 2.9e-3); exact 0.49552060684140614 (mpmath,
+    # plain antiderivatives and tanh-sinh quadrature agree)
+    phi = K.sbh_phi(3000, 0.001, 1.0, method="ppswor", threshold=0.1)
+    ref = float(phi_sbh_closed(1, 0.001, 1.0, "ppswor", 0.1))
+    assert ref == pytest.approx(0.49552060684140614, rel=1e-15)
+    assert float(phi_sbh_quad(1, 0.001, 1.0, "ppswor", 0.1)) == pytest.approx(ref, rel=1e-15)
+    assert phi[0] == pytest.approx(ref, rel=1e-14)
+    for i in (2, 10, 100, 1000, 3000):
+        assert phi[i - 1] == pytest.approx(
+            float(phi_sbh_closed(i, 0.001, 1.0, "ppswor", 0.1)), rel=1e-13
+        )
+
+
+def test_sbh_phi_is_a_probability() -> None:
+    # ppswor, τ = 0.1, ε = 0.1, δ = 1e-3: φ_5000 was 1.0000000000000815; exact
+    # 1 − O(e^{−430}), i.e. 1.0 in floats
+    phi = K.sbh_phi(5000, 0.1, 1e-3, method="ppswor", threshold=0.1)
+    assert phi[4999] == 1.0 == float(phi_sbh_closed(5000, 0.1, 1e-3, "ppswor", 0.1))
+    assert np.all((phi >= 0) & (phi <= 1)) and np.all(np.diff(phi) >= 0)
+    for method, p in [("ppswor", 1.0), ("priority", 1.0), ("ppswor", 2.0), ("priority", 0.5)]:
+        phi = K.sbh_phi(3000, 0.5, 1e-6, method=method, threshold=0.3, weight_power=p)
+        assert np.all((phi >= 0) & (phi <= 1))
+
+
+def test_sbh_priority_huge_power_does_not_overflow() -> None:
+    # T = 1 + ln 2/1e-4 = 6932.5 and T^100 overflows a float: this was an internal error
+    # from `bound`; τT^p >= 1, so q = 1 on [T, ∞) and φ is the q ≡ 1 form
+    phi = K.sbh_phi(10, 1e-4, 0.5, method="priority", threshold=0.01, weight_power=100.0)
+    np.testing.assert_array_equal(phi, K.sbh_phi(10, 1e-4, 0.5))
+    r = engine.bound(
+        design(
+            method="priority",
+            threshold=0.01,
+            weight_power=100,
+            max_frequency=10,
+            target={"epsilon_prime": 1e-4, "delta_prime": 0.5},
+        )
+    ).to_dict()
+    assert r["details"]["frequencies"][0]["phi_sbh"] == phi[0]
+
+
+def test_sbh_quadrature_matches_closed_form() -> None:
+    # two independent computations of the f(i) = i integral: composite quadrature and
+    # the closed forms (each checked against mpmath above)
+    for method in ("ppswor", "priority"):
+        for eps, delta, tau in [
+            (1e-3, 1.0, 0.1),
+            (0.1, 1e-3, 1e-4),
+            (20.0, 1.0, 1e-7),
+            (0.5, 0.5, 3.0),
+        ]:
+            T = K.sbh_threshold(eps, delta)
+            if method == "priority" and tau * T >= 1:
+                continue
+            i = np.array(_sbh_grid(eps, delta, tau), dtype=float)
+            got = K._sbh_quadrature(i, eps, T, method, tau, 1.0)
+            form = K._sbh_ppswor_linear if method == "ppswor" else K._sbh_priority_linear
+            np.testing.assert_allclose(got, form(i, eps, T, tau), rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "method,p,eps,delta,tau,i",
+    [
+        ("ppswor", 0.5, 0.001, 1e-3, 1e-7, 123_457),
+        ("ppswor", 2.0, 0.1, 1.0, 1e-3, 40),
+        ("priority", 1.5, 20.0, 1e-3, 1e-3, 2),
+        ("priority", 3.0, 0.1, 1e-3, 1e-7, 200),
+    ],
+)
+def test_sbh_quadrature_matches_mpmath(
+    method: str, p: float, eps: float, delta: float, tau: float, i: int
+) -> None:
+    # f(i) = i^p, p ≠ 1: no closed form; composite Gauss–Legendre split at both scales
+    got = K.sbh_phi(i, eps, delta, method=method, threshold=tau, weight_power=p)[i - 1]
+    assert got == pytest.approx(float(phi_sbh_quad(i, eps, delta, method, tau, p)), rel=1e-13)
+
+
+@pytest.mark.slow
+def test_sbh_quadrature_sweep_matches_mpmath() -> None:
+    rng = np.random.default_rng(11)
+    worst = 0.0
+    for method in ("ppswor", "priority"):
+        for p in (0.3, 0.5, 1.5, 2.0, 3.0, 7.0):
+            for eps in (1e-3, 0.1, 1.0, 20.0):
+                for delta in (1.0, 1e-3):
+                    for tau in (1e-7, 1e-3, 0.1, 2.0):
+                        T = K.sbh_threshold(eps, delta)
+                        if (method == "priority" and tau * T**p >= 1) or rng.random() > 0.25:
+                            continue
+                        grid = _sbh_grid(eps, delta, tau)
+                        grid.append(round((1 / tau) ** (1 / p)))
+                        ii = np.array(sorted(rng.choice(grid, 2, replace=False)), dtype=float)
+                        got = K._sbh_quadrature(ii, eps, T, method, tau, p)
+                        for k, i in enumerate(ii.tolist()):
+                            ref = float(phi_sbh_quad(i, eps, delta, method, tau, p))
+                            worst = max(worst, abs(got[k] - ref) / ref)
+    assert worst < 1e-13
+
+
+@pytest.mark.parametrize(
+    "a,b,x",
+    [
+        (0.1, 0.1, 3.0),
+        (0.1, 0.1 + 1e-12, 3.0),
+        (1e-4, 1e-7, 5.0),
+        (2.0, 3.0, 1e-9),
+        (1e-3, 5.0, 0.1),
+        (5.0, 1e-3, 40.0),
+        (0.3, 0.7, 0.99 / 0.7),  # the two sides of the series/closed-form switch
+        (0.3, 0.7, 1.01 / 0.7),
+    ],
+)
+def test_hypoexponential_cdf_matches_mpmath(a: float, b: float, x: float) -> None:
+    got = float(K.hypoexponential_cdf(a, b, np.array([x]))[0])
+    assert got == pytest.approx(float(hypoexponential_cdf(a, b, x)), rel=1e-14)
+
+
+# --- priority sampling with τ = δ: π_i = q_i exactly ---------------------------------------
+
+
+@pytest.mark.parametrize("tau,eps", [(1e-3, 1.0), (1e-3, 0.01), (0.01, 0.5), (2**-10, 1.0)])
+def test_priority_tau_delta_reports_every_sampled_key(tau: float, eps: float) -> None:
+    # 004 Sec. 8.1 (Fig. 4): PWS reporting approaches non-private sampling as τ → δ. At
+    # τ = δ both privacy terms of Alg. 3 are >= τ·i, so π_i = q_i = min(1, τi) for every
+    # i (mpmath on the exact q). At i = 1/τ the float q_{i−1} = fl(τ(i−1)) rounds below
+    # 1 − δ, and the float step gave π = 1 − 2^-53 at q = 1: a spurious cost row.
+    top = round(1 / tau)
+    n = top + 3
+    with mp.workdps(50):
+        exact = [min(mp.mpf(1), mp.mpf(tau) * i) for i in range(1, n + 1)]
+    ref = pi_alg3(exact, eps, tau)
+    assert all(r == e for r, e in zip(ref, exact, strict=True))
+    d = design(method="priority", threshold=tau, target={"epsilon_prime": eps, "delta_prime": tau})
+    det = engine.bound(d).to_dict()["details"]
+    assert det["privacy_cost_rows"] == 0 and det["privacy_cost_frequencies"] == "none"
+    assert det["settled_from"] == 1
+    table = api.pws_table(d, n, verify=True)
+    assert table["privacy_cost_rows"] == 0 and table["verified"] is True
+    assert [r["pi"] for r in table["frequencies"]] == [float(e) for e in exact]
+    assert table["frequencies"][top - 1]["pi"] == 1.0
+    # the sanitiser keeps every sampled key (p = 1), the same table
+    _, params = api.pws_design([d])
+    san = api.PwsSanitiser(params, frequencies=False, extend=True)
+    san.ensure(n, "test")
+    assert np.all(san.p == 1.0)
+
+
+def test_priority_tau_delta_float_q_alone_cannot_tell() -> None:
+    # the issue's reproduction: fl(0.999) + fl(0.001) < 1 in exact arithmetic, so from the
+    # floats alone Algorithm 3 must stay below 1; with the exact q = τ·i it is 1
+    q = K.inclusion_probabilities(1001, method="priority", threshold=1e-3)
+    assert K.reporting_probabilities(q, 1.0, 1e-3)[999] == 1.0 - 2.0**-53
+    exact = pws.exact_q(design(method="priority", threshold=1e-3).params)
+    assert exact is not None and exact(999) + Fraction(1e-3) > 1
+    pi = K.reporting_probabilities(q, 1.0, 1e-3, exact=exact)
+    assert np.array_equal(pi, q)
+    # no exact form: ppswor, non-integer powers, explicit lists (their floats are exact)
+    assert pws.exact_q(design(method="ppswor", threshold=1e-3).params) is None
+    assert pws.exact_q(design(method="priority", threshold=1e-3, weight_power=1.5).params) is None
+    assert pws.exact_q(design(inclusion=[0.5, 1.0]).params) is None
+
+
+@pytest.mark.parametrize("delta", [1e-9, 1e-3, 1.0])
+def test_delta_prime_printed_with_every_upper_bound(delta: float) -> None:
+    # issue 15 V4 audit: wherever pws prints an upper ε′ it carries δ′ = the target δ > 0
+    for sampling in [{"method": "none"}, {"method": "ppswor", "threshold": 0.01}]:
+        d = design(
+            **sampling, max_frequency=50, target={"epsilon_prime": 0.5, "delta_prime": delta}
+        )
+        r = engine.bound(d).to_dict()
+        assert r["epsilon_prime"]["upper"] == 0.5 and r["delta_prime"] == delta
+        rows = api.sweep(d, {"sampling.threshold": "0.01,0.1"}).to_dict()["rows"]
+        assert len(rows) == 2
+        assert all(r["epsilon_prime.upper"] == 0.5 and r["delta_prime"] == delta for r in rows)
+        assert api.invert(d).to_dict()["epsilon"]["certified"] is None  # no ε′ printed
 
 
 # --- sanitiser ----------------------------------------------------------------------------

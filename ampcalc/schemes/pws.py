@@ -12,6 +12,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -191,6 +192,33 @@ def q_of(params: Params, n: int) -> np.ndarray:
     )
 
 
+def exact_q(params: Params) -> Callable[[int], Fraction | None] | None:
+    """The exact q_i (1-based) as a rational where the float q_i rounds it: priority
+    sampling with a whole-number weight power p <= 64, q_i = min(1, τ·i^p) with τ the
+    float given (004 Alg. 1, Eq. 1). None where the floats are the exact values (an explicit
+    ``inclusion`` list, ``none``) or q has no rational form (ppswor)."""
+    if params.inclusion is not None or params.method != "priority":
+        return None
+    power = params.weight_power
+    if not 1 <= power <= 64 or power != int(power):
+        return None  # i^p irrational, or too large a whole number to be worth it
+    tau = Fraction(params.threshold)
+    k = int(power)
+
+    def q(i: int) -> Fraction:
+        return min(Fraction(1), tau * Fraction(i) ** k)
+
+    return q
+
+
+def reporting(params: Params, q: np.ndarray) -> np.ndarray:
+    """Algorithm 3 (``pws_kernels.reporting_probabilities``) for the params' q, with
+    the exact q where it is known (so π_i = q_i = 1 is exact at τ = δ, i = 1/τ)."""
+    eps, delta = params.epsilon, params.delta
+    assert eps is not None and delta is not None
+    return K.reporting_probabilities(q, eps, delta, exact=exact_q(params))
+
+
 def _stays_settled(
     params: Params, q: np.ndarray, pi: np.ndarray, eps: float, delta: float
 ) -> bool:
@@ -242,7 +270,7 @@ def compute_table(params: Params, n: int | None = None, *, max_rows: int = MAX_R
     while True:
         probe = min(probe, max_rows)
         q = q_of(params, probe)
-        pi = K.reporting_probabilities(q, eps, delta)
+        pi = reporting(params, q)
         if _stays_settled(params, q, pi, eps, delta):
             settled = K.settled_index(q, pi)
             break
@@ -253,7 +281,7 @@ def compute_table(params: Params, n: int | None = None, *, max_rows: int = MAX_R
     rows = max(1, rows)
     if rows > q.size:
         q = q_of(params, rows)
-        pi = K.reporting_probabilities(q, eps, delta)
+        pi = reporting(params, q)
     return Table(q=q[:rows], pi=pi[:rows], L=L, settled=settled, n=rows)
 
 
