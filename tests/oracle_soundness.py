@@ -31,8 +31,8 @@ def ratio(frac, k, eps) -> mp.mpf:
 
 
 def poisson_replace_upper(q, eps_d, eps_r) -> mp.mpf:
-    """min(2·A(q, ε_D), ε_R) (spec §2, derived)."""
-    return min(2 * amp(q, eps_d), mp.mpf(eps_r))
+    """min(2·A(q, ε_D), ε_R, A(q, max(ε_D, ε_R))) (spec §2 derived; joint convexity)."""
+    return min(2 * amp(q, eps_d), mp.mpf(eps_r), amp(q, max(mp.mpf(eps_d), mp.mpf(eps_r))))
 
 
 def poisson_replace_lower(q, eps_d, eps_r) -> mp.mpf:

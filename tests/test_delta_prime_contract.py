@@ -36,15 +36,7 @@ RELATIONS = ("both", "add-remove", "replace-one")
 # (scheme, example file[design index] or "builtin", M's relation or None: any, guarantee:
 # None the natural one, "*" any) -> why it fails today (open in issue 15, left to the
 # changes of those schemes)
-KNOWN: dict[tuple[str, str, str | None, str | None], str] = {
-    **{
-        ("stratified", "stratified-business-survey.yaml[2]", nb, "replace-one"): (
-            "stratified Poisson, replace-one guarantee: δ′ is capped at 1 before the outward "
-            "rounding, so large ε prints 1.0000000000000018 (issue 15 R)"
-        )
-        for nb in ("both", "add-remove")
-    },
-}
+KNOWN: dict[tuple[str, str, str | None, str | None], str] = {}
 
 
 def _known(case: Case) -> str | None:

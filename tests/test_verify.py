@@ -462,7 +462,10 @@ def test_poisson_replace_one_guarantee_is_checked_on_replace_one_pairs(
     assert r["status"] == "PASS", r
     assert "x′1" in r["worst_pair"]  # a replace-one pair, not P vs P′ = O
     assert r["epsilon_prime_exact"] == pytest.approx(exact_value, abs=1e-6)
-    assert r["epsilon_prime"]["upper"] == pytest.approx(2 * np.log1p(0.3 * np.expm1(1.0)))
+    a = float(np.log1p(0.3 * np.expm1(1.0)))
+    # `both`: the joint-convexity bound A(q, ε) is exact; add-remove M (ε_R = 2ε): 2A(q, ε)
+    expected = a if neighbours == "both" else 2 * a
+    assert r["epsilon_prime"]["upper"] == pytest.approx(expected)
 
 
 def ampcalc_verify_guarantee(neighbours: str) -> dict:
@@ -488,6 +491,17 @@ def test_guarantee_without_instances_is_inconclusive() -> None:
     assert V.for_guarantee(untagged, Neighbours.ADD_REMOVE) == untagged
 
 
+def _bound_rows(q: float, eps: float, delta: float) -> list[dict]:
+    import ampcalc
+
+    d = {
+        "mechanism": {"epsilon": eps, "delta": delta, "neighbours": "both"},
+        "guarantee": "replace-one",
+        "sampling": {"scheme": "poisson", "rate": q},
+    }
+    return [ampcalc.bound(d).to_dict()]
+
+
 def test_delta_poisson_replace_one_pair_is_q_delta() -> None:
     # Poisson q = 0.5, M (1, 1e-3)-DP under both relations, replace-one pairs
     # O ∪ {x} vs O ∪ {x′}: the exact (ε′, δ′) curve passes through (A(q, ε), qδ) — the
@@ -505,6 +519,14 @@ def test_delta_poisson_replace_one_pair_is_q_delta() -> None:
     assert out.epsilon_at_delta == pytest.approx(a, abs=1e-7)
     out = V.run_approx(plan, epsilon_upper=None, delta_prime=0.00142957)
     assert out.epsilon_at_delta == pytest.approx(0.6182518, abs=1e-6)
+    # the scheme reports that exact point now: upper A(q, ε) with δ′ = qδ, and a lower
+    # bound that holds at δ′ (randomised response on x's presence: log(e^A − δ′(1 + e^ε)))
+    (row,) = _bound_rows(q, eps, delta)
+    assert row["epsilon_prime"]["upper"] == pytest.approx(a, rel=1e-14)
+    assert row["delta_prime"] == pytest.approx(q * delta, rel=1e-14)
+    witness = float(np.log(np.exp(a) - q * delta * (1 + np.exp(eps))))
+    assert row["epsilon_prime"]["lower"] == pytest.approx(witness, rel=1e-13)
+    assert row["epsilon_prime"]["lower"] <= a  # the exact ε′ at δ′ = qδ
 
     def pois(pop: list[str]) -> dict[frozenset, float]:
         return {

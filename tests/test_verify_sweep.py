@@ -29,10 +29,6 @@ KNOWN_OPEN: dict[str, tuple[str, ...]] = {
     # V4: an upper ε′ printed without δ′ for an (ε, δ) mechanism
     "cluster": ("no δ′ for δ > 0",),
     "systematic": ("no δ′ for δ > 0",),
-    # found by this check: under `guarantee: replace-one` with δ > 0 the reported δ′ is
-    # loose (q = 0.5, ε = 1 both, δ = 1e-3: δ′ = 1.43e-3 where (A(q, ε), qδ = 5e-4) is
-    # exact), and at that δ′ the exact ε′ 0.6183 is below the lower bound A(q, ε) = 0.6201
-    "poisson": ("is below the lower bound",),
 }
 
 

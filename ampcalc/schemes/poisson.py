@@ -74,15 +74,36 @@ def upper_epsilon_replace_one(
 ) -> np.ndarray:
     """Upper bound on ε′ for Poisson sampling under replace-one neighbours.
 
-    Basis: spec §2 (derived, safe): a replacement is a removal plus an addition, so
-        ε′ <= 2·log(1 + q(e^{ε_D} − 1)); and coupling the two inclusion coins, the
-        samples agree or are replace-one neighbours, so ε′ <= ε_R.
+    Basis: three derived, safe bounds (docs/verify.md checks them on the exact
+        programme), the smallest taken point by point (``replace_one_candidates``):
+        a replacement is a removal plus an addition, so ε′ <= 2·A(q, ε_D); coupling
+        the two inclusion coins, the samples agree or are replace-one neighbours, so
+        ε′ <= ε_R; and the advanced joint convexity of Balle, Barthe and Gaboardi
+        (2018, Theorem 2) on the coupled mixture (1 − q)M(T) + qM(T ∪ {x}) against
+        (1 − q)M(T) + qM(T ∪ {x′}) gives ε′ <= A(q, max(ε_D, ε_R)).
     Neighbours: M is ε_D-DP under add-remove and ε_R-DP under replace-one.
-    Formula: ε′ = min(2·A(q, ε_D), ε_R). Not tight in general.
+    Formula: ε′ = min(2·A(q, ε_D), ε_R, A(q, max(ε_D, ε_R))). Tight when ε_R <= ε_D
+        (``neighbours: both``): it is A(q, ε), which the lower bound attains.
     """
-    two_steps = numeric.round_up(2.0 * numeric.amplification_upper(rate, eps_add_remove))
-    out: np.ndarray = np.minimum(two_steps, np.asarray(eps_replace_one, dtype=float))
-    return out
+    return replace_one_candidates(eps_add_remove, eps_replace_one, rate=rate)[0]
+
+
+def replace_one_candidates(
+    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest of the three replace-one upper bounds, and which one it is (0, 1, 2).
+
+    0: two steps 2·A(q, ε_D) (δ′ = qδ_D(1 + e^{A(q, ε_D)})); 1: the coupling ε_R
+    (δ′ = qδ_R); 2: joint convexity A(q, max(ε_D, ε_R)) (δ′ = q·max(δ_D, δ_R)).
+    """
+    e_d = np.asarray(eps_add_remove, dtype=float)
+    e_r = np.asarray(eps_replace_one, dtype=float)
+    two_steps = numeric.round_up(2.0 * numeric.amplification_upper(rate, e_d))
+    convex = numeric.amplification_upper(rate, np.maximum(e_d, e_r))
+    stacked = np.stack(np.broadcast_arrays(two_steps, e_r, convex))
+    which = np.argmin(stacked, axis=0)  # ties go to the first: the smallest δ′ among them
+    best: np.ndarray = np.take_along_axis(stacked, which[np.newaxis], axis=0)[0]
+    return best, which
 
 
 def lower_epsilon_replace_one(
@@ -102,6 +123,32 @@ def lower_epsilon_replace_one(
     )
     one_side = numeric.amplification_lower(rate, np.minimum(e_d, e_r))
     return numeric.round_down(np.where(e_r >= 2.0 * e_d, both_sides, one_side))
+
+
+def lower_epsilon_at_delta(
+    eps_add_remove: np.ndarray,
+    eps_replace_one: np.ndarray,
+    delta_prime: np.ndarray,
+    *,
+    rate: float,
+) -> np.ndarray:
+    """Lower bound on ε′ at a given δ′ > 0, replace-one neighbours.
+
+    Witness: randomised response on "x is in the sample" at e = min(ε_D, ε_R) (ε-DP
+    under both relations, so (ε, δ)-DP too). With P = O ∪ {x}, P′ = O ∪ {x′} and the
+    event "output 1", Pr_P = (1 + q(e^e − 1))/(1 + e^e) and Pr_P′ = 1/(1 + e^e), so the
+    divergence at ε″ exceeds δ′ for every ε″ < log(1 + q(e^e − 1) − δ′(1 + e^e)): no
+    (ε″, δ′) guarantee holds below it. 0 where the argument is <= 1.
+    """
+    e = np.minimum(np.asarray(eps_add_remove, dtype=float), np.asarray(eps_replace_one))
+    d = np.asarray(delta_prime, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # log(e^A − δ′(1 + e^e)) with A the amplified ε, in a form that stays finite
+        a = numeric.amplification_lower(rate, e)
+        inner = -np.expm1(np.log(d) + np.logaddexp(0.0, e) - a)  # 1 − δ′(1 + e^e)/e^A
+        out = np.where(inner > 0.0, a + np.log(np.where(inner > 0.0, inner, 1.0)), 0.0)
+    res: np.ndarray = np.maximum(numeric.round_down(out, 4), 0.0)
+    return res
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -171,9 +218,11 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     # replace-one guarantee: the derived, labelled composition of spec §2
     eps_r = mechanism.epsilon_replace_one_of
     warnings.append(
-        "replace-one guarantee for Poisson sampling: derived, not tight — min(2·A(q, ε_D), "
-        "ε_R): a replacement is a removal plus an addition (spec §2), and coupling the "
-        "inclusion coins gives at most ε_R."
+        "replace-one guarantee for Poisson sampling: derived — min(2·A(q, ε_D), ε_R, "
+        "A(q, max(ε_D, ε_R))): a replacement is a removal plus an addition (spec §2); "
+        "coupling the inclusion coins gives at most ε_R; advanced joint convexity (Balle, "
+        "Barthe, Gaboardi 2018, Theorem 2) on the coupled mixtures gives A(q, max(ε_D, "
+        "ε_R)). Tight when ε_R <= ε_D (`neighbours: both`); otherwise not tight in general."
     )
     if mechanism.neighbours is Neighbours.ADD_REMOVE and mechanism.epsilon_replace_one is None:
         warnings.append(
@@ -185,18 +234,27 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         return upper_epsilon_replace_one(eps, eps_r(eps), rate=q)
 
     def lower_r(eps: np.ndarray) -> np.ndarray:
-        return lower_epsilon_replace_one(eps, eps_r(eps), rate=q)
+        if mechanism.delta == 0.0:
+            return lower_epsilon_replace_one(eps, eps_r(eps), rate=q)
+        # δ′ > 0: the bound must hold at the reported δ′ (no (ε″, δ′) guarantee below it)
+        return lower_epsilon_at_delta(eps, eps_r(eps), delta_prime_r(eps), rate=q)
 
     def delta_prime_r(eps: np.ndarray) -> np.ndarray:
+        # the δ′ of the bound the upper ε′ is (each of the three holds with its own δ′)
         eps = np.asarray(eps, dtype=float)
         if mechanism.delta == 0.0:
             return np.zeros(eps.shape)
+        _, which = replace_one_candidates(eps, eps_r(eps), rate=q)
         a = numeric.amplification_upper(q, eps)
+        d_d = mechanism.delta
+        d_r = mechanism.delta_replace_one_of(eps)
         with np.errstate(over="ignore"):
-            two_steps = q * mechanism.delta * (1.0 + np.exp(a))
-        coupled = q * mechanism.delta_replace_one_of(eps)
+            two_steps = q * d_d * (1.0 + np.exp(a))
+        coupled = q * d_r
+        convex = q * np.maximum(d_d, d_r)
+        chosen = np.choose(which, np.broadcast_arrays(two_steps, coupled, convex))
         # cap after rounding: a probability stays <= 1 (round_up of 1 would pass it)
-        out: np.ndarray = np.minimum(numeric.round_up(np.maximum(two_steps, coupled)), 1.0)
+        out: np.ndarray = np.minimum(numeric.round_up(chosen), 1.0)
         return out
 
     return Analysis(
@@ -205,10 +263,16 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         upper=upper_r,
         lower=lower_r,
         delta_prime=delta_prime_r,
-        basis=(*BASIS, "spec §2 (derived: removal + addition; coupling)"),
+        basis=(
+            *BASIS,
+            "spec §2 (derived: removal + addition; coupling; joint convexity on the coupling)",
+        ),
         conditions=tuple(conditions),
         warnings=tuple(warnings),
-        details={"rate": q, "tight": False},
+        details={
+            "rate": q,
+            "tight": bool(np.all(eps_r(np.asarray(mechanism.epsilon)) <= mechanism.epsilon)),
+        },
     )
 
 
