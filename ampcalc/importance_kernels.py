@@ -117,10 +117,15 @@ def lloyd_strong_convexity(s: np.ndarray, iterations: int) -> np.ndarray:
 
 
 def eps_hat_upper_w(a: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Conservative ε̂ of a record with ε(1, x) = a sampled with q = 1/w, weight w."""
+    """Conservative ε̂ of a record with ε(1, x) = a sampled with q = 1/w, weight w.
+
+    Evaluated exactly as ``personalised_epsilon`` evaluates the q that is written out
+    (ε(1/q, x) = a/q, with q = fl(1/w)), so the figures certified against ε* are the
+    ones ``ampcalc.kernels.personalised_epsilon`` gives for the same q, bit for bit.
+    """
     with np.errstate(divide="ignore"):
         q = 1.0 / w
-    return numeric.amplification_upper(q, numeric.round_up(a * w, 1))
+    return personalised_epsilon(q, a, linear=True)
 
 
 def _lambert_w_star(a: np.ndarray, c: float) -> np.ndarray:
