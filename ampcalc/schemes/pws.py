@@ -155,22 +155,8 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
     return Params(**values, inclusion=inclusion)
 
 
-MAX_TARGET_EPSILON = 700.0
-"""Largest target ε′ PWS takes: e^ε stays a finite float (and no table needs more)."""
-
-
 def check_target(target: Any, reader: Any, raw: Any) -> None:
-    """PWS needs 0 < δ <= 1: with δ = 0 every π_i = 0 (spec B1); and ε′ <= 700."""
-    e = getattr(target, "epsilon_prime", None)
-    if e is not None and e > MAX_TARGET_EPSILON:
-        raise reader.error(
-            "target.epsilon_prime",
-            f"PWS takes target.epsilon_prime up to {MAX_TARGET_EPSILON:g} (got {e:g}): "
-            "its reporting probabilities use e^ε′, which overflows a float beyond about "
-            "709",
-            container=raw,
-            key="epsilon_prime",
-        )
+    """PWS needs 0 < δ <= 1: with δ = 0 every π_i = 0 (spec B1)."""
     d = getattr(target, "delta_prime", None)
     if d is None or d == 0.0:
         key = "delta_prime" if d is not None else None
