@@ -537,7 +537,9 @@ def _sbh_quadrature(
         offs = [-40.0, -20.0, -10.0, -4.0, 0.0, 4.0, 10.0, 20.0, 40.0]
         top = 40.0
         while top < float(np.max(W)) * eps:
-            top += 20.0
+            # every 20/ε (the density's scale), then doubling: a huge weight power makes
+            # the window astronomically wide (W >= 2p/ε), where the density is e^{−4000}
+            top += 20.0 if top < 4000.0 else top
             offs.append(top)
         m = ii.size
         cands = [

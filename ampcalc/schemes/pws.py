@@ -236,7 +236,8 @@ def _stays_settled(
         c = -math.expm1(
             -params.threshold * ((n + 1) ** params.weight_power - n**params.weight_power)
         )
-        ok1 = (1 - x) * c <= math.expm1(eps) * x + delta
+        # e^ε − 1 capped at ε = 700 (a smaller right side only makes the check stricter)
+        ok1 = (1 - x) * c <= math.expm1(min(eps, 700.0)) * x + delta
         ok2 = (1 - x) * (c + math.expm1(-eps)) <= math.exp(-eps) * delta
         return ok1 and ok2
     return False
