@@ -1,4 +1,4 @@
-"""The command line: parse options, call the engine, render, choose the exit code.
+"""The command line: parse options, call the library, render, choose the exit code.
 
 No maths and no YAML here. ``main(argv) -> int`` is the one place that maps outcomes
 to exit codes: 0 ok, 1 a gate the user asked for failed (``--fail-above``), 2 bad
