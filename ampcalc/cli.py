@@ -1,4 +1,4 @@
-"""The command line: parse options, call the engine, render, choose the exit code.
+"""The command line: parse options, call the library, render, choose the exit code.
 
 No maths and no YAML here. ``main(argv) -> int`` is the one place that maps outcomes
 to exit codes: 0 ok, 1 a gate the user asked for failed (``--fail-above``), 2 bad
@@ -15,11 +15,14 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from .errors import AmpcalcError
+
+if TYPE_CHECKING:
+    from .render import CsvRecords, Payload, TableText
 
 # typer may vendor its own click: find its ClickException through a public class.
 _ClickException: type[Exception] = next(
@@ -144,6 +147,49 @@ def rich_output() -> bool:
     return sys.stdout.isatty()
 
 
+def result_text(
+    output: Format,
+    command: str,
+    payload: Payload,
+    *,
+    csv: CsvRecords | None = None,
+    table: TableText | None = None,
+) -> str:
+    """A command's result as a table, JSON or CSV (``render.render_result``).
+
+    JSON is ``{"ampcalc_version", "command", **payload}``, CSV the records flattened (or
+    ``csv()``'s text), the table ``table(rich)`` with ``rich`` true on a terminal. Only
+    the chosen rendering is computed; a command without a table or CSV passes None.
+    """
+    from .render import render_result
+
+    return render_result(
+        output.value,
+        command=command,
+        version=version(),
+        payload=payload,
+        csv=csv,
+        table=table,
+        rich_output=output is Format.table and rich_output(),
+    )
+
+
+def emit_result(
+    output: Format,
+    command: str,
+    payload: Payload,
+    *,
+    csv: CsvRecords | None = None,
+    table: TableText | None = None,
+) -> None:
+    """Write a command's result to standard output as a table, JSON or CSV.
+
+    Every command prints its result through here (see ``result_text``), so the
+    choice between the three formats is made in one place.
+    """
+    emit(result_text(output, command, payload, csv=csv, table=table))
+
+
 def say(message: str) -> None:
     sys.stderr.write(message.rstrip("\n") + "\n")
 
@@ -179,10 +225,10 @@ def bound(
     """
     output = resolve_format(fmt, as_json)
     _check_epsilon(epsilon, "--epsilon")
-    from . import engine, render
+    from . import api
 
     designs = load(design, set_)
-    results = [engine.bound(d, epsilon=epsilon) for d in designs]
+    results = [api.bound(d, epsilon=epsilon) for d in designs]
     dicts = [r.to_dict() for r in results]
     code = ExitCode.OK
     for r in dicts:
@@ -198,14 +244,23 @@ def bound(
                 shown = "no upper bound" if upper is None else f"upper bound {upper:.6g}"
                 say(f"gate failed: {r['name']}: {shown} > {fail_above:g}")
                 code = max(code, ExitCode.GATE_FAILED)
-    if output is Format.json:
-        emit(render.render_json(render.envelope("bound", version(), {"results": dicts})))
-    elif output is Format.csv:
-        emit(render.render_csv(dicts))
-    else:
-        header, rows = render.bound_rows(dicts)
-        emit(render.render_table(header, rows, render.notes(dicts), rich_output=rich_output()))
+    emit_result(
+        output, "bound", {"results": dicts}, csv=dicts, table=_results_table(dicts, "bound")
+    )
     return int(code)
+
+
+def _results_table(dicts: list[dict[str, Any]], kind: str) -> TableText:
+    """The table of ``bound`` or ``invert`` results: one row per design, notes under it."""
+
+    def table(rich: bool) -> str:
+        from . import render
+
+        rows_of = render.bound_rows if kind == "bound" else render.invert_rows
+        header, rows = rows_of(dicts)
+        return render.render_table(header, rows, render.notes(dicts), rich_output=rich)
+
+    return table
 
 
 @app.command()
@@ -234,23 +289,19 @@ def invert(
     """
     output = resolve_format(fmt, as_json)
     _check_epsilon(target, "--target")
-    from . import engine, render
+    from . import api
 
     designs = load(design, set_)
-    results = [engine.invert(d, target, target_delta) for d in designs]
+    results = [api.invert(d, target, target_delta) for d in designs]
     dicts = [r.to_dict() for r in results]
     code = ExitCode.OK
     for r in dicts:
         if r.get("error"):
             say(f"{r['name']}: {r['error']}")
             code = max(code, ExitCode.BAD_INPUT)
-    if output is Format.json:
-        emit(render.render_json(render.envelope("invert", version(), {"results": dicts})))
-    elif output is Format.csv:
-        emit(render.render_csv(dicts))
-    else:
-        header, rows = render.invert_rows(dicts)
-        emit(render.render_table(header, rows, render.notes(dicts), rich_output=rich_output()))
+    emit_result(
+        output, "invert", {"results": dicts}, csv=dicts, table=_results_table(dicts, "invert")
+    )
     return int(code)
 
 
@@ -261,18 +312,13 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> int:
     Example:  ampcalc schemes --json
     """
     output = resolve_format(fmt, as_json)
-    from . import api, render
+    from . import api
 
     items = api.schemes()
-    if output is Format.json:
-        emit(render.render_json(render.envelope("schemes", version(), {"schemes": items})))
-    elif output is Format.csv:
-        emit(
-            render.render_csv(
-                {**i, "parameters": [p["name"] for p in i["parameters"]]} for i in items
-            )
-        )
-    else:
+
+    def table(rich: bool) -> str:
+        from . import render
+
         header = ["scheme", "guarantee", "what it is"]
         rows = [[i["name"], ", ".join(i["guarantee_neighbours"]), i["summary"]] for i in items]
         footer = [
@@ -283,7 +329,10 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> int:
             + f"\n  - basis: {'; '.join(i['basis'])}"
             for i in items
         ]
-        emit(render.render_table(header, rows, footer, rich_output=rich_output()))
+        return render.render_table(header, rows, footer, rich_output=rich)
+
+    records = ({**i, "parameters": [p["name"] for p in i["parameters"]]} for i in items)
+    emit_result(output, "schemes", {"schemes": items}, csv=records, table=table)
     return int(ExitCode.OK)
 
 
@@ -299,7 +348,7 @@ def validate(
     Example:  ampcalc validate examples/designs/srswor.yaml
     """
     output = resolve_format(fmt, as_json)
-    from . import api, render
+    from . import api
 
     dicts = api.validate(load(design, set_))
     code = ExitCode.OK
@@ -307,18 +356,16 @@ def validate(
         if not entry["valid"]:
             say(f"{entry['name']}: {entry['error']}")
             code = ExitCode.BAD_INPUT
-    if output is Format.json:
-        emit(render.render_json(render.envelope("validate", version(), {"results": dicts})))
-    elif output is Format.csv:
-        emit(render.render_csv(dicts))
-    else:
+
+    def table(rich: bool) -> str:
+        from . import render
+
         header = ["design", "scheme", "valid"]
         rows = [[e["name"], e["scheme"], "yes" if e["valid"] else "error"] for e in dicts]
-        footer = []
-        for e in dicts:
-            if e.get("error"):
-                footer.append(f"{e['name']}: error: {e['error']}")
-        emit(render.render_table(header, rows, footer, rich_output=rich_output()))
+        footer = [f"{e['name']}: error: {e['error']}" for e in dicts if e.get("error")]
+        return render.render_table(header, rows, footer, rich_output=rich)
+
+    emit_result(output, "validate", {"results": dicts}, csv=dicts, table=table)
     return int(code)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .results import plain
@@ -98,6 +98,46 @@ def render_csv(records: Iterable[Mapping[str, Any]]) -> str:
     for row in rows:
         writer.writerow(row)
     return buf.getvalue()
+
+
+#: A command's JSON payload, or a function building it (called only for JSON).
+Payload = Mapping[str, Any] | Callable[[], Mapping[str, Any]]
+#: A command's CSV: the records (one row each), or a function returning the CSV text.
+CsvRecords = Iterable[Mapping[str, Any]] | Callable[[], str]
+#: A command's table: a function of "rich output?" returning the text.
+TableText = Callable[[bool], str]
+
+FORMATS = ("table", "json", "csv")
+
+
+def render_result(
+    output_format: str,
+    *,
+    command: str,
+    version: str,
+    payload: Payload,
+    csv: CsvRecords | None = None,
+    table: TableText | None = None,
+    rich_output: bool = False,
+) -> str:
+    """A command's result in ``output_format`` (``table``, ``json`` or ``csv``): the one
+    place that chooses between the three renderings.
+
+    Only the chosen rendering is computed: ``payload`` and ``csv`` may be functions,
+    ``table`` always is. JSON is the ``envelope`` of ``payload``; CSV is ``render_csv``
+    of the records (or the function's text); the table gets ``rich_output``. A command
+    with only a JSON document (a run summary) leaves ``csv`` and ``table`` out.
+    """
+    if output_format not in FORMATS:
+        raise ValueError(f"unknown output format {output_format!r}; expected one of {FORMATS}")
+    if output_format == "json":
+        doc = payload() if callable(payload) else payload
+        return render_json(envelope(command, version, doc))
+    if output_format == "csv" and csv is not None:
+        return csv() if callable(csv) else render_csv(csv)
+    if output_format == "table" and table is not None:
+        return table(rich_output)
+    raise ValueError(f"{command} has no {output_format} output")
 
 
 # --------------------------------------------------------------------------------------

@@ -257,3 +257,31 @@ def test_explicit_replace_one_epsilon_keeps_its_ratio_when_inverting(tmp_path) -
     inv = run_ampcalc("invert", str(p), "-t", "1", "--json").json()["results"][0]
     # ε_R = 1.5·ε must reach the 5.1523 that replace-one certifies
     assert inv["epsilon"]["certified"] * 1.5 == pytest.approx(5.152297938, rel=1e-9)
+
+
+@pytest.mark.parametrize("command", ["bound", "invert"])
+def test_bound_and_invert_go_through_the_python_api(capsys, monkeypatch, command) -> None:
+    """The CLI calls ``ampcalc.api.bound``/``invert``, the functions the Python API
+    exposes, so both give the same numbers: SRSWOR N = 10⁴, m = 100 (000 Theorem 2.2)
+    at ε = 1 gives ε′ upper 0.0170369 and inverts ε′ = 1 to ε = 5.1523."""
+    import ampcalc
+    from ampcalc import api
+
+    calls: list[tuple] = []
+    original = getattr(api, command)
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(f"ampcalc.api.{command}", spy)
+    extra = ["--target", "1.0"] if command == "invert" else []
+    doc = json.loads(run_main(capsys, command, SRS, *extra, "--json").stdout)
+    assert len(calls) == 1 and calls[0][0].name == ampcalc.load_design(SRS).name
+    (r,) = doc["results"]
+    direct = original(SRS).to_dict() if command == "bound" else original(SRS, 1.0).to_dict()
+    assert r == json.loads(json.dumps(direct))
+    if command == "bound":
+        assert r["epsilon_prime"]["upper"] == pytest.approx(0.0170369, abs=5e-7)
+    else:
+        assert r["epsilon"]["certified"] == pytest.approx(5.1523, abs=5e-5)

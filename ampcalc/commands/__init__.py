@@ -2,8 +2,10 @@
 
 A command module imports ``from ..cli import app, ExitCode, Format, ...`` and
 decorates its function with ``@app.command()``; it must keep module-level imports
-light (numpy/scipy/rich inside the function). To add one, append its module name
-to ``COMMAND_MODULES``.
+light (numpy/scipy/rich inside the function). It prints its result with
+``cli.emit_result`` (its JSON payload, CSV records and table function), never by
+choosing between the formats itself. To add one, append its module name to
+``COMMAND_MODULES``.
 """
 
 from __future__ import annotations

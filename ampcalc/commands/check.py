@@ -15,15 +15,13 @@ import typer
 from ..cli import (
     EpsilonOpt,
     ExitCode,
-    Format,
     FormatOpt,
     JsonOpt,
     SetOpt,
     app,
-    emit,
+    emit_result,
     resolve_format,
     say,
-    version,
 )
 
 
@@ -83,7 +81,6 @@ def check(
     output = resolve_format(fmt, as_json)
     import math
 
-    from .. import render
     from ..api import check as check_designs
     from ..cli import load
 
@@ -109,15 +106,11 @@ def check(
             code = max(code, ExitCode.BAD_INPUT)
         elif not e["passed"]:
             code = max(code, ExitCode.GATE_FAILED)
-    if output is Format.json:
-        passed = all(e["passed"] for e in entries)
-        emit(
-            render.render_json(
-                render.envelope("check", version(), {"passed": passed, "results": entries})
-            )
-        )
-    elif output is Format.csv:
-        emit(render.render_csv(entries))
-    else:
-        emit("".join(line(e) + "\n" for e in entries))
+    emit_result(
+        output,
+        "check",
+        lambda: {"passed": all(e["passed"] for e in entries), "results": entries},
+        csv=entries,
+        table=lambda _rich: "".join(line(e) + "\n" for e in entries),
+    )
     return int(code)

@@ -32,17 +32,14 @@ import typer
 from ..cli import (
     DesignArg,
     ExitCode,
-    Format,
     FormatOpt,
     JsonOpt,
     SetOpt,
     app,
-    emit,
+    emit_result,
     load,
     resolve_format,
-    rich_output,
     say,
-    version,
 )
 
 
@@ -67,7 +64,6 @@ def compare(
     Example:  ampcalc compare examples/designs/stratified-business-survey.yaml --target 1
     """
     output = resolve_format(fmt, as_json)
-    from .. import render
     from ..api import compare as compare_designs
 
     results = compare_designs(load(design, set_), target)
@@ -78,28 +74,30 @@ def compare(
         if row.get("error") is not None:
             say(f"{row['name']}: {row['error']}")
             code = max(code, ExitCode.BAD_INPUT)
-    if output is Format.json:
-        payload = {"target": shown_target, "results": results}
-        emit(render.render_json(render.envelope("compare", version(), payload)))
-    elif output is Format.csv:
-        emit(render.render_csv(results))
-    else:
-        header, rows = _rows(results)
-        footer: list[str] = []
-        seen: set[str] = set()
-        for r in results:
-            items = []
-            if r.get("error"):
-                items.append(f"error: {r['error']}")
-            for a in r["accuracy"].get("assumptions", []):
-                if a not in seen:
-                    seen.add(a)
-                    items.append(f"assumption: {a}")
-            if items:
-                footer.append(f"{r['name']}:")
-                footer.extend(f"  - {i}" for i in items)
-        emit(render.render_table(header, rows, footer, rich_output=rich_output()))
+    payload = {"target": shown_target, "results": results}
+    emit_result(output, "compare", payload, csv=results, table=lambda rich: _table(results, rich))
     return int(code)
+
+
+def _table(results: list[dict[str, Any]], rich: bool) -> str:
+    """The comparison table; errors and each scheme's assumptions (once) under it."""
+    from .. import render
+
+    header, rows = _rows(results)
+    footer: list[str] = []
+    seen: set[str] = set()
+    for r in results:
+        items = []
+        if r.get("error"):
+            items.append(f"error: {r['error']}")
+        for a in r["accuracy"].get("assumptions", []):
+            if a not in seen:
+                seen.add(a)
+                items.append(f"assumption: {a}")
+        if items:
+            footer.append(f"{r['name']}:")
+            footer.extend(f"  - {i}" for i in items)
+    return render.render_table(header, rows, footer, rich_output=rich)
 
 
 def _rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:

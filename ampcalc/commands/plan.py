@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import ExitCode, Format, FormatOpt, JsonOpt, app, emit, resolve_format, version
+from ..cli import ExitCode, FormatOpt, JsonOpt, app, emit_result, resolve_format
 
 __all__ = ["sparkline", "table"]
 
@@ -119,27 +119,31 @@ def plan(
     output = resolve_format(fmt, as_json)
     if q is not None and not (0 <= q < 1):
         raise typer.BadParameter(f"expected a number in [0, 1), got {q:g}", param_hint="--q")
-    from .. import render
-    from ..cli import rich_output
     from ..plan_design import read_plan
 
     result = read_plan(design, q).to_dict()
-    if output is Format.json:
-        emit(render.render_json(render.envelope("plan", version(), {"results": [result]})))
-    elif output is Format.csv:
-        recs = []
-        for r in result["rows"]:
-            rec = {
-                "name": result["name"],
-                "statistic": result["statistic"],
-                "best_rate": result["best_rate"],
-                **r,
-            }
-            if "max_rate_for_gain" in result:
-                rec["q"] = result["q"]
-                rec["max_rate_for_gain"] = result["max_rate_for_gain"]
-            recs.append(rec)
-        emit(render.render_csv(recs))
-    else:
-        emit(table(result, rich_output()))
+    emit_result(
+        output,
+        "plan",
+        {"results": [result]},
+        csv=_csv_records(result),
+        table=lambda rich: table(result, rich),
+    )
     return int(ExitCode.OK)
+
+
+def _csv_records(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One CSV row per rate: the plan's name, statistic and best rate, then the row."""
+    recs = []
+    for r in result["rows"]:
+        rec = {
+            "name": result["name"],
+            "statistic": result["statistic"],
+            "best_rate": result["best_rate"],
+            **r,
+        }
+        if "max_rate_for_gain" in result:
+            rec["q"] = result["q"]
+            rec["max_rate_for_gain"] = result["max_rate_for_gain"]
+        recs.append(rec)
+    return recs

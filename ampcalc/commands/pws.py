@@ -17,7 +17,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..cli import ExitCode, FormatOpt, JsonOpt, SetOpt, app, emit, load, resolve_format, say
+from ..cli import (
+    ExitCode,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    SetOpt,
+    app,
+    emit,
+    emit_result,
+    load,
+    resolve_format,
+    result_text,
+    say,
+)
 from ..fileio import excerpt, excerpt_names
 from ..limits import LIMITS
 
@@ -226,8 +239,6 @@ def table_cmd(
 ) -> int:
     """Every per-frequency row of a pws design: i, q_i, π_i, p_i, SbH φ_i, π_i/φ_i."""
     from ..api import pws_table
-    from ..render import envelope, render_csv, render_json, render_table
-    from ..render import fmt as f6
 
     out_format = resolve_format(fmt, as_json)
     d, params = _design(design, overrides)
@@ -242,11 +253,11 @@ def table_cmd(
             f"> δ = {params.delta!r}"
         )
         status = ExitCode.SELF_CHECK_FAILED
-    if out_format.value == "json":
-        emit(render_json(envelope("pws table", _ver(), {**summary, "frequencies": rows})))
-    elif out_format.value == "csv":
-        emit(render_csv(rows))
-    else:
+
+    def table(rich: bool) -> str:
+        from ..render import fmt as f6
+        from ..render import render_table
+
         interesting = [r for r in rows if r["pi"] < r["q"]] or rows[:5]
         header = ["i", "q_i", "π_i", "p_i", "SbH φ_i", "π_i/φ_i"]
         body = [
@@ -272,9 +283,10 @@ def table_cmd(
                 f"{params.delta!r}; keys only: exact check; sanitised frequencies: float "
                 "rounding slack allowed)"
             )
-        from ..cli import rich_output
+        return render_table(header, body, foot, rich_output=rich)
 
-        emit(render_table(header, body, foot, rich_output=rich_output()))
+    payload = {**summary, "frequencies": rows}
+    emit_result(out_format, "pws table", payload, csv=rows, table=table)
     return int(status)
 
 
@@ -285,12 +297,6 @@ def _verify(
     from ..api import pws_self_check
 
     return pws_self_check(params, q, pi, rows, frequencies)
-
-
-def _ver() -> str:
-    from ..cli import version
-
-    return version()
 
 
 @pws_app.command("sanitize")
@@ -467,18 +473,16 @@ def sanitize_cmd(
         summary = _sanitize_summary(
             d, "numpy", seed, frequencies, n_in, n_out, san.n, 1, output, "csv"
         )
-        emit(summary)
+        emit_result(Format.json, "pws sanitize", summary)
     return int(ExitCode.OK)
 
 
 def _sanitize_summary(
     d: Any, engine: str, seed: int, frequencies: bool, keys: int, reported: int, rows: int,
     partitions: int, output: str | None, output_format: str,
-) -> str:  # fmt: skip
-    """The run's summary as JSON (the same fields for both engines)."""
-    from ..render import envelope, render_json
-
-    doc = {
+) -> dict[str, Any]:  # fmt: skip
+    """The run's summary (the same fields for both engines)."""
+    return {
         "design": d.name,
         "engine": engine,
         "seed": seed,
@@ -490,7 +494,6 @@ def _sanitize_summary(
         "output": output,
         "output_format": output_format,
     }
-    return render_json(envelope("pws sanitize", _ver(), doc))
 
 
 def _sanitize_dask(
@@ -517,10 +520,11 @@ def _sanitize_dask(
         say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
     keys, reported = t["keys"], t["reported"]
     say(f"sanitised {keys} keys: {reported} reported (rows computed up to frequency {n})")
-    text = _sanitize_summary(
+    summary = _sanitize_summary(
         d, "dask", seed, frequencies, t["keys"], t["reported"], n, t["partitions"],
         t["output"], t["output_format"],
     )  # fmt: skip
+    text = result_text(Format.json, "pws sanitize", summary)
     distributed.write_summary_text(t["output"], text)
     if as_json:
         emit(text)
@@ -595,8 +599,6 @@ def estimate_cmd(
     """MLE estimate of the sum of frequencies (004 Eq. 9), with bias/variance (spec B8)."""
 
     from ..errors import DesignError
-    from ..render import envelope, render_csv, render_json, render_table
-    from ..render import fmt as f6
 
     out_format = resolve_format(fmt, as_json)
     _, params = _design(design, overrides)
@@ -628,12 +630,10 @@ def estimate_cmd(
     summary = {**result, "select": dict(conds)}
     est, top, nrmse = result["estimate"], len(per), result["nrmse_plugin"]
     b_plug, v_plug = result["bias_plugin"], result["variance_plugin"]
-    if out_format.value == "json":
-        emit(render_json(envelope("pws estimate", _ver(), {**summary, "frequencies": per})))
-    elif out_format.value == "csv":
-        emit(render_csv(per))
-    else:
-        from ..cli import rich_output
+
+    def table(rich: bool) -> str:
+        from ..render import fmt as f6
+        from ..render import render_table
 
         body = [
             [str(r["frequency"]), f6(r["a"]), f6(r["bias"]), f6(r["variance"]), f6(r["nrmse"])]
@@ -645,11 +645,12 @@ def estimate_cmd(
             "(each key's frequency taken as its MLE frequency i_j; unreported keys add "
             "bias not counted here)",
         ]
-        emit(
-            render_table(
-                ["i", "a_i", "Bias_i", "Var_i", "NRMSE_i"], body, foot, rich_output=rich_output()
-            )
+        return render_table(
+            ["i", "a_i", "Bias_i", "Var_i", "NRMSE_i"], body, foot, rich_output=rich
         )
+
+    payload = {**summary, "frequencies": per}
+    emit_result(out_format, "pws estimate", payload, csv=per, table=table)
     return int(ExitCode.OK)
 
 

@@ -14,16 +14,13 @@ import typer
 from ..cli import (
     DesignArg,
     ExitCode,
-    Format,
     FormatOpt,
     JsonOpt,
     SetOpt,
     app,
-    emit,
+    emit_result,
     resolve_format,
-    rich_output,
     say,
-    version,
 )
 
 TABLE_ROWS = 200
@@ -115,7 +112,6 @@ def sweep(
     --plot eps.png
     """
     output = resolve_format(fmt, as_json)
-    from .. import render
     from .. import sweep as sw
     from ..design import parse_yaml, read_source
     from ..errors import DesignError
@@ -199,16 +195,20 @@ def sweep(
         )
         say(f"wrote {plot}")
 
-    if output is Format.json:
-        emit(render.render_json(render.envelope("sweep", version(), sw.document(result))))
-    elif output is Format.csv:
+    def csv_text() -> str:
         import io
 
         buf = io.StringIO()
         sw.write_csv(result, buf)
-        emit(buf.getvalue())
-    else:
-        emit(_table(result, rich=rich_output(), chart=chart))
+        return buf.getvalue()
+
+    emit_result(
+        output,
+        "sweep",
+        lambda: sw.document(result),
+        csv=csv_text,
+        table=lambda rich: _table(result, rich=rich, chart=chart),
+    )
     return int(code)
 
 

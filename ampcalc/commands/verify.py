@@ -20,15 +20,13 @@ from ..cli import (
     DesignArg,
     EpsilonOpt,
     ExitCode,
-    Format,
     FormatOpt,
     JsonOpt,
     SetOpt,
     app,
-    emit,
+    emit_result,
     resolve_format,
     say,
-    version,
 )
 
 
@@ -100,7 +98,6 @@ def verify(
     Example:  ampcalc verify examples/designs/group-verify-tiny.yaml --pairs all
     """
     output = resolve_format(fmt, as_json)
-    from .. import render
     from ..cli import load
 
     rows = [verify_design(d, pairs.value, limit, epsilon) for d in load(design, set_)]
@@ -112,10 +109,11 @@ def verify(
         elif r["status"] == "INCONCLUSIVE":
             say(f"{r['name']}: INCONCLUSIVE: {r['reason']}")
             code = max(code, ExitCode.BAD_INPUT)
-    if output is Format.json:
-        emit(render.render_json(render.envelope("verify", version(), {"results": rows})))
-    elif output is Format.csv:
-        emit(render.render_csv(rows))
-    else:
-        emit("".join(_line(r) + "\n" for r in rows))
+    emit_result(
+        output,
+        "verify",
+        {"results": rows},
+        csv=rows,
+        table=lambda _rich: "".join(_line(r) + "\n" for r in rows),
+    )
     return int(code)

@@ -13,7 +13,18 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import DesignArg, ExitCode, SetOpt, app, emit, load, say
+from ..cli import (
+    DesignArg,
+    ExitCode,
+    Format,
+    SetOpt,
+    app,
+    emit,
+    emit_result,
+    load,
+    result_text,
+    say,
+)
 from ..fileio import atomic_write, refuse_input_as_output
 
 EngineOpt = Annotated[
@@ -176,7 +187,11 @@ def weights(
     if sample:
         say(f"sampled {kept} of {fig.q.size} records (expected {float(np.sum(fig.q)):.6g})")
     if as_json:
-        emit(_summary_json(d, "numpy", fig.q.size, fig.q, kept, seed, fig, output))
+        emit_result(
+            Format.json,
+            "weights",
+            _summary(d, "numpy", fig.q.size, fig.q, kept, seed, fig, output),
+        )
     return int(ExitCode.OK)
 
 
@@ -207,16 +222,14 @@ def _write_sample(write: Any, src: Any, fig: Any, seed: int | None) -> int:
     return kept
 
 
-def _summary_json(
+def _summary(
     d: Any, engine: str, records: int, q: Any, kept: int | None, seed: int | None,
     fig: Any, output: str | None,
-) -> str:  # fmt: skip
+) -> dict[str, Any]:  # fmt: skip
     """The run's summary (one process); the Dask engine prints the same fields."""
     import math
 
     import numpy as np
-
-    from ..render import envelope, render_json
 
     outside = np.flatnonzero(fig.outside)
     doc = {
@@ -232,13 +245,7 @@ def _summary_json(
         "output": output,
         "output_format": "csv",
     }
-    return render_json(envelope("weights", _version(), doc))
-
-
-def _version() -> str:
-    from ..cli import version
-
-    return version()
+    return doc
 
 
 def _weights_dask(
@@ -248,7 +255,6 @@ def _weights_dask(
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same warnings and summary."""
     from .. import distributed
-    from ..render import envelope, render_json
 
     source = inputs if inputs is not None else str(params.data.source.path)
     t = distributed.run_weights(
@@ -277,7 +283,7 @@ def _weights_dask(
         "output": t["output"],
         "output_format": t["output_format"],
     }
-    text = render_json(envelope("weights", _version(), doc))
+    text = result_text(Format.json, "weights", doc)
     distributed.write_summary_text(t["output"], text)
     if as_json:
         emit(text)
