@@ -58,7 +58,6 @@ MECHANISM_KEYS = (
     "releases",
     "group_size",
 )
-TARGET_KEYS = ("epsilon_prime", "delta_prime")
 
 
 # --------------------------------------------------------------------------------------

@@ -148,7 +148,3 @@ class Design:
     target: Target | None = None
     where: Where | None = None
     field_where: dict[str, Where] = field(default_factory=dict, compare=False, repr=False)
-
-    def locate(self, path: str) -> Where | None:
-        """The place in the input of a field given relative to this design."""
-        return self.field_where.get(path, self.where)
