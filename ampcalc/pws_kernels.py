@@ -5,9 +5,8 @@
 - ``reporting_probabilities``: Algorithm 3 (optimal key-reporting probabilities π_i),
   exact recursion in O(N): vectorised where π_i = q_i, scalar steps only where privacy
   binds (at most 2⌈L⌉ per binding stretch, spec B4/B5).
-- ``pi_star_closed`` (q ≡ 1, general-L closed form, spec B5 corrected Eq. 4) and
-  ``lemma44_ppswor`` (ppswor shortcut, Lemma 4.4): closed forms, cross-checked against
-  Algorithm 3.
+- ``pi_star_closed`` (q ≡ 1, general-L closed form, spec B5 corrected Eq. 4): a closed
+  form, cross-checked against Algorithm 3.
 - ``frequency_rows``: Algorithm 4 (sanitised frequencies j ≤ i), banded sparse rows.
 - ``hockey_stick``/``dp_check``: exact DP self-check between consecutive rows.
 - ``sbh_phi``: stability-based histogram reporting probability (spec B9), sampled
@@ -178,20 +177,6 @@ def pi_star_closed(eps: float, delta: float, n: int) -> np.ndarray:
     y = (1.0 - pk + kappa) * np.exp(-eps * np.maximum(i - K, 0.0)) - kappa
     second = np.where(y > 0, 1.0 - y, 1.0)
     return np.where(i <= K, first, second)
-
-
-def lemma44_ppswor(eps: float, delta: float, q: np.ndarray) -> np.ndarray:
-    """ppswor shortcut (004 Lemma 4.4; spec B5): π_i = π*_i for i < ℓ, q_i for i >= ℓ,
-    ℓ = min{i : π*_i > q_i}. Holds for ppswor with f(i) = i only (not for PPS)."""
-    q = np.asarray(q, dtype=float)
-    star = pi_star_closed(eps, delta, q.size)
-    over = np.flatnonzero(star > q)
-    if over.size == 0:
-        return star
-    ell = int(over[0])
-    out: np.ndarray = star.copy()
-    out[ell:] = q[ell:]
-    return out
 
 
 def settled_index(q: np.ndarray, pi: np.ndarray) -> int | None:

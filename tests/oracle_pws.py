@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import mpmath as mp
+import numpy as np
+
+from ampcalc import pws_kernels
 
 
 def pi_alg3(q: Sequence[float | mp.mpf], eps: float, delta: float, dps: int = 50) -> list[mp.mpf]:
@@ -131,3 +134,20 @@ def hypoexponential_cdf(a: float, b: float, x: float) -> mp.mpf:
         if a_ == b_:
             return 1 - mp.exp(-a_ * x_) * (1 + a_ * x_)
         return 1 - (b_ * mp.exp(-a_ * x_) - a_ * mp.exp(-b_ * x_)) / (b_ - a_)
+
+
+def lemma44_ppswor(eps: float, delta: float, q: np.ndarray) -> np.ndarray:
+    """ppswor shortcut (004 Lemma 4.4; spec B5): π_i = π*_i for i < ℓ, q_i for i >= ℓ,
+    ℓ = min{i : π*_i > q_i}. Holds for ppswor with f(i) = i only (not for PPS).
+
+    A closed-form cross-check of Algorithm 3 (``pws_kernels.reporting_probabilities``),
+    in floats, on ``pws_kernels.pi_star_closed``."""
+    q = np.asarray(q, dtype=float)
+    star = pws_kernels.pi_star_closed(eps, delta, q.size)
+    over = np.flatnonzero(star > q)
+    if over.size == 0:
+        return star
+    ell = int(over[0])
+    out: np.ndarray = star.copy()
+    out[ell:] = q[ell:]
+    return out
