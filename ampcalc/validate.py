@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import DesignError, Where, describe
+from .errors import DesignError, Where
+from .errors import describe as describe  # re-exported: the scheme modules use it
 from .schemes.base import Field
 
 
