@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import numeric
-from ._typing import ArrayLike
 
 if TYPE_CHECKING:
     from .model import Mechanism, Neighbours
@@ -212,14 +211,6 @@ def _binomial_relaxation_block(m: int, p: float, eps: np.ndarray) -> np.ndarray:
         lp = lp[: hi + 1]
     val = relaxation(0, lp, eps, log_tail)
     return slack_up(val, lp.size)
-
-
-def hypergeom_relaxation_upper(
-    population: int, group: int, draws: int, eps: ArrayLike
-) -> np.ndarray:
-    """Upper bound (rounded up) on the relaxation optimum for J ~ Hyp(N, g, m)."""
-    k0, lp = hypergeom_logpmf(population, group, draws)
-    return slack_up(relaxation(k0, lp, eps), lp.size)
 
 
 def hypergeom_support(population: int, group: int, draws: int) -> int:

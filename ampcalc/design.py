@@ -26,7 +26,7 @@ from . import schemes
 from .errors import AmpcalcError, DesignError, Where
 from .fileio import note_stdin, open_input
 from .limits import LIMITS, limit
-from .model import Design, Mechanism, Neighbours, Release, Target
+from .model import MAX_EPSILON, Design, Mechanism, Neighbours, Release, Target, check_epsilon
 from .schemes.base import Field, Scheme
 from .validate import (
     MarkedDict,
@@ -58,7 +58,6 @@ MECHANISM_KEYS = (
     "releases",
     "group_size",
 )
-TARGET_KEYS = ("epsilon_prime", "delta_prime")
 
 
 # --------------------------------------------------------------------------------------
@@ -295,8 +294,6 @@ def read_source(path: str | Path | None) -> tuple[str, str]:
 # Mechanism, target, sampling
 # --------------------------------------------------------------------------------------
 
-MAX_EPSILON = float(limit("epsilon"))
-_EPS = Field(name="epsilon", kind="float", doc="M's ε", low=0.0, low_open=True, high=MAX_EPSILON)
 _EPS_R = Field(
     name="epsilon_replace_one",
     kind="float",
@@ -340,7 +337,7 @@ def parse_mechanism(
     dfield = _delta_field("delta", scheme)
     releases: tuple[Release, ...] | None = None
     if has_eps:
-        eps = number(data["epsilon"], _EPS, ctx.where("mechanism.epsilon", data, "epsilon"))
+        eps = check_epsilon(data["epsilon"], where=ctx.where("mechanism.epsilon", data, "epsilon"))
         delta = (
             number(data["delta"], dfield, ctx.where("mechanism.delta", data, "delta"))
             if "delta" in data
@@ -367,14 +364,16 @@ def parse_mechanism(
                     raise DesignError(
                         "missing required key 'epsilon'", where=ctx.where(ipath, rel, i)
                     )
-                e = number(item["epsilon"], _EPS, ctx.where(f"{ipath}.epsilon", item, "epsilon"))
+                e = check_epsilon(
+                    item["epsilon"], where=ctx.where(f"{ipath}.epsilon", item, "epsilon")
+                )
                 d = (
                     number(item["delta"], dfield, ctx.where(f"{ipath}.delta", item, "delta"))
                     if "delta" in item
                     else 0.0
                 )
             else:
-                e = number(item, _EPS, ctx.where(ipath, rel, i))
+                e = check_epsilon(item, where=ctx.where(ipath, rel, i))
                 d = 0.0
             items.append(Release(epsilon=e, delta=d))
         if "delta" in data:

@@ -40,7 +40,6 @@ import numpy as np
 from .errors import AmpcalcError, DesignError
 from .fileio import atomic_write, excerpt_names, is_temp_name, open_input, write_text
 
-ENGINES = ("numpy", "dask")
 #: ``--scheduler`` values that run on dask's local schedulers (no cluster).
 LOCAL_SCHEDULERS = ("synchronous", "threads", "processes")
 OUTPUT_FORMATS = ("csv", "parquet")

@@ -16,16 +16,23 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from . import numeric, schemes
-from .errors import ConditionError, DesignError
-from .model import Design, Mechanism, Neighbours
+from .errors import ConditionError, DesignError, Where
+from .model import Design, Mechanism, Neighbours, check_epsilon
 from .results import BoundResult, InvertResult, Verdict
 from .schemes.base import Analysis
 
 VERDICT_SLACK = 1e-12
+#: where an ε override's error points: the ``epsilon`` argument.
+_EPSILON_WHERE = Where(field="epsilon")
 
 
 def with_epsilon(mechanism: Mechanism, epsilon: float) -> tuple[Mechanism, list[str]]:
-    """M with its declared ε replaced (an explicit ε_R keeps its ratio to ε)."""
+    """M with its declared ε replaced (an explicit ε_R keeps its ratio to ε).
+
+    Raises:
+        DesignError: ``epsilon`` breaks ``model.check_epsilon``'s rule.
+    """
+    epsilon = check_epsilon(epsilon, where=_EPSILON_WHERE)
     notes: list[str] = []
     changes: dict[str, Any] = {"epsilon": float(epsilon)}
     if mechanism.releases is not None:
@@ -201,9 +208,7 @@ def _bound(design: Design, epsilon: Any) -> BoundResult:
     notes: list[str] = []
     was_scalar = epsilon is None or np.ndim(epsilon) == 0
     if epsilon is not None and mech is not None:
-        eps_arr = np.asarray(epsilon, dtype=float)
-        if np.any(~np.isfinite(eps_arr)) or np.any(eps_arr <= 0):
-            raise DesignError("epsilon must be finite and > 0")
+        eps_arr = check_epsilon(epsilon, where=_EPSILON_WHERE, array=True)
         if was_scalar:
             mech, notes = with_epsilon(mech, float(eps_arr))
     try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,3 +78,20 @@ class ConditionError(AmpcalcError):
     Raised by a scheme's ``analyse``; the engine records it on the result
     (``error``) with null bounds instead of evaluating anything.
     """
+
+
+def describe(value: Any) -> str:
+    """An offending input value in words, for messages (``the string 'one'``, ``a list``)."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int) and abs(value) >= 10**21:
+        return f"an integer of {len(str(abs(value)))} digits"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, Sequence):
+        return "a list"
+    return repr(value)

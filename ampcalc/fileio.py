@@ -278,12 +278,6 @@ def _stat(path: str | os.PathLike[str]) -> os.stat_result | None:
         return None
 
 
-def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    """Whether two paths name one existing file (device and inode)."""
-    sa, sb = _stat(a), _stat(b)
-    return sa is not None and sb is not None and (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
-
-
 def refuse_input_as_output(
     output: str | os.PathLike[str] | None,
     inputs: Iterable[str | os.PathLike[str] | None] = (),

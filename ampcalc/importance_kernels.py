@@ -4,7 +4,7 @@ Basis: 003_e3b635228222e4e2.txt (Fay, Mair, Sjölund) Theorem 6, Problem 7, Theo
 Algorithm 1, Proposition 13, Definition 14; formulas as rebuilt in
 spec importance-and-weighted-sampling.md Part A (A4-A10), whose corrections are
 applied: the feasible end of a bisection is returned (never a midpoint), grid maxima
-are bounded rigorously, the strong-convexity constant is (Ts)²e^{Ts}.
+are bounded rigorously.
 
 Every function is vectorised over records (numpy arrays in, arrays out); there is no
 per-record Python loop. scipy is imported lazily (Lambert W only).
@@ -30,16 +30,6 @@ LLOYD_RHO = 0.225
 # --------------------------------------------------------------------------------------
 # Theorem 6
 # --------------------------------------------------------------------------------------
-
-
-def amplify(eps_w: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """ε̂ = log(1 + (e^{ε(w,x)} − 1)/w): Theorem 6 (Eq. 1) with q = 1/w, not rounded.
-
-    Basis: 003_e3b635228222e4e2.txt Theorem 6; spec A4.
-    Numerics: numeric.amplification (log1p/expm1, logaddexp above ε = 700).
-    """
-    w = np.asarray(w, dtype=float)
-    return numeric.amplification(1.0 / w, eps_w)
 
 
 def personalised_epsilon(
@@ -102,13 +92,6 @@ def lloyd_noise_scales(
 def lloyd_noise_constant(beta_sum: float, d: int, r: float, iterations: int) -> float:
     """The B whose Su et al. sum scale is β_sum (inverse of ``lloyd_noise_scales``)."""
     return float(iterations * r * (d / (2 * LLOYD_RHO)) ** (2 / 3) / beta_sum**2)
-
-
-def lloyd_strong_convexity(s: np.ndarray, iterations: int) -> np.ndarray:
-    """μ(x) = (T s)² e^{T s}: the correct Eq. 4 constant (spec A9; not the code's T²·s·e^{Ts})."""
-    ts = iterations * np.asarray(s, dtype=float)
-    mu: FloatArray = ts**2 * np.exp(ts)
-    return mu
 
 
 # --------------------------------------------------------------------------------------
@@ -323,15 +306,6 @@ def var_opt_probabilities(norm2: np.ndarray, m: float) -> np.ndarray:
         else:
             hi = mid
     return np.minimum(1.0, z / hi)
-
-
-def laplace_sum_variance(q: np.ndarray, x: np.ndarray, scale: float) -> np.ndarray:
-    """Per-coordinate variance Σ_i (1/q_i − 1)x_ij² + 2β² of the HT Laplace sum (spec A8)."""
-    q = np.asarray(q, dtype=float)[:, None]
-    var: FloatArray = (
-        np.sum((1.0 / q - 1.0) * np.asarray(x, dtype=float) ** 2, axis=0) + 2.0 * scale**2
-    )
-    return var
 
 
 # --------------------------------------------------------------------------------------

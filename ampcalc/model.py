@@ -1,18 +1,77 @@
 """Frozen data shared by every layer: relations, mechanisms, targets and designs.
 
 A design states everything a bound needs (the ``dp_accounting`` rule: events are
-plain data; the engine interprets them). Nothing here computes a bound.
+plain data; the engine interprets them). Nothing here computes a bound. ``check_epsilon``
+is the one rule for a valid ε, called wherever an ε enters.
 """
 
 from __future__ import annotations
 
 import enum
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .errors import Where
+from .errors import DesignError, Where, describe
+from .limits import limit
+
+#: The largest ε accepted anywhere (``limits.LIMITS["epsilon"]``).
+MAX_EPSILON = float(limit("epsilon"))
+#: M's ε in words, as error messages give it.
+EPSILON_DOMAIN = f"a number in (0, {limit('epsilon')}]"
+
+
+def check_epsilon(value: Any, *, where: Where | None = None, array: bool = False) -> Any:
+    """M's ε checked by the one rule every entry point uses: a finite number in (0, 10⁶].
+
+    The design loader (``mechanism.epsilon``, each release's ε), the engine's ε override
+    (``bound(design, epsilon)``, ``--epsilon``) and ``sweep``'s varied
+    ``mechanism.epsilon`` all call this, so they accept and refuse the same values with
+    the same message.
+
+    Args:
+        value: the ε: a number, or with ``array`` an array of numbers (each is checked).
+        where: the place in the input it came from (file and line, or the option).
+        array: accept an array (the engine's vectorised ε); otherwise a single number.
+    Returns:
+        ``value`` as a float, or with ``array`` as a float array.
+    Raises:
+        DesignError: ``expected a number in (0, 1000000], got -1.0`` (a non-finite value:
+            ``expected a finite number (a number in (0, 1000000]), got nan``) at ``where``.
+    """
+    if not array or np.ndim(value) == 0:
+        if isinstance(value, np.ndarray):
+            value = value.item()
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise DesignError(f"expected {EPSILON_DOMAIN}, got {describe(value)}", where=where)
+        try:
+            num = float(value)
+        except OverflowError:  # an int beyond the float range
+            num = math.inf
+        _check_epsilon_value(num, value, where)
+        return np.asarray(num, dtype=float) if array else num
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise DesignError(
+            f"expected {EPSILON_DOMAIN}, got {describe(value)}", where=where
+        ) from None
+    bad = ~np.isfinite(arr) | (arr <= 0) | (arr > MAX_EPSILON)
+    if np.any(bad):
+        first = float(arr[bad].flat[0])
+        _check_epsilon_value(first, first, where)
+    return arr
+
+
+def _check_epsilon_value(num: float, given: Any, where: Where | None) -> None:
+    if not math.isfinite(num):
+        shown = given if isinstance(given, float) else describe(given)
+        raise DesignError(f"expected a finite number ({EPSILON_DOMAIN}), got {shown}", where=where)
+    if not 0.0 < num <= MAX_EPSILON:
+        raise DesignError(f"expected {EPSILON_DOMAIN}, got {describe(num)}", where=where)
 
 
 class Neighbours(str, enum.Enum):
@@ -148,7 +207,3 @@ class Design:
     target: Target | None = None
     where: Where | None = None
     field_where: dict[str, Where] = field(default_factory=dict, compare=False, repr=False)
-
-    def locate(self, path: str) -> Where | None:
-        """The place in the input of a field given relative to this design."""
-        return self.field_where.get(path, self.where)

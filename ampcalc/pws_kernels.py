@@ -5,9 +5,6 @@
 - ``reporting_probabilities``: Algorithm 3 (optimal key-reporting probabilities π_i),
   exact recursion in O(N): vectorised where π_i = q_i, scalar steps only where privacy
   binds (at most 2⌈L⌉ per binding stretch, spec B4/B5).
-- ``pi_star_closed`` (q ≡ 1, general-L closed form, spec B5 corrected Eq. 4) and
-  ``lemma44_ppswor`` (ppswor shortcut, Lemma 4.4): closed forms, cross-checked against
-  Algorithm 3.
 - ``frequency_rows``: Algorithm 4 (sanitised frequencies j ≤ i), banded sparse rows.
 - ``hockey_stick``/``dp_check``: exact DP self-check between consecutive rows.
 - ``sbh_phi``: stability-based histogram reporting probability (spec B9), sampled
@@ -157,41 +154,6 @@ def reporting_probabilities(
         # continue from the next flagged index at or after i (π_{i−1} = q_{i−1} again)
         k = int(np.searchsorted(idx, i))
     return pi
-
-
-def pi_star_closed(eps: float, delta: float, n: int) -> np.ndarray:
-    """π*_1..π*_n for q ≡ 1 in closed form, any L (spec B5, the corrected Eq. 4).
-
-    Basis: 004 Lemma 4.2 as corrected: the printed form is off by one (2L+2−i; use
-        2L+1−i); the general-L form: K = ⌊L⌋ + 1, κ = δ/(e^ε − 1);
-        π*_i = δ(e^{εi} − 1)/(e^ε − 1) for i <= K; for i > K,
-        y_i = (1 − π*_K + κ)e^{−ε(i−K)} − κ and π*_i = 1 − y_i while y_i > 0, else 1.
-    """
-    L = L_eps_delta(eps, delta)
-    K = math.floor(L) + 1
-    i = np.arange(1, n + 1, dtype=float)
-    em1 = math.expm1(eps)
-    first = delta * np.expm1(eps * np.minimum(i, K)) / em1
-    first = np.minimum(first, 1.0)
-    pk = min(1.0, delta * math.expm1(eps * K) / em1)
-    kappa = delta / em1
-    y = (1.0 - pk + kappa) * np.exp(-eps * np.maximum(i - K, 0.0)) - kappa
-    second = np.where(y > 0, 1.0 - y, 1.0)
-    return np.where(i <= K, first, second)
-
-
-def lemma44_ppswor(eps: float, delta: float, q: np.ndarray) -> np.ndarray:
-    """ppswor shortcut (004 Lemma 4.4; spec B5): π_i = π*_i for i < ℓ, q_i for i >= ℓ,
-    ℓ = min{i : π*_i > q_i}. Holds for ppswor with f(i) = i only (not for PPS)."""
-    q = np.asarray(q, dtype=float)
-    star = pi_star_closed(eps, delta, q.size)
-    over = np.flatnonzero(star > q)
-    if over.size == 0:
-        return star
-    ell = int(over[0])
-    out: np.ndarray = star.copy()
-    out[ell:] = q[ell:]
-    return out
 
 
 def settled_index(q: np.ndarray, pi: np.ndarray) -> int | None:

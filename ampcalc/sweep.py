@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DesignError, Where
+from .model import check_epsilon
 
 KINDS = ("bound", "invert", "plan")
 EPSILON_PATH = "mechanism.epsilon"
@@ -273,7 +274,9 @@ def _check_varies(of: str, varies: Sequence[Vary]) -> None:
                 where=_where(v.text),
             )
         arr = v.array()
-        if v.field in (EPSILON_PATH, TARGET_PATH) and np.any(arr <= 0):
+        if v.field == EPSILON_PATH:
+            check_epsilon(arr, where=_where(v.text), array=True)
+        if v.field == TARGET_PATH and np.any(arr <= 0):
             raise DesignError(
                 f"{v.field} must be > 0 at every point; got {min(arr):g}", where=_where(v.text)
             )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DesignError, Where
+from .errors import describe as describe  # re-exported: the scheme modules use it
 from .schemes.base import Field
 
 
@@ -101,22 +102,6 @@ class Reader:
         w = Where(file=self.filename, line=line, column=col, field=full)
         self.field_where[path] = w
         return w
-
-
-def describe(value: Any) -> str:
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, int) and abs(value) >= 10**21:
-        return f"an integer of {len(str(abs(value)))} digits"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, Sequence):
-        return "a list"
-    return repr(value)
 
 
 def check_keys(

@@ -259,13 +259,6 @@ def domain_size(caps: tuple[int, ...], sizes: Iterable[int], limit: int) -> int:
     return total
 
 
-def neighbour_pairs(
-    samples: list[Counts], caps: tuple[int, ...], relations: Mapping[Neighbours, float]
-) -> list[tuple[int, int, float]]:
-    """Unordered neighbouring pairs (i, j, ε) of the domain, per relation."""
-    return [(i, j, relations[r]) for i, j, r in _related(samples, caps, relations)]
-
-
 def _related(
     samples: list[Counts], caps: tuple[int, ...], relations: Mapping[Neighbours, float]
 ) -> list[tuple[int, int, Neighbours]]:

@@ -65,7 +65,7 @@ def hockey_stick(plan, eps_prime: float, deltas) -> tuple[float, str]:
         r = 0
         for rel, eps in plan.relations.items():
             e, d = math.exp(eps), float(deltas[rel])
-            for i, j, _ in V.neighbour_pairs(samples, inst.caps, {rel: eps}):
+            for i, j in neighbour_pairs(samples, inst.caps, rel):
                 for a, b in ((i, j), (j, i)):
                     rows += [r, r]
                     cols += [a, b]
@@ -116,3 +116,33 @@ def systematic_fixed(n: int, k: int, eps_r: float, eps_d: float | None) -> mp.mp
 def small_classes(n: int, k: int) -> list[int]:
     """The start classes' sizes one by one (positions r, r + k, ... of 0..N − 1)."""
     return [len(range(r, n, k)) for r in range(k)]
+
+
+def neighbour_pairs(samples, caps, relation) -> list[tuple[int, int]]:
+    """Unordered neighbouring pairs (i, j) of the domain under one relation.
+
+    Written from the definitions, not from ampcalc.verify: add-remove adds one record to
+    some cluster (within its cap); replace-one moves one record between two clusters.
+    Each pair is listed once.
+    """
+    from ampcalc.model import Neighbours
+
+    index = {tuple(s): i for i, s in enumerate(samples)}
+    pairs: set[tuple[int, int]] = set()
+    for i, s in enumerate(samples):
+        for b in range(len(caps)):
+            if relation is Neighbours.ADD_REMOVE and s[b] < caps[b]:
+                moved = [*s[:b], s[b] + 1, *s[b + 1 :]]
+                j = index.get(tuple(moved))
+                if j is not None:
+                    pairs.add((min(i, j), max(i, j)))
+            if relation is Neighbours.REPLACE_ONE and s[b] < caps[b]:
+                for a in range(len(caps)):
+                    if a != b and s[a] > 0:
+                        moved = list(s)
+                        moved[a] -= 1
+                        moved[b] += 1
+                        j = index.get(tuple(moved))
+                        if j is not None:
+                            pairs.add((min(i, j), max(i, j)))
+    return sorted(pairs)

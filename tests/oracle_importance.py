@@ -57,3 +57,26 @@ def coreset_lloyd_max(alpha, slope, b, s, r, points=4000):
             hi = m2
     z = (lo + hi) / 2
     return max(f(z), f(mp.mpf(0)), f(r)), z
+
+
+def lloyd_strong_convexity(s, iterations):
+    """μ(x) = (T s)² e^{T s}: the correct 003 Eq. 4 constant (spec A9; not T²·s·e^{Ts}).
+
+    ampcalc's bounds do not use it; kept here as the corrected reference value.
+    """
+    ts = iterations * mp.mpf(s)
+    return ts**2 * mp.exp(ts)
+
+
+def laplace_sum_variance(q, x, scale):
+    """Per-coordinate variance Σ_i (1/q_i − 1)x_ij² + 2β² of the HT Laplace sum (spec A8).
+
+    ``q``: n inclusion probabilities; ``x``: n records of dimension d (rows). Returns
+    d mpmath values.
+    """
+    d = len(x[0])
+    return [
+        mp.fsum((1 / mp.mpf(qi) - 1) * mp.mpf(row[j]) ** 2 for qi, row in zip(q, x, strict=True))
+        + 2 * mp.mpf(scale) ** 2
+        for j in range(d)
+    ]

@@ -3,9 +3,13 @@ baseline of Sec. 8.1, Alg. 6)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import mpmath as mp
+import numpy as np
+
+from ampcalc import pws_kernels
 
 
 def pi_alg3(q: Sequence[float | mp.mpf], eps: float, delta: float, dps: int = 50) -> list[mp.mpf]:
@@ -131,3 +135,42 @@ def hypoexponential_cdf(a: float, b: float, x: float) -> mp.mpf:
         if a_ == b_:
             return 1 - mp.exp(-a_ * x_) * (1 + a_ * x_)
         return 1 - (b_ * mp.exp(-a_ * x_) - a_ * mp.exp(-b_ * x_)) / (b_ - a_)
+
+
+def lemma44_ppswor(eps: float, delta: float, q: np.ndarray) -> np.ndarray:
+    """ppswor shortcut (004 Lemma 4.4; spec B5): π_i = π*_i for i < ℓ, q_i for i >= ℓ,
+    ℓ = min{i : π*_i > q_i}. Holds for ppswor with f(i) = i only (not for PPS).
+
+    A closed-form cross-check of Algorithm 3 (``pws_kernels.reporting_probabilities``),
+    in floats, on ``pi_star_closed``."""
+    q = np.asarray(q, dtype=float)
+    star = pi_star_closed(eps, delta, q.size)
+    over = np.flatnonzero(star > q)
+    if over.size == 0:
+        return star
+    ell = int(over[0])
+    out: np.ndarray = star.copy()
+    out[ell:] = q[ell:]
+    return out
+
+
+def pi_star_closed(eps: float, delta: float, n: int) -> np.ndarray:
+    """π*_1..π*_n for q ≡ 1 in closed form, any L (spec B5, the corrected Eq. 4).
+
+    Basis: 004 Lemma 4.2 as corrected: the printed form is off by one (2L+2−i; use
+        2L+1−i); the general-L form: K = ⌊L⌋ + 1, κ = δ/(e^ε − 1);
+        π*_i = δ(e^{εi} − 1)/(e^ε − 1) for i <= K; for i > K,
+        y_i = (1 − π*_K + κ)e^{−ε(i−K)} − κ and π*_i = 1 − y_i while y_i > 0, else 1.
+    A float cross-check of Algorithm 3 (``pws_kernels.reporting_probabilities``).
+    """
+    L = pws_kernels.L_eps_delta(eps, delta)
+    K = math.floor(L) + 1
+    i = np.arange(1, n + 1, dtype=float)
+    em1 = math.expm1(eps)
+    first = delta * np.expm1(eps * np.minimum(i, K)) / em1
+    first = np.minimum(first, 1.0)
+    pk = min(1.0, delta * math.expm1(eps * K) / em1)
+    kappa = delta / em1
+    y = (1.0 - pk + kappa) * np.exp(-eps * np.maximum(i - K, 0.0)) - kappa
+    second = np.where(y > 0, 1.0 - y, 1.0)
+    return np.where(i <= K, first, second)

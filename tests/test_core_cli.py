@@ -110,8 +110,11 @@ def test_epsilon_override_and_set() -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["bound", "--epsilon", "nan", SRS], "epsilon must be finite"),
-        (["bound", "--epsilon", "-1", SRS], "epsilon must be finite and > 0"),
+        (["bound", "--epsilon", "nan", SRS], "epsilon: expected a finite number"),
+        (
+            ["bound", "--epsilon", "-1", SRS],
+            "epsilon: expected a number in (0, 1000000], got -1.0",
+        ),
         (["bound", "--set", "sampling.sampel=5", SRS], "did you mean 'sample'"),
         (["bound", "--json", "--format", "csv", SRS], "contradict"),
         (["bound", "--format", "xml", SRS], "xml"),

@@ -22,6 +22,8 @@ sampling:
   sample: 100
 """
 
+GOOD_SAMPLING = {"scheme": "srswor", "population": 10000, "sample": 100}
+
 
 def write(tmp_path: Path, text: str, name: str = "d.yaml") -> Path:
     p = tmp_path / name
@@ -89,6 +91,42 @@ def test_bad_epsilon(tmp_path: Path, value: str, expected: str) -> None:
     err = error_of(write(tmp_path, GOOD.replace("epsilon: 1.0", f"epsilon: {value}")))
     assert err.field == "mechanism.epsilon" and err.line == 3
     assert expected in err.message
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("-1", "expected a number in (0, 1000000], got -1.0"),
+        ("0", "expected a number in (0, 1000000], got 0.0"),
+        ("2000000", "expected a number in (0, 1000000], got 2000000.0"),
+        ("nan", "expected a finite number (a number in (0, 1000000]), got nan"),
+    ],
+)
+def test_one_epsilon_rule_for_file_engine_and_sweep(
+    tmp_path: Path, value: str, expected: str
+) -> None:
+    """The loader, the engine's ε override and sweep refuse the same ε with one message."""
+    from ampcalc import engine
+    from ampcalc import sweep as sw
+
+    yaml_value = {"nan": ".nan"}.get(value, value)
+    p = write(tmp_path, GOOD.replace("epsilon: 1.0", f"epsilon: {yaml_value}"))
+    err = error_of(p)
+    assert str(err) == f"{p}:3:3: mechanism.epsilon: {expected}"
+    design = ampcalc.load_designs(write(tmp_path, GOOD, "good.yaml"))[0]
+    for eps in (float(value), [1.0, float(value)]):
+        with pytest.raises(DesignError) as info:
+            engine.bound(design, eps)
+        assert str(info.value) == f"epsilon: {expected}"
+    with pytest.raises(DesignError) as info:
+        engine.with_epsilon(design.mechanism, float(value))
+    assert str(info.value) == f"epsilon: {expected}"
+    if value == "nan":
+        return  # --vary's own parser already refuses a value that is not a number
+    vary = sw.parse_vary(f"mechanism.epsilon=1,{value}")
+    with pytest.raises(DesignError) as info:
+        sw.evaluate({"mechanism": {"epsilon": 1.0}, "sampling": dict(GOOD_SAMPLING)}, [vary])
+    assert str(info.value) == f"--vary: mechanism.epsilon=1,{value}: {expected}"
 
 
 @pytest.mark.parametrize("value", ["1", "1.5", "-1e-9"])

@@ -13,7 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle_pws import L as L_oracle
-from oracle_pws import hypoexponential_cdf, phi_sbh_closed, phi_sbh_quad, pi_alg3
+from oracle_pws import (
+    hypoexponential_cdf,
+    lemma44_ppswor,
+    phi_sbh_closed,
+    phi_sbh_quad,
+    pi_alg3,
+    pi_star_closed,
+)
 
 import ampcalc
 from ampcalc import api, engine
@@ -64,7 +71,7 @@ def test_b12_integral_L_corrected_closed_form() -> None:
     np.testing.assert_allclose(pi[:6], want, atol=6e-8)  # 7 decimals printed
     assert pi[6:] == pytest.approx(1.0, abs=1e-7)
     assert pi[4] == pytest.approx(0.9120978, rel=1e-6)  # not the printed 0.7374
-    np.testing.assert_allclose(K.pi_star_closed(eps, delta, 10), pi, atol=1e-12)
+    np.testing.assert_allclose(pi_star_closed(eps, delta, 10), pi, atol=1e-12)
 
 
 @pytest.mark.parametrize("eps", [0.01, 0.1, 0.5, 1.0, 3.0])
@@ -73,7 +80,7 @@ def test_general_L_closed_form_matches_alg3(eps: float, delta: float) -> None:
     # spec B5 general-L form [VERIFIED to 3e-13]
     n = 2 * math.ceil(K.L_eps_delta(eps, delta)) + 5
     pi = K.reporting_probabilities(np.ones(n), eps, delta)
-    np.testing.assert_allclose(K.pi_star_closed(eps, delta, n), pi, atol=1e-11)
+    np.testing.assert_allclose(pi_star_closed(eps, delta, n), pi, atol=1e-11)
     # Lemma 4.3 corrected: at most 2⌈L⌉ rows with π_i < q_i
     assert np.sum(pi < 1.0) <= 2 * math.ceil(K.L_eps_delta(eps, delta))
 
@@ -104,7 +111,7 @@ def test_b12_ppswor_lemma44() -> None:
     assert pi[22] / q[22] == pytest.approx(0.70629037, rel=1e-7)
     assert pi[23] == q[23] == pytest.approx(0.21337214, rel=1e-7)
     assert np.all(pi[23:] == q[23:])
-    np.testing.assert_allclose(K.lemma44_ppswor(0.5, 2**-20, q), pi, atol=1e-13)
+    np.testing.assert_allclose(lemma44_ppswor(0.5, 2**-20, q), pi, atol=1e-13)
 
 
 def test_lemma44_fails_for_pps() -> None:
@@ -112,7 +119,7 @@ def test_lemma44_fails_for_pps() -> None:
     q = K.inclusion_probabilities(30, method="priority", threshold=0.1)
     pi = K.reporting_probabilities(q, 1.0, 1e-3)
     assert pi[9] == pytest.approx(0.96358, abs=1e-5)
-    assert K.lemma44_ppswor(1.0, 1e-3, q)[9] == 1.0
+    assert lemma44_ppswor(1.0, 1e-3, q)[9] == 1.0
 
 
 # --- B12: Alg. 4 ------------------------------------------------------------------------
@@ -562,6 +569,6 @@ def test_alg3_properties(eps: float, log_delta: float, method: str, log_tau: flo
     # exact rational check on the float π (no slack): the keys-only sanitiser is DP
     assert K.dp_check_pi_exact(pi, eps) <= delta
     if method == "none":
-        np.testing.assert_allclose(K.pi_star_closed(eps, delta, 400), pi, atol=1e-11)
+        np.testing.assert_allclose(pi_star_closed(eps, delta, 400), pi, atol=1e-11)
     if method == "ppswor":
-        np.testing.assert_allclose(K.lemma44_ppswor(eps, delta, q), pi, atol=1e-11)
+        np.testing.assert_allclose(lemma44_ppswor(eps, delta, q), pi, atol=1e-11)

@@ -1271,17 +1271,6 @@ def or_thm43_inverse(c: dict, v: float) -> mp.mpf:
     return osd.thm43_general_inverse(2 * mpf(c["r"]), c["r"], c["target"])
 
 
-def gen_lemma_b1(n: int, rng: np.random.Generator) -> Batch:
-    q, e = rate_points(rng, n), eps_points(rng, n)
-    return Batch(
-        stratified.lemma_b1(q, e), [{"q": a, "eps": b} for a, b in zip(q, e, strict=True)]
-    )
-
-
-def or_lemma_b1(c: dict, v: float) -> mp.mpf:
-    return osd.amp(c["q"], 2 * mpf(c["eps"])) + mpf(c["eps"])
-
-
 def strat_designs(rng: np.random.Generator, k: int) -> list[dict]:
     out = []
     for i in range(k):
@@ -2130,7 +2119,6 @@ INVENTORY: list[Formula] = [
         gen_thm43_inverse,
         or_thm43_inverse,
     ),
-    Formula("stratified.lemma_b1", "stratified", "upper", gen_lemma_b1, or_lemma_b1),
     Formula(
         "stratified.lower_epsilon",
         "stratified",

@@ -15,7 +15,7 @@ import numpy as np
 from .. import numeric
 from ..fileio import excerpt, excerpt_names, loadtxt, not_utf8, open_input
 from ..limits import LIMITS
-from ..validate import MAX_EXACT_INT, MarkedDict, MarkedList, check_keys, describe, is_whole
+from ..validate import MAX_EXACT_INT, MarkedList, check_keys, describe, is_whole
 
 #: inline ``sizes:`` lists are read item by item (with marks); files have no cap.
 INLINE_MAX = LIMITS["inline_list"].value
@@ -305,7 +305,3 @@ def read_clusters(raw: Any, reader: Any, path: str, *, minimum: int = 2) -> Clus
             "as numbers"
         )
     return summarise(sizes, source)
-
-
-def is_marked(x: Any) -> bool:
-    return isinstance(x, (MarkedDict, MarkedList))

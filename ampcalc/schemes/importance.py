@@ -52,13 +52,16 @@ _STASH = "_importance_params"
 
 
 # --------------------------------------------------------------------------------------
-# The mechanism: a privacy profile
+# The mechanism: a per-record ε
 # --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
-class Profile:
-    """A PDP profile ε(w, x) of a mechanism on weighted records (003 Def. 4, A1).
+class RecordEpsilon:
+    """The per-record ε(w, x) of a mechanism on weighted records (003 Def. 4, A1).
+
+    003 calls ε(w, x) the mechanism's PDP "profile" (the YAML key ``profile:`` names its
+    form); it is one ε per record and weight, not a privacy profile δ(ε).
 
     ``epsilon`` is the declared (reference) ε: the unsampled loss sup_{‖x‖<=r} ε(1, x).
     Sweeps and ``--epsilon`` vary it; the profile is then scaled by ε/``natural``
@@ -165,7 +168,7 @@ _PROFILE_FIELDS = {
 }
 
 
-def parse_mechanism(raw: Any, reader: Any) -> Profile:
+def parse_mechanism(raw: Any, reader: Any) -> RecordEpsilon:
     """Validate the ``mechanism:`` profile block (errors name the YAML line)."""
     from ..validate import describe, mapping
 
@@ -229,7 +232,7 @@ def parse_mechanism(raw: Any, reader: Any) -> Profile:
         coef = LinearCoefficients(values["epsilon"], 0.0)
         norm = "l2"
     natural = float(coef.at(r))
-    return Profile(
+    return RecordEpsilon(
         kind=kind,
         coefficients=coef,
         norm=norm,
@@ -417,13 +420,13 @@ def check(params: Params) -> list[Problem]:
 # --------------------------------------------------------------------------------------
 
 
-def _raw_norms(params: Params, profile: Profile) -> np.ndarray:
+def _raw_norms(params: Params, profile: RecordEpsilon) -> np.ndarray:
     """Per-record profile norm as computed (nearest rounding): domain membership."""
     z: np.ndarray = params.data.l1 if profile.norm == "l1" else np.sqrt(params.data.sq_l2)
     return z
 
 
-def _profile_norms(params: Params, profile: Profile) -> np.ndarray:
+def _profile_norms(params: Params, profile: RecordEpsilon) -> np.ndarray:
     """Per-record profile norm, rounded up (summation error) so ε(1, x) is not low."""
     return numeric.round_up(_raw_norms(params, profile), 16)
 
@@ -447,7 +450,7 @@ def _map(params: Params, m: float | None = None) -> Callable[[np.ndarray], np.nd
 
 
 def domain_bracket(
-    params: Params, profile: Profile, k: float, m: float | None = None
+    params: Params, profile: RecordEpsilon, k: float, m: float | None = None
 ) -> tuple[float, float, float]:
     """(upper, lower, argmax ‖x‖) of sup_{‖x‖<=r} ε̂ for uniform/coreset maps.
 
@@ -505,7 +508,7 @@ class RecordFigures:
 
 
 def record_figures(
-    params: Params, profile: Profile, k: float = 1.0, eps_star: float | None = None
+    params: Params, profile: RecordEpsilon, k: float = 1.0, eps_star: float | None = None
 ) -> RecordFigures:
     """q(x), w(x) = 1/q(x) and ε̂(x) (rounded up) for every record of the file.
 
@@ -563,7 +566,7 @@ def _record_details(params: Params, fig: RecordFigures) -> dict[str, Any]:
     }
 
 
-def _conditions(params: Params, profile: Profile) -> list[str]:
+def _conditions(params: Params, profile: RecordEpsilon) -> list[str]:
     return [
         "M satisfies the declared profile ε(w, x) on weighted records under add-remove "
         f"neighbours (003 Def. 4; profile {profile.kind})",
@@ -574,7 +577,7 @@ def _conditions(params: Params, profile: Profile) -> list[str]:
     ]
 
 
-def analyse(params: Params, profile: Profile, guarantee: Neighbours) -> Analysis:
+def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> Analysis:
     """Bounds for one importance-sampling design (Theorem 6 / Theorem 10)."""
     mode = params.probabilities
     k0 = profile.epsilon / profile.natural
@@ -844,7 +847,7 @@ def bind_target(params: Params, target: Any) -> Params:
 # --------------------------------------------------------------------------------------
 
 
-def _knob_name(params: Params, profile: Profile) -> str:
+def _knob_name(params: Params, profile: RecordEpsilon) -> str:
     if params.knob is not None:
         return params.knob
     if params.probabilities == "privacy-constrained" or profile.kind == "constant":
@@ -858,7 +861,7 @@ def _each(t: np.ndarray, fn: Any) -> np.ndarray:
 
 
 def scale_search(fn: Any, target: float, *, feasible_end: bool) -> float:
-    """Profile scaling k where increasing ``fn(k)`` crosses ``target``.
+    """Scaling k of the per-record ε where increasing ``fn(k)`` crosses ``target``.
 
     ``feasible_end``: the largest k found with fn(k) <= target (a certificate: the
     low end of the final bracket, never a midpoint); otherwise the smallest k found
@@ -910,7 +913,7 @@ def scale_search(fn: Any, target: float, *, feasible_end: bool) -> float:
 
 def _knob_invert(
     params: Params,
-    profile: Profile,
+    profile: RecordEpsilon,
     k0: float,
     t: np.ndarray,
     cache: dict[tuple[str, float], float] | None = None,
@@ -948,7 +951,9 @@ def _knob_invert(
     return {"knob": knob}
 
 
-def _size_for_target(params: Params, profile: Profile, k0: float, target: float) -> float | None:
+def _size_for_target(
+    params: Params, profile: RecordEpsilon, k0: float, target: float
+) -> float | None:
     """Smallest m (weight-linear) or largest m (constant) with sup ε̂ <= target."""
     n = _given(params.population)
     hi_m = (
@@ -977,7 +982,7 @@ def _size_for_target(params: Params, profile: Profile, k0: float, target: float)
     return hi_m if not np.isfinite(first) else float(np.nextafter(first, 0.0))
 
 
-def expected_size_at(params: Params, profile: Profile, k0: float, eps_star: float) -> float:
+def expected_size_at(params: Params, profile: RecordEpsilon, k0: float, eps_star: float) -> float:
     """Σ q*(x) over the file's records at ε* (feasible records only)."""
     z = _profile_norms(params, profile)
     a = numeric.round_up(k0 * profile.coefficients.at(z), 1)
@@ -987,7 +992,7 @@ def expected_size_at(params: Params, profile: Profile, k0: float, eps_star: floa
         return float(np.sum(np.where(np.isinf(w), 0.0, 1.0 / w)))
 
 
-def _pc_invert(params: Params, profile: Profile, k0: float, t: np.ndarray) -> dict[str, Any]:
+def _pc_invert(params: Params, profile: RecordEpsilon, k0: float, t: np.ndarray) -> dict[str, Any]:
     """Expected size a target implies; smallest target a given size allows (spec A6 (i))."""
     ts = np.atleast_1d(np.asarray(t, dtype=float))
     sizes = [expected_size_at(params, profile, k0, float(x)) if x <= 700 else None for x in ts]
@@ -1024,7 +1029,7 @@ def compare(design: Any, target: float) -> dict[str, Any]:
     the Laplace sum the total MSE Σ(1/q − 1)‖x‖₂² + 2dβ² (spec A8).
     """
     params: Params = design.params
-    profile: Profile = design.mechanism
+    profile: RecordEpsilon = design.mechanism
     k0 = profile.epsilon / profile.natural
     n = params.data.count
     m = expected_size_at(params, profile, k0, target)

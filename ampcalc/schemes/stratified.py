@@ -648,23 +648,6 @@ def theorem_4_3_inverse(a: Any, b: Any, target: Any) -> np.ndarray:
     return out
 
 
-def lemma_b1(q: Any, eps: Any) -> np.ndarray:
-    """Upper bound on one stratum's ε′ under deterministic proportional rounding.
-
-    Basis: 000_97a39a4c524f603f.txt Lemma B.1 with the relation fixed to add-remove
-        (spec §4.2 and §11 item 2: the proof's couplings need M ε-DP under add-remove).
-    Neighbours: M ε-DP under add-remove; ε′ for adding/removing a record in the stratum.
-    Conditions: sensitivity Δ = 1 of ⌊rN⌉ or ⌊rN⌋ per stratum; M pure ε-DP.
-    Formula: ε′ = A(min(1, (m_h + 1)/N_h), 2ε) + ε, m_h the stratum's allocation
-        (covers both neighbours of N_h, with the larger sample on either side).
-    Tightness: not tight; the lower bound is ε (000 §4.1: no amplification).
-    Numerics: as ``theorem_4_3``; rounded up.
-    """
-    x = 2.0 * np.asarray(eps, dtype=float)
-    raw = _kernel(q, x) + _slack(q, x) + np.asarray(eps, dtype=float)
-    return numeric.round_up(raw)
-
-
 def lower_epsilon(rate: Any, eps: Any) -> np.ndarray:
     """Lower bound on one stratum's ε′ (randomised rounding or Poisson): A(r, ε).
 
