@@ -657,3 +657,37 @@ def test_rounding_example_file_is_exact() -> None:
         g = str(d.guarantee or "add-remove")
         assert exact(d, g) == pytest.approx(w, abs=TOL)
         assert res.lower <= w <= res.upper and res.upper - res.lower < 3e-14
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "rate", "sizes", "exact"),
+    [
+        ({"epsilon": 0.5, "delta": 1e-3, "neighbours": "add-remove"}, 0.8, (4, 3), 0.7958017263),
+        ({"epsilon": 0.5, "delta": 1e-2, "neighbours": "both"}, 0.1, (3, 1), 0.06017566196),
+    ],
+)
+def test_poisson_allocation_replace_one_lower_bound_holds_at_the_reported_delta(
+    mechanism, rate, sizes, exact
+) -> None:
+    # the (ε, δ) oracle found the pure-witness lower bound above the exact ε′ at the
+    # reported δ′ (0.79605 > 0.79580; 0.06285 > 0.06018); the lower bound is now read at δ′
+    import ampcalc
+
+    design = {
+        "mechanism": mechanism,
+        "guarantee": "replace-one",
+        "sampling": {
+            "scheme": "stratified",
+            "allocation": "poisson",
+            "rate": rate,
+            "strata": [{"name": f"s{i}", "size": n} for i, n in enumerate(sizes)],
+        },
+    }
+    (row,) = ampcalc.verify(design)
+    assert row["status"] == "PASS", row
+    assert row["epsilon_prime_exact"] == pytest.approx(exact, abs=1e-8)
+    res = ampcalc.bound(design).to_dict()
+    lo, dp = res["epsilon_prime"]["lower"], res["delta_prime"]
+    e = min(mechanism["epsilon"], 2 * mechanism["epsilon"])  # min(ε_D, ε_R)
+    witness = np.log(1 + rate * np.expm1(e) - dp * (1 + np.exp(e)))
+    assert lo == pytest.approx(witness, rel=1e-12) and lo <= exact

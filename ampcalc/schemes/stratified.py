@@ -1444,8 +1444,10 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
         e = np.asarray(eps, dtype=float)
         if not replace:
             return numeric.amplification_lower(r_max, e)
-        from .poisson import lower_epsilon_replace_one
+        from .poisson import lower_epsilon_at_delta, lower_epsilon_replace_one
 
+        if delta > 0.0:  # the bound must hold at the reported δ′ (docs/verify.md)
+            return lower_epsilon_at_delta(e, eps_r(e), delta_prime(e), rate=r_max)
         return lower_epsilon_replace_one(e, eps_r(e), rate=r_max)
 
     def delta_prime(eps: np.ndarray) -> np.ndarray:
