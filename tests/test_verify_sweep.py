@@ -25,11 +25,7 @@ LIMIT = 3000
 
 #: open defects (issue 15 and what this sweep found), fixed by other changes; a FAIL
 #: matching an entry is an expected failure (xfail) until that fix lands — delete it then
-KNOWN_OPEN: dict[str, tuple[str, ...]] = {
-    # V4: an upper ε′ printed without δ′ for an (ε, δ) mechanism
-    "cluster": ("no δ′ for δ > 0",),
-    "systematic": ("no δ′ for δ > 0",),
-}
+KNOWN_OPEN: dict[str, tuple[str, ...]] = {}
 
 
 def _eps(rng: random.Random) -> float:
