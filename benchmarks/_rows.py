@@ -6,6 +6,9 @@ from ``row``; ``benchmarks/run.py`` collects them and ``print_rows`` prints them
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 
@@ -58,3 +61,26 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
     widths = [max(len(str(c[i])) for c in [header, *cells]) for i in range(5)]
     for c in [header, tuple("-" * w for w in widths), *cells]:
         print("  ".join(str(x).ljust(w) for x, w in zip(c, widths, strict=True)).rstrip())
+
+
+def replace_between(path: Path, begin: str, end: str, body: str) -> bool:
+    """Replace the text between two markers of ``path`` (False: a marker is missing).
+
+    Written to a temporary file beside it and renamed into place.
+    """
+    if not path.exists():
+        return False
+    text = path.read_text(encoding="utf-8")
+    if begin not in text or end not in text:
+        return False
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(f"{head}{begin}\n{body}\n{end}{tail}")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True

@@ -139,15 +139,9 @@ def markdown(doc: dict[str, Any]) -> str:
 
 def write_readme(doc: dict[str, Any]) -> bool:
     """Replace the table between the markers of ``benchmarks/README.md`` (False: none)."""
-    if not README.exists():
-        return False
-    text = README.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        return False
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    README.write_text(f"{head}{BEGIN}\n{markdown(doc)}\n{END}{tail}", encoding="utf-8")
-    return True
+    from _rows import replace_between
+
+    return replace_between(README, BEGIN, END, markdown(doc))
 
 
 def main(argv: list[str] | None = None) -> int:
