@@ -23,17 +23,15 @@ first use, so ``import ampcalc`` stays cheap (no scipy, no pandas, no typer).
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
-from .errors import AmpcalcError, ConditionError, DesignError, Where
-from .model import Design, Mechanism, Neighbours, Target
+from ampcalc._version import __version__
+from ampcalc.model.design import Design, Mechanism, Neighbours, Target
+from ampcalc.model.errors import AmpcalcError, ConditionError, DesignError, Where
 
 if TYPE_CHECKING:  # the lazily imported names, for type checkers and IDEs
-    from . import designs, kernels
-    from .api import (
+    from ampcalc import designs, kernels
+    from ampcalc.api import (
         SweepResult,
         Weights,
         bound,
@@ -46,9 +44,12 @@ if TYPE_CHECKING:  # the lazily imported names, for type checkers and IDEs
         pws_estimate,
         pws_sanitize,
         pws_table,
+        sweep,
+        validate,
+        verify,
         weights,
     )
-    from .results import BoundResult, InvertResult
+    from ampcalc.model.results import BoundResult, InvertResult
 
 #: name -> module it lives in (imported on first attribute access).
 _LAZY = {
@@ -64,40 +65,17 @@ _LAZY = {
     "pws_sanitize": "api",
     "pws_estimate": "api",
     "SweepResult": "api",
+    "sweep": "api",
+    "validate": "api",
+    "verify": "api",
     "Weights": "api",
-    "BoundResult": "results",
-    "InvertResult": "results",
+    "BoundResult": "model.results",
+    "InvertResult": "model.results",
 }
 _MODULES = ("designs", "kernels", "api")
 
-# ``ampcalc.sweep``, ``ampcalc.validate`` and ``ampcalc.verify`` are also submodules,
-# and importing a submodule sets the package attribute of that name. So these
-# submodules are made callable: ``ampcalc.sweep(...)`` is ``ampcalc.api.sweep(...)``
-# while ``from ampcalc import sweep`` still gives the module, whatever the import order.
-_CALLABLE = ("sweep", "validate", "verify")
-
-
-class _CallableModule(types.ModuleType):
-    """A submodule that, called, runs the API function of the same name."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        api = importlib.import_module(".api", __name__)
-        return getattr(api, self.__name__.rsplit(".", 1)[1])(*args, **kwargs)
-
-
-class _Package(types.ModuleType):
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _CALLABLE and type(value) is types.ModuleType:
-            value.__class__ = _CallableModule
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
 
 def __getattr__(name: str) -> Any:
-    if name in _CALLABLE:
-        return importlib.import_module(f".{name}", __name__)
     if name in _MODULES:
         return importlib.import_module(f".{name}", __name__)
     module = _LAZY.get(name)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 import importlib
 
-from ..errors import AmpcalcError, Where
-from .base import Scheme
+from ampcalc.model.errors import AmpcalcError, Where
+from ampcalc.schemes.base import Scheme
 
 _MODULES: dict[str, str] = {
     "srswor": "srswor",
@@ -21,7 +21,7 @@ _MODULES: dict[str, str] = {
     "stratified": "stratified",
     "random-size": "random_size",
     "data-dependent-size": "data_dependent_size",
-    "allocation-test": "allocation_test",
+    "allocation-test": "allocation_hypothesis",
     "pws": "pws",
     "cluster": "cluster",
     "systematic": "systematic",

@@ -1,0 +1,676 @@
+"""Sweeps: the engine evaluated over a grid of design values, for curves and tables.
+
+A sweep varies one or two numeric design fields (``--vary PATH=SPEC``) and evaluates
+``bound`` (ε′ against the varied values), ``invert`` (the certified mechanism ε
+against a target ε′ or a design field) or ``plan`` (the accuracy planner, when it is
+installed) at every grid point, for every design of the file.
+
+The axis along M's ε (``mechanism.epsilon``, for ``bound``) or along the target ε′
+(``target``, for ``invert``) is evaluated in one vectorised engine call per design;
+every other axis is applied per point as a ``--set`` override of the parsed
+document, so that each point is validated exactly like a file (types, domains,
+theorem conditions) and works for any registered scheme.
+
+Pure: no printing, no exits. The command is ``ampcalc/cli/sweep.py``; the
+figures are drawn by ``ampcalc/output/plot.py``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ampcalc.model.design import check_epsilon
+from ampcalc.model.errors import DesignError, Where
+
+KINDS = ("bound", "invert", "plan")
+EPSILON_PATH = "mechanism.epsilon"
+TARGET_PATH = "target.epsilon_prime"
+ALIASES = {
+    "epsilon": EPSILON_PATH,
+    "eps": EPSILON_PATH,
+    "target": TARGET_PATH,
+    "target.epsilon": TARGET_PATH,
+}
+MAX_POINTS = 10_000_000
+MAX_STEPS = 10_000_000
+
+BOUND_COLUMNS = (
+    "epsilon",
+    "epsilon_prime.lower",
+    "epsilon_prime.upper",
+    "delta_prime",
+    "verdict",
+    "reference_epsilon",
+)
+INVERT_COLUMNS = (
+    "target.epsilon_prime",
+    "epsilon.certified",
+    "epsilon.impossible_above",
+    "delta",
+)
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_RANGE = re.compile(rf"^\s*({_NUMBER})\s*:\s*({_NUMBER})\s*:\s*(\d+)\s*(?::\s*(\w+)\s*)?$")
+_INT_LITERAL = re.compile(r"^\s*[-+]?\d+\s*$")
+_PATH = re.compile(r"(?:designs\[\d+\]\.)?[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*|\[\d+\])*")
+
+
+@dataclass(frozen=True)
+class Vary:
+    """One varied field: its design path and the values it takes.
+
+    Attributes:
+        path: the design path (as ``--set``), aliases resolved.
+        values: the values, in order (floats, or ints for whole-number fields).
+        log: the spec asked for log spacing (a hint for the plot's axis).
+        text: the option as given.
+    """
+
+    path: str
+    values: tuple[float | int, ...]
+    log: bool = False
+    text: str = ""
+
+    @property
+    def field(self) -> str:
+        """The path relative to a design (``designs[i].`` removed)."""
+        return re.sub(r"^designs\[\d+\]\.", "", self.path)
+
+    @property
+    def design_index(self) -> int | None:
+        m = re.match(r"^designs\[(\d+)\]\.", self.path)
+        return int(m.group(1)) if m else None
+
+    def array(self) -> np.ndarray:
+        return np.asarray(self.values, dtype=float)
+
+
+def _where(text: str) -> Where:
+    return Where(file="--vary", field=text)
+
+
+def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
+    """Parse ``PATH=SPEC``.
+
+    SPEC is ``start:stop:steps`` (``steps`` evenly spaced values, ends included),
+    ``start:stop:steps:log`` (geometric spacing; ends > 0), or a comma list
+    ``v1,v2,...``.
+
+    Args:
+        text: the option's value.
+        integer: round range values to whole numbers (and drop repeats); ``None``
+            decides from the spec (both ends written as integers and the field is
+            not M's ε or a target).
+    Raises:
+        DesignError: a malformed spec, with an example of a good one.
+    """
+    if "=" not in text:
+        raise DesignError(
+            "expected PATH=SPEC, e.g. mechanism.epsilon=0.01:10:200:log or sampling.sample=50,100",
+            where=_where(text),
+        )
+    path, spec = (s.strip() for s in text.split("=", 1))
+    path = ALIASES.get(path, path)
+    if not _PATH.fullmatch(path):
+        raise DesignError(
+            f"{path!r} is not a field path; expected e.g. sampling.rate or "
+            "designs[1].sampling.sample",
+            where=_where(text),
+        )
+    floats_only = path.endswith(EPSILON_PATH) or path == TARGET_PATH or "delta" in path
+    m = _RANGE.match(spec)
+    log = False
+    values: list[float | int]
+    if m:
+        start, stop, steps = float(m.group(1)), float(m.group(2)), int(m.group(3))
+        how = m.group(4)
+        if how not in (None, "log", "lin", "linear"):
+            raise DesignError(
+                f"unknown spacing {how!r}; expected start:stop:steps or start:stop:steps:log",
+                where=_where(text),
+            )
+        if not (math.isfinite(start) and math.isfinite(stop)):
+            raise DesignError("range ends must be finite numbers", where=_where(text))
+        if not 1 <= steps <= MAX_STEPS:
+            raise DesignError(
+                f"steps must be between 1 and {MAX_STEPS:,}; got {steps}", where=_where(text)
+            )
+        log = how == "log"
+        if log:
+            if start <= 0 or stop <= 0:
+                raise DesignError(
+                    "a log range needs ends > 0, e.g. 0.001:1:50:log", where=_where(text)
+                )
+            arr = np.geomspace(start, stop, steps)
+        else:
+            arr = np.linspace(start, stop, steps)
+        if steps > 1:  # exact ends (linspace/geomspace may round the last one)
+            arr[0], arr[-1] = start, stop
+        if integer is None:
+            integer = (
+                not floats_only
+                and bool(_INT_LITERAL.match(m.group(1)))
+                and bool(_INT_LITERAL.match(m.group(2)))
+            )
+        if integer:
+            values = list(dict.fromkeys(round(float(v)) for v in arr))
+        else:
+            values = [float(v) for v in arr]
+    else:
+        values = []
+        for item in spec.split(","):
+            item = item.strip()
+            if not re.fullmatch(_NUMBER, item):
+                raise DesignError(
+                    f"{item!r} is not a number; expected start:stop:steps, "
+                    "start:stop:steps:log or a comma list such as 0.1,0.5,1",
+                    where=_where(text),
+                )
+            if _INT_LITERAL.match(item) and not floats_only:
+                values.append(int(item))
+            else:
+                values.append(float(item))
+    return Vary(path=path, values=tuple(values), log=log, text=text)
+
+
+def yaml_scalar(value: float | int) -> str:
+    """A number as YAML text that reads back as the same number."""
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return repr(float(value))
+
+
+@dataclass
+class Sweep:
+    """The evaluated grid: one row per (design, grid point), as columns.
+
+    Attributes:
+        of: ``bound`` | ``invert`` | ``plan``.
+        varies: the varied fields, in option order (the first is the x axis).
+        columns: column name -> array, one entry per row; ``design`` and ``scheme``
+            name the design; the varied paths hold the point; then the results
+            (``BOUND_COLUMNS`` / ``INVERT_COLUMNS`` or the planner's), ``error``.
+        designs: per design name: scheme, basis, guarantee, warnings (of the first
+            evaluated point; shared by all points of a design).
+        engine_seconds: time spent in engine calls.
+    """
+
+    of: str
+    varies: tuple[Vary, ...]
+    columns: dict[str, np.ndarray]
+    designs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    engine_seconds: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.columns["design"]) if self.columns else 0
+
+    def column_names(self) -> list[str]:
+        return list(self.columns)
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Rows as dicts of plain Python values (NaN -> None)."""
+        names = self.column_names()
+        cols = [_plain_list(self.columns[n]) for n in names]
+        for values in zip(*cols, strict=True):
+            yield dict(zip(names, values, strict=True))
+
+    def errors(self) -> list[str]:
+        err = self.columns.get("error")
+        if err is None:
+            return []
+        return sorted({e for e in err.tolist() if e})
+
+    def failed_points(self) -> int:
+        err = self.columns.get("error")
+        return 0 if err is None else int(sum(1 for e in err.tolist() if e))
+
+
+def _plain_list(arr: np.ndarray) -> list[Any]:
+    if arr.dtype.kind == "f":
+        out = arr.tolist()
+        return [None if v != v else v for v in out]  # NaN -> None
+    return [None if v is None or (isinstance(v, float) and v != v) else v for v in arr.tolist()]
+
+
+# ---------------------------------------------------------------------------------------
+# evaluation
+# ---------------------------------------------------------------------------------------
+
+
+def _vector_path(of: str) -> str | None:
+    return {"bound": EPSILON_PATH, "invert": TARGET_PATH, "plan": TARGET_PATH}.get(of)
+
+
+def _check_varies(of: str, varies: Sequence[Vary]) -> None:
+    if of not in KINDS:
+        raise DesignError(f"unknown --of {of!r}; expected one of {', '.join(KINDS)}")
+    if not varies:
+        raise DesignError(
+            "nothing to sweep: give --vary PATH=SPEC, "
+            "e.g. --vary mechanism.epsilon=0.01:10:100:log"
+        )
+    if len(varies) > 2:
+        raise DesignError("at most two --vary options (a grid); got " + str(len(varies)))
+    paths = [v.path for v in varies]
+    if len(set(paths)) != len(paths):
+        raise DesignError(f"{paths[0]!r} is varied twice")
+    for v in varies:
+        if of == "bound" and v.field == TARGET_PATH:
+            raise DesignError(
+                "the target ε′ does not change a bound; vary it with --of invert",
+                where=_where(v.text),
+            )
+        if of in ("invert", "plan") and v.field == EPSILON_PATH:
+            raise DesignError(
+                f"--of {of} starts from a target ε′, not M's ε; vary the target instead "
+                "(--vary target=0.1:2:20)",
+                where=_where(v.text),
+            )
+        arr = v.array()
+        if v.field == EPSILON_PATH:
+            check_epsilon(arr, where=_where(v.text), array=True)
+        if v.field == TARGET_PATH and np.any(arr <= 0):
+            raise DesignError(
+                f"{v.field} must be > 0 at every point; got {min(arr):g}", where=_where(v.text)
+            )
+    total = math.prod(len(v.values) for v in varies)
+    if total > MAX_POINTS:
+        raise DesignError(f"{total:,} grid points is more than the limit of {MAX_POINTS:,}")
+
+
+def _overrides(base: Sequence[str], point: Mapping[str, float | int]) -> list[str]:
+    return [*base, *(f"{p}={yaml_scalar(v)}" for p, v in point.items())]
+
+
+def _point_text(point: Mapping[str, float | int]) -> str:
+    return ", ".join(f"{p}={yaml_scalar(v)}" for p, v in point.items())
+
+
+def evaluate(
+    document: Any,
+    varies: Sequence[Vary],
+    *,
+    of: str = "bound",
+    filename: str = "<string>",
+    overrides: Sequence[str] = (),
+    target: float | None = None,
+    target_delta: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Sweep:
+    """Evaluate the engine on every grid point of ``varies`` for every design.
+
+    Args:
+        document: the parsed design document (``design.parse_yaml`` output or a dict).
+        varies: one or two varied fields; the first is the x axis.
+        of: ``bound``, ``invert`` or ``plan``.
+        filename: the document's file name (error messages).
+        overrides: ``--set`` overrides applied before the varied values.
+        target, target_delta: for ``invert`` (when the target is not varied).
+        progress: called as ``progress(done, total)`` after each per-point step.
+    Returns:
+        A ``Sweep``; points outside a theorem's conditions carry ``error`` and null
+        results.
+    Raises:
+        DesignError: a malformed sweep, or a grid point that is not a valid design
+            (the message names the point).
+    """
+    import time
+
+    from ampcalc.designs.document import load_document
+
+    varies = tuple(varies)
+    _check_varies(of, varies)
+    vec_path = _vector_path(of)
+    vec = next((v for v in varies if v.path == vec_path), None)
+    others = [v for v in varies if v is not vec]
+
+    base_designs = load_document(document, filename=filename, overrides=overrides)
+    n_designs = len(base_designs)
+    for v in varies:
+        idx = v.design_index
+        if idx is not None and idx >= n_designs:
+            raise DesignError(
+                f"the file holds {n_designs} design(s); there is no designs[{idx}]",
+                where=_where(v.text),
+            )
+    if of == "plan":
+        planner = _planner()
+
+    grid = list(itertools.product(*(v.values for v in others))) if others else [()]
+    pieces: list[dict[str, Any]] = []
+    meta: dict[str, dict[str, Any]] = {}
+    seconds = 0.0
+    scalar_designs: set[str] = set()
+    vec_values = vec.array() if vec is not None else None
+    for step, combo in enumerate(grid):
+        point = {v.path: val for v, val in zip(others, combo, strict=True)}
+        if point:
+            try:
+                designs = load_document(
+                    document, filename=filename, overrides=_overrides(overrides, point)
+                )
+            except DesignError as err:
+                where = err.where
+                if where is not None and where.file == "--set":
+                    fld = re.sub(r"^designs\[\d+\]\.", "", where.field or "")
+                    hit = [v for v in others if where.field == v.path or fld == v.field]
+                    if hit:
+                        where = _where(hit[0].text)
+                hint = err.hint
+                plain = [v.path for v in others if v.design_index is None]
+                if n_designs > 1 and plain:
+                    extra = (
+                        f"in a `designs:` file a plain path applies to every design; to vary "
+                        f"one design write designs[i].{plain[0]}"
+                    )
+                    hint = f"{hint}; {extra}" if hint else extra
+                raise DesignError(
+                    f"at grid point {_point_text(point)}: {err.message}",
+                    where=where,
+                    hint=hint,
+                ) from None
+        else:
+            designs = base_designs
+        for d in designs:
+            t0 = time.perf_counter()
+            if of == "plan":
+                res = None
+                cols, data = _plan_columns(
+                    planner, d, vec_values if vec_values is not None else target
+                )
+            else:
+                data = None
+                res, cols = _evaluate(d, of, vec_values, target, target_delta)
+                if vec_values is not None and len(vec_values) > 1:
+                    res, cols, vectorised = _checked(d, of, vec_values, target_delta, res, cols)
+                    scalar_designs.update([] if vectorised else [d.name])
+            t1 = time.perf_counter()
+            seconds += t1 - t0
+            n = len(next(iter(cols.values())))
+            piece: dict[str, Any] = {
+                "design": np.full(n, d.name, dtype=object),
+                "scheme": np.full(n, d.scheme, dtype=object),
+            }
+            for v in varies:
+                if v is vec:
+                    piece[v.path] = np.asarray(vec_values, dtype=float)
+                else:
+                    kind = np.int64 if all(isinstance(x, int) for x in v.values) else float
+                    piece[v.path] = np.full(n, point[v.path], dtype=kind)
+            piece.update(cols)
+            pieces.append(piece)
+            if d.name not in meta and res is not None:
+                meta[d.name] = _meta(res)
+            elif d.name not in meta and data is not None:
+                meta[d.name] = data
+        if progress is not None:
+            progress(step + 1, len(grid))
+    columns = _concat(pieces)
+    for name in scalar_designs:
+        meta[name]["evaluation"] = "per point"
+        meta[name].setdefault("warnings", []).append(
+            "evaluated one point at a time: the vectorised call disagreed with single-point "
+            "calls for this scheme (its conditions or analysis depend on M's ε)"
+        )
+    return Sweep(of=of, varies=varies, columns=columns, designs=meta, engine_seconds=seconds)
+
+
+def _evaluate(
+    d: Any, of: str, values: Any, target: Any, target_delta: float | None
+) -> tuple[Any, dict[str, np.ndarray]]:
+    from ampcalc import engine
+
+    if of == "bound":
+        res = engine.bound(d, epsilon=values)
+        return res, _bound_columns(res, values)
+    inv = engine.invert(d, values if values is not None else target, target_delta)
+    return inv, _invert_columns(inv, values)
+
+
+PROBES = 5
+_COMPARED = {
+    "bound": ("epsilon_prime.lower", "epsilon_prime.upper", "delta_prime", "verdict", "error"),
+    "invert": ("epsilon.certified", "epsilon.impossible_above", "delta", "error"),
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    return bool(a == b)
+
+
+def _checked(
+    d: Any,
+    of: str,
+    values: np.ndarray,
+    target_delta: float | None,
+    res: Any,
+    cols: dict[str, np.ndarray],
+) -> tuple[Any, dict[str, np.ndarray], bool]:
+    """Vectorised results, checked against single-point engine calls at a few points.
+
+    A scheme's closures are vectorised in ε by contract, but its conditions are
+    checked once, at the declared ε: where single-point calls disagree with the
+    vectorised call (a condition or analysis that depends on ε), the whole design is
+    evaluated one point at a time instead, so a sweep never reports what a single
+    ``bound``/``invert`` would not.
+    """
+    n = len(values)
+    probes = sorted({0, n - 1, *np.linspace(0, n - 1, PROBES).round().astype(int).tolist()})
+    keys = _COMPARED[of]
+    for i in probes:
+        _, one = _evaluate(d, of, float(values[i]), None, target_delta)
+        if not all(_same(one[k][0], cols[k][i]) for k in keys):
+            break
+    else:
+        return res, cols, True
+    parts = [_evaluate(d, of, float(v), None, target_delta)[1] for v in values.tolist()]
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    first = _evaluate(d, of, float(values[0]), None, target_delta)[0]
+    return first, merged, False
+
+
+def _meta(res: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "scheme": res.scheme,
+        "basis": list(res.basis),
+        "warnings": list(res.warnings),
+    }
+    if hasattr(res, "guarantee_neighbours"):
+        out["guarantee_neighbours"] = res.guarantee_neighbours
+    return out
+
+
+def _as_column(value: Any, n: int, dtype: Any = float) -> np.ndarray:
+    if value is None:
+        return np.full(n, np.nan if dtype is float else None, dtype=dtype)
+    arr = np.asarray(value, dtype=dtype)
+    if arr.ndim == 0:
+        return np.full(n, arr.item(), dtype=dtype)
+    return arr.reshape(-1)
+
+
+def _bound_columns(res: Any, eps: np.ndarray | None) -> dict[str, np.ndarray]:
+    n = 1 if eps is None or np.ndim(eps) == 0 else len(eps)
+    ref = (res.details or {}).get("reference_epsilon")
+    return {
+        "epsilon": _as_column(res.epsilon, n),
+        "epsilon_prime.lower": _as_column(res.lower, n),
+        "epsilon_prime.upper": _as_column(res.upper, n),
+        "delta_prime": _as_column(res.delta_prime, n),
+        "verdict": _as_column(res.verdict, n, dtype=object),
+        "reference_epsilon": _as_column(ref, n),
+        "error": np.full(n, res.error, dtype=object),
+    }
+
+
+def _invert_columns(res: Any, targets: np.ndarray | None) -> dict[str, np.ndarray]:
+    n = 1 if targets is None or np.ndim(targets) == 0 else len(targets)
+    return {
+        "target.epsilon_prime": _as_column(res.target_epsilon_prime, n),
+        "epsilon.certified": _as_column(res.certified, n),
+        "epsilon.impossible_above": _as_column(res.impossible_above, n),
+        "delta": _as_column(res.delta, n),
+        "error": np.full(n, res.error, dtype=object),
+    }
+
+
+def _concat(pieces: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    if not pieces:
+        return {}
+    names: list[str] = []
+    for p in pieces:
+        for k in p:
+            if k not in names:
+                names.append(k)
+    out: dict[str, np.ndarray] = {}
+    for k in names:
+        parts = []
+        for p in pieces:
+            n = len(p["design"])
+            parts.append(p[k] if k in p else np.full(n, None, dtype=object))
+        out[k] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    if "error" in out:  # errors last
+        out["error"] = out.pop("error")
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# the planner (optional module)
+# ---------------------------------------------------------------------------------------
+
+
+class PlannerMissing(DesignError):
+    """``--of plan`` asked for, but the accuracy planner is not installed."""
+
+
+PLAN_FUNCTIONS = ("epsilon_sample", "noise_ratio", "q_bound")
+
+
+def _planner() -> Any:
+    """The accuracy planner module (``ampcalc.planner``), checked for what ``plan`` uses."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("ampcalc.math.accuracy") is None:
+        raise PlannerMissing(
+            "--of plan needs the accuracy planner (ampcalc.planner), which is not yet "
+            "available in this version; use --of bound or --of invert"
+        )
+    module = importlib.import_module("ampcalc.math.accuracy")
+    missing = [f for f in PLAN_FUNCTIONS if not callable(getattr(module, f, None))]
+    if missing:
+        raise PlannerMissing(
+            "--of plan: the accuracy planner lacks " + ", ".join(missing) + "; this "
+            "version cannot sweep it"
+        )
+    return module
+
+
+def _plan_columns(
+    planner: Any, design: Any, target: Any
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The planner's accuracy figures for one SRSWOR design at target ε′ (vectorised).
+
+    Columns: ``target.epsilon_prime``; ``plan.rate`` (n/N); ``plan.epsilon_sample``
+    (ε_n, what M on the sample may spend, 002 Theorem 1 inverted);
+    ``plan.noise_ratio`` (r(ε, n/N), 002 eq. 8); ``plan.q_bound`` (q = 1 − ε²/ε_n²,
+    002 §4.1 eq. 5: a gain needs Var(g(S)) <= q·V_N); ``error``.
+    """
+    from ampcalc.math.accuracy import epsilon_sample, noise_ratio, q_bound
+
+    if target is None and design.target is not None:
+        target = design.target.epsilon_prime
+    if target is None:
+        raise DesignError(
+            f"design {design.name!r}: --of plan needs a target ε′: --vary target=..., "
+            "--target T or a `target: {epsilon_prime: T}` block"
+        )
+    t = np.atleast_1d(np.asarray(target, dtype=float))
+    n = len(t)
+    meta = {
+        "scheme": design.scheme,
+        "basis": [
+            "002_2b0afa8716090992.txt Theorem 1 (ε_n = A⁻¹(n/N, ε))",
+            "002_2b0afa8716090992.txt §4.1 eq. 5 (q bound), eq. 8 (noise ratio)",
+        ],
+        "warnings": [],
+    }
+    if design.scheme != "srswor":
+        nan = np.full(n, np.nan)
+        message = (
+            f"--of plan: the accuracy planner (002 §4) covers simple random samples "
+            f"(scheme srswor), not {design.scheme}"
+        )
+        return {
+            "target.epsilon_prime": t,
+            "plan.rate": nan,
+            "plan.epsilon_sample": nan,
+            "plan.noise_ratio": nan,
+            "plan.q_bound": nan,
+            "error": np.full(n, message, dtype=object),
+        }, meta
+    rho = design.params.sample / design.params.population
+    return {
+        "target.epsilon_prime": t,
+        "plan.rate": np.full(n, rho),
+        "plan.epsilon_sample": np.asarray(epsilon_sample(t, rho), dtype=float).reshape(n),
+        "plan.noise_ratio": np.asarray(noise_ratio(t, rho), dtype=float).reshape(n),
+        "plan.q_bound": np.asarray(q_bound(t, rho), dtype=float).reshape(n),
+        "error": np.full(n, None, dtype=object),
+    }, meta
+
+
+# ---------------------------------------------------------------------------------------
+# output helpers
+# ---------------------------------------------------------------------------------------
+
+
+def _csv_cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    if any(c in text for c in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def write_csv(sweep: Sweep, out: Any) -> None:
+    """CSV, one row per point (floats as ``repr``; null as an empty cell; RFC 4180
+    quoting)."""
+    names = sweep.column_names()
+    cols = []
+    for n in names:
+        arr = sweep.columns[n]
+        if arr.dtype.kind == "f":
+            cols.append(["" if v != v else repr(v) for v in arr.tolist()])
+        elif arr.dtype.kind in "iu":
+            cols.append([str(v) for v in arr.tolist()])
+        else:
+            cache: dict[Any, str] = {}
+            cols.append(
+                [
+                    cache[v] if v in cache else cache.setdefault(v, _csv_cell(v))
+                    for v in arr.tolist()
+                ]
+            )
+    out.write(",".join(_csv_cell(n) for n in names) + "\n")
+    if cols and cols[0]:
+        out.write("\n".join(map(",".join, zip(*cols, strict=True))) + "\n")
+
+
+def document(sweep: Sweep) -> dict[str, Any]:
+    """The JSON payload (the ``ampcalc sweep --format json`` document, minus envelope)."""
+    return {
+        "of": sweep.of,
+        "vary": [{"path": v.path, "values": list(v.values), "log": v.log} for v in sweep.varies],
+        "designs": [{"name": k, **v} for k, v in sweep.designs.items()],
+        "columns": sweep.column_names(),
+        "rows": list(sweep.rows()),
+    }

@@ -1,0 +1,116 @@
+"""``ampcalc check``: a privacy-budget gate for pipelines (PASS/FAIL per design, exit 1).
+
+A design passes when its *upper* bound on ε′ (the guarantee, rounded outward) is at
+most ``--max-epsilon`` and, with ``--max-delta``, its δ′ is at most that. A design
+with no upper bound (the theory gives none) fails; a design outside its theorem's
+conditions fails with exit 2 (bad input outranks a failed gate).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ampcalc.cli.app import (
+    EpsilonOpt,
+    ExitCode,
+    FormatOpt,
+    JsonOpt,
+    SetOpt,
+    app,
+    emit_result,
+    resolve_format,
+    say,
+)
+
+
+def verdict(result: dict[str, Any], max_epsilon: float, max_delta: float | None) -> dict[str, Any]:
+    """PASS/FAIL of one bound result against the budget (``ampcalc.api.check_verdict``)."""
+    from ampcalc.api import check_verdict
+
+    return check_verdict(result, max_epsilon, max_delta)
+
+
+def line(entry: dict[str, Any]) -> str:
+    """``PASS name: ε′ <= 0.0123 (max 1), δ′ = 0 (max 1e-06)`` or ``FAIL ...: reason``."""
+    up = entry["epsilon_prime_upper"]
+    nums = f"ε′ <= {up:.6g} (max {entry['max_epsilon']:g})" if up is not None else "ε′: no bound"
+    if entry["max_delta"] is not None:
+        dp = entry["delta_prime"]
+        shown = "no bound" if dp is None else f"{dp:.6g}"
+        nums += f", δ′ = {shown} (max {entry['max_delta']:g})"
+    if entry["passed"]:
+        return f"PASS {entry['name']}: {nums}"
+    return f"FAIL {entry['name']}: {nums}: " + "; ".join(entry["reasons"])
+
+
+DesignsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Design files (YAML); '-' reads standard input. Default: ./ampcalc.yaml.",
+        show_default=False,
+    ),
+]
+
+
+@app.command()
+def check(
+    design: DesignsArg = None,
+    max_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--max-epsilon",
+            help="The ε′ budget: every design's upper bound must be at most this.",
+            show_default=False,
+        ),
+    ] = None,
+    max_delta: Annotated[
+        float | None,
+        typer.Option("--max-delta", help="The δ′ budget (when given).", show_default=False),
+    ] = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    set_: SetOpt = None,
+    epsilon: EpsilonOpt = None,
+) -> int:
+    """Guard a privacy budget: PASS/FAIL per design (of every file), exit 1 if any fails.
+
+    Example:  ampcalc check examples/designs/srswor.yaml --max-epsilon 0.05
+    """
+    output = resolve_format(fmt, as_json)
+    import math
+
+    from ampcalc.api import check as check_designs
+    from ampcalc.cli.app import load
+
+    if max_epsilon is None:
+        raise typer.BadParameter(
+            "give the budget, e.g. --max-epsilon 1", param_hint="--max-epsilon"
+        )
+    if not math.isfinite(max_epsilon) or max_epsilon <= 0:
+        raise typer.BadParameter(
+            f"expected a finite number > 0, got {max_epsilon:g}", param_hint="--max-epsilon"
+        )
+    if max_delta is not None and not 0 <= max_delta <= 1:
+        raise typer.BadParameter(
+            f"expected a number in [0, 1], got {max_delta:g}", param_hint="--max-delta"
+        )
+    paths: list[str | None] = list(design) if design else [None]
+    designs = [d for path in paths for d in load(path, set_)]
+    entries = check_designs(designs, max_epsilon, max_delta, epsilon=epsilon)
+    code = ExitCode.OK
+    for e in entries:
+        if e["error"]:
+            say(f"{e['name']}: {e['error']}")
+            code = max(code, ExitCode.BAD_INPUT)
+        elif not e["passed"]:
+            code = max(code, ExitCode.GATE_FAILED)
+    emit_result(
+        output,
+        "check",
+        lambda: {"passed": all(e["passed"] for e in entries), "results": entries},
+        csv=entries,
+        table=lambda _rich: "".join(line(e) + "\n" for e in entries),
+    )
+    return int(code)

@@ -1,0 +1,149 @@
+"""``ampcalc plan``: does secret SRSWOR sampling buy accuracy at a fixed privacy target?
+
+A planner design names the *population-level* target (ε, δ) the release must meet, an
+SRSWOR sampling frame (population N; a fixed ``sample`` or a grid of ``rates``) and a
+``statistic:`` block (``mean`` | ``median`` | ``custom``). For each rate it reports the
+sample-spend (ε_n, δ_n) that 002 Theorem 1 allows, the variance (MSE) of the private
+estimate from the sample and from the whole population, and whether sampling gains.
+Science: 002_2b0afa8716090992.txt §4, spec §9; the computations live in
+``ampcalc.planner``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+import typer
+
+from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, app, emit_result, resolve_format
+
+__all__ = ["sparkline", "table"]
+
+_SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float]) -> str:
+    """A one-line chart of log(V_n/V_N) (higher = worse)."""
+    logs = [math.log10(v) for v in values if v > 0]
+    if not logs:
+        return ""
+    lo, hi = min(logs), max(logs)
+    span = hi - lo or 1.0
+    return "".join(_SPARK[round((v - lo) / span * (len(_SPARK) - 1))] for v in logs)
+
+
+def _g(x: Any) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.4g}"
+
+
+def table(plan: dict[str, Any], rich: bool) -> str:
+    """The plain-text rendering of one plan."""
+    lines = [
+        f"{plan['name']} — {plan['statistic']}: population target ε = "
+        f"{plan['epsilon_population']:g}, δ = {plan['delta_population']:g}, "
+        f"N = {plan['population']}",
+    ]
+    head = ["rate", "n", "ε_n (sample)", "δ_n", "V_n", "V_N", "V_n/V_N", "r", "q", "gain"]
+    body = []
+    for r in plan["rows"]:
+        ratio = (
+            r["variance_sample"] / r["variance_population"] if r["variance_population"] else None
+        )
+        body.append(
+            [
+                _g(r["rate"]),
+                _g(r["sample_size"]),
+                _g(r["epsilon_sample"]),
+                _g(r["delta_sample"]),
+                _g(r["variance_sample"]),
+                _g(r["variance_population"]),
+                _g(ratio),
+                _g(r["noise_ratio"]),
+                _g(r["q_bound"]),
+                _g(r["gain"]),
+            ]
+        )
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
+    lines.extend("  ".join(c.rjust(w) for c, w in zip(b, widths, strict=True)) for b in body)
+    if rich and len(plan["rows"]) > 1:
+        ratios = [
+            r["variance_sample"] / r["variance_population"]
+            for r in plan["rows"]
+            if r["variance_population"]
+        ]
+        lines.append(f"V_n/V_N by rate (log scale): {sparkline(ratios)}")
+    lines.append(f"best rate: {plan['best_rate']:g}")
+    lines.append(f"conclusion: {plan['conclusion']}")
+    if "max_rate_for_gain" in plan:
+        lines.append(
+            f"largest rate at which a sampling-variance share q = {plan['q']:g} of "
+            f"V_N still allows a gain: {plan['max_rate_for_gain']:.6g} (002 §4.1)"
+        )
+    lines.extend(f"assumption: {a}" for a in plan["assumptions"])
+    lines.extend(f"note: {n}" for n in plan["notes"])
+    return "\n".join(lines) + "\n"
+
+
+@app.command()
+def plan(
+    design: Annotated[
+        str | None,
+        typer.Argument(
+            help="Planner design (YAML); '-' reads standard input.", show_default=False
+        ),
+    ] = None,
+    q: Annotated[
+        float | None,
+        typer.Option(
+            "--q",
+            help="Sampling-variance share of V_N: report the largest rate "
+            "that still allows a gain (spec §9.2).",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+) -> int:
+    """Plan accuracy: does sampling (SRSWOR) buy accuracy at a fixed population target ε?
+
+    Example:  ampcalc plan examples/plans/mean.yaml --q 0.6
+    """
+    output = resolve_format(fmt, as_json)
+    if q is not None and not (0 <= q < 1):
+        raise typer.BadParameter(f"expected a number in [0, 1), got {q:g}", param_hint="--q")
+    from ampcalc.analyses.plan import read_plan
+
+    result = read_plan(design, q).to_dict()
+    emit_result(
+        output,
+        "plan",
+        {"results": [result]},
+        csv=_csv_records(result),
+        table=lambda rich: table(result, rich),
+    )
+    return int(ExitCode.OK)
+
+
+def _csv_records(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One CSV row per rate: the plan's name, statistic and best rate, then the row."""
+    recs = []
+    for r in result["rows"]:
+        rec = {
+            "name": result["name"],
+            "statistic": result["statistic"],
+            "best_rate": result["best_rate"],
+            **r,
+        }
+        if "max_rate_for_gain" in result:
+            rec["q"] = result["q"]
+            rec["max_rate_for_gain"] = result["max_rate_for_gain"]
+        recs.append(rec)
+    return recs

@@ -1,0 +1,657 @@
+"""``ampcalc pws``: the private weighted sampling table, sanitiser and estimator.
+
+- ``pws table DESIGN``: every per-frequency row (q_i, π_i, p_i, SbH φ_i) of a pws
+  design (004_219872908bad6779.txt Alg. 3; spec B9), ``--verify`` runs the DP
+  self-check on Algorithm 4's rows.
+- ``pws sanitize SAMPLE.csv --design D --seed S``: Algorithm 2 of 004 on a real sample
+  (keys only, or keys with sanitised frequencies from Algorithm 4), streaming, with a
+  counter-based per-key generator (same output however the file is chunked).
+- ``pws estimate PRIVATE.csv --design D``: the MLE estimator (004 Eq. 9, spec B8) of
+  the sum of frequencies, with per-frequency bias, variance, MSE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ampcalc.cli.app import (
+    ExitCode,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    SetOpt,
+    app,
+    emit,
+    emit_result,
+    load,
+    resolve_format,
+    result_text,
+    say,
+)
+from ampcalc.load.files import excerpt, excerpt_names
+from ampcalc.model.limits import LIMITS
+
+if TYPE_CHECKING:
+    from ampcalc.api import PwsSanitiser
+
+pws_app = typer.Typer(
+    help="Private weighted sampling (004): table, sanitiser, estimator.",
+    no_args_is_help=True,
+)
+app.add_typer(pws_app, name="pws")
+
+DesignOpt = Annotated[
+    str, typer.Option("--design", "-d", help="The pws design (YAML).", show_default=False)
+]
+
+
+def _design(path: str | None, overrides: list[str] | None) -> Any:
+    from ampcalc.api import pws_design
+
+    return pws_design(load(path, overrides))
+
+
+def _read_rows(
+    path: str, chunk: int, need_freq: bool = True
+) -> Iterator[tuple[list[str], Sequence[int], list[list[str]]]]:
+    """CSV rows in chunks: yields (header, line numbers, rows)."""
+    import csv
+    import itertools
+    import sys
+
+    from ampcalc.load.files import not_utf8, note_stdin, open_input
+    from ampcalc.model.errors import DesignError
+
+    start = 1
+    if path == "-":
+        note_stdin()
+    fh = sys.stdin if path == "-" else open_input(path, what="sample file", newline="")
+    cap = LIMITS["line_chars"].value
+
+    def lines() -> Iterator[str]:
+        while text := _bounded_line(fh, cap, path, start):
+            yield text
+
+    try:
+        reader = csv.reader(lines())
+        first = next(reader, None)
+        if first is None:
+            raise DesignError(f"{path}: empty file (expected rows key,frequency[,score])")
+        header = [c.strip() for c in first]
+        pending: list[list[str]] = []
+        start = 2
+        if len(first) >= 2 and first[1].strip().lstrip("-").isdigit():
+            header = ["key", "frequency", "score"][: len(first)]
+            pending.append(first)
+            start = 1
+        if "key" not in header or (need_freq and "frequency" not in header):
+            raise DesignError(
+                f"{path}:1: expected a header with columns `key` and `frequency` "
+                f"(got {excerpt_names(header)})"
+            )
+        while True:
+            rows = pending + list(itertools.islice(reader, chunk - len(pending)))
+            pending = []
+            if not rows:
+                break
+            # line numbers of records (one line per record; quoted newlines shift them)
+            yield header, range(start, start + len(rows)), rows
+            start += len(rows)
+    except UnicodeDecodeError:
+        raise DesignError(not_utf8(path, start)) from None
+    except csv.Error as exc:  # a NUL byte, a field past the csv module's limit
+        shown = "<stdin>" if path == "-" else path
+        raise DesignError(f"{shown}:{start}: not a CSV file ({excerpt(str(exc))})") from None
+    finally:
+        if fh is not sys.stdin:
+            fh.close()
+
+
+def _read_columns(
+    path: str, chunk: int
+) -> Iterator[tuple[list[str], Sequence[int], list[list[str]]]]:
+    """The sample CSV in chunks of about ``chunk`` rows, as columns: yields (header,
+    line numbers, list of columns). Chunks without quotes are split directly (fast);
+    quoted chunks go through the csv module. Every row must have the header's width."""
+    import csv
+    import io
+    import sys
+
+    from ampcalc.load.files import not_utf8, note_stdin, open_input
+    from ampcalc.model.errors import DesignError
+
+    start = 1
+    if path == "-":
+        note_stdin()
+    fh = sys.stdin if path == "-" else open_input(path, what="sample file")
+    try:
+        cap = LIMITS["line_chars"].value
+        first = _bounded_line(fh, cap, path, 1)
+        if not first.strip():
+            raise DesignError(f"{path}: empty file (expected rows key,frequency[,score])")
+        parsed = next(csv.reader([first]))
+        header = [c.strip() for c in parsed]
+        pending, start = "", 2
+        if len(parsed) >= 2 and parsed[1].strip().lstrip("-").isdigit():
+            header = ["key", "frequency", "score"][: len(parsed)]
+            pending, start = first, 1
+        if "key" not in header or "frequency" not in header:
+            raise DesignError(
+                f"{path}:1: expected a header with columns `key` and `frequency` "
+                f"(got {excerpt_names(header)})"
+            )
+        width = len(header)
+        size = max(1, chunk) * 24
+        while True:
+            text = pending + fh.read(size)
+            pending = ""
+            if not text:
+                break
+            if not text.endswith("\n"):
+                text += _bounded_line(fh, cap, path, start + text.count("\n"))
+            while text.count('"') % 2:
+                more = _bounded_line(fh, cap, path, start + text.count("\n"))
+                if not more:
+                    break
+                text += more
+            text = text[:-1] if text.endswith("\n") else text
+            if '"' in text or "\n\n" in text or text.startswith("\n") or not text:
+                # slow path: quotes or blank lines (skipped); line numbers from csv
+                rdr = csv.reader(io.StringIO(text))
+                rows, lns = [], []
+                for r in rdr:
+                    if not r:
+                        continue
+                    if len(r) != width:
+                        raise DesignError(
+                            f"{path}:{start + rdr.line_num - 1}: expected {width} fields "
+                            f"({excerpt_names(header)}), got {len(r)}"
+                        )
+                    rows.append(r)
+                    lns.append(start + rdr.line_num - 1)
+                start += text.count("\n") + 1
+                if rows:
+                    yield header, lns, [list(c) for c in zip(*rows, strict=True)]
+                continue
+            lines = text.split("\n")
+            n = len(lines)
+            flat = text.replace("\n", ",").split(",")
+            if len(flat) != n * width:
+                for k, line in enumerate(lines):
+                    got = line.count(",") + 1
+                    if got != width:
+                        raise DesignError(
+                            f"{path}:{start + k}: expected {width} fields "
+                            f"({excerpt_names(header)}), got {got}"
+                        )
+            cols = [flat[c::width] for c in range(width)]
+            yield header, range(start, start + n), cols
+            start += n
+    except UnicodeDecodeError:
+        raise DesignError(not_utf8(path, start)) from None
+    finally:
+        if fh is not sys.stdin:
+            fh.close()
+
+
+def _bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
+    """One line, refused past ``cap`` characters (standard input can be endless)."""
+    from ampcalc.model.errors import DesignError
+
+    text: str = fh.readline(cap + 1)
+    if len(text) > cap:
+        shown = "<stdin>" if path == "-" else path
+        raise DesignError(f"{shown}:{line}: " + LIMITS["line_chars"].message(len(text)))
+    return text
+
+
+def _parse_freq(value: str, path: str, line: int, what: str = "frequency") -> int:
+    from ampcalc.model.errors import DesignError
+
+    try:
+        v = int(value)
+    except ValueError:
+        v = None
+    if v is None or v < 1:
+        raise DesignError(
+            f"{path}:{line}: {what} {excerpt(value)} is not a whole number >= 1 (keys with "
+            "frequency 0 are not in the data; frequencies count elements)"
+        )
+    return v
+
+
+@pws_app.command("table")
+def table_cmd(
+    design: Annotated[str | None, typer.Argument(help="The pws design (YAML).")] = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    max_frequency: Annotated[
+        int | None, typer.Option("--max-frequency", help="Rows to write (default: design's).")
+    ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Run Algorithm 4 and check every hockey-stick <= δ."),
+    ] = False,
+    overrides: SetOpt = None,
+) -> int:
+    """Every per-frequency row of a pws design: i, q_i, π_i, p_i, SbH φ_i, π_i/φ_i."""
+    from ampcalc.api import pws_table
+
+    out_format = resolve_format(fmt, as_json)
+    d, params = _design(design, overrides)
+    payload = pws_table([d], max_frequency, verify=verify)
+    rows = payload.pop("frequencies")
+    summary: dict[str, Any] = payload
+    n = len(rows)
+    status = ExitCode.OK
+    if verify and not summary["verified"]:
+        say(
+            f"self-check failed: hockey-stick divergence {summary['max_hockey_stick']!r} "
+            f"> δ = {params.delta!r}"
+        )
+        status = ExitCode.SELF_CHECK_FAILED
+
+    def table(rich: bool) -> str:
+        from ampcalc.output.render import fmt as f6
+        from ampcalc.output.render import render_table
+
+        interesting = [r for r in rows if r["pi"] < r["q"]] or rows[:5]
+        header = ["i", "q_i", "π_i", "p_i", "SbH φ_i", "π_i/φ_i"]
+        body = [
+            [
+                str(r["frequency"]),
+                f6(r["q"]),
+                f6(r["pi"]),
+                f6(r["p"]),
+                f6(r["phi_sbh"]),
+                f6(r["ratio"]),
+            ]
+            for r in interesting
+        ]
+        foot = [
+            f"{d.name}: (ε, δ) = ({params.epsilon:g}, {params.delta:g}), "
+            f"L = {summary['L']:.6g}; "
+            f"{summary['privacy_cost_rows']} of {n} rows have π_i < q_i (shown); "
+            f"π_i = q_i for good from i = {summary['settled_from']}"
+        ]
+        if verify:
+            foot.append(
+                f"max hockey-stick divergence = {summary['max_hockey_stick']!r} (δ = "
+                f"{params.delta!r}; keys only: exact check; sanitised frequencies: float "
+                "rounding slack allowed)"
+            )
+        return render_table(header, body, foot, rich_output=rich)
+
+    payload = {**summary, "frequencies": rows}
+    emit_result(out_format, "pws table", payload, csv=rows, table=table)
+    return int(status)
+
+
+def _verify(
+    params: Any, q: Any, pi: Any, rows: Any, frequencies: bool = True
+) -> tuple[bool, float, bool]:
+    """DP self-check of the tables used (``ampcalc.api.pws_self_check``)."""
+    from ampcalc.api import pws_self_check
+
+    return pws_self_check(params, q, pi, rows, frequencies)
+
+
+@pws_app.command("sanitize")
+def sanitize_cmd(
+    sample: Annotated[str, typer.Argument(help="Sample CSV: key,frequency[,score] ('-': stdin).")],
+    design: DesignOpt,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sanitiser's draws.")],
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Output CSV (default: stdout).")
+    ] = None,
+    frequencies: Annotated[
+        bool,
+        typer.Option("--frequencies", help="Report sanitised frequencies (Algorithm 4)."),
+    ] = False,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream",
+            help="Bounded memory: the input must be sorted by key (duplicates and "
+            "out-of-order keys are errors naming both rows).",
+        ),
+    ] = False,
+    no_extend: Annotated[
+        bool,
+        typer.Option(
+            "--no-extend", help="Refuse frequencies above max_frequency instead of computing."
+        ),
+    ] = False,
+    chunk: Annotated[int, typer.Option("--chunk-size", help="Rows per chunk.")] = 200_000,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Check the DP of the tables used (hockey-stick).")
+    ] = False,
+    overrides: SetOpt = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="numpy (one process) or dask (SAMPLE: a file, directory or glob of "
+            "CSV/Parquet partitions; the dask extra).",
+        ),
+    ] = "numpy",
+    output_fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--output-format",
+            help="Dask engine: part files as csv or parquet (default: the output's "
+            "suffix, else the input's format).",
+            show_default=False,
+        ),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option("--workers", help="Dask engine: workers of the local cluster.")
+    ] = 2,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="Dask engine: address of a running scheduler, or "
+            "synchronous|threads|processes (default: a local cluster).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the run's summary as JSON (needs --output).")
+    ] = False,
+) -> int:
+    """Sanitise a non-private weighted sample (004 Alg. 2): keys, or keys and frequencies."""
+    import contextlib
+    import csv
+    import operator
+    import sys
+
+    import numpy as np
+
+    from ampcalc.math import pws as K
+    from ampcalc.model.errors import DesignError
+
+    if engine not in ("numpy", "dask"):
+        raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
+    if as_json and not output:
+        raise DesignError("--json prints the summary on standard output: give --output")
+    from ampcalc.load.files import atomic_write, refuse_input_as_output
+
+    refuse_input_as_output(output, [sample, design])
+    if engine == "dask":
+        from ampcalc.records.distributed import require_dask
+
+        require_dask()
+        if stream:
+            raise DesignError(
+                "--stream is for --engine numpy (the Dask engine holds one partition at a "
+                "time per worker)"
+            )
+    d, params = _design(design, overrides)
+    from ampcalc.api import PwsSanitiser
+
+    san = PwsSanitiser(params, frequencies, extend=not no_extend)
+    if engine == "dask":
+        return _sanitize_dask(
+            d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
+            chunk, verify, scheduler, workers, as_json,
+        )  # fmt: skip
+    seen: dict[str, int] = {}
+    prev: tuple[str, int] | None = None
+    with contextlib.ExitStack() as stack:
+        out: Any = sys.stdout
+        if output is not None:
+            out = stack.enter_context(atomic_write(output, newline="", inputs=[sample, design]))
+        writer = csv.writer(out, lineterminator="\n")
+        n_in = n_out = 0
+        started = False
+        for header, lines, cols in _read_columns(sample, chunk):
+            ki, fi = header.index("key"), header.index("frequency")
+            si = header.index("score") if "score" in header else None
+            extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
+            if not started:
+                writer.writerow(
+                    ["key", *(["frequency"] if frequencies else []), *[header[c] for c in extra]]
+                )
+                started = True
+            keys = cols[ki]
+            freqs = _parse_freqs(cols[fi], sample, lines)
+            if si is not None:
+                for n, v in enumerate(cols[si]):
+                    _check_score(v, params, int(freqs[n]), sample, lines[n])
+            if stream:
+                order = np.flatnonzero(
+                    np.fromiter(map(operator.le, keys[1:], keys[:-1]), bool, len(keys) - 1)
+                )
+                if prev is not None and keys[0] <= prev[0]:
+                    order = np.concatenate(([-1], order))
+                if order.size:
+                    n = int(order[0]) + 1
+                    if n > 0:
+                        pk, pl = keys[n - 1], lines[n - 1]
+                    else:
+                        assert prev is not None  # −1 leads `order` only after a chunk
+                        pk, pl = prev
+                    what = "repeats" if keys[n] == pk else "comes after"
+                    raise DesignError(
+                        f"{sample}:{lines[n]}: key {excerpt(keys[n])} {what} key "
+                        f"{excerpt(pk)} of line {pl} (streaming needs input sorted by key, "
+                        "each key once)"
+                    )
+                prev = (keys[-1], lines[-1])
+            else:
+                chunk_keys = dict(zip(keys, lines, strict=True))
+                if len(chunk_keys) != len(keys) or not seen.keys().isdisjoint(chunk_keys):
+                    _duplicate(keys, lines, seen, sample)
+                seen.update(chunk_keys)
+            if freqs.size:
+                top = int(freqs.max())
+                where = f"{sample}:{lines[int(np.argmax(freqs))]}"
+                san.ensure(top, where)
+            kept, tokens = K.sanitize_keys(keys, freqs, seed, p=san.p, rows=san.rows)
+            n_in += len(keys)
+            idx = np.flatnonzero(kept).tolist()
+            if frequencies:
+                assert tokens is not None
+                tok = tokens.tolist()
+                writer.writerows([keys[n], tok[n], *[cols[c][n] for c in extra]] for n in idx)
+            else:
+                writer.writerows([keys[n], *[cols[c][n] for c in extra]] for n in idx)
+            n_out += len(idx)
+    if verify:
+        ok, worst, exact = _verify(params, san.q, san.pi, san.rows, frequencies)
+        if not ok:
+            say(f"self-check failed: hockey-stick {worst!r} > δ = {params.delta!r}")
+            return int(ExitCode.SELF_CHECK_FAILED)
+        how = "exact" if exact and not frequencies else "up to float rounding of Algorithm 4"
+        say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
+    say(f"sanitised {n_in} keys: {n_out} reported (rows computed up to frequency {san.n})")
+    if as_json:
+        summary = _sanitize_summary(
+            d, "numpy", seed, frequencies, n_in, n_out, san.n, 1, output, "csv"
+        )
+        emit_result(Format.json, "pws sanitize", summary)
+    return int(ExitCode.OK)
+
+
+def _sanitize_summary(
+    d: Any, engine: str, seed: int, frequencies: bool, keys: int, reported: int, rows: int,
+    partitions: int, output: str | None, output_format: str,
+) -> dict[str, Any]:  # fmt: skip
+    """The run's summary (the same fields for both engines)."""
+    return {
+        "design": d.name,
+        "engine": engine,
+        "seed": seed,
+        "frequencies": frequencies,
+        "keys": keys,
+        "reported": reported,
+        "rows_computed_up_to": rows,
+        "partitions": partitions,
+        "output": output,
+        "output_format": output_format,
+    }
+
+
+def _sanitize_dask(
+    d: Any, params: Any, san: PwsSanitiser, sample: str, output: str | None,
+    output_fmt: str | None, seed: int, frequencies: bool, no_extend: bool, chunk: int,
+    verify: bool, scheduler: str | None, workers: int, as_json: bool,
+) -> int:  # fmt: skip
+    """``--engine dask``: the same rows as part files, the same checks and summary."""
+    from ampcalc.records import distributed
+
+    t = distributed.run_sanitize(
+        params, san, sample=sample, output=output, fmt=output_fmt, seed=seed,
+        frequencies=frequencies, extend=not no_extend, chunk=chunk, address=scheduler,
+        workers=workers,
+    )  # fmt: skip
+    n = t["rows_computed_up_to"]
+    if verify:
+        san.ensure(n, sample)
+        ok, worst, exact = _verify(params, san.q, san.pi, san.rows, frequencies)
+        if not ok:
+            say(f"self-check failed: hockey-stick {worst!r} > δ = {params.delta!r}")
+            return int(ExitCode.SELF_CHECK_FAILED)
+        how = "exact" if exact and not frequencies else "up to float rounding of Algorithm 4"
+        say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
+    keys, reported = t["keys"], t["reported"]
+    say(f"sanitised {keys} keys: {reported} reported (rows computed up to frequency {n})")
+    summary = _sanitize_summary(
+        d, "dask", seed, frequencies, t["keys"], t["reported"], n, t["partitions"],
+        t["output"], t["output_format"],
+    )  # fmt: skip
+    text = result_text(Format.json, "pws sanitize", summary)
+    distributed.write_summary_text(t["output"], text)
+    if as_json:
+        emit(text)
+    return int(ExitCode.OK)
+
+
+def _parse_freqs(col: Any, path: str, lines: Sequence[int]) -> Any:
+    """The frequency column as int64; the first bad cell is an error naming its line."""
+    import numpy as np
+
+    try:
+        fast = np.array(col, dtype=np.int64)
+        if fast.size == 0 or fast.min() >= 1:
+            return fast
+    except (ValueError, OverflowError):
+        pass
+    arr = np.array(col, dtype=str)
+    arr = np.char.strip(arr)
+    ok = np.char.isdigit(arr)
+    if ok.all():
+        out = arr.astype(np.int64)
+        if (out >= 1).all():
+            return out
+        n = int(np.flatnonzero(out < 1)[0])
+    else:
+        n = int(np.flatnonzero(~ok)[0])
+    return _parse_freq(str(arr[n]), path, lines[n])
+
+
+def _duplicate(keys: list[str], lines: Sequence[int], seen: dict[str, int], path: str) -> None:
+    from ampcalc.model.errors import DesignError
+
+    first: dict[str, int] = {}
+    for k, ln in zip(keys, lines, strict=True):
+        earlier = seen.get(k, first.get(k))
+        if earlier is not None:
+            raise DesignError(
+                f"{path}:{ln}: duplicate key {excerpt(k)} (first on line {earlier}); "
+                "a weighted sample lists each key once with its frequency"
+            )
+        first[k] = ln
+
+
+def _check_score(value: str, params: Any, w: int, path: str, line: int) -> None:
+    from ampcalc.model.errors import DesignError
+
+    try:
+        s = float(value)
+    except ValueError:
+        raise DesignError(f"{path}:{line}: score {excerpt(value)} is not a number") from None
+    if params.inclusion is None and params.method != "none" and not s < params.threshold:
+        raise DesignError(
+            f"{path}:{line}: score {s:g} >= τ = {params.threshold:g}: this key is not in a "
+            f"{params.method} sample with threshold τ (scores below τ are sampled)"
+        )
+
+
+@pws_app.command("estimate")
+def estimate_cmd(
+    private: Annotated[
+        str, typer.Argument(help="Sanitised CSV from `pws sanitize --frequencies`.")
+    ],
+    design: DesignOpt,
+    select: Annotated[
+        list[str] | None,
+        typer.Option("--select", help="Keep rows with COLUMN=VALUE (repeatable, all must hold)."),
+    ] = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    overrides: SetOpt = None,
+) -> int:
+    """MLE estimate of the sum of frequencies (004 Eq. 9), with bias/variance (spec B8)."""
+
+    from ampcalc.model.errors import DesignError
+
+    out_format = resolve_format(fmt, as_json)
+    _, params = _design(design, overrides)
+    conds: list[tuple[str, str]] = []
+    for s in select or []:
+        if "=" not in s:
+            raise typer.BadParameter(f"expected COLUMN=VALUE, got {s!r}", param_hint="--select")
+        c, v = s.split("=", 1)
+        conds.append((c.strip(), v))
+    tokens: list[int] = []
+    for header, lines, rows_ in _read_rows(private, 1_000_000, need_freq=False):
+        if "frequency" not in header:
+            raise DesignError(
+                f"{private}:1: no `frequency` column: the estimator needs sanitised "
+                "frequencies (run `ampcalc pws sanitize --frequencies`)"
+            )
+        fi = header.index("frequency")
+        for c, _ in conds:
+            if c not in header:
+                raise DesignError(f"{private}:1: --select column {excerpt(c)} not in the header")
+        idx = [(header.index(c), v) for c, v in conds]
+        for line, row in zip(lines, rows_, strict=True):
+            if all(row[i] == v for i, v in idx):
+                tokens.append(_parse_freq(row[fi].strip(), private, line))
+    from ampcalc.api import pws_estimate_params
+
+    result = pws_estimate_params(params, tokens)
+    per = result.pop("frequencies")
+    summary = {**result, "select": dict(conds)}
+    est, top, nrmse = result["estimate"], len(per), result["nrmse_plugin"]
+    b_plug, v_plug = result["bias_plugin"], result["variance_plugin"]
+
+    def table(rich: bool) -> str:
+        from ampcalc.output.render import fmt as f6
+        from ampcalc.output.render import render_table
+
+        body = [
+            [str(r["frequency"]), f6(r["a"]), f6(r["bias"]), f6(r["variance"]), f6(r["nrmse"])]
+            for r in per[: min(top, 20)]
+        ]
+        foot = [
+            f"sum of frequencies ≈ {est:.6g} from {len(tokens)} reported keys (MLE, 004 Eq. 9)",
+            f"plug-in bias {b_plug:.4g}, variance {v_plug:.4g}, NRMSE {f6(nrmse)} "
+            "(each key's frequency taken as its MLE frequency i_j; unreported keys add "
+            "bias not counted here)",
+        ]
+        return render_table(
+            ["i", "a_i", "Bias_i", "Var_i", "NRMSE_i"], body, foot, rich_output=rich
+        )
+
+    payload = {**summary, "frequencies": per}
+    emit_result(out_format, "pws estimate", payload, csv=per, table=table)
+    return int(ExitCode.OK)
+
+
+__all__ = ["pws_app"]

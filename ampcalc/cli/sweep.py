@@ -1,0 +1,273 @@
+"""``ampcalc sweep``: bounds (or inverses, or plans) over a grid of design values.
+
+The evaluation is ``ampcalc.sweep``; the figure is ``ampcalc.plot``. This module only
+parses options, renders and chooses the exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ampcalc.cli.app import (
+    DesignArg,
+    ExitCode,
+    FormatOpt,
+    JsonOpt,
+    SetOpt,
+    app,
+    emit_result,
+    resolve_format,
+    say,
+)
+
+TABLE_ROWS = 200
+PROGRESS_FROM = 20  # grid points
+
+
+@app.command()
+def sweep(
+    design: DesignArg = None,
+    vary: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vary",
+            "-v",
+            help=(
+                "PATH=SPEC: a numeric design field and its values, start:stop:steps, "
+                "start:stop:steps:log or a comma list (e.g. mechanism.epsilon=0.01:10:100:log, "
+                "sampling.sample=100,500,1000, target=0.1,0.5,1). Twice for a grid."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    of: Annotated[
+        str,
+        typer.Option(
+            "--of", help="What to sweep: bound (ε′), invert (M's ε for a target) or plan."
+        ),
+    ] = "bound",
+    target: Annotated[
+        float | None,
+        typer.Option("--target", "-t", help="Target ε′ for --of invert.", show_default=False),
+    ] = None,
+    target_delta: Annotated[
+        float | None,
+        typer.Option("--target-delta", help="Target δ′ for --of invert.", show_default=False),
+    ] = None,
+    plot: Annotated[
+        str | None,
+        typer.Option(
+            "--plot",
+            help=(
+                "Draw the sweep to this file (.png, .svg, .pdf; needs the plot extra: "
+                "pip install ampcalc\\[plot])."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    log_x: Annotated[
+        bool | None,
+        typer.Option("--log-x/--linear-x", help="x axis scale (default: log for :log specs)."),
+    ] = None,
+    log_y: Annotated[bool, typer.Option("--log-y", help="Log y axis.")] = False,
+    heatmap: Annotated[
+        bool, typer.Option("--heatmap", help="Two --vary options: draw a heatmap.")
+    ] = False,
+    title: Annotated[
+        str | None, typer.Option("--title", help="Figure title.", show_default=False)
+    ] = None,
+    xlabel: Annotated[
+        str | None, typer.Option("--xlabel", help="x axis label.", show_default=False)
+    ] = None,
+    ylabel: Annotated[
+        str | None, typer.Option("--ylabel", help="y axis label.", show_default=False)
+    ] = None,
+    x_factor: Annotated[
+        float,
+        typer.Option(
+            "--x-factor",
+            help="Multiply x values by this in the figure (e.g. 1e-4 shows m of N=10⁴ as a rate).",
+        ),
+    ] = 1.0,
+    y_column: Annotated[
+        str | None,
+        typer.Option("--y", help="Draw this result column as lines.", show_default=False),
+    ] = None,
+    chart: Annotated[
+        bool | None,
+        typer.Option(
+            "--chart/--no-chart", help="Text chart under the table (default: on a terminal)."
+        ),
+    ] = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    set_: SetOpt = None,
+) -> int:
+    """Bounds over a grid of design values: CSV/JSON rows and, with --plot, a figure.
+
+    Example:  ampcalc sweep examples/designs/srswor.yaml --vary mechanism.epsilon=0.01:10:50:log
+    --plot eps.png
+    """
+    output = resolve_format(fmt, as_json)
+    from ampcalc.analyses import sweep as sw
+    from ampcalc.designs.document import parse_yaml, read_source
+    from ampcalc.model.errors import DesignError
+
+    if of not in sw.KINDS:
+        raise typer.BadParameter(
+            f"{of!r}; expected one of {', '.join(sw.KINDS)}", param_hint="--of"
+        )
+    if not vary:
+        raise DesignError(
+            "nothing to sweep: give --vary PATH=SPEC, e.g. "
+            "--vary mechanism.epsilon=0.01:10:100:log"
+        )
+    varies = [sw.parse_vary(v) for v in vary]
+    if plot is not None:
+        from ampcalc.load.files import refuse_input_as_output
+        from ampcalc.output.plot import check_output
+
+        check_output(plot)
+        refuse_input_as_output(plot, [design], option="--plot")
+    text, name = read_source(design)
+    document = parse_yaml(text, filename=name)
+
+    total = 1
+    for v in varies:
+        if not (of == "bound" and v.path == sw.EPSILON_PATH) and not (
+            of in ("invert", "plan") and v.path == sw.TARGET_PATH
+        ):
+            total *= len(v.values)
+    progress = None
+    bar = None
+    if total >= PROGRESS_FROM and sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import Progress
+
+        bar = Progress(console=Console(stderr=True), transient=True)
+        task = bar.add_task("sweeping", total=total)
+        bar.start()
+
+        def progress(done: int, _total: int) -> None:
+            bar.update(task, completed=done)
+
+    try:
+        result = sw.evaluate(
+            document,
+            varies,
+            of=of,
+            filename=name,
+            overrides=set_ or (),
+            target=target,
+            target_delta=target_delta,
+            progress=progress,
+        )
+    finally:
+        if bar is not None:
+            bar.stop()
+
+    code = ExitCode.OK
+    failed = result.failed_points()
+    if failed:
+        for e in result.errors():
+            say(f"outside the conditions at some points: {e}")
+        say(f"{failed} of {len(result)} points have no bound (outside their theorem's conditions)")
+        if failed == len(result):
+            code = ExitCode.BAD_INPUT
+
+    if plot is not None:
+        from ampcalc.output.plot import figure
+
+        figure(
+            result,
+            plot,
+            log_x=log_x,
+            log_y=log_y,
+            title=title,
+            xlabel=xlabel,
+            ylabel=ylabel,
+            x_factor=x_factor,
+            heatmap=heatmap,
+            y_column=y_column,
+        )
+        say(f"wrote {plot}")
+
+    def csv_text() -> str:
+        import io
+
+        buf = io.StringIO()
+        sw.write_csv(result, buf)
+        return buf.getvalue()
+
+    emit_result(
+        output,
+        "sweep",
+        lambda: sw.document(result),
+        csv=csv_text,
+        table=lambda rich: _table(result, rich=rich, chart=chart),
+    )
+    return int(code)
+
+
+def _table(result: object, *, rich: bool, chart: bool | None) -> str:
+    from ampcalc.analyses.sweep import Sweep
+    from ampcalc.output import render
+    from ampcalc.output.plot import label, text_chart
+
+    assert isinstance(result, Sweep)
+    vary_cols = [v.path for v in result.varies]
+    if result.of == "bound":
+        shown = [
+            ("epsilon_prime.lower", "ε′ lower"),
+            ("epsilon_prime.upper", "ε′ upper"),
+            ("delta_prime", "δ′"),
+            ("verdict", "verdict"),
+        ]
+        vary_cols = [c for c in vary_cols if c != "mechanism.epsilon"]
+        shown.insert(0, ("epsilon", "ε (M)"))
+    elif result.of == "invert":
+        vary_cols = [c for c in vary_cols if c != "target.epsilon_prime"]
+        shown = [
+            ("target.epsilon_prime", "target ε′"),
+            ("epsilon.certified", "certified ε"),
+            ("epsilon.impossible_above", "impossible above"),
+            ("delta", "δ (M)"),
+        ]
+    else:
+        skip = {*vary_cols, "design", "scheme", "error"}
+        shown = [(c, c) for c in result.column_names() if c not in skip]
+    header = ["design", *(label(c).split(" (")[0] for c in vary_cols), *(h for _, h in shown)]
+    rows = []
+    for i, row in enumerate(result.rows()):
+        if i >= TABLE_ROWS:
+            break
+        cells = [str(row["design"])]
+        cells += [render.fmt(row[c]) for c in vary_cols]
+        cells += [
+            "error" if c == "verdict" and row.get("error") else render.fmt(row.get(c))
+            for c, _ in shown
+        ]
+        rows.append(cells)
+    footer: list[str] = []
+    if len(result) > TABLE_ROWS:
+        footer.append(
+            f"... {len(result) - TABLE_ROWS} more rows ({len(result)} in all); "
+            "use --format csv or --format json for every row"
+        )
+    for name, meta in result.designs.items():
+        items = []
+        if meta.get("basis"):
+            items.append("basis: " + "; ".join(meta["basis"]))
+        items.extend(f"warning: {w}" for w in meta.get("warnings", []))
+        if items:
+            footer.append(f"{name}:")
+            footer.extend(f"  - {i}" for i in items)
+    text = render.render_table(header, rows, footer, rich_output=rich)
+    if chart if chart is not None else rich:
+        drawn = text_chart(result)
+        if drawn:
+            text += "\n" + drawn
+    return text

@@ -1,0 +1,301 @@
+"""``ampcalc weights``: per-record inclusion probabilities and weights of an importance design.
+
+Writes q(x), w(x) = 1/q(x) and ε̂(x) for every record (003_e3b635228222e4e2.txt
+Theorem 6 / Theorem 10), draws the Poisson sample reproducibly (``--sample --seed``:
+row i's coin is a Philox draw keyed by (seed, i), so chunked or distributed runs agree),
+or suggests planning values (``--suggest``) computed from the data. ``--engine dask``
+runs the same per-record kernels on partitions (``ampcalc.distributed``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ampcalc.cli.app import (
+    DesignArg,
+    ExitCode,
+    Format,
+    SetOpt,
+    app,
+    emit,
+    emit_result,
+    load,
+    result_text,
+    say,
+)
+from ampcalc.load.files import atomic_write, refuse_input_as_output
+
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="numpy (one process) or dask (partitions on a Dask cluster; the dask extra).",
+    ),
+]
+WorkersOpt = Annotated[
+    int, typer.Option("--workers", help="Dask engine: workers of the local cluster.")
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Dask engine: address of a running scheduler, or synchronous|threads|processes "
+        "(default: a local cluster).",
+        show_default=False,
+    ),
+]
+OutputFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output-format",
+        help="Dask engine: part files as csv or parquet (default: the output's suffix, else csv).",
+        show_default=False,
+    ),
+]
+SummaryJsonOpt = Annotated[
+    bool,
+    typer.Option("--json", help="Print the run's summary as JSON (needs --output)."),
+]
+
+
+@app.command()
+def weights(
+    design: DesignArg = None,
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write CSV here (default: standard output)."),
+    ] = None,
+    sample: Annotated[
+        bool, typer.Option("--sample", help="Draw the Poisson sample (records with weights).")
+    ] = False,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed of the sample draw (needed with --sample).")
+    ] = None,
+    suggest: Annotated[
+        bool,
+        typer.Option("--suggest", help="Print planning values computed from the data."),
+    ] = False,
+    overrides: SetOpt = None,
+    engine: EngineOpt = "numpy",
+    inputs: Annotated[
+        str | None,
+        typer.Option(
+            "--input",
+            help="Dask engine: the records as a file, directory or glob of CSV/Parquet "
+            "partitions (default: the design's `records:`).",
+            show_default=False,
+        ),
+    ] = None,
+    output_fmt: OutputFormatOpt = None,
+    workers: WorkersOpt = 2,
+    scheduler: SchedulerOpt = None,
+    as_json: SummaryJsonOpt = False,
+) -> int:
+    """Per-record probabilities q*(x) and weights w*(x) of an importance design (CSV)."""
+    import contextlib
+
+    import numpy as np
+
+    from ampcalc.api import importance_design, importance_setup
+    from ampcalc.model.errors import ConditionError, DesignError
+    from ampcalc.schemes import importance as imp
+
+    if engine not in ("numpy", "dask"):
+        raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
+    dask = engine == "dask"
+    if dask:
+        from ampcalc.records.distributed import require_dask
+
+        require_dask()
+        if suggest:
+            raise DesignError("--suggest reads the file in one process: use --engine numpy")
+    elif inputs is not None:
+        raise DesignError("--input is for --engine dask (the numpy engine reads `records:`)")
+    if as_json and not output:
+        raise DesignError("--json prints the summary on standard output: give --output")
+    refuse_input_as_output(output, [design, inputs])
+    if dask:
+        from ampcalc.load.records import deferred_reading
+
+        with deferred_reading():
+            all_designs = load(design, overrides)
+    else:
+        all_designs = load(design, overrides)
+    d = importance_design(all_designs)
+    params: Any = imp.bind_target(d.params, d.target)
+    if suggest:
+        l1 = params.data.l1
+        l2 = np.sqrt(params.data.sq_l2)
+        lines = [
+            f"records: {params.data.count}",
+            f"dimension: {params.data.dimension}",
+            f"mean_sq_norm (x̃ = mean ‖x‖₂²): {float(np.mean(params.data.sq_l2)):.10g}",
+            f"max ‖x‖₁: {float(np.max(l1)):.10g}",
+            f"max ‖x‖₂: {float(np.max(l2)):.10g}",
+        ]
+        emit("\n".join(lines) + "\n")
+        say(
+            "warning: these values come from the data. Using them as `mean_sq_norm:` or "
+            "`radius:` makes q(·) data-dependent and breaks the guarantee (spec A4): use "
+            "them for planning only, and fix the public values from other sources."
+        )
+        return int(ExitCode.OK)
+    if sample and seed is None:
+        raise DesignError("--sample needs --seed S (the draw must be reproducible)")
+    try:
+        params, profile, k0, eps_star = importance_setup(d)
+        if not dask:
+            fig = imp.record_figures(params, profile, k0, eps_star)
+    except ConditionError as err:
+        say(f"ampcalc: {d.name}: {err.message}")
+        return int(ExitCode.BAD_INPUT)
+    if dask:
+        return _weights_dask(
+            d, params, profile, k0, eps_star, inputs, output, output_fmt, sample, seed,
+            scheduler, workers, as_json,
+        )  # fmt: skip
+    if fig.outside.any():
+        rows = ", ".join(str(int(i)) for i in np.flatnonzero(fig.outside)[:10])
+        say(
+            f"warning: {int(fig.outside.sum())} record(s) outside the domain or infeasible "
+            f"(first rows, 0-based: {rows}); written with q = 1 (privacy-constrained) or "
+            "their q, not clipped"
+        )
+    kept: int | None = None
+    with contextlib.ExitStack() as stack:
+        write: Any = emit
+        if output:
+            write = stack.enter_context(atomic_write(output, inputs=[design])).write
+        if not sample:
+            write("row,probability,weight,epsilon_hat\n")
+            step = 1 << 18
+            for start in range(0, fig.q.size, step):
+                stop = min(start + step, fig.q.size)
+                block = np.column_stack(
+                    [
+                        np.arange(start, stop),
+                        fig.q[start:stop],
+                        fig.w[start:stop],
+                        fig.eps_hat[start:stop],
+                    ]
+                )
+                write(_rows(block, int_first=True))
+        else:
+            kept = _write_sample(write, params.data.source, fig, seed)
+    if sample:
+        say(f"sampled {kept} of {fig.q.size} records (expected {float(np.sum(fig.q)):.6g})")
+    if as_json:
+        emit_result(
+            Format.json,
+            "weights",
+            _summary(d, "numpy", fig.q.size, fig.q, kept, seed, fig, output),
+        )
+    return int(ExitCode.OK)
+
+
+def _write_sample(write: Any, src: Any, fig: Any, seed: int | None) -> int:
+    """The Poisson sample's rows (row i kept when its Philox uniform is below q_i)."""
+    import numpy as np
+
+    from ampcalc.load.records import iter_chunks
+    from ampcalc.math.importance import uniforms
+    from ampcalc.model.errors import DesignError
+
+    assert seed is not None  # --sample needs --seed (checked by the command)
+
+    def chunk_error(msg: str) -> Exception:
+        return DesignError(msg)
+
+    write("row," + ",".join(src.names) + ",probability,weight\n")
+    kept = 0
+    for start, x, _ in iter_chunks(src, chunk_error):
+        n = x.shape[0]
+        q = fig.q[start : start + n]
+        take = uniforms(int(seed), start, n) < q
+        if take.any():
+            idx = np.flatnonzero(take)
+            block = np.column_stack([start + idx, x[idx], q[idx], fig.w[start : start + n][idx]])
+            write(_rows(block, int_first=True))
+            kept += idx.size
+    return kept
+
+
+def _summary(
+    d: Any, engine: str, records: int, q: Any, kept: int | None, seed: int | None,
+    fig: Any, output: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The run's summary (one process); the Dask engine prints the same fields."""
+    import math
+
+    import numpy as np
+
+    outside = np.flatnonzero(fig.outside)
+    doc = {
+        "design": d.name,
+        "engine": engine,
+        "records": int(records),
+        "expected_size": math.fsum(np.asarray(q, dtype=float).tolist()),
+        "sampled": kept,
+        "seed": seed if kept is not None else None,
+        "outside_records": int(outside.size),
+        "outside_rows": [int(i) for i in outside[:10]],
+        "partitions": 1,
+        "output": output,
+        "output_format": "csv",
+    }
+    return doc
+
+
+def _weights_dask(
+    d: Any, params: Any, profile: Any, k0: float, eps_star: float | None,
+    inputs: str | None, output: str | None, output_fmt: str | None, sample: bool,
+    seed: int | None, scheduler: str | None, workers: int, as_json: bool,
+) -> int:  # fmt: skip
+    """``--engine dask``: the same rows as part files, the same warnings and summary."""
+    from ampcalc.records import distributed
+
+    source = inputs if inputs is not None else str(params.data.source.path)
+    t = distributed.run_weights(
+        params, profile, k0, eps_star, inputs=source, output=output, fmt=output_fmt,
+        sample=sample, seed=seed, address=scheduler, workers=workers,
+    )  # fmt: skip
+    if t["outside"]:
+        rows = ", ".join(str(i) for i in t["outside_rows"])
+        say(
+            f"warning: {t['outside']} record(s) outside the domain or infeasible "
+            f"(first rows, 0-based: {rows}); written with q = 1 (privacy-constrained) or "
+            "their q, not clipped"
+        )
+    if sample:
+        say(f"sampled {t['kept']} of {t['records']} records (expected {t['expected_size']:.6g})")
+    doc = {
+        "design": d.name,
+        "engine": "dask",
+        "records": t["records"],
+        "expected_size": t["expected_size"],
+        "sampled": t["kept"],
+        "seed": seed if sample else None,
+        "outside_records": t["outside"],
+        "outside_rows": t["outside_rows"],
+        "partitions": t["partitions"],
+        "output": t["output"],
+        "output_format": t["output_format"],
+    }
+    text = result_text(Format.json, "weights", doc)
+    distributed.write_summary_text(t["output"], text)
+    if as_json:
+        emit(text)
+    return int(ExitCode.OK)
+
+
+def _rows(block: Any, *, int_first: bool) -> str:
+    import io
+
+    import numpy as np
+
+    buf = io.StringIO()
+    fmt = ["%d"] + ["%.17g"] * (block.shape[1] - 1) if int_first else "%.17g"
+    np.savetxt(buf, block, delimiter=",", fmt=fmt)
+    return buf.getvalue()

@@ -1,0 +1,8 @@
+"""Reading input: files, YAML with line marks, field validation, record files.
+
+Job: open input files safely and write output files atomically (``files``), check
+field values and report errors with file, line and field (``fields``), read record
+files in chunks (``records``). Imports ``model`` (and ``math`` types) only; the
+scheme registry that turns a design document into a ``Design`` lives above, in
+``ampcalc.designs``.
+"""
