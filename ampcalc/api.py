@@ -282,7 +282,7 @@ def _same_design(a: Design, b: Design) -> bool:
 def _design_document(design: Design) -> tuple[Any, str]:
     """A document that loads back into ``design`` (for sweeps over a built Design)."""
     from ampcalc import schemes
-    from ampcalc.designs import _mechanism_dict
+    from ampcalc.designs import mechanism_dict
     from ampcalc.designs.document import load_document, parse_yaml, read_source
 
     scheme = schemes.get(design.scheme)
@@ -293,7 +293,7 @@ def _design_document(design: Design) -> tuple[Any, str]:
             sampling[spec.name] = _plain_doc(value)
     doc: dict[str, Any] = {"name": design.name, "sampling": sampling}
     if design.mechanism is not None:
-        doc["mechanism"] = _mechanism_dict(design.mechanism)
+        doc["mechanism"] = mechanism_dict(design.mechanism)
     if design.guarantee is not None:
         doc["guarantee"] = str(design.guarantee)
     if design.target is not None:
@@ -492,40 +492,9 @@ def compare(designs: Any, target: float | None = None) -> list[dict[str, Any]]:
     Raises:
         DesignError: a design without a target (give ``target`` or a ``target:`` block).
     """
-    from ampcalc import engine, schemes
-    from ampcalc.model.errors import ConditionError
+    from ampcalc.analyses.compare import compare_designs
 
-    results: list[dict[str, Any]] = []
-    for d in _many(designs):
-        t = target
-        if t is None and d.target is not None:
-            t = d.target.epsilon_prime
-        if t is None:
-            raise DesignError(
-                f"design {d.name!r}: no target; give --target T or a `target: "
-                "{epsilon_prime: T}` block"
-            )
-        inv = engine.invert(d, t).to_dict()
-        row: dict[str, Any] = {
-            "name": d.name,
-            "scheme": d.scheme,
-            "target": t,
-            "epsilon": dict(inv["epsilon"]),
-            "accuracy": {},
-        }
-        error = inv.get("error")
-        hook = schemes.get(d.scheme).hooks.get("compare")
-        if error is None and hook is not None:
-            try:
-                acc = dict(hook(d, float(t)))
-            except ConditionError as err:
-                acc = {"error": err.message}
-            error = acc.pop("error", None)
-            row["accuracy"] = acc
-        if error is not None:
-            row["error"] = error
-        results.append(row)
-    return results
+    return compare_designs(_many(designs), target)
 
 
 # --------------------------------------------------------------------------------------

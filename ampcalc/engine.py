@@ -11,6 +11,7 @@ taken is recorded in ``details.inverse``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -63,7 +64,7 @@ def analyse(design: Design, mechanism: Mechanism | None = None) -> Analysis:
             + ", ".join(supported)
         )
     params = design.params
-    bind = scheme.hooks.get("bind_target")
+    bind = scheme.bind_target
     if bind is not None:
         # schemes calibrated to the design's `target:` block see it with their params
         params = bind(params, design.target)
@@ -135,6 +136,21 @@ def _scalar(x: Any, was_scalar: bool) -> Any:
     if was_scalar and arr.size == 1:
         return arr.reshape(()).item()
     return arr
+
+
+def _details_at(values: Mapping[str, Any], was_scalar: bool) -> dict[str, Any]:
+    """ε-dependent details: arrays of the evaluated ε's shape, or plain numbers."""
+
+    def one(v: Any) -> Any:
+        if isinstance(v, np.ndarray):
+            return _scalar(v, was_scalar)
+        if isinstance(v, Mapping):
+            return {k: one(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [one(x) for x in v]
+        return v
+
+    return {k: one(v) for k, v in values.items()}
 
 
 @overload
@@ -231,6 +247,10 @@ def _bound(design: Design, epsilon: Any) -> BoundResult:
     else:
         verdict = verdicts(lower, upper, reference)
     details = dict(analysis.details)
+    if analysis.details_at is not None:  # the entries that depend on ε, at the evaluated ε
+        details.update(_details_at(analysis.details_at(eps), was_scalar))
+    elif not was_scalar and details:
+        details["details_epsilon"] = mech.epsilon if mech is not None else None
     details["reference_epsilon"] = _scalar(reference, was_scalar)
     eps_r = mech.epsilon_replace_one_of(eps) if mech is not None else None
     return BoundResult(

@@ -479,7 +479,7 @@ def test_delta_prime_holds_at_the_printed_epsilon(clusters, ell, r, nb, eps, del
     d1 = mp.mpf(delta) * (1 if r is None else mp.mpf(r))
     want = a * d1 / (a + (1 - a) * mp.exp(-k_up * e1))
     assert res.delta_prime >= want and res.delta_prime == pytest.approx(float(want), rel=1e-13)
-    plan = schemes.get("cluster").hooks["verify"](
+    plan = schemes.get("cluster").verify_plan(
         d.params, dataclasses.replace(d.mechanism, delta=0.0), "default", 20000
     )
     d_r = float(d.mechanism.delta_replace_one_of(eps))  # (1 + e^ε)δ for add-remove M

@@ -100,5 +100,7 @@ def test_failed_design_and_missing_target(tmp_path) -> None:
 
 def test_hook_direct_call() -> None:
     d = load_designs(EXAMPLE)[3]
-    acc = strat.compare(d, 1.0)
+    from ampcalc import engine
+
+    acc = strat.compare(d, 1.0, engine.invert(d, 1.0))
     assert acc["noise_variance"] is None and acc["noise_variance_optimistic"] > 0

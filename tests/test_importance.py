@@ -227,7 +227,7 @@ def test_six_point_compare_mse(tmp_path: Path, six: Path) -> None:
     from ampcalc import schemes
 
     d = load_designs(laplace_design(tmp_path, "privacy-constrained"))[0]
-    out = schemes.get("importance").hooks["compare"](d, 1.0)
+    out = schemes.get("importance").compare(d, 1.0)
     rows = out["strategies"]
     assert out["expected_size"] == pytest.approx(1.079209, abs=1e-6)
     assert rows["privacy-constrained"]["mse"] == pytest.approx(102.229493, abs=1e-5)

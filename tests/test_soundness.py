@@ -1485,6 +1485,8 @@ def or_strat_alloc(which: str):
             else:
                 return strat_rounded(c, e, er, which)
             worst = max(ups)
+            if alloc == "poisson" and replace:  # one rate: the poisson family's min of three
+                return min(2 * worst, er, osd.amp(r, max(e, er)))
             return 2 * worst if replace else worst
         if alloc in ("nearest", "floor"):
             return strat_rounded(c, e, er, which)
@@ -1604,7 +1606,7 @@ LP_NOTE = (
 )
 GROUP_NOTE = (
     "log E[e^{Jε}] from a recurrence for the log pmf, widened by the declared relative "
-    "slack 1e-10 (_groups._REL): sound, 1e-10 relative (not fixed: a computed bound "
+    "slack 1e-10 (groups.REL_SLACK): sound, 1e-10 relative (not fixed: a computed bound "
     "from the recurrence's length would give ~1e-13)"
 )
 BIG_GROUP_NOTE = (

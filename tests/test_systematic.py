@@ -91,7 +91,7 @@ def test_fixed_order_lower_is_the_exact_worst_case(n, k, nb, eps):
     and the 50-digit class-by-class oracle; it is never below A(1/k, ε_R)."""
     d = fixed_design(n, k, eps, nb)
     r = engine.bound(d)
-    plan = schemes.get("systematic").hooks["verify"](d.params, d.mechanism, "default", 20000)
+    plan = schemes.get("systematic").verify_plan(d.params, d.mechanism, "default", 20000)
     exact = verify.run(plan, limit=20000).epsilon_prime
     e_r = 2 * eps if nb == "add-remove" else eps
     want = oc.systematic_fixed(n, k, e_r, None if nb == "replace-one" else eps)
@@ -133,7 +133,7 @@ def test_random_order_delta_prime_holds_at_the_printed_epsilon(n, k, nb, eps, de
     d_r = min((1 + math.exp(eps)) * delta, 1.0) if nb == "add-remove" else delta
     assert r.delta_prime == pytest.approx(d_r / k, rel=1e-14) and r.delta_prime >= d_r / k
     mech = d.mechanism
-    plan = schemes.get("systematic").hooks["verify"](
+    plan = schemes.get("systematic").verify_plan(
         d.params, dataclasses.replace(mech, delta=0.0), "default", 20000
     )
     h, _ = oc.hockey_stick(plan, r.upper, {REPLACE_ONE: d_r, ADD_REMOVE: delta})

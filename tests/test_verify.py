@@ -192,7 +192,7 @@ def _oracle_check(seed: int) -> None:
     r = ampcalc.bound(d)
     if r.error:
         return
-    plan = schemes.get(kind).hooks["verify"](d.params, d.mechanism, "default")
+    plan = schemes.get(kind).verify_plan(d.params, d.mechanism, "default")
     out = V.run(V.for_guarantee(plan, r.guarantee_neighbours))
     status, _tol, why = V.judge(out.epsilon_prime, r.lower, r.upper)
     assert status in ("PASS", "INCONCLUSIVE"), (kind, params, mech, out, r.lower, r.upper, why)
@@ -343,7 +343,7 @@ def test_delta_systematic_random_order_is_delta_over_k() -> None:
         }
     )
     mech = Mechanism(epsilon=eps, delta=delta, neighbours=Neighbours.REPLACE_ONE)
-    plan = schemes.get("systematic").hooks["verify"](d.params, V.pure_part(mech), "default")
+    plan = schemes.get("systematic").verify_plan(d.params, V.pure_part(mech), "default")
     plan = dataclasses.replace(plan, deltas=V.deltas_of(mech))
     up = float(np.log1p(3 / 7 * np.expm1(eps)))
     out = V.run_approx(plan, epsilon_upper=up, delta_prime=delta / k)

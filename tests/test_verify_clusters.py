@@ -243,7 +243,7 @@ def test_plain_pps_has_no_enumeration() -> None:
 def _hook(name: str):
     from ampcalc import schemes
 
-    return schemes.get(name).hooks["verify"]
+    return schemes.get(name).verify_plan
 
 
 def brute_force(records: list, p: dict, pp: dict, eps: float) -> float:

@@ -7,7 +7,6 @@ the design's reported bounds against it, one row per design. Pure: no printing.
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 
@@ -63,7 +62,7 @@ def verify_row(
     if res.get("error"):
         row["reason"] = res["error"]
         return row
-    hook = scheme.hooks.get("verify")
+    hook = scheme.verify_plan
     if hook is None:
         row["reason"] = (
             f"the {design.scheme} scheme has no exact tiny-instance enumeration (verify hook)"
@@ -76,13 +75,13 @@ def verify_row(
         mech, _ = engine.with_epsilon(mech, epsilon)
     try:
         asked = Neighbours(res["guarantee_neighbours"])
-        if "guarantee" in inspect.signature(hook).parameters:  # the hook lists its pairs
+        if scheme.verify_plan_takes_guarantee:  # the hook lists its pairs
             plan = hook(design.params, pure_part(mech), pairs, limit=limit, guarantee=asked)
         else:
             plan = hook(design.params, pure_part(mech), pairs, limit=limit)
         plan = dataclasses.replace(plan, deltas=deltas_of(mech))
         natural = res["guarantee_neighbours"]
-        if "guarantee" in inspect.signature(hook).parameters:
+        if scheme.verify_plan_takes_guarantee:
             natural = asked  # its untagged pairs are of the relation asked for
         elif design.guarantee is not None:  # the guarantee the hook's untagged pairs are of
             plain = dataclasses.replace(design, guarantee=None)

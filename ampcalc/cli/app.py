@@ -44,7 +44,7 @@ class Format(str, enum.Enum):
 
 
 def version() -> str:
-    from ampcalc import __version__
+    from ampcalc._version import __version__
 
     return __version__
 

@@ -5,12 +5,13 @@ For every design in the file: the certified mechanism ε at the population targe
 (000_97a39a4c524f603f.txt §7.1–7.2: an allocation's variance advantage can be wiped
 out by the noise its privacy cost forces).
 
-Hook interface (for scheme modules): a scheme contributes accuracy columns by putting
-a function in its ``Scheme.hooks`` under ``"compare"``::
+Extension point (for scheme modules): a scheme contributes accuracy columns through
+its ``Scheme.compare`` field::
 
-    def compare(design: Design, target: float) -> dict[str, Any]: ...
+    def compare(design: Design, target: float, inverted: InvertResult) -> dict[str, Any]: ...
 
-It receives the validated design and the target ε′ and returns JSON-able figures
+It receives the validated design, the target ε′ and the design's inversion at it
+(``ampcalc.analyses.compare`` computes it), and returns JSON-able figures
 (numbers, strings, lists, nested mappings; ``None`` where a figure is unavailable),
 placed as they are under ``accuracy`` in the result. Scalar numeric entries become
 table columns (in order of first appearance over the designs); an ``assumptions``

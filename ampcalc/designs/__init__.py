@@ -1,4 +1,10 @@
-"""Direct constructors: designs without YAML, validated exactly as a design file is.
+"""Designs: design documents (YAML files, text, dicts) and direct constructors -> ``Design``.
+
+Job: ``document`` reads a design file (YAML with line marks, ``--set`` overrides) and
+validates each block through the scheme registry; this module offers the same designs
+without YAML. May import ``schemes``, ``load``, ``model`` and ``math``.
+
+Direct constructors: designs without YAML, validated exactly as a design file is.
 
 Examples::
 
@@ -35,7 +41,7 @@ _SPECIAL = {
 }
 
 
-def _mechanism_dict(mechanism: Any) -> Any:
+def mechanism_dict(mechanism: Any) -> Any:
     if isinstance(mechanism, Mechanism):
         out: dict[str, Any] = {
             "neighbours": Neighbours(mechanism.neighbours).value,
@@ -74,7 +80,7 @@ def make(
     """Build and validate one design of ``scheme`` from keyword parameters."""
     doc: dict[str, Any] = {"sampling": {"scheme": scheme, **params}}
     if mechanism is not None:
-        doc["mechanism"] = _mechanism_dict(mechanism)
+        doc["mechanism"] = mechanism_dict(mechanism)
     if name is not None:
         doc["name"] = name
     if guarantee is not None:

@@ -586,7 +586,7 @@ def _parse_design(raw: Any, ctx: Reader, name: str, container: Any, key: Any) ->
                 where=ctx.where("guarantee", raw, "guarantee"),
             )
     target = parse_target(raw["target"], ctx, raw, "target") if "target" in raw else None
-    check_target = scheme.hooks.get("check_target")
+    check_target = scheme.check_target
     if check_target is not None and "target" in raw:
         # schemes calibrated to the target validate it (e.g. δ′ > 0) at its YAML line
         check_target(target, ctx, raw["target"])

@@ -2,7 +2,7 @@
 
 Job: open input files safely and write output files atomically (``files``), check
 field values and report errors with file, line and field (``fields``), read record
-files in chunks (``records``). Imports ``model`` (and ``math`` types) only; the
+files in chunks (``records``). May import ``model`` and ``math`` only; the
 scheme registry that turns a design document into a ``Design`` lives above, in
 ``ampcalc.designs``.
 """

@@ -11,12 +11,57 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ampcalc.model.errors import DesignError, Where
 from ampcalc.model.errors import describe as describe  # re-exported: the scheme modules use it
-from ampcalc.schemes.base import Field
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Field:
+    """One key of a scheme's ``sampling:`` block, as data.
+
+    Attributes:
+        name: the YAML key.
+        kind: ``int`` | ``float`` | ``str`` | ``choice`` | ``bool`` | ``any``.
+        doc: one line for ``ampcalc schemes`` and error messages.
+        required: the key must be present.
+        default: value when absent (ignored when required).
+        low, high: numeric domain ends; ``low_open``/``high_open`` exclude them.
+        choices: allowed values for ``choice``.
+    """
+
+    name: str
+    kind: str
+    doc: str
+    required: bool = False
+    default: Any = None
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] = ()
+
+    def domain(self) -> str:
+        """The domain in words, e.g. ``a number in (0, 1]``."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        noun = {"int": "a whole number", "float": "a number", "str": "a string"}.get(
+            self.kind, self.kind
+        )
+        if self.low is None and self.high is None:
+            return noun
+        lo = "-inf" if self.low is None else _num(self.low)
+        hi = "inf" if self.high is None else _num(self.high)
+        left = "(" if self.low_open or self.low is None else "["
+        right = ")" if self.high_open or self.high is None else "]"
+        return f"{noun} in {left}{lo}, {hi}{right}"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else repr(x)
 
 
 class MarkedDict(dict[Any, Any]):

@@ -25,18 +25,11 @@ outward, and explicit relative/absolute slack before outward rounding.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from ampcalc.math import numeric
 
-if TYPE_CHECKING:
-    from ampcalc.model.design import Mechanism, Neighbours
-    from ampcalc.schemes import poisson, srswor
-    from ampcalc.schemes.base import Analysis
-
-_REL = 1e-10  # relative slack covering the kernels' accumulated rounding
+REL_SLACK = 1e-10  # relative slack covering the kernels' accumulated rounding
 MAX_SUPPORT = 5_000_000
 _CHUNK = 4_000_000
 
@@ -153,13 +146,13 @@ def relaxation(
 def slack_up(x: np.ndarray, terms: int) -> np.ndarray:
     """Outward (up) rounding covering a log-sum-exp over ``terms`` terms."""
     x = np.asarray(x, dtype=float)
-    return numeric.round_up(x + np.abs(x) * _REL + 8.0 * (terms + 8) * np.finfo(float).eps)
+    return numeric.round_up(x + np.abs(x) * REL_SLACK + 8.0 * (terms + 8) * np.finfo(float).eps)
 
 
 def slack_down(x: np.ndarray, terms: int) -> np.ndarray:
     """Outward (down) rounding of a nonnegative log-MGF value; never below 0."""
     x = np.asarray(x, dtype=float)
-    return np.maximum(numeric.round_down(x - np.abs(x) * _REL), 0.0)
+    return np.maximum(numeric.round_down(x - np.abs(x) * REL_SLACK), 0.0)
 
 
 # --- the two distributions used by the schemes ------------------------------------------
@@ -198,7 +191,7 @@ def _binomial_relaxation_block(m: int, p: float, eps: np.ndarray) -> np.ndarray:
     if hi > MAX_SUPPORT:
         # too wide to sum: E[e^{Jε}] / E[e^{−Jε}] bounds every threshold's ratio
         fallback = m * (numeric.amplification_upper(p, eps) + numeric.neg_log1m(p, eps))
-        return numeric.round_up(fallback * (1 + _REL))
+        return numeric.round_up(fallback * (1 + REL_SLACK))
     keep = min(m, hi + 2)
     lp = binomial_logpmf(m, p, keep)
     log_tail = None
@@ -216,186 +209,3 @@ def _binomial_relaxation_block(m: int, p: float, eps: np.ndarray) -> np.ndarray:
 def hypergeom_support(population: int, group: int, draws: int) -> int:
     """Number of support points of Hyp(N, g, m)."""
     return min(group, draws) - max(0, group + draws - population) + 1
-
-
-# --- group analyses for srswor and poisson (called from those scheme modules) --------------
-
-
-def srswor_group_analysis(params: srswor.Params, mechanism: Mechanism) -> Analysis:
-    """srswor with ``group_size`` g > 1: ε′ = log E[e^{Jε_R}], J ~ Hyp(N, g, m).
-
-    Basis: count witness (lower bound, proven); the relaxation of this module
-        (upper bound: tight where V <= ε_R, proven but possibly loose above); exact LPs
-        equal V to 9e-16 on 196 tiny instances (exact-lp-checks.md Conjecture 2).
-    Neighbours: M ε_R-DP under replace-one; ε′ under replace-one of g records.
-    Conditions: 1 <= g <= N, δ = 0.
-    Formula: V = log Σ_k p_k e^{kε}; conservative rule log(1 + (m/N)(e^{gε} − 1)) in details.
-    Numerics: log pmf by recurrence, expm1/logsumexp forms, slack 1e-10; outward.
-    """
-    return _srswor_group(params, mechanism)
-
-
-def _srswor_group(params: srswor.Params, mechanism: Mechanism) -> Analysis:
-    from ampcalc.model.design import Neighbours
-    from ampcalc.model.errors import ConditionError
-    from ampcalc.schemes.base import Analysis
-
-    n, m, g = params.population, params.sample, mechanism.group_size
-    if g > n:
-        raise ConditionError(
-            f"group_size {g} is larger than population {n}; expected 1 <= group_size <= population"
-        )
-    if mechanism.delta > 0:
-        raise ConditionError(
-            "group privacy under srswor: the formula log E[e^{Jε}] is for pure ε (δ = 0); "
-            "no verified (ε, δ) group bound is implemented."
-        )
-    size = hypergeom_support(n, g, m)
-    if size > MAX_SUPPORT:
-        raise ConditionError(
-            f"group privacy under srswor: the hypergeometric support has {size} points, "
-            f"more than {MAX_SUPPORT} (min(g, m) is too large)"
-        )
-    k0, lp = hypergeom_logpmf(n, g, m)
-    k_max = k0 + lp.size - 1
-    eps_r = mechanism.epsilon_replace_one_of
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        return slack_down(log_mgf(k0, lp, eps_r(eps)), lp.size)
-
-    def upper(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps_r(eps), dtype=float)
-        raw = log_mgf(k0, lp, e)
-        # log_mgf's error is relative (every term nonnegative, in log space)
-        v = numeric.round_up(raw * (1 + _REL))
-        if k0 > 0:
-            # no sample avoids the group: group privacy over the J <= k_max differing
-            # records (J is constant when k_max = 1 ... then V = ε exactly)
-            out: np.ndarray = np.maximum(v, numeric.round_up(k_max * e))
-            return out
-        relax = slack_up(relaxation(k0, lp, e), lp.size)
-        return np.where(v <= e, v, np.maximum(v, relax))
-
-    def reference(eps: np.ndarray) -> np.ndarray:
-        return g * np.asarray(eps_r(eps), dtype=float)
-
-    e0 = float(mechanism.effective_epsilon_replace_one())
-    conservative = float(numeric.amplification_upper(m / n, g * e0))
-    v0 = float(lower(np.asarray(mechanism.epsilon)))
-    warnings = [
-        f"group of {g} records under srswor: ε′ = log E[e^{{Jε}}], J ~ Hypergeometric(N, g, m) "
-        "— proven as a lower bound (count witness), proven as the upper bound where it is "
-        "<= ε (relaxation), LP-verified on 196 tiny instances (exact-lp-checks.md). "
-        f"The conservative rule log(1 + (m/N)(e^{{gε}} − 1)) = {conservative:.6g} is valid "
-        "but loose.",
-    ]
-    if v0 > e0:
-        warnings.append(
-            "log E[e^{Jε}] exceeds ε here: the upper bound is the relaxation's optimum "
-            "(proven, may be loose); conjectured tight at the lower bound."
-        )
-    return Analysis(
-        guarantee_neighbours=Neighbours.REPLACE_ONE,
-        reference_epsilon=reference,
-        upper=upper,
-        lower=lower,
-        delta_prime=lambda eps: np.zeros(np.shape(eps)),
-        basis=(
-            "exact-lp-checks.md Conjecture 2 (count witness; exact LPs on 196 instances)",
-            "group-privacy relaxation (Dinkelbach), ampcalc._groups",
-        ),
-        conditions=(
-            f"1 <= group_size <= population: 1 <= {g} <= {n}",
-            f"1 <= sample <= population: 1 <= {m} <= {n}",
-            "M is pure ε-DP (δ = 0) under replace-one on samples of size m",
-        ),
-        warnings=tuple(warnings),
-        details={
-            "population": n,
-            "sample": m,
-            "group_size": g,
-            "conservative_rule": conservative,
-        },
-    )
-
-
-def poisson_group_analysis(
-    params: poisson.Params, mechanism: Mechanism, guarantee: Neighbours
-) -> Analysis:
-    """Poisson sampling, adding or removing g records: ε′ = g·log(1 + q(e^ε − 1)).
-
-    Basis: g applications of the single-record bound (001_4ef689e3bef19c3a.txt
-        Lemma 3.3; triangle inequality) give the upper bound; the count witness attains
-        it (exact LPs agree to 4e-15 on 228 instances, exact-lp-checks.md Conjecture 3).
-    Neighbours: M ε-DP under add-remove; ε′ under add-remove of g records.
-    Conditions: g >= 1; δ = 0.
-    Formula: g·log(1 + q(e^ε − 1)) (add direction; removal alone gives
-        −g·log(1 − q(1 − e^{−ε})), smaller; both in details).
-    Tightness: tight.
-    """
-    from ampcalc.model.design import Neighbours
-    from ampcalc.model.errors import ConditionError
-    from ampcalc.schemes.base import Analysis
-
-    q, g = params.rate, mechanism.group_size
-    if guarantee is not Neighbours.ADD_REMOVE:
-        raise ConditionError(
-            "group privacy under Poisson sampling is for adding or removing g records "
-            "(add-remove); no replace-one group formula is verified."
-        )
-    if not mechanism.epsilon_add_remove_known():
-        raise ConditionError(
-            "Poisson group privacy needs M's add-remove ε; declare `neighbours: add-remove` "
-            "or `both`."
-        )
-    if mechanism.delta > 0:
-        raise ConditionError(
-            "Poisson group privacy: g·log(1 + q(e^ε − 1)) is for pure ε (δ = 0); no "
-            "verified (ε, δ) group bound is implemented."
-        )
-
-    def upper(eps: np.ndarray) -> np.ndarray:
-        return numeric.round_up(g * numeric.amplification_upper(q, eps))
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        return numeric.round_down(g * numeric.amplification_lower(q, eps))
-
-    def certified(target: np.ndarray) -> np.ndarray:
-        guess = numeric.round_down(numeric.amplification_inverse(q, np.asarray(target) / g))
-        return numeric.certify_down(upper, guess, target)
-
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        guess = numeric.round_up(numeric.amplification_inverse(q, np.asarray(target) / g))
-        return numeric.certify_up(lower, guess, target)
-
-    e0 = float(mechanism.epsilon)
-    return Analysis(
-        guarantee_neighbours=Neighbours.ADD_REMOVE,
-        reference_epsilon=lambda eps: g * np.asarray(eps, dtype=float),
-        upper=upper,
-        lower=lower,
-        delta_prime=lambda eps: np.zeros(np.shape(eps)),
-        certified=certified,
-        impossible_above=impossible_above,
-        basis=(
-            "001_4ef689e3bef19c3a.txt Lemma 3.3 applied g times",
-            "exact-lp-checks.md Conjecture 3 (count witness; exact LPs on 228 instances)",
-        ),
-        conditions=(
-            f"0 < rate <= 1: rate = {q:g}",
-            f"a unit of g = {g} records is added or removed",
-            "M is pure ε-DP (δ = 0) under add-remove",
-        ),
-        warnings=(
-            f"group of {g} records under Poisson sampling: g·log(1 + q(e^ε − 1)) is tight "
-            "(g single-record steps; the count witness attains it). The remove direction "
-            "alone is smaller (details.remove_direction).",
-        ),
-        details={
-            "rate": q,
-            "group_size": g,
-            "tight": True,
-            "remove_direction": float(g * numeric.neg_log1m(q, e0)),
-            "conservative_rule": None,
-        },
-    )

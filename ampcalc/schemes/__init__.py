@@ -1,4 +1,10 @@
-"""The registry: ``scheme:`` names -> scheme modules (one module per family).
+"""The scheme families: one module per family, and the registry of ``scheme:`` names.
+
+Job: each family module states its theorems' formulas, conditions and references;
+``base`` defines what a family provides; ``exact`` is the linear programme that gives
+the exact worst case on tiny instances. May import ``load``, ``model`` and ``math``.
+
+The registry: ``scheme:`` names -> scheme modules.
 
 Modules are imported on first use so that ``ampcalc --help`` and a closed-form
 design import only what they need. To add a family, add one line to

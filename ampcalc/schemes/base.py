@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ampcalc.load.fields import Field as Field  # re-exported: schemes declare their fields
 from ampcalc.math.types import FloatArray
 from ampcalc.model.design import Neighbours
 
@@ -22,51 +23,6 @@ BoundFn = Callable[[FloatArray], FloatArray]
 
 InverseFn = Callable[[FloatArray], FloatArray]
 """Target ε′ (array) -> declared mechanism ε (array)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Field:
-    """One key of a scheme's ``sampling:`` block, as data.
-
-    Attributes:
-        name: the YAML key.
-        kind: ``int`` | ``float`` | ``str`` | ``choice`` | ``bool`` | ``any``.
-        doc: one line for ``ampcalc schemes`` and error messages.
-        required: the key must be present.
-        default: value when absent (ignored when required).
-        low, high: numeric domain ends; ``low_open``/``high_open`` exclude them.
-        choices: allowed values for ``choice``.
-    """
-
-    name: str
-    kind: str
-    doc: str
-    required: bool = False
-    default: Any = None
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-    choices: tuple[str, ...] = ()
-
-    def domain(self) -> str:
-        """The domain in words, e.g. ``a number in (0, 1]``."""
-        if self.kind == "choice":
-            return "one of " + ", ".join(repr(c) for c in self.choices)
-        noun = {"int": "a whole number", "float": "a number", "str": "a string"}.get(
-            self.kind, self.kind
-        )
-        if self.low is None and self.high is None:
-            return noun
-        lo = "-inf" if self.low is None else _num(self.low)
-        hi = "inf" if self.high is None else _num(self.high)
-        left = "(" if self.low_open or self.low is None else "["
-        right = ")" if self.high_open or self.high is None else "]"
-        return f"{noun} in {left}{lo}, {hi}{right}"
-
-
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else repr(x)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +58,8 @@ class Analysis:
             (verdict ``calibrated``).
         invert_details: target ε′ -> extra ``details`` for ``invert`` (e.g.
             per-stratum certified ε, the largest cluster size meeting the target).
+        details_at: evaluated ε (array) -> the ``details`` entries that depend on ε
+            (the engine merges them; arrays of the evaluated ε's shape).
     """
 
     guarantee_neighbours: Neighbours
@@ -118,6 +76,7 @@ class Analysis:
     details: Mapping[str, Any] = field(default_factory=dict)
     calibrated: bool = False
     invert_details: Callable[[FloatArray], Mapping[str, Any]] | None = None
+    details_at: Callable[[FloatArray], Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,9 +110,17 @@ class Scheme:
             calibrated to the ``target:`` block (``needs_target=True``).
         needs_target: the design must carry ``target: {epsilon_prime, ...}``.
         supports_group_size: the scheme handles ``mechanism.group_size > 1``.
-        hooks: optional family-specific functions used by other commands, by name
-            (e.g. ``"verify"``: tiny-instance enumeration for ``ampcalc verify``;
-            ``"compare"``: accuracy columns for ``ampcalc compare``).
+        bind_target: (params, target) -> params, for schemes calibrated to the
+            design's ``target:`` block (the engine binds it before ``analyse``).
+        check_target: (target, reader, raw target block) -> None; raises
+            ``DesignError`` at the target's YAML line when the scheme cannot be
+            calibrated to it (called while loading).
+        verify_plan: (params, mechanism, pairs, *, limit[, guarantee]) -> ``exact.Plan``,
+            the tiny instance ``ampcalc verify`` solves exactly.
+        verify_plan_takes_guarantee: ``verify_plan`` takes ``guarantee`` and lists the
+            pairs of that relation (otherwise its pairs are of the natural relation).
+        compare: (design, target, inverted result) -> accuracy columns for
+            ``ampcalc compare`` (``{"error": ...}`` when none can be given).
     """
 
     name: str
@@ -172,4 +139,8 @@ class Scheme:
     parse_mechanism: Callable[[Any, Any], Any] | None = None
     needs_target: bool = False
     supports_group_size: bool = False
-    hooks: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    bind_target: Callable[[Any, Any], Any] | None = None
+    check_target: Callable[[Any, Any, Any], None] | None = None
+    verify_plan: Callable[..., Any] | None = None
+    verify_plan_takes_guarantee: bool = False
+    compare: Callable[[Any, float, Any], Mapping[str, Any]] | None = None

@@ -442,5 +442,5 @@ SCHEME = Scheme(
     check=check,
     example={"clusters": {"count": 100, "size": 20}, "chosen": 10},
     parse_params=parse_params,
-    hooks={"verify": _verify_hook},
+    verify_plan=_verify_hook,
 )

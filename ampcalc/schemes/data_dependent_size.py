@@ -487,5 +487,5 @@ SCHEME = Scheme(
     analyse=analyse,
     check=check,
     example={"population": 14, "sample": 1, "sensitivity": 1},
-    hooks={"verify": _verify_hook},
+    verify_plan=_verify_hook,
 )

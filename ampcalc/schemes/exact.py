@@ -53,7 +53,7 @@ exhibits a mechanism on the domain.
 
 The hook interface (how a scheme family takes part)
 ---------------------------------------------------
-A scheme registers ``hooks["verify"]``: ``(params, mechanism, pairs, limit) -> Plan`` where
+A scheme sets ``Scheme.verify_plan``: ``(params, mechanism, pairs, limit) -> Plan`` where
 ``pairs`` is ``"default"`` (the neighbouring populations the theorems use) or
 ``"all"`` (also every pair of populations over a two-value universe that differ in
 one record or one group), and ``limit`` the largest domain it may build (raise

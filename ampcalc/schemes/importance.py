@@ -1022,7 +1022,7 @@ def _pc_invert(params: Params, profile: RecordEpsilon, k0: float, t: np.ndarray)
 # --------------------------------------------------------------------------------------
 
 
-def compare(design: Any, target: float) -> dict[str, Any]:
+def compare(design: Any, target: float, res: Any = None) -> dict[str, Any]:
     """uniform vs coreset vs privacy-constrained at the expected size ε* = target implies.
 
     Columns per strategy: max per-record ε̂ of the file, the domain guarantee, and for
@@ -1088,5 +1088,6 @@ SCHEME = Scheme(
     mechanism_form="custom",
     parse_params=parse_params,
     parse_mechanism=parse_mechanism,
-    hooks={"compare": compare, "bind_target": bind_target},
+    compare=compare,
+    bind_target=bind_target,
 )

@@ -15,6 +15,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BBG18, BUN_2020_WP, cite
+from ampcalc.schemes.assembly import Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def lower_epsilon(eps_add_remove: np.ndarray, *, rate: float) -> np.ndarray:
 
 
 def upper_epsilon_replace_one(
-    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float
+    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float, coupled: bool = True
 ) -> np.ndarray:
     """Upper bound on ε′ for Poisson sampling under replace-one neighbours.
 
@@ -84,12 +85,17 @@ def upper_epsilon_replace_one(
     Neighbours: M is ε_D-DP under add-remove and ε_R-DP under replace-one.
     Formula: ε′ = min(2·A(q, ε_D), ε_R, A(q, max(ε_D, ε_R))). Tight when ε_R <= ε_D
         (``neighbours: both``): it is A(q, ε), which the lower bound attains.
+    ``coupled=False`` (the two records are kept with different probabilities, e.g. in
+    different strata, the larger being ``rate``): the coins cannot be coupled, so the
+    ε_R candidate is left out; the other two hold with q the larger probability (write
+    the record kept less often as a mixture of being kept with the larger probability
+    and of M(T), which is within max(ε_D, ε_R) of either side).
     """
-    return replace_one_candidates(eps_add_remove, eps_replace_one, rate=rate)[0]
+    return replace_one_candidates(eps_add_remove, eps_replace_one, rate=rate, coupled=coupled)[0]
 
 
 def replace_one_candidates(
-    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float
+    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float, coupled: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """The smallest of the three replace-one upper bounds, and which one it is (0, 1, 2).
 
@@ -100,7 +106,8 @@ def replace_one_candidates(
     e_r = np.asarray(eps_replace_one, dtype=float)
     two_steps = numeric.round_up(2.0 * numeric.amplification_upper(rate, e_d))
     convex = numeric.amplification_upper(rate, np.maximum(e_d, e_r))
-    stacked = np.stack(np.broadcast_arrays(two_steps, e_r, convex))
+    coupling = e_r if coupled else np.full(np.shape(e_r), np.inf)
+    stacked = np.stack(np.broadcast_arrays(two_steps, coupling, convex))
     which = np.argmin(stacked, axis=0)  # ties go to the first: the smallest δ′ among them
     best: np.ndarray = np.take_along_axis(stacked, which[np.newaxis], axis=0)[0]
     return best, which
@@ -151,79 +158,82 @@ def lower_epsilon_at_delta(
     return res
 
 
+REFUSES_REPLACE_ONE_ONLY = (
+    "Poisson amplification (001_4ef689e3bef19c3a.txt Lemma 3.3; Balle, Barthe, "
+    "Gaboardi 2018) needs M's add-remove ε, and `neighbours: replace-one` leaves "
+    "it unknown: a Poisson sample's size changes with the population. Declare "
+    "`neighbours: add-remove` or `both`."
+)
+
+
+def theorem(rate: float, conditions: tuple[str, ...] = ()) -> Theorem:
+    """Lemma 3.3 of 001 (add-remove) at inclusion probability ``rate``, as data."""
+    q = rate
+    return Theorem(
+        name="Lemma 3.3",
+        basis=BASIS,
+        relation=Neighbours.ADD_REMOVE,
+        guarantee=Neighbours.ADD_REMOVE,
+        upper=lambda eps: upper_epsilon(eps, rate=q),
+        lower=lambda eps: lower_epsilon(eps, rate=q),
+        inverse=lambda target: numeric.amplification_inverse(q, target),
+        delta_factor=q,
+        conditions=conditions,
+        tight=True,
+        refuses_replace_one_only=REFUSES_REPLACE_ONE_ONLY,
+    )
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one Poisson design (see the bound functions for the theorems)."""
     q = params.rate
     if not mechanism.epsilon_add_remove_known():
-        raise ConditionError(
-            "Poisson amplification (001_4ef689e3bef19c3a.txt Lemma 3.3; Balle, Barthe, "
-            "Gaboardi 2018) needs M's add-remove ε, and `neighbours: replace-one` leaves "
-            "it unknown: a Poisson sample's size changes with the population. Declare "
-            "`neighbours: add-remove` or `both`."
-        )
+        raise ConditionError(REFUSES_REPLACE_ONE_ONLY)
     if mechanism.group_size > 1:
-        from ampcalc.math.groups import poisson_group_analysis
-
         return poisson_group_analysis(params, mechanism, guarantee)
-    conditions = [
+    conditions = (
         f"0 < rate <= 1: rate = {q:g}",
         "each record's inclusion is an independent coin with the same q, not depending "
         "on the data; the sample is secret",
-        f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
-    ]
-    warnings: list[str] = []
-
+    )
     if guarantee is Neighbours.ADD_REMOVE:
+        return assemble(theorem(q, conditions), mechanism, details={"rate": q})
+    return replace_one_analysis(q, mechanism, conditions=conditions)
 
-        def ref(eps: np.ndarray) -> np.ndarray:
-            return np.asarray(eps, dtype=float)
 
-        def upper(eps: np.ndarray) -> np.ndarray:
-            return upper_epsilon(eps, rate=q)
+def replace_one_analysis(
+    rate: float,
+    mechanism: Mechanism,
+    *,
+    conditions: tuple[str, ...] = (),
+    coupled: bool = True,
+) -> Analysis:
+    """The derived replace-one guarantee (spec §2) at inclusion probability ``rate``.
 
-        def lower(eps: np.ndarray) -> np.ndarray:
-            return lower_epsilon(eps, rate=q)
-
-        def delta_prime(eps: np.ndarray) -> np.ndarray:
-            if mechanism.delta == 0.0:
-                return np.zeros(np.shape(eps))
-            return np.minimum(numeric.round_up(np.full(np.shape(eps), q * mechanism.delta)), 1.0)
-
-        def certified(target: np.ndarray) -> np.ndarray:
-            guess = numeric.round_down(numeric.amplification_inverse(q, target))
-            return numeric.certify_down(upper, guess, target)
-
-        def impossible_above(target: np.ndarray) -> np.ndarray:
-            guess = numeric.round_up(numeric.amplification_inverse(q, target))
-            return numeric.certify_up(lower, guess, target)
-
-        def mechanism_delta(target_delta: float, eps: np.ndarray) -> np.ndarray:
-            return numeric.round_down(np.full(np.shape(eps), target_delta / q))
-
-        return Analysis(
-            guarantee_neighbours=Neighbours.ADD_REMOVE,
-            reference_epsilon=ref,
-            upper=upper,
-            lower=lower,
-            delta_prime=delta_prime,
-            certified=certified,
-            impossible_above=impossible_above,
-            mechanism_delta=mechanism_delta,
-            basis=BASIS,
-            conditions=tuple(conditions),
-            warnings=tuple(warnings),
-            details={"rate": q, "tight": True},
-        )
-
-    # replace-one guarantee: the derived, labelled composition of spec §2
+    ``coupled=False``: the replaced and the replacing record may be kept with
+    different probabilities (at most ``rate``), so the coupling candidate is left out
+    (``upper_epsilon_replace_one``).
+    """
+    q = rate
+    if not mechanism.epsilon_add_remove_known():
+        raise ConditionError(REFUSES_REPLACE_ONE_ONLY)
     eps_r = mechanism.epsilon_replace_one_of
-    warnings.append(
+    warnings = [
         "replace-one guarantee for Poisson sampling: derived — min(2·A(q, ε_D), ε_R, "
         "A(q, max(ε_D, ε_R))): a replacement is a removal plus an addition (spec §2); "
         "coupling the inclusion coins gives at most ε_R; advanced joint convexity (Balle, "
         "Barthe, Gaboardi 2018, Theorem 2) on the coupled mixtures gives A(q, max(ε_D, "
         "ε_R)). Tight when ε_R <= ε_D (`neighbours: both`); otherwise not tight in general."
-    )
+    ]
+    if not coupled:
+        warnings[0] = (
+            "replace-one guarantee for Poisson sampling with different inclusion "
+            "probabilities: derived — min(2·A(q, ε_D), A(q, max(ε_D, ε_R))) with q the "
+            "largest probability: a replacement is a removal plus an addition (spec §2); "
+            "advanced joint convexity (Balle, Barthe, Gaboardi 2018, Theorem 2) on the "
+            "mixtures written at the larger probability gives A(q, max(ε_D, ε_R)). Tight "
+            "when ε_R <= ε_D (`neighbours: both`); otherwise not tight in general."
+        )
     if mechanism.neighbours is Neighbours.ADD_REMOVE and mechanism.epsilon_replace_one is None:
         warnings.append(
             f"M's replace-one ε taken as ε_R = 2ε = {2 * mechanism.epsilon:g} "
@@ -231,7 +241,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         )
 
     def upper_r(eps: np.ndarray) -> np.ndarray:
-        return upper_epsilon_replace_one(eps, eps_r(eps), rate=q)
+        return upper_epsilon_replace_one(eps, eps_r(eps), rate=q, coupled=coupled)
 
     def lower_r(eps: np.ndarray) -> np.ndarray:
         if mechanism.delta == 0.0:
@@ -244,18 +254,21 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         eps = np.asarray(eps, dtype=float)
         if mechanism.delta == 0.0:
             return np.zeros(eps.shape)
-        _, which = replace_one_candidates(eps, eps_r(eps), rate=q)
+        _, which = replace_one_candidates(eps, eps_r(eps), rate=q, coupled=coupled)
         a = numeric.amplification_upper(q, eps)
         d_d = mechanism.delta
         d_r = mechanism.delta_replace_one_of(eps)
         with np.errstate(over="ignore"):
             two_steps = q * d_d * (1.0 + np.exp(a))
-        coupled = q * d_r
+        coupled_delta = q * d_r
         convex = q * np.maximum(d_d, d_r)
-        chosen = np.choose(which, np.broadcast_arrays(two_steps, coupled, convex))
+        chosen = np.choose(which, np.broadcast_arrays(two_steps, coupled_delta, convex))
         # cap after rounding: a probability stays <= 1 (round_up of 1 would pass it)
         out: np.ndarray = np.minimum(numeric.round_up(chosen), 1.0)
         return out
+
+    def details_at(eps: np.ndarray) -> dict[str, Any]:
+        return {"tight": bool(np.all(eps_r(eps) <= np.asarray(eps)))}
 
     return Analysis(
         guarantee_neighbours=Neighbours.REPLACE_ONE,
@@ -267,12 +280,13 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             *BASIS,
             "spec §2 (derived: removal + addition; coupling; joint convexity on the coupling)",
         ),
-        conditions=tuple(conditions),
+        conditions=(
+            *conditions,
+            f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
+        ),
         warnings=tuple(warnings),
-        details={
-            "rate": q,
-            "tight": bool(np.all(eps_r(np.asarray(mechanism.epsilon)) <= mechanism.epsilon)),
-        },
+        details={"rate": q},
+        details_at=details_at,
     )
 
 
@@ -294,5 +308,87 @@ SCHEME = Scheme(
     analyse=analyse,
     example={"rate": 0.01},
     supports_group_size=True,
-    hooks={"verify": _verify_hook},
+    verify_plan=_verify_hook,
 )
+
+
+# --- group privacy (group_size > 1) --------------------------------------------------
+
+
+def poisson_group_analysis(
+    params: Params, mechanism: Mechanism, guarantee: Neighbours
+) -> Analysis:
+    """Poisson sampling, adding or removing g records: ε′ = g·log(1 + q(e^ε − 1)).
+
+    Basis: g applications of the single-record bound (001_4ef689e3bef19c3a.txt
+        Lemma 3.3; triangle inequality) give the upper bound; the count witness attains
+        it (exact LPs agree to 4e-15 on 228 instances, exact-lp-checks.md Conjecture 3).
+    Neighbours: M ε-DP under add-remove; ε′ under add-remove of g records.
+    Conditions: g >= 1; δ = 0.
+    Formula: g·log(1 + q(e^ε − 1)) (add direction; removal alone gives
+        −g·log(1 − q(1 − e^{−ε})), smaller; both in details).
+    Tightness: tight.
+    """
+
+    q, g = params.rate, mechanism.group_size
+    if guarantee is not Neighbours.ADD_REMOVE:
+        raise ConditionError(
+            "group privacy under Poisson sampling is for adding or removing g records "
+            "(add-remove); no replace-one group formula is verified."
+        )
+    if not mechanism.epsilon_add_remove_known():
+        raise ConditionError(
+            "Poisson group privacy needs M's add-remove ε; declare `neighbours: add-remove` "
+            "or `both`."
+        )
+    if mechanism.delta > 0:
+        raise ConditionError(
+            "Poisson group privacy: g·log(1 + q(e^ε − 1)) is for pure ε (δ = 0); no "
+            "verified (ε, δ) group bound is implemented."
+        )
+
+    def upper(eps: np.ndarray) -> np.ndarray:
+        return numeric.round_up(g * numeric.amplification_upper(q, eps))
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        return numeric.round_down(g * numeric.amplification_lower(q, eps))
+
+    def certified(target: np.ndarray) -> np.ndarray:
+        guess = numeric.round_down(numeric.amplification_inverse(q, np.asarray(target) / g))
+        return numeric.certify_down(upper, guess, target)
+
+    def impossible_above(target: np.ndarray) -> np.ndarray:
+        guess = numeric.round_up(numeric.amplification_inverse(q, np.asarray(target) / g))
+        return numeric.certify_up(lower, guess, target)
+
+    e0 = float(mechanism.epsilon)
+    return Analysis(
+        guarantee_neighbours=Neighbours.ADD_REMOVE,
+        reference_epsilon=lambda eps: g * np.asarray(eps, dtype=float),
+        upper=upper,
+        lower=lower,
+        delta_prime=lambda eps: np.zeros(np.shape(eps)),
+        certified=certified,
+        impossible_above=impossible_above,
+        basis=(
+            "001_4ef689e3bef19c3a.txt Lemma 3.3 applied g times",
+            "exact-lp-checks.md Conjecture 3 (count witness; exact LPs on 228 instances)",
+        ),
+        conditions=(
+            f"0 < rate <= 1: rate = {q:g}",
+            f"a unit of g = {g} records is added or removed",
+            "M is pure ε-DP (δ = 0) under add-remove",
+        ),
+        warnings=(
+            f"group of {g} records under Poisson sampling: g·log(1 + q(e^ε − 1)) is tight "
+            "(g single-record steps; the count witness attains it). The remove direction "
+            "alone is smaller (details.remove_direction).",
+        ),
+        details={
+            "rate": q,
+            "group_size": g,
+            "tight": True,
+            "remove_direction": float(g * numeric.neg_log1m(q, e0)),
+            "conservative_rule": None,
+        },
+    )

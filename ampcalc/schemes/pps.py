@@ -953,5 +953,5 @@ SCHEME = Scheme(
     analyse=analyse,
     example={"size_measures": [1, 1, 1, 5, 10], "sample": 2},
     parse_params=parse_params,
-    hooks={"verify": _verify_hook},
+    verify_plan=_verify_hook,
 )

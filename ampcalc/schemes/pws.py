@@ -409,5 +409,6 @@ SCHEME = Scheme(
     mechanism_form="none",
     parse_params=parse_params,
     needs_target=True,
-    hooks={"bind_target": bind_target, "check_target": check_target},
+    bind_target=bind_target,
+    check_target=check_target,
 )

@@ -969,5 +969,5 @@ SCHEME = Scheme(
     analyse=analyse,
     example={"population": 10000, "size": {"distribution": "normal", "mean": 5000, "sd": 800}},
     parse_params=parse_params,
-    hooks={"verify": _verify_hook},
+    verify_plan=_verify_hook,
 )

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ampcalc.math import numeric
+from ampcalc.math import groups, numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2022, HU_2023, cite
+from ampcalc.schemes.assembly import Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 if TYPE_CHECKING:
@@ -110,6 +111,28 @@ def lower_epsilon(eps_replace_one: np.ndarray, *, population: int, sample: int) 
     return numeric.amplification_lower(sample / population, eps_replace_one)
 
 
+def theorem(params: Params) -> Theorem:
+    """Theorem 2.2 of 000 for this design, as data (formulas in replace-one ε_R)."""
+    n, m = params.population, params.sample
+    q = m / n
+    return Theorem(
+        name="Theorem 2.2",
+        basis=BASIS,
+        relation=Neighbours.REPLACE_ONE,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=lambda eps_r: upper_epsilon(eps_r, population=n, sample=m),
+        lower=lambda eps_r: lower_epsilon(eps_r, population=n, sample=m),
+        inverse=lambda target: numeric.amplification_inverse(q, target),
+        delta_factor=q,
+        conditions=(
+            f"1 <= sample <= population: 1 <= {m} <= {n}",
+            "the population size N is fixed and public; which records were sampled is secret",
+        ),
+        tight=True,
+        relation_words=" on samples of size m",
+    )
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one SRSWOR design (see ``upper_epsilon`` for the theorem)."""
     if guarantee is not Neighbours.REPLACE_ONE:
@@ -120,81 +143,12 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "an add-remove guarantee."
         )
     if mechanism.group_size > 1:
-        from ampcalc.math.groups import srswor_group_analysis
-
         return srswor_group_analysis(params, mechanism)
     n, m = params.population, params.sample
-    q = m / n
-    ratio = mechanism.replace_one_ratio()
-    eps_r = mechanism.epsilon_replace_one_of
-
-    def upper(eps: np.ndarray) -> np.ndarray:
-        return upper_epsilon(eps_r(eps), population=n, sample=m)
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        return lower_epsilon(eps_r(eps), population=n, sample=m)
-
-    def delta_prime(eps: np.ndarray) -> np.ndarray:
-        if mechanism.delta == 0.0:
-            return np.zeros(np.shape(eps))
-        return np.minimum(numeric.round_up(q * mechanism.delta_replace_one_of(eps)), 1.0)
-
-    def certified(target: np.ndarray) -> np.ndarray:
-        guess = numeric.round_down(numeric.amplification_inverse(q, target)) / ratio
-        return numeric.certify_down(upper, numeric.round_down(guess), target)
-
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        guess = numeric.round_up(numeric.amplification_inverse(q, target)) / ratio
-        return numeric.certify_up(lower, numeric.round_up(guess), target)
-
-    def mechanism_delta(target_delta: float, eps: np.ndarray) -> np.ndarray:
-        eps = np.asarray(eps, dtype=float)
-        if mechanism.neighbours is not Neighbours.ADD_REMOVE:
-            return numeric.round_down(np.full_like(eps, target_delta / q))
-        if mechanism.epsilon_replace_one is not None:
-            return np.full_like(eps, np.nan)  # δ_R was stated directly; no add-remove δ follows
-        with np.errstate(over="ignore"):
-            return numeric.round_down(target_delta / (q * (1.0 + np.exp(eps))))
-
-    conditions = [
-        f"1 <= sample <= population: 1 <= {m} <= {n}",
-        "the population size N is fixed and public; which records were sampled is secret",
-        f"M is ε-DP under replace-one on samples of size m (declared: {mechanism.neighbours})",
-    ]
-    warnings: list[str] = []
-    if mechanism.neighbours is Neighbours.ADD_REMOVE:
-        if mechanism.epsilon_replace_one is None:
-            warnings.append(
-                f"M's ε = {mechanism.epsilon:g} holds under add-remove, but Theorem 2.2 needs "
-                f"its replace-one ε; using ε_R = 2ε = {2 * mechanism.epsilon:g} "
-                "(000_97a39a4c524f603f.txt §2.2). If M is also ε-DP under replace-one "
-                "(e.g. a count query), declare `neighbours: both`; if its own analysis gives "
-                "a smaller replace-one ε, set `epsilon_replace_one`."
-            )
-        elif mechanism.epsilon_replace_one > 2 * mechanism.epsilon:
-            warnings.append(
-                f"epsilon_replace_one = {mechanism.epsilon_replace_one:g} exceeds 2ε; an "
-                f"add-remove ε-DP mechanism is 2ε-DP under replace-one, so "
-                f"ε_R = {2 * mechanism.epsilon:g} is used."
-            )
-        if mechanism.delta > 0 and mechanism.epsilon_replace_one is None:
-            warnings.append(
-                "δ under replace-one is taken as (1 + e^ε)δ (group privacy for the removal "
-                "and the addition that make a replacement)."
-            )
-    return Analysis(
-        guarantee_neighbours=Neighbours.REPLACE_ONE,
-        reference_epsilon=eps_r,
-        upper=upper,
-        lower=lower,
-        delta_prime=delta_prime,
-        certified=certified,
-        impossible_above=impossible_above,
-        mechanism_delta=mechanism_delta,
-        basis=BASIS,
-        conditions=tuple(conditions),
-        warnings=tuple(warnings),
-        details={"rate": q, "population": n, "sample": m, "tight": True},
+    return assemble(
+        theorem(params),
+        mechanism,
+        details={"rate": m / n, "population": n, "sample": m},
     )
 
 
@@ -217,5 +171,103 @@ SCHEME = Scheme(
     check=check,
     example={"population": 10000, "sample": 100},
     supports_group_size=True,
-    hooks={"verify": _verify_hook},
+    verify_plan=_verify_hook,
 )
+
+
+# --- group privacy (group_size > 1) --------------------------------------------------
+
+
+def srswor_group_analysis(params: Params, mechanism: Mechanism) -> Analysis:
+    """srswor with ``group_size`` g > 1: ε′ = log E[e^{Jε_R}], J ~ Hyp(N, g, m).
+
+    Basis: count witness (lower bound, proven); the relaxation of ampcalc.math.groups
+        (upper bound: tight where V <= ε_R, proven but possibly loose above); exact LPs
+        equal V to 9e-16 on 196 tiny instances (exact-lp-checks.md Conjecture 2).
+    Neighbours: M ε_R-DP under replace-one; ε′ under replace-one of g records.
+    Conditions: 1 <= g <= N, δ = 0.
+    Formula: V = log Σ_k p_k e^{kε}; conservative rule log(1 + (m/N)(e^{gε} − 1)) in details.
+    Numerics: log pmf by recurrence, expm1/logsumexp forms, slack 1e-10; outward.
+    """
+    return _srswor_group(params, mechanism)
+
+
+def _srswor_group(params: Params, mechanism: Mechanism) -> Analysis:
+
+    n, m, g = params.population, params.sample, mechanism.group_size
+    if g > n:
+        raise ConditionError(
+            f"group_size {g} is larger than population {n}; expected 1 <= group_size <= population"
+        )
+    if mechanism.delta > 0:
+        raise ConditionError(
+            "group privacy under srswor: the formula log E[e^{Jε}] is for pure ε (δ = 0); "
+            "no verified (ε, δ) group bound is implemented."
+        )
+    size = groups.hypergeom_support(n, g, m)
+    if size > groups.MAX_SUPPORT:
+        raise ConditionError(
+            f"group privacy under srswor: the hypergeometric support has {size} points, "
+            f"more than {groups.MAX_SUPPORT} (min(g, m) is too large)"
+        )
+    k0, lp = groups.hypergeom_logpmf(n, g, m)
+    k_max = k0 + lp.size - 1
+    eps_r = mechanism.epsilon_replace_one_of
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        return groups.slack_down(groups.log_mgf(k0, lp, eps_r(eps)), lp.size)
+
+    def upper(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps_r(eps), dtype=float)
+        raw = groups.log_mgf(k0, lp, e)
+        # groups.log_mgf's error is relative (every term nonnegative, in log space)
+        v = numeric.round_up(raw * (1 + groups.REL_SLACK))
+        if k0 > 0:
+            # no sample avoids the group: group privacy over the J <= k_max differing
+            # records (J is constant when k_max = 1 ... then V = ε exactly)
+            out: np.ndarray = np.maximum(v, numeric.round_up(k_max * e))
+            return out
+        relax = groups.slack_up(groups.relaxation(k0, lp, e), lp.size)
+        return np.where(v <= e, v, np.maximum(v, relax))
+
+    def reference(eps: np.ndarray) -> np.ndarray:
+        return g * np.asarray(eps_r(eps), dtype=float)
+
+    e0 = float(mechanism.effective_epsilon_replace_one())
+    conservative = float(numeric.amplification_upper(m / n, g * e0))
+    v0 = float(lower(np.asarray(mechanism.epsilon)))
+    warnings = [
+        f"group of {g} records under srswor: ε′ = log E[e^{{Jε}}], J ~ Hypergeometric(N, g, m) "
+        "— proven as a lower bound (count witness), proven as the upper bound where it is "
+        "<= ε (relaxation), LP-verified on 196 tiny instances (exact-lp-checks.md). "
+        f"The conservative rule log(1 + (m/N)(e^{{gε}} − 1)) = {conservative:.6g} is valid "
+        "but loose.",
+    ]
+    if v0 > e0:
+        warnings.append(
+            "log E[e^{Jε}] exceeds ε here: the upper bound is the relaxation's optimum "
+            "(proven, may be loose); conjectured tight at the lower bound."
+        )
+    return Analysis(
+        guarantee_neighbours=Neighbours.REPLACE_ONE,
+        reference_epsilon=reference,
+        upper=upper,
+        lower=lower,
+        delta_prime=lambda eps: np.zeros(np.shape(eps)),
+        basis=(
+            "exact-lp-checks.md Conjecture 2 (count witness; exact LPs on 196 instances)",
+            "group-privacy relaxation (Dinkelbach), ampcalc._groups",
+        ),
+        conditions=(
+            f"1 <= group_size <= population: 1 <= {g} <= {n}",
+            f"1 <= sample <= population: 1 <= {m} <= {n}",
+            "M is pure ε-DP (δ = 0) under replace-one on samples of size m",
+        ),
+        warnings=tuple(warnings),
+        details={
+            "population": n,
+            "sample": m,
+            "group_size": g,
+            "conservative_rule": conservative,
+        },
+    )

@@ -242,5 +242,5 @@ SCHEME = Scheme(
     analyse=analyse,
     example={"population": 10000, "sample": 100},
     supports_group_size=True,
-    hooks={"verify": _verify_hook},
+    verify_plan=_verify_hook,
 )

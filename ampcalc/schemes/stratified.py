@@ -30,6 +30,7 @@ Basis:
 from __future__ import annotations
 
 import csv
+import dataclasses
 import difflib
 import functools
 import math
@@ -46,6 +47,7 @@ from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
 from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, cite
 from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.assembly import assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53
@@ -857,8 +859,28 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         }
 
     eps0 = _scalar_eps(mechanism)
-    lower_rows = np.where(census, eps0, lower_epsilon(r, eps0))
-    rows = _strata_rows(p, r, r * n, lower_rows, per_stratum(eps0))
+
+    def details_at(eps: np.ndarray) -> dict[str, Any]:
+        e = np.asarray(eps, dtype=float)
+        rr, cc = _per_stratum(r, e), _per_stratum(census, e) > 0
+        rows = _strata_rows(
+            p,
+            r,
+            r * n,
+            np.where(cc, e, lower_epsilon(rr, e)),
+            np.where(cc, e, theorem_4_3(_per_stratum(a, e), rr, e)),
+        )
+        approx = 6.0 * r_max * e
+        exact = np.asarray(stratified_max(e), dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(exact > 0, (approx - exact) / np.where(exact > 0, exact, 1.0), np.nan)
+        return {
+            "approx_6re": approx,
+            "approx_6re_relative_error": rel if rel.ndim else (None if np.isnan(rel) else rel),
+            "census_strata": int(census.sum()),
+            "strata": rows,
+        }
+
     warnings: list[str] = []
     form = "size-aware form from the proof of Theorem 4.3 (r + 1/N_h in place of 2r)"
     if p.size_aware:
@@ -894,18 +916,12 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
             "no amplification is guaranteed at this ε: Theorem 7.2's bound is not below M's ε "
             "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; spec §5.1)"
         )
-    approx = 6.0 * r_max * eps0
-    exact = float(stratified_max(np.asarray(eps0)))
     details: dict[str, Any] = {
         "allocation": "proportional",
         "rounding": "randomized",
         "form": "size-aware (from proof)" if p.size_aware else "Theorem 7.2",
         "rate_max": r_max,
         "strata_count": len(p.strata),
-        "approx_6re": approx,
-        "approx_6re_relative_error": (approx - exact) / exact if exact > 0 else None,
-        "census_strata": int(census.sum()),
-        "strata": rows,
     }
     conditions = (
         f"r·N_h >= 1 in every stratum: smallest r·N_h = {float(np.min(r * n)):.6g}",
@@ -930,6 +946,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         conditions=conditions,
         warnings=tuple(warnings),
         details=details,
+        details_at=details_at,
         invert_details=invert_details,
     )
 
@@ -1427,47 +1444,53 @@ def _randomized_side(
         warnings.append(f"randomised rounding would not be covered either: {err.message}")
 
 
+def _per_stratum(values: Any, eps: Any) -> np.ndarray:
+    """Per-stratum values against an evaluated ε of any shape: shape (k, *eps.shape)."""
+    return np.asarray(values, dtype=float).reshape((-1,) + (1,) * np.ndim(eps))
+
+
 def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Stratified Poisson sampling: the ``poisson`` family's results at the largest rate.
+
+    A record of stratum h is kept with probability r_h independently of everything
+    else, so an addition or removal is the Poisson case at r_h <= r_max (Lemma 3.3,
+    tight at the stratum of largest rate). A replacement may move a record between
+    strata of different rates, where the inclusion coins cannot be coupled:
+    ``poisson.replace_one_analysis`` without the coupling candidate (with it when all
+    rates are equal, which makes the design one Poisson sample).
+    """
+    from ampcalc.schemes import poisson
+
     _need_add_remove(mechanism, "Stratified Poisson sampling (001_4ef689e3bef19c3a.txt Lemma 3.3)")
     r = p.rates()
     n = p.strata.size.astype(float)
     r_max = float(r.max())
     replace = guarantee is Neighbours.REPLACE_ONE
-    eps_r = mechanism.epsilon_replace_one_of
-    delta = mechanism.delta
+    conditions = (
+        "each record of stratum h is kept independently with probability r_h, "
+        "not depending on the data; the sample is secret",
+    )
+    if replace:
+        equal = bool(np.all(r == r_max))
+        base = poisson.replace_one_analysis(r_max, mechanism, conditions=conditions, coupled=equal)
+    else:
+        base = assemble(poisson.theorem(r_max, conditions), mechanism)
+    eps_r = base.reference_epsilon
 
-    def upper(eps: np.ndarray) -> np.ndarray:
-        u = numeric.amplification_upper(r_max, eps)
-        return numeric.round_up(2.0 * u) if replace else u
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        if not replace:
-            return numeric.amplification_lower(r_max, e)
-        from ampcalc.schemes.poisson import lower_epsilon_at_delta, lower_epsilon_replace_one
-
-        if delta > 0.0:  # the bound must hold at the reported δ′ (docs/verify.md)
-            return lower_epsilon_at_delta(e, eps_r(e), delta_prime(e), rate=r_max)
-        return lower_epsilon_replace_one(e, eps_r(e), rate=r_max)
-
-    def delta_prime(eps: np.ndarray) -> np.ndarray:
-        if delta == 0.0:
-            return np.zeros(np.shape(eps))
-        if not replace:
-            return numeric.round_up(np.full(np.shape(eps), r_max * delta))
-        a = numeric.amplification_upper(r_max, eps)
-        with np.errstate(over="ignore"):
-            return numeric.round_up(np.minimum(r_max * delta * (1.0 + np.exp(a)), 1.0))
-
-    def certified(target: np.ndarray) -> np.ndarray:
-        t = np.asarray(target, dtype=float)
-        guess = numeric.round_down(numeric.amplification_inverse(r_max, t / 2.0 if replace else t))
-        return numeric.certify_down(upper, guess, t)
-
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        t = np.asarray(target, dtype=float)
-        guess = numeric.round_up(numeric.amplification_inverse(r_max, t))
-        return numeric.certify_up(lower, guess, t)
+    def details_at(eps: np.ndarray) -> dict[str, Any]:
+        rr = _per_stratum(r, eps)
+        e = eps_r(eps) if replace else np.asarray(eps, dtype=float)
+        rows = _strata_rows(
+            p,
+            r,
+            r * n,
+            numeric.amplification_lower(rr, e),
+            numeric.amplification_upper(rr, e),
+        )
+        out: dict[str, Any] = {"strata": rows}
+        if base.details_at is not None:
+            out.update(base.details_at(eps))
+        return out
 
     def invert_details(target: np.ndarray) -> dict[str, Any]:
         t = np.asarray(target, dtype=float)
@@ -1488,45 +1511,25 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
         )
         return {"strata": _invert_rows(p, r, r * n, cert, imp)}
 
-    eps0 = _scalar_eps(mechanism)
-    rows = _strata_rows(
-        p,
-        r,
-        r * n,
-        numeric.amplification_lower(r, eps0),
-        numeric.amplification_upper(r, eps0),
-    )
-    warnings = [REPLACE_ONE_NOTE] if replace else []
-    return Analysis(
-        guarantee_neighbours=guarantee,
-        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
-        upper=upper,
-        lower=lower,
-        delta_prime=delta_prime,
-        certified=certified,
-        impossible_above=impossible_above,
-        mechanism_delta=None
-        if replace
-        else (lambda td, e: numeric.round_down(np.full(np.shape(e), td / r_max))),
-        basis=(*BASIS_POISSON, *((REPLACE_ONE_BASIS,) if replace else ())),
-        conditions=(
-            "each record of stratum h is kept independently with probability r_h, "
-            "not depending on the data; the sample is secret",
-            f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
-        ),
-        warnings=tuple(warnings),
+    return dataclasses.replace(
+        base,
+        basis=(*BASIS_POISSON, *base.basis[len(poisson.BASIS) :]),
         details={
             "allocation": "poisson",
             "rate_max": r_max,
             "tight": not replace,
             "strata_count": len(p.strata),
-            "strata": rows,
         },
+        details_at=details_at,
         invert_details=invert_details,
     )
 
 
 def _analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Fixed allocation: the ``srswor`` family's Theorem 2.2 in the stratum of largest
+    sampling fraction (a replacement inside a stratum is a simple random sample's)."""
+    from ampcalc.schemes import srswor
+
     if guarantee is not Neighbours.REPLACE_ONE:
         raise ConditionError(
             "fixed allocation: Theorem 2.2 (000_97a39a4c524f603f.txt) holds per stratum for "
@@ -1536,28 +1539,21 @@ def _analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
     m = p.strata.sample
     n = p.strata.size.astype(float)
     q = m / n
-    q_max = float(q.max())
+    top = int(np.argmax(q))
+    worst = srswor.theorem(srswor.Params(population=int(p.strata.size[top]), sample=int(m[top])))
     ratio = mechanism.replace_one_ratio()
     eps_r = mechanism.epsilon_replace_one_of
 
-    def upper(eps: np.ndarray) -> np.ndarray:
-        return numeric.amplification_upper(q_max, eps_r(eps))
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        return numeric.amplification_lower(q_max, eps_r(eps))
-
-    def delta_prime(eps: np.ndarray) -> np.ndarray:
-        if mechanism.delta == 0.0:
-            return np.zeros(np.shape(eps))
-        return numeric.round_up(q_max * mechanism.delta_replace_one_of(eps))
-
-    def certified(target: np.ndarray) -> np.ndarray:
-        guess = numeric.round_down(numeric.amplification_inverse(q_max, target) / ratio)
-        return numeric.certify_down(upper, numeric.round_down(guess), target)
-
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        guess = numeric.round_up(numeric.amplification_inverse(q_max, target) / ratio)
-        return numeric.certify_up(lower, numeric.round_up(guess), target)
+    def details_at(eps: np.ndarray) -> dict[str, Any]:
+        qq, e = _per_stratum(q, eps), eps_r(eps)
+        rows = _strata_rows(
+            p,
+            q,
+            m.astype(np.int64),
+            numeric.amplification_lower(qq, e),
+            numeric.amplification_upper(qq, e),
+        )
+        return {"strata": rows}
 
     def invert_details(target: np.ndarray) -> dict[str, Any]:
         t = np.asarray(target, dtype=float)
@@ -1575,47 +1571,29 @@ def _analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
         imp = numeric.certify_up(per_l, numeric.round_up(inv), float(t))
         return {"strata": _invert_rows(p, q, m.astype(np.int64), cert, imp)}
 
-    e0 = np.asarray(_scalar_eps(mechanism))
-    rows = _strata_rows(
-        p,
-        q,
-        m.astype(np.int64),
-        numeric.amplification_lower(q, eps_r(e0)),
-        numeric.amplification_upper(q, eps_r(e0)),
-    )
-    warnings = [
-        "fixed allocation: the guarantee covers replacing a record by another of the same "
-        "stratum; moving a record across strata changes the public stratum sizes and is "
-        "not covered by any theorem here."
-    ]
-    if mechanism.neighbours is Neighbours.ADD_REMOVE and mechanism.epsilon_replace_one is None:
-        warnings.append(
-            f"M's replace-one ε taken as ε_R = 2ε = {2 * mechanism.epsilon:g} "
-            "(000_97a39a4c524f603f.txt §2.2); declare `neighbours: both` if M is ε-DP under "
-            "replace-one too."
-        )
-    return Analysis(
-        guarantee_neighbours=Neighbours.REPLACE_ONE,
-        reference_epsilon=eps_r,
-        upper=upper,
-        lower=lower,
-        delta_prime=delta_prime,
-        certified=certified,
-        impossible_above=impossible_above,
+    theorem = dataclasses.replace(
+        worst,
         basis=BASIS_FIXED,
         conditions=(
             "per-stratum sample sizes m_h fixed in advance (data-independent), strata sizes "
             "public; simple random sampling without replacement in each stratum",
-            f"M is ε-DP under replace-one (declared: {mechanism.neighbours})",
         ),
-        warnings=tuple(warnings),
+        relation_words="",
+    )
+    return assemble(
+        theorem,
+        mechanism,
         details={
             "allocation": "fixed",
-            "rate_max": q_max,
-            "tight": True,
+            "rate_max": float(q[top]),
             "strata_count": len(p.strata),
-            "strata": rows,
         },
+        details_at=details_at,
+        warnings=(
+            "fixed allocation: the guarantee covers replacing a record by another of the "
+            "same stratum; moving a record across strata changes the public stratum sizes "
+            "and is not covered by any theorem here.",
+        ),
         invert_details=invert_details,
     )
 
@@ -1791,21 +1769,19 @@ COMPARE_ASSUMPTIONS = (
 )
 
 
-def compare(design: Any, target: float) -> dict[str, Any]:
+def compare(design: Any, target: float, res: Any) -> dict[str, Any]:
     """Accuracy figures of a stratified design at population target ε′ = ``target``.
 
-    Returns the per-stratum certified ε (from ``engine.invert``), the Laplace noise of the
+    ``res`` is the design's inversion at ``target`` (an ``InvertResult``). Returns the
+    per-stratum certified ε (from ``res``), the Laplace noise of the
     stratified mean at those ε (needs ``value_bound``), the sampling variance (needs
     ``sd`` for every stratum) and their total; ``assumptions`` states the estimator and
     the sensitivity. For Neyman allocation no ε is certified: the noise is also given
     at the most generous ε not known to break the target (``impossible_above``), as a
     best case that is not a guarantee.
     """
-    from ampcalc import engine
-
     p: Params = design.params
     s = p.strata
-    res = engine.invert(design, target)
     out: dict[str, Any] = {}
     notes = list(COMPARE_ASSUMPTIONS)
     if res.error:
@@ -2037,5 +2013,7 @@ SCHEME = Scheme(
         "strata": [{"name": "small", "size": 12000}, {"name": "large", "size": 900}],
     },
     parse_params=parse_params,
-    hooks={"compare": compare, "verify": _verify_hook},
+    compare=compare,
+    verify_plan=_verify_hook,
+    verify_plan_takes_guarantee=True,
 )

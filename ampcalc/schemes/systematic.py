@@ -465,5 +465,5 @@ SCHEME = Scheme(
     check=check,
     example={"population": 10000, "interval": 100, "order": "random"},
     parse_params=parse_params,
-    hooks={"verify": _verify_hook},
+    verify_plan=_verify_hook,
 )

@@ -1,0 +1,155 @@
+"""The assembly layer: one relation handling for every family, and reuse across families.
+
+A one-stratum stratified design is the unstratified scheme, so every number must
+match (bounds, δ′, both inverses, verdict); details are computed at the evaluated ε;
+the relation conversion and its notes are stated once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ampcalc
+from ampcalc import engine
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.schemes import assembly, poisson, srswor
+
+MECHANISMS = [
+    {"epsilon": 1.0, "neighbours": "both"},
+    {"epsilon": 1.0, "neighbours": "add-remove"},
+    {"epsilon": 0.7, "neighbours": "add-remove", "epsilon_replace_one": 1.1},
+    {"epsilon": 2.0, "neighbours": "add-remove", "epsilon_replace_one": 0.5},
+    {"epsilon": 1.0, "neighbours": "both", "delta": 1e-5},
+    {"epsilon": 1.0, "neighbours": "add-remove", "delta": 1e-6},
+]
+
+
+def _design(mechanism: dict, sampling: dict, guarantee: str | None) -> ampcalc.Design:
+    doc = {"mechanism": mechanism, "sampling": sampling}
+    if guarantee:
+        doc["guarantee"] = guarantee
+    return ampcalc.load_design(doc)
+
+
+def _same(a: ampcalc.Design, b: ampcalc.Design, target: float = 0.3) -> None:
+    ra, rb = engine.bound(a), engine.bound(b)
+    assert ra.error is None and rb.error is None, (ra.error, rb.error)
+    assert (ra.lower, ra.upper, ra.delta_prime) == (rb.lower, rb.upper, rb.delta_prime)
+    assert ra.verdict == rb.verdict
+    ia, ib = engine.invert(a, target), engine.invert(b, target)
+    assert ia.certified == pytest.approx(ib.certified, rel=1e-12, abs=0)
+    assert ia.impossible_above == pytest.approx(ib.impossible_above, rel=1e-12, abs=0)
+    # never less safe: the stratified certificate is itself certified
+    assert float(engine.bound(a, epsilon=ia.certified).upper) <= target
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS, ids=lambda m: str(m))
+@pytest.mark.parametrize("guarantee", ["add-remove", "replace-one"])
+def test_one_stratum_poisson_equals_the_poisson_scheme(mechanism, guarantee) -> None:
+    strat = _design(
+        mechanism,
+        {"scheme": "stratified", "allocation": "poisson", "rate": 0.3, "strata": [{"size": 50}]},
+        guarantee,
+    )
+    plain = _design(mechanism, {"scheme": "poisson", "rate": 0.3}, guarantee)
+    _same(strat, plain)
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS, ids=lambda m: str(m))
+def test_one_stratum_fixed_equals_srswor(mechanism) -> None:
+    strat = _design(
+        mechanism,
+        {"scheme": "stratified", "allocation": "fixed", "strata": [{"size": 200, "sample": 30}]},
+        "replace-one",
+    )
+    plain = _design(mechanism, {"scheme": "srswor", "population": 200, "sample": 30}, None)
+    _same(strat, plain)
+
+
+def test_the_issue_case_one_stratum_poisson_replace_one_is_a_of_q_eps() -> None:
+    """Rate 0.5, ε = 1, `both`, replace-one guarantee: A(0.5, 1) = log((1 + e)/2), tight
+    (it used to be 2·A = 1.2402 through a second copy of the formula)."""
+    exact = math.log1p(0.5 * math.expm1(1.0))
+    for sampling in (
+        {"scheme": "poisson", "rate": 0.5},
+        {"scheme": "stratified", "allocation": "poisson", "rate": 0.5, "strata": [{"size": 100}]},
+    ):
+        r = engine.bound(_design({"epsilon": 1.0, "neighbours": "both"}, sampling, "replace-one"))
+        assert r.lower <= exact <= r.upper <= exact * (1 + 1e-14)
+
+
+def test_different_rates_drop_the_coupling_bound_exact_lp() -> None:
+    """Rates 0.9 and 0.1, ε_D = 1, ε_R = 0.2: moving a record across strata is worth
+    0.8190951349 exactly (``ampcalc verify --pairs all``), far above the coupling's ε_R
+    = 0.2, which only holds when both records share one inclusion probability."""
+    mech = {"epsilon": 1.0, "neighbours": "add-remove", "epsilon_replace_one": 0.2}
+    strata = [{"size": 2, "rate": 0.9}, {"size": 1, "rate": 0.1}]
+    d = _design(
+        mech, {"scheme": "stratified", "allocation": "poisson", "strata": strata}, "replace-one"
+    )
+    r = engine.bound(d)
+    assert r.upper >= 0.8190951349
+    assert r.upper == pytest.approx(math.log1p(0.9 * math.expm1(1.0)), rel=1e-15)
+    row = ampcalc.verify(d, pairs="all")[0]
+    assert row["status"] == "PASS"
+    assert row["epsilon_prime_exact"] == pytest.approx(0.8190951349, rel=1e-8)
+    equal = [{"size": 2, "rate": 0.5}, {"size": 1, "rate": 0.5}]
+    d2 = _design(
+        mech, {"scheme": "stratified", "allocation": "poisson", "strata": equal}, "replace-one"
+    )
+    assert engine.bound(d2).upper == 0.2  # one inclusion probability: coupling holds
+
+
+@pytest.mark.parametrize(
+    "sampling",
+    [
+        {
+            "scheme": "stratified",
+            "allocation": "poisson",
+            "strata": [{"size": 40, "rate": 0.2}, {"size": 60, "rate": 0.05}],
+        },
+        {
+            "scheme": "stratified",
+            "allocation": "fixed",
+            "strata": [{"size": 40, "sample": 8}, {"size": 60, "sample": 3}],
+        },
+        {
+            "scheme": "stratified",
+            "allocation": "proportional",
+            "rounding": "randomized",
+            "rate": 0.05,
+            "strata": [{"size": 400}, {"size": 600}],
+        },
+    ],
+    ids=["poisson", "fixed", "randomized"],
+)
+def test_details_describe_the_evaluated_epsilon(sampling) -> None:
+    guarantee = "replace-one" if sampling["allocation"] == "fixed" else None
+    d = _design({"epsilon": 1.0, "neighbours": "both"}, sampling, guarantee)
+    grid = engine.bound(d, epsilon=np.array([1.0, 3.0]))
+    for k, eps in enumerate((1.0, 3.0)):
+        one = engine.bound(d, epsilon=eps)
+        for row_a, row_1 in zip(grid.details["strata"], one.details["strata"], strict=True):
+            assert row_a["epsilon_prime"]["upper"][k] == row_1["epsilon_prime"]["upper"]
+            assert row_a["epsilon_prime"]["lower"][k] == row_1["epsilon_prime"]["lower"]
+    assert grid.details["strata"][0]["epsilon_prime"]["upper"][1] > 0.5
+
+
+def test_replace_one_only_mechanism_is_refused_by_an_add_remove_theorem() -> None:
+    mech = Mechanism(epsilon=1.0, neighbours=Neighbours.REPLACE_ONE)
+    with pytest.raises(ConditionError, match="add-remove ε"):
+        assembly.assemble(poisson.theorem(0.1), mech)
+
+
+def test_the_replace_one_note_is_stated_once() -> None:
+    mech = Mechanism(epsilon=1.0, neighbours=Neighbours.ADD_REMOVE)
+    a = srswor.analyse(srswor.Params(population=100, sample=10), mech, Neighbours.REPLACE_ONE)
+    assert sum("ε_R = 2ε" in w for w in a.warnings) == 1
+    # ε reaches the formula only as the argument: the analysis at ε = 1 evaluated at 2
+    assert float(a.upper(np.asarray(2.0))) == float(
+        srswor.upper_epsilon(np.asarray(4.0), population=100, sample=10)
+    )
