@@ -26,6 +26,7 @@ from ampcalc.schemes.base import Analysis
 VERDICT_SLACK = 1e-12
 #: where an ε override's error points: the ``epsilon`` argument.
 _EPSILON_WHERE = Where(field="epsilon")
+_TARGET_WHERE = Where(field="target")
 
 
 def with_epsilon(mechanism: Mechanism, epsilon: float) -> tuple[Mechanism, list[str]]:
@@ -329,9 +330,8 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
             f"design {design.name!r}: no target; give --target T or a `target: "
             "{epsilon_prime: T}` block"
         )
-    t = np.asarray(target, dtype=float)
-    if np.any(~np.isfinite(t)) or np.any(t <= 0):
-        raise DesignError("target ε′ must be finite and > 0")
+    # a target ε′ is an ε: the one rule (finite, in (0, 10⁶])
+    t = np.asarray(check_epsilon(target, where=_TARGET_WHERE, array=True), dtype=float)
     if target_delta is not None and not 0 <= target_delta <= 1:
         raise DesignError("target δ′ must be in [0, 1]")
     was_scalar = t.ndim == 0

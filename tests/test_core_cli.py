@@ -119,7 +119,7 @@ def test_epsilon_override_and_set() -> None:
         (["bound", "--json", "--format", "csv", SRS], "contradict"),
         (["bound", "--format", "xml", SRS], "xml"),
         (["invert", SRS], "no target"),
-        (["invert", SRS, "--target", "0"], "target ε′ must be finite and > 0"),
+        (["invert", SRS, "--target", "0"], "target: expected a number in (0, 1000000], got 0"),
     ],
 )
 def test_bad_options_exit_2(args, needle) -> None:

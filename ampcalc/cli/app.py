@@ -120,19 +120,6 @@ def resolve_format(fmt: Format | None, as_json: bool) -> Format:
     return fmt or Format.table
 
 
-def _check_epsilon(value: float | None, option: str) -> None:
-    """An ε option is finite, > 0 and within the limit (``ampcalc.limits``)."""
-    from ampcalc.model.limits import LIMITS
-
-    if value is None:
-        return
-    cap = LIMITS["epsilon"].value
-    if cap < value < float("inf"):  # NaN, inf and <= 0: the engine's own messages
-        raise typer.BadParameter(
-            f"expected a number in (0, {cap:,}], got {value:g}", param_hint=option
-        )
-
-
 def emit(text: str) -> None:
     try:
         sys.stdout.write(text)
@@ -224,7 +211,6 @@ def bound(
     Example:  ampcalc bound examples/designs/srswor.yaml --json
     """
     output = resolve_format(fmt, as_json)
-    _check_epsilon(epsilon, "--epsilon")
     from ampcalc import api
 
     designs = load(design, set_)
@@ -288,7 +274,6 @@ def invert(
     Example:  ampcalc invert examples/designs/srswor.yaml --target 1.0
     """
     output = resolve_format(fmt, as_json)
-    _check_epsilon(target, "--target")
     from ampcalc import api
 
     designs = load(design, set_)
