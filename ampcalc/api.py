@@ -329,6 +329,20 @@ def _design_document(design: Design) -> tuple[Any, str]:
     )
 
 
+def _built(source: Any) -> tuple[Design, ...] | None:
+    """The designs when ``source`` is a ``Design`` or a sequence of them, else None."""
+    if isinstance(source, Design):
+        return (source,)
+    if (
+        isinstance(source, Sequence)
+        and not isinstance(source, str)
+        and source
+        and all(isinstance(d, Design) for d in source)
+    ):
+        return tuple(source)
+    return None
+
+
 def _document(source: Any) -> tuple[Any, str]:
     from ampcalc.designs.document import parse_yaml, read_source
 
@@ -464,6 +478,13 @@ def sweep(
             "nothing to sweep: give vary={PATH: SPEC}, e.g. vary={'epsilon': '0.01:10:100:log'}"
         )
     varies = [sw.parse_vary(_spec_text(str(path), spec)) for path, spec in vary.items()]
+    built = _built(design)
+    if (
+        built is not None and not overrides and {v.path for v in varies} <= {sw.vector_path(of)}
+    ):  # a built Design swept along ε (or the target) needs no document round trip
+        return SweepResult(
+            sw.evaluate_designs(built, varies, of=of, target=target, target_delta=target_delta)
+        )
     document, filename = _document(design)
     result = sw.evaluate(
         document,

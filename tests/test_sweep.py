@@ -444,3 +444,25 @@ def test_plain_path_in_a_designs_file_suggests_an_indexed_one() -> None:
     run = run_ampcalc("sweep", str(COMPARE), "--vary", "sampling.sample=10,100", expect=2)
     assert run.stderr.startswith("--vary: sampling.sample=10,100: at grid point sampling.sample")
     assert "to vary one design write designs[i].sampling.sample" in run.stderr
+
+
+def test_a_built_design_is_swept_without_a_document_round_trip(monkeypatch) -> None:
+    """A ``Design`` swept along ε goes straight to the engine (same numbers as its file);
+    varying another field of a built design says how to do it."""
+    from ampcalc import api
+
+    designs = ampcalc.load_designs(COMPARE)
+    from_file = ampcalc.sweep(COMPARE, vary={"epsilon": "0.5:4:8"})
+
+    def no_round_trip(*args, **kwargs):
+        raise AssertionError("a built design went through a document")
+
+    monkeypatch.setattr(api, "_document", no_round_trip)
+    built = ampcalc.sweep(list(designs), vary={"epsilon": "0.5:4:8"})
+    for key in ("epsilon_prime.upper", "epsilon_prime.lower", "verdict"):
+        assert list(built.columns[key]) == list(from_file.columns[key])
+    one = ampcalc.sweep(designs[0], vary={"epsilon": [1.0, 2.0]})
+    want = engine.bound(designs[0], epsilon=np.array([1.0, 2.0])).upper
+    assert list(one.columns["epsilon_prime.upper"]) == list(want)
+    with pytest.raises(DesignError, match=r"cannot vary sampling\.sample on a built Design"):
+        sw.evaluate_designs(designs[:1], [sw.parse_vary("sampling.sample=10,20")])

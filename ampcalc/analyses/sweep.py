@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.model.design import check_epsilon
+from ampcalc.model.design import Design, check_epsilon
 from ampcalc.model.errors import DesignError, Where
 
 KINDS = ("bound", "invert", "plan")
@@ -244,7 +244,7 @@ def _plain_list(arr: np.ndarray) -> list[Any]:
 # ---------------------------------------------------------------------------------------
 
 
-def _vector_path(of: str) -> str | None:
+def vector_path(of: str) -> str | None:
     return {"bound": EPSILON_PATH, "invert": TARGET_PATH, "plan": TARGET_PATH}.get(of)
 
 
@@ -321,17 +321,68 @@ def evaluate(
         DesignError: a malformed sweep, or a grid point that is not a valid design
             (the message names the point).
     """
-    import time
-
     from ampcalc.designs.document import load_document
 
     varies = tuple(varies)
     _check_varies(of, varies)
-    vec_path = _vector_path(of)
+    base_designs = load_document(document, filename=filename, overrides=overrides)
+
+    def load_point(point: Mapping[str, float | int]) -> tuple[Design, ...]:
+        return load_document(document, filename=filename, overrides=_overrides(overrides, point))
+
+    return _grid(base_designs, load_point, varies, of, target, target_delta, progress)
+
+
+def evaluate_designs(
+    designs: Sequence[Design],
+    varies: Sequence[Vary],
+    *,
+    of: str = "bound",
+    target: float | None = None,
+    target_delta: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Sweep:
+    """``evaluate`` on built ``Design`` objects, without a round trip through a document.
+
+    Only the vectorised path (``epsilon`` for ``bound`` and ``plan``, ``target`` for
+    ``invert``) can vary: any other field changes the design, which must then be
+    validated again from its document (``evaluate``).
+
+    Raises:
+        DesignError: a varied field other than the vectorised path.
+    """
+    varies = tuple(varies)
+    _check_varies(of, varies)
+    vec_path = vector_path(of)
+    bad = [v.path for v in varies if v.path != vec_path]
+    if bad:
+        raise DesignError(
+            f"cannot vary {bad[0]} on a built Design: only {vec_path} varies without "
+            "validating the design again; pass its document (path, YAML text or dict)",
+            where=_where(bad[0]),
+        )
+
+    def load_point(point: Mapping[str, float | int]) -> tuple[Design, ...]:
+        return tuple(designs)
+
+    return _grid(tuple(designs), load_point, varies, of, target, target_delta, progress)
+
+
+def _grid(
+    base_designs: tuple[Design, ...],
+    load_point: Callable[[Mapping[str, float | int]], tuple[Design, ...]],
+    varies: tuple[Vary, ...],
+    of: str,
+    target: float | None,
+    target_delta: float | None,
+    progress: Callable[[int, int], None] | None,
+) -> Sweep:
+    """The grid of ``varies`` over the designs; ``load_point`` builds a point's designs."""
+    import time
+
+    vec_path = vector_path(of)
     vec = next((v for v in varies if v.path == vec_path), None)
     others = [v for v in varies if v is not vec]
-
-    base_designs = load_document(document, filename=filename, overrides=overrides)
     n_designs = len(base_designs)
     for v in varies:
         idx = v.design_index
@@ -353,9 +404,7 @@ def evaluate(
         point = {v.path: val for v, val in zip(others, combo, strict=True)}
         if point:
             try:
-                designs = load_document(
-                    document, filename=filename, overrides=_overrides(overrides, point)
-                )
+                designs = load_point(point)
             except DesignError as err:
                 where = err.where
                 if where is not None and where.file == "--set":
