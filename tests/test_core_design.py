@@ -170,7 +170,7 @@ def test_unknown_scheme_lists_known_ones(tmp_path: Path) -> None:
     err = error_of(write(tmp_path, GOOD.replace("scheme: srswor", "scheme: srswo")))
     assert err.field == "sampling.scheme" and err.line == 6
     assert "known schemes:" in err.message and "srswor" in err.message
-    assert "did you mean 'srswor'" in str(err)
+    assert "did you mean one of: 'srswor' (" in str(err) and "'srswr' (" in str(err)
 
 
 def test_missing_file_and_directory(tmp_path: Path) -> None:
@@ -313,3 +313,21 @@ def test_failed_condition_result_keeps_the_declared_epsilon(tmp_path: Path) -> N
     res = ampcalc.bound(d).to_dict()
     assert res["epsilon"] == 0.7 and res["epsilon_prime"] == {"lower": None, "upper": None}
     assert "Lemma 3.3" in res["error"] and res["verdict"] is None
+
+
+@pytest.mark.parametrize(
+    ("typed", "listed"),
+    [("srs", ["srswor", "srswr"]), ("SRSWOR", ["srswor"]), ("poison", ["poisson"])],
+)
+def test_an_unknown_scheme_lists_every_close_scheme_with_what_it_is(typed, listed) -> None:
+    """`srs` must not steer to `srswr` alone (a bootstrap sample degrades privacy):
+    every close name is listed with its one-line description; case does not matter."""
+    from ampcalc import schemes
+
+    text = f"mechanism: {{epsilon: 1}}\nsampling: {{scheme: {typed}, population: 10, sample: 2}}\n"
+    with pytest.raises(ampcalc.DesignError) as info:
+        ampcalc.load_design(text)
+    hint = info.value.hint or ""
+    for name in listed:
+        assert f"'{name}' ({schemes.get(name).summary})" in hint
+    assert hint.count("'") == 2 * len(listed)

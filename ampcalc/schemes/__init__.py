@@ -52,8 +52,15 @@ def get(name: str, *, where: Where | None = None) -> Scheme:
             the closest.
     """
     if name not in _MODULES:
-        close = difflib.get_close_matches(str(name), names(), n=1)
-        hint = f"did you mean '{close[0]}'?" if close else None
+        close = similar(str(name))
+        hint = None
+        if close:
+            described = "; ".join(f"'{n}' ({get(n).summary})" for n in close)
+            hint = (
+                f"did you mean {described}?"
+                if len(close) == 1
+                else (f"did you mean one of: {described}?")
+            )
         raise AmpcalcError(
             f"unknown scheme {name!r}; known schemes: {', '.join(names())}",
             where=where,
@@ -63,6 +70,20 @@ def get(name: str, *, where: Where | None = None) -> Scheme:
         module = importlib.import_module(f"{__name__}.{_MODULES[name]}")
         _LOADED[name] = module.SCHEME
     return _LOADED[name]
+
+
+def similar(name: str) -> list[str]:
+    """Registered names close to ``name``: a case-insensitive match, names it begins
+    (``srs`` -> ``srswor``, ``srswr``), and near spellings, all listed rather than
+    one guess, since two close names can be very different designs."""
+    low = name.strip().lower()
+    if low in _MODULES:
+        return [low]
+    found = [n for n in names() if low and (n.startswith(low) or low.startswith(n))]
+    for n in difflib.get_close_matches(low, names(), n=3, cutoff=0.75):
+        if n not in found:
+            found.append(n)
+    return found
 
 
 def all_schemes() -> list[Scheme]:
