@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Protocol
 
 import numpy as np
@@ -77,6 +78,22 @@ def _up1(x: float) -> float:
 
 def _down1(x: float) -> float:
     return float(np.nextafter(x, 0.0))
+
+
+def _mul(a: float, b: float, up: bool) -> float:
+    """a·b rounded up (``up``) or down: the float product when it is exact."""
+    q = a * b
+    if Fraction(a) * Fraction(b) == Fraction(q):
+        return q
+    return _up1(q) if up else _down1(q)
+
+
+def _div(a: float, b: float, up: bool) -> float:
+    """a/b rounded up (``up``) or down: the float quotient when it is exact."""
+    q = a / b
+    if Fraction(a) / Fraction(b) == Fraction(q):
+        return q
+    return _up1(q) if up else _down1(q)
 
 
 def _finish_up(x: FloatArray, positive: bool) -> FloatArray:
@@ -209,6 +226,7 @@ class Gaussian:
     sigma: float | None = None
     sensitivity: float = 1.0
     mu_given: float | None = None
+    mu_low: float | None = None
     name: str = "gaussian"
     exact: bool = True
 
@@ -224,10 +242,18 @@ class Gaussian:
         return self.sensitivity / self.sigma
 
     def _mu_up(self) -> float:
-        return self.mu if self.mu_given is not None else _up1(self.mu)
+        """μ rounded up: ``mu_given`` is an upper bound on μ as given."""
+        if self.mu_given is not None:
+            return self.mu_given
+        assert self.sigma is not None
+        return _div(self.sensitivity, self.sigma, True)
 
     def _mu_down(self) -> float:
-        return self.mu if self.mu_given is not None else _down1(self.mu)
+        """μ rounded down: ``mu_low`` when given, else ``mu_given`` is taken as exact."""
+        if self.mu_given is not None:
+            return self.mu_low if self.mu_low is not None else self.mu_given
+        assert self.sigma is not None
+        return _div(self.sensitivity, self.sigma, False)
 
     def delta(self, eps: ArrayLike) -> FloatArray:
         """Upper bound on δ(ε); the profile grows with μ, so μ is rounded up."""
@@ -237,7 +263,9 @@ class Gaussian:
         return gaussian_delta(self._mu_down(), eps, upper=False)
 
     def replace_one(self) -> Gaussian:
-        return Gaussian(mu_given=_up1(2.0 * self._mu_up()), name=self.name)
+        return Gaussian(
+            mu_given=_up1(2.0 * self._mu_up()), mu_low=2.0 * self._mu_down(), name=self.name
+        )
 
     def describe(self) -> str:
         if self.mu_given is not None:
@@ -284,11 +312,11 @@ class Laplace:
 
     @property
     def pure_epsilon(self) -> float | None:
-        return _up1(self.sensitivity / self.scale)
+        return _div(self.sensitivity, self.scale, True)
 
     def delta(self, eps: ArrayLike) -> FloatArray:
         e = _eps(eps)
-        e0 = _up1(self.sensitivity / self.scale)
+        e0 = _div(self.sensitivity, self.scale, True)
         with np.errstate(over="ignore"):
             d = (e - e0) * (1.0 + 2.0 * _U)  # rounded away from 0 where e < e0: δ larger
             val = -np.expm1(np.minimum(d, 0.0) / 2.0) * (1.0 + _LIBM)
@@ -296,7 +324,7 @@ class Laplace:
 
     def delta_lower(self, eps: ArrayLike) -> FloatArray:
         e = _eps(eps)
-        e0 = _down1(self.sensitivity / self.scale)
+        e0 = _div(self.sensitivity, self.scale, False)
         d = (e - e0) * (1.0 - 2.0 * _U)
         val = -np.expm1(np.minimum(d, 0.0) / 2.0) * (1.0 - _LIBM)
         return _finish_down(np.where(e < e0, val, 0.0))
@@ -388,7 +416,7 @@ class DiscreteLaplace:
 
     @property
     def pure_epsilon(self) -> float | None:
-        return _up1(self.sensitivity / self.scale)
+        return _div(float(self.sensitivity), self.scale, True)
 
     def _delta(self, eps: ArrayLike, upper: bool) -> FloatArray:
         e = _eps(eps)
