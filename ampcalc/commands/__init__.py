@@ -21,6 +21,7 @@ COMMAND_MODULES: list[str] = [
     "pws",
     "verify",
     "plan",
+    "budget",
 ]
 
 
