@@ -88,8 +88,14 @@ def _meets_or_raises(cached: Any, eps: float, target_delta: float) -> bool:
     return bool(cached(eps)[1] <= target_delta)
 
 
-def bound_profile(design: Design, epsilon: Any = None) -> BoundResult:
-    """``engine.bound`` for a design whose mechanism is a named (profile) mechanism."""
+def bound_profile(
+    design: Design, epsilon: Any = None, *, profile_points: bool = True
+) -> BoundResult:
+    """``engine.bound`` for a design whose mechanism is a named (profile) mechanism.
+
+    ``profile_points=False`` skips the sampled profile (``details.profile`` is empty):
+    the calibration's inner loop needs ε′ at δ′ only.
+    """
     from ampcalc import engine
 
     mech = design.mechanism
@@ -187,13 +193,17 @@ def bound_profile(design: Design, epsilon: Any = None) -> BoundResult:
         return _refusal(design, err.message)
 
     # the sampled profile: images of M's profile points
-    grid_eps = np.unique(
-        np.concatenate(
-            [
-                np.asarray(epsilon_at_delta(profile, np.array(PROFILE_DELTAS))),
-                [chosen] + ([pure] if pure is not None else []),
-            ]
+    grid_eps = (
+        np.unique(
+            np.concatenate(
+                [
+                    np.asarray(epsilon_at_delta(profile, np.array(PROFILE_DELTAS))),
+                    [chosen] + ([pure] if pure is not None else []),
+                ]
+            )
         )
+        if profile_points
+        else np.zeros(0)
     )
     points: list[list[float]] = []
     for e in grid_eps:
