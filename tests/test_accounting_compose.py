@@ -13,6 +13,8 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ampcalc import api
 from ampcalc.accounting import compose
@@ -123,3 +125,23 @@ def test_composed_gaussian_mu_is_bracketed() -> None:
     assert g.mu_low is not None
     assert mp.mpf(g.mu_low) <= exact <= mp.mpf(g.mu)
     assert np.nextafter(g.mu, 0) > g.mu_low  # a few ulps, not more
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
+@given(
+    sigma=st.floats(min_value=0.6, max_value=3.0),
+    k=st.integers(min_value=1, max_value=20),
+    q=st.floats(min_value=0.005, max_value=0.2),
+)
+def test_one_sample_composition_against_dp_accounting(sigma: float, k: int, q: float) -> None:
+    # k Gaussian releases on one Poisson sample are one subsampled Gaussian with σ/√k:
+    # ampcalc's exact value lies between dp_accounting's optimistic and pessimistic PLD
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    r = api.bound(releases_design(f"[{{gaussian: {{sigma: {sigma!r}}}, count: {k}}}]", rate=q))
+    kw = {"sampling_prob": q, "value_discretization_interval": 1e-3}
+    std = sigma / math.sqrt(k)
+    hi = pld.from_gaussian_mechanism(std, pessimistic_estimate=True, **kw)
+    lo = pld.from_gaussian_mechanism(std, pessimistic_estimate=False, use_connect_dots=False, **kw)
+    assert lo.get_epsilon_for_delta(1e-6) - 1e-9 <= r.upper
+    assert r.lower <= hi.get_epsilon_for_delta(1e-6) + 1e-9
