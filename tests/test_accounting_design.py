@@ -20,7 +20,7 @@ import pytest
 
 from ampcalc import api, numeric
 from ampcalc.accounting.profiles import Gaussian, Laplace, epsilon_at_delta
-from ampcalc.errors import DesignError
+from ampcalc.errors import AmpcalcError, DesignError
 
 mp.mp.dps = 40
 
@@ -314,3 +314,13 @@ def test_profile_points_are_valid_for_the_exact_subsampled_gaussian() -> None:
         assert mp.mpf(dp) >= exact
         assert math.isfinite(ep)
     assert np.isfinite(r.upper)
+
+
+def test_validate_accepts_and_verify_refuses_a_named_mechanism() -> None:
+    text = design("{gaussian: {sigma: 1.0}}", target="{delta_prime: 1e-6}")
+    (row,) = api.validate(api.load_design(text))
+    assert row["valid"] is True
+    (bad,) = api.validate(api.load_design(design("{gaussian: {sigma: 1.0}}")))
+    assert bad["valid"] is False and "delta_prime" in bad["error"]
+    with pytest.raises(AmpcalcError, match="named"):
+        api.verify(api.load_design(text))
