@@ -46,11 +46,14 @@ def test_solve_sigma_recovers_the_gaussian_of_the_acceptance_value() -> None:
     d = design("{gaussian: {sigma: 1.0}}")
     t = api.bound(d).upper  # 0.3639478396156811: σ = 1 meets it
     r = solve(d, "sigma", t)
-    assert r["certified"] == pytest.approx(1.0, rel=1e-11)
-    assert r["epsilon_prime_at_certified"] <= t  # checked as evaluated
-    assert upper(d, sigma=r["certified"] * (1 - 1e-9)) > t  # the smallest, to 1e-9
-    assert r["impossible_below"] is not None and r["impossible_below"] < r["certified"]
-    low = api.bound(design(f"{{gaussian: {{sigma: {r['impossible_below']!r}}}}}")).lower
+    assert r["knob"]["value"] == pytest.approx(1.0, rel=1e-11)
+    assert r["knob"]["epsilon_prime_at_value"] <= t  # checked as evaluated
+    assert upper(d, sigma=r["knob"]["value"] * (1 - 1e-9)) > t  # the smallest, to 1e-9
+    assert (
+        r["knob"]["impossible_below"] is not None
+        and r["knob"]["impossible_below"] < r["knob"]["value"]
+    )
+    low = api.bound(design(f"{{gaussian: {{sigma: {r['knob']['impossible_below']!r}}}}}")).lower
     assert low >= t
 
 
@@ -60,9 +63,9 @@ def test_solve_scale_matches_the_pure_laplace_closed_form() -> None:
     r = solve(d, "scale", t)
     q, tt = mp.mpf("0.01"), mp.mpf(t)
     exact = 1 / mp.log(1 + mp.expm1(tt) / q)  # b with A(q, 1/b) = T
-    assert mp.mpf(r["certified"]) >= exact  # never below: a smaller b breaks T
-    assert float((mp.mpf(r["certified"]) - exact) / exact) < 1e-8
-    assert r["epsilon_prime_at_certified"] <= t
+    assert mp.mpf(r["knob"]["value"]) >= exact  # never below: a smaller b breaks T
+    assert float((mp.mpf(r["knob"]["value"]) - exact) / exact) < 1e-8
+    assert r["knob"]["epsilon_prime_at_value"] <= t
 
 
 @pytest.mark.slow
@@ -72,8 +75,8 @@ def test_solve_on_a_replace_one_design_meets_the_target() -> None:
         sampling="{scheme: srswor, population: 10000, sample: 100}",
     )
     r = solve(d, "sigma", 0.05)
-    assert r["epsilon_prime_at_certified"] <= 0.05
-    assert r["impossible_below"] is None  # no lower bound for a profile on srswor
+    assert r["knob"]["epsilon_prime_at_value"] <= 0.05
+    assert r["knob"]["impossible_below"] is None  # no lower bound for a profile on srswor
 
 
 def test_solve_refuses_the_wrong_knob() -> None:
@@ -115,5 +118,5 @@ def test_cli_invert_solve_json(tmp_path: Path) -> None:
         check=True,
     )
     r = json.loads(run.stdout)["results"][0]
-    assert r["solve"] == "sigma" and r["epsilon_prime_at_certified"] <= 1.0
-    assert math.isclose(r["certified"], 0.7764364061795443, rel_tol=1e-9)
+    assert r["knob"]["name"] == "sigma" and r["knob"]["epsilon_prime_at_value"] <= 1.0
+    assert math.isclose(r["knob"]["value"], 0.7764364061795443, rel_tol=1e-9)

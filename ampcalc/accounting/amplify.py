@@ -60,9 +60,14 @@ def _relation_profile(profile: Profile, declared: Neighbours, relation: Neighbou
     )
 
 
-def point_mechanism(mech: Mechanism, eps: float) -> Mechanism:
+def point_mechanism(mech: Mechanism, eps: float, *, replace_one: bool = True) -> Mechanism:
     """The (ε, δ_M(ε)) mechanism of one profile point, with M's replace-one point
-    (2ε, δ_R(2ε)) from its replace-one profile when M is stated under add-remove."""
+    (2ε, δ_R(2ε)) from its replace-one profile when M is stated under add-remove.
+
+    ``replace_one=False`` leaves M's replace-one parameters to the model's defaults
+    (2ε and group privacy's (1 + e^ε)δ, both valid): for add-remove guarantees, which
+    do not use them, it saves evaluating the replace-one profile.
+    """
     profile: Profile = mech.profile
     delta = float(profile.delta(eps))
     changes: dict[str, Any] = {
@@ -71,7 +76,7 @@ def point_mechanism(mech: Mechanism, eps: float) -> Mechanism:
         "profile": None,
         "profile_releases": None,
     }
-    if mech.neighbours is Neighbours.ADD_REMOVE:
+    if mech.neighbours is Neighbours.ADD_REMOVE and replace_one:
         changes["epsilon_replace_one"] = 2.0 * eps
         changes["delta_replace_one"] = float(profile.replace_one().delta(2.0 * eps))
     return dataclasses.replace(mech, **changes)
@@ -121,7 +126,8 @@ def bound_profile(
 
     def image(eps: float) -> tuple[float, float, Any]:
         """(ε′, δ′, analysis) of the profile point at ε, via the scheme's theorem."""
-        analysis = engine.analyse(design, point_mechanism(mech, eps))
+        point = point_mechanism(mech, eps, replace_one=guarantee is not Neighbours.ADD_REMOVE)
+        analysis = engine.analyse(design, point)
         if analysis.upper is None or analysis.delta_prime is None:
             raise ConditionError("the theory gives no (ε′, δ′) upper bound for this design")
         e = np.asarray(eps, dtype=float)

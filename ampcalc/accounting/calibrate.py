@@ -128,27 +128,38 @@ def solve(
     if guess is not None and certified is not None and lower_of(certified) != -math.inf:
         # the Poisson bound is tight: the lower bound crosses T just below ``certified``
         impossible = _step_until(
-            lambda v: lower_of(v) >= target, certified * (1.0 - 1e-12), up=False
+            lambda v: lower_of(v) >= target, certified * (1.0 - 1e-13), up=False, rel=1e-13
         )
     elif lower_of(lo) != -math.inf:
         # largest noise whose lower bound is >= T: the target surely fails at or below it
         first_below = _bisect(lambda v: lower_of(v) < target, lo, hi)
         if first_below is not None and first_below > lo:
             impossible = _step_until(lambda v: lower_of(v) >= target, first_below, up=False)
+    tdp = design.target.delta_prime if design.target else None
+    warnings = [
+        f"solved for the {profile.to_dict()['mechanism']} mechanism's {knob} (sensitivity "
+        f"{sens:g}): knob.value is the smallest {knob} whose upper bound on ε′ meets the "
+        f"target ({path}); at or below knob.impossible_below the lower bound reaches it"
+    ]
+    if certified is None:
+        warnings.append(f"no {knob} in [{lo:g}, {hi:g}] meets the target")
     return {
         "name": design.name,
         "scheme": design.scheme,
-        "solve": knob,
-        "mechanism": profile.to_dict()["mechanism"],
-        "sensitivity": sens,
-        "target": {
-            "epsilon_prime": target,
-            "delta_prime": design.target.delta_prime if design.target else None,
+        "target": {"epsilon_prime": target, "delta_prime": tdp},
+        "epsilon": {"certified": None, "impossible_above": None},
+        "delta": None,
+        "basis": list(bound_profile(design, profile_points=False).basis),
+        "warnings": warnings,
+        "details": {"inverse": path},
+        "knob": {
+            "name": knob,
+            "mechanism": profile.to_dict()["mechanism"],
+            "sensitivity": sens,
+            "value": certified,
+            "impossible_below": impossible,
+            "epsilon_prime_at_value": up_at,
         },
-        "certified": certified,
-        "impossible_below": impossible,
-        "epsilon_prime_at_certified": up_at,
-        "path": path,
     }
 
 
@@ -170,7 +181,7 @@ def _bisect(ok: Any, lo: float, hi: float, rel: float = 1e-9) -> float | None:
     return hi
 
 
-def _step_until(ok: Any, start: float, *, up: bool, rel: float = 1e-12) -> float | None:
+def _step_until(ok: Any, start: float, *, up: bool, rel: float = 1e-15) -> float | None:
     """From ``start``, step by ``rel`` (up or down) until ``ok`` holds as evaluated."""
     v = start
     for _ in range(200):
@@ -199,17 +210,12 @@ def _poisson_gaussian_guess(design: Design, profile: Any, target: float) -> floa
     d = float(design.target.delta_prime) / q
     if not (math.isfinite(e0) and d < 1):
         return None
-    from ampcalc.accounting.profiles import gaussian_delta
+    from ampcalc.accounting.profiles import first_true_grid, gaussian_delta
 
-    # largest μ with δ_μ(ε₀) <= δ′/q (δ grows with μ); σ = Δ/μ
-    mu = numeric.largest_feasible(
-        lambda m: np.array([float(gaussian_delta(float(x), e0)) for x in np.ravel(m)]).reshape(
-            np.shape(m)
-        ),
-        d,
-        1e-6,
-        1e6,
-    )
+    # largest μ with δ_μ(ε₀) <= δ′/q (δ grows with μ): the float below the first μ
+    # that breaks it; σ = Δ/μ
+    first_bad = first_true_grid(lambda m: gaussian_delta(m, e0) > d, 1e-6, 1e6)
+    mu = np.nextafter(first_bad, 0.0)
     mu_f = float(mu)
     if not (math.isfinite(mu_f) and mu_f > 0):
         return None

@@ -184,7 +184,7 @@ def _exp_down(x: FloatArray) -> FloatArray:
 # --------------------------------------------------------------------------------------
 
 
-def gaussian_delta(mu: float, eps: ArrayLike, *, upper: bool = True) -> FloatArray:
+def gaussian_delta(mu: ArrayLike, eps: ArrayLike, *, upper: bool = True) -> FloatArray:
     """Profile of the Gaussian mechanism with μ = sensitivity/σ (Balle and Wang 2018).
 
     δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (Balle and Wang 2018, Theorem 8), the
@@ -194,7 +194,7 @@ def gaussian_delta(mu: float, eps: ArrayLike, *, upper: bool = True) -> FloatArr
     underflow is taken for 0.
     """
     e = _eps(eps)
-    m = float(mu)
+    m: Any = np.asarray(mu, dtype=float)  # μ may be an array too (broadcast against ε)
     r = e / m
     a = r - 0.5 * m
     b = r + 0.5 * m
@@ -678,6 +678,60 @@ MECHANISM_NAMES = (
 # --------------------------------------------------------------------------------------
 
 
+def first_true_grid(predicate: Any, lo: ArrayLike, hi: ArrayLike, points: int = 64) -> FloatArray:
+    """``numeric.first_true`` in fewer, wider calls: smallest float x in [lo, hi] with
+    ``predicate(x)`` true (monotone: false, then true), elementwise; ``inf`` where
+    ``predicate(hi)`` is false, ``lo`` where ``predicate(lo)`` is true.
+
+    Each round evaluates ``predicate`` once on ``points`` floats spread evenly over the
+    bit patterns between the bracket's ends (an array of shape ``lo.shape + (points,)``)
+    and keeps the sub-bracket where it turns true, so 52 bits take about 9 calls instead
+    of 64. The answer is the same float as ``first_true``'s: exact for the predicate as
+    evaluated.
+    """
+    lo_a = np.asarray(lo, dtype=float)
+    hi_a = np.asarray(hi, dtype=float)
+    lo_a, hi_a = np.broadcast_arrays(lo_a, hi_a)
+    at_lo = np.asarray(predicate(lo_a), dtype=bool)
+    at_hi = np.asarray(predicate(hi_a), dtype=bool)
+    lo_b = lo_a.view(np.int64).copy()
+    hi_b = hi_a.view(np.int64).copy()
+    active = ~at_lo & at_hi
+    steps = np.arange(1, points + 1, dtype=np.int64)
+    for _ in range(40):
+        gap = hi_b - lo_b
+        live = active & (gap > 1)
+        if not np.any(live):
+            break
+        # candidates lo + ceil(gap·j/(points+1)), j = 1..points, strictly inside
+        cand = lo_b[..., None] + np.maximum(
+            (gap[..., None] // (points + 1)) * steps
+            + ((gap[..., None] % (points + 1)) * steps) // (points + 1),
+            1,
+        )
+        cand = np.minimum(cand, hi_b[..., None] - 1)
+        cand = np.where(live[..., None], cand, hi_b[..., None])
+        ok = np.asarray(predicate(cand.view(np.float64)), dtype=bool)
+        ok = ok | ~live[..., None]
+        # first true candidate (monotone): the new hi; the one before it: the new lo
+        idx = np.argmax(ok, axis=-1)
+        any_ok = np.any(ok, axis=-1)
+        first = np.take_along_axis(cand, idx[..., None], axis=-1)[..., 0]
+        prev = np.where(
+            idx > 0,
+            np.take_along_axis(cand, np.maximum(idx - 1, 0)[..., None], axis=-1)[..., 0],
+            lo_b,
+        )
+        new_hi = np.where(any_ok, first, hi_b)
+        new_lo = np.where(any_ok, prev, cand[..., -1])
+        hi_b = np.where(live, new_hi, hi_b)
+        lo_b = np.where(live, new_lo, lo_b)
+    out: FloatArray = hi_b.view(np.float64).copy()
+    out = np.where(at_lo, lo_a, out)
+    out = np.where(~at_lo & ~at_hi, np.inf, out)
+    return out
+
+
 def epsilon_at_delta(profile: Profile, delta: ArrayLike, *, lower: bool = False) -> FloatArray:
     """Smallest float ε >= 0 with δ_M(ε) <= δ as evaluated (vectorised over δ).
 
@@ -689,7 +743,8 @@ def epsilon_at_delta(profile: Profile, delta: ArrayLike, *, lower: bool = False)
     fn = profile.delta_lower if lower else profile.delta
 
     def ok(x: FloatArray) -> np.ndarray:
-        return np.asarray(fn(x) <= d)
+        dd = d.reshape(d.shape + (1,) * (np.ndim(x) - d.ndim))
+        return np.asarray(fn(x) <= dd)
 
     at0 = ok(np.zeros(d.shape))
     hi0 = profile.pure_epsilon
@@ -699,7 +754,7 @@ def epsilon_at_delta(profile: Profile, delta: ArrayLike, *, lower: bool = False)
         if not np.any(bad) or np.all(hi >= 1e7):
             break
         hi = np.where(bad, hi * 4.0, hi)
-    found = numeric.first_true(ok, np.full(d.shape, 1e-300), hi)
+    found = first_true_grid(ok, np.full(d.shape, 1e-300), hi)
     if lower:
         # every float below ``found`` fails: the witness's ε at δ is above the float
         # just below it

@@ -1,9 +1,9 @@
 """``ampcalc invert --solve sigma|scale``: noise calibration for named mechanisms.
 
 Not a command of its own: ``invert`` calls ``run_solve`` when ``--solve`` is given.
-JSON: ``{"ampcalc_version", "command": "invert", "results": [{"name", "scheme", "solve",
-"mechanism", "sensitivity", "target": {"epsilon_prime", "delta_prime"}, "certified",
-"impossible_below", "epsilon_prime_at_certified", "path"}]}``.
+JSON: ``invert``'s, with M's ``epsilon`` null and the calibrated noise under ``knob``:
+``{"name": "sigma"|"scale", "mechanism", "sensitivity", "value", "impossible_below",
+"epsilon_prime_at_value"}`` (``details.inverse`` says how it was found).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def run_solve(
         results.append(solve(d, knob, float(t), target_delta))
     code = ExitCode.OK
     for r in results:
-        if r["certified"] is None:
+        if r["knob"]["value"] is None:
             say(f"{r['name']}: no {knob} meets the target ε′ in the searched range")
     emit_result(
         output,
@@ -59,16 +59,15 @@ def _table(results: list[dict[str, Any]], rich: bool) -> str:
             r["scheme"],
             fmt(r["target"]["epsilon_prime"]),
             fmt(r["target"]["delta_prime"]),
-            f"{r['mechanism']} {r['solve']}",
-            fmt(r["certified"]),
-            fmt(r["impossible_below"]),
+            f"{r['knob']['mechanism']} {r['knob']['name']}",
+            fmt(r["knob"]["value"]),
+            fmt(r["knob"]["impossible_below"]),
         ]
         for r in results
     ]
     footer = [
-        f"{r['name']}: the smallest {r['solve']} whose upper bound meets the target "
-        f"(ε′ there: {fmt(r['epsilon_prime_at_certified'])}; {r['path']}); at or below "
-        "'impossible below' the lower bound reaches the target: it surely fails"
+        f"{r['name']}: ε′ at the certified {r['knob']['name']}: "
+        f"{fmt(r['knob']['epsilon_prime_at_value'])}; " + "; ".join(r["warnings"])
         for r in results
     ]
     return render_table(header, rows, footer, rich_output=rich)
