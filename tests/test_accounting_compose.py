@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from ampcalc import api
 from ampcalc.accounting import compose
-from ampcalc.accounting.profiles import Gaussian, Laplace, RandomizedResponse, epsilon_at_delta
+from ampcalc.accounting.profiles import (
+    Gaussian,
+    Laplace,
+    RandomizedResponse,
+    Zcdp,
+    epsilon_at_delta,
+)
 
 mp.mp.dps = 40
 
@@ -117,6 +123,13 @@ def test_k_releases_beat_basic_composition() -> None:
 def test_mixed_releases_refuse_without_an_accountant() -> None:
     with pytest.raises(Exception, match="numerical accountant"):
         api.load_design(releases_design("[{gaussian: {sigma: 1.0}}, {zcdp: {rho: 1.0}}]"))
+
+
+def test_zcdp_releases_add_their_rho() -> None:
+    # Bun and Steinke (2016), Lemma 2.3: ρ₁-zCDP then ρ₂-zCDP is (ρ₁ + ρ₂)-zCDP
+    prof = compose.compose([(Zcdp(rho=0.1), 3), (Zcdp(rho=0.2), 1)])
+    assert isinstance(prof, Zcdp)
+    assert prof.rho >= 0.5 and prof.rho == pytest.approx(0.5, rel=1e-15)
 
 
 def test_composed_gaussian_mu_is_bracketed() -> None:

@@ -2,6 +2,7 @@
 
 - Gaussians: k Gaussian releases with μᵢ = Δᵢ/σᵢ compose to the Gaussian with
   μ = √Σμᵢ² (Dong, Roth and Su 2022, Corollary 3.3): exact.
+- zCDP releases: ρ = Σρᵢ (Bun and Steinke 2016, Lemma 2.3), then the zCDP conversion.
 - Identical pure ε₀ releases: the k-fold composition of binary randomized response at
   ε₀ is the optimal composition of k ε₀-DP mechanisms (Kairouz, Oh and Viswanath 2015,
   Theorem 3.3; Murtagh and Vadhan 2016): its profile is
@@ -25,7 +26,7 @@ import numpy as np
 from ampcalc import numeric
 from ampcalc._typing import ArrayLike, FloatArray
 from ampcalc.accounting import profiles
-from ampcalc.accounting.profiles import Gaussian, Profile, RandomizedResponse
+from ampcalc.accounting.profiles import Gaussian, Profile, RandomizedResponse, Zcdp
 
 _U = 2.0**-53
 
@@ -147,6 +148,10 @@ def compose(releases: list[tuple[Profile, int]]) -> Profile:
         return releases[0][0]
     if all(isinstance(p, Gaussian) for p, _ in releases):
         return gaussians([(p.mu, c) for p, c in releases])  # type: ignore[attr-defined]
+    if all(isinstance(p, Zcdp) for p, _ in releases):
+        # zCDP composes additively (Bun and Steinke 2016, Lemma 2.3): exact for the bound
+        rho = math.fsum(c * p.rho for p, c in releases)  # type: ignore[attr-defined]
+        return Zcdp(rho=float(numeric.round_up(rho)))
     pure = [p.pure_epsilon for p, _ in releases]
     first = releases[0][0]
     if all(e is not None for e in pure) and all(
@@ -164,7 +169,7 @@ def compose(releases: list[tuple[Profile, int]]) -> Profile:
     names = sorted({p.to_dict()["mechanism"] for p, _ in releases})
     raise CompositionError(
         "releases on one sample are composed in closed form when they are all Gaussian, "
-        "or all the same pure-ε mechanism; these ("
+        "all zCDP, or all the same pure-ε mechanism; these ("
         + ", ".join(names)
         + ") need a numerical accountant, which this version does not run for releases"
     )
