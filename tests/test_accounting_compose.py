@@ -120,8 +120,8 @@ def test_k_releases_beat_basic_composition() -> None:
     assert r.upper < 11.5 < 39.17
 
 
-def test_mixed_releases_refuse_without_an_accountant() -> None:
-    with pytest.raises(Exception, match="numerical accountant"):
+def test_zcdp_mixed_with_others_is_refused() -> None:
+    with pytest.raises(Exception, match="no sound composition"):
         api.load_design(releases_design("[{gaussian: {sigma: 1.0}}, {zcdp: {rho: 1.0}}]"))
 
 
@@ -158,3 +158,31 @@ def test_one_sample_composition_against_dp_accounting(sigma: float, k: int, q: f
     lo = pld.from_gaussian_mechanism(std, pessimistic_estimate=False, use_connect_dots=False, **kw)
     assert lo.get_epsilon_for_delta(1e-6) - 1e-9 <= r.upper
     assert r.lower <= hi.get_epsilon_for_delta(1e-6) + 1e-9
+
+
+@pytest.mark.slow
+def test_accountant_composition_brackets_the_gaussian_closed_form() -> None:
+    # forced through the accountant, 10 Gaussians σ = 1 must bracket the exact
+    # composition μ = √10 (Dong, Roth and Su 2022, Corollary 3.3)
+    pytest.importorskip("dp_accounting")
+    acc = compose.AccountantComposition(releases=((Gaussian(sigma=1.0), 10),))
+    exact = float(epsilon_at_delta(Gaussian(mu_given=math.sqrt(10.0)), 1e-5))
+    up = float(epsilon_at_delta(acc, 1e-5))
+    lo = float(epsilon_at_delta(acc, 1e-5, lower=True))
+    assert lo <= exact <= up
+    assert (up - lo) / exact < 2e-3
+
+
+@pytest.mark.slow
+def test_mixed_releases_go_through_the_accountant() -> None:
+    pytest.importorskip("dp_accounting")
+    mixed = api.bound(
+        releases_design("[{gaussian: {sigma: 2.0}, count: 3}, {laplace: {scale: 1.0}}]")
+    )
+    gauss = api.bound(releases_design("[{gaussian: {sigma: 2.0}, count: 3}]"))
+    lap = api.bound(releases_design("[{laplace: {scale: 1.0}}]"))
+    assert mixed.details["mechanism"]["mechanism"] == "accountant-composition"
+    assert mixed.lower <= mixed.upper
+    assert (mixed.upper - mixed.lower) / mixed.upper < 1e-3
+    # composing more releases never lowers ε′
+    assert mixed.upper >= max(gauss.lower, lap.lower)

@@ -123,10 +123,10 @@ def test_plain_form_is_unchanged() -> None:
             "whole number",
         ),
         (
-            "{releases: [{gaussian: {sigma: 1.0}}, {laplace: {scale: 1.0}}]}",
+            "{releases: [{gaussian: {sigma: 1.0}}, {zcdp: {rho: 1.0}}]}",
             2,
             "mechanism.releases",
-            "numerical accountant",
+            "no sound composition",
         ),
         ("{gaussian: {sigma: 1.0}, neighbours: sideways}", 2, "mechanism.neighbours", "one of"),
     ],

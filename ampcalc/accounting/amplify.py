@@ -45,6 +45,7 @@ _SOURCES = {
     "randomized-response": (KOV15,),
     "zcdp": (CKS20 + ", Corollary 13",),
     "pure-composition": (KOV15,),
+    "accountant-composition": ("Google dp_accounting, privacy loss distributions (PLD)",),
 }
 
 
