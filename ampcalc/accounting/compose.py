@@ -153,8 +153,8 @@ class AccountantComposition:
     binary randomized response at its ε₀ (a dominating pair: Kairouz, Oh and Viswanath
     2015). ``delta`` is the accountant's pessimistic estimate of the composed profile (an
     upper bound by its construction, rounded up here), ``delta_lower`` its optimistic
-    estimate (``use_connect_dots=False``), a lower bound on the composition of the
-    releases' exact profiles where each release's pair is exact.
+    estimate (``use_connect_dots=False``) of the releases whose pair is exact (Gaussian,
+    Laplace, binary randomized response; the others are dropped: a lower bound).
     """
 
     releases: tuple[tuple[Profile, int], ...]
@@ -180,6 +180,10 @@ class AccountantComposition:
         if key not in self._cache:
             pl = self._pld(pessimistic)
             h = 4.0 * self.interval
+            if pl is None:  # no release with an exact pair: the lower profile is 0
+                self._cache[key] = (h, np.zeros(2))
+                out0: tuple[float, FloatArray] = self._cache[key]
+                return out0
             with np.errstate(over="ignore", invalid="ignore"):
                 # up to where δ stops falling (0, or the accountant's mass at infinity) or
                 # drops below 1e-30; beyond, δ(top) still bounds it from above
@@ -250,6 +254,13 @@ def _accountant_pld(
     logging.getLogger().setLevel(logging.ERROR)
     total = None
     for p, count in releases:
+        exact_pair = isinstance(p, (Gaussian, profiles.Laplace)) or (
+            isinstance(p, RandomizedResponse) and p.categories == 2
+        )
+        if not pessimistic and not exact_pair:
+            # randomized response only dominates this release: for the lower profile it
+            # is dropped (the rest is a post-processing of the composition)
+            continue
         kw = {"pessimistic_estimate": pessimistic, "value_discretization_interval": interval}
         if isinstance(p, Gaussian):
             one = pld.from_gaussian_mechanism(
