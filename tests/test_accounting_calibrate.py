@@ -20,7 +20,7 @@ import pytest
 
 from ampcalc import api
 from ampcalc.accounting.calibrate import solve
-from ampcalc.errors import DesignError
+from ampcalc.model.errors import DesignError
 
 ROOT = Path(__file__).resolve().parents[1]
 

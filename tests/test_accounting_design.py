@@ -18,9 +18,10 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from ampcalc import api, numeric
+from ampcalc import api
+from ampcalc.math import numeric
 from ampcalc.accounting.profiles import Gaussian, Laplace, epsilon_at_delta
-from ampcalc.errors import AmpcalcError, DesignError
+from ampcalc.model.errors import AmpcalcError, DesignError
 
 mp.mp.dps = 40
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampcalc import numeric
+from ampcalc.math import numeric
 from ampcalc.accounting.profiles import (
     DiscreteGaussian,
     DiscreteLaplace,

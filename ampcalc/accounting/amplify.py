@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc import numeric, schemes
+from ampcalc import schemes
+from ampcalc.math import numeric
 from ampcalc.accounting.profiles import Profile, epsilon_at_delta
-from ampcalc.errors import ConditionError
-from ampcalc.model import Design, Mechanism, Neighbours
-from ampcalc.papers import BBG18
-from ampcalc.results import BoundResult, Verdict
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.design import Design, Mechanism, Neighbours
+from ampcalc.model.references import BBG18
+from ampcalc.model.results import BoundResult, Verdict
 
 #: δ_M values of the reported profile points (plus the target's point)
 PROFILE_DELTAS = tuple(10.0 ** (-k / 2) for k in range(2, 31))

@@ -42,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc import numeric
+from ampcalc.math import numeric
 from ampcalc.accounting.profiles import Gaussian, Laplace, Profile, epsilon_at_delta
-from ampcalc.errors import AmpcalcError, DesignError, Where
-from ampcalc.model import Design, Neighbours, Target
+from ampcalc.model.errors import AmpcalcError, DesignError, Where
+from ampcalc.model.design import Design, Neighbours, Target
 from ampcalc.schemes.base import Field
 
 #: the accountant's default discretisation interval (dp_accounting's default)
@@ -90,8 +90,8 @@ class Ledger:
 
 def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
     """Read and validate a budget file (errors: ``DesignError`` at file and line)."""
-    from ampcalc import design as design_mod
-    from ampcalc.validate import Reader, check_keys, field_value, mapping, number
+    from ampcalc.designs import document as design_mod
+    from ampcalc.load.fields import Reader, check_keys, field_value, mapping, number
 
     text, name = design_mod.read_source(path)
     doc = design_mod.parse_yaml(text, filename=name)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc import numeric
+from ampcalc.math import numeric
 from ampcalc.accounting.amplify import bound_profile
 from ampcalc.accounting.profiles import (
     DiscreteGaussian,
@@ -34,8 +34,8 @@ from ampcalc.accounting.profiles import (
     Laplace,
     Profile,
 )
-from ampcalc.errors import DesignError
-from ampcalc.model import Design, Neighbours, Target
+from ampcalc.model.errors import DesignError
+from ampcalc.model.design import Design, Neighbours, Target
 
 KNOBS: dict[str, tuple[type[Any], ...]] = {
     "sigma": (Gaussian, DiscreteGaussian),

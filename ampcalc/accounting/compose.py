@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc import numeric
-from ampcalc._typing import ArrayLike, FloatArray
+from ampcalc.math import numeric
+from ampcalc.math.types import ArrayLike, FloatArray
 from ampcalc.accounting import profiles
 from ampcalc.accounting.profiles import Gaussian, Profile, RandomizedResponse, Zcdp
 

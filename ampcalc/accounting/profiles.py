@@ -26,8 +26,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ampcalc import numeric
-from ampcalc._typing import ArrayLike, FloatArray
+from ampcalc.math import numeric
+from ampcalc.math.types import ArrayLike, FloatArray
 
 #: unit roundoff of float64
 _U = 2.0**-53

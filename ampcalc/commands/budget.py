@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import ExitCode, FormatOpt, JsonOpt, SetOpt, app, emit_result, resolve_format, say
+from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, SetOpt, app, emit_result, resolve_format, say
 
 
 @app.command()
@@ -48,7 +48,7 @@ def budget(
     """
     import dataclasses
 
-    from ..accounting import budget as budget_mod
+    from ampcalc.accounting import budget as budget_mod
 
     output = resolve_format(fmt, as_json)
     led = budget_mod.load_ledger(ledger, overrides=set_ or ())
@@ -102,7 +102,7 @@ def _csv(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _table(payload: dict[str, Any], rich: bool) -> str:
-    from ..render import fmt, render_table
+    from ampcalc.output.render import fmt, render_table
 
     header = ["entry", "scheme", "count", "ε′ lower", "ε′ upper", "δ′", "composed as"]
     rows = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..cli import ExitCode, Format, emit_result, say
+from ampcalc.cli.app import ExitCode, Format, emit_result, say
 
 
 def run_solve(
@@ -22,8 +22,8 @@ def run_solve(
     output: Format,
 ) -> int:
     """Calibrate every design's noise to the target and print the results."""
-    from ..accounting.calibrate import solve
-    from ..errors import DesignError
+    from ampcalc.accounting.calibrate import solve
+    from ampcalc.model.errors import DesignError
 
     results = []
     for d in designs:
@@ -50,7 +50,7 @@ def run_solve(
 
 
 def _table(results: list[dict[str, Any]], rich: bool) -> str:
-    from ..render import fmt, render_table
+    from ampcalc.output.render import fmt, render_table
 
     header = ["design", "scheme", "target ε′", "δ′", "solve", "certified", "impossible below"]
     rows = [
