@@ -28,8 +28,8 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from ampcalc._version import __version__
-from ampcalc.model.errors import AmpcalcError, ConditionError, DesignError, Where
 from ampcalc.model.design import Design, Mechanism, Neighbours, Target
+from ampcalc.model.errors import AmpcalcError, ConditionError, DesignError, Where
 
 if TYPE_CHECKING:  # the lazily imported names, for type checkers and IDEs
     from ampcalc import designs, kernels

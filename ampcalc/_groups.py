@@ -236,8 +236,8 @@ def srswor_group_analysis(params: srswor.Params, mechanism: Mechanism) -> Analys
 
 
 def _srswor_group(params: srswor.Params, mechanism: Mechanism) -> Analysis:
-    from ampcalc.model.errors import ConditionError
     from ampcalc.model.design import Neighbours
+    from ampcalc.model.errors import ConditionError
     from ampcalc.schemes.base import Analysis
 
     n, m, g = params.population, params.sample, mechanism.group_size
@@ -333,8 +333,8 @@ def poisson_group_analysis(
         −g·log(1 − q(1 − e^{−ε})), smaller; both in details).
     Tightness: tight.
     """
-    from ampcalc.model.errors import ConditionError
     from ampcalc.model.design import Neighbours
+    from ampcalc.model.errors import ConditionError
     from ampcalc.schemes.base import Analysis
 
     q, g = params.rate, mechanism.group_size

@@ -40,13 +40,13 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from ampcalc.model.errors import AmpcalcError, DesignError
 from ampcalc.model.design import Design, Neighbours
+from ampcalc.model.errors import AmpcalcError, DesignError
 
 if TYPE_CHECKING:
+    from ampcalc.analyses.sweep import Sweep
     from ampcalc.math.accuracy import Plan
     from ampcalc.model.results import BoundResult, InvertResult
-    from ampcalc.analyses.sweep import Sweep
 
 #: What ``load_design`` accepts: a path, YAML text, a dict, or an already built design.
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Design]
@@ -290,8 +290,8 @@ def _same_design(a: Design, b: Design) -> bool:
 def _design_document(design: Design) -> tuple[Any, str]:
     """A document that loads back into ``design`` (for sweeps over a built Design)."""
     from ampcalc import schemes
-    from ampcalc.designs.document import load_document, parse_yaml, read_source
     from ampcalc.designs import _mechanism_dict
+    from ampcalc.designs.document import load_document, parse_yaml, read_source
 
     scheme = schemes.get(design.scheme)
     sampling: dict[str, Any] = {"scheme": design.scheme}

@@ -23,11 +23,6 @@ from typing import Any
 import yaml
 
 from ampcalc import schemes
-from ampcalc.model.errors import AmpcalcError, DesignError, Where
-from ampcalc.load.files import note_stdin, open_input
-from ampcalc.model.limits import LIMITS, limit
-from ampcalc.model.design import MAX_EPSILON, Design, Mechanism, Neighbours, Release, Target, check_epsilon
-from ampcalc.schemes.base import Field, Scheme
 from ampcalc.load.fields import (
     MarkedDict,
     MarkedList,
@@ -39,6 +34,19 @@ from ampcalc.load.fields import (
     number,
     read_fields,
 )
+from ampcalc.load.files import note_stdin, open_input
+from ampcalc.model.design import (
+    MAX_EPSILON,
+    Design,
+    Mechanism,
+    Neighbours,
+    Release,
+    Target,
+    check_epsilon,
+)
+from ampcalc.model.errors import AmpcalcError, DesignError, Where
+from ampcalc.model.limits import LIMITS, limit
+from ampcalc.schemes.base import Field, Scheme
 
 MAX_BYTES = limit("file_bytes")
 MAX_ALIASES = limit("yaml_aliases")

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.model.errors import AmpcalcError, DesignError
 from ampcalc.load.files import atomic_write, excerpt_names, is_temp_name, open_input, write_text
+from ampcalc.model.errors import AmpcalcError, DesignError
 
 #: ``--scheduler`` values that run on dask's local schedulers (no cluster).
 LOCAL_SCHEDULERS = ("synchronous", "threads", "processes")
@@ -439,8 +439,8 @@ def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None)
     """Probabilities, weights, ε̂ (and the Poisson draw) of one partition; writes its part."""
     import pandas as pd
 
-    from ampcalc.math.importance import uniforms
     from ampcalc.load.records import RecordNorms, record_norms
+    from ampcalc.math.importance import uniforms
     from ampcalc.schemes import importance as imp
 
     i = int(partition_info["number"]) if partition_info else 0
@@ -744,8 +744,8 @@ def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = Non
     """Algorithm 2 of 004 on one partition (``pws_kernels.sanitize_keys``); writes its part."""
     import pandas as pd
 
-    from ampcalc.math import pws as K
     from ampcalc.cli.pws import _check_score, _duplicate, _parse_freqs
+    from ampcalc.math import pws as K
 
     i = int(partition_info["number"]) if partition_info else 0
     part = job.parts[i]

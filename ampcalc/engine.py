@@ -17,8 +17,8 @@ import numpy as np
 
 from ampcalc import schemes
 from ampcalc.math import numeric
-from ampcalc.model.errors import ConditionError, DesignError, Where
 from ampcalc.model.design import Design, Mechanism, Neighbours, check_epsilon
+from ampcalc.model.errors import ConditionError, DesignError, Where
 from ampcalc.model.results import BoundResult, InvertResult, Verdict
 from ampcalc.schemes.base import Analysis
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ampcalc.model.errors import DesignError, Where
 from ampcalc.load.files import excerpt, not_utf8, open_input, show_path
+from ampcalc.model.errors import DesignError, Where
 from ampcalc.schemes.base import Field
 
 if TYPE_CHECKING:
@@ -211,8 +211,8 @@ def read_plan(source: str | None, q: float | None) -> Plan:
 def plan_document(doc: Any, name: str, q: float | None) -> Plan:
     """Validate a parsed planner design (``name``: its file, for messages and relative
     ``data:`` paths) and compute its plan (an ``ampcalc.planner.Plan``)."""
-    from ampcalc.math import accuracy as planner
     from ampcalc.load.fields import Reader, check_keys
+    from ampcalc.math import accuracy as planner
 
     reader = Reader(name, "", {})
     doc = _mapping(doc, reader, "", None, None, "a planner design")

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.model.errors import DesignError, Where
 from ampcalc.model.design import check_epsilon
+from ampcalc.model.errors import DesignError, Where
 
 KINDS = ("bound", "invert", "plan")
 EPSILON_PATH = "mechanism.epsilon"

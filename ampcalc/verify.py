@@ -95,8 +95,8 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.model.errors import ConditionError
 from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
 
 DEFAULT_LIMIT = 5000
 SOLVER_TOL = 1e-7  # absolute tolerance on OPT (≈ 1 + ε′); HiGHS' feasibility tolerances

@@ -72,9 +72,7 @@ def measure(quick: bool = False) -> list[dict]:
         dk = poisson_design({"releases": [{"gaussian": {"sigma": 1.0}, "count": k}]})
         t, r = best_of(lambda dk=dk: engine.bound(dk))
         issue = {10: 11.498, 100: 81.736, 1000: 612.055}[k]
-        rows.append(
-            row(f"k={k} Gaussians on ONE sample: ε′ (issue: {issue})", r.upper, "ε′")
-        )
+        rows.append(row(f"k={k} Gaussians on ONE sample: ε′ (issue: {issue})", r.upper, "ε′"))
         rows.append(row("  ... bound time", 1e3 * t, "ms"))
 
     if pld is None:
@@ -107,8 +105,13 @@ def measure(quick: bool = False) -> list[dict]:
             rows.append(row("  ... lower", tot["lower"], "ε"))
             rows.append(row("  ... width at interval 1e-4", 100 * tot["width"], "%"))
             rows.append(
-                row("  ... budget time", t, "s", at_most=1.0 if k == 1000 else None,
-                    issue="17 §5" if k == 1000 else "")
+                row(
+                    "  ... budget time",
+                    t,
+                    "s",
+                    at_most=1.0 if k == 1000 else None,
+                    issue="17 §5" if k == 1000 else "",
+                )
             )
             if k == 1000 and not quick:
                 fine = dataclasses.replace(led, discretization=4e-5 if "Gauss" in kind else 1e-5)

@@ -31,9 +31,9 @@ def measure(quick: bool = False) -> list[dict]:
     from _rows import row
 
     from ampcalc import engine
-    from ampcalc.output import render
     from ampcalc.analyses import sweep as sw
     from ampcalc.designs.document import load_designs, parse_yaml
+    from ampcalc.output import render
 
     design = load_designs(DESIGN)[0]
     doc = parse_yaml(DESIGN.read_text(), filename=str(DESIGN))

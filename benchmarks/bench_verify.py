@@ -17,8 +17,8 @@ def measure(quick: bool = False) -> list[dict]:
     from _rows import row
 
     from ampcalc.math import groups as _groups
-    from ampcalc.schemes import exact as verify
     from ampcalc.model.design import Mechanism, Neighbours
+    from ampcalc.schemes import exact as verify
     from ampcalc.schemes import srswr
 
     class P:

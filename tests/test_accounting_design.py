@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from ampcalc import api
-from ampcalc.math import numeric
 from ampcalc.accounting.profiles import Gaussian, Laplace, epsilon_at_delta
+from ampcalc.math import numeric
 from ampcalc.model.errors import AmpcalcError, DesignError
 
 mp.mp.dps = 40

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampcalc.math import numeric
 from ampcalc.accounting.profiles import (
     DiscreteGaussian,
     DiscreteLaplace,
@@ -28,6 +27,7 @@ from ampcalc.accounting.profiles import (
     Zcdp,
     epsilon_at_delta,
 )
+from ampcalc.math import numeric
 
 mp.mp.dps = 40
 

@@ -20,8 +20,8 @@ from conftest import ROOT, run_main
 
 import ampcalc
 from ampcalc import engine
-from ampcalc.output import plot
 from ampcalc.analyses.sweep import ALIASES
+from ampcalc.output import plot
 
 FIGURES = ROOT / "examples" / "figures"
 HAVE_MPL = importlib.util.find_spec("matplotlib") is not None
@@ -63,7 +63,10 @@ def test_figure_data_equals_the_engine_and_the_png_has_its_size(
 ) -> None:
     monkeypatch.chdir(FIGURES)
     args = list(args)
-    if option(args, "--of") == "plan" and importlib.util.find_spec("ampcalc.math.accuracy") is None:
+    if (
+        option(args, "--of") == "plan"
+        and importlib.util.find_spec("ampcalc.math.accuracy") is None
+    ):
         pytest.skip("the accuracy planner is not available")
     figure = option(args, "--plot")
     assert figure is not None

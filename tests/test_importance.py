@@ -17,15 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ampcalc import engine
-from ampcalc.math import numeric
 from ampcalc.designs.document import load_designs
-from ampcalc.model.errors import DesignError
+from ampcalc.math import numeric
 from ampcalc.math.importance import (
     lloyd_noise_scales,
     personalised_epsilon,
     privacy_constrained_weights,
     uniforms,
 )
+from ampcalc.model.errors import DesignError
 
 sys.path.insert(0, str(Path(__file__).parent))
 import oracle_importance as oracle

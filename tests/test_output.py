@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_main
 
-from ampcalc.output import render
 from ampcalc.cli.app import Format, emit_result, result_text, version
+from ampcalc.output import render
 
 RECORDS = [{"name": "a", "epsilon_prime": {"lower": 0.5, "upper": None}, "ok": True}]
 

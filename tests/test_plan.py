@@ -382,8 +382,8 @@ def test_pruned_single_equals_rowwise(b: float) -> None:
 
 
 def test_terminal_sparkline() -> None:
-    from ampcalc.cli.plan import sparkline, table
     from ampcalc.analyses.plan import read_plan
+    from ampcalc.cli.plan import sparkline, table
 
     # V_n/V_N falls with the rate for the mean (5666 … 1 in examples/plans/mean.yaml)
     assert sparkline([5666.0, 492.8, 55.2, 1.0]) == "█▆▄▁"

@@ -10,9 +10,9 @@ import pytest
 from conftest import run_ampcalc
 
 from ampcalc import engine, schemes
-from ampcalc.schemes import exact as verify
 from ampcalc.designs.document import load_designs
 from ampcalc.model.design import Neighbours
+from ampcalc.schemes import exact as verify
 
 REPLACE_ONE, ADD_REMOVE = Neighbours.REPLACE_ONE, Neighbours.ADD_REMOVE
 

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from ampcalc import schemes
-from ampcalc.math import numeric
 from ampcalc.accounting.profiles import Profile, epsilon_at_delta
-from ampcalc.model.errors import ConditionError
+from ampcalc.math import numeric
 from ampcalc.model.design import Design, Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BBG18
 from ampcalc.model.results import BoundResult, Verdict
 

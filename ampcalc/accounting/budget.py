@@ -42,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.math import numeric
 from ampcalc.accounting.profiles import Gaussian, Laplace, Profile, epsilon_at_delta
-from ampcalc.model.errors import AmpcalcError, DesignError, Where
+from ampcalc.math import numeric
 from ampcalc.model.design import Design, Neighbours, Target
+from ampcalc.model.errors import AmpcalcError, DesignError, Where
 from ampcalc.schemes.base import Field
 
 #: the accountant's default discretisation interval (dp_accounting's default)

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.math import numeric
 from ampcalc.accounting.amplify import bound_profile
 from ampcalc.accounting.profiles import (
     DiscreteGaussian,
@@ -34,8 +33,9 @@ from ampcalc.accounting.profiles import (
     Laplace,
     Profile,
 )
-from ampcalc.model.errors import DesignError
+from ampcalc.math import numeric
 from ampcalc.model.design import Design, Neighbours, Target
+from ampcalc.model.errors import DesignError
 
 KNOBS: dict[str, tuple[type[Any], ...]] = {
     "sigma": (Gaussian, DiscreteGaussian),

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.math import numeric
-from ampcalc.math.types import ArrayLike, FloatArray
 from ampcalc.accounting import profiles
 from ampcalc.accounting.profiles import Gaussian, Profile, RandomizedResponse, Zcdp
+from ampcalc.math import numeric
+from ampcalc.math.types import ArrayLike, FloatArray
 
 _U = 2.0**-53
 

@@ -30,11 +30,11 @@ from ampcalc.accounting.profiles import (
     RandomizedResponse,
     Zcdp,
 )
+from ampcalc.load.fields import Reader, check_keys, field_value, mapping, number
+from ampcalc.model.design import Mechanism, Neighbours, check_epsilon
 from ampcalc.model.errors import DesignError
 from ampcalc.model.limits import limit
-from ampcalc.model.design import Mechanism, Neighbours, check_epsilon
 from ampcalc.schemes.base import Field
-from ampcalc.load.fields import Reader, check_keys, field_value, mapping, number
 
 #: keys a named ``mechanism:`` block may hold besides the mechanism's name
 NAMED_KEYS = ("neighbours", "releases")

@@ -15,7 +15,16 @@ from typing import Annotated, Any
 
 import typer
 
-from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, SetOpt, app, emit_result, resolve_format, say
+from ampcalc.cli.app import (
+    ExitCode,
+    FormatOpt,
+    JsonOpt,
+    SetOpt,
+    app,
+    emit_result,
+    resolve_format,
+    say,
+)
 
 
 @app.command()

@@ -62,8 +62,8 @@ def _read_rows(
     import itertools
     import sys
 
-    from ampcalc.model.errors import DesignError
     from ampcalc.load.files import not_utf8, note_stdin, open_input
+    from ampcalc.model.errors import DesignError
 
     start = 1
     if path == "-":
@@ -120,8 +120,8 @@ def _read_columns(
     import io
     import sys
 
-    from ampcalc.model.errors import DesignError
     from ampcalc.load.files import not_utf8, note_stdin, open_input
+    from ampcalc.model.errors import DesignError
 
     start = 1
     if path == "-":

@@ -213,9 +213,9 @@ def sweep(
 
 
 def _table(result: object, *, rich: bool, chart: bool | None) -> str:
+    from ampcalc.analyses.sweep import Sweep
     from ampcalc.output import render
     from ampcalc.output.plot import label, text_chart
-    from ampcalc.analyses.sweep import Sweep
 
     assert isinstance(result, Sweep)
     vary_cols = [v.path for v in result.varies]

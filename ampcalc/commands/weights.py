@@ -199,9 +199,9 @@ def _write_sample(write: Any, src: Any, fig: Any, seed: int | None) -> int:
     """The Poisson sample's rows (row i kept when its Philox uniform is below q_i)."""
     import numpy as np
 
-    from ampcalc.model.errors import DesignError
-    from ampcalc.math.importance import uniforms
     from ampcalc.load.records import iter_chunks
+    from ampcalc.math.importance import uniforms
+    from ampcalc.model.errors import DesignError
 
     assert seed is not None  # --sample needs --seed (checked by the command)
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.math import numeric
-from ampcalc.model.errors import ConditionError
-from ampcalc.model.design import Mechanism, Neighbours
-from ampcalc.model.references import BUN_2022, cite
 from ampcalc.load.fields import check_keys, describe
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BUN_2022, cite
 from ampcalc.schemes._cluster_kernels import ClusterSizes, ratio_lower, ratio_upper, read_clusters
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from ampcalc.math import numeric
-from ampcalc.model.errors import ConditionError
 from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 

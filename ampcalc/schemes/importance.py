@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.load.records import RecordNorms, open_source, read_norms
 from ampcalc.math import numeric
-from ampcalc.model.errors import ConditionError, DesignError, Where
 from ampcalc.math.importance import (
     LinearCoefficients,
     domain_supremum,
@@ -35,8 +35,8 @@ from ampcalc.math.importance import (
     privacy_constrained_weights,
     var_opt_probabilities,
 )
-from ampcalc.load.records import RecordNorms, open_source, read_norms
 from ampcalc.model.design import Neighbours
+from ampcalc.model.errors import ConditionError, DesignError, Where
 from ampcalc.model.references import IMPORTANCE, cite
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 

@@ -32,12 +32,12 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.load.fields import describe, is_real, is_whole
 from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
-from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BBG18, BUN_2022, IMPORTANCE, cite
-from ampcalc.load.fields import describe, is_real, is_whole
 from ampcalc.schemes import srswor
 from ampcalc.schemes._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
 from ampcalc.schemes.base import Analysis, Field, Scheme

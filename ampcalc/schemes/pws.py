@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from ampcalc.math import pws as K
+from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
-from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import PWS, cite
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 

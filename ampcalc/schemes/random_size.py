@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.math import numeric
-from ampcalc.model.errors import ConditionError, DesignError, Where
-from ampcalc.load.files import excerpt, open_input
-from ampcalc.model.limits import LIMITS
-from ampcalc.model.design import Mechanism, Neighbours
-from ampcalc.model.references import BUN_2022, cite
 from ampcalc.load.fields import describe, is_real
+from ampcalc.load.files import excerpt, open_input
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError, DesignError, Where
+from ampcalc.model.limits import LIMITS
+from ampcalc.model.references import BUN_2022, cite
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53

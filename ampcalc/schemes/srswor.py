@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ampcalc.math import numeric
-from ampcalc.model.errors import ConditionError
 from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2022, HU_2023, cite
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from ampcalc.math import groups as _groups
 from ampcalc.math import numeric
-from ampcalc.model.errors import ConditionError
 from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:

@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.math import numeric
-from ampcalc.model.errors import ConditionError
 from ampcalc.load.files import excerpt, open_input
-from ampcalc.model.limits import LIMITS
+from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.limits import LIMITS
 from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, cite
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.base import Analysis, Field, Scheme
