@@ -55,6 +55,11 @@ def analyse(design: Design, mechanism: Mechanism | None = None) -> Analysis:
     """The scheme's analysis of a design (raises ``ConditionError`` on failed conditions)."""
     scheme = schemes.get(design.scheme)
     mech = mechanism if mechanism is not None else design.mechanism
+    if getattr(mech, "profile", None) is not None:
+        raise ConditionError(
+            "a named mechanism (a privacy profile) is evaluated by `ampcalc bound`; this "
+            "analysis takes M as an (epsilon, delta) pair"
+        )
     guarantee = design.guarantee or scheme.guarantees[0]
     group = getattr(mech, "group_size", 1)
     if group > 1 and not scheme.supports_group_size:
@@ -223,6 +228,10 @@ def bound(design: Design, epsilon: Any = None) -> BoundResult:
 
 def _bound(design: Design, epsilon: Any) -> BoundResult:
     mech = design.mechanism
+    if getattr(mech, "profile", None) is not None:
+        from ampcalc.accounting.amplify import bound_profile
+
+        return bound_profile(design, epsilon)
     notes: list[str] = []
     was_scalar = epsilon is None or np.ndim(epsilon) == 0
     if epsilon is not None and mech is not None:

@@ -48,6 +48,7 @@ BENCHES: list[tuple[str, str, str]] = [
     ("plan", "bench_plan", "median smooth sensitivity and planner simulations"),
     ("verify", "bench_verify", "verify programmes and group kernels"),
     ("dask", "bench_dask", "Dask-backed record files (optional)"),
+    ("accounting", "bench_accounting", "named mechanisms, composition, budgets vs dp_accounting"),
 ]
 MARK = "@@ampcalc-bench-rows@@"
 CHILD = (

@@ -534,8 +534,21 @@ def _sanitised(tmp: Path) -> str:
 E = str(EXAMPLES)
 PLANS = str(ROOT / "examples" / "plans")
 COMMANDS: dict[str, list[Callable[[Path], list[str]]]] = {
-    "bound": [lambda t: ["bound", f"{E}/compare.yaml"]],
-    "invert": [lambda t: ["invert", f"{E}/compare.yaml", "--target", "1"]],
+    "bound": [
+        lambda t: ["bound", f"{E}/compare.yaml"],
+        lambda t: ["bound", str(EXAMPLES.parent / "mechanisms" / "gaussian-poisson.yaml")],
+    ],
+    "invert": [
+        lambda t: ["invert", f"{E}/compare.yaml", "--target", "1"],
+        lambda t: [
+            "invert",
+            str(EXAMPLES.parent / "mechanisms" / "gaussian-poisson.yaml"),
+            "--solve",
+            "sigma",
+            "--target",
+            "1",
+        ],
+    ],
     "schemes": [lambda t: ["schemes"]],
     "validate": [lambda t: ["validate", f"{E}/stratified-business-survey.yaml"]],
     "sweep": [
@@ -544,6 +557,7 @@ COMMANDS: dict[str, list[Callable[[Path], list[str]]]] = {
     ],
     "check": [lambda t: ["check", f"{E}/srswor.yaml", f"{E}/pws.yaml", "--max-epsilon", "0.05"]],
     "compare": [lambda t: ["compare", f"{E}/stratified-business-survey.yaml", "-t", "1"]],
+    "budget": [lambda t: ["budget", str(EXAMPLES.parent / "budget" / "year.yaml")]],
     "verify": [lambda t: ["verify", f"{E}/group-verify-tiny.yaml"]],
     "plan": [lambda t: ["plan", f"{PLANS}/mean.yaml"]],
     "pws table": [lambda t: ["pws", "table", f"{E}/pws.yaml"]],

@@ -268,6 +268,15 @@ def invert(
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     set_: SetOpt = None,
+    solve: Annotated[
+        str | None,
+        typer.Option(
+            "--solve",
+            help="Solve for a named mechanism's noise instead of ε: sigma (gaussian) or "
+            "scale (laplace).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> int:
     """Largest mechanism ε certified for a target ε′, and the ε above which it surely fails.
 
@@ -277,6 +286,10 @@ def invert(
     from ampcalc import api
 
     designs = load(design, set_)
+    if solve is not None:
+        from ampcalc.cli.solve import run_solve
+
+        return run_solve(designs, solve, target, target_delta, output)
     results = [api.invert(d, target, target_delta) for d in designs]
     dicts = [r.to_dict() for r in results]
     code = ExitCode.OK
@@ -409,6 +422,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pws",
     "verify",
     "plan",
+    "budget",
 )
 
 

@@ -327,8 +327,13 @@ def _delta_field(name: str, scheme: Scheme | None) -> Field:
 def parse_mechanism(
     data: Any, ctx: Reader, scheme: Scheme | None, container: Any, key: Any
 ) -> Mechanism:
-    """Validate a ``mechanism:`` block (the ``epsilon``/``releases`` form)."""
+    """Validate a ``mechanism:`` block (the ``epsilon``/``releases`` form, or a named
+    mechanism: ``ampcalc.accounting.parse``)."""
     data = mapping(data, ctx, "mechanism", container, key, "a mechanism")
+    from ampcalc.accounting import parse as named
+
+    if named.is_named(data):
+        return named.parse_named(data, ctx, container, key)
     check_keys(data, MECHANISM_KEYS, ctx, "mechanism", "mechanism")
     has_eps, has_rel = "epsilon" in data, "releases" in data
     if has_eps and has_rel:

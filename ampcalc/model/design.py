@@ -110,6 +110,10 @@ class Mechanism:
         releases: the individual releases, when declared that way.
         group_size: g >= 1 records of one unit (a household) that may all change
             together; only schemes with ``supports_group_size`` accept g > 1.
+        profile: a named mechanism's privacy profile δ_M(ε) under ``neighbours``
+            (``ampcalc.accounting``; composed when given as ``releases``), or ``None``
+            for the (ε, δ) form. ``epsilon`` is then its pure ε (NaN if it has none).
+        profile_releases: the number of named releases composed into ``profile``.
     """
 
     epsilon: float
@@ -119,6 +123,8 @@ class Mechanism:
     delta_replace_one: float | None = None
     releases: tuple[Release, ...] | None = None
     group_size: int = 1
+    profile: Any = None
+    profile_releases: int | None = None
 
     # --- derived parameters, as functions of the declared ε (vectorised) -------
     def replace_one_ratio(self) -> float:

@@ -1,0 +1,41 @@
+"""Named noise mechanisms and their privacy profiles δ_M(ε).
+
+A privacy profile is the smallest δ for which M is (ε, δ)-DP, as a function of ε
+(the hockey-stick divergence of M's dominating pair). Every profile here is computed
+by ampcalc itself (no accounting library), vectorised over ε and rounded outward: the
+``delta`` methods return an upper bound on the exact profile, ``delta_lower`` a
+lower bound. scipy is not imported here.
+
+Modules:
+    profiles: the mechanisms (laplace, gaussian, discrete-laplace, discrete-gaussian,
+        randomized-response, zcdp) and their profiles.
+    compose: closed-form composition of releases run on one sample.
+    parse: the named ``mechanism:`` forms of a design file.
+    amplify: a profile carried through a sampling scheme's (ε, δ) theorem.
+"""
+
+from __future__ import annotations
+
+from ampcalc.accounting.profiles import (
+    MECHANISM_NAMES,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    Profile,
+    RandomizedResponse,
+    Zcdp,
+    epsilon_at_delta,
+)
+
+__all__ = [
+    "MECHANISM_NAMES",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "Gaussian",
+    "Laplace",
+    "Profile",
+    "RandomizedResponse",
+    "Zcdp",
+    "epsilon_at_delta",
+]

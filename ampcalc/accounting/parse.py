@@ -1,0 +1,264 @@
+"""The named ``mechanism:`` forms of a design file.
+
+    mechanism: {gaussian: {sigma: 4.0, sensitivity: 1.0}, neighbours: add-remove}
+    mechanism: {laplace: {scale: 2.0}}
+    mechanism:
+      releases:
+        - {gaussian: {sigma: 1.0}, count: 10}
+      neighbours: add-remove
+
+The sensitivity (and so the profile) is stated under the declared ``neighbours``.
+Errors are ``DesignError`` at the offending field's file and line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ampcalc.accounting import compose
+from ampcalc.accounting.profiles import (
+    MAX_DISCRETE_SIGMA,
+    MAX_INTEGER_SENSITIVITY,
+    MECHANISM_NAMES,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    Profile,
+    RandomizedResponse,
+    Zcdp,
+)
+from ampcalc.load.fields import Reader, check_keys, field_value, mapping, number
+from ampcalc.model.design import Mechanism, Neighbours, check_epsilon
+from ampcalc.model.errors import DesignError
+from ampcalc.model.limits import limit
+from ampcalc.schemes.base import Field
+
+#: keys a named ``mechanism:`` block may hold besides the mechanism's name
+NAMED_KEYS = ("neighbours", "releases")
+MAX_COUNT = compose.MAX_PURE_RELEASES * 10
+
+_SCALE = Field(
+    name="scale", kind="float", doc="noise scale b", required=True, low=0.0, low_open=True
+)
+_SIGMA = Field(
+    name="sigma",
+    kind="float",
+    doc="noise standard deviation σ",
+    required=True,
+    low=0.0,
+    low_open=True,
+)
+_SENS = Field(
+    name="sensitivity",
+    kind="float",
+    doc="the query's sensitivity Δ",
+    default=1.0,
+    low=0.0,
+    low_open=True,
+)
+_ISENS = Field(
+    name="sensitivity",
+    kind="int",
+    doc="the integer query's sensitivity Δ",
+    default=1,
+    low=1,
+    high=MAX_INTEGER_SENSITIVITY,
+)
+_DSIGMA = Field(
+    name="sigma",
+    kind="float",
+    doc="the discrete Gaussian's σ",
+    required=True,
+    low=0.0,
+    low_open=True,
+    high=MAX_DISCRETE_SIGMA,
+)
+_CATEGORIES = Field(name="categories", kind="int", doc="number of categories k", default=2, low=2)
+_RHO = Field(
+    name="rho",
+    kind="float",
+    doc="the zCDP parameter ρ",
+    required=True,
+    high=1e6,
+    low=0.0,
+    low_open=True,
+)
+_NEIGHBOURS = Field(
+    name="neighbours",
+    kind="choice",
+    doc="relation the sensitivity is stated under",
+    choices=tuple(n.value for n in Neighbours),
+)
+
+PARAMS: dict[str, tuple[Field, ...]] = {
+    "laplace": (_SCALE, _SENS),
+    "gaussian": (_SIGMA, _SENS),
+    "discrete-laplace": (_SCALE, _ISENS),
+    "discrete-gaussian": (_DSIGMA, _ISENS),
+    "randomized-response": (_CATEGORIES,),  # and `epsilon`, checked by check_epsilon
+    "zcdp": (_RHO,),
+}
+
+
+def is_named(data: Any) -> bool:
+    """True for a ``mechanism:`` mapping in a named form (a named mechanism or named
+    releases)."""
+    if not isinstance(data, Mapping):
+        return False
+    if any(k in data for k in MECHANISM_NAMES):
+        return True
+    rel = data.get("releases")
+    if isinstance(rel, Sequence) and not isinstance(rel, (str, bytes)):
+        return any(isinstance(r, Mapping) and any(k in r for k in MECHANISM_NAMES) for r in rel)
+    return False
+
+
+def _one(name: str, block: Any, ctx: Reader, path: str, container: Any) -> Profile:
+    """One named mechanism from ``{name: {params}}``."""
+    block = mapping(block, ctx, path, container, name, f"the {name} mechanism's parameters")
+    specs = PARAMS[name]
+    allowed = [s.name for s in specs] + (["epsilon"] if name == "randomized-response" else [])
+    check_keys(block, allowed, ctx, path, f"a {name} mechanism")
+    vals: dict[str, Any] = {}
+    for spec in specs:
+        if spec.name in block:
+            vals[spec.name] = field_value(
+                spec, block[spec.name], ctx.where(f"{path}.{spec.name}", block, spec.name)
+            )
+        elif spec.required:
+            raise DesignError(
+                f"missing required key {spec.name!r} ({spec.doc}; {spec.domain()})",
+                where=ctx.where(path, container, name),
+            )
+        else:
+            vals[spec.name] = spec.default
+    if name == "laplace":
+        return Laplace(scale=vals["scale"], sensitivity=vals["sensitivity"])
+    if name == "gaussian":
+        g = Gaussian(sigma=vals["sigma"], sensitivity=vals["sensitivity"])
+        if not 1e-12 <= g.mu <= 1e6:
+            raise DesignError(
+                f"sensitivity/σ = {g.mu:g}; expected a ratio in [1e-12, 1e6]",
+                where=ctx.where(path, container, name),
+            )
+        return g
+    if name == "discrete-laplace":
+        return DiscreteLaplace(scale=vals["scale"], sensitivity=int(vals["sensitivity"]))
+    if name == "discrete-gaussian":
+        return DiscreteGaussian(sigma=vals["sigma"], sensitivity=int(vals["sensitivity"]))
+    if name == "randomized-response":
+        if "epsilon" not in block:
+            raise DesignError(
+                "missing required key 'epsilon' (randomized response's ε₀, a number > 0)",
+                where=ctx.where(path, container, name),
+            )
+        eps = check_epsilon(block["epsilon"], where=ctx.where(f"{path}.epsilon", block, "epsilon"))
+        return RandomizedResponse(epsilon=eps, categories=int(vals["categories"]))
+    return Zcdp(rho=vals["rho"])
+
+
+def _named_in(data: Mapping[Any, Any], ctx: Reader, path: str, what: str) -> tuple[str, Any]:
+    names = [k for k in data if k in MECHANISM_NAMES]
+    if len(names) > 1:
+        raise DesignError(
+            f"give one named mechanism per {what}, got {', '.join(map(str, names))}",
+            where=ctx.where(f"{path}.{names[1]}", data, names[1]),
+        )
+    if not names:
+        raise DesignError(
+            f"expected a named mechanism ({', '.join(MECHANISM_NAMES)}) in {what}",
+            where=ctx.where(path, data),
+        )
+    return names[0], data[names[0]]
+
+
+def parse_named(data: Mapping[Any, Any], ctx: Reader, container: Any, key: Any) -> Mechanism:
+    """A ``Mechanism`` carrying the (composed) profile of a named ``mechanism:`` block."""
+    path = "mechanism"
+    has_rel = "releases" in data
+    named = [k for k in data if k in MECHANISM_NAMES]
+    for k in data:
+        if k not in MECHANISM_NAMES and k not in NAMED_KEYS:
+            if k in ("epsilon", "delta", "epsilon_replace_one", "delta_replace_one"):
+                raise DesignError(
+                    f"`{k}` belongs to the (epsilon, delta) form; a named mechanism states "
+                    "its noise and sensitivity instead (its ε and δ follow from its privacy "
+                    "profile)",
+                    where=ctx.where(f"{path}.{k}", data, k),
+                )
+            check_keys(data, (*MECHANISM_NAMES, *NAMED_KEYS), ctx, path, "a named mechanism")
+    if has_rel and named:
+        raise DesignError(
+            "give either a named mechanism or `releases`, not both",
+            where=ctx.where(f"{path}.releases", data, "releases"),
+        )
+    neighbours = Neighbours.ADD_REMOVE
+    if "neighbours" in data:
+        neighbours = Neighbours(
+            field_value(
+                _NEIGHBOURS,
+                data["neighbours"],
+                ctx.where(f"{path}.neighbours", data, "neighbours"),
+            )
+        )
+    items: list[tuple[Profile, int]] = []
+    if not has_rel:
+        name, block = _named_in(data, ctx, path, "mechanism")
+        items.append((_one(name, block, ctx, f"{path}.{name}", data), 1))
+    else:
+        rel = data["releases"]
+        rpath = f"{path}.releases"
+        if not isinstance(rel, Sequence) or isinstance(rel, (str, bytes)) or not rel:
+            raise DesignError(
+                "expected a non-empty list of releases ({gaussian: {...}, count: k}, ...)",
+                where=ctx.where(rpath, data, "releases"),
+            )
+        if len(rel) > limit("releases"):
+            raise DesignError(
+                f"more than {limit('releases')} releases",
+                where=ctx.where(rpath, data, "releases"),
+            )
+        for i, item in enumerate(rel):
+            ipath = f"{rpath}[{i}]"
+            if not isinstance(item, Mapping) or not any(k in item for k in MECHANISM_NAMES):
+                raise DesignError(
+                    "give every release as a named mechanism ({gaussian: {sigma: 1.0}, "
+                    "count: 10}) when one is; plain (epsilon, delta) releases and named ones "
+                    "do not mix",
+                    where=ctx.where(ipath, rel, i),
+                )
+            check_keys(item, (*MECHANISM_NAMES, "count"), ctx, ipath, "a release")
+            name, block = _named_in(item, ctx, ipath, "release")
+            count = 1
+            if "count" in item:
+                count = int(
+                    number(
+                        item["count"],
+                        Field(
+                            name="count",
+                            kind="int",
+                            doc="identical releases",
+                            low=1,
+                            high=MAX_COUNT,
+                        ),
+                        ctx.where(f"{ipath}.count", item, "count"),
+                    )
+                )
+            items.append((_one(name, block, ctx, f"{ipath}.{name}", item), count))
+    try:
+        profile = compose.compose(items)
+    except compose.CompositionError as err:
+        raise DesignError(
+            str(err), where=ctx.where(f"{path}.releases", data, "releases")
+        ) from None
+    pure = profile.pure_epsilon
+    return Mechanism(
+        epsilon=pure if pure is not None else math.nan,
+        delta=0.0,
+        neighbours=neighbours,
+        profile=profile,
+        profile_releases=sum(c for _, c in items) if has_rel else None,
+    )

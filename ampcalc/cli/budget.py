@@ -1,0 +1,161 @@
+"""``ampcalc budget``: total ε of a ledger of releases, each on its own sample.
+
+See ``ampcalc.accounting.budget`` for the ledger format and how it is composed.
+
+JSON: ``{"ampcalc_version", "command": "budget", "name", "target": {"epsilon",
+"delta"}, "neighbours", "entries": [{"name", "scheme", "count", "epsilon_prime":
+{"lower", "upper"}, "delta_prime", "guarantee_neighbours", "composed_as", "profile"?}],
+"total": {"lower", "upper", "delta", "accountant", "discretization", "width"?,
+"lower_meaning"}, "remaining"}``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ampcalc.cli.app import (
+    ExitCode,
+    FormatOpt,
+    JsonOpt,
+    SetOpt,
+    app,
+    emit_result,
+    resolve_format,
+    say,
+)
+
+
+@app.command()
+def budget(
+    ledger: Annotated[str, typer.Argument(help="Budget ledger (YAML).", show_default=False)],
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    set_: SetOpt = None,
+    fail_above: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-above",
+            help="Exit 1 when the total's upper ε is above this value or missing.",
+            show_default=False,
+        ),
+    ] = None,
+    discretization: Annotated[
+        float | None,
+        typer.Option(
+            "--discretization",
+            help="The accountant's value discretization interval (default: the ledger's, "
+            "else 1e-4); smaller is tighter and slower.",
+            show_default=False,
+        ),
+    ] = None,
+) -> int:
+    """Total ε at the ledger's δ over releases on independently drawn samples.
+
+    Example:  ampcalc budget examples/budget/year.yaml --fail-above 3
+    """
+    import dataclasses
+
+    from ampcalc.accounting import budget as budget_mod
+
+    output = resolve_format(fmt, as_json)
+    led = budget_mod.load_ledger(ledger, overrides=set_ or ())
+    if discretization is not None:
+        led = dataclasses.replace(led, discretization=discretization)
+    payload = budget_mod.run(led)
+    code = ExitCode.OK
+    for row in payload["entries"]:
+        if row.get("error"):
+            say(f"{row['name']}: {row['error']}")
+    up = payload["total"]["upper"]
+    if fail_above is not None and (up is None or up > fail_above):
+        code = ExitCode.GATE_FAILED
+    emit_result(
+        output,
+        "budget",
+        payload,
+        csv=_csv(payload),
+        table=lambda rich: _table(payload, rich),
+    )
+    return int(code)
+
+
+def _csv(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for r in payload["entries"]:
+        rows.append(
+            {
+                "entry": r["name"],
+                "scheme": r["scheme"],
+                "count": r["count"],
+                "epsilon_prime_lower": r["epsilon_prime"]["lower"],
+                "epsilon_prime_upper": r["epsilon_prime"]["upper"],
+                "delta_prime": r["delta_prime"],
+                "composed_as": r["composed_as"],
+            }
+        )
+    t = payload["total"]
+    rows.append(
+        {
+            "entry": "TOTAL",
+            "scheme": "",
+            "count": sum(r["count"] for r in payload["entries"]),
+            "epsilon_prime_lower": t["lower"],
+            "epsilon_prime_upper": t["upper"],
+            "delta_prime": t["delta"],
+            "composed_as": t["accountant"],
+        }
+    )
+    return rows
+
+
+def _table(payload: dict[str, Any], rich: bool) -> str:
+    from ampcalc.output.render import fmt, render_table
+
+    header = ["entry", "scheme", "count", "ε′ lower", "ε′ upper", "δ′", "composed as"]
+    rows = [
+        [
+            r["name"],
+            r["scheme"],
+            str(r["count"]),
+            fmt(r["epsilon_prime"]["lower"]),
+            fmt(r["epsilon_prime"]["upper"]),
+            fmt(r["delta_prime"]),
+            r["composed_as"] or "-",
+        ]
+        for r in payload["entries"]
+    ]
+    t = payload["total"]
+    rows.append(
+        [
+            "TOTAL",
+            "",
+            str(sum(r["count"] for r in payload["entries"])),
+            fmt(t["lower"]),
+            fmt(t["upper"]),
+            fmt(t["delta"]),
+            "no-guarantee" if t["upper"] is None else "see below",
+        ]
+    )
+    footer = [f"total: {t['accountant']}"]
+    if t.get("discretization") is not None:
+        footer.append(
+            f"  discretization interval {t['discretization']:g}"
+            + (f"; [lower, upper] is {100 * t['width']:.3g}% wide" if t.get("width") else "")
+        )
+    if t.get("lower_meaning"):
+        footer.append(f"  lower: {t['lower_meaning']}")
+    if t.get("note"):
+        footer.append(f"  {t['note']}")
+    tgt = payload["target"]
+    if tgt["epsilon"] is not None:
+        rem = payload["remaining"]
+        footer.append(
+            f"budget ε = {fmt(tgt['epsilon'])} at δ = {fmt(tgt['delta'])}: remaining "
+            + ("unknown (no guarantee)" if rem is None else fmt(rem))
+        )
+    for r in payload["entries"]:
+        if r.get("error"):
+            footer.append(f"{r['name']}: {r['error']}")
+    return render_table(header, rows, footer, rich_output=rich)
