@@ -59,7 +59,7 @@ def measure(quick: bool = False) -> list[dict]:
     except ImportError:  # pragma: no cover - the accounting extra is absent
         pld = None
     if pld is not None:
-        t, v = best_of(
+        t, _v = best_of(
             lambda: pld.from_gaussian_mechanism(1.0, sampling_prob=0.01).get_epsilon_for_delta(
                 1e-6
             ),
@@ -77,7 +77,7 @@ def measure(quick: bool = False) -> list[dict]:
 
     if pld is None:
         return rows
-    from ampcalc.accounting import budget
+    from ampcalc.analyses import budget
 
     for kind, mech, issue_vals in (
         ("Gaussian σ=1", {"gaussian": {"sigma": 1.0}}, {10: 0.5924, 100: 0.9542, 1000: 2.1245}),
@@ -127,7 +127,7 @@ def measure(quick: bool = False) -> list[dict]:
                 )
                 rows.append(row("  ... time", t, "s", at_most=10.0, issue="17 §5"))
 
-    from ampcalc.accounting.calibrate import solve
+    from ampcalc.analyses.calibrate import solve
 
     t, r = best_of(lambda: solve(d, "sigma", 1.0))
     rows.append(row("calibrate σ for ε′ = 1 (Poisson q=0.01, δ′=1e-6): σ", r["certified"], "σ"))

@@ -18,7 +18,7 @@ from pathlib import Path
 import mpmath as mp
 import pytest
 
-from ampcalc.accounting import budget
+from ampcalc.analyses import budget
 
 pytest.importorskip("dp_accounting")
 from dp_accounting.pld import privacy_loss_distribution as pld
@@ -127,7 +127,7 @@ def test_closed_form_needs_no_accountant(tmp_path: Path) -> None:
     path = ledger(tmp_path, poisson_entry("{epsilon: 1.0}", 10))
     code = (
         "import sys\n"
-        "from ampcalc.accounting import budget\n"
+        "from ampcalc.analyses import budget\n"
         f"budget.run(budget.load_ledger({str(path)!r}))\n"
         "print([m for m in sys.modules if m.split('.')[0] == 'dp_accounting'])\n"
     )

@@ -19,7 +19,7 @@ import mpmath as mp
 import pytest
 
 from ampcalc import api
-from ampcalc.accounting.calibrate import solve
+from ampcalc.analyses.calibrate import solve
 from ampcalc.model.errors import DesignError
 
 ROOT = Path(__file__).resolve().parents[1]

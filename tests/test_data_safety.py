@@ -442,7 +442,7 @@ def test_delta_prime_never_above_one(tmp_path: Path) -> None:
 def test_in_range_clamps_lower_bounds_and_delta() -> None:
     import numpy as np
 
-    from ampcalc.engine import in_range
+    from ampcalc.engine.core import in_range
 
     lower, delta = in_range(
         np.array([-4.5e-13, np.nan, 0.3]), np.array([1.0000000000000018, -1e-300, 0.5])

@@ -287,8 +287,6 @@ def invert(
 
     designs = load(design, set_)
     if solve is not None:
-        from ampcalc.cli.solve import run_solve
-
         return run_solve(designs, solve, target, target_delta, output)
     results = [api.invert(d, target, target_delta) for d in designs]
     dicts = [r.to_dict() for r in results]
@@ -407,6 +405,71 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> None:
     """Console-script entry point."""
     sys.exit(main())
+
+
+# ---- invert --solve: noise calibration for named mechanisms -----------------------------
+# JSON: ``invert``'s, with M's ``epsilon`` null and the calibrated noise under ``knob``:
+# ``{name: sigma|scale, mechanism, sensitivity, value, impossible_below,
+# epsilon_prime_at_value}`` (``details.inverse`` says how it was found).
+
+
+def run_solve(
+    designs: Sequence[Any],
+    knob: str,
+    target: float | None,
+    target_delta: float | None,
+    output: Format,
+) -> int:
+    """Calibrate every design's noise to the target and print the results."""
+    from ampcalc.analyses.calibrate import solve
+    from ampcalc.model.errors import DesignError
+
+    results = []
+    for d in designs:
+        t = target
+        if t is None and d.target is not None:
+            t = d.target.epsilon_prime
+        if t is None:
+            raise DesignError(
+                f"design {d.name!r}: no target; give --target T or `target: {{epsilon_prime: T}}`"
+            )
+        results.append(solve(d, knob, float(t), target_delta))
+    code = ExitCode.OK
+    for r in results:
+        if r["knob"]["value"] is None:
+            say(f"{r['name']}: no {knob} meets the target ε′ in the searched range")
+    emit_result(
+        output,
+        "invert",
+        {"results": results},
+        csv=results,
+        table=lambda rich: _table(results, rich),
+    )
+    return int(code)
+
+
+def _table(results: list[dict[str, Any]], rich: bool) -> str:
+    from ampcalc.output.render import fmt, render_table
+
+    header = ["design", "scheme", "target ε′", "δ′", "solve", "certified", "impossible below"]
+    rows = [
+        [
+            r["name"],
+            r["scheme"],
+            fmt(r["target"]["epsilon_prime"]),
+            fmt(r["target"]["delta_prime"]),
+            f"{r['knob']['mechanism']} {r['knob']['name']}",
+            fmt(r["knob"]["value"]),
+            fmt(r["knob"]["impossible_below"]),
+        ]
+        for r in results
+    ]
+    footer = [
+        f"{r['name']}: ε′ at the certified {r['knob']['name']}: "
+        f"{fmt(r['knob']['epsilon_prime_at_value'])}; " + "; ".join(r["warnings"])
+        for r in results
+    ]
+    return render_table(header, rows, footer, rich_output=rich)
 
 
 # Further commands live in ampcalc/cli/<name>.py, one module per command, and attach

@@ -1,6 +1,6 @@
 """``ampcalc budget``: total ε of a ledger of releases, each on its own sample.
 
-See ``ampcalc.accounting.budget`` for the ledger format and how it is composed.
+See ``ampcalc.analyses.budget`` for the ledger format and how it is composed.
 
 JSON: ``{"ampcalc_version", "command": "budget", "name", "target": {"epsilon",
 "delta"}, "neighbours", "entries": [{"name", "scheme", "count", "epsilon_prime":
@@ -57,7 +57,7 @@ def budget(
     """
     import dataclasses
 
-    from ampcalc.accounting import budget as budget_mod
+    from ampcalc.analyses import budget as budget_mod
 
     output = resolve_format(fmt, as_json)
     led = budget_mod.load_ledger(ledger, overrides=set_ or ())

@@ -160,18 +160,18 @@ def _details_at(values: Mapping[str, Any], was_scalar: bool) -> dict[str, Any]:
 
 
 @overload
-def _failed(
+def failed(
     design: Design, err: ConditionError, kind: Literal["bound"], **fields: Any
 ) -> BoundResult: ...
 
 
 @overload
-def _failed(
+def failed(
     design: Design, err: ConditionError, kind: Literal["invert"], **fields: Any
 ) -> InvertResult: ...
 
 
-def _failed(
+def failed(
     design: Design, err: ConditionError, kind: str, **fields: Any
 ) -> BoundResult | InvertResult:
     scheme = schemes.get(design.scheme)
@@ -212,7 +212,8 @@ _QUIET = {"over": "ignore", "divide": "ignore", "under": "ignore", "invalid": "i
 
 
 def bound(design: Design, epsilon: Any = None) -> BoundResult:
-    """Upper and lower bounds on ε′ (and δ′, the verdict) for one design.
+    """Upper and lower bounds on ε′ (and δ′, the verdict) for one design with an
+    (ε, δ) mechanism (``ampcalc.engine.bound`` also takes named mechanisms).
 
     Args:
         design: a validated design.
@@ -228,10 +229,6 @@ def bound(design: Design, epsilon: Any = None) -> BoundResult:
 
 def _bound(design: Design, epsilon: Any) -> BoundResult:
     mech = design.mechanism
-    if getattr(mech, "profile", None) is not None:
-        from ampcalc.accounting.amplify import bound_profile
-
-        return bound_profile(design, epsilon)
     notes: list[str] = []
     was_scalar = epsilon is None or np.ndim(epsilon) == 0
     if epsilon is not None and mech is not None:
@@ -242,7 +239,7 @@ def _bound(design: Design, epsilon: Any) -> BoundResult:
         analysis = analyse(design, mech)
     except ConditionError as err:
         extra = {} if epsilon is None else {"epsilon": epsilon}
-        return _failed(design, err, "bound", **extra)
+        return failed(design, err, "bound", **extra)
     if mech is not None:
         eps = np.asarray(epsilon if epsilon is not None else mech.epsilon, dtype=float)
     else:
@@ -347,7 +344,7 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
     try:
         analysis = analyse(design)
     except ConditionError as err:
-        return _failed(design, err, "invert", target=target, target_delta=target_delta)
+        return failed(design, err, "invert", target=target, target_delta=target_delta)
     warnings = list(analysis.warnings) + _mechanism_notes(design.mechanism)
     details: dict[str, Any] = {}
     certified: Any = None

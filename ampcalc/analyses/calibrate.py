@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.accounting.amplify import bound_profile
 from ampcalc.accounting.profiles import (
     DiscreteGaussian,
     DiscreteLaplace,
@@ -33,6 +32,7 @@ from ampcalc.accounting.profiles import (
     Laplace,
     Profile,
 )
+from ampcalc.engine.profiles import bound_profile
 from ampcalc.math import numeric
 from ampcalc.model.design import Design, Neighbours, Target
 from ampcalc.model.errors import DesignError

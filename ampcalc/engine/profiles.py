@@ -24,6 +24,7 @@ import numpy as np
 
 from ampcalc import schemes
 from ampcalc.accounting.profiles import Profile, epsilon_at_delta
+from ampcalc.engine import core
 from ampcalc.math import numeric
 from ampcalc.model.design import Design, Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
@@ -85,9 +86,7 @@ def point_mechanism(mech: Mechanism, eps: float, *, replace_one: bool = True) ->
 
 
 def _refusal(design: Design, message: str) -> BoundResult:
-    from ampcalc import engine
-
-    return engine._failed(design, ConditionError(message), "bound")
+    return core.failed(design, ConditionError(message), "bound")
 
 
 def _meets_or_raises(cached: Any, eps: float, target_delta: float) -> bool:
@@ -103,8 +102,6 @@ def bound_profile(
     ``profile_points=False`` skips the sampled profile (``details.profile`` is empty):
     the calibration's inner loop needs ε′ at δ′ only.
     """
-    from ampcalc import engine
-
     mech = design.mechanism
     assert mech is not None and mech.profile is not None
     profile: Profile = mech.profile
@@ -129,7 +126,7 @@ def bound_profile(
     def image(eps: float) -> tuple[float, float, Any]:
         """(ε′, δ′, analysis) of the profile point at ε, via the scheme's theorem."""
         point = point_mechanism(mech, eps, replace_one=guarantee is not Neighbours.ADD_REMOVE)
-        analysis = engine.analyse(design, point)
+        analysis = core.analyse(design, point)
         if analysis.upper is None or analysis.delta_prime is None:
             raise ConditionError("the theory gives no (ε′, δ′) upper bound for this design")
         e = np.asarray(eps, dtype=float)
@@ -236,7 +233,7 @@ def bound_profile(
     if relation_profile is not None:
         reference = float(epsilon_at_delta(relation_profile, target_delta))
     upper_arr = np.asarray(eps_prime)
-    verdict = engine.verdicts(
+    verdict = core.verdicts(
         None if lower is None else np.asarray(lower),
         upper_arr,
         np.asarray(reference if reference is not None else math.inf),
