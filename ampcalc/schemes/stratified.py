@@ -50,7 +50,8 @@ from .base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53
 ALLOCATIONS = ("proportional", "poisson", "fixed", "neyman")
-ROUNDINGS = ("randomized", "nearest", "floor")
+ROUNDINGS = ("randomized", "nearest", "floor", "largest-remainder", "huntington-hill")
+TOTAL_ROUNDINGS = ("nearest", "floor", "largest-remainder", "huntington-hill")
 
 BASIS_RANDOMIZED = (
     cite(BUN_2022, "Theorem 7.2"),
@@ -142,7 +143,8 @@ class Params:
         strata: the strata (inline list or a CSV file with the same columns).
         size_aware: proportional + randomized: the tighter form from the proof of
             Theorem 4.3 (r + 1/N_h in place of 2r), labelled "from proof".
-        total_sample: neyman: the total sample size m.
+        total_sample: neyman: the total sample size m; proportional: the fixed total n
+            apportioned as n·N_h/N by ``rounding`` (``_fixed_total``, 001 §3, §3.1).
         value_bound: top-code U of the study variable, values in [0, U]: the Neyman
             neighbour moves a record to U; ``ampcalc compare`` uses it as the
             sensitivity of the stratified mean.
@@ -189,7 +191,8 @@ FIELDS = (
     Field(
         name="rounding",
         kind="choice",
-        doc="proportional: rounding of r·N_h (default randomized)",
+        doc="proportional: rounding of r·N_h (default randomized), or with `total_sample` "
+        "the apportionment of n·N_h/N (nearest, floor, largest-remainder, huntington-hill)",
         choices=ROUNDINGS,
     ),
     Field(name="strata", kind="any", doc="list of strata, or {file: strata.csv}"),
@@ -202,7 +205,7 @@ FIELDS = (
     Field(
         name="total_sample",
         kind="int",
-        doc="neyman: total sample size m",
+        doc="neyman, or proportional with deterministic rounding: total sample size",
         low=1,
         high=MAX_EXACT_INT,
     ),
@@ -449,6 +452,14 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
     rounding = values["rounding"]
     if allocation != "proportional" and rounding is not None:
         raise top("rounding", "`rounding` is for `allocation: proportional`")
+    fixed_total = allocation == "proportional" and values["total_sample"] is not None
+    if fixed_total:
+        _check_fixed_total(values, rounding, reader)
+    elif allocation == "proportional" and rounding in ("largest-remainder", "huntington-hill"):
+        raise top(
+            "rounding",
+            f"`rounding: {rounding}` apportions a fixed total: give `total_sample` (not `rate`)",
+        )
     if allocation == "proportional" and rounding is None:
         rounding = "randomized"
     if values["size_aware"] and not (allocation == "proportional" and rounding == "randomized"):
@@ -457,7 +468,7 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
         )
     rate = values["rate"]
     has_rate = ~np.isnan(strata.rate)
-    if allocation in ("proportional", "poisson"):
+    if allocation in ("proportional", "poisson") and not fixed_total:
         if rate is not None and has_rate.any():
             raise top(
                 "rate",
@@ -485,8 +496,8 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
             raise at(int(np.argmax(has_rate)), "rate")(
                 f"a stratum `rate` is for proportional or poisson allocation, not {allocation}"
             )
-    if values["total_sample"] is not None and allocation != "neyman":
-        raise top("total_sample", "`total_sample` is for `allocation: neyman`")
+    if values["total_sample"] is not None and allocation not in ("neyman", "proportional"):
+        raise top("total_sample", "`total_sample` is for neyman or proportional allocation")
     if allocation == "fixed":
         missing = np.isnan(strata.sample)
         if missing.any():
@@ -516,6 +527,21 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
         value_bound=values["value_bound"],
         allocations=allocations,
     )
+
+
+def _check_fixed_total(values: dict[str, Any], rounding: str | None, reader: Any) -> None:
+    """Proportional allocation of a fixed total: a deterministic rule, no rate."""
+    if rounding not in TOTAL_ROUNDINGS:
+        raise _at_key(
+            reader,
+            "rounding" if rounding is not None else "total_sample",
+            "a fixed `total_sample` is apportioned by a deterministic `rounding:` "
+            f"({', '.join(TOTAL_ROUNDINGS)})" + ("" if rounding is None else f", not {rounding}"),
+        )
+    if values["rate"] is not None:
+        raise reader.error(
+            "sampling.rate", "give `rate` or `total_sample` for proportional allocation, not both"
+        )
 
 
 def _at_key(reader: Any, key: str, message: str) -> Any:
@@ -1765,6 +1791,10 @@ def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one stratified design (see the bound functions for the theorems)."""
     if params.allocation == "proportional":
+        if params.total_sample is not None:
+            from ._fixed_total import analyse_fixed_total
+
+            return analyse_fixed_total(params, mechanism, guarantee)
         if params.rounding == "randomized":
             return _analyse_randomized(params, mechanism, guarantee)
         return _analyse_deterministic(params, mechanism, guarantee)
@@ -1824,6 +1854,10 @@ def compare(design: Any, target: float) -> dict[str, Any]:
         m = m0.astype(float)
     elif p.allocation == "fixed":
         m = s.sample.astype(float)
+    elif p.allocation == "proportional" and p.total_sample is not None:
+        from ._fixed_total import sensitivity
+
+        m = np.asarray(sensitivity(s.size.tolist(), p.total_sample, p.rounding).drawn, float)
     elif p.allocation == "proportional" and p.rounding != "randomized":
         m = alloc.round_proportional(p.rates(), s.size, p.rounding or "nearest").astype(float)
     else:
@@ -1914,6 +1948,12 @@ def _verify_hook(
             "no exact tiny-instance enumeration for neyman allocation (it depends on the "
             "records' values): the verify hook covers proportional, poisson and fixed "
             "allocation"
+        )
+    if kind == "proportional" and params.total_sample is not None:
+        raise ConditionError(
+            "no exact tiny-instance enumeration for a fixed-total allocation (each stratum's "
+            "size depends on every stratum): the verify hook covers rate-based proportional, "
+            "poisson and fixed allocation"
         )
     if mechanism.delta > 0:
         raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
