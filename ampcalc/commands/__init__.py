@@ -19,6 +19,7 @@ COMMAND_MODULES: list[str] = [
     "completion",
     "compare",
     "pws",
+    "pws_keys",
     "verify",
     "plan",
 ]
