@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .. import numeric
+from .base import Analysis
 
 # φ(u) = log(u² − 1)/u has its maximum at u* (2u²/(u² − 1) = log(u² − 1)); the best
 # integer k is within a few of u*/√c
@@ -118,12 +119,11 @@ RELATION_NOTE = (
 )
 
 
-def analyse_proposition_4_2(params: Any, mechanism: Any, guarantee: Any) -> Any:
+def analyse_proposition_4_2(params: Any, mechanism: Any, guarantee: Any) -> Analysis:
     """Lower bound on the design's add-remove ε′ from Proposition 4.2 (corrected)."""
     from ..errors import ConditionError
     from ..model import Neighbours
     from ..papers import BUN_2022, cite
-    from .base import Analysis
 
     del guarantee  # always add-remove, as theorem-5.3 (RELATION_NOTE)
     if not mechanism.epsilon_add_remove_known():

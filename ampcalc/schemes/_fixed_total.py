@@ -104,9 +104,9 @@ def _huntington_hill(sizes: list[int], n: int) -> list[int]:
             seats[h] = max(1, n * s // pop)
     # trim or top up to n along the ranking, then exchange until in order
     while sum(seats) > n:
-        h = _worst_held(sizes, seats)
-        assert h is not None
-        seats[h] -= 1
+        drop = _worst_held(sizes, seats)
+        assert drop is not None
+        seats[drop] -= 1
     while sum(seats) < n:
         seats[_best_unheld(sizes, seats)] += 1
     while True:

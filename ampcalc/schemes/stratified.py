@@ -1857,7 +1857,8 @@ def compare(design: Any, target: float) -> dict[str, Any]:
     elif p.allocation == "proportional" and p.total_sample is not None:
         from ._fixed_total import sensitivity
 
-        m = np.asarray(sensitivity(s.size.tolist(), p.total_sample, p.rounding).drawn, float)
+        rule = p.rounding or "nearest"
+        m = np.asarray(sensitivity(s.size.tolist(), p.total_sample, rule).drawn, float)
     elif p.allocation == "proportional" and p.rounding != "randomized":
         m = alloc.round_proportional(p.rates(), s.size, p.rounding or "nearest").astype(float)
     else:
