@@ -202,3 +202,12 @@ def test_bad_input_exit_2(tmp_path, body: str, needle: str) -> None:
 def test_huntington_hill_needs_a_record_per_stratum() -> None:
     r = engine.bound(design((5, 5, 5), 2, "huntington-hill"))
     assert r.error is not None and "non-empty strata" in r.error
+
+
+def test_stratum_rate_with_a_total_is_refused(tmp_path) -> None:
+    f = tmp_path / "d.yaml"
+    f.write_text(
+        HEAD + "  total_sample: 5\n  rounding: floor\n  strata:\n    - {size: 10, rate: 0.2}\n"
+    )
+    out = run_ampcalc("bound", str(f), expect=2)
+    assert "d.yaml:7" in out.stderr and "not used with `total_sample`" in out.stderr

@@ -487,6 +487,12 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
                 f"stratum {strata.names[i]!r} has no `rate`; give every stratum a rate, or "
                 "one common `rate`"
             )
+    elif fixed_total:
+        if has_rate.any() and at is not None:
+            raise at(int(np.argmax(has_rate)), "rate")(
+                "a stratum `rate` is not used with `total_sample` (the total is apportioned "
+                "by the stratum sizes)"
+            )
     else:
         if rate is not None:
             raise top(
