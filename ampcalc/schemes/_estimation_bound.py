@@ -77,13 +77,13 @@ def lower_epsilon(sensitivity: float, mse: float, eps: Any, slack: float = 2.0) 
     e = np.asarray(eps, dtype=float)
     with np.errstate(divide="ignore", over="ignore"):
         t = mse + slack / (e * e)
-    c = sensitivity**2 / (4.0 * t)
+    c = np.maximum(sensitivity**2 / (4.0 * t), 1e-300)  # ε = 0: no bound (c·k² <= 2)
     ks = _window(_U_STAR / np.sqrt(c))
     arg = c[..., None] * ks * ks - 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         phi = np.where(arg > 1.0, np.log(np.where(arg > 1.0, arg, 2.0)) / ks, 0.0)
     best = np.max(phi, axis=-1)
-    best = np.maximum(best * (1.0 - _REL) - 1e-300, 0.0)
+    best = np.where(np.isfinite(t), np.maximum(best * (1.0 - _REL) - 1e-300, 0.0), 0.0)
     return np.asarray(numeric.round_down(best))
 
 
