@@ -11,6 +11,7 @@ B8–B10. g(i) = i throughout (the sum of frequencies).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -249,7 +250,8 @@ def expected_keys(params: Any, dist: Distribution) -> dict[str, Any]:
     (Σ count·φ_w) and by the non-private sample (Σ count·q_w) (004 Fig. 2 and 4)."""
     from .schemes import pws
 
-    t = pws.compute_table(params)
+    # the table until π settles at q for good (a design's max_frequency may stop short)
+    t = pws.compute_table(dataclasses.replace(params, max_frequency=None))
     f = dist.frequency
     q = _q_at(params, f)
     pi = np.empty(f.size)

@@ -194,3 +194,11 @@ def test_estimate_cli_unbiased_and_sbh_columns(tmp_path) -> None:
     mle = run_ampcalc("pws", "estimate", str(priv), "-d", str(design), "--json").json()
     assert mle["estimator"] == "mle"
     assert mle["estimate"] == pytest.approx(10.978102211205 + 9.226576443444, rel=1e-9)
+
+
+def test_key_counts_ignore_a_short_max_frequency() -> None:
+    # a design's max_frequency below the settling point must not make π = q early
+    dist = E.zipf(10**4, 1.0)
+    p = params(0.1, 1e-3)
+    short = pws.Params(method="none", epsilon=0.1, delta=1e-3, max_frequency=5)
+    assert E.expected_keys(short, dist)["pws_keys"] == E.expected_keys(p, dist)["pws_keys"]
