@@ -1956,12 +1956,7 @@ def _verify_hook(
             "records' values): the verify hook covers proportional, poisson and fixed "
             "allocation"
         )
-    if kind == "proportional" and params.total_sample is not None:
-        raise ConditionError(
-            "no exact tiny-instance enumeration for a fixed-total allocation (each stratum's "
-            "size depends on every stratum): the verify hook covers rate-based proportional, "
-            "poisson and fixed allocation"
-        )
+    total = params.total_sample if kind == "proportional" else None
     if mechanism.delta > 0:
         raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
     if not params.strata.sizes_known:
@@ -1971,12 +1966,15 @@ def _verify_hook(
     if kind == "fixed" and guarantee is not Neighbours.REPLACE_ONE:
         raise ConditionError("fixed allocation gives a replace-one guarantee only")
     V.check_distinct_domain(int(params.strata.size.sum()) + 1, 1, limit)  # before listing
-    rates = [float(x) for x in params.rates()]
+    rates = [float(x) for x in params.rates()] if total is None else []
     sizes = [int(x) for x in params.strata.size]
     fixed_m = [int(x) if math.isfinite(x) else 0 for x in params.strata.sample]
     rule = params.rounding or "nearest"
-    randomized = kind == "proportional" and rule == "randomized"
+    randomized = kind == "proportional" and rule == "randomized" and total is None
     rel = V.relations_of(mechanism)
+    # a fixed total: every stratum's sample size depends on all the sizes of its dataset
+    # (set by ``instance`` before the strata are enumerated); drawn = min(m_h, N_h)
+    dataset_sizes: list[int] = []
     names = params.strata.names
 
     def size_probs(rate: float, n: int) -> dict[int, float]:
@@ -1989,6 +1987,10 @@ def _verify_hook(
     def allocation(h: int, n: int) -> int:
         if kind == "fixed":
             return fixed_m[h]
+        if total is not None:
+            from ._fixed_total import apportion
+
+            return min(apportion(dataset_sizes, total, rule)[h], n)
         rounded = alloc.round_proportional(np.array([rates[h]]), np.array([n]), rule)
         return int(rounded[0])
 
@@ -2006,7 +2008,7 @@ def _verify_hook(
         return V.srswor_distribution(counts, m)
 
     def largest(h: int, n: int) -> int:
-        if kind == "poisson":
+        if kind == "poisson" or total is not None:
             return n
         return math.ceil(rates[h] * n - 1e-9) if randomized else allocation(h, n)
 
@@ -2015,8 +2017,10 @@ def _verify_hook(
 
     def instance(label: str, strata_syms: list[list[str]], p_counts: Any, pp_counts: Any) -> Any:
         symbols = tuple(s for syms in strata_syms for s in syms)
-        p = V.product_distribution(stratum(h, c) for h, c in enumerate(p_counts))
-        pp = V.product_distribution(stratum(h, c) for h, c in enumerate(pp_counts))
+        dataset_sizes[:] = [sum(c) for c in p_counts]
+        p = V.product_distribution([stratum(h, c) for h, c in enumerate(p_counts)])
+        dataset_sizes[:] = [sum(c) for c in pp_counts]
+        pp = V.product_distribution([stratum(h, c) for h, c in enumerate(pp_counts)])
         return V.Instance(label=label, symbols=symbols, caps=(1,) * len(symbols), p=p, p_prime=pp)
 
     def records(h: int, n: int) -> list[str]:
