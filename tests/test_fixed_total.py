@@ -248,3 +248,14 @@ def test_verify_floor_example() -> None:
     assert row["status"] == "PASS"
     assert row["epsilon_prime"]["lower"] == pytest.approx(1.0, abs=1e-14)
     assert row["epsilon_prime_exact"] == pytest.approx(2.43378083, abs=1e-8)
+
+
+def test_many_strata_search_moves_among_some_and_say_so() -> None:
+    # 60 strata > MOVE_STRATA: still a lower bound (fewer neighbours), with a warning;
+    # more than MAX_STRATA strata are refused
+    sizes = [50 + 7 * i for i in range(60)]
+    r = engine.bound(design(sizes, sum(sizes) // 10, "huntington-hill"))
+    assert any("were tried among the 40 strata" in w for w in r.warnings)
+    assert r.details["apportionment_sensitivity"]["any"] <= 2  # 001 §3.1
+    big = engine.bound(design([3] * (ft.MAX_STRATA + 1), 500, "floor"))
+    assert big.error is not None and "limited to 1000 strata" in big.error

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -47,18 +46,23 @@ BASIS = (
 )
 
 
-def apportion(size: Sequence[int], total: int, rule: str) -> list[int]:
+def apportion(
+    size: Sequence[int], total: int, rule: str, start: Sequence[int] | None = None
+) -> list[int]:
     """The allocation m_h of ``total`` records over strata of sizes ``size`` by ``rule``.
 
     Exact integer arithmetic throughout. Strata of size 0 get 0 (every rule). For
     ``huntington-hill`` every non-empty stratum gets at least one record, so the total
-    must be at least their number (``ConditionError`` otherwise).
+    must be at least their number (``ConditionError`` otherwise); ``start`` is a first
+    guess (e.g. a neighbour's allocation), which changes the work, not the result.
     """
     sizes = [int(x) for x in size]
     n = int(total)
     pop = sum(sizes)
     if pop <= 0:
         return [0] * len(sizes)
+    if rule != "huntington-hill" and 2 * n * max(sizes) + pop < 2**62:
+        return _apportion_int64(np.array(sizes, dtype=np.int64), n, pop, rule)
     if rule == "nearest":  # ⌊n·N_h/N + 1/2⌋ = ⌊(2n·N_h + N) / 2N⌋
         return [(2 * n * s + pop) // (2 * pop) for s in sizes]
     if rule == "floor":
@@ -72,24 +76,68 @@ def apportion(size: Sequence[int], total: int, rule: str) -> list[int]:
             base[h] += 1
         return base
     if rule == "huntington-hill":
-        return _huntington_hill(sizes, n)
+        return _huntington_hill(sizes, n, start)
     raise ValueError(f"unknown apportionment rule {rule!r}")
 
 
-def _priority(size: int, seats: int) -> Fraction:
-    """Squared Huntington–Hill priority of a stratum's next record: N²/(s(s + 1))."""
-    return Fraction(size * size, seats * (seats + 1))
+def _apportion_int64(sizes: np.ndarray, n: int, pop: int, rule: str) -> list[int]:
+    """``apportion`` for nearest/floor/largest-remainder in int64 (exact: every product
+    is below 2^62)."""
+    if rule == "nearest":
+        out: list[int] = ((2 * n * sizes + pop) // (2 * pop)).tolist()
+        return out
+    base = n * sizes // pop
+    if rule == "floor":
+        out = base.tolist()
+        return out
+    if rule != "largest-remainder":
+        raise ValueError(f"unknown apportionment rule {rule!r}")
+    rem = n * sizes % pop
+    missing = n - int(base.sum())
+    order = np.lexsort((np.arange(sizes.size), -rem))
+    base[order[:missing]] += 1
+    out = base.tolist()
+    return out
 
 
-def _huntington_hill(sizes: list[int], n: int) -> list[int]:
+def _ranks_above(size_a: int, s_a: int, a: int, size_b: int, s_b: int, b: int) -> bool:
+    """Whether the pair (a, s_a) ranks above (b, s_b): a larger Huntington–Hill priority
+    N/√(s(s + 1)), compared exactly as N_a²·s_b(s_b + 1) vs N_b²·s_a(s_a + 1); ties to the
+    earlier stratum."""
+    lhs = size_a * size_a * s_b * (s_b + 1)
+    rhs = size_b * size_b * s_a * (s_a + 1)
+    return lhs > rhs or (lhs == rhs and a < b)
+
+
+def _pick(sizes: list[int], seats: list[int], pri: np.ndarray, held: bool) -> int | None:
+    """The best unheld pair (``held`` False: largest priority of the next record) or the
+    worst held pair (True: smallest priority of the last record beyond the first). Float
+    priorities find the candidates; near-ties are settled exactly."""
+    ok = np.isfinite(pri)
+    if not ok.any():
+        return None
+    ext = float(np.min(pri[ok])) if held else float(np.max(pri[ok]))
+    near = np.flatnonzero(ok & (np.abs(pri - ext) <= 1e-9 * abs(ext)))
+    best = int(near[0])
+    for h in near[1:].tolist():
+        sh = seats[h] - 1 if held else seats[h]
+        sb = seats[best] - 1 if held else seats[best]
+        above = _ranks_above(sizes[h], sh, h, sizes[best], sb, best)
+        if above != held:  # unheld: keep the higher; held: keep the lower
+            best = h
+    return best
+
+
+def _huntington_hill(sizes: list[int], n: int, start: Sequence[int] | None = None) -> list[int]:
     """Huntington–Hill: the records after the first of each stratum are the n − k
     highest-ranked pairs (h, s), s >= 1, ranked by N_h/√(s(s + 1)) and then by h.
 
-    Computed from a proportional first guess and repaired by exchanges: an allocation is
-    the Huntington–Hill one exactly when every held pair ranks above every unheld pair
-    (the sequential method's result for any n), so moving a record from the stratum with
-    the worst held pair to the one with the best unheld pair while they are out of order
-    ends there (each exchange moves a record to a strictly better-ranked pair).
+    Computed from a first guess (proportional, or ``start``) and repaired by exchanges:
+    an allocation is the Huntington–Hill one exactly when every held pair ranks above
+    every unheld pair (the sequential method's result for any n), so moving a record
+    from the stratum with the worst held pair to the one with the best unheld pair while
+    they are out of order ends there (each exchange moves a record to a strictly
+    better-ranked pair).
     """
     k_nonempty = sum(1 for s in sizes if s > 0)
     if n < k_nonempty:
@@ -98,125 +146,118 @@ def _huntington_hill(sizes: list[int], n: int) -> list[int]:
             f"{n} is below the number of non-empty strata ({k_nonempty})"
         )
     pop = sum(sizes)
-    seats = [0] * len(sizes)
-    for h, s in enumerate(sizes):
-        if s > 0:
-            seats[h] = max(1, n * s // pop)
-    # trim or top up to n along the ranking, then exchange until in order
+    guess = [n * s // pop for s in sizes] if start is None else [int(x) for x in start]
+    seats = [max(1, g) if s > 0 else 0 for s, g in zip(sizes, guess, strict=True)]
+    nz = np.array(sizes, dtype=float)
+    live = nz > 0
+
+    def next_pri() -> np.ndarray:
+        st = np.array(seats, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out: np.ndarray = np.where(live, nz / np.sqrt(st * (st + 1.0)), -np.inf)
+        return out
+
+    def last_pri() -> np.ndarray:
+        st = np.array(seats, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out: np.ndarray = np.where(live & (st >= 2), nz / np.sqrt((st - 1.0) * st), np.inf)
+        return out
+
     while sum(seats) > n:
-        drop = _worst_held(sizes, seats)
+        drop = _pick(sizes, seats, last_pri(), held=True)
         assert drop is not None
         seats[drop] -= 1
     while sum(seats) < n:
-        seats[_best_unheld(sizes, seats)] += 1
+        grow = _pick(sizes, seats, next_pri(), held=False)
+        assert grow is not None
+        seats[grow] += 1
     while True:
-        lo = _worst_held(sizes, seats)
-        hi = _best_unheld(sizes, seats)
-        if lo is None or lo == hi:
+        lo = _pick(sizes, seats, last_pri(), held=True)
+        hi = _pick(sizes, seats, next_pri(), held=False)
+        if lo is None or hi is None or lo == hi:
             return seats
-        key_lo = (-_priority(sizes[lo], seats[lo] - 1), lo)
-        key_hi = (-_priority(sizes[hi], seats[hi]), hi)
-        if key_hi >= key_lo:  # the best unheld pair ranks below the worst held: done
+        if not _ranks_above(sizes[hi], seats[hi], hi, sizes[lo], seats[lo] - 1, lo):
             return seats
         seats[lo] -= 1
         seats[hi] += 1
 
 
-def _best_unheld(sizes: list[int], seats: list[int]) -> int:
-    """The stratum whose next record ranks highest (largest priority, then earliest)."""
-    best = -1
-    best_key: tuple[Fraction, int] | None = None
-    for h, s in enumerate(sizes):
-        if s <= 0:
-            continue
-        key = (-_priority(s, seats[h]), h)
-        if best_key is None or key < best_key:
-            best, best_key = h, key
-    return best
-
-
-def _worst_held(sizes: list[int], seats: list[int]) -> int | None:
-    """The stratum holding the lowest-ranked record beyond its first (None if none)."""
-    worst: int | None = None
-    worst_key: tuple[Fraction, int] | None = None
-    for h, s in enumerate(sizes):
-        if s <= 0 or seats[h] < 2:
-            continue
-        key = (-_priority(s, seats[h] - 1), h)
-        if worst_key is None or key > worst_key:
-            worst, worst_key = h, key
-    return worst
+MAX_STRATA = 1000
+"""Strata a fixed-total design may have (the search recomputes the allocation for each
+of 2k neighbours, O(k) each)."""
+MOVE_STRATA = 40
+"""Above this many strata, moves are searched among the MOVE_STRATA strata whose added or
+removed record moves the drawn sizes most (a lower bound from fewer neighbours is still a
+lower bound)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Neighbour:
-    """One neighbour of the stated strata and its allocation.
+    """One neighbour of the stated strata and how far its allocation moves.
 
     ``kind`` is ``add`` (a record added to stratum ``to``), ``remove`` (a record of
     stratum ``source`` removed) or ``move`` (a record moved from ``source`` to ``to``: a
-    replacement that changes its stratum).
+    replacement that changes its stratum). ``l1``/``linf``: change of the drawn sizes
+    min(m_h, N_h); ``gs``: ‖f(P′) − f(P)‖₁ of the allocation itself (not capped).
     """
 
     kind: str
     source: int | None
     to: int | None
-    sizes: tuple[int, ...]
-    allocation: tuple[int, ...]
-    drawn: tuple[int, ...]
+    l1: int
+    linf: int
+    gs: int
 
 
 @dataclass(frozen=True, slots=True)
 class Sensitivity:
-    """How far the allocation moves between the stated strata and their neighbours.
-
-    ``l1``/``linf``: of the drawn sizes min(m_h, N_h) (what a mechanism sees), maximised
-    over the neighbours of each kind; ``gs_add``: 001's GS_f at the stated P,
-    max_x ‖f(P) − f(P ∪ {x})‖₁ of the allocation itself.
-    """
+    """How far the allocation moves between the stated strata and their neighbours
+    (``moves_searched``: False when moves were searched among some strata only)."""
 
     stated: tuple[int, ...]
     drawn: tuple[int, ...]
     neighbours: tuple[Neighbour, ...]
+    moves_searched: bool = True
 
     def of_kind(self, kinds: Sequence[str]) -> list[Neighbour]:
         return [nb for nb in self.neighbours if nb.kind in kinds]
-
-    def l1(self, nb: Neighbour) -> int:
-        return sum(abs(a - b) for a, b in zip(nb.drawn, self.drawn, strict=True))
-
-    def linf(self, nb: Neighbour) -> int:
-        return max((abs(a - b) for a, b in zip(nb.drawn, self.drawn, strict=True)), default=0)
-
-    def gs(self, nb: Neighbour) -> int:
-        """‖f(P′) − f(P)‖₁ of the allocation (not capped at the stratum sizes)."""
-        return sum(abs(a - b) for a, b in zip(nb.allocation, self.stated, strict=True))
 
     def worst(self, kinds: Sequence[str], measure: str) -> tuple[int, Neighbour | None]:
         """The largest ``measure`` (``l1``, ``linf`` or ``gs``) over neighbours of ``kinds``
         and the first neighbour attaining it."""
         best, arg = 0, None
         for nb in self.of_kind(kinds):
-            v = getattr(self, measure)(nb)
+            v = int(getattr(nb, measure))
             if v > best:
                 best, arg = v, nb
         return best, arg
 
 
-def _drawn(sizes: Sequence[int], alloc: Sequence[int]) -> tuple[int, ...]:
-    return tuple(min(int(m), int(s)) for m, s in zip(alloc, sizes, strict=True))
+def _drawn(sizes: Sequence[int], alloc: Any) -> np.ndarray:
+    out: np.ndarray = np.minimum(np.asarray(alloc, dtype=np.int64), np.asarray(sizes, np.int64))
+    return out
 
 
 def sensitivity(size: Sequence[int], total: int, rule: str) -> Sensitivity:
     """The allocation at the stated sizes and at every neighbour's sizes.
 
     Neighbours: a record added to any stratum, one removed from any stratum (while the
-    population stays non-empty), and one moved from stratum s to t != s. A replacement
-    inside a stratum keeps every size, so it keeps the allocation.
+    population stays non-empty), and one moved from stratum s to t != s (above
+    ``MOVE_STRATA`` strata: among the strata whose own add/remove moves the drawn sizes
+    most). A replacement inside a stratum keeps every size, so it keeps the allocation.
     """
     sizes = tuple(int(x) for x in size)
     k = len(sizes)
+    if k > MAX_STRATA:
+        raise ConditionError(
+            f"a fixed-total allocation over {k} strata: the neighbour search is limited to "
+            f"{MAX_STRATA} strata"
+        )
     stated = tuple(apportion(sizes, total, rule))
+    m0 = np.asarray(stated, dtype=np.int64)
+    d0 = _drawn(sizes, stated)
     out: list[Neighbour] = []
+    own = np.zeros(k, dtype=np.int64)  # per stratum: its add/remove's drawn change
 
     def add(kind: str, source: int | None, to: int | None) -> None:
         new = list(sizes)
@@ -227,20 +268,36 @@ def sensitivity(size: Sequence[int], total: int, rule: str) -> Sensitivity:
         if sum(new) <= 0:
             return
         try:
-            m = tuple(apportion(new, total, rule))
+            m = np.asarray(apportion(new, total, rule, start=stated), dtype=np.int64)
         except ConditionError:  # Huntington–Hill: more non-empty strata than records
             return
-        out.append(Neighbour(kind, source, to, tuple(new), m, _drawn(new, m)))
+        diff = np.abs(_drawn(new, m) - d0)
+        l1, linf = int(diff.sum()), int(diff.max(initial=0))
+        out.append(Neighbour(kind, source, to, l1, linf, int(np.abs(m - m0).sum())))
+        h = source if source is not None else to
+        if kind != "move" and h is not None:
+            own[h] = max(own[h], l1)
 
     for h in range(k):
         add("add", None, h)
     for h in range(k):
         add("remove", h, None)
-    for s in range(k):
-        for t in range(k):
-            if s != t:
-                add("move", s, t)
-    return Sensitivity(stated=stated, drawn=_drawn(sizes, stated), neighbours=tuple(out))
+    searched = k <= MOVE_STRATA
+    cand: list[int] = (
+        list(range(k))
+        if searched
+        else sorted(int(h) for h in np.argsort(-own, kind="stable")[:MOVE_STRATA])
+    )
+    for s_ in cand:
+        for t in cand:
+            if s_ != t:
+                add("move", s_, t)
+    return Sensitivity(
+        stated=stated,
+        drawn=tuple(int(x) for x in d0),
+        neighbours=tuple(out),
+        moves_searched=searched,
+    )
 
 
 def describe(nb: Neighbour | None, names: Sequence[str]) -> str | None:
@@ -345,7 +402,7 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
             "degradation: no amplification guarantee exists. A proportional allocation of a "
             f"fixed total with `rounding: {rule}` is a deterministic function of the stratum "
             f"sizes; at these sizes {describe(witness_nb, names)} changes the drawn sample "
-            f"sizes by Δ₁ = {sens.l1(witness_nb) if witness_nb else 0}, so a "
+            f"sizes by Δ₁ = {witness_nb.l1 if witness_nb else 0}, so a "
             "mechanism releasing the sample counts with Laplace noise loses at least Δ·ε "
             "(001_4ef689e3bef19c3a.txt Lemma 3.1, 000_97a39a4c524f603f.txt §4.1)."
         )
@@ -360,6 +417,12 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
         warnings.append(
             "a record moved across strata is a replacement; under an add-remove guarantee ε′ "
             "its loss is at most 2ε′, so ε′ >= half the replace-one lower bound"
+        )
+    if not sens.moves_searched:
+        warnings.append(
+            f"{len(strata)} strata: records moved between strata were tried among the "
+            f"{MOVE_STRATA} strata whose own added or removed record moves the sample sizes "
+            "most (a lower bound from fewer neighbours is still a lower bound)"
         )
     over = [
         names[h] for h, (m, s) in enumerate(zip(sens.stated, size.tolist(), strict=True)) if m > s
