@@ -11,6 +11,14 @@ from ampcalc.design import load_designs
 from ampcalc.schemes import _count_witness as cw
 
 
+@pytest.fixture(autouse=True)
+def _restore_mpmath_precision():
+    """The tests below raise mpmath's precision; other modules' oracles rely on theirs."""
+    old = mp.mp.dps
+    yield
+    mp.mp.dps = old
+
+
 def design(sizes, eps: float = 1.0):
     doc = {
         "mechanism": {"epsilon": eps, "neighbours": "add-remove"},

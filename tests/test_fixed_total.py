@@ -16,6 +16,14 @@ from ampcalc.design import load_designs
 from ampcalc.schemes import _fixed_total as ft
 
 
+@pytest.fixture(autouse=True)
+def _restore_mpmath_precision():
+    """The tests below raise mpmath's precision; other modules' oracles rely on theirs."""
+    old = mp.mp.dps
+    yield
+    mp.mp.dps = old
+
+
 def design(sizes, total: int, rounding: str, mechanism: dict | None = None, **extra):
     doc = {
         "mechanism": mechanism or {"epsilon": 1.0, "neighbours": "add-remove"},

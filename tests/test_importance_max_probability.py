@@ -14,6 +14,15 @@ from ampcalc import engine
 from ampcalc.design import load_designs
 from ampcalc.errors import DesignError
 
+
+@pytest.fixture(autouse=True)
+def _restore_mpmath_precision():
+    """The tests below raise mpmath's precision; other modules' oracles rely on theirs."""
+    old = mp.mp.dps
+    yield
+    mp.mp.dps = old
+
+
 ROWS = "x,y,q\n3,0,0.1\n0,-2,0.02\n1,1,0.05\n"
 
 

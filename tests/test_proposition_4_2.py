@@ -13,6 +13,14 @@ from ampcalc.errors import DesignError
 from ampcalc.schemes import _estimation_bound as eb
 
 
+@pytest.fixture(autouse=True)
+def _restore_mpmath_precision():
+    """The tests below raise mpmath's precision; other modules' oracles rely on theirs."""
+    old = mp.mp.dps
+    yield
+    mp.mp.dps = old
+
+
 def design(**sampling):
     doc = {
         "mechanism": {"epsilon": 1.0, "neighbours": "add-remove"},

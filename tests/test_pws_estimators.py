@@ -17,6 +17,14 @@ from ampcalc.errors import DesignError
 from ampcalc.schemes import pws
 
 
+@pytest.fixture(autouse=True)
+def _restore_mpmath_precision():
+    """The tests below raise mpmath's precision; other modules' oracles rely on theirs."""
+    old = mp.mp.dps
+    yield
+    mp.mp.dps = old
+
+
 def params(eps: float, delta: float, method: str = "none", tau: float = 1.0) -> pws.Params:
     return pws.Params(method=method, threshold=tau, epsilon=eps, delta=delta)
 
