@@ -131,3 +131,21 @@ def test_inputs_belong_to_their_result() -> None:
                 },
             }
         )
+
+
+def test_mechanism_declared_under_both_relations_runs_the_witness_at_half() -> None:
+    # |S| + Lap(1/c) is 2c-DP replace-one: with M declared ε-DP under both relations the
+    # witness may only use c = ε/2, so the slack is 2/c² = 8/ε²
+    doc = {
+        "mechanism": {"epsilon": 1.0, "neighbours": "both"},
+        "sampling": {
+            "scheme": "general-lower-bound",
+            "result": "proposition-4.2",
+            "sensitivity": 0.1,
+            "mse": 0.25,
+        },
+    }
+    r = engine.bound(load_designs(doc)[0])
+    assert r.details["witness_epsilon"] == 0.5
+    assert r.lower == float(eb.lower_epsilon(0.1, 0.25, 0.5))
+    assert r.lower < float(eb.lower_epsilon(0.1, 0.25, 1.0))

@@ -132,8 +132,19 @@ def analyse_proposition_4_2(params: Any, mechanism: Any, guarantee: Any) -> Anal
             "is needed (`neighbours: add-remove` or `both`)"
         )
     delta_f, mse, target = float(params.sensitivity), float(params.mse), params.target_epsilon
+    eps_r = mechanism.epsilon_replace_one_of
+
+    def noise_eps(eps: Any) -> np.ndarray:
+        """ε of the witness's Lap(1/ε): |S| + Lap(1/c) is c-DP add-remove and 2c-DP
+        replace-one, so c = min(ε, ε_R/2) keeps it inside M's declared class."""
+        e = np.asarray(eps, dtype=float)
+        out: np.ndarray = np.minimum(e, eps_r(e) / 2.0)
+        return out
+
     eps0 = float(mechanism.epsilon)
-    details = summary(delta_f, mse, eps0, None if target is None else float(target))
+    c0 = float(noise_eps(eps0))
+    details = summary(delta_f, mse, c0, None if target is None else float(target))
+    details["witness_epsilon"] = c0
     details["alpha_choice"] = (
         "α(ε′) = max_k (kΔ/2)²/(1 + e^{kε′}): two-point bound over k added records, each "
         "moving f by Δ (group privacy); the paper leaves α open"
@@ -146,7 +157,7 @@ def analyse_proposition_4_2(params: Any, mechanism: Any, guarantee: Any) -> Anal
         )
 
     def lower(eps: np.ndarray) -> np.ndarray:
-        return lower_epsilon(delta_f, mse, eps)
+        return lower_epsilon(delta_f, mse, noise_eps(eps))
 
     return Analysis(
         guarantee_neighbours=Neighbours.ADD_REMOVE,
