@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DesignError, Where
-from .model import check_epsilon
+from ampcalc.model.design import check_epsilon
+from ampcalc.model.errors import DesignError, Where
 
 KINDS = ("bound", "invert", "plan")
 EPSILON_PATH = "mechanism.epsilon"
@@ -323,7 +323,7 @@ def evaluate(
     """
     import time
 
-    from .design import load_document
+    from ampcalc.designs.document import load_document
 
     varies = tuple(varies)
     _check_varies(of, varies)
@@ -425,7 +425,7 @@ def evaluate(
 def _evaluate(
     d: Any, of: str, values: Any, target: Any, target_delta: float | None
 ) -> tuple[Any, dict[str, np.ndarray]]:
-    from . import engine
+    from ampcalc import engine
 
     if of == "bound":
         res = engine.bound(d, epsilon=values)
@@ -560,12 +560,12 @@ def _planner() -> Any:
     import importlib
     import importlib.util
 
-    if importlib.util.find_spec("ampcalc.planner") is None:
+    if importlib.util.find_spec("ampcalc.math.accuracy") is None:
         raise PlannerMissing(
             "--of plan needs the accuracy planner (ampcalc.planner), which is not yet "
             "available in this version; use --of bound or --of invert"
         )
-    module = importlib.import_module("ampcalc.planner")
+    module = importlib.import_module("ampcalc.math.accuracy")
     missing = [f for f in PLAN_FUNCTIONS if not callable(getattr(module, f, None))]
     if missing:
         raise PlannerMissing(
@@ -585,7 +585,7 @@ def _plan_columns(
     ``plan.noise_ratio`` (r(ε, n/N), 002 eq. 8); ``plan.q_bound`` (q = 1 − ε²/ε_n²,
     002 §4.1 eq. 5: a gain needs Var(g(S)) <= q·V_N); ``error``.
     """
-    from .planner import epsilon_sample, noise_ratio, q_bound
+    from ampcalc.math.accuracy import epsilon_sample, noise_ratio, q_bound
 
     if target is None and design.target is not None:
         target = design.target.epsilon_prime

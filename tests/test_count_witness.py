@@ -7,7 +7,7 @@ import mpmath as mp
 import pytest
 
 from ampcalc import engine
-from ampcalc.design import load_designs
+from ampcalc.designs.document import load_designs
 from ampcalc.schemes import _count_witness as cw
 
 

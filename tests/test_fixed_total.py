@@ -12,7 +12,7 @@ import pytest
 from conftest import run_ampcalc
 
 from ampcalc import engine
-from ampcalc.design import load_designs
+from ampcalc.designs.document import load_designs
 from ampcalc.schemes import _fixed_total as ft
 
 

@@ -11,8 +11,8 @@ import mpmath as mp
 import pytest
 
 from ampcalc import engine
-from ampcalc.design import load_designs
-from ampcalc.errors import DesignError
+from ampcalc.designs.document import load_designs
+from ampcalc.model.errors import DesignError
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ampcalc import engine
-from ampcalc.design import load_designs
-from ampcalc.errors import DesignError
+from ampcalc.designs.document import load_designs
+from ampcalc.model.errors import DesignError
 from ampcalc.schemes import _estimation_bound as eb
 
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from conftest import run_ampcalc
 
-from ampcalc import pws_estimators as E
-from ampcalc import pws_kernels as K
-from ampcalc.errors import DesignError
+from ampcalc.math import pws as K
+from ampcalc.model.errors import DesignError
+from ampcalc.records import pws_estimators as E
 from ampcalc.schemes import pws
 
 

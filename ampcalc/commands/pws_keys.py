@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import ExitCode, FormatOpt, JsonOpt, SetOpt, emit_result, resolve_format
-from .pws import _design, pws_app
+from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, SetOpt, emit_result, resolve_format
+from ampcalc.cli.pws import _design, pws_app
 
 
 @pws_app.command("keys")
@@ -35,7 +35,7 @@ def keys_cmd(
     overrides: SetOpt = None,
 ) -> int:
     """Expected number of reported keys: PWS, sampled-SbH and the non-private sample."""
-    from .. import pws_estimators as E
+    from ampcalc.records import pws_estimators as E
 
     if (frequencies is None) == (zipf is None):
         raise typer.BadParameter("give --frequencies FILE or --zipf ALPHA (one of them)")
@@ -50,8 +50,8 @@ def keys_cmd(
         res.update({"zipf_alpha": zipf, "support": support})
 
     def table(rich: bool) -> str:
-        from ..render import fmt as f6
-        from ..render import render_table
+        from ampcalc.output.render import fmt as f6
+        from ampcalc.output.render import render_table
 
         keys = res["keys"]
         body = [

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
+from ampcalc.math import numeric
 
 
 def eq2(a: int, b: int, eps: Any) -> np.ndarray:

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from .base import Analysis
+from ampcalc.math import numeric
+from ampcalc.schemes.base import Analysis
 
 # φ(u) = log(u² − 1)/u has its maximum at u* (2u²/(u² − 1) = log(u² − 1)); the best
 # integer k is within a few of u*/√c
@@ -121,9 +121,9 @@ RELATION_NOTE = (
 
 def analyse_proposition_4_2(params: Any, mechanism: Any, guarantee: Any) -> Analysis:
     """Lower bound on the design's add-remove ε′ from Proposition 4.2 (corrected)."""
-    from ..errors import ConditionError
-    from ..model import Neighbours
-    from ..papers import BUN_2022, cite
+    from ampcalc.model.design import Neighbours
+    from ampcalc.model.errors import ConditionError
+    from ampcalc.model.references import BUN_2022, cite
 
     del guarantee  # always add-remove, as theorem-5.3 (RELATION_NOTE)
     if not mechanism.epsilon_add_remove_known():

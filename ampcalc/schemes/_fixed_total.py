@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..model import Mechanism, Neighbours
-from ..papers import BUN_2020_WP, BUN_2022, cite
-from .base import Analysis
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
+from ampcalc.schemes.base import Analysis
 
 RULES = ("nearest", "floor", "largest-remainder", "huntington-hill")
 """Deterministic apportionment rules for a fixed total (``rounding:``)."""
@@ -332,7 +332,7 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
 
     ``p`` is the stratified ``Params`` (``total_sample`` and ``rounding`` set).
     """
-    from . import stratified as st
+    from ampcalc.schemes import stratified as st
 
     assert p.total_sample is not None and p.rounding is not None
     strata = p.strata

@@ -17,12 +17,12 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..model import Mechanism, Neighbours
-from ..papers import BUN_2022, cite
-from ._cluster_kernels import ratio_lower
-from .base import Analysis, Field, Problem, Scheme
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BUN_2022, cite
+from ampcalc.schemes._cluster_kernels import ratio_lower
+from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (
     cite(BUN_2022, "Proposition 6.1"),
@@ -278,7 +278,7 @@ _KERNELS = {"statement": theorem_5_3_statement, "proof": theorem_5_3}
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Lower bound only."""
     if params.result == "proposition-4.2":
-        from ._estimation_bound import analyse_proposition_4_2
+        from ampcalc.schemes._estimation_bound import analyse_proposition_4_2
 
         return analyse_proposition_4_2(params, mechanism, guarantee)
     if params.result == "proposition-6.1":

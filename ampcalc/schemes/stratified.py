@@ -39,14 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..fileio import excerpt, open_input
-from ..limits import LIMITS
-from ..model import Mechanism, Neighbours
-from ..papers import BBG18, BUN_2020_WP, BUN_2022, cite
-from . import _allocation as alloc
-from .base import Analysis, Field, Scheme
+from ampcalc.load.files import excerpt, open_input
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.limits import LIMITS
+from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, cite
+from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53
 ALLOCATIONS = ("proportional", "poisson", "fixed", "neyman")
@@ -554,7 +554,7 @@ def _at_key(reader: Any, key: str, message: str) -> Any:
     """An error at an existing key of ``sampling`` (its line), else at the block."""
     where = reader.field_where.get(f"sampling.{key}")
     if where is not None:
-        from ..errors import DesignError
+        from ampcalc.model.errors import DesignError
 
         return DesignError(message, where=where)
     return reader.error("sampling", message)
@@ -1476,7 +1476,7 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
         e = np.asarray(eps, dtype=float)
         if not replace:
             return numeric.amplification_lower(r_max, e)
-        from .poisson import lower_epsilon_at_delta, lower_epsilon_replace_one
+        from ampcalc.schemes.poisson import lower_epsilon_at_delta, lower_epsilon_replace_one
 
         if delta > 0.0:  # the bound must hold at the reported δ′ (docs/verify.md)
             return lower_epsilon_at_delta(e, eps_r(e), delta_prime(e), rate=r_max)
@@ -1798,7 +1798,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     """Bounds for one stratified design (see the bound functions for the theorems)."""
     if params.allocation == "proportional":
         if params.total_sample is not None:
-            from ._fixed_total import analyse_fixed_total
+            from ampcalc.schemes._fixed_total import analyse_fixed_total
 
             return analyse_fixed_total(params, mechanism, guarantee)
         if params.rounding == "randomized":
@@ -1837,7 +1837,7 @@ def compare(design: Any, target: float) -> dict[str, Any]:
     at the most generous ε not known to break the target (``impossible_above``), as a
     best case that is not a guarantee.
     """
-    from .. import engine
+    from ampcalc import engine
 
     p: Params = design.params
     s = p.strata
@@ -1861,7 +1861,7 @@ def compare(design: Any, target: float) -> dict[str, Any]:
     elif p.allocation == "fixed":
         m = s.sample.astype(float)
     elif p.allocation == "proportional" and p.total_sample is not None:
-        from ._fixed_total import sensitivity
+        from ampcalc.schemes._fixed_total import sensitivity
 
         rule = p.rounding or "nearest"
         m = np.asarray(sensitivity(s.size.tolist(), p.total_sample, rule).drawn, float)
@@ -1947,7 +1947,7 @@ def _verify_hook(
     replacements within a stratum — x moved from stratum s to t for every s != t.
     ``ampcalc verify`` passes the guarantee the design asks for.
     """
-    from .. import verify as V
+    from ampcalc.schemes import exact as V
 
     kind = params.allocation
     if kind == "neyman":
@@ -1988,7 +1988,7 @@ def _verify_hook(
         if kind == "fixed":
             return fixed_m[h]
         if total is not None:
-            from ._fixed_total import apportion
+            from ampcalc.schemes._fixed_total import apportion
 
             return min(apportion(dataset_sizes, total, rule)[h], n)
         rounded = alloc.round_proportional(np.array([rates[h]]), np.array([n]), rule)

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from . import pws_kernels as K
-from .errors import ConditionError, DesignError
+from ampcalc.math import pws as K
+from ampcalc.model.errors import ConditionError, DesignError
 
 _NODES = 20
 _FAST_NODES = 10  # e^{−ε|u|}·smooth on a panel of width 1/ε: error ~1/20!
@@ -248,7 +248,7 @@ def _q_at(params: Any, freqs: np.ndarray) -> np.ndarray:
 def expected_keys(params: Any, dist: Distribution) -> dict[str, Any]:
     """Expected number of keys reported by PWS (Σ count·π_w), by sampled-SbH
     (Σ count·φ_w) and by the non-private sample (Σ count·q_w) (004 Fig. 2 and 4)."""
-    from .schemes import pws
+    from ampcalc.schemes import pws
 
     # the table until π settles at q for good (a design's max_frequency may stop short)
     t = pws.compute_table(dataclasses.replace(params, max_frequency=None))
@@ -300,7 +300,7 @@ def expected_keys(params: Any, dist: Distribution) -> dict[str, Any]:
 def rows_past(params: Any, top: int) -> K.Rows:
     """Algorithm 4 rows far enough that column ``top`` has ended (the MLE scans down
     the column; the same rule as ``api.pws_estimate_params``)."""
-    from .schemes import pws
+    from ampcalc.schemes import pws
 
     n = max(top, 1)
     while True:
