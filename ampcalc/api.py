@@ -803,14 +803,22 @@ def pws_self_check(
 
 
 def pws_table(
-    design: Any, max_frequency: int | None = None, *, verify: bool = False
+    design: Any,
+    max_frequency: int | None = None,
+    *,
+    verify: bool = False,
+    accuracy: bool = False,
 ) -> dict[str, Any]:
     """Every per-frequency row of a pws design (``ampcalc pws table --json`` payload).
 
     Returns ``design``, ``epsilon``, ``delta``, ``L``, ``settled_from``,
     ``privacy_cost_rows`` (with ``verify``: ``verified``, ``max_hockey_stick``,
     ``keys_only_exact``) and ``frequencies``: rows of ``frequency``, ``q``, ``pi``,
-    ``p``, ``phi_sbh``, ``ratio`` (004_219872908bad6779.txt Alg. 3; spec B9).
+    ``p``, ``phi_sbh``, ``ratio`` (004_219872908bad6779.txt Alg. 3; spec B9). With
+    ``accuracy`` each row adds the PWS estimators' and SbH's per-key figures
+    (``pws_estimators.accuracy``: ``a_mle``, ``bias_mle``, ``variance_mle``,
+    ``a_unbiased``, ``bias_unbiased``, ``variance_unbiased``, ``bias_sbh``,
+    ``variance_sbh``; 004 §7.1, §8.1).
     """
     from ampcalc.math import pws as K
     from ampcalc.schemes import pws
@@ -853,6 +861,11 @@ def pws_table(
             params, t.q, t.pi, None
         )
         summary["verified"] = ok
+    if accuracy:
+        from ampcalc.records import pws_estimators as E
+
+        for row, extra in zip(rows, E.accuracy(params, n), strict=True):
+            row.update({k: v for k, v in extra.items() if k != "frequency"})
     return {**summary, "frequencies": rows}
 
 
@@ -962,10 +975,16 @@ def _argmax_col(rows: Any, j: int) -> int:
     return arg
 
 
-def pws_estimate_params(params: Any, tokens: Sequence[int]) -> dict[str, Any]:
-    """The MLE estimate (004 Eq. 9) from sanitised frequencies, with bias/variance
-    (spec B8): the ``pws estimate --json`` payload without ``select``."""
+def pws_estimate_params(
+    params: Any, tokens: Sequence[int], estimator: str = "mle"
+) -> dict[str, Any]:
+    """The MLE estimate (004 Eq. 9) from sanitised frequencies, or the unbiased one
+    (``estimator="unbiased"``, 004 §7.1), with bias/variance (spec B8) and sampled-SbH's
+    per-frequency bias/variance for comparison (§8.1): the ``pws estimate --json``
+    payload without ``select``."""
     from ampcalc.math import pws as K
+    from ampcalc.model.errors import ConditionError
+    from ampcalc.records import pws_estimators as E
     from ampcalc.schemes import pws
 
     t = pws.compute_table(params)
@@ -978,8 +997,22 @@ def pws_estimate_params(params: Any, tokens: Sequence[int]) -> dict[str, Any]:
         if rows.lo[n] > top or n > 64 * top + 10_000:
             break
         n = 2 * n
-    a = K.mle_estimates(rows, upto=top)
+    if estimator == "unbiased":
+        a = E.unbiased_estimates(rows, upto=top)
+        if not np.all(np.isfinite(a)):
+            raise ConditionError(
+                "the unbiased estimator is undefined here (π_{i,i} = 0 for some i: the "
+                "triangular system of 004 §7.1 is singular); use the MLE"
+            )
+    else:
+        a = K.mle_estimates(rows, upto=top)
     bias, var, mse = K.bias_variance(rows, a, upto=top)
+    samp = E.sampling_of(params, rows.q[:top])
+    freqs = np.arange(1, top + 1, dtype=float)
+    if samp is not None:
+        b_sbh, v_sbh = E.sbh_bias_variance(freqs, params.epsilon, params.delta, **samp)
+    else:
+        b_sbh = v_sbh = np.full(top, np.nan)
     tok = np.asarray(tokens, dtype=np.int64)
     est = float(np.sum(a[tok - 1])) if tok.size else 0.0
     # plug-in: each reported key's frequency taken as i_j (the MLE's frequency)
@@ -1001,10 +1034,13 @@ def pws_estimate_params(params: Any, tokens: Sequence[int]) -> dict[str, Any]:
             "variance": float(var[i]),
             "mse": float(mse[i]),
             "nrmse": math.sqrt(mse[i]) / (i + 1),
+            "bias_sbh": float(b_sbh[i]) if math.isfinite(b_sbh[i]) else None,
+            "variance_sbh": float(v_sbh[i]) if math.isfinite(v_sbh[i]) else None,
         }
         for i in range(top)
     ]
     return {
+        "estimator": estimator,
         "estimate": est,
         "reported_keys": int(tok.size),
         "bias_plugin": b_plug,
@@ -1014,7 +1050,7 @@ def pws_estimate_params(params: Any, tokens: Sequence[int]) -> dict[str, Any]:
     }
 
 
-def pws_estimate(design: Any, frequencies: Any) -> dict[str, Any]:
+def pws_estimate(design: Any, frequencies: Any, estimator: str = "mle") -> dict[str, Any]:
     """MLE estimate of the sum of frequencies from sanitised frequencies
     (004 Eq. 9, spec B8; ``ampcalc pws estimate``).
 
@@ -1034,7 +1070,9 @@ def pws_estimate(design: Any, frequencies: Any) -> dict[str, Any]:
         or int(tokens.min()) < 1
     ):
         raise DesignError("sanitised frequencies must be whole numbers >= 1")
-    return pws_estimate_params(params, [int(v) for v in tokens.tolist()])
+    if estimator not in ("mle", "unbiased"):
+        raise DesignError(f"estimator must be 'mle' or 'unbiased', not {estimator!r}")
+    return pws_estimate_params(params, [int(v) for v in tokens.tolist()], estimator)
 
 
 __all__ = [

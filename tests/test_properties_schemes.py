@@ -562,6 +562,7 @@ COMMANDS: dict[str, list[Callable[[Path], list[str]]]] = {
     "plan": [lambda t: ["plan", f"{PLANS}/mean.yaml"]],
     "pws table": [lambda t: ["pws", "table", f"{E}/pws.yaml"]],
     "pws estimate": [lambda t: ["pws", "estimate", _sanitised(t), "--design", f"{E}/pws.yaml"]],
+    "pws keys": [lambda t: ["pws", "keys", f"{E}/pws.yaml", "--zipf", "1", "--support", "1000"]],
     "pws sanitize": [
         lambda t: [
             "pws",

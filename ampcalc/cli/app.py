@@ -486,6 +486,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "verify",
     "plan",
     "budget",
+    "pws_keys",
 )
 
 

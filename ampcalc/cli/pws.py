@@ -235,6 +235,14 @@ def table_cmd(
         bool,
         typer.Option("--verify", help="Run Algorithm 4 and check every hockey-stick <= δ."),
     ] = False,
+    accuracy: Annotated[
+        bool,
+        typer.Option(
+            "--accuracy",
+            help="Add each estimator's per-key bias and variance: PWS MLE and unbiased "
+            "(004 §7.1), sampled-SbH (§8.1).",
+        ),
+    ] = False,
     overrides: SetOpt = None,
 ) -> int:
     """Every per-frequency row of a pws design: i, q_i, π_i, p_i, SbH φ_i, π_i/φ_i."""
@@ -242,7 +250,7 @@ def table_cmd(
 
     out_format = resolve_format(fmt, as_json)
     d, params = _design(design, overrides)
-    payload = pws_table([d], max_frequency, verify=verify)
+    payload = pws_table([d], max_frequency, verify=verify, accuracy=accuracy)
     rows = payload.pop("frequencies")
     summary: dict[str, Any] = payload
     n = len(rows)
@@ -271,6 +279,16 @@ def table_cmd(
             ]
             for r in interesting
         ]
+        if accuracy:
+            header += ["MLE bias", "MLE var", "unbiased a_i", "SbH bias", "SbH var"]
+            for line, r in zip(body, interesting, strict=True):
+                line += [
+                    f6(r["bias_mle"]),
+                    f6(r["variance_mle"]),
+                    f6(r["a_unbiased"]),
+                    f6(r["bias_sbh"]),
+                    f6(r["variance_sbh"]),
+                ]
         foot = [
             f"{d.name}: (ε, δ) = ({params.epsilon:g}, {params.delta:g}), "
             f"L = {summary['L']:.6g}; "
@@ -592,15 +610,28 @@ def estimate_cmd(
         list[str] | None,
         typer.Option("--select", help="Keep rows with COLUMN=VALUE (repeatable, all must hold)."),
     ] = None,
+    estimator: Annotated[
+        str,
+        typer.Option(
+            "--estimator",
+            help="mle (004 Eq. 9, default) or unbiased (004 §7.1: entries can be negative, "
+            "variance >= 1/δ).",
+        ),
+    ] = "mle",
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     overrides: SetOpt = None,
 ) -> int:
-    """MLE estimate of the sum of frequencies (004 Eq. 9), with bias/variance (spec B8)."""
+    """Estimate of the sum of frequencies (MLE, 004 Eq. 9, or the unbiased estimator),
+    with per-frequency bias/variance beside sampled-SbH's (spec B8, B9)."""
 
     from ampcalc.model.errors import DesignError
 
     out_format = resolve_format(fmt, as_json)
+    if estimator not in ("mle", "unbiased"):
+        raise typer.BadParameter(
+            f"expected mle or unbiased, got {estimator!r}", param_hint="--estimator"
+        )
     _, params = _design(design, overrides)
     conds: list[tuple[str, str]] = []
     for s in select or []:
@@ -625,7 +656,7 @@ def estimate_cmd(
                 tokens.append(_parse_freq(row[fi].strip(), private, line))
     from ampcalc.api import pws_estimate_params
 
-    result = pws_estimate_params(params, tokens)
+    result = pws_estimate_params(params, tokens, estimator)
     per = result.pop("frequencies")
     summary = {**result, "select": dict(conds)}
     est, top, nrmse = result["estimate"], len(per), result["nrmse_plugin"]
@@ -636,17 +667,29 @@ def estimate_cmd(
         from ampcalc.output.render import render_table
 
         body = [
-            [str(r["frequency"]), f6(r["a"]), f6(r["bias"]), f6(r["variance"]), f6(r["nrmse"])]
+            [
+                str(r["frequency"]),
+                f6(r["a"]),
+                f6(r["bias"]),
+                f6(r["variance"]),
+                f6(r["nrmse"]),
+                f6(r["bias_sbh"]),
+                f6(r["variance_sbh"]),
+            ]
             for r in per[: min(top, 20)]
         ]
+        how = "MLE, 004 Eq. 9" if estimator == "mle" else "unbiased, 004 §7.1"
         foot = [
-            f"sum of frequencies ≈ {est:.6g} from {len(tokens)} reported keys (MLE, 004 Eq. 9)",
+            f"sum of frequencies ≈ {est:.6g} from {len(tokens)} reported keys ({how})",
             f"plug-in bias {b_plug:.4g}, variance {v_plug:.4g}, NRMSE {f6(nrmse)} "
             "(each key's frequency taken as its MLE frequency i_j; unreported keys add "
             "bias not counted here)",
         ]
         return render_table(
-            ["i", "a_i", "Bias_i", "Var_i", "NRMSE_i"], body, foot, rich_output=rich
+            ["i", "a_i", "Bias_i", "Var_i", "NRMSE_i", "SbH Bias_i", "SbH Var_i"],
+            body,
+            foot,
+            rich_output=rich,
         )
 
     payload = {**summary, "frequencies": per}

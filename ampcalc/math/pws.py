@@ -545,9 +545,10 @@ def sbh_phi(
     method: str = "none",
     threshold: float = 1.0,
     weight_power: float = 1.0,
+    frequencies: np.ndarray | None = None,
 ) -> np.ndarray:
     """Reporting probability of the stability-based histogram (spec B9; 004 Sec. 8.1,
-    Alg. 6), i = 1..n, each in [0, 1].
+    Alg. 6), i = 1..n (or at the given ``frequencies``, n ignored), each in [0, 1].
 
     q ≡ 1: φ_i = ½ e^{−ε(T−i)} for i <= T, 1 − ½ e^{−ε(i−T)} above. Sampled SbH (some
     q < 1): ∫_T^∞ Lap_{i,1/ε}(y) q(y) dy, in closed form for f(i) = i (ppswor:
@@ -556,7 +557,10 @@ def sbh_phi(
     of both factors (``_sbh_quadrature``).
     """
     T = sbh_threshold(eps, delta)
-    i = np.arange(1, n + 1, dtype=float)
+    if frequencies is None:
+        i = np.arange(1, n + 1, dtype=float)
+    else:
+        i = np.asarray(frequencies, dtype=float).ravel()
     p = weight_power
     flat = method == "none"  # q = 1 on [T, ∞)
     if method == "priority":

@@ -284,6 +284,21 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     }
     if r is not None:
         details["within_rate"] = r
+    if k == 2 and r is None:
+        from ampcalc.schemes import _count_witness as cw
+
+        a, b = cl.smallest, n1
+        details["count_witness"] = {
+            "eq2": float(cw.eq2(a, b, eps0)),
+            "exact_smaller": float(cw.exact(a, b, eps0, "smaller")),
+            "exact_larger": float(cw.exact(a, b, eps0, "larger")),
+            "note": "001_4ef689e3bef19c3a.txt §4 eq. (2): M(Z) = |Z| + Lap(1/ε) on one of the "
+            "two clusters (sizes a <= b); eq2 is the paper's ratio at output 0 (the record "
+            "added to the smaller cluster; b − a in place of b), exact_smaller / "
+            "exact_larger the witness's exact loss over all outputs with the record added "
+            "to the smaller / larger cluster (with a = 0, exact_larger equals the Theorem "
+            "5.1 lower bound)",
+        }
     if r is None and not full_witness:
         warnings.append(
             f"M is declared ε-DP under replace-one too (ε_R = "

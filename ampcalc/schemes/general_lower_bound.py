@@ -1,4 +1,5 @@
-"""Lower-bound calculators for an analyst's own attack: Proposition 6.1 and Theorem 5.3.
+"""Lower-bound calculators for an analyst's own attack: Proposition 6.1 and Theorem 5.3;
+and Proposition 4.2 (how well a randomised size function may track the intended size).
 
 Basis: 000_97a39a4c524f603f.txt Proposition 6.1 (bound (4) and identity (5); the prose
 calls it "Theorem 6.1") and Theorem 5.3 (a test that tells whether a cluster was
@@ -23,7 +24,11 @@ from ampcalc.model.references import BUN_2022, cite
 from ampcalc.schemes._cluster_kernels import ratio_lower
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
-BASIS = (cite(BUN_2022, "Proposition 6.1"), cite(BUN_2022, "Theorem 5.3"))
+BASIS = (
+    cite(BUN_2022, "Proposition 6.1"),
+    cite(BUN_2022, "Theorem 5.3"),
+    cite(BUN_2022, "Proposition 4.2"),
+)
 
 
 class _Probability(TypedDict):
@@ -66,6 +71,9 @@ class Params:
     test_epsilon: float | None = None
     conditional_epsilon: float | None = None
     reading: str | None = None
+    sensitivity: float | None = None
+    mse: float | None = None
+    target_epsilon: float | None = None
 
 
 READINGS: dict[str, str] = {
@@ -93,7 +101,7 @@ FIELDS = (
         kind="choice",
         doc="which calculator",
         required=True,
-        choices=("proposition-6.1", "theorem-5.3"),
+        choices=("proposition-6.1", "theorem-5.3", "proposition-4.2"),
     ),
     Field(name="a", doc="Pr(x_i in C(P))", **_PROB),
     Field(name="a_prime", doc="Pr(x'_i in C(P'))", **_PROB),
@@ -123,6 +131,29 @@ FIELDS = (
         "log[Pr(E|C_i in, P′) / Pr(E|C_i in, P)] (its App. D proof, p′ > p)",
         choices=("statement", "proof"),
     ),
+    Field(
+        name="sensitivity",
+        kind="float",
+        doc="proposition-4.2: Δ, how much one added record moves the intended sample size f "
+        "(f = r·|P|: Δ = r)",
+        low=0.0,
+        low_open=True,
+    ),
+    Field(
+        name="mse",
+        kind="float",
+        doc="proposition-4.2: max over P of E|f̃(P) − f(P)|², the worst-case squared error of "
+        "the randomised size function f̃ (randomised rounding of r·|P|: at most 1/4)",
+        low=0.0,
+    ),
+    Field(
+        name="target_epsilon",
+        kind="float",
+        doc="proposition-4.2 (optional): an ε′ at which to report the floor α(ε′) − 2/ε² on "
+        "the size function's squared error",
+        low=0.0,
+        low_open=True,
+    ),
 )
 
 _WHY = {
@@ -140,7 +171,9 @@ _WHY = {
 _NEEDS = {
     "proposition-6.1": ("a", "a_prime", "p", "p_prime", "q", "q_prime"),
     "theorem-5.3": ("fraction", "test_epsilon", "conditional_epsilon", "reading"),
+    "proposition-4.2": ("sensitivity", "mse"),
 }
+_OPTIONAL = {"proposition-4.2": ("target_epsilon",)}
 
 
 def check(params: Params) -> list[Problem]:
@@ -152,7 +185,7 @@ def check(params: Params) -> list[Problem]:
             out.append(Problem(field=name, message=f"`{params.result}` needs `{name}`{why}"))
     for other, names in _NEEDS.items():
         if other != params.result:
-            for name in names:
+            for name in (*names, *_OPTIONAL.get(other, ())):
                 if getattr(params, name) is not None:
                     out.append(
                         Problem(field=name, message=f"`{name}` belongs to `result: {other}`")
@@ -244,6 +277,10 @@ _KERNELS = {"statement": theorem_5_3_statement, "proof": theorem_5_3}
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Lower bound only."""
+    if params.result == "proposition-4.2":
+        from ampcalc.schemes._estimation_bound import analyse_proposition_4_2
+
+        return analyse_proposition_4_2(params, mechanism, guarantee)
     if params.result == "proposition-6.1":
         if guarantee is Neighbours.ADD_REMOVE:  # only when asked for (replace-one is default)
             raise ConditionError(
@@ -329,7 +366,10 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
 SCHEME = Scheme(
     name="general-lower-bound",
-    summary="lower bounds from your own attack: Proposition 6.1 and Theorem 5.3",
+    summary=(
+        "lower bounds from your own attack: Proposition 6.1 and Theorem 5.3; Proposition "
+        "4.2 for a randomised size function"
+    ),
     params=Params,
     fields=FIELDS,
     mechanism_relation="replace-one or add-remove",

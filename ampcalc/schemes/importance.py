@@ -271,6 +271,8 @@ class Params:
         mean_sq_norm: public x̃ = mean ‖x‖₂² of the coreset map.
         probability_column: the column of q (``column``).
         min_probability: public floor on q (``column``): without it no guarantee.
+        max_probability: public ceiling on q (``column``): bounds a weight-free
+            (``constant``) profile's loss, A(max q, ε) (003 App. A, Prop. 3).
         knob: what ``invert`` solves for (scale | noise_constant | expected_size).
         data: the file's per-record norms (read at load time).
         target_epsilon: ε* from the design's ``target:`` block (privacy-constrained).
@@ -286,6 +288,7 @@ class Params:
     mean_sq_norm: float | None
     probability_column: Any
     min_probability: float | None
+    max_probability: float | None
     knob: str | None
     data: RecordNorms
     target_epsilon: float | None = None
@@ -327,6 +330,14 @@ FIELDS = (
         name="min_probability",
         kind="float",
         doc="public floor on q (column mode)",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+    ),
+    Field(
+        name="max_probability",
+        kind="float",
+        doc="public ceiling on q (column mode): bounds a constant profile's loss",
         low=0.0,
         high=1.0,
         low_open=True,
@@ -374,6 +385,16 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
         raise _error(
             reader, "probability_column", "`probability_column` is for `probabilities: column`"
         )
+    for key in ("min_probability", "max_probability"):
+        if mode != "column" and values[key] is not None:
+            raise _error(reader, key, f"`{key}` is for `probabilities: column`")
+    lo_p, hi_p = values["min_probability"], values["max_probability"]
+    if lo_p is not None and hi_p is not None and lo_p > hi_p:
+        raise _error(
+            reader,
+            "max_probability",
+            f"max_probability {hi_p:g} is below min_probability {lo_p:g}",
+        )
     path = reader.resolve(values["records"])
     src = open_source(path, values["columns"], values["probability_column"], err_at("records"))
     data = read_norms(src, err_at("records"))
@@ -395,15 +416,19 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
         assert p is not None
         bad = (p <= 0) | (p > 1)
         floor = values["min_probability"]
+        ceiling = values["max_probability"]
         if floor is not None:
             bad |= p < floor
+        if ceiling is not None:
+            bad |= p > ceiling
         if bad.any():
             i = int(np.argmax(bad))
-            what = f"[{floor:g}, 1]" if floor is not None else "(0, 1]"
+            low = f"[{floor:g}" if floor is not None else "(0"
+            what = f"{low}, {ceiling:g}]" if ceiling is not None else f"{low}, 1]"
             raise _error(
                 reader,
                 "probability_column",
-                f"{path}: record {i} (0-based) has probability {p[i]!r}; expected {what}",
+                f"{path}: record {i} (0-based) has probability {float(p[i])!r}; expected {what}",
             )
     params = Params(**values, data=data)
     reader.__dict__[_STASH] = params
@@ -700,6 +725,13 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
     elif mode == "column":
         fig = record_figures(params, profile, k0)
         p0 = params.min_probability
+        p1 = params.max_probability
+        if p1 is not None and profile.linear:
+            warnings.append(
+                f"max_probability = {p1:g} does not bound a weight-linear profile's loss "
+                "(ε̂ decreases in q: the worst record has the smallest q, 003 App. A); it is "
+                "checked against the column only"
+            )
         if p0 is None and profile.linear:
             warnings.append(
                 "`probabilities: column` without a public `min_probability`: an added "
@@ -713,13 +745,29 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
                 def one(k: float) -> float:
                     a = numeric.round_up(k * profile.coefficients.at(r), 2)
                     if not profile.linear:
-                        return float(a)  # q may be 1 for an added record
+                        if p1 is None:
+                            return float(a)  # q may be 1 for an added record
+                        # weight-free: ε̂ = A(q, ε) increases in q (Prop. 3)
+                        return float(personalised_epsilon(np.array([p1]), a, linear=False)[0])
                     return float(personalised_epsilon(np.array([p0]), a)[0])
 
                 return scaled(eps, one)
 
             if p0 is not None:
                 conditions.append(f"every q(x) >= min_probability = {p0:g} (public floor)")
+            if p1 is not None and not profile.linear:
+                conditions.append(
+                    f"every q(x) <= max_probability = {p1:g} (public ceiling), an added "
+                    "record's included: a weight-free profile loses A(q, ε) = log(1 + "
+                    "q(e^ε − 1)), largest at the largest q (003 App. A, Proposition 3)"
+                )
+                details["max_probability"] = p1
+            elif not profile.linear:
+                warnings.append(
+                    "constant profile with `probabilities: column` and no public "
+                    "`max_probability`: an added record may have q = 1, so the guarantee is "
+                    "the unsampled ε (give `max_probability` for the amplified bound)"
+                )
         # a record is in the domain when its norm, as computed from the values read,
         # is <= r: the comparison that counts `infeasible_records` (a record at exactly
         # the radius belongs to the domain). Its ε(1, x) for the lower bound uses the

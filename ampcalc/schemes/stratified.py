@@ -52,7 +52,8 @@ from ampcalc.schemes.base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53
 ALLOCATIONS = ("proportional", "poisson", "fixed", "neyman")
-ROUNDINGS = ("randomized", "nearest", "floor")
+ROUNDINGS = ("randomized", "nearest", "floor", "largest-remainder", "huntington-hill")
+TOTAL_ROUNDINGS = ("nearest", "floor", "largest-remainder", "huntington-hill")
 
 BASIS_RANDOMIZED = (
     cite(BUN_2022, "Theorem 7.2"),
@@ -144,7 +145,8 @@ class Params:
         strata: the strata (inline list or a CSV file with the same columns).
         size_aware: proportional + randomized: the tighter form from the proof of
             Theorem 4.3 (r + 1/N_h in place of 2r), labelled "from proof".
-        total_sample: neyman: the total sample size m.
+        total_sample: neyman: the total sample size m; proportional: the fixed total n
+            apportioned as n·N_h/N by ``rounding`` (``_fixed_total``, 001 §3, §3.1).
         value_bound: top-code U of the study variable, values in [0, U]: the Neyman
             neighbour moves a record to U; ``ampcalc compare`` uses it as the
             sensitivity of the stratified mean.
@@ -191,7 +193,8 @@ FIELDS = (
     Field(
         name="rounding",
         kind="choice",
-        doc="proportional: rounding of r·N_h (default randomized)",
+        doc="proportional: rounding of r·N_h (default randomized), or with `total_sample` "
+        "the apportionment of n·N_h/N (nearest, floor, largest-remainder, huntington-hill)",
         choices=ROUNDINGS,
     ),
     Field(name="strata", kind="any", doc="list of strata, or {file: strata.csv}"),
@@ -204,7 +207,7 @@ FIELDS = (
     Field(
         name="total_sample",
         kind="int",
-        doc="neyman: total sample size m",
+        doc="neyman, or proportional with deterministic rounding: total sample size",
         low=1,
         high=MAX_EXACT_INT,
     ),
@@ -451,6 +454,14 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
     rounding = values["rounding"]
     if allocation != "proportional" and rounding is not None:
         raise top("rounding", "`rounding` is for `allocation: proportional`")
+    fixed_total = allocation == "proportional" and values["total_sample"] is not None
+    if fixed_total:
+        _check_fixed_total(values, rounding, reader)
+    elif allocation == "proportional" and rounding in ("largest-remainder", "huntington-hill"):
+        raise top(
+            "rounding",
+            f"`rounding: {rounding}` apportions a fixed total: give `total_sample` (not `rate`)",
+        )
     if allocation == "proportional" and rounding is None:
         rounding = "randomized"
     if values["size_aware"] and not (allocation == "proportional" and rounding == "randomized"):
@@ -459,7 +470,7 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
         )
     rate = values["rate"]
     has_rate = ~np.isnan(strata.rate)
-    if allocation in ("proportional", "poisson"):
+    if allocation in ("proportional", "poisson") and not fixed_total:
         if rate is not None and has_rate.any():
             raise top(
                 "rate",
@@ -478,6 +489,12 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
                 f"stratum {strata.names[i]!r} has no `rate`; give every stratum a rate, or "
                 "one common `rate`"
             )
+    elif fixed_total:
+        if has_rate.any() and at is not None:
+            raise at(int(np.argmax(has_rate)), "rate")(
+                "a stratum `rate` is not used with `total_sample` (the total is apportioned "
+                "by the stratum sizes)"
+            )
     else:
         if rate is not None:
             raise top(
@@ -487,8 +504,8 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
             raise at(int(np.argmax(has_rate)), "rate")(
                 f"a stratum `rate` is for proportional or poisson allocation, not {allocation}"
             )
-    if values["total_sample"] is not None and allocation != "neyman":
-        raise top("total_sample", "`total_sample` is for `allocation: neyman`")
+    if values["total_sample"] is not None and allocation not in ("neyman", "proportional"):
+        raise top("total_sample", "`total_sample` is for neyman or proportional allocation")
     if allocation == "fixed":
         missing = np.isnan(strata.sample)
         if missing.any():
@@ -518,6 +535,21 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
         value_bound=values["value_bound"],
         allocations=allocations,
     )
+
+
+def _check_fixed_total(values: dict[str, Any], rounding: str | None, reader: Any) -> None:
+    """Proportional allocation of a fixed total: a deterministic rule, no rate."""
+    if rounding not in TOTAL_ROUNDINGS:
+        raise _at_key(
+            reader,
+            "rounding" if rounding is not None else "total_sample",
+            "a fixed `total_sample` is apportioned by a deterministic `rounding:` "
+            f"({', '.join(TOTAL_ROUNDINGS)})" + ("" if rounding is None else f", not {rounding}"),
+        )
+    if values["rate"] is not None:
+        raise reader.error(
+            "sampling.rate", "give `rate` or `total_sample` for proportional allocation, not both"
+        )
 
 
 def _at_key(reader: Any, key: str, message: str) -> Any:
@@ -1743,6 +1775,10 @@ def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one stratified design (see the bound functions for the theorems)."""
     if params.allocation == "proportional":
+        if params.total_sample is not None:
+            from ampcalc.schemes._fixed_total import analyse_fixed_total
+
+            return analyse_fixed_total(params, mechanism, guarantee)
         if params.rounding == "randomized":
             return _analyse_randomized(params, mechanism, guarantee)
         return _analyse_deterministic(params, mechanism, guarantee)
@@ -1800,6 +1836,11 @@ def compare(design: Any, target: float, res: Any) -> dict[str, Any]:
         m = m0.astype(float)
     elif p.allocation == "fixed":
         m = s.sample.astype(float)
+    elif p.allocation == "proportional" and p.total_sample is not None:
+        from ampcalc.schemes._fixed_total import sensitivity
+
+        rule = p.rounding or "nearest"
+        m = np.asarray(sensitivity(s.size.tolist(), p.total_sample, rule).drawn, float)
     elif p.allocation == "proportional" and p.rounding != "randomized":
         m = alloc.round_proportional(p.rates(), s.size, p.rounding or "nearest").astype(float)
     else:
@@ -1891,6 +1932,7 @@ def _verify_hook(
             "records' values): the verify hook covers proportional, poisson and fixed "
             "allocation"
         )
+    total = params.total_sample if kind == "proportional" else None
     if mechanism.delta > 0:
         raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
     if not params.strata.sizes_known:
@@ -1900,12 +1942,15 @@ def _verify_hook(
     if kind == "fixed" and guarantee is not Neighbours.REPLACE_ONE:
         raise ConditionError("fixed allocation gives a replace-one guarantee only")
     V.check_distinct_domain(int(params.strata.size.sum()) + 1, 1, limit)  # before listing
-    rates = [float(x) for x in params.rates()]
+    rates = [float(x) for x in params.rates()] if total is None else []
     sizes = [int(x) for x in params.strata.size]
     fixed_m = [int(x) if math.isfinite(x) else 0 for x in params.strata.sample]
     rule = params.rounding or "nearest"
-    randomized = kind == "proportional" and rule == "randomized"
+    randomized = kind == "proportional" and rule == "randomized" and total is None
     rel = V.relations_of(mechanism)
+    # a fixed total: every stratum's sample size depends on all the sizes of its dataset
+    # (set by ``instance`` before the strata are enumerated); drawn = min(m_h, N_h)
+    dataset_sizes: list[int] = []
     names = params.strata.names
 
     def size_probs(rate: float, n: int) -> dict[int, float]:
@@ -1918,6 +1963,10 @@ def _verify_hook(
     def allocation(h: int, n: int) -> int:
         if kind == "fixed":
             return fixed_m[h]
+        if total is not None:
+            from ampcalc.schemes._fixed_total import apportion
+
+            return min(apportion(dataset_sizes, total, rule)[h], n)
         rounded = alloc.round_proportional(np.array([rates[h]]), np.array([n]), rule)
         return int(rounded[0])
 
@@ -1935,7 +1984,7 @@ def _verify_hook(
         return V.srswor_distribution(counts, m)
 
     def largest(h: int, n: int) -> int:
-        if kind == "poisson":
+        if kind == "poisson" or total is not None:
             return n
         return math.ceil(rates[h] * n - 1e-9) if randomized else allocation(h, n)
 
@@ -1944,8 +1993,10 @@ def _verify_hook(
 
     def instance(label: str, strata_syms: list[list[str]], p_counts: Any, pp_counts: Any) -> Any:
         symbols = tuple(s for syms in strata_syms for s in syms)
-        p = V.product_distribution(stratum(h, c) for h, c in enumerate(p_counts))
-        pp = V.product_distribution(stratum(h, c) for h, c in enumerate(pp_counts))
+        dataset_sizes[:] = [sum(c) for c in p_counts]
+        p = V.product_distribution([stratum(h, c) for h, c in enumerate(p_counts)])
+        dataset_sizes[:] = [sum(c) for c in pp_counts]
+        pp = V.product_distribution([stratum(h, c) for h, c in enumerate(pp_counts)])
         return V.Instance(label=label, symbols=symbols, caps=(1,) * len(symbols), p=p, p_prime=pp)
 
     def records(h: int, n: int) -> list[str]:

@@ -1,0 +1,482 @@
+"""Proportional allocation of a fixed total sample: apportionment and its sensitivity.
+
+A design fixes the total sample size n and gives stratum h the share n·N_h/N, made an
+integer by a deterministic rule (001_4ef689e3bef19c3a.txt §3, §3.1):
+
+  - ``nearest``: ⌊n·N_h/N + ½⌋ (round half up, spec §11 item 12); the total can drift;
+  - ``floor``: ⌊n·N_h/N⌋; the total can fall short;
+  - ``largest-remainder`` (Hamilton): ⌊n·N_h/N⌋, then the records still missing one each
+    to the largest remainders, ties to the earlier stratum; the total is exactly n;
+  - ``huntington-hill``: every non-empty stratum gets one record, the others go one at a
+    time to the largest priority N_h/√(s(s + 1)) (s = the records it has), ties to the
+    earlier stratum (the US House apportionment); the total is exactly n.
+
+All arithmetic is exact (Python integers and fractions). The allocation is a function of
+every stratum's size, so it is data-dependent: one record added, removed or moved
+between strata can change several strata's allocations at once (001 Lemma 3.1: the
+lower bound GS_f·ε; its upper-bound half does not hold, spec §4.1).
+
+The allocation is what the rule gives; a stratum is sampled whole when its allocation
+exceeds its size (the sample drawn from stratum h has min(m_h, N_h) records), and the
+privacy witness sees the drawn sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
+from ampcalc.schemes.base import Analysis
+
+RULES = ("nearest", "floor", "largest-remainder", "huntington-hill")
+"""Deterministic apportionment rules for a fixed total (``rounding:``)."""
+
+BASIS = (
+    cite(BUN_2020_WP, "§3"),
+    cite(BUN_2020_WP, "Lemma 3.1"),
+    cite(BUN_2020_WP, "§3.1"),
+    cite(BUN_2022, "§4.1"),
+)
+
+
+def apportion(
+    size: Sequence[int], total: int, rule: str, start: Sequence[int] | None = None
+) -> list[int]:
+    """The allocation m_h of ``total`` records over strata of sizes ``size`` by ``rule``.
+
+    Exact integer arithmetic throughout. Strata of size 0 get 0 (every rule). For
+    ``huntington-hill`` every non-empty stratum gets at least one record, so the total
+    must be at least their number (``ConditionError`` otherwise); ``start`` is a first
+    guess (e.g. a neighbour's allocation), which changes the work, not the result.
+    """
+    sizes = [int(x) for x in size]
+    n = int(total)
+    pop = sum(sizes)
+    if pop <= 0:
+        return [0] * len(sizes)
+    if rule != "huntington-hill" and 2 * n * max(sizes) + pop < 2**62:
+        return _apportion_int64(np.array(sizes, dtype=np.int64), n, pop, rule)
+    if rule == "nearest":  # ⌊n·N_h/N + 1/2⌋ = ⌊(2n·N_h + N) / 2N⌋
+        return [(2 * n * s + pop) // (2 * pop) for s in sizes]
+    if rule == "floor":
+        return [n * s // pop for s in sizes]
+    if rule == "largest-remainder":
+        base = [n * s // pop for s in sizes]
+        rem = [n * s % pop for s in sizes]
+        missing = n - sum(base)
+        order = sorted(range(len(sizes)), key=lambda h: (-rem[h], h))
+        for h in order[:missing]:
+            base[h] += 1
+        return base
+    if rule == "huntington-hill":
+        return _huntington_hill(sizes, n, start)
+    raise ValueError(f"unknown apportionment rule {rule!r}")
+
+
+def _apportion_int64(sizes: np.ndarray, n: int, pop: int, rule: str) -> list[int]:
+    """``apportion`` for nearest/floor/largest-remainder in int64 (exact: every product
+    is below 2^62)."""
+    if rule == "nearest":
+        out: list[int] = ((2 * n * sizes + pop) // (2 * pop)).tolist()
+        return out
+    base = n * sizes // pop
+    if rule == "floor":
+        out = base.tolist()
+        return out
+    if rule != "largest-remainder":
+        raise ValueError(f"unknown apportionment rule {rule!r}")
+    rem = n * sizes % pop
+    missing = n - int(base.sum())
+    order = np.lexsort((np.arange(sizes.size), -rem))
+    base[order[:missing]] += 1
+    out = base.tolist()
+    return out
+
+
+def _ranks_above(size_a: int, s_a: int, a: int, size_b: int, s_b: int, b: int) -> bool:
+    """Whether the pair (a, s_a) ranks above (b, s_b): a larger Huntington–Hill priority
+    N/√(s(s + 1)), compared exactly as N_a²·s_b(s_b + 1) vs N_b²·s_a(s_a + 1); ties to the
+    earlier stratum."""
+    lhs = size_a * size_a * s_b * (s_b + 1)
+    rhs = size_b * size_b * s_a * (s_a + 1)
+    return lhs > rhs or (lhs == rhs and a < b)
+
+
+def _pick(sizes: list[int], seats: list[int], pri: np.ndarray, held: bool) -> int | None:
+    """The best unheld pair (``held`` False: largest priority of the next record) or the
+    worst held pair (True: smallest priority of the last record beyond the first). Float
+    priorities find the candidates; near-ties are settled exactly."""
+    ok = np.isfinite(pri)
+    if not ok.any():
+        return None
+    ext = float(np.min(pri[ok])) if held else float(np.max(pri[ok]))
+    near = np.flatnonzero(ok & (np.abs(pri - ext) <= 1e-9 * abs(ext)))
+    best = int(near[0])
+    for h in near[1:].tolist():
+        sh = seats[h] - 1 if held else seats[h]
+        sb = seats[best] - 1 if held else seats[best]
+        above = _ranks_above(sizes[h], sh, h, sizes[best], sb, best)
+        if above != held:  # unheld: keep the higher; held: keep the lower
+            best = h
+    return best
+
+
+def _huntington_hill(sizes: list[int], n: int, start: Sequence[int] | None = None) -> list[int]:
+    """Huntington–Hill: the records after the first of each stratum are the n − k
+    highest-ranked pairs (h, s), s >= 1, ranked by N_h/√(s(s + 1)) and then by h.
+
+    Computed from a first guess (proportional, or ``start``) and repaired by exchanges:
+    an allocation is the Huntington–Hill one exactly when every held pair ranks above
+    every unheld pair (the sequential method's result for any n), so moving a record
+    from the stratum with the worst held pair to the one with the best unheld pair while
+    they are out of order ends there (each exchange moves a record to a strictly
+    better-ranked pair).
+    """
+    k_nonempty = sum(1 for s in sizes if s > 0)
+    if n < k_nonempty:
+        raise ConditionError(
+            f"Huntington–Hill gives every non-empty stratum at least one record: the total "
+            f"{n} is below the number of non-empty strata ({k_nonempty})"
+        )
+    pop = sum(sizes)
+    guess = [n * s // pop for s in sizes] if start is None else [int(x) for x in start]
+    seats = [max(1, g) if s > 0 else 0 for s, g in zip(sizes, guess, strict=True)]
+    nz = np.array(sizes, dtype=float)
+    live = nz > 0
+
+    def next_pri() -> np.ndarray:
+        st = np.array(seats, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out: np.ndarray = np.where(live, nz / np.sqrt(st * (st + 1.0)), -np.inf)
+        return out
+
+    def last_pri() -> np.ndarray:
+        st = np.array(seats, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out: np.ndarray = np.where(live & (st >= 2), nz / np.sqrt((st - 1.0) * st), np.inf)
+        return out
+
+    while sum(seats) > n:
+        drop = _pick(sizes, seats, last_pri(), held=True)
+        assert drop is not None
+        seats[drop] -= 1
+    while sum(seats) < n:
+        grow = _pick(sizes, seats, next_pri(), held=False)
+        assert grow is not None
+        seats[grow] += 1
+    while True:
+        lo = _pick(sizes, seats, last_pri(), held=True)
+        hi = _pick(sizes, seats, next_pri(), held=False)
+        if lo is None or hi is None or lo == hi:
+            return seats
+        if not _ranks_above(sizes[hi], seats[hi], hi, sizes[lo], seats[lo] - 1, lo):
+            return seats
+        seats[lo] -= 1
+        seats[hi] += 1
+
+
+MAX_STRATA = 1000
+"""Strata a fixed-total design may have (the search recomputes the allocation for each
+of 2k neighbours, O(k) each)."""
+MOVE_STRATA = 40
+"""Above this many strata, moves are searched among the MOVE_STRATA strata whose added or
+removed record moves the drawn sizes most (a lower bound from fewer neighbours is still a
+lower bound)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """One neighbour of the stated strata and how far its allocation moves.
+
+    ``kind`` is ``add`` (a record added to stratum ``to``), ``remove`` (a record of
+    stratum ``source`` removed) or ``move`` (a record moved from ``source`` to ``to``: a
+    replacement that changes its stratum). ``l1``/``linf``: change of the drawn sizes
+    min(m_h, N_h); ``gs``: ‖f(P′) − f(P)‖₁ of the allocation itself (not capped).
+    """
+
+    kind: str
+    source: int | None
+    to: int | None
+    l1: int
+    linf: int
+    gs: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sensitivity:
+    """How far the allocation moves between the stated strata and their neighbours
+    (``moves_searched``: False when moves were searched among some strata only)."""
+
+    stated: tuple[int, ...]
+    drawn: tuple[int, ...]
+    neighbours: tuple[Neighbour, ...]
+    moves_searched: bool = True
+
+    def of_kind(self, kinds: Sequence[str]) -> list[Neighbour]:
+        return [nb for nb in self.neighbours if nb.kind in kinds]
+
+    def worst(self, kinds: Sequence[str], measure: str) -> tuple[int, Neighbour | None]:
+        """The largest ``measure`` (``l1``, ``linf`` or ``gs``) over neighbours of ``kinds``
+        and the first neighbour attaining it."""
+        best, arg = 0, None
+        for nb in self.of_kind(kinds):
+            v = int(getattr(nb, measure))
+            if v > best:
+                best, arg = v, nb
+        return best, arg
+
+
+def _drawn(sizes: Sequence[int], alloc: Any) -> np.ndarray:
+    out: np.ndarray = np.minimum(np.asarray(alloc, dtype=np.int64), np.asarray(sizes, np.int64))
+    return out
+
+
+def sensitivity(size: Sequence[int], total: int, rule: str) -> Sensitivity:
+    """The allocation at the stated sizes and at every neighbour's sizes.
+
+    Neighbours: a record added to any stratum, one removed from any stratum (while the
+    population stays non-empty), and one moved from stratum s to t != s (above
+    ``MOVE_STRATA`` strata: among the strata whose own add/remove moves the drawn sizes
+    most). A replacement inside a stratum keeps every size, so it keeps the allocation.
+    """
+    sizes = tuple(int(x) for x in size)
+    k = len(sizes)
+    if k > MAX_STRATA:
+        raise ConditionError(
+            f"a fixed-total allocation over {k} strata: the neighbour search is limited to "
+            f"{MAX_STRATA} strata"
+        )
+    stated = tuple(apportion(sizes, total, rule))
+    m0 = np.asarray(stated, dtype=np.int64)
+    d0 = _drawn(sizes, stated)
+    out: list[Neighbour] = []
+    own = np.zeros(k, dtype=np.int64)  # per stratum: its add/remove's drawn change
+
+    def add(kind: str, source: int | None, to: int | None) -> None:
+        new = list(sizes)
+        if source is not None:
+            new[source] -= 1
+        if to is not None:
+            new[to] += 1
+        if sum(new) <= 0:
+            return
+        try:
+            m = np.asarray(apportion(new, total, rule, start=stated), dtype=np.int64)
+        except ConditionError:  # Huntington–Hill: more non-empty strata than records
+            return
+        diff = np.abs(_drawn(new, m) - d0)
+        l1, linf = int(diff.sum()), int(diff.max(initial=0))
+        out.append(Neighbour(kind, source, to, l1, linf, int(np.abs(m - m0).sum())))
+        h = source if source is not None else to
+        if kind != "move" and h is not None:
+            own[h] = max(own[h], l1)
+
+    for h in range(k):
+        add("add", None, h)
+    for h in range(k):
+        add("remove", h, None)
+    searched = k <= MOVE_STRATA
+    cand: list[int] = (
+        list(range(k))
+        if searched
+        else sorted(int(h) for h in np.argsort(-own, kind="stable")[:MOVE_STRATA])
+    )
+    for s_ in cand:
+        for t in cand:
+            if s_ != t:
+                add("move", s_, t)
+    return Sensitivity(
+        stated=stated,
+        drawn=tuple(int(x) for x in d0),
+        neighbours=tuple(out),
+        moves_searched=searched,
+    )
+
+
+def describe(nb: Neighbour | None, names: Sequence[str]) -> str | None:
+    if nb is None:
+        return None
+    if nb.kind == "add":
+        assert nb.to is not None
+        return f"a record added to stratum {names[nb.to]!r}"
+    if nb.kind == "remove":
+        assert nb.source is not None
+        return f"a record removed from stratum {names[nb.source]!r}"
+    assert nb.source is not None and nb.to is not None
+    return f"a record moved from stratum {names[nb.source]!r} to {names[nb.to]!r}"
+
+
+def _count_witness(linf: int, l1: int, ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+    """Loss of the count witness on a pair whose drawn sizes differ by (Δ∞, Δ₁).
+
+    One stratum's sample count + Lap(1/c) is c-DP under add-remove and under replace-one,
+    so c = min(ε_D, ε_R) is allowed and it loses Δ∞·c; every stratum's count + Lap(1/c)
+    is c-DP add-remove and 2c-DP replace-one, so c = min(ε_D, ε_R/2), loss Δ₁·c
+    (000_97a39a4c524f603f.txt §4.1, 001_4ef689e3bef19c3a.txt Lemma 3.1).
+    """
+    one = linf * np.minimum(ed, er)
+    every = l1 * np.minimum(ed, er / 2.0)
+    out: np.ndarray = np.maximum(one, every)
+    return out
+
+
+def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Lower bound (no upper bound) for proportional allocation of a fixed total.
+
+    ``p`` is the stratified ``Params`` (``total_sample`` and ``rounding`` set).
+    """
+    from ampcalc.schemes import stratified as st
+
+    assert p.total_sample is not None and p.rounding is not None
+    strata = p.strata
+    names = strata.names
+    n_total = int(p.total_sample)
+    sens = sensitivity(strata.size.tolist(), n_total, p.rounding)
+    replace = guarantee is Neighbours.REPLACE_ONE
+    e_d_known = mechanism.epsilon_add_remove_known()
+    eps_r = mechanism.epsilon_replace_one_of
+    if not e_d_known and not replace:
+        raise ConditionError(
+            "a fixed-total allocation with an add-remove guarantee needs M's add-remove ε; "
+            "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`."
+        )
+    ar_kinds = ("add", "remove")
+    mv_kinds = ("move",)
+    ar_l1, ar_l1_nb = sens.worst(ar_kinds, "l1")
+    ar_linf, _ = sens.worst(ar_kinds, "linf")
+    mv_l1, mv_l1_nb = sens.worst(mv_kinds, "l1")
+    mv_linf, _ = sens.worst(mv_kinds, "linf")
+
+    def lower_replace(e: np.ndarray) -> np.ndarray:
+        er = eps_r(e)
+        ed = e if e_d_known else np.full(e.shape, np.inf)
+        return _count_witness(mv_linf, mv_l1, ed, er)
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        if replace:
+            return numeric.round_down(lower_replace(e))
+        er = eps_r(e)
+        # add/remove pairs directly; a move is a replacement, which an add-remove
+        # guarantee ε′ covers with 2ε′, so ε′ >= half its loss
+        direct = _count_witness(ar_linf, ar_l1, e, er)
+        return numeric.round_down(np.maximum(direct, lower_replace(e) / 2.0))
+
+    def impossible_above(target: np.ndarray) -> np.ndarray:
+        t = np.asarray(target, dtype=float)
+        slope = float(lower(np.asarray(1.0)))  # the lower bound is linear in ε
+        if slope <= 0:
+            return np.full(t.shape, np.inf)
+        return numeric.certify_up(lower, numeric.round_up(t / slope), t)
+
+    size = strata.size
+    m0 = np.asarray(sens.drawn, dtype=float)
+
+    def invert_details(target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        imp = impossible_above(t)
+        return {"strata": st._invert_rows(p, m0 / np.maximum(size, 1), m0, None, imp)}
+
+    eps0 = float(mechanism.epsilon)
+    lo0 = float(lower(np.asarray(eps0)))
+    rows = st._strata_rows(p, m0 / np.maximum(size, 1), m0, np.full(len(strata), np.nan), None)
+    for row in rows:
+        row["epsilon_prime"]["lower"] = None
+    gs_add, gs_nb = sens.worst(("add",), "gs")
+    gs_all, gs_all_nb = sens.worst(("add", "remove", "move"), "gs")
+    pop = int(size.sum())
+    rule = p.rounding
+    witness_nb = mv_l1_nb if replace else (ar_l1_nb if ar_l1 >= mv_l1 / 2 else mv_l1_nb)
+    warnings: list[str] = []
+    if max(ar_l1, mv_l1) > 0:
+        warnings.append(
+            "degradation: no amplification guarantee exists. A proportional allocation of a "
+            f"fixed total with `rounding: {rule}` is a deterministic function of the stratum "
+            f"sizes; at these sizes {describe(witness_nb, names)} changes the drawn sample "
+            f"sizes by Δ₁ = {witness_nb.l1 if witness_nb else 0}, so a "
+            "mechanism releasing the sample counts with Laplace noise loses at least Δ·ε "
+            "(001_4ef689e3bef19c3a.txt Lemma 3.1, 000_97a39a4c524f603f.txt §4.1)."
+        )
+    else:
+        warnings.append(
+            "no neighbour of these stratum sizes moves the allocation, so the count witness "
+            "gives no lower bound here; the allocation still depends on the data, and no "
+            "upper bound is known for it (001_4ef689e3bef19c3a.txt Lemma 3.1's upper half "
+            "does not hold, spec §4.1)"
+        )
+    if not replace and mv_l1 > 0:
+        warnings.append(
+            "a record moved across strata is a replacement; under an add-remove guarantee ε′ "
+            "its loss is at most 2ε′, so ε′ >= half the replace-one lower bound"
+        )
+    if not sens.moves_searched:
+        warnings.append(
+            f"{len(strata)} strata: records moved between strata were tried among the "
+            f"{MOVE_STRATA} strata whose own added or removed record moves the sample sizes "
+            "most (a lower bound from fewer neighbours is still a lower bound)"
+        )
+    over = [
+        names[h] for h, (m, s) in enumerate(zip(sens.stated, size.tolist(), strict=True)) if m > s
+    ]
+    if over:
+        warnings.append(
+            f"total_sample {n_total} gives stratum {over[0]!r}"
+            + (f" (and {len(over) - 1} more)" if len(over) > 1 else "")
+            + " more records than it has: it is sampled whole (min(m_h, N_h) records); "
+            "the sensitivity of the allocation itself (`apportionment_sensitivity`) counts "
+            "the apportioned sizes"
+        )
+    if rule == "huntington-hill" and gs_all > 2:
+        warnings.append(
+            f"001_4ef689e3bef19c3a.txt §3.1 says Huntington–Hill has global sensitivity at most "
+            f"2 'under some mild assumptions'; at these sizes {describe(gs_all_nb, names)} "
+            f"moves it by {gs_all} (the assumptions are not stated; docs/stratified.md)"
+        )
+    details: dict[str, Any] = {
+        "allocation": "proportional",
+        "rounding": rule,
+        "total_sample": n_total,
+        "population": pop,
+        "allocations": list(sens.stated),
+        "allocation_sum": int(sum(sens.stated)),
+        "drawn": list(sens.drawn),
+        "apportionment_sensitivity": {
+            "add": gs_add,
+            "add_witness": describe(gs_nb, names),
+            "any": gs_all,
+            "any_witness": describe(gs_all_nb, names),
+        },
+        "allocation_sensitivity": {
+            "add_remove": {"linf": ar_linf, "l1": ar_l1, "witness": describe(ar_l1_nb, names)},
+            "move": {"linf": mv_linf, "l1": mv_l1, "witness": describe(mv_l1_nb, names)},
+        },
+        "lower_bound": lo0,
+        "strata_count": len(strata),
+        "strata": rows,
+    }
+    return Analysis(
+        guarantee_neighbours=guarantee,
+        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
+        upper=None,
+        lower=lower,
+        delta_prime=None,
+        basis=BASIS,
+        conditions=(
+            f"proportional allocation of a fixed total n = {n_total} over the stratum sizes "
+            f"(N = {pop}), rounding `{rule}`: deterministic and data-dependent",
+            f"lower bound at ε = {eps0:g}: {lo0:.6g}",
+        ),
+        warnings=tuple(warnings),
+        details=details,
+        impossible_above=impossible_above,
+        invert_details=invert_details,
+    )
