@@ -12,7 +12,9 @@ unspecified in the paper: the rule used here is documented in ``neyman``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -157,3 +159,56 @@ def pareto_front(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keep = np.ones(a_s.size, dtype=bool)
     keep[1:] = b_s[1:] > run[:-1]
     return a_s[keep], b_s[keep]
+
+
+# --- per-stratum rows of results (the stratified family's details) ------------------------
+
+
+def _rows(
+    p: Any,
+    rate: np.ndarray,
+    sample: np.ndarray,
+    key: str,
+    names: tuple[str, str],
+    first: list[Any],
+    second: list[Any],
+) -> list[dict[str, Any]]:
+    """One dict per stratum: name, size, rate, sample and ``key: {names: values}``."""
+    k = len(p.strata)
+    known = p.strata.sizes_known
+    return [
+        {"name": name, "size": size, "rate": r, "sample": m, key: {names[0]: a, names[1]: b}}
+        for name, size, r, m, a, b in zip(
+            p.strata.names,
+            p.strata.size.tolist() if known else [None] * k,
+            np.asarray(rate, dtype=float).tolist() if known else [None] * k,
+            np.asarray(sample).tolist(),
+            first,
+            second,
+            strict=True,
+        )
+    ]
+
+
+def strata_rows(
+    p: Any, rate: np.ndarray, sample: np.ndarray, lower: Any, upper: Any
+) -> list[dict[str, Any]]:
+    k = len(p.strata)
+    lo = [None] * k if lower is None else np.asarray(lower, dtype=float).tolist()
+    up = [None] * k if upper is None else np.asarray(upper, dtype=float).tolist()
+    return _rows(p, rate, sample, "epsilon_prime", ("lower", "upper"), lo, up)
+
+
+def invert_rows(
+    p: Any, rate: np.ndarray, sample: np.ndarray, certified: Any, impossible: Any
+) -> list[dict[str, Any]]:
+    k = len(p.strata)
+
+    def clean(v: Any) -> list[Any]:
+        if v is None:
+            return [None] * k
+        arr = np.broadcast_to(np.asarray(v, dtype=float), (k,))
+        return [x if math.isfinite(x) else None for x in arr.tolist()]
+
+    names = ("certified", "impossible_above")
+    return _rows(p, rate, sample, "epsilon", names, clean(certified), clean(impossible))

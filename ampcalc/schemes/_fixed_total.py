@@ -33,6 +33,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
+from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.base import Analysis
 
 RULES = ("nearest", "floor", "largest-remainder", "huntington-hill")
@@ -332,8 +333,6 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
 
     ``p`` is the stratified ``Params`` (``total_sample`` and ``rounding`` set).
     """
-    from ampcalc.schemes import stratified as st
-
     assert p.total_sample is not None and p.rounding is not None
     strata = p.strata
     names = strata.names
@@ -384,11 +383,11 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
         if t.ndim:
             return {}
         imp = impossible_above(t)
-        return {"strata": st._invert_rows(p, m0 / np.maximum(size, 1), m0, None, imp)}
+        return {"strata": alloc.invert_rows(p, m0 / np.maximum(size, 1), m0, None, imp)}
 
     eps0 = float(mechanism.epsilon)
     lo0 = float(lower(np.asarray(eps0)))
-    rows = st._strata_rows(p, m0 / np.maximum(size, 1), m0, np.full(len(strata), np.nan), None)
+    rows = alloc.strata_rows(p, m0 / np.maximum(size, 1), m0, np.full(len(strata), np.nan), None)
     for row in rows:
         row["epsilon_prime"]["lower"] = None
     gs_add, gs_nb = sens.worst(("add",), "gs")

@@ -708,56 +708,6 @@ def _need_add_remove(mechanism: Mechanism, theorem: str) -> None:
         )
 
 
-def _rows(
-    p: Params,
-    rate: np.ndarray,
-    sample: np.ndarray,
-    key: str,
-    names: tuple[str, str],
-    first: list[Any],
-    second: list[Any],
-) -> list[dict[str, Any]]:
-    """One dict per stratum: name, size, rate, sample and ``key: {names: values}``."""
-    k = len(p.strata)
-    known = p.strata.sizes_known
-    return [
-        {"name": name, "size": size, "rate": r, "sample": m, key: {names[0]: a, names[1]: b}}
-        for name, size, r, m, a, b in zip(
-            p.strata.names,
-            p.strata.size.tolist() if known else [None] * k,
-            np.asarray(rate, dtype=float).tolist() if known else [None] * k,
-            np.asarray(sample).tolist(),
-            first,
-            second,
-            strict=True,
-        )
-    ]
-
-
-def _strata_rows(
-    p: Params, rate: np.ndarray, sample: np.ndarray, lower: Any, upper: Any
-) -> list[dict[str, Any]]:
-    k = len(p.strata)
-    lo = [None] * k if lower is None else np.asarray(lower, dtype=float).tolist()
-    up = [None] * k if upper is None else np.asarray(upper, dtype=float).tolist()
-    return _rows(p, rate, sample, "epsilon_prime", ("lower", "upper"), lo, up)
-
-
-def _invert_rows(
-    p: Params, rate: np.ndarray, sample: np.ndarray, certified: Any, impossible: Any
-) -> list[dict[str, Any]]:
-    k = len(p.strata)
-
-    def clean(v: Any) -> list[Any]:
-        if v is None:
-            return [None] * k
-        arr = np.broadcast_to(np.asarray(v, dtype=float), (k,))
-        return [x if math.isfinite(x) else None for x in arr.tolist()]
-
-    names = ("certified", "impossible_above")
-    return _rows(p, rate, sample, "epsilon", names, clean(certified), clean(impossible))
-
-
 def _scalar_eps(mechanism: Mechanism) -> float:
     return float(mechanism.epsilon)
 
@@ -873,7 +823,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         if mix is not None:
             one = float(certified(t))
             imp1 = float(numeric.smallest_reaching(lower, float(t), one, 2.0 * one + 1.0))
-            return {"strata": _invert_rows(p, r, r * n, one, imp1)}
+            return {"strata": alloc.invert_rows(p, r, r * n, one, imp1)}
         if all_census:
             tt = float(t) / (mechanism.replace_one_ratio() if replace else 1.0)
         else:
@@ -886,7 +836,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
             float(t),
         )
         return {
-            "strata": _invert_rows(p, r, r * n, cert, imp),
+            "strata": alloc.invert_rows(p, r, r * n, cert, imp),
             "shortcut": _shortcut_note(r_max, float(t), float(np.min(cert))),
         }
 
@@ -895,7 +845,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
     def details_at(eps: np.ndarray) -> dict[str, Any]:
         e = np.asarray(eps, dtype=float)
         rr, cc = _per_stratum(r, e), _per_stratum(census, e) > 0
-        rows = _strata_rows(
+        rows = alloc.strata_rows(
             p,
             r,
             r * n,
@@ -1252,7 +1202,7 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
         if replace or not ed_known:
             cert = numeric.largest_feasible(upper, tt, tt / 4, tt)
             imp = numeric.smallest_reaching(lower, tt, tt / 4, tt)
-            return {"strata": _invert_rows(p, r, m, cert, imp)}
+            return {"strata": alloc.invert_rows(p, r, m, cert, imp)}
         # closed form per stratum, then certified as evaluated: a step that moves the
         # allocation needs ε <= T, one that keeps it A(q, ratio·ε) <= T
         tk = np.full(k, tt)
@@ -1276,11 +1226,11 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
             imp[finite] = numeric.certify_up(
                 lambda e: sub.values(e, eps_r, False), numeric.round_up(g), t_f
             )
-        return {"strata": _invert_rows(p, r, m, cert, imp)}
+        return {"strata": alloc.invert_rows(p, r, m, cert, imp)}
 
     eps0 = _scalar_eps(mechanism)
     e0 = np.asarray(eps0)
-    rows = _strata_rows(
+    rows = alloc.strata_rows(
         p,
         r,
         m,
@@ -1512,7 +1462,7 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
     def details_at(eps: np.ndarray) -> dict[str, Any]:
         rr = _per_stratum(r, eps)
         e = eps_r(eps) if replace else np.asarray(eps, dtype=float)
-        rows = _strata_rows(
+        rows = alloc.strata_rows(
             p,
             r,
             r * n,
@@ -1541,7 +1491,7 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
             numeric.round_up(numeric.amplification_inverse(r, float(t))),
             float(t),
         )
-        return {"strata": _invert_rows(p, r, r * n, cert, imp)}
+        return {"strata": alloc.invert_rows(p, r, r * n, cert, imp)}
 
     return dataclasses.replace(
         base,
@@ -1578,7 +1528,7 @@ def _analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
 
     def details_at(eps: np.ndarray) -> dict[str, Any]:
         qq, e = _per_stratum(q, eps), eps_r(eps)
-        rows = _strata_rows(
+        rows = alloc.strata_rows(
             p,
             q,
             m.astype(np.int64),
@@ -1601,7 +1551,7 @@ def _analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
         inv = numeric.amplification_inverse(q, float(t)) / ratio
         cert = numeric.certify_down(per_u, numeric.round_down(inv), float(t))
         imp = numeric.certify_up(per_l, numeric.round_up(inv), float(t))
-        return {"strata": _invert_rows(p, q, m.astype(np.int64), cert, imp)}
+        return {"strata": alloc.invert_rows(p, q, m.astype(np.int64), cert, imp)}
 
     theorem = dataclasses.replace(
         worst,
@@ -1712,11 +1662,11 @@ def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
         if t.ndim:
             return {}
         imp = impossible_above(t)
-        return {"strata": _invert_rows(p, m0 / np.maximum(n, 1), m0, None, imp)}
+        return {"strata": alloc.invert_rows(p, m0 / np.maximum(n, 1), m0, None, imp)}
 
     eps0 = _scalar_eps(mechanism)
     lo0 = float(lower(np.asarray(eps0)))
-    rows = _strata_rows(p, m0 / np.maximum(n, 1), m0, np.full(k, np.nan), None)
+    rows = alloc.strata_rows(p, m0 / np.maximum(n, 1), m0, np.full(k, np.nan), None)
     for row in rows:
         row["epsilon_prime"]["lower"] = None
     if not e_d_known and not replace:
