@@ -11,11 +11,12 @@ taken is recorded in ``details.inverse``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Literal, overload
 
 import numpy as np
 
-from . import numeric, schemes
+from . import fastpath, numeric, schemes
 from .errors import ConditionError, DesignError, Where
 from .model import Design, Mechanism, Neighbours, check_epsilon
 from .results import BoundResult, InvertResult, Verdict
@@ -88,27 +89,35 @@ def _mechanism_notes(mechanism: Mechanism | None) -> list[str]:
     ]
 
 
+#: verdict values by code (``verdicts`` picks codes, then takes the strings in one pass).
+_VERDICT_VALUES = np.array(
+    [
+        Verdict.INCONCLUSIVE.value,
+        Verdict.DEGRADES.value,
+        Verdict.NO_AMPLIFICATION.value,
+        Verdict.AMPLIFIES.value,
+        Verdict.NO_GUARANTEE.value,
+    ],
+    dtype=object,
+)
+
+
 def verdicts(
     lower: np.ndarray | None, upper: np.ndarray | None, reference: np.ndarray
 ) -> np.ndarray:
     """Verdict per element (order: degrades, no-amplification, amplifies, no-guarantee)."""
     ref = np.asarray(reference, dtype=float)
-    out = np.full(ref.shape, Verdict.INCONCLUSIVE.value, dtype=object)
-    decided = np.zeros(ref.shape, dtype=bool)
+    # codes of _VERDICT_VALUES, later rules overwritten by earlier ones
+    if upper is None:
+        code: np.ndarray = np.full(ref.shape, 4, dtype=np.int8)
+    else:
+        code = np.where(np.asarray(upper, dtype=float) < ref, 3, 0).astype(np.int8)
     if lower is not None:
         lo = np.asarray(lower, dtype=float)
-        deg = lo > ref * (1 + VERDICT_SLACK)
-        out[deg] = Verdict.DEGRADES.value
-        decided |= deg
-        noamp = ~decided & (lo >= ref * (1 - VERDICT_SLACK))
-        out[noamp] = Verdict.NO_AMPLIFICATION.value
-        decided |= noamp
-    if upper is None:
-        out[~decided] = Verdict.NO_GUARANTEE.value
-    else:
-        amp = ~decided & (np.asarray(upper, dtype=float) < ref)
-        out[amp] = Verdict.AMPLIFIES.value
-    return out
+        code[np.broadcast_to(lo >= ref * (1 - VERDICT_SLACK), ref.shape)] = 2
+        code[np.broadcast_to(lo > ref * (1 + VERDICT_SLACK), ref.shape)] = 1
+    out = _VERDICT_VALUES[code]
+    return np.asarray(out, dtype=object) if code.ndim == 0 else out
 
 
 def in_range(lower: Any, delta_prime: Any) -> tuple[Any, Any]:
@@ -199,6 +208,9 @@ def bound(design: Design, epsilon: Any = None) -> BoundResult:
         A ``BoundResult``; a design outside its theorem's conditions gives a result
         with ``error`` set and null bounds.
     """
+    fast = fastpath.bound(design, epsilon)  # one ε on a closed-form design: same bits
+    if fast is not None:
+        return fast
     with np.errstate(**_QUIET):  # type: ignore[arg-type]
         return _bound(design, epsilon)
 
@@ -308,6 +320,14 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
             f"design {design.name!r}: no target; give --target T or a `target: "
             "{epsilon_prime: T}` block"
         )
+    if (
+        type(target) is float
+        and 0.0 < target < math.inf
+        and (target_delta is None or 0 <= target_delta <= 1)
+    ):
+        fast = fastpath.invert(design, target, target_delta)  # closed form: same bits
+        if fast is not None:
+            return fast
     t = np.asarray(target, dtype=float)
     if np.any(~np.isfinite(t)) or np.any(t <= 0):
         raise DesignError("target ε′ must be finite and > 0")
