@@ -17,6 +17,7 @@ figures are drawn by ``ampcalc/plot.py``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -634,35 +635,37 @@ def _plan_columns(
 # ---------------------------------------------------------------------------------------
 
 
-def _csv_cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    if any(c in text for c in ',"\n\r'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
-
-
 def write_csv(sweep: Sweep, out: Any) -> None:
     """CSV, one row per point (floats as ``repr``; null as an empty cell; RFC 4180
-    quoting)."""
-    names = sweep.column_names()
-    cols = []
-    for n in names:
-        arr = sweep.columns[n]
-        if arr.dtype.kind == "f":
-            cols.append(["" if v != v else repr(v) for v in arr.tolist()])
-        elif arr.dtype.kind in "iu":
-            cols.append([str(v) for v in arr.tolist()])
-        else:
-            cache: dict[Any, str] = {}
-            cols.append(
-                [
-                    cache[v] if v in cache else cache.setdefault(v, _csv_cell(v))
-                    for v in arr.tolist()
-                ]
-            )
-    out.write(",".join(_csv_cell(n) for n in names) + "\n")
-    if cols and cols[0]:
-        out.write("\n".join(map(",".join, zip(*cols, strict=True))) + "\n")
+    quoting), written from the columns in chunks (``columns_output.csv_chunks``)."""
+    from ampcalc.columns_output import csv_chunks
+
+    for chunk in csv_chunks(sweep.columns):
+        out.write(chunk)
+
+
+def json_chunks(sweep: Sweep, version: str) -> Iterator[str] | None:
+    """``render.render_json`` of the sweep's envelope, written from the columns in
+    chunks (same bytes, bounded memory); ``None``: render ``document`` the usual way."""
+    from ampcalc import columns_output as co
+    from ampcalc.render import envelope
+
+    segments: dict[str, Callable[[], Iterator[str]]] = {}
+    vary = []
+    for i, v in enumerate(sweep.varies):
+        key = co.placeholder(f"vary{i}")
+        segments[key] = functools.partial(co.list_segment, v.values, 4)
+        vary.append({"path": v.path, "values": key, "log": v.log})
+    rows = co.placeholder("rows")
+    segments[rows] = lambda: co.rows_segment(sweep.columns, 2)
+    doc = {
+        "of": sweep.of,
+        "vary": vary,
+        "designs": [{"name": k, **v} for k, v in sweep.designs.items()],
+        "columns": sweep.column_names(),
+        "rows": rows,
+    }
+    return co.json_chunks(envelope("sweep", version, doc), segments)
 
 
 def document(sweep: Sweep) -> dict[str, Any]:
