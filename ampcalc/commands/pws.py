@@ -399,7 +399,9 @@ def sanitize_cmd(
             d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
             chunk, verify, scheduler, workers, as_json,
         )  # fmt: skip
-    seen: dict[str, int] = {}
+    from ..keyset import KeySet
+
+    seen = KeySet()
     prev: tuple[str, int] | None = None
     with contextlib.ExitStack() as stack:
         out: Any = sys.stdout
@@ -422,6 +424,7 @@ def sanitize_cmd(
             if si is not None:
                 for n, v in enumerate(cols[si]):
                     _check_score(v, params, int(freqs[n]), sample, lines[n])
+            raw = None
             if stream:
                 order = np.flatnonzero(
                     np.fromiter(map(operator.le, keys[1:], keys[:-1]), bool, len(keys) - 1)
@@ -443,18 +446,25 @@ def sanitize_cmd(
                     )
                 prev = (keys[-1], lines[-1])
             else:
-                chunk_keys = dict(zip(keys, lines, strict=True))
-                if len(chunk_keys) != len(keys) or not seen.keys().isdisjoint(chunk_keys):
-                    _duplicate(keys, lines, seen, sample)
-                seen.update(chunk_keys)
+                raw = K.encode_keys(keys)
+                dup = seen.add(keys, lines, raw)
+                if dup is not None:
+                    raise DesignError(
+                        _duplicate_message(sample, keys[dup[0]], lines[dup[0]], dup[1])
+                    )
             if freqs.size:
                 top = int(freqs.max())
                 where = f"{sample}:{lines[int(np.argmax(freqs))]}"
                 san.ensure(top, where)
-            kept, tokens = K.sanitize_keys(keys, freqs, seed, p=san.p, rows=san.rows)
+            hashes = None if raw is None else K.key_hashes(keys, raw)
+            kept, tokens = K.sanitize_keys(
+                keys, freqs, seed, p=san.p, rows=san.rows, hashes=hashes
+            )
             n_in += len(keys)
             idx = np.flatnonzero(kept).tolist()
-            if frequencies:
+            if not extra and _write_plain(out, keys, idx, tokens if frequencies else None):
+                pass  # written directly: no cell needed quoting
+            elif frequencies:
                 assert tokens is not None
                 tok = tokens.tolist()
                 writer.writerows([keys[n], tok[n], *[cols[c][n] for c in extra]] for n in idx)
@@ -561,11 +571,34 @@ def _duplicate(keys: list[str], lines: Sequence[int], seen: dict[str, int], path
     for k, ln in zip(keys, lines, strict=True):
         earlier = seen.get(k, first.get(k))
         if earlier is not None:
-            raise DesignError(
-                f"{path}:{ln}: duplicate key {excerpt(k)} (first on line {earlier}); "
-                "a weighted sample lists each key once with its frequency"
-            )
+            raise DesignError(_duplicate_message(path, k, ln, earlier))
         first[k] = ln
+
+
+def _duplicate_message(path: str, key: str, line: int, earlier: int) -> str:
+    return (
+        f"{path}:{line}: duplicate key {excerpt(key)} (first on line {earlier}); "
+        "a weighted sample lists each key once with its frequency"
+    )
+
+
+def _write_plain(out: Any, keys: list[str], idx: list[int], tokens: Any) -> bool:
+    """The rows ``key`` (or ``key,token``) of ``idx`` written as one text, the bytes
+    ``csv.writer`` would write; False (nothing written) if a key needs quoting: it
+    holds a comma, a quote, a line break or is empty (a lone empty cell is ``""``)."""
+    if not idx:
+        return True
+    kept = [keys[n] for n in idx]
+    text = "\n".join(kept)
+    if any(c in text for c in ',"\r') or "\n\n" in text or not kept[0] or not kept[-1]:
+        return False
+    if len(kept) != text.count("\n") + 1:
+        return False  # a key with a line break
+    if tokens is not None:
+        tok = tokens[idx].tolist()
+        text = "\n".join(map("%s,%d".__mod__, zip(kept, tok, strict=True)))
+    out.write(text + "\n")
+    return True
 
 
 def _check_score(value: str, params: Any, w: int, path: str, line: int) -> None:
