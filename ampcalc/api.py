@@ -808,6 +808,24 @@ def pws_table(
     ``keys_only_exact``) and ``frequencies``: rows of ``frequency``, ``q``, ``pi``,
     ``p``, ``phi_sbh``, ``ratio`` (004_219872908bad6779.txt Alg. 3; spec B9).
     """
+    summary, cols = pws_table_columns(design, max_frequency, verify=verify)
+    names = list(cols)
+    ratio_ok = (cols["phi_sbh"] > 0).tolist()
+    rows = [
+        dict(zip(names, values, strict=True))
+        for values in zip(*(cols[k].tolist() for k in names), strict=True)
+    ]
+    for row, ok in zip(rows, ratio_ok, strict=True):
+        if not ok:
+            row["ratio"] = None
+    return {**summary, "frequencies": rows}
+
+
+def pws_table_columns(
+    design: Any, max_frequency: int | None = None, *, verify: bool = False
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``pws_table``'s summary, and its rows as columns (``frequency``, ``q``, ``pi``,
+    ``p``, ``phi_sbh``, ``ratio``: NaN where φ_i is not > 0, the rows' null)."""
     from . import pws_kernels as K
     from .schemes import pws
 
@@ -825,17 +843,17 @@ def pws_table(
         threshold=params.threshold,
         weight_power=params.weight_power,
     )
-    rows = [
-        {
-            "frequency": i + 1,
-            "q": float(t.q[i]),
-            "pi": float(t.pi[i]),
-            "p": float(p[i]),
-            "phi_sbh": float(phi[i]),
-            "ratio": float(t.pi[i] / phi[i]) if phi[i] > 0 else None,
-        }
-        for i in range(n)
-    ]
+    pi = np.asarray(t.pi, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(phi > 0, pi / np.where(phi > 0, phi, 1.0), np.nan)
+    cols = {
+        "frequency": np.arange(1, n + 1, dtype=np.int64),
+        "q": np.asarray(t.q, dtype=float),
+        "pi": pi,
+        "p": np.asarray(p, dtype=float),
+        "phi_sbh": np.asarray(phi, dtype=float),
+        "ratio": ratio,
+    }
     summary: dict[str, Any] = {
         "design": d.name,
         "epsilon": params.epsilon,
@@ -849,7 +867,7 @@ def pws_table(
             params, t.q, t.pi, None
         )
         summary["verified"] = ok
-    return {**summary, "frequencies": rows}
+    return summary, cols
 
 
 class PwsSanitiser:

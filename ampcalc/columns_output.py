@@ -256,3 +256,20 @@ def csv_chunks(columns: Mapping[str, np.ndarray]) -> Iterator[str]:
     for start in range(0, n, CHUNK):
         stop = min(start + CHUNK, n)
         yield _rows(pieces, _chunk_cells(cols, start, stop, "csv"), stop - start, "\n") + "\n"
+
+
+def table_json_chunks(
+    command: str,
+    version: str,
+    payload: Mapping[str, Any],
+    key: str,
+    columns: Mapping[str, np.ndarray],
+) -> Iterator[str] | None:
+    """The JSON envelope of ``{**payload, key: rows}`` with the rows (one object each,
+    keys in column order, NaN as null) written from ``columns``; ``None``: render the
+    usual way."""
+    from ampcalc.render import envelope
+
+    mark = placeholder(key)
+    doc = envelope(command, version, {**payload, key: mark})
+    return json_chunks(doc, {mark: lambda: rows_segment(columns, 2)})

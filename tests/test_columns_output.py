@@ -112,3 +112,20 @@ def test_what_it_cannot_write_exactly_falls_back_to_the_usual_rendering() -> Non
     nested = _sweep({"x": np.array([[1], [2], None], dtype=object)[:2]}, (1.0, 2.0))
     assert sw.json_chunks(nested, "9.9") is None  # a list in a cell spans several lines
     assert json.loads("".join(sw.json_chunks(_sweep({}, ()), "9.9") or []))["rows"] == []
+
+
+@pytest.mark.parametrize("name", ["pws.yaml", "pws-histogram.yaml"])
+def test_pws_table_chunks_equal_the_rendered_rows(name: str, monkeypatch) -> None:
+    """``pws table`` writes JSON/CSV from its columns: the bytes of the rendered rows."""
+    from conftest import EXAMPLES
+
+    from ampcalc import api
+
+    monkeypatch.setattr(columns_output, "CHUNK", 97)
+    design = api.load_designs(EXAMPLES / name)
+    payload = api.pws_table(design)
+    summary, cols = api.pws_table_columns(design)
+    want_json = render.render_json(render.envelope("pws table", "9.9", payload))
+    chunks = columns_output.table_json_chunks("pws table", "9.9", summary, "frequencies", cols)
+    assert chunks is not None and "".join(chunks) == want_json
+    assert "".join(columns_output.csv_chunks(cols)) == render.render_csv(payload["frequencies"])

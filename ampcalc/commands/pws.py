@@ -30,6 +30,7 @@ from ..cli import (
     resolve_format,
     result_text,
     say,
+    version,
 )
 from ..fileio import excerpt, excerpt_names
 from ..limits import LIMITS
@@ -238,14 +239,20 @@ def table_cmd(
     overrides: SetOpt = None,
 ) -> int:
     """Every per-frequency row of a pws design: i, q_i, π_i, p_i, SbH φ_i, π_i/φ_i."""
-    from ..api import pws_table
+    import functools
+
+    from .. import columns_output as co
+    from ..api import pws_table_columns
 
     out_format = resolve_format(fmt, as_json)
     d, params = _design(design, overrides)
-    payload = pws_table([d], max_frequency, verify=verify)
-    rows = payload.pop("frequencies")
-    summary: dict[str, Any] = payload
-    n = len(rows)
+    summary, cols = pws_table_columns([d], max_frequency, verify=verify)
+    n = len(cols["frequency"])
+
+    @functools.cache
+    def all_rows() -> list[dict[str, Any]]:
+        return _table_rows(cols)
+
     status = ExitCode.OK
     if verify and not summary["verified"]:
         say(
@@ -258,6 +265,7 @@ def table_cmd(
         from ..render import fmt as f6
         from ..render import render_table
 
+        rows = all_rows()
         interesting = [r for r in rows if r["pi"] < r["q"]] or rows[:5]
         header = ["i", "q_i", "π_i", "p_i", "SbH φ_i", "π_i/φ_i"]
         body = [
@@ -285,9 +293,44 @@ def table_cmd(
             )
         return render_table(header, body, foot, rich_output=rich)
 
-    payload = {**summary, "frequencies": rows}
-    emit_result(out_format, "pws table", payload, csv=rows, table=table)
+    emit_result(
+        out_format,
+        "pws table",
+        lambda: {**summary, "frequencies": all_rows()},
+        csv=_LazyRows(all_rows),
+        table=table,
+        # written from the columns in chunks: the same bytes as the rows rendered
+        chunks={
+            "json": lambda: co.table_json_chunks(
+                "pws table", version(), summary, "frequencies", cols
+            ),
+            "csv": lambda: co.csv_chunks(cols),
+        },
+    )
     return int(status)
+
+
+class _LazyRows:
+    """Rows made only when iterated (the CSV rendering falls back to them)."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.make())
+
+
+def _table_rows(cols: dict[str, Any]) -> list[dict[str, Any]]:
+    """``api.pws_table``'s rows from its columns (NaN ratio: null)."""
+    names = list(cols)
+    rows = [
+        dict(zip(names, values, strict=True))
+        for values in zip(*(cols[k].tolist() for k in names), strict=True)
+    ]
+    for row, ok in zip(rows, (cols["phi_sbh"] > 0).tolist(), strict=True):
+        if not ok:
+            row["ratio"] = None
+    return rows
 
 
 def _verify(
