@@ -74,14 +74,15 @@ _KERNELS: dict[str, Callable[[float], float]] = {}
 
 def _kernels() -> dict[str, Callable[[float], float]]:
     if not _KERNELS:
-        rng = np.random.default_rng(19)
+        # a few hundred arguments over the ranges used (no RNG: numpy.random is slow to
+        # import, and this runs on the first call of a CLI process)
         pos = np.concatenate(
-            [np.geomspace(1e-300, 700.0, 4000), rng.uniform(0.0, 50.0, 4000), [0.0, 1.0, 2.0]]
+            [np.geomspace(1e-300, 700.0, 300), np.linspace(0.0, 50.0, 301)[1:] * np.pi / 3]
         )
-        unit = np.concatenate([-np.geomspace(1e-300, 0.999999, 2000), pos[pos < 1e6]])
+        unit = np.concatenate([-np.geomspace(1e-300, 0.999999, 100), pos])
         _KERNELS["expm1"] = _pick(np.expm1, math.expm1, pos)
         _KERNELS["log1p"] = _pick(np.log1p, math.log1p, np.concatenate([unit, pos * 1e6]))
-        _KERNELS["log"] = _pick(np.log, math.log, np.geomspace(1e-300, 1.0, 4000))
+        _KERNELS["log"] = _pick(np.log, math.log, np.geomspace(1e-300, 1.0, 300))
         _KERNELS["exp"] = _pick(np.exp, math.exp, -pos)
     return _KERNELS
 
