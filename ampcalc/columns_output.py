@@ -24,8 +24,8 @@ import numpy as np
 
 from ampcalc.results import plain
 
-#: rows formatted and written at a time (bounded memory: ~50 MB of text per chunk)
-CHUNK = 1 << 16
+#: rows formatted and written at a time (bounded memory: ~7 MB of JSON text per chunk)
+CHUNK = 1 << 14
 
 
 class _NotExact(Exception):
@@ -190,19 +190,32 @@ def rows_segment(columns: Mapping[str, np.ndarray], depth: int) -> Iterator[str]
 
 
 def list_segment(values: Sequence[Any], depth: int) -> Iterator[str]:
-    """A JSON list of scalars, its items at ``depth`` levels of ``indent=2``."""
-    if all(type(v) is float for v in values):
-        arr = np.asarray(values, dtype=float)
+    """A JSON list of scalars, its items at ``depth`` levels of ``indent=2``, in chunks;
+    raises ``_NotExact`` (before yielding) if it cannot be exact."""
+    floats = all(type(v) is float for v in values)
+    arr = np.asarray(values, dtype=float) if floats else None
+    if arr is not None:
         _scan([arr])
-        return _list_text(_column_texts(arr, "json"), depth)
-    return _list_text([_json_cell(v) for v in values], depth)
-
-
-def _list_text(texts: list[str], depth: int) -> Iterator[str]:
+    else:
+        for v in set(values) if all(type(v) in (int, str) for v in values) else values:
+            _json_cell(v)
     pad = " " * (2 * depth)
-    if not texts:
-        return iter(["[]"])
-    return iter(["[\n" + pad + (",\n" + pad).join(texts) + "\n" + pad[:-2] + "]"])
+    n = len(values)
+
+    def chunks() -> Iterator[str]:
+        if n == 0:
+            yield "[]"
+            return
+        for start in range(0, n, CHUNK):
+            stop = min(start + CHUNK, n)
+            if arr is not None:
+                texts = _column_texts(arr[start:stop], "json")
+            else:
+                texts = [_json_cell(v) for v in values[start:stop]]
+            yield ("[\n" if start == 0 else ",\n") + pad + (",\n" + pad).join(texts)
+        yield "\n" + pad[:-2] + "]"
+
+    return chunks()
 
 
 def json_chunks(
