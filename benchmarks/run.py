@@ -48,6 +48,8 @@ BENCHES: list[tuple[str, str, str]] = [
     ("plan", "bench_plan", "median smooth sensitivity and planner simulations"),
     ("verify", "bench_verify", "verify programmes and group kernels"),
     ("dask", "bench_dask", "Dask-backed record files (optional)"),
+    ("overhead", "bench_overhead", "Python overhead: one call, big outputs, PWS, weights"),
+    ("dask-scaling", "bench_dask_scaling", "Dask: 1 and 2 workers against one process"),
 ]
 MARK = "@@ampcalc-bench-rows@@"
 CHILD = (
