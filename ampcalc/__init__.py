@@ -27,13 +27,13 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
-from .errors import AmpcalcError, ConditionError, DesignError, Where
-from .model import Design, Mechanism, Neighbours, Target
+from ampcalc._version import __version__
+from ampcalc.model.design import Design, Mechanism, Neighbours, Target
+from ampcalc.model.errors import AmpcalcError, ConditionError, DesignError, Where
 
 if TYPE_CHECKING:  # the lazily imported names, for type checkers and IDEs
-    from . import designs, kernels
-    from .api import (
+    from ampcalc import designs, kernels
+    from ampcalc.api import (
         SweepResult,
         Weights,
         bound,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # the lazily imported names, for type checkers and IDEs
         pws_table,
         weights,
     )
-    from .results import BoundResult, InvertResult
+    from ampcalc.model.results import BoundResult, InvertResult
 
 #: name -> module it lives in (imported on first attribute access).
 _LAZY = {

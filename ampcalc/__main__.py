@@ -1,5 +1,5 @@
 """``python -m ampcalc``."""
 
-from .cli import run
+from ampcalc.cli.app import run
 
 run()

@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import numeric
+from ampcalc.math import numeric
 
 if TYPE_CHECKING:
-    from .model import Mechanism, Neighbours
-    from .schemes import poisson, srswor
-    from .schemes.base import Analysis
+    from ampcalc.model.design import Mechanism, Neighbours
+    from ampcalc.schemes import poisson, srswor
+    from ampcalc.schemes.base import Analysis
 
 _REL = 1e-10  # relative slack covering the kernels' accumulated rounding
 MAX_SUPPORT = 5_000_000
@@ -236,9 +236,9 @@ def srswor_group_analysis(params: srswor.Params, mechanism: Mechanism) -> Analys
 
 
 def _srswor_group(params: srswor.Params, mechanism: Mechanism) -> Analysis:
-    from .errors import ConditionError
-    from .model import Neighbours
-    from .schemes.base import Analysis
+    from ampcalc.model.design import Neighbours
+    from ampcalc.model.errors import ConditionError
+    from ampcalc.schemes.base import Analysis
 
     n, m, g = params.population, params.sample, mechanism.group_size
     if g > n:
@@ -333,9 +333,9 @@ def poisson_group_analysis(
         −g·log(1 − q(1 − e^{−ε})), smaller; both in details).
     Tightness: tight.
     """
-    from .errors import ConditionError
-    from .model import Neighbours
-    from .schemes.base import Analysis
+    from ampcalc.model.design import Neighbours
+    from ampcalc.model.errors import ConditionError
+    from ampcalc.schemes.base import Analysis
 
     q, g = params.rate, mechanism.group_size
     if guarantee is not Neighbours.ADD_REMOVE:

@@ -40,13 +40,13 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from .errors import AmpcalcError, DesignError
-from .model import Design, Neighbours
+from ampcalc.model.design import Design, Neighbours
+from ampcalc.model.errors import AmpcalcError, DesignError
 
 if TYPE_CHECKING:
-    from .planner import Plan
-    from .results import BoundResult, InvertResult
-    from .sweep import Sweep
+    from ampcalc.analyses.sweep import Sweep
+    from ampcalc.math.accuracy import Plan
+    from ampcalc.model.results import BoundResult, InvertResult
 
 #: What ``load_design`` accepts: a path, YAML text, a dict, or an already built design.
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Design]
@@ -78,7 +78,7 @@ def load_designs(source: Any = None, *, overrides: Sequence[str] = ()) -> tuple[
     Raises:
         DesignError: the CLI's message, with ``.field`` and ``.line`` where known.
     """
-    from . import design as _design
+    from ampcalc.designs import document as _design
 
     if isinstance(source, Design):
         if overrides:
@@ -140,7 +140,7 @@ def bound(design: Any, epsilon: Any = None) -> BoundResult:
         A ``BoundResult``: the JSON contract's fields as attributes, ``to_dict()``.
         A design outside its theorem's conditions gives null bounds and ``error``.
     """
-    from . import engine
+    from ampcalc import engine
 
     return engine.bound(_one(design), epsilon=epsilon)
 
@@ -156,7 +156,7 @@ def invert(design: Any, target: Any = None, target_delta: float | None = None) -
     Returns:
         An ``InvertResult`` (``certified``, ``impossible_above``, ``delta``, ...).
     """
-    from . import engine
+    from ampcalc import engine
 
     return engine.invert(_one(design), target, target_delta)
 
@@ -168,8 +168,8 @@ def validate(designs: Any) -> list[dict[str, Any]]:
     ``scheme``, ``valid`` and the checked ``conditions`` and ``warnings``, or ``error``
     naming the failed condition. Invalid input raises ``DesignError`` as the CLI does.
     """
-    from . import engine
-    from .errors import ConditionError
+    from ampcalc import engine
+    from ampcalc.model.errors import ConditionError
 
     out: list[dict[str, Any]] = []
     for d in _many(designs):
@@ -186,7 +186,7 @@ def validate(designs: Any) -> list[dict[str, Any]]:
 
 def schemes() -> list[dict[str, Any]]:
     """Every sampling scheme: parameters, relations and basis (``ampcalc schemes --json``)."""
-    from . import schemes as registry
+    from ampcalc import schemes as registry
 
     return [
         {
@@ -216,7 +216,7 @@ def schemes() -> list[dict[str, Any]]:
 
 
 def _spec_text(path: str, spec: Any) -> str:
-    from .sweep import yaml_scalar
+    from ampcalc.analyses.sweep import yaml_scalar
 
     if isinstance(spec, str):
         return f"{path}={spec}"
@@ -281,9 +281,9 @@ def _same_design(a: Design, b: Design) -> bool:
 
 def _design_document(design: Design) -> tuple[Any, str]:
     """A document that loads back into ``design`` (for sweeps over a built Design)."""
-    from . import schemes
-    from .design import load_document, parse_yaml, read_source
-    from .designs import _mechanism_dict
+    from ampcalc import schemes
+    from ampcalc.designs import _mechanism_dict
+    from ampcalc.designs.document import load_document, parse_yaml, read_source
 
     scheme = schemes.get(design.scheme)
     sampling: dict[str, Any] = {"scheme": design.scheme}
@@ -330,7 +330,7 @@ def _design_document(design: Design) -> tuple[Any, str]:
 
 
 def _document(source: Any) -> tuple[Any, str]:
-    from .design import parse_yaml, read_source
+    from ampcalc.designs.document import parse_yaml, read_source
 
     if isinstance(source, Design):
         return _design_document(source)
@@ -409,7 +409,7 @@ class SweepResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON payload of ``ampcalc sweep --json`` (of, vary, designs, columns, rows)."""
-        from .sweep import document
+        from ampcalc.analyses.sweep import document
 
         return document(self.sweep)
 
@@ -455,7 +455,7 @@ def sweep(
     Raises:
         DesignError: a malformed sweep, or a grid point that is not a valid design.
     """
-    from . import sweep as sw
+    from ampcalc.analyses import sweep as sw
 
     if of not in sw.KINDS:
         raise DesignError(f"unknown of={of!r}; expected one of {', '.join(sw.KINDS)}")
@@ -492,8 +492,8 @@ def compare(designs: Any, target: float | None = None) -> list[dict[str, Any]]:
     Raises:
         DesignError: a design without a target (give ``target`` or a ``target:`` block).
     """
-    from . import engine, schemes
-    from .errors import ConditionError
+    from ampcalc import engine, schemes
+    from ampcalc.model.errors import ConditionError
 
     results: list[dict[str, Any]] = []
     for d in _many(designs):
@@ -579,7 +579,7 @@ def check(
     ``check --json`` (``passed``, ``reasons``, ...); ``all(e["passed"] for e in ...)``
     is the gate.
     """
-    from . import engine
+    from ampcalc import engine
 
     if not (isinstance(max_epsilon, (int, float)) and math.isfinite(max_epsilon)) or (
         max_epsilon <= 0
@@ -602,7 +602,7 @@ def verify_design(
     design: Design, pairs: str = "default", limit: int = 5000, epsilon: float | None = None
 ) -> dict[str, Any]:
     """One row of ``verify --json``: the exact ε′ of a tiny design against our bounds."""
-    from .verify import verify_row
+    from ampcalc.schemes.exact import verify_row
 
     return verify_row(design, pairs, limit, epsilon)
 
@@ -642,7 +642,7 @@ def plan(source: Any, q: float | None = None) -> Plan:
         An ``ampcalc.planner.Plan`` (``to_dict()`` is one ``results`` entry of
         ``plan --json``).
     """
-    from .plan_design import plan_document
+    from ampcalc.analyses.plan import plan_document
 
     if q is not None and not 0 <= q < 1:
         raise AmpcalcError(f"q: expected a number in [0, 1), got {q!r}")
@@ -683,7 +683,7 @@ class Weights:
         Row i is kept when U_i < q(x_i), U_i from numpy's Philox generator keyed by the
         seed with counter i: the same rows however the file is split.
         """
-        from .importance_kernels import uniforms
+        from ampcalc.math.importance import uniforms
 
         return np.flatnonzero(uniforms(int(seed), 0, len(self)) < self.probability)
 
@@ -714,7 +714,7 @@ def importance_setup(d: Design) -> tuple[Any, Any, float, float | None]:
     """(params with ε* bound, profile, profile scaling k0, ε* or None) of an importance
     design, refusing (``ConditionError``) a privacy-constrained design whose declared ε
     exceeds ε*, with the message ``bound`` gives."""
-    from .schemes import importance as imp
+    from ampcalc.schemes import importance as imp
 
     params: Any = imp.bind_target(d.params, d.target)
     profile: Any = d.mechanism
@@ -736,7 +736,7 @@ def weights(design: Any) -> Weights:
         ConditionError: the design is outside Theorem 10's conditions (the message
             ``bound`` gives, naming the largest feasible radius).
     """
-    from .schemes import importance as imp
+    from ampcalc.schemes import importance as imp
 
     d = importance_design(_many(design))
     params, profile, k0, eps_star = importance_setup(d)
@@ -757,7 +757,7 @@ def weights(design: Any) -> Weights:
 
 def pws_design(designs: Sequence[Design]) -> tuple[Design, Any]:
     """The one ``scheme: pws`` design of a file and its params with the target bound."""
-    from .schemes import pws
+    from ampcalc.schemes import pws
 
     chosen = [d for d in designs if d.scheme == "pws"]
     if len(chosen) != 1:
@@ -778,8 +778,8 @@ def pws_self_check(
     """DP self-check: keys-only outputs (exact rational arithmetic up to
     ``EXACT_CHECK_ROWS`` rows) and, with ``frequencies``, Algorithm 4's rows (float,
     with rounding slack). Returns (ok, largest divergence, keys-only check exact)."""
-    from . import pws_kernels as K
-    from .schemes import pws
+    from ampcalc.math import pws as K
+    from ampcalc.schemes import pws
 
     eps, delta = params.epsilon, params.delta
     exact = pi.size <= EXACT_CHECK_ROWS
@@ -826,8 +826,8 @@ def pws_table_columns(
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """``pws_table``'s summary, and its rows as columns (``frequency``, ``q``, ``pi``,
     ``p``, ``phi_sbh``, ``ratio``: NaN where φ_i is not > 0, the rows' null)."""
-    from . import pws_kernels as K
-    from .schemes import pws
+    from ampcalc.math import pws as K
+    from ampcalc.schemes import pws
 
     d, params = pws_design(_many(design))
     t = pws.compute_table(params, max_frequency)
@@ -874,7 +874,7 @@ class PwsSanitiser:
     """Algorithm 3/4 tables for a design, extended on demand to larger frequencies."""
 
     def __init__(self, params: Any, frequencies: bool, extend: bool) -> None:
-        from .schemes import pws
+        from ampcalc.schemes import pws
 
         self.params = params
         self.frequencies = frequencies
@@ -884,8 +884,8 @@ class PwsSanitiser:
         self._build(self.n)
 
     def _build(self, n: int) -> None:
-        from . import pws_kernels as K
-        from .schemes import pws
+        from ampcalc.math import pws as K
+        from ampcalc.schemes import pws
 
         self.q = pws.q_of(self.params, n)
         self.pi = pws.reporting(self.params, self.q)
@@ -933,7 +933,7 @@ def pws_sanitize(
         ``{"keys": [...reported keys...]}`` plus ``"frequency": [...]`` with
         ``report_frequencies`` (the CLI's output rows, in input order).
     """
-    from . import pws_kernels as K
+    from ampcalc.math import pws as K
 
     _, params = pws_design(_many(design))
     key_list = [str(k) for k in keys]
@@ -979,8 +979,8 @@ def _argmax_col(rows: Any, j: int) -> int:
 def pws_estimate_params(params: Any, tokens: Sequence[int]) -> dict[str, Any]:
     """The MLE estimate (004 Eq. 9) from sanitised frequencies, with bias/variance
     (spec B8): the ``pws estimate --json`` payload without ``select``."""
-    from . import pws_kernels as K
-    from .schemes import pws
+    from ampcalc.math import pws as K
+    from ampcalc.schemes import pws
 
     t = pws.compute_table(params)
     top = max([t.n, *tokens])

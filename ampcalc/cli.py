@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .errors import AmpcalcError
+from ampcalc.model.errors import AmpcalcError
 
 if TYPE_CHECKING:
-    from .render import CsvRecords, Payload, TableText
+    from ampcalc.output.render import CsvRecords, Payload, TableText
 
 # typer may vendor its own click: find its ClickException through a public class.
 _ClickException: type[Exception] = next(
@@ -44,7 +44,7 @@ class Format(str, enum.Enum):
 
 
 def version() -> str:
-    from . import __version__
+    from ampcalc import __version__
 
     return __version__
 
@@ -122,7 +122,7 @@ def resolve_format(fmt: Format | None, as_json: bool) -> Format:
 
 def _check_epsilon(value: float | None, option: str) -> None:
     """An ε option is finite, > 0 and within the limit (``ampcalc.limits``)."""
-    from .limits import LIMITS
+    from ampcalc.model.limits import LIMITS
 
     if value is None:
         return
@@ -172,7 +172,7 @@ def result_text(
     ``csv()``'s text), the table ``table(rich)`` with ``rich`` true on a terminal. Only
     the chosen rendering is computed; a command without a table or CSV passes None.
     """
-    from .render import render_result
+    from ampcalc.output.render import render_result
 
     return render_result(
         output.value,
@@ -214,7 +214,7 @@ def say(message: str) -> None:
 
 
 def load(design: str | None, overrides: Sequence[str] | None) -> Any:
-    from .design import load_designs
+    from ampcalc.designs.document import load_designs
 
     return load_designs(design if design is not None else None, overrides=overrides or ())
 
@@ -244,7 +244,7 @@ def bound(
     """
     output = resolve_format(fmt, as_json)
     _check_epsilon(epsilon, "--epsilon")
-    from . import api
+    from ampcalc import api
 
     designs = load(design, set_)
     results = [api.bound(d, epsilon=epsilon) for d in designs]
@@ -273,7 +273,7 @@ def _results_table(dicts: list[dict[str, Any]], kind: str) -> TableText:
     """The table of ``bound`` or ``invert`` results: one row per design, notes under it."""
 
     def table(rich: bool) -> str:
-        from . import render
+        from ampcalc.output import render
 
         rows_of = render.bound_rows if kind == "bound" else render.invert_rows
         header, rows = rows_of(dicts)
@@ -308,7 +308,7 @@ def invert(
     """
     output = resolve_format(fmt, as_json)
     _check_epsilon(target, "--target")
-    from . import api
+    from ampcalc import api
 
     designs = load(design, set_)
     results = [api.invert(d, target, target_delta) for d in designs]
@@ -331,12 +331,12 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> int:
     Example:  ampcalc schemes --json
     """
     output = resolve_format(fmt, as_json)
-    from . import api
+    from ampcalc import api
 
     items = api.schemes()
 
     def table(rich: bool) -> str:
-        from . import render
+        from ampcalc.output import render
 
         header = ["scheme", "guarantee", "what it is"]
         rows = [[i["name"], ", ".join(i["guarantee_neighbours"]), i["summary"]] for i in items]
@@ -367,7 +367,7 @@ def validate(
     Example:  ampcalc validate examples/designs/srswor.yaml
     """
     output = resolve_format(fmt, as_json)
-    from . import api
+    from ampcalc import api
 
     dicts = api.validate(load(design, set_))
     code = ExitCode.OK
@@ -377,7 +377,7 @@ def validate(
             code = ExitCode.BAD_INPUT
 
     def table(rich: bool) -> str:
-        from . import render
+        from ampcalc.output import render
 
         header = ["design", "scheme", "valid"]
         rows = [[e["name"], e["scheme"], "yes" if e["valid"] else "error"] for e in dicts]
@@ -393,7 +393,7 @@ def validate(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ampcalc with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
-    from .fileio import Interrupted, interruptible, reset_inputs
+    from ampcalc.load.files import Interrupted, interruptible, reset_inputs
 
     args = list(sys.argv[1:] if argv is None else argv)
     reset_inputs()
@@ -432,6 +432,6 @@ def run() -> None:
 
 # Further commands live in ampcalc/commands/<name>.py and attach themselves to ``app``
 # (each imports its heavy dependencies inside the command function).
-from .commands import register as _register_commands  # noqa: E402
+from ampcalc.cli import register as _register_commands  # noqa: E402
 
 _register_commands()

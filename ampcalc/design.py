@@ -22,13 +22,8 @@ from typing import Any
 
 import yaml
 
-from . import schemes
-from .errors import AmpcalcError, DesignError, Where
-from .fileio import note_stdin, open_input
-from .limits import LIMITS, limit
-from .model import MAX_EPSILON, Design, Mechanism, Neighbours, Release, Target, check_epsilon
-from .schemes.base import Field, Scheme
-from .validate import (
+from ampcalc import schemes
+from ampcalc.load.fields import (
     MarkedDict,
     MarkedList,
     Reader,
@@ -39,6 +34,19 @@ from .validate import (
     number,
     read_fields,
 )
+from ampcalc.load.files import note_stdin, open_input
+from ampcalc.model.design import (
+    MAX_EPSILON,
+    Design,
+    Mechanism,
+    Neighbours,
+    Release,
+    Target,
+    check_epsilon,
+)
+from ampcalc.model.errors import AmpcalcError, DesignError, Where
+from ampcalc.model.limits import LIMITS, limit
+from ampcalc.schemes.base import Field, Scheme
 
 MAX_BYTES = limit("file_bytes")
 MAX_ALIASES = limit("yaml_aliases")

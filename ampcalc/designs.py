@@ -22,9 +22,9 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import schemes
-from .design import load_document
-from .model import Design, Mechanism, Neighbours, Target
+from ampcalc import schemes
+from ampcalc.designs.document import load_document
+from ampcalc.model.design import Design, Mechanism, Neighbours, Target
 
 _SPECIAL = {
     "srswor": "SRSWOR",

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AmpcalcError, DesignError
-from .fileio import atomic_write, excerpt_names, is_temp_name, open_input, write_text
+from ampcalc.load.files import atomic_write, excerpt_names, is_temp_name, open_input, write_text
+from ampcalc.model.errors import AmpcalcError, DesignError
 
 #: ``--scheduler`` values that run on dask's local schedulers (no cluster).
 LOCAL_SCHEDULERS = ("synchronous", "threads", "processes")
@@ -304,7 +304,7 @@ class _RecordPart:
 
 
 def _record_part(part: Partition, columns: Any, probability_column: Any) -> _RecordPart:
-    from .importance_records import open_source, select_columns
+    from ampcalc.load.records import open_source, select_columns
 
     def err(msg: str) -> Exception:
         return DesignError(msg)
@@ -352,7 +352,7 @@ def _read_records(rp: _RecordPart) -> Any:
     """A record partition as a DataFrame: columns x0..x{d−1} (float) and ``p``."""
     import pandas as pd
 
-    from .importance_records import iter_chunks
+    from ampcalc.load.records import iter_chunks
 
     d = len(rp.names)
     if rp.kind != "parquet":
@@ -428,7 +428,7 @@ _BLOCK = 1 << 18
 
 def _csv_block(block: np.ndarray) -> str:
     """Rows as the one-process ``weights`` writes them (row as an integer, %.17g)."""
-    from .commands.weights import _rows
+    from ampcalc.cli.weights import _rows
 
     return _rows(block, int_first=True)
 
@@ -437,9 +437,9 @@ def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None)
     """Probabilities, weights, ε̂ (and the Poisson draw) of one partition; writes its part."""
     import pandas as pd
 
-    from .importance_kernels import uniforms
-    from .importance_records import RecordNorms, record_norms
-    from .schemes import importance as imp
+    from ampcalc.load.records import RecordNorms, record_norms
+    from ampcalc.math.importance import uniforms
+    from ampcalc.schemes import importance as imp
 
     i = int(partition_info["number"]) if partition_info else 0
     rp, start = job.parts[i], job.offsets[i]
@@ -612,7 +612,7 @@ def _sample_header(part: Partition) -> list[str]:
                 f"(got {excerpt_names(header)})"
             )
         return header
-    from .commands.pws import _read_columns
+    from ampcalc.cli.pws import _read_columns
 
     try:
         header, _, _ = next(_read_columns(part.path, 1))
@@ -635,7 +635,7 @@ def _read_sample(part: Partition, header: tuple[str, ...], chunk: int) -> Any:
     if part.kind == "parquet":
         cols, lines = _read_parquet_sample(part, header)
     else:
-        from .commands.pws import _read_columns
+        from ampcalc.cli.pws import _read_columns
 
         for head, lns, chunk_cols in _read_columns(part.path, chunk):
             if tuple(head) != header:
@@ -742,8 +742,8 @@ def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = Non
     """Algorithm 2 of 004 on one partition (``pws_kernels.sanitize_keys``); writes its part."""
     import pandas as pd
 
-    from . import pws_kernels as K
-    from .commands.pws import _check_score, _duplicate, _parse_freqs
+    from ampcalc.cli.pws import _check_score, _duplicate, _parse_freqs
+    from ampcalc.math import pws as K
 
     i = int(partition_info["number"]) if partition_info else 0
     part = job.parts[i]
@@ -808,7 +808,7 @@ def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = Non
 def _rows_with_hashes(frame: Any, wanted: np.ndarray, path: str) -> Any:
     import pandas as pd
 
-    from . import pws_kernels as K
+    from ampcalc.math import pws as K
 
     keys = frame["key"].tolist()
     hit = np.isin(K.key_hashes(keys), wanted) if keys else np.zeros(0, dtype=bool)

@@ -16,11 +16,13 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from . import fastpath, numeric, schemes
-from .errors import ConditionError, DesignError, Where
-from .model import Design, Mechanism, Neighbours, check_epsilon
-from .results import BoundResult, InvertResult, Verdict
-from .schemes.base import Analysis
+from ampcalc import schemes
+from ampcalc.engine import fastpath
+from ampcalc.math import numeric
+from ampcalc.model.design import Design, Mechanism, Neighbours, check_epsilon
+from ampcalc.model.errors import ConditionError, DesignError, Where
+from ampcalc.model.results import BoundResult, InvertResult, Verdict
+from ampcalc.schemes.base import Analysis
 
 VERDICT_SLACK = 1e-12
 #: where an ε override's error points: the ``epsilon`` argument.

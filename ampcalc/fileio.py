@@ -33,7 +33,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-from .errors import AmpcalcError, DesignError
+from ampcalc.model.errors import AmpcalcError, DesignError
 
 ErrorFn = Callable[[str], Exception]
 

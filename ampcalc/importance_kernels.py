@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import numeric
-from ._typing import ArrayLike, FloatArray
+from ampcalc.math import numeric
+from ampcalc.math.types import ArrayLike, FloatArray
 
 #: ρ of Su et al. (2016) used for DP-Lloyd noise scales (spec A9, ``kmeans.rho``).
 LLOYD_RHO = 0.225

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .fileio import excerpt, excerpt_names, open_input
+from ampcalc.load.files import excerpt, excerpt_names, open_input
 
 CHUNK_ROWS = 1 << 20
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AmpcalcError
+from ampcalc.model.errors import AmpcalcError
 
 _PROFILE_KEYS = {
     "laplace-sum": ("scale",),
@@ -62,7 +62,7 @@ def _records(X: Any) -> np.ndarray:
 
 def _coefficients(profile: Mapping[str, Any], dimension: int, radius: float | None) -> Any:
     """(LinearCoefficients, norm, linear) of a profile dict (as the loader builds them)."""
-    from .importance_kernels import LinearCoefficients, lloyd_noise_scales
+    from ampcalc.math.importance import LinearCoefficients, lloyd_noise_scales
 
     if not isinstance(profile, Mapping) or "profile" not in profile:
         raise AmpcalcError(
@@ -114,7 +114,7 @@ def _unsampled_epsilon(
     profile: Mapping[str, Any], X: Any, radius: float | None
 ) -> tuple[np.ndarray, bool]:
     """ε(1, x) per record, rounded up (as ``schemes.importance.record_figures``)."""
-    from . import numeric
+    from ampcalc.math import numeric
 
     x = _records(X)
     coef, norm, linear = _coefficients(profile, x.shape[1], radius)
@@ -147,7 +147,7 @@ def privacy_constrained_probabilities(
     Returns:
         q*, shape (n,), in [0, 1] (``nan`` where infeasible).
     """
-    from .importance_kernels import privacy_constrained_weights
+    from ampcalc.math.importance import privacy_constrained_weights
 
     eps_star = _positive(target, "target")
     if eps_star > 700:
@@ -183,7 +183,7 @@ def personalised_epsilon(
     Returns:
         ε̂, shape (n,), never below the exact value.
     """
-    from .importance_kernels import personalised_epsilon as kernel
+    from ampcalc.math.importance import personalised_epsilon as kernel
 
     a, linear = _unsampled_epsilon(profile, X, radius)
     q = np.asarray(probabilities, dtype=float)
@@ -235,7 +235,7 @@ def reporting_probabilities(q: Any, epsilon: float, delta: float) -> np.ndarray:
     Returns:
         π, shape (n,), with 0 <= π_i <= q_i.
     """
-    from . import pws_kernels
+    from ampcalc.math import pws as pws_kernels
 
     eps, d = _privacy(epsilon, delta)
     return pws_kernels.reporting_probabilities(_inclusion(q), eps, d)
@@ -287,7 +287,7 @@ def sanitize_keys(
         (reported mask, sanitised frequencies or ``None``); a token is 0 where the key
         is not reported.
     """
-    from . import pws_kernels
+    from ampcalc.math import pws as pws_kernels
 
     eps, d = _privacy(epsilon, delta)
     key_list = [str(k) for k in keys]

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DesignError, Where, describe
-from .limits import limit
+from ampcalc.model.errors import DesignError, Where, describe
+from ampcalc.model.limits import limit
 
 #: The largest ε accepted anywhere (``limits.LIMITS["epsilon"]``).
 MAX_EPSILON = float(limit("epsilon"))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ampcalc._typing import ArrayLike, FloatArray
+from ampcalc.math.types import ArrayLike, FloatArray
 
 #: ulps added/subtracted by ``round_up``/``round_down``. The kernels below are
 #: accurate to < 4 ulps (expm1, one product, log1p, condition number <= 1 and the

@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from .errors import DesignError, Where
-from .fileio import excerpt, not_utf8, open_input, show_path
-from .schemes.base import Field
+from ampcalc.load.files import excerpt, not_utf8, open_input, show_path
+from ampcalc.model.errors import DesignError, Where
+from ampcalc.schemes.base import Field
 
 if TYPE_CHECKING:
-    from .planner import Plan
+    from ampcalc.math.accuracy import Plan
 
 
 def _f(name: str, kind: str, doc: str, **kw: Any) -> Field:
@@ -89,13 +89,13 @@ _POS_OPEN = _f("value", "float", "a number", low=0.0, low_open=True)
 
 
 def _mapping(value: Any, reader: Any, path: str, container: Any, key: Any, what: str) -> Any:
-    from .validate import mapping
+    from ampcalc.load.fields import mapping
 
     return mapping(value, reader, path, container, key, what)
 
 
 def _read_rates(raw: Any, reader: Any, path: str, container: Any, key: str) -> list[float]:
-    from .validate import MarkedList, number
+    from ampcalc.load.fields import MarkedList, number
 
     if isinstance(raw, dict):
         g = reader.fields(raw, _GRID, path, "a rate grid")
@@ -126,7 +126,7 @@ def _numbers(
     raw: Any, spec: Field, reader: Any, path: str, container: Any, key: str, count: int
 ) -> list[float]:
     """A number (repeated ``count`` times) or a list of exactly ``count`` numbers."""
-    from .validate import number
+    from ampcalc.load.fields import number
 
     if isinstance(raw, list):
         if len(raw) != count:
@@ -181,7 +181,7 @@ def _read_data(file: str, reader: Any, path: str, container: Any) -> list[float]
 
 
 def _bounds(raw: Any, reader: Any, path: str, container: Any) -> tuple[float, float]:
-    from .validate import number
+    from ampcalc.load.fields import number
 
     spec = _f("bound", "float", "a data bound")
     if not isinstance(raw, list) or len(raw) != 2:
@@ -202,7 +202,7 @@ def _bounds(raw: Any, reader: Any, path: str, container: Any) -> tuple[float, fl
 
 def read_plan(source: str | None, q: float | None) -> Plan:
     """Parse and validate a planner design file, then compute its plan."""
-    from .design import parse_yaml, read_source
+    from ampcalc.designs.document import parse_yaml, read_source
 
     text, name = read_source(source)
     return plan_document(parse_yaml(text, filename=name), name, q)
@@ -211,8 +211,8 @@ def read_plan(source: str | None, q: float | None) -> Plan:
 def plan_document(doc: Any, name: str, q: float | None) -> Plan:
     """Validate a parsed planner design (``name``: its file, for messages and relative
     ``data:`` paths) and compute its plan (an ``ampcalc.planner.Plan``)."""
-    from . import planner
-    from .validate import Reader, check_keys
+    from ampcalc.load.fields import Reader, check_keys
+    from ampcalc.math import accuracy as planner
 
     reader = Reader(name, "", {})
     doc = _mapping(doc, reader, "", None, None, "a planner design")

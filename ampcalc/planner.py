@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._typing import FloatArray
-from .numeric import amplification_inverse
+from ampcalc.math.numeric import amplification_inverse
+from ampcalc.math.types import FloatArray
 
 __all__ = [
     "MeanPlan",

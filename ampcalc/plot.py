@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AmpcalcError
-from .fileio import atomic_write, refuse_input_as_output
-from .sweep import EPSILON_PATH, TARGET_PATH, Sweep
+from ampcalc.analyses.sweep import EPSILON_PATH, TARGET_PATH, Sweep
+from ampcalc.load.files import atomic_write, refuse_input_as_output
+from ampcalc.model.errors import AmpcalcError
 
 FORMATS = (".png", ".svg", ".pdf")
 SIZE = (7.0, 4.5)  # inches

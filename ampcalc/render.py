@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .results import plain
+from ampcalc.model.results import plain
 
 DASH = "-"
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DesignError, Where
-from .model import check_epsilon
+from ampcalc.model.design import check_epsilon
+from ampcalc.model.errors import DesignError, Where
 
 KINDS = ("bound", "invert", "plan")
 EPSILON_PATH = "mechanism.epsilon"
@@ -324,7 +324,7 @@ def evaluate(
     """
     import time
 
-    from .design import load_document
+    from ampcalc.designs.document import load_document
 
     varies = tuple(varies)
     _check_varies(of, varies)
@@ -426,7 +426,7 @@ def evaluate(
 def _evaluate(
     d: Any, of: str, values: Any, target: Any, target_delta: float | None
 ) -> tuple[Any, dict[str, np.ndarray]]:
-    from . import engine
+    from ampcalc import engine
 
     if of == "bound":
         res = engine.bound(d, epsilon=values)
@@ -561,12 +561,12 @@ def _planner() -> Any:
     import importlib
     import importlib.util
 
-    if importlib.util.find_spec("ampcalc.planner") is None:
+    if importlib.util.find_spec("ampcalc.math.accuracy") is None:
         raise PlannerMissing(
             "--of plan needs the accuracy planner (ampcalc.planner), which is not yet "
             "available in this version; use --of bound or --of invert"
         )
-    module = importlib.import_module("ampcalc.planner")
+    module = importlib.import_module("ampcalc.math.accuracy")
     missing = [f for f in PLAN_FUNCTIONS if not callable(getattr(module, f, None))]
     if missing:
         raise PlannerMissing(
@@ -586,7 +586,7 @@ def _plan_columns(
     ``plan.noise_ratio`` (r(ε, n/N), 002 eq. 8); ``plan.q_bound`` (q = 1 − ε²/ε_n²,
     002 §4.1 eq. 5: a gain needs Var(g(S)) <= q·V_N); ``error``.
     """
-    from .planner import epsilon_sample, noise_ratio, q_bound
+    from ampcalc.math.accuracy import epsilon_sample, noise_ratio, q_bound
 
     if target is None and design.target is not None:
         target = design.target.epsilon_prime
@@ -638,7 +638,7 @@ def _plan_columns(
 def write_csv(sweep: Sweep, out: Any) -> None:
     """CSV, one row per point (floats as ``repr``; null as an empty cell; RFC 4180
     quoting), written from the columns in chunks (``columns_output.csv_chunks``)."""
-    from ampcalc.columns_output import csv_chunks
+    from ampcalc.output.columns import csv_chunks
 
     for chunk in csv_chunks(sweep.columns):
         out.write(chunk)
@@ -647,8 +647,8 @@ def write_csv(sweep: Sweep, out: Any) -> None:
 def json_chunks(sweep: Sweep, version: str) -> Iterator[str] | None:
     """``render.render_json`` of the sweep's envelope, written from the columns in
     chunks (same bytes, bounded memory); ``None``: render ``document`` the usual way."""
-    from ampcalc import columns_output as co
-    from ampcalc.render import envelope
+    from ampcalc.output import columns as co
+    from ampcalc.output.render import envelope
 
     segments: dict[str, Callable[[], Iterator[str]]] = {}
     vary = []

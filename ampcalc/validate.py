@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import DesignError, Where
-from .errors import describe as describe  # re-exported: the scheme modules use it
-from .schemes.base import Field
+from ampcalc.model.errors import DesignError, Where
+from ampcalc.model.errors import describe as describe  # re-exported: the scheme modules use it
+from ampcalc.schemes.base import Field
 
 
 class MarkedDict(dict[Any, Any]):

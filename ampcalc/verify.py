@@ -95,8 +95,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConditionError
-from .model import Mechanism, Neighbours
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
 
 DEFAULT_LIMIT = 5000
 SOLVER_TOL = 1e-7  # absolute tolerance on OPT (≈ 1 + ε′); HiGHS' feasibility tolerances
@@ -994,7 +994,7 @@ def verify_row(
     """
     import dataclasses
 
-    from . import engine, schemes
+    from ampcalc import engine, schemes
 
     scheme = schemes.get(design.scheme)
     res = engine.bound(design, epsilon=epsilon).to_dict()

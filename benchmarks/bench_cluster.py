@@ -22,7 +22,7 @@ def measure(quick: bool = False) -> list[dict]:
     from _rows import row
 
     from ampcalc import engine
-    from ampcalc.design import load_designs
+    from ampcalc.designs.document import load_designs
 
     k = 10**6 if quick else 10**7
     rows = []

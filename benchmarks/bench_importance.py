@@ -32,7 +32,7 @@ def measure(
     from _rows import row
 
     from ampcalc import engine
-    from ampcalc.design import load_designs
+    from ampcalc.designs.document import load_designs
 
     n = n_rows or (1_000_000 if quick else 10_000_000)
     n_csv = csv_rows or (100_000 if quick else 1_000_000)

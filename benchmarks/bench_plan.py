@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from ampcalc import planner
+from ampcalc.math import accuracy as planner
 
 
 def measure(quick: bool = False) -> list[dict]:

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from ampcalc import pws_kernels as K
+from ampcalc.math import pws as K
 
 
 def timed(fn):

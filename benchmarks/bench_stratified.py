@@ -27,7 +27,7 @@ def measure(quick: bool = False, strata: int | None = None) -> list[dict]:
     from _rows import row
 
     from ampcalc import engine
-    from ampcalc.design import load_designs
+    from ampcalc.designs.document import load_designs
     from ampcalc.schemes import stratified as strat
 
     rows: list[dict] = []

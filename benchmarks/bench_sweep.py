@@ -30,9 +30,10 @@ def measure(quick: bool = False) -> list[dict]:
     """Rows for ``benchmarks/run.py`` (``quick``: 10⁵ points instead of 10⁶)."""
     from _rows import row
 
-    from ampcalc import engine, render
-    from ampcalc import sweep as sw
-    from ampcalc.design import load_designs, parse_yaml
+    from ampcalc import engine
+    from ampcalc.analyses import sweep as sw
+    from ampcalc.designs.document import load_designs, parse_yaml
+    from ampcalc.output import render
 
     design = load_designs(DESIGN)[0]
     doc = parse_yaml(DESIGN.read_text(), filename=str(DESIGN))

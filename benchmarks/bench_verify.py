@@ -16,8 +16,9 @@ def measure(quick: bool = False) -> list[dict]:
     """Rows for ``benchmarks/run.py`` (``quick``: the two smallest programmes)."""
     from _rows import row
 
-    from ampcalc import _groups, verify
-    from ampcalc.model import Mechanism, Neighbours
+    from ampcalc.math import groups as _groups
+    from ampcalc.model.design import Mechanism, Neighbours
+    from ampcalc.schemes import exact as verify
     from ampcalc.schemes import srswr
 
     class P:

@@ -71,7 +71,7 @@ def run_ampcalc(
 
 def run_main(capsys: pytest.CaptureFixture[str], *args: str, expect: int = 0) -> Run:
     """Run ``ampcalc.cli.main`` in-process; fail unless it returns ``expect``."""
-    from ampcalc.cli import main
+    from ampcalc.cli.app import main
 
     code = main(list(args))
     out, err = capsys.readouterr()

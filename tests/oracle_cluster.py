@@ -49,7 +49,7 @@ def hockey_stick(plan, eps_prime: float, deltas) -> tuple[float, str]:
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
 
-    from ampcalc import verify as V
+    from ampcalc.schemes import exact as V
 
     best, label = -1.0, ""
     for inst in plan.instances:
@@ -125,7 +125,7 @@ def neighbour_pairs(samples, caps, relation) -> list[tuple[int, int]]:
     some cluster (within its cap); replace-one moves one record between two clusters.
     Each pair is listed once.
     """
-    from ampcalc.model import Neighbours
+    from ampcalc.model.design import Neighbours
 
     index = {tuple(s): i for i, s in enumerate(samples)}
     pairs: set[tuple[int, int]] = set()

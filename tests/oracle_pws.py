@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import mpmath as mp
 import numpy as np
 
-from ampcalc import pws_kernels
+from ampcalc.math import pws as pws_kernels
 
 
 def pi_alg3(q: Sequence[float | mp.mpf], eps: float, delta: float, dps: int = 50) -> list[mp.mpf]:

@@ -21,7 +21,7 @@ from conftest import EXAMPLES, ROOT, run_main
 
 import ampcalc
 from ampcalc import kernels
-from ampcalc.results import plain
+from ampcalc.model.results import plain
 
 SRSWOR = EXAMPLES / "srswor.yaml"
 COMPARE = EXAMPLES / "compare.yaml"

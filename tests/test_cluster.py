@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ampcalc import engine, schemes
-from ampcalc.design import load_designs
-from ampcalc.model import Neighbours
+from ampcalc.designs.document import load_designs
+from ampcalc.model.design import Neighbours
 from ampcalc.schemes._cluster_kernels import ratio_bound, ratio_lower, ratio_upper
 
 REPLACE_ONE, ADD_REMOVE = Neighbours.REPLACE_ONE, Neighbours.ADD_REMOVE
@@ -434,7 +434,7 @@ def test_theorem_5_3_readings_against_mpmath(a, te, e2):
 def test_theorem_5_3_needs_reading_and_conditional_epsilon():
     """No default for ε″ (M's ε is the attack-optimal value, which no stated test
     witnesses) and no default reading."""
-    from ampcalc.errors import DesignError
+    from ampcalc.model.errors import DesignError
 
     with pytest.raises(DesignError, match=r"needs `conditional_epsilon`.*no default"):
         load_designs(glb("statement", 0.1, 2.0, None))

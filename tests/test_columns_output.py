@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampcalc import columns_output, render
-from ampcalc import sweep as sw
+from ampcalc.analyses import sweep as sw
+from ampcalc.output import columns as columns_output
+from ampcalc.output import render
 
 
 def _old_csv(sweep: sw.Sweep) -> str:
@@ -97,7 +98,7 @@ def test_chunked_json_and_csv_equal_the_old_renderings(n, floats, texts, chunk) 
 def test_a_real_sweep_in_several_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     from conftest import EXAMPLES
 
-    from ampcalc.design import parse_yaml
+    from ampcalc.designs.document import parse_yaml
 
     path = EXAMPLES / "srswor.yaml"
     doc = parse_yaml(path.read_text(), filename=str(path))

@@ -8,7 +8,7 @@ import oracle_stratified as orc
 import pytest
 from conftest import run_ampcalc, run_main
 
-from ampcalc.design import load_designs
+from ampcalc.designs.document import load_designs
 from ampcalc.schemes import stratified as strat
 
 EXAMPLE = "examples/designs/stratified-business-survey.yaml"

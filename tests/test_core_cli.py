@@ -176,7 +176,7 @@ def test_version_and_help_with_examples() -> None:
 
 def test_no_color_is_respected_on_a_terminal(capsys, monkeypatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setattr("ampcalc.cli.rich_output", lambda: True)
+    monkeypatch.setattr("ampcalc.cli.app.rich_output", lambda: True)
     out = run_main(capsys, "bound", SRS).stdout
     assert "amplifies" in out and "\x1b[3" not in out  # no colour escape codes
 

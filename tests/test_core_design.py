@@ -9,7 +9,7 @@ import pytest
 
 import ampcalc
 from ampcalc import DesignError
-from ampcalc.model import Neighbours
+from ampcalc.model.design import Neighbours
 
 GOOD = """\
 name: demo
@@ -107,7 +107,7 @@ def test_one_epsilon_rule_for_file_engine_and_sweep(
 ) -> None:
     """The loader, the engine's ε override and sweep refuse the same ε with one message."""
     from ampcalc import engine
-    from ampcalc import sweep as sw
+    from ampcalc.analyses import sweep as sw
 
     yaml_value = {"nan": ".nan"}.get(value, value)
     p = write(tmp_path, GOOD.replace("epsilon: 1.0", f"epsilon: {yaml_value}"))

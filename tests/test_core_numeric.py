@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ampcalc import numeric
+from ampcalc.math import numeric
 
 EPS = st.floats(min_value=1e-12, max_value=700.0)
 EPS_WIDE = st.floats(min_value=1e-12, max_value=1e4)

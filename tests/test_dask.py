@@ -129,7 +129,7 @@ def test_weights_partitions_match_one_process(
         kept = _csv_columns(single)["row"].astype(int)
         assert 0 < kept.size < N
         # keyed draws: row i is kept iff U(seed, i) < q(x_i)
-        from ampcalc.importance_kernels import uniforms
+        from ampcalc.math.importance import uniforms
 
         q_all = _csv_columns(single)["probability"]
         assert np.all(uniforms(99, 0, N)[kept] < q_all)

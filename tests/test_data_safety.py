@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, ROOT
 
-from ampcalc.cli import main
-from ampcalc.fileio import excerpt
+from ampcalc.cli.app import main
+from ampcalc.load.files import excerpt
 
 PWS_DESIGN = str(EXAMPLES / "pws.yaml")
 _WARNING = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|Traceback|internal error")
@@ -229,7 +229,7 @@ def test_interrupted_sanitize_leaves_the_previous_output(
 
 
 def test_interrupt_inside_atomic_write_removes_the_temporary_file(tmp_path: Path) -> None:
-    from ampcalc.fileio import Interrupted, atomic_write
+    from ampcalc.load.files import Interrupted, atomic_write
 
     out = tmp_path / "out.csv"
     out.write_text("previous\n")
@@ -241,7 +241,7 @@ def test_interrupt_inside_atomic_write_removes_the_temporary_file(tmp_path: Path
 
 
 def test_interrupted_maps_to_130_and_143() -> None:
-    from ampcalc.fileio import Interrupted
+    from ampcalc.load.files import Interrupted
 
     assert Interrupted(signal.SIGINT).exit_code == 130
     assert Interrupted(signal.SIGTERM).exit_code == 143
@@ -478,7 +478,7 @@ def test_extreme_targets_raise_no_numpy_warning(design: str, args: list[str]) ->
     assert not _WARNING.search(err), err
     if args[0] == "invert":
         from ampcalc import engine
-        from ampcalc.design import load_designs
+        from ampcalc.designs.document import load_designs
 
         target = float(args[2])
         results = json.loads(out)["results"]

@@ -26,8 +26,8 @@ from conftest import EXAMPLES
 
 import ampcalc
 from ampcalc import engine, schemes
-from ampcalc.design import parse_yaml
-from ampcalc.errors import DesignError
+from ampcalc.designs.document import parse_yaml
+from ampcalc.model.errors import DesignError
 
 DELTA = 1e-3
 EPS = np.array([1e-3, 0.1, 1.0, 3.0, 20.0])

@@ -17,8 +17,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import ampcalc
-from ampcalc import engine, fastpath, numeric
-from ampcalc.results import Verdict
+from ampcalc import engine
+from ampcalc.engine import fastpath
+from ampcalc.math import numeric
+from ampcalc.model.results import Verdict
 
 EPS = st.floats(min_value=1e-300, max_value=1e6, allow_nan=False)
 TARGET = st.floats(min_value=1e-300, max_value=1e4, allow_nan=False)

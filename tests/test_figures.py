@@ -19,8 +19,9 @@ import pytest
 from conftest import ROOT, run_main
 
 import ampcalc
-from ampcalc import engine, plot
-from ampcalc.sweep import ALIASES
+from ampcalc import engine
+from ampcalc.analyses.sweep import ALIASES
+from ampcalc.output import plot
 
 FIGURES = ROOT / "examples" / "figures"
 HAVE_MPL = importlib.util.find_spec("matplotlib") is not None
@@ -62,7 +63,10 @@ def test_figure_data_equals_the_engine_and_the_png_has_its_size(
 ) -> None:
     monkeypatch.chdir(FIGURES)
     args = list(args)
-    if option(args, "--of") == "plan" and importlib.util.find_spec("ampcalc.planner") is None:
+    if (
+        option(args, "--of") == "plan"
+        and importlib.util.find_spec("ampcalc.math.accuracy") is None
+    ):
         pytest.skip("the accuracy planner is not available")
     figure = option(args, "--plot")
     assert figure is not None
@@ -101,7 +105,7 @@ def test_figure_data_equals_the_engine_and_the_png_has_its_size(
                 assert r.lower <= r.upper
         elif of == "plan":
             # 002 §4.1 eq. 5 through the planner's public function
-            from ampcalc.planner import q_bound
+            from ampcalc.math.accuracy import q_bound
 
             rho = d.params.sample / d.params.population
             assert float(row["plan.q_bound"]) == float(
@@ -129,10 +133,10 @@ def test_committed_figures_exist_with_their_size(args) -> None:
 def test_paper_002_figure_4_readings() -> None:
     # 002_2b0afa8716090992.txt §4.2: at q = 0.6 a gain needs a rate below 16.77 % for
     # ε = 3 and below 61.4 % for ε = 0.1 (q decreases with the rate)
-    if importlib.util.find_spec("ampcalc.planner") is None:
+    if importlib.util.find_spec("ampcalc.math.accuracy") is None:
         pytest.skip("the accuracy planner is not available")
-    from ampcalc import sweep as sw
-    from ampcalc.design import parse_yaml
+    from ampcalc.analyses import sweep as sw
+    from ampcalc.designs.document import parse_yaml
 
     path = FIGURES / "002-figure4.yaml"
     s = sw.evaluate(
@@ -188,8 +192,8 @@ def test_every_figure_design_is_an_example_that_bounds(path, capsys) -> None:
 def test_paper_000_figure_2_matches_the_spec_table() -> None:
     # spec bun-drechsler-hu-formulas.md §3, "Figure 2 test vectors [VERIFIED]" (N = 10⁴,
     # ε = 0.01, discrete truncated normal, neighbours: both), printed to 4 digits
-    from ampcalc import sweep as sw
-    from ampcalc.design import parse_yaml
+    from ampcalc.analyses import sweep as sw
+    from ampcalc.designs.document import parse_yaml
 
     path = FIGURES / "000-figure2.yaml"
     try:

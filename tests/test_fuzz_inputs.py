@@ -44,8 +44,8 @@ from conftest import EXAMPLES, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ampcalc.cli import main
-from ampcalc.design import parse_yaml
+from ampcalc.cli.app import main
+from ampcalc.designs.document import parse_yaml
 
 BUDGET = 2.0  # CPU seconds per case
 CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
@@ -615,7 +615,7 @@ def test_set_value_with_undecodable_argv_bytes(work: Path) -> None:
 
 
 def test_too_many_strata_refused_while_reading(work: Path) -> None:
-    from ampcalc.limits import LIMITS
+    from ampcalc.model.limits import LIMITS
 
     cap = LIMITS["strata"].value
     rows = "".join(f"s{i},{100 + i % 7}\n" for i in range(cap + 10))
@@ -650,7 +650,7 @@ def test_many_strata_run(work: Path) -> None:
 
 
 def test_long_pmf_file_refused(work: Path) -> None:
-    from ampcalc.limits import LIMITS
+    from ampcalc.model.limits import LIMITS
 
     cap = LIMITS["pmf_values"].value
     (work / "long-pmf.csv").write_text("0\n" * (cap + 5))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from oracle_groups import binomial_log_mgf, hypergeom_log_mgf, hypergeom_pmf, relaxation
 
 import ampcalc
-from ampcalc import _groups
+from ampcalc.math import groups as _groups
 
 WOR = """
 mechanism: {epsilon: %s, neighbours: %s, group_size: %d}

@@ -16,15 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampcalc import engine, numeric
-from ampcalc.design import load_designs
-from ampcalc.errors import DesignError
-from ampcalc.importance_kernels import (
+from ampcalc import engine
+from ampcalc.designs.document import load_designs
+from ampcalc.math import numeric
+from ampcalc.math.importance import (
     lloyd_noise_scales,
     personalised_epsilon,
     privacy_constrained_weights,
     uniforms,
 )
+from ampcalc.model.errors import DesignError
 
 sys.path.insert(0, str(Path(__file__).parent))
 import oracle_importance as oracle
@@ -241,7 +242,7 @@ def test_six_point_compare_mse(tmp_path: Path, six: Path) -> None:
 
 
 def test_six_point_var_opt_and_per_dimension() -> None:
-    from ampcalc.importance_kernels import var_opt_probabilities
+    from ampcalc.math.importance import var_opt_probabilities
 
     x = np.array(SIX, dtype=float)
     # var-opt q = [0.437817, 0.291878, 0.206389, 0.103195, 0.032633, 0.007297] (A13)
@@ -606,7 +607,7 @@ def test_examples_run() -> None:
 
 
 def test_csv_streams_in_chunks(tmp_path: Path) -> None:
-    from ampcalc.importance_records import iter_chunks, open_source
+    from ampcalc.load.records import iter_chunks, open_source
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(1000, 3))
@@ -657,7 +658,7 @@ def test_file_weights_never_over_claim_on_a_sample() -> None:
 )
 def test_domain_supremum_brackets_the_oracle(noise: float, mix: float, m: float) -> None:
     # sound bracket: lower <= dense mpmath maximum (a lower estimate) <= upper
-    from ampcalc.importance_kernels import LinearCoefficients
+    from ampcalc.math.importance import LinearCoefficients
     from ampcalc.schemes.importance import domain_bracket
 
     class P:  # the fields domain_bracket reads

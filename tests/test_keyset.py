@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampcalc import keyset
-from ampcalc.commands.pws import _duplicate
-from ampcalc.errors import DesignError
+from ampcalc.cli.pws import _duplicate
+from ampcalc.load import keyset
+from ampcalc.model.errors import DesignError
 
 KEYS = st.lists(
     st.sampled_from(["a", "b", "a\x00", "", "é", "k1", "k10", "x" * 80, "y" * 80]),
@@ -43,7 +43,7 @@ def _keyset(chunks: list[list[str]]) -> str | None:
         dup = ks.add(keys, lines)
         if dup is not None:
             i, first = dup
-            from ampcalc.commands.pws import _duplicate_message
+            from ampcalc.cli.pws import _duplicate_message
 
             return "s.csv:" + _duplicate_message("", keys[i], lines[i], first)[1:]
         line += len(keys)
@@ -76,7 +76,7 @@ def test_grouped_tokens_equal_the_per_frequency_loop() -> None:
     from conftest import EXAMPLES
 
     from ampcalc import api
-    from ampcalc import pws_kernels as K
+    from ampcalc.math import pws as K
 
     _, params = api.pws_design(api.load_designs(EXAMPLES / "pws.yaml"))
     san = api.PwsSanitiser(params, True, extend=True)

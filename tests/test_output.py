@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_main
 
-from ampcalc import render
-from ampcalc.cli import Format, emit_result, result_text, version
+from ampcalc.cli.app import Format, emit_result, result_text, version
+from ampcalc.output import render
 
 RECORDS = [{"name": "a", "epsilon_prime": {"lower": 0.5, "upper": None}, "ok": True}]
 
@@ -93,7 +93,7 @@ def test_emit_result_writes_the_text_and_asks_for_rich_only_on_a_terminal(
         return f"rich={rich}\n"
 
     emit_result(Format.table, "c", {}, csv=RECORDS, table=table)
-    monkeypatch.setattr("ampcalc.cli.rich_output", lambda: True)
+    monkeypatch.setattr("ampcalc.cli.app.rich_output", lambda: True)
     emit_result(Format.table, "c", {}, csv=RECORDS, table=table)
     emit_result(Format.json, "c", {"results": RECORDS}, csv=RECORDS, table=table)
     out = capsys.readouterr().out

@@ -13,7 +13,7 @@ from conftest import run_ampcalc, run_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampcalc import planner
+from ampcalc.math import accuracy as planner
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = ROOT / "examples" / "plans"
@@ -382,8 +382,8 @@ def test_pruned_single_equals_rowwise(b: float) -> None:
 
 
 def test_terminal_sparkline() -> None:
-    from ampcalc.commands.plan import sparkline, table
-    from ampcalc.plan_design import read_plan
+    from ampcalc.analyses.plan import read_plan
+    from ampcalc.cli.plan import sparkline, table
 
     # V_n/V_N falls with the rate for the mean (5666 … 1 in examples/plans/mean.yaml)
     assert sparkline([5666.0, 492.8, 55.2, 1.0]) == "█▆▄▁"

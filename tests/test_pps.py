@@ -12,7 +12,7 @@ import pytest
 from conftest import run_ampcalc
 
 from ampcalc import api, engine
-from ampcalc.design import load_designs
+from ampcalc.designs.document import load_designs
 from ampcalc.schemes import pps
 from ampcalc.schemes._cluster_kernels import capped_inclusion
 

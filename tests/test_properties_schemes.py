@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 
 import ampcalc
 from ampcalc import engine, schemes
-from ampcalc.design import parse_yaml
+from ampcalc.designs.document import parse_yaml
 
 SCHEMA = json.loads((ROOT / "ampcalc" / "schema" / "result.schema.json").read_text())
 REL = 1e-9  # relative tolerance where a property is an equality of two rounded bounds
@@ -411,7 +411,7 @@ def shuffled(x: Any, rnd: random.Random) -> Any:
 
 
 def run_cli(*args: str) -> tuple[int, str]:
-    from ampcalc.cli import main
+    from ampcalc.cli.app import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -567,8 +567,8 @@ COMMANDS: dict[str, list[Callable[[Path], list[str]]]] = {
 
 def json_commands() -> set[str]:
     """Every CLI command (``pws table`` for a subcommand) that takes ``--json``."""
-    from ampcalc import cli
-    from ampcalc.commands import register
+    from ampcalc.cli import app as cli
+    from ampcalc.cli import register
 
     register()
     found: set[str] = set()

@@ -24,8 +24,8 @@ from oracle_pws import (
 
 import ampcalc
 from ampcalc import api, engine
-from ampcalc import pws_kernels as K
-from ampcalc.errors import DesignError
+from ampcalc.math import pws as K
+from ampcalc.model.errors import DesignError
 from ampcalc.schemes import pws
 
 

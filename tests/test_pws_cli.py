@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import run_ampcalc
 
-from ampcalc import pws_kernels as K
+from ampcalc.math import pws as K
 
 ROOT = Path(__file__).resolve().parent.parent
 DESIGN = str(ROOT / "examples/designs/pws.yaml")

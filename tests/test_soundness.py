@@ -43,8 +43,11 @@ import oracle_soundness as osd
 import pytest
 
 import ampcalc
-from ampcalc import engine, importance_kernels, numeric, pws_kernels, schemes
-from ampcalc.model import Mechanism, Neighbours
+from ampcalc import engine, schemes
+from ampcalc.math import importance as importance_kernels
+from ampcalc.math import numeric
+from ampcalc.math import pws as pws_kernels
+from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.schemes import (
     _cluster_kernels,
     cluster,
@@ -913,7 +916,7 @@ def or_dds_upper(c: dict, eps) -> mp.mpf:
 
 
 def gen_allocation(n: int, rng: np.random.Generator) -> Batch:
-    from ampcalc.schemes import allocation_test
+    from ampcalc.schemes import allocation_hypothesis as allocation_test
 
     ds = [{"d": d, "base": int(rng.integers(0, 1000))} for d in (1, 2, 3, 5)]
 

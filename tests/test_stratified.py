@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ampcalc import engine
-from ampcalc.design import load_designs
+from ampcalc.designs.document import load_designs
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes import stratified as strat
 
@@ -448,8 +448,8 @@ def test_engine_properties(sampling: dict, guarantee: str, eps: float, t: float)
 
 def exact(d, guarantee: str) -> float:
     """ε′_exact of a tiny design from the stratified verify hook and the exact LP."""
-    from ampcalc import verify as V
-    from ampcalc.model import Neighbours
+    from ampcalc.model.design import Neighbours
+    from ampcalc.schemes import exact as V
 
     plan = strat._verify_hook(d.params, d.mechanism, "default", 20000, Neighbours(guarantee))
     out = V.run(plan, limit=20000)

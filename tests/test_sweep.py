@@ -17,9 +17,9 @@ from oracle import amplification
 
 import ampcalc
 from ampcalc import engine
-from ampcalc import sweep as sw
-from ampcalc.design import parse_yaml
-from ampcalc.errors import DesignError
+from ampcalc.analyses import sweep as sw
+from ampcalc.designs.document import parse_yaml
+from ampcalc.model.errors import DesignError
 
 SRS = EXAMPLES / "srswor.yaml"
 COMPARE = EXAMPLES / "compare.yaml"
@@ -289,9 +289,9 @@ def test_bad_input_exits_2_with_a_message(args, needle) -> None:
 def test_plan_sweep_uses_the_planner_q_bound() -> None:
     import importlib.util
 
-    if importlib.util.find_spec("ampcalc.planner") is None:
+    if importlib.util.find_spec("ampcalc.math.accuracy") is None:
         pytest.skip("the planner is not installed")
-    from ampcalc.planner import epsilon_sample, q_bound
+    from ampcalc.math.accuracy import epsilon_sample, q_bound
 
     s = sw.evaluate(
         doc(SRS), [sw.parse_vary("sampling.sample=100,5000"), sw.parse_vary("target=0.1,1")],
@@ -317,7 +317,7 @@ def test_plan_sweep_uses_the_planner_q_bound() -> None:
 def test_plan_reports_when_the_planner_is_missing() -> None:
     import importlib.util
 
-    if importlib.util.find_spec("ampcalc.planner") is not None:
+    if importlib.util.find_spec("ampcalc.math.accuracy") is not None:
         pytest.skip("the planner is installed")
     run = run_ampcalc(
         "sweep", str(SRS), "--of", "plan", "--vary", "sampling.sample=10,20", expect=2

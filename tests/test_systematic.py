@@ -9,9 +9,10 @@ import oracle_cluster as oc
 import pytest
 from conftest import run_ampcalc
 
-from ampcalc import engine, schemes, verify
-from ampcalc.design import load_designs
-from ampcalc.model import Neighbours
+from ampcalc import engine, schemes
+from ampcalc.designs.document import load_designs
+from ampcalc.model.design import Neighbours
+from ampcalc.schemes import exact as verify
 
 REPLACE_ONE, ADD_REMOVE = Neighbours.REPLACE_ONE, Neighbours.ADD_REMOVE
 

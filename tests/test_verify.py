@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from conftest import run_ampcalc, run_main
 
-from ampcalc import verify as V
-from ampcalc.model import Mechanism, Neighbours
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.schemes import exact as V
 
 
 class P:

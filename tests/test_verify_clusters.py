@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ampcalc import api
-from ampcalc.errors import ConditionError
+from ampcalc.model.errors import ConditionError
 
 
 def row(sampling: dict, eps: float = 1.0, neighbours: str = "add-remove", pairs: str = "default"):

@@ -16,7 +16,7 @@ import random
 import pytest
 
 import ampcalc
-from ampcalc import verify as V
+from ampcalc.schemes import exact as V
 
 TOL = 1e-7
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ampcalc.commands.weights import _rows
+from ampcalc.cli.weights import _rows
 
 
 @settings(max_examples=100, deadline=None)

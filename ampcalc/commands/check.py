@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import (
+from ampcalc.cli.app import (
     EpsilonOpt,
     ExitCode,
     FormatOpt,
@@ -27,7 +27,7 @@ from ..cli import (
 
 def verdict(result: dict[str, Any], max_epsilon: float, max_delta: float | None) -> dict[str, Any]:
     """PASS/FAIL of one bound result against the budget (``ampcalc.api.check_verdict``)."""
-    from ..api import check_verdict
+    from ampcalc.api import check_verdict
 
     return check_verdict(result, max_epsilon, max_delta)
 
@@ -81,8 +81,8 @@ def check(
     output = resolve_format(fmt, as_json)
     import math
 
-    from ..api import check as check_designs
-    from ..cli import load
+    from ampcalc.api import check as check_designs
+    from ampcalc.cli.app import load
 
     if max_epsilon is None:
         raise typer.BadParameter(

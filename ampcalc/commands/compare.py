@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import (
+from ampcalc.cli.app import (
     DesignArg,
     ExitCode,
     FormatOpt,
@@ -64,7 +64,7 @@ def compare(
     Example:  ampcalc compare examples/designs/stratified-business-survey.yaml --target 1
     """
     output = resolve_format(fmt, as_json)
-    from ..api import compare as compare_designs
+    from ampcalc.api import compare as compare_designs
 
     results = compare_designs(load(design, set_), target)
     code = ExitCode.OK
@@ -81,7 +81,7 @@ def compare(
 
 def _table(results: list[dict[str, Any]], rich: bool) -> str:
     """The comparison table; errors and each scheme's assumptions (once) under it."""
-    from .. import render
+    from ampcalc.output import render
 
     header, rows = _rows(results)
     footer: list[str] = []
@@ -101,7 +101,7 @@ def _table(results: list[dict[str, Any]], rich: bool) -> str:
 
 
 def _rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    from ..render import fmt
+    from ampcalc.output.render import fmt
 
     columns: list[str] = []
     for r in results:

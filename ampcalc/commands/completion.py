@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from ..cli import ExitCode, app, emit
+from ampcalc.cli.app import ExitCode, app, emit
 
 PROG = "ampcalc"
 COMPLETE_VAR = "_AMPCALC_COMPLETE"

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import ExitCode, FormatOpt, JsonOpt, app, emit_result, resolve_format
+from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, app, emit_result, resolve_format
 
 __all__ = ["sparkline", "table"]
 
@@ -119,7 +119,7 @@ def plan(
     output = resolve_format(fmt, as_json)
     if q is not None and not (0 <= q < 1):
         raise typer.BadParameter(f"expected a number in [0, 1), got {q:g}", param_hint="--q")
-    from ..plan_design import read_plan
+    from ampcalc.analyses.plan import read_plan
 
     result = read_plan(design, q).to_dict()
     emit_result(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..cli import (
+from ampcalc.cli.app import (
     ExitCode,
     Format,
     FormatOpt,
@@ -32,11 +32,11 @@ from ..cli import (
     say,
     version,
 )
-from ..fileio import excerpt, excerpt_names
-from ..limits import LIMITS
+from ampcalc.load.files import excerpt, excerpt_names
+from ampcalc.model.limits import LIMITS
 
 if TYPE_CHECKING:
-    from ..api import PwsSanitiser
+    from ampcalc.api import PwsSanitiser
 
 pws_app = typer.Typer(
     help="Private weighted sampling (004): table, sanitiser, estimator.",
@@ -50,7 +50,7 @@ DesignOpt = Annotated[
 
 
 def _design(path: str | None, overrides: list[str] | None) -> Any:
-    from ..api import pws_design
+    from ampcalc.api import pws_design
 
     return pws_design(load(path, overrides))
 
@@ -63,8 +63,8 @@ def _read_rows(
     import itertools
     import sys
 
-    from ..errors import DesignError
-    from ..fileio import not_utf8, note_stdin, open_input
+    from ampcalc.load.files import not_utf8, note_stdin, open_input
+    from ampcalc.model.errors import DesignError
 
     start = 1
     if path == "-":
@@ -121,8 +121,8 @@ def _read_columns(
     import io
     import sys
 
-    from ..errors import DesignError
-    from ..fileio import not_utf8, note_stdin, open_input
+    from ampcalc.load.files import not_utf8, note_stdin, open_input
+    from ampcalc.model.errors import DesignError
 
     start = 1
     if path == "-":
@@ -200,7 +200,7 @@ def _read_columns(
 
 def _bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
     """One line, refused past ``cap`` characters (standard input can be endless)."""
-    from ..errors import DesignError
+    from ampcalc.model.errors import DesignError
 
     text: str = fh.readline(cap + 1)
     if len(text) > cap:
@@ -210,7 +210,7 @@ def _bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
 
 
 def _parse_freq(value: str, path: str, line: int, what: str = "frequency") -> int:
-    from ..errors import DesignError
+    from ampcalc.model.errors import DesignError
 
     try:
         v = int(value)
@@ -241,8 +241,8 @@ def table_cmd(
     """Every per-frequency row of a pws design: i, q_i, π_i, p_i, SbH φ_i, π_i/φ_i."""
     import functools
 
-    from .. import columns_output as co
-    from ..api import pws_table_columns
+    from ampcalc.api import pws_table_columns
+    from ampcalc.output import columns as co
 
     out_format = resolve_format(fmt, as_json)
     d, params = _design(design, overrides)
@@ -262,8 +262,8 @@ def table_cmd(
         status = ExitCode.SELF_CHECK_FAILED
 
     def table(rich: bool) -> str:
-        from ..render import fmt as f6
-        from ..render import render_table
+        from ampcalc.output.render import fmt as f6
+        from ampcalc.output.render import render_table
 
         rows = all_rows()
         interesting = [r for r in rows if r["pi"] < r["q"]] or rows[:5]
@@ -337,7 +337,7 @@ def _verify(
     params: Any, q: Any, pi: Any, rows: Any, frequencies: bool = True
 ) -> tuple[bool, float, bool]:
     """DP self-check of the tables used (``ampcalc.api.pws_self_check``)."""
-    from ..api import pws_self_check
+    from ampcalc.api import pws_self_check
 
     return pws_self_check(params, q, pi, rows, frequencies)
 
@@ -414,18 +414,18 @@ def sanitize_cmd(
 
     import numpy as np
 
-    from .. import pws_kernels as K
-    from ..errors import DesignError
+    from ampcalc.math import pws as K
+    from ampcalc.model.errors import DesignError
 
     if engine not in ("numpy", "dask"):
         raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
     if as_json and not output:
         raise DesignError("--json prints the summary on standard output: give --output")
-    from ..fileio import atomic_write, refuse_input_as_output
+    from ampcalc.load.files import atomic_write, refuse_input_as_output
 
     refuse_input_as_output(output, [sample, design])
     if engine == "dask":
-        from ..distributed import require_dask
+        from ampcalc.records.distributed import require_dask
 
         require_dask()
         if stream:
@@ -434,7 +434,7 @@ def sanitize_cmd(
                 "time per worker)"
             )
     d, params = _design(design, overrides)
-    from ..api import PwsSanitiser
+    from ampcalc.api import PwsSanitiser
 
     san = PwsSanitiser(params, frequencies, extend=not no_extend)
     if engine == "dask":
@@ -442,7 +442,7 @@ def sanitize_cmd(
             d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
             chunk, verify, scheduler, workers, as_json,
         )  # fmt: skip
-    from ..keyset import KeySet
+    from ampcalc.load.keyset import KeySet
 
     seen = KeySet()
     prev: tuple[str, int] | None = None
@@ -555,7 +555,7 @@ def _sanitize_dask(
     verify: bool, scheduler: str | None, workers: int, as_json: bool,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same checks and summary."""
-    from .. import distributed
+    from ampcalc.records import distributed
 
     t = distributed.run_sanitize(
         params, san, sample=sample, output=output, fmt=output_fmt, seed=seed,
@@ -608,7 +608,7 @@ def _parse_freqs(col: Any, path: str, lines: Sequence[int]) -> Any:
 
 
 def _duplicate(keys: list[str], lines: Sequence[int], seen: dict[str, int], path: str) -> None:
-    from ..errors import DesignError
+    from ampcalc.model.errors import DesignError
 
     first: dict[str, int] = {}
     for k, ln in zip(keys, lines, strict=True):
@@ -645,7 +645,7 @@ def _write_plain(out: Any, keys: list[str], idx: list[int], tokens: Any) -> bool
 
 
 def _check_score(value: str, params: Any, w: int, path: str, line: int) -> None:
-    from ..errors import DesignError
+    from ampcalc.model.errors import DesignError
 
     try:
         s = float(value)
@@ -674,7 +674,7 @@ def estimate_cmd(
 ) -> int:
     """MLE estimate of the sum of frequencies (004 Eq. 9), with bias/variance (spec B8)."""
 
-    from ..errors import DesignError
+    from ampcalc.model.errors import DesignError
 
     out_format = resolve_format(fmt, as_json)
     _, params = _design(design, overrides)
@@ -699,7 +699,7 @@ def estimate_cmd(
         for line, row in zip(lines, rows_, strict=True):
             if all(row[i] == v for i, v in idx):
                 tokens.append(_parse_freq(row[fi].strip(), private, line))
-    from ..api import pws_estimate_params
+    from ampcalc.api import pws_estimate_params
 
     result = pws_estimate_params(params, tokens)
     per = result.pop("frequencies")
@@ -708,8 +708,8 @@ def estimate_cmd(
     b_plug, v_plug = result["bias_plugin"], result["variance_plugin"]
 
     def table(rich: bool) -> str:
-        from ..render import fmt as f6
-        from ..render import render_table
+        from ampcalc.output.render import fmt as f6
+        from ampcalc.output.render import render_table
 
         body = [
             [str(r["frequency"]), f6(r["a"]), f6(r["bias"]), f6(r["variance"]), f6(r["nrmse"])]

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from ..cli import (
+from ampcalc.cli.app import (
     DesignArg,
     ExitCode,
     FormatOpt,
@@ -114,9 +114,9 @@ def sweep(
     --plot eps.png
     """
     output = resolve_format(fmt, as_json)
-    from .. import sweep as sw
-    from ..design import parse_yaml, read_source
-    from ..errors import DesignError
+    from ampcalc.analyses import sweep as sw
+    from ampcalc.designs.document import parse_yaml, read_source
+    from ampcalc.model.errors import DesignError
 
     if of not in sw.KINDS:
         raise typer.BadParameter(
@@ -129,8 +129,8 @@ def sweep(
         )
     varies = [sw.parse_vary(v) for v in vary]
     if plot is not None:
-        from ..fileio import refuse_input_as_output
-        from ..plot import check_output
+        from ampcalc.load.files import refuse_input_as_output
+        from ampcalc.output.plot import check_output
 
         check_output(plot)
         refuse_input_as_output(plot, [design], option="--plot")
@@ -181,7 +181,7 @@ def sweep(
             code = ExitCode.BAD_INPUT
 
     if plot is not None:
-        from ..plot import figure
+        from ampcalc.output.plot import figure
 
         figure(
             result,
@@ -220,15 +220,15 @@ def sweep(
 
 
 def _csv_chunks(result: object) -> Iterator[str]:
-    from ..columns_output import csv_chunks
+    from ampcalc.output.columns import csv_chunks
 
     return csv_chunks(result.columns)  # type: ignore[attr-defined]
 
 
 def _table(result: object, *, rich: bool, chart: bool | None) -> str:
-    from .. import render
-    from ..plot import label, text_chart
-    from ..sweep import Sweep
+    from ampcalc.analyses.sweep import Sweep
+    from ampcalc.output import render
+    from ampcalc.output.plot import label, text_chart
 
     assert isinstance(result, Sweep)
     vary_cols = [v.path for v in result.varies]

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import (
+from ampcalc.cli.app import (
     DesignArg,
     EpsilonOpt,
     ExitCode,
@@ -37,7 +37,7 @@ class Pairs(str, enum.Enum):
 
 def verify_design(design: Any, pairs: str, limit: int, epsilon: float | None) -> dict[str, Any]:
     """One row of ``verify --json`` for a loaded design (``ampcalc.api.verify_design``)."""
-    from ..api import verify_design as run_one
+    from ampcalc.api import verify_design as run_one
 
     return run_one(design, pairs, limit, epsilon)
 
@@ -98,7 +98,7 @@ def verify(
     Example:  ampcalc verify examples/designs/group-verify-tiny.yaml --pairs all
     """
     output = resolve_format(fmt, as_json)
-    from ..cli import load
+    from ampcalc.cli.app import load
 
     rows = [verify_design(d, pairs.value, limit, epsilon) for d in load(design, set_)]
     code = ExitCode.OK

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import (
+from ampcalc.cli.app import (
     DesignArg,
     ExitCode,
     Format,
@@ -25,7 +25,7 @@ from ..cli import (
     result_text,
     say,
 )
-from ..fileio import atomic_write, refuse_input_as_output
+from ampcalc.load.files import atomic_write, refuse_input_as_output
 
 EngineOpt = Annotated[
     str,
@@ -99,15 +99,15 @@ def weights(
 
     import numpy as np
 
-    from ..api import importance_design, importance_setup
-    from ..errors import ConditionError, DesignError
-    from ..schemes import importance as imp
+    from ampcalc.api import importance_design, importance_setup
+    from ampcalc.model.errors import ConditionError, DesignError
+    from ampcalc.schemes import importance as imp
 
     if engine not in ("numpy", "dask"):
         raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
     dask = engine == "dask"
     if dask:
-        from ..distributed import require_dask
+        from ampcalc.records.distributed import require_dask
 
         require_dask()
         if suggest:
@@ -118,7 +118,7 @@ def weights(
         raise DesignError("--json prints the summary on standard output: give --output")
     refuse_input_as_output(output, [design, inputs])
     if dask:
-        from ..importance_records import deferred_reading
+        from ampcalc.load.records import deferred_reading
 
         with deferred_reading():
             all_designs = load(design, overrides)
@@ -167,7 +167,7 @@ def weights(
     kept: int | None = None
     out_fmt = "csv"
     if output:
-        from ..distributed import output_format
+        from ampcalc.records.distributed import output_format
 
         out_fmt = output_format(output, output_fmt, "csv")
     with contextlib.ExitStack() as stack:
@@ -215,9 +215,9 @@ def _write_parquet(
     rest float64); with ``seed``, the Poisson sample's rows. pyarrow is imported here."""
     import numpy as np
 
-    from ..distributed import _module
-    from ..errors import AmpcalcError
-    from ..fileio import atomic_write
+    from ampcalc.load.files import atomic_write
+    from ampcalc.model.errors import AmpcalcError
+    from ampcalc.records.distributed import _module
 
     try:
         pa = _module("pyarrow")
@@ -232,9 +232,9 @@ def _write_parquet(
         cols = [np.arange(fig.q.size), fig.q, fig.w, fig.eps_hat]
         kept = None
     else:
-        from ..errors import DesignError
-        from ..importance_kernels import uniforms
-        from ..importance_records import iter_chunks
+        from ampcalc.load.records import iter_chunks
+        from ampcalc.math.importance import uniforms
+        from ampcalc.model.errors import DesignError
 
         src = params.data.source
         names = ["row", *src.names, "probability", "weight"]
@@ -260,9 +260,9 @@ def _write_sample(write: Any, src: Any, fig: Any, seed: int | None) -> int:
     """The Poisson sample's rows (row i kept when its Philox uniform is below q_i)."""
     import numpy as np
 
-    from ..errors import DesignError
-    from ..importance_kernels import uniforms
-    from ..importance_records import iter_chunks
+    from ampcalc.load.records import iter_chunks
+    from ampcalc.math.importance import uniforms
+    from ampcalc.model.errors import DesignError
 
     assert seed is not None  # --sample needs --seed (checked by the command)
 
@@ -315,7 +315,7 @@ def _weights_dask(
     seed: int | None, scheduler: str | None, workers: int, as_json: bool,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same warnings and summary."""
-    from .. import distributed
+    from ampcalc.records import distributed
 
     source = inputs if inputs is not None else str(params.data.source.path)
     t = distributed.run_weights(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 import importlib
 
-from ..errors import AmpcalcError, Where
-from .base import Scheme
+from ampcalc.model.errors import AmpcalcError, Where
+from ampcalc.schemes.base import Scheme
 
 _MODULES: dict[str, str] = {
     "srswor": "srswor",

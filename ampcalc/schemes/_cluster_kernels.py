@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..fileio import excerpt, excerpt_names, loadtxt, not_utf8, open_input
-from ..limits import LIMITS
-from ..validate import MAX_EXACT_INT, MarkedList, check_keys, describe, is_whole
+from ampcalc.load.fields import MAX_EXACT_INT, MarkedList, check_keys, describe, is_whole
+from ampcalc.load.files import excerpt, excerpt_names, loadtxt, not_utf8, open_input
+from ampcalc.math import numeric
+from ampcalc.model.limits import LIMITS
 
 #: inline ``sizes:`` lists are read item by item (with marks); files have no cap.
 INLINE_MAX = LIMITS["inline_list"].value

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..model import Mechanism, Neighbours
-from ..papers import BUN_2022, cite
-from .base import Analysis, Field, Scheme
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BUN_2022, cite
+from ampcalc.schemes.base import Analysis, Field, Scheme
 
 BASIS = (cite(BUN_2022, "Proposition 4.1"), "spec §4.3 (LP over log-Lipschitz tests)")
 PMF_SUM_TOL = 1e-9

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._typing import FloatArray
-from ..model import Neighbours
+from ampcalc.math.types import FloatArray
+from ampcalc.model.design import Neighbours
 
 BoundFn = Callable[[FloatArray], FloatArray]
 """Declared mechanism ε (array) -> bound on ε′ (array of the same shape)."""

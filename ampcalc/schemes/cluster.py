@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..model import Mechanism, Neighbours
-from ..papers import BUN_2022, cite
-from ..validate import check_keys, describe
-from ._cluster_kernels import ClusterSizes, ratio_lower, ratio_upper, read_clusters
-from .base import Analysis, Field, Problem, Scheme
+from ampcalc.load.fields import check_keys, describe
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BUN_2022, cite
+from ampcalc.schemes._cluster_kernels import ClusterSizes, ratio_lower, ratio_upper, read_clusters
+from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (
     cite(BUN_2022, "Theorem 5.2 (upper)"),
@@ -371,7 +371,7 @@ def _verify_hook(
     """
     import itertools
 
-    from .. import verify as V
+    from ampcalc.schemes import exact as V
 
     cl = params.clusters
     V.check_distinct_domain(cl.total + 1, 1, limit)  # before listing the sizes

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..model import Mechanism, Neighbours
-from ..papers import BUN_2020_WP, BUN_2022, cite
-from .base import Analysis, Field, Problem, Scheme
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
+from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 MAX_EXACT_INT = 2**53
 BASIS = (
@@ -402,7 +402,7 @@ def _verify_hook(
     ``all``: also P = {a×(N − j), b×j} with an a or a b added or removed, samples as
     value multisets.
     """
-    from ..verify import (
+    from ampcalc.schemes.exact import (
         Instance,
         Plan,
         check_distinct_sizes,

@@ -16,12 +16,12 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..model import Mechanism, Neighbours
-from ..papers import BUN_2022, cite
-from ._cluster_kernels import ratio_lower
-from .base import Analysis, Field, Problem, Scheme
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BUN_2022, cite
+from ampcalc.schemes._cluster_kernels import ratio_lower
+from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (cite(BUN_2022, "Proposition 6.1"), cite(BUN_2022, "Theorem 5.3"))
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError, DesignError, Where
-from ..importance_kernels import (
+from ampcalc.load.records import RecordNorms, open_source, read_norms
+from ampcalc.math import numeric
+from ampcalc.math.importance import (
     LinearCoefficients,
     domain_supremum,
     eps_hat_upper_w,
@@ -35,10 +35,10 @@ from ..importance_kernels import (
     privacy_constrained_weights,
     var_opt_probabilities,
 )
-from ..importance_records import RecordNorms, open_source, read_norms
-from ..model import Neighbours
-from ..papers import IMPORTANCE, cite
-from .base import Analysis, Field, Problem, Scheme
+from ampcalc.model.design import Neighbours
+from ampcalc.model.errors import ConditionError, DesignError, Where
+from ampcalc.model.references import IMPORTANCE, cite
+from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (
     cite(IMPORTANCE, "Theorem 6"),
@@ -170,7 +170,7 @@ _PROFILE_FIELDS = {
 
 def parse_mechanism(raw: Any, reader: Any) -> RecordEpsilon:
     """Validate the ``mechanism:`` profile block (errors name the YAML line)."""
-    from ..validate import describe, mapping
+    from ampcalc.load.fields import describe, mapping
 
     data = mapping(raw, reader, "mechanism", None, None, "a privacy profile")
     if "profile" not in data:
@@ -337,7 +337,7 @@ FIELDS = (
 
 def _error(reader: Any, key: str, message: str) -> Exception:
     """A DesignError at ``sampling.<key>``, with the line the loader recorded for it."""
-    from ..errors import DesignError
+    from ampcalc.model.errors import DesignError
 
     path = f"sampling.{key}" if key else "sampling.probabilities"
     where = reader.field_where.get(path) or reader.field_where.get("sampling.probabilities")

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..model import Mechanism, Neighbours
-from ..papers import BBG18, BUN_2020_WP, cite
-from .base import Analysis, Field, Scheme
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BBG18, BUN_2020_WP, cite
+from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
-    from ..verify import Plan
+    from ampcalc.schemes.exact import Plan
 
 BASIS = (cite(BUN_2020_WP, "Lemma 3.3"), BBG18)
 
@@ -162,7 +162,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "`neighbours: add-remove` or `both`."
         )
     if mechanism.group_size > 1:
-        from .._groups import poisson_group_analysis
+        from ampcalc.math.groups import poisson_group_analysis
 
         return poisson_group_analysis(params, mechanism, guarantee)
     conditions = [
@@ -278,7 +278,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
 def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
     """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify)."""
-    from ..verify import poisson_instance
+    from ampcalc.schemes.exact import poisson_instance
 
     return poisson_instance(*args, **kwargs)
 

@@ -32,15 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..limits import LIMITS
-from ..model import Mechanism, Neighbours
-from ..papers import BBG18, BUN_2022, IMPORTANCE, cite
-from ..validate import describe, is_real, is_whole
-from . import srswor
-from ._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
-from .base import Analysis, Field, Scheme
+from ampcalc.load.fields import describe, is_real, is_whole
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.limits import LIMITS
+from ampcalc.model.references import BBG18, BUN_2022, IMPORTANCE, cite
+from ampcalc.schemes import srswor
+from ampcalc.schemes._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
+from ampcalc.schemes.base import Analysis, Field, Scheme
 
 BASIS = (cite(BUN_2022, "§6.1"), cite(BUN_2022, "Proposition 6.1"))
 
@@ -781,7 +781,7 @@ def _replacement(
     label: str, i: int, p: dict[Counts, float], pp: dict[Counts, float], *, symmetric: bool
 ) -> Any:
     """P (record i = x) vs P′ (record i = x′): symbols o…, x, x′ (caps 1)."""
-    from .. import verify as V
+    from ampcalc.schemes import exact as V
 
     n = len(next(iter(p)))
 
@@ -821,7 +821,7 @@ def _verify_hook(
     whole design re-drawn with the new size) and the default pairs over a two-value
     universe (x = a, x′ = b, every assignment of the other records).
     """
-    from .. import verify as V
+    from ampcalc.schemes import exact as V
 
     if params.method == "poisson-threshold":
         return _verify_threshold(params, mechanism, pairs, limit)
@@ -903,7 +903,7 @@ def _verify_threshold(
     min(1, τR), or 1 without a public R). ``all`` also adds x at each listed a_i, with
     0..3 other records, and the pairs over a two-value universe.
     """
-    from .. import verify as V
+    from ampcalc.schemes import exact as V
 
     if mechanism.delta > 0:
         raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")

@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..model import Mechanism, Neighbours
-from ..papers import BUN_2022, cite
-from . import pps
-from ._cluster_kernels import ClusterSizes, capped_inclusion, read_clusters
-from .base import Analysis, Field, Problem, Scheme
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.references import BUN_2022, cite
+from ampcalc.schemes import pps
+from ampcalc.schemes._cluster_kernels import ClusterSizes, capped_inclusion, read_clusters
+from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (cite(BUN_2022, "§6.2"), cite(BUN_2022, "Proposition 6.1"))
 

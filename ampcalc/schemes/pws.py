@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import pws_kernels as K
-from ..errors import ConditionError
-from ..limits import LIMITS
-from ..model import Mechanism, Neighbours
-from ..papers import PWS, cite
-from .base import Analysis, Field, Problem, Scheme
+from ampcalc.math import pws as K
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.limits import LIMITS
+from ampcalc.model.references import PWS, cite
+from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (
     cite(PWS, "Algorithm 3 and Lemma 4.1 (optimal reporting probabilities)"),

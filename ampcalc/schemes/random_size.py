@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError, DesignError, Where
-from ..fileio import excerpt, open_input
-from ..limits import LIMITS
-from ..model import Mechanism, Neighbours
-from ..papers import BUN_2022, cite
-from ..validate import describe, is_real
-from .base import Analysis, Field, Scheme
+from ampcalc.load.fields import describe, is_real
+from ampcalc.load.files import excerpt, open_input
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError, DesignError, Where
+from ampcalc.model.limits import LIMITS
+from ampcalc.model.references import BUN_2022, cite
+from ampcalc.schemes.base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53
 BASIS = (cite(BUN_2022, "Theorem 3.1"), "spec §3 (corrected: tilt at ε_D, amplify at ε_R)")
@@ -219,7 +219,7 @@ def parse_size(raw: Any, n: int, reader: Any) -> SizeDistribution:
         )
     kind = raw.get("distribution")
     if kind not in KINDS:
-        from ..validate import field_value
+        from ampcalc.load.fields import field_value
 
         if "distribution" not in raw:
             raise reader.error(
@@ -901,7 +901,7 @@ def size_mixture_plan(
     symmetric under x ↔ x′). ``all``: also {a×(N − j), b×j} vs {a×(N − j − 1), b×(j + 1)}
     for j = 0..N − 1, samples as value multisets.
     """
-    from ..verify import (
+    from ampcalc.schemes.exact import (
         Instance,
         Plan,
         check_distinct_sizes,
@@ -944,7 +944,7 @@ def _verify_hook(
     params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
 ) -> Any:
     """Tiny-instance enumeration for ``ampcalc verify``: a mixture of srswor over sizes."""
-    from ..verify import check_distinct_sizes, relations_of, sizes_for
+    from ampcalc.schemes.exact import check_distinct_sizes, relations_of, sizes_for
 
     support = size_support(params.size, params.population)
     # refuse a huge domain before listing sizes or computing the pmf: one size s >= 1

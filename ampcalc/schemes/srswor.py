@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..model import Mechanism, Neighbours
-from ..papers import BUN_2022, HU_2023, cite
-from .base import Analysis, Field, Problem, Scheme
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BUN_2022, HU_2023, cite
+from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 if TYPE_CHECKING:
-    from ..verify import Plan
+    from ampcalc.schemes.exact import Plan
 
 MAX_EXACT_INT = 2**53
 BASIS = (cite(BUN_2022, "Theorem 2.2"), cite(HU_2023, "Theorem 1"))
@@ -120,7 +120,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "an add-remove guarantee."
         )
     if mechanism.group_size > 1:
-        from .._groups import srswor_group_analysis
+        from ampcalc.math.groups import srswor_group_analysis
 
         return srswor_group_analysis(params, mechanism)
     n, m = params.population, params.sample
@@ -200,7 +200,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
 def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
     """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify)."""
-    from ..verify import srswor_instance
+    from ampcalc.schemes.exact import srswor_instance
 
     return srswor_instance(*args, **kwargs)
 

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _groups, numeric
-from ..errors import ConditionError
-from ..model import Mechanism, Neighbours
-from .base import Analysis, Field, Scheme
+from ampcalc.math import groups as _groups
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
-    from ..verify import Plan
+    from ampcalc.schemes.exact import Plan
 
 MAX_EXACT_INT = 2**53
 BASIS = (
@@ -225,7 +226,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
 
 def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
-    from ..verify import srswr_instance
+    from ampcalc.schemes.exact import srswr_instance
 
     return srswr_instance(*args, **kwargs)
 

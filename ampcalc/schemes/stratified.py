@@ -39,14 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..errors import ConditionError
-from ..fileio import excerpt, open_input
-from ..limits import LIMITS
-from ..model import Mechanism, Neighbours
-from ..papers import BBG18, BUN_2020_WP, BUN_2022, cite
-from . import _allocation as alloc
-from .base import Analysis, Field, Scheme
+from ampcalc.load.files import excerpt, open_input
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.limits import LIMITS
+from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, cite
+from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53
 ALLOCATIONS = ("proportional", "poisson", "fixed", "neyman")
@@ -522,7 +522,7 @@ def _at_key(reader: Any, key: str, message: str) -> Any:
     """An error at an existing key of ``sampling`` (its line), else at the block."""
     where = reader.field_where.get(f"sampling.{key}")
     if where is not None:
-        from ..errors import DesignError
+        from ampcalc.model.errors import DesignError
 
         return DesignError(message, where=where)
     return reader.error("sampling", message)
@@ -1444,7 +1444,7 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
         e = np.asarray(eps, dtype=float)
         if not replace:
             return numeric.amplification_lower(r_max, e)
-        from .poisson import lower_epsilon_at_delta, lower_epsilon_replace_one
+        from ampcalc.schemes.poisson import lower_epsilon_at_delta, lower_epsilon_replace_one
 
         if delta > 0.0:  # the bound must hold at the reported δ′ (docs/verify.md)
             return lower_epsilon_at_delta(e, eps_r(e), delta_prime(e), rate=r_max)
@@ -1801,7 +1801,7 @@ def compare(design: Any, target: float) -> dict[str, Any]:
     at the most generous ε not known to break the target (``impossible_above``), as a
     best case that is not a guarantee.
     """
-    from .. import engine
+    from ampcalc import engine
 
     p: Params = design.params
     s = p.strata
@@ -1906,7 +1906,7 @@ def _verify_hook(
     replacements within a stratum — x moved from stratum s to t for every s != t.
     ``ampcalc verify`` passes the guarantee the design asks for.
     """
-    from .. import verify as V
+    from ampcalc.schemes import exact as V
 
     kind = params.allocation
     if kind == "neyman":

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import numeric
-from ..model import Mechanism, Neighbours
-from ..papers import BUN_2022, cite
-from ._cluster_kernels import ratio_bound
-from .base import Analysis, Field, Problem, Scheme
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.references import BUN_2022, cite
+from ampcalc.schemes._cluster_kernels import ratio_bound
+from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (cite(BUN_2022, "§6.3"), cite(BUN_2022, "Theorem 2.2"))
 
@@ -126,9 +126,9 @@ def _lower_size_hidden(eps_d: np.ndarray, eps_r: np.ndarray, n: int, k: int) -> 
       - the random-size witness of Theorem 3.1 (random_size.lower_epsilon), tilt at
         min(ε_D, ε_R).
     """
-    from .random_size import Params as SizeParams
-    from .random_size import SizeDistribution
-    from .random_size import lower_epsilon as size_lower
+    from ampcalc.schemes.random_size import Params as SizeParams
+    from ampcalc.schemes.random_size import SizeDistribution
+    from ampcalc.schemes.random_size import lower_epsilon as size_lower
 
     m_lo, m_hi = n // k, -(-n // k)
     f = (n % k) / k
@@ -358,12 +358,12 @@ def _verify_hook(
     r, r + k, ... . ``default``: distinct records, one position per class of start;
     ``all``: every a/b sequence of length N with one a turned into b.
     """
-    from ..verify import check_distinct_sizes
+    from ampcalc.schemes.exact import check_distinct_sizes
 
     n, k = params.population, params.interval
     check_distinct_sizes(n + 1, [n // k], limit)  # before listing positions
     if params.order == "random":
-        from .random_size import size_mixture_plan
+        from ampcalc.schemes.random_size import size_mixture_plan
 
         f = (n % k) / k
         probs = {n // k: 1.0 - f}
@@ -371,7 +371,7 @@ def _verify_hook(
             probs[-(-n // k)] = f
         return size_mixture_plan(n, probs, mechanism, pairs, limit)
 
-    from ..verify import Instance, Plan, relations_of, sizes_for
+    from ampcalc.schemes.exact import Instance, Plan, relations_of, sizes_for
 
     rel = relations_of(mechanism)
     starts = [list(range(r, n, k)) for r in range(k)]  # 0-based positions per start
@@ -411,7 +411,7 @@ def _verify_hook(
         import itertools
 
         if 2**n > limit:
-            from ..errors import ConditionError
+            from ampcalc.model.errors import ConditionError
 
             raise ConditionError(
                 f"too large to verify: --pairs all tries every a/b ordering of the N = {n} "

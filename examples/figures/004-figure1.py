@@ -32,7 +32,7 @@ def tables() -> list[tuple[str, list[dict], list[str]]]:
 
 
 def main(argv: list[str]) -> int:
-    from ampcalc import plot
+    from ampcalc.output import plot
 
     out = Path(argv[0]) if argv else HERE / "004-figure1.png"
     data = tables()

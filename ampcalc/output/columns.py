@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.results import plain
+from ampcalc.model.results import plain
 
 #: rows formatted and written at a time (bounded memory: ~7 MB of JSON text per chunk)
 CHUNK = 1 << 14
@@ -281,7 +281,7 @@ def table_json_chunks(
     """The JSON envelope of ``{**payload, key: rows}`` with the rows (one object each,
     keys in column order, NaN as null) written from ``columns``; ``None``: render the
     usual way."""
-    from ampcalc.render import envelope
+    from ampcalc.output.render import envelope
 
     mark = placeholder(key)
     doc = envelope(command, version, {**payload, key: mark})

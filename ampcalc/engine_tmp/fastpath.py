@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc import numeric, schemes
-from ampcalc.errors import ConditionError
-from ampcalc.model import MAX_EPSILON, Design, Mechanism, Neighbours, check_epsilon
-from ampcalc.results import BoundResult, InvertResult, Verdict
+from ampcalc import schemes
+from ampcalc.math import numeric
+from ampcalc.model.design import MAX_EPSILON, Design, Mechanism, Neighbours, check_epsilon
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.results import BoundResult, InvertResult, Verdict
 
 _INF = math.inf
 _ULPS = numeric.OUTWARD_ULPS
