@@ -820,6 +820,30 @@ def pws_table(
     ``a_unbiased``, ``bias_unbiased``, ``variance_unbiased``, ``bias_sbh``,
     ``variance_sbh``; 004 §7.1, §8.1).
     """
+    summary, cols = pws_table_columns(design, max_frequency, verify=verify)
+    names = list(cols)
+    ratio_ok = (cols["phi_sbh"] > 0).tolist()
+    rows = [
+        dict(zip(names, values, strict=True))
+        for values in zip(*(cols[k].tolist() for k in names), strict=True)
+    ]
+    for row, ok in zip(rows, ratio_ok, strict=True):
+        if not ok:
+            row["ratio"] = None
+    if accuracy:
+        from ampcalc.records import pws_estimators as E
+
+        _, params = pws_design(_many(design))
+        for row, extra in zip(rows, E.accuracy(params, len(rows)), strict=True):
+            row.update({k: v for k, v in extra.items() if k != "frequency"})
+    return {**summary, "frequencies": rows}
+
+
+def pws_table_columns(
+    design: Any, max_frequency: int | None = None, *, verify: bool = False
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``pws_table``'s summary, and its rows as columns (``frequency``, ``q``, ``pi``,
+    ``p``, ``phi_sbh``, ``ratio``: NaN where φ_i is not > 0, the rows' null)."""
     from ampcalc.math import pws as K
     from ampcalc.schemes import pws
 
@@ -837,17 +861,17 @@ def pws_table(
         threshold=params.threshold,
         weight_power=params.weight_power,
     )
-    rows = [
-        {
-            "frequency": i + 1,
-            "q": float(t.q[i]),
-            "pi": float(t.pi[i]),
-            "p": float(p[i]),
-            "phi_sbh": float(phi[i]),
-            "ratio": float(t.pi[i] / phi[i]) if phi[i] > 0 else None,
-        }
-        for i in range(n)
-    ]
+    pi = np.asarray(t.pi, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(phi > 0, pi / np.where(phi > 0, phi, 1.0), np.nan)
+    cols = {
+        "frequency": np.arange(1, n + 1, dtype=np.int64),
+        "q": np.asarray(t.q, dtype=float),
+        "pi": pi,
+        "p": np.asarray(p, dtype=float),
+        "phi_sbh": np.asarray(phi, dtype=float),
+        "ratio": ratio,
+    }
     summary: dict[str, Any] = {
         "design": d.name,
         "epsilon": params.epsilon,
@@ -861,12 +885,7 @@ def pws_table(
             params, t.q, t.pi, None
         )
         summary["verified"] = ok
-    if accuracy:
-        from ampcalc.records import pws_estimators as E
-
-        for row, extra in zip(rows, E.accuracy(params, n), strict=True):
-            row.update({k: v for k, v in extra.items() if k != "frequency"})
-    return {**summary, "frequencies": rows}
+    return summary, cols
 
 
 class PwsSanitiser:

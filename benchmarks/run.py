@@ -49,6 +49,8 @@ BENCHES: list[tuple[str, str, str]] = [
     ("verify", "bench_verify", "verify programmes and group kernels"),
     ("dask", "bench_dask", "Dask-backed record files (optional)"),
     ("accounting", "bench_accounting", "named mechanisms, composition, budgets vs dp_accounting"),
+    ("overhead", "bench_overhead", "Python overhead: one call, big outputs, PWS, weights"),
+    ("dask-scaling", "bench_dask_scaling", "Dask: 1 and 2 workers against one process"),
 ]
 MARK = "@@ampcalc-bench-rows@@"
 CHILD = (

@@ -321,6 +321,7 @@ def evaluate(
         DesignError: a malformed sweep, or a grid point that is not a valid design
             (the message names the point).
     """
+
     from ampcalc.designs.document import load_document
 
     varies = tuple(varies)
@@ -681,37 +682,6 @@ def _plan_columns(
 # ---------------------------------------------------------------------------------------
 # output helpers
 # ---------------------------------------------------------------------------------------
-
-
-def _csv_cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    if any(c in text for c in ',"\n\r'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
-
-
-def write_csv(sweep: Sweep, out: Any) -> None:
-    """CSV, one row per point (floats as ``repr``; null as an empty cell; RFC 4180
-    quoting)."""
-    names = sweep.column_names()
-    cols = []
-    for n in names:
-        arr = sweep.columns[n]
-        if arr.dtype.kind == "f":
-            cols.append(["" if v != v else repr(v) for v in arr.tolist()])
-        elif arr.dtype.kind in "iu":
-            cols.append([str(v) for v in arr.tolist()])
-        else:
-            cache: dict[Any, str] = {}
-            cols.append(
-                [
-                    cache[v] if v in cache else cache.setdefault(v, _csv_cell(v))
-                    for v in arr.tolist()
-                ]
-            )
-    out.write(",".join(_csv_cell(n) for n in names) + "\n")
-    if cols and cols[0]:
-        out.write("\n".join(map(",".join, zip(*cols, strict=True))) + "\n")
 
 
 def document(sweep: Sweep) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import enum
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -130,6 +130,17 @@ def emit(text: str) -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def emit_chunks(chunks: Iterable[str]) -> None:
+    """``emit`` for output made in pieces (a large sweep): each written as it comes."""
+    try:
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
 def rich_output() -> bool:
     return sys.stdout.isatty()
 
@@ -168,12 +179,20 @@ def emit_result(
     *,
     csv: CsvRecords | None = None,
     table: TableText | None = None,
+    chunks: Mapping[str, Callable[[], Iterator[str] | None]] | None = None,
 ) -> None:
     """Write a command's result to standard output as a table, JSON or CSV.
 
     Every command prints its result through here (see ``result_text``), so the
-    choice between the three formats is made in one place.
+    choice between the three formats is made in one place. ``chunks`` maps a format
+    to a function writing that format's same text in pieces (or returning None: then
+    the text is rendered as usual), for results too large to hold as one string.
     """
+    make = (chunks or {}).get(output.value)
+    pieces = make() if make is not None else None
+    if pieces is not None:
+        emit_chunks(pieces)
+        return
     emit(result_text(output, command, payload, csv=csv, table=table))
 
 

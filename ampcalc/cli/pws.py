@@ -30,6 +30,7 @@ from ampcalc.cli.app import (
     resolve_format,
     result_text,
     say,
+    version,
 )
 from ampcalc.load.files import excerpt, excerpt_names
 from ampcalc.model.limits import LIMITS
@@ -246,14 +247,25 @@ def table_cmd(
     overrides: SetOpt = None,
 ) -> int:
     """Every per-frequency row of a pws design: i, q_i, π_i, p_i, SbH φ_i, π_i/φ_i."""
-    from ampcalc.api import pws_table
+    import functools
+
+    from ampcalc.api import pws_table, pws_table_columns
+    from ampcalc.output import columns as co
 
     out_format = resolve_format(fmt, as_json)
     d, params = _design(design, overrides)
-    payload = pws_table([d], max_frequency, verify=verify, accuracy=accuracy)
-    rows = payload.pop("frequencies")
-    summary: dict[str, Any] = payload
-    n = len(rows)
+    summary, cols = pws_table_columns([d], max_frequency, verify=verify)
+    n = len(cols["frequency"])
+
+    @functools.cache
+    def all_rows() -> list[dict[str, Any]]:
+        if accuracy:  # the estimators' per-key columns come with the rows
+            rows: list[dict[str, Any]] = pws_table([d], max_frequency, accuracy=True)[
+                "frequencies"
+            ]
+            return rows
+        return _table_rows(cols)
+
     status = ExitCode.OK
     if verify and not summary["verified"]:
         say(
@@ -266,6 +278,7 @@ def table_cmd(
         from ampcalc.output.render import fmt as f6
         from ampcalc.output.render import render_table
 
+        rows = all_rows()
         interesting = [r for r in rows if r["pi"] < r["q"]] or rows[:5]
         header = ["i", "q_i", "π_i", "p_i", "SbH φ_i", "π_i/φ_i"]
         body = [
@@ -303,9 +316,46 @@ def table_cmd(
             )
         return render_table(header, body, foot, rich_output=rich)
 
-    payload = {**summary, "frequencies": rows}
-    emit_result(out_format, "pws table", payload, csv=rows, table=table)
+    emit_result(
+        out_format,
+        "pws table",
+        lambda: {**summary, "frequencies": all_rows()},
+        csv=_LazyRows(all_rows),
+        table=table,
+        # written from the columns in chunks: the same bytes as the rows rendered
+        chunks=None
+        if accuracy
+        else {
+            "json": lambda: co.table_json_chunks(
+                "pws table", version(), summary, "frequencies", cols
+            ),
+            "csv": lambda: co.csv_chunks(cols),
+        },
+    )
     return int(status)
+
+
+class _LazyRows:
+    """Rows made only when iterated (the CSV rendering falls back to them)."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.make())
+
+
+def _table_rows(cols: dict[str, Any]) -> list[dict[str, Any]]:
+    """``api.pws_table``'s rows from its columns (NaN ratio: null)."""
+    names = list(cols)
+    rows = [
+        dict(zip(names, values, strict=True))
+        for values in zip(*(cols[k].tolist() for k in names), strict=True)
+    ]
+    for row, ok in zip(rows, (cols["phi_sbh"] > 0).tolist(), strict=True):
+        if not ok:
+            row["ratio"] = None
+    return rows
 
 
 def _verify(
@@ -417,7 +467,9 @@ def sanitize_cmd(
             d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
             chunk, verify, scheduler, workers, as_json,
         )  # fmt: skip
-    seen: dict[str, int] = {}
+    from ampcalc.load.keyset import KeySet
+
+    seen = KeySet()
     prev: tuple[str, int] | None = None
     with contextlib.ExitStack() as stack:
         out: Any = sys.stdout
@@ -440,6 +492,7 @@ def sanitize_cmd(
             if si is not None:
                 for n, v in enumerate(cols[si]):
                     _check_score(v, params, int(freqs[n]), sample, lines[n])
+            raw = None
             if stream:
                 order = np.flatnonzero(
                     np.fromiter(map(operator.le, keys[1:], keys[:-1]), bool, len(keys) - 1)
@@ -461,18 +514,25 @@ def sanitize_cmd(
                     )
                 prev = (keys[-1], lines[-1])
             else:
-                chunk_keys = dict(zip(keys, lines, strict=True))
-                if len(chunk_keys) != len(keys) or not seen.keys().isdisjoint(chunk_keys):
-                    _duplicate(keys, lines, seen, sample)
-                seen.update(chunk_keys)
+                raw = K.encode_keys(keys)
+                dup = seen.add(keys, lines, raw)
+                if dup is not None:
+                    raise DesignError(
+                        _duplicate_message(sample, keys[dup[0]], lines[dup[0]], dup[1])
+                    )
             if freqs.size:
                 top = int(freqs.max())
                 where = f"{sample}:{lines[int(np.argmax(freqs))]}"
                 san.ensure(top, where)
-            kept, tokens = K.sanitize_keys(keys, freqs, seed, p=san.p, rows=san.rows)
+            hashes = None if raw is None else K.key_hashes(keys, raw)
+            kept, tokens = K.sanitize_keys(
+                keys, freqs, seed, p=san.p, rows=san.rows, hashes=hashes
+            )
             n_in += len(keys)
             idx = np.flatnonzero(kept).tolist()
-            if frequencies:
+            if not extra and _write_plain(out, keys, idx, tokens if frequencies else None):
+                pass  # written directly: no cell needed quoting
+            elif frequencies:
                 assert tokens is not None
                 tok = tokens.tolist()
                 writer.writerows([keys[n], tok[n], *[cols[c][n] for c in extra]] for n in idx)
@@ -579,11 +639,34 @@ def _duplicate(keys: list[str], lines: Sequence[int], seen: dict[str, int], path
     for k, ln in zip(keys, lines, strict=True):
         earlier = seen.get(k, first.get(k))
         if earlier is not None:
-            raise DesignError(
-                f"{path}:{ln}: duplicate key {excerpt(k)} (first on line {earlier}); "
-                "a weighted sample lists each key once with its frequency"
-            )
+            raise DesignError(_duplicate_message(path, k, ln, earlier))
         first[k] = ln
+
+
+def _duplicate_message(path: str, key: str, line: int, earlier: int) -> str:
+    return (
+        f"{path}:{line}: duplicate key {excerpt(key)} (first on line {earlier}); "
+        "a weighted sample lists each key once with its frequency"
+    )
+
+
+def _write_plain(out: Any, keys: list[str], idx: list[int], tokens: Any) -> bool:
+    """The rows ``key`` (or ``key,token``) of ``idx`` written as one text, the bytes
+    ``csv.writer`` would write; False (nothing written) if a key needs quoting: it
+    holds a comma, a quote, a line break or is empty (a lone empty cell is ``""``)."""
+    if not idx:
+        return True
+    kept = [keys[n] for n in idx]
+    text = "\n".join(kept)
+    if any(c in text for c in ',"\r') or "\n\n" in text or not kept[0] or not kept[-1]:
+        return False
+    if len(kept) != text.count("\n") + 1:
+        return False  # a key with a line break
+    if tokens is not None:
+        tok = tokens[idx].tolist()
+        text = "\n".join(map("%s,%d".__mod__, zip(kept, tok, strict=True)))
+    out.write(text + "\n")
+    return True
 
 
 def _check_score(value: str, params: Any, w: int, path: str, line: int) -> None:

@@ -7,6 +7,7 @@ parses options, renders and chooses the exit code.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -21,6 +22,7 @@ from ampcalc.cli.app import (
     emit_result,
     resolve_format,
     say,
+    version,
 )
 
 TABLE_ROWS = 200
@@ -195,11 +197,13 @@ def sweep(
         )
         say(f"wrote {plot}")
 
+    from ampcalc.output import columns
+
     def csv_text() -> str:
         import io
 
         buf = io.StringIO()
-        sw.write_csv(result, buf)
+        columns.sweep_csv(result, buf)
         return buf.getvalue()
 
     emit_result(
@@ -208,8 +212,19 @@ def sweep(
         lambda: sw.document(result),
         csv=csv_text,
         table=lambda rich: _table(result, rich=rich, chart=chart),
+        # written from the columns in chunks: the same bytes, bounded memory
+        chunks={
+            "json": lambda: columns.sweep_json_chunks(result, version()),
+            "csv": lambda: _csv_chunks(result),
+        },
     )
     return int(code)
+
+
+def _csv_chunks(result: object) -> Iterator[str]:
+    from ampcalc.output.columns import csv_chunks
+
+    return csv_chunks(result.columns)  # type: ignore[attr-defined]
 
 
 def _table(result: object, *, rich: bool, chart: bool | None) -> str:

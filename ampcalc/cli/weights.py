@@ -50,7 +50,8 @@ OutputFormatOpt = Annotated[
     str | None,
     typer.Option(
         "--output-format",
-        help="Dask engine: part files as csv or parquet (default: the output's suffix, else csv).",
+        help="Output as csv or parquet (the Dask engine's part files; with numpy, the "
+        "--output file; default: the output's suffix, else csv). Parquet needs pyarrow.",
         show_default=False,
     ),
 ]
@@ -164,35 +165,95 @@ def weights(
             "their q, not clipped"
         )
     kept: int | None = None
+    out_fmt = "csv"
+    if output:
+        from ampcalc.records.distributed import output_format
+
+        out_fmt = output_format(output, output_fmt, "csv")
     with contextlib.ExitStack() as stack:
         write: Any = emit
-        if output:
-            write = stack.enter_context(atomic_write(output, inputs=[design])).write
-        if not sample:
-            write("row,probability,weight,epsilon_hat\n")
-            step = 1 << 18
-            for start in range(0, fig.q.size, step):
-                stop = min(start + step, fig.q.size)
-                block = np.column_stack(
-                    [
-                        np.arange(start, stop),
-                        fig.q[start:stop],
-                        fig.w[start:stop],
-                        fig.eps_hat[start:stop],
-                    ]
-                )
-                write(_rows(block, int_first=True))
+        if out_fmt == "parquet":
+            assert output is not None
+            kept = _write_parquet(output, design, params, fig, seed if sample else None)
         else:
-            kept = _write_sample(write, params.data.source, fig, seed)
+            if output:
+                write = stack.enter_context(atomic_write(output, inputs=[design])).write
+            if not sample:
+                write("row,probability,weight,epsilon_hat\n")
+                step = 1 << 18
+                for start in range(0, fig.q.size, step):
+                    stop = min(start + step, fig.q.size)
+                    block = np.column_stack(
+                        [
+                            np.arange(start, stop),
+                            fig.q[start:stop],
+                            fig.w[start:stop],
+                            fig.eps_hat[start:stop],
+                        ]
+                    )
+                    write(_rows(block, int_first=True))
+            else:
+                kept = _write_sample(write, params.data.source, fig, seed)
     if sample:
         say(f"sampled {kept} of {fig.q.size} records (expected {float(np.sum(fig.q)):.6g})")
     if as_json:
         emit_result(
             Format.json,
             "weights",
-            _summary(d, "numpy", fig.q.size, fig.q, kept, seed, fig, output),
+            {
+                **_summary(d, "numpy", fig.q.size, fig.q, kept, seed, fig, output),
+                "output_format": out_fmt,
+            },
         )
     return int(ExitCode.OK)
+
+
+def _write_parquet(
+    output: str, design: str | None, params: Any, fig: Any, seed: int | None
+) -> int | None:
+    """The rows as one Parquet file (the Dask engine's part schema: ``row`` int64, the
+    rest float64); with ``seed``, the Poisson sample's rows. pyarrow is imported here."""
+    import numpy as np
+
+    from ampcalc.load.files import atomic_write
+    from ampcalc.model.errors import AmpcalcError
+    from ampcalc.records.distributed import _module
+
+    try:
+        pa = _module("pyarrow")
+        pq = _module("pyarrow.parquet")
+    except ImportError as exc:
+        raise AmpcalcError(
+            f"Parquet output needs pyarrow, which is not installed ({exc.name}): install "
+            "ampcalc[parquet] (pip install 'ampcalc[parquet]') or write CSV"
+        ) from None
+    if seed is None:
+        names = ["row", "probability", "weight", "epsilon_hat"]
+        cols = [np.arange(fig.q.size), fig.q, fig.w, fig.eps_hat]
+        kept = None
+    else:
+        from ampcalc.load.records import iter_chunks
+        from ampcalc.math.importance import uniforms
+        from ampcalc.model.errors import DesignError
+
+        src = params.data.source
+        names = ["row", *src.names, "probability", "weight"]
+        pieces: list[list[Any]] = [[] for _ in names]
+        for start, x, _ in iter_chunks(src, DesignError):
+            n = x.shape[0]
+            q = fig.q[start : start + n]
+            idx = np.flatnonzero(uniforms(int(seed), start, n) < q)
+            block = [start + idx, *(x[idx, j] for j in range(x.shape[1])), q[idx]]
+            block.append(fig.w[start : start + n][idx])
+            for piece, col in zip(pieces, block, strict=True):
+                piece.append(col)
+        cols = [np.concatenate(p) if p else np.zeros(0) for p in pieces]
+        kept = int(cols[0].size)
+    arrays = [pa.array(np.asarray(cols[0], dtype=np.int64))]
+    arrays += [pa.array(np.asarray(c, dtype=float)) for c in cols[1:]]
+    with atomic_write(output, binary=True, inputs=[design]) as fh:
+        pq.write_table(pa.Table.from_arrays(arrays, names=names), fh)
+    return kept
 
 
 def _write_sample(write: Any, src: Any, fig: Any, seed: int | None) -> int:
@@ -291,11 +352,11 @@ def _weights_dask(
 
 
 def _rows(block: Any, *, int_first: bool) -> str:
-    import io
-
-    import numpy as np
-
-    buf = io.StringIO()
-    fmt = ["%d"] + ["%.17g"] * (block.shape[1] - 1) if int_first else "%.17g"
-    np.savetxt(buf, block, delimiter=",", fmt=fmt)
-    return buf.getvalue()
+    """``np.savetxt(block, delimiter=",", fmt=...)``'s text, formatted column-wise: one
+    %-template per row over Python floats (savetxt formats numpy row objects)."""
+    if block.shape[0] == 0:
+        return ""
+    width = block.shape[1]
+    fmt = ",".join((["%d"] if int_first else ["%.17g"]) + ["%.17g"] * (width - 1))
+    cols = block.T.tolist()
+    return "\n".join(map(fmt.__mod__, zip(*cols, strict=True))) + "\n"

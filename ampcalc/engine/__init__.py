@@ -10,14 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ampcalc.engine.core import (
-    analyse,
-    certified_epsilon,
-    impossible_epsilon,
-    invert,
-    verdicts,
-    with_epsilon,
-)
+from ampcalc.engine.analysis import analyse, with_epsilon
+from ampcalc.engine.core import certified_epsilon, impossible_epsilon, invert, verdicts
 from ampcalc.model.design import Design
 from ampcalc.model.results import BoundResult
 

@@ -10,78 +10,26 @@ taken is recorded in ``details.inverse``.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal, overload
 
 import numpy as np
 
 from ampcalc import schemes
+from ampcalc.engine import fastpath
+from ampcalc.engine.analysis import (
+    _EPSILON_WHERE,
+    _TARGET_WHERE,
+    analyse,
+    with_epsilon,
+)
 from ampcalc.math import numeric
-from ampcalc.model.design import Design, Mechanism, Neighbours, check_epsilon
-from ampcalc.model.errors import ConditionError, DesignError, Where
+from ampcalc.model.design import MAX_EPSILON, Design, Mechanism, Neighbours, check_epsilon
+from ampcalc.model.errors import ConditionError, DesignError
 from ampcalc.model.results import BoundResult, InvertResult, Verdict
 from ampcalc.schemes.base import Analysis
 
 VERDICT_SLACK = 1e-12
-#: where an ε override's error points: the ``epsilon`` argument.
-_EPSILON_WHERE = Where(field="epsilon")
-_TARGET_WHERE = Where(field="target")
-
-
-def with_epsilon(mechanism: Mechanism, epsilon: float) -> tuple[Mechanism, list[str]]:
-    """M with its declared ε replaced (an explicit ε_R keeps its ratio to ε).
-
-    Raises:
-        DesignError: ``epsilon`` breaks ``model.check_epsilon``'s rule.
-    """
-    epsilon = check_epsilon(epsilon, where=_EPSILON_WHERE)
-    notes: list[str] = []
-    changes: dict[str, Any] = {"epsilon": float(epsilon)}
-    if mechanism.releases is not None:
-        changes["releases"] = None
-        notes.append(
-            f"--epsilon {epsilon:g} replaces the total of the design's "
-            f"{len(mechanism.releases)} releases"
-        )
-    if mechanism.epsilon_replace_one is not None:
-        changes["epsilon_replace_one"] = (
-            mechanism.epsilon_replace_one / mechanism.epsilon * epsilon
-        )
-    return dataclasses.replace(mechanism, **changes), notes
-
-
-def analyse(design: Design, mechanism: Mechanism | None = None) -> Analysis:
-    """The scheme's analysis of a design (raises ``ConditionError`` on failed conditions)."""
-    scheme = schemes.get(design.scheme)
-    mech = mechanism if mechanism is not None else design.mechanism
-    if getattr(mech, "profile", None) is not None:
-        raise ConditionError(
-            "a named mechanism (a privacy profile) is evaluated by `ampcalc bound`; this "
-            "analysis takes M as an (epsilon, delta) pair"
-        )
-    guarantee = design.guarantee or scheme.guarantees[0]
-    group = getattr(mech, "group_size", 1)
-    if group > 1 and not scheme.supports_group_size:
-        supported = [n for n in schemes.names() if _supports_group(n)]
-        raise ConditionError(
-            f"group privacy (mechanism.group_size = {group}) has no verified "
-            f"formula for the {design.scheme} scheme; schemes that support group_size: "
-            + ", ".join(supported)
-        )
-    params = design.params
-    bind = scheme.bind_target
-    if bind is not None:
-        # schemes calibrated to the design's `target:` block see it with their params
-        params = bind(params, design.target)
-    return scheme.analyse(params, mech, guarantee)
-
-
-def _supports_group(name: str) -> bool:
-    try:
-        return bool(schemes.get(name).supports_group_size)
-    except Exception:  # a family that fails to import does not support it either
-        return False
 
 
 def _mechanism_notes(mechanism: Mechanism | None) -> list[str]:
@@ -96,27 +44,35 @@ def _mechanism_notes(mechanism: Mechanism | None) -> list[str]:
     ]
 
 
+#: verdict values by code (``verdicts`` picks codes, then takes the strings in one pass).
+_VERDICT_VALUES = np.array(
+    [
+        Verdict.INCONCLUSIVE.value,
+        Verdict.DEGRADES.value,
+        Verdict.NO_AMPLIFICATION.value,
+        Verdict.AMPLIFIES.value,
+        Verdict.NO_GUARANTEE.value,
+    ],
+    dtype=object,
+)
+
+
 def verdicts(
     lower: np.ndarray | None, upper: np.ndarray | None, reference: np.ndarray
 ) -> np.ndarray:
     """Verdict per element (order: degrades, no-amplification, amplifies, no-guarantee)."""
     ref = np.asarray(reference, dtype=float)
-    out = np.full(ref.shape, Verdict.INCONCLUSIVE.value, dtype=object)
-    decided = np.zeros(ref.shape, dtype=bool)
+    # codes of _VERDICT_VALUES, later rules overwritten by earlier ones
+    if upper is None:
+        code: np.ndarray = np.full(ref.shape, 4, dtype=np.int8)
+    else:
+        code = np.where(np.asarray(upper, dtype=float) < ref, 3, 0).astype(np.int8)
     if lower is not None:
         lo = np.asarray(lower, dtype=float)
-        deg = lo > ref * (1 + VERDICT_SLACK)
-        out[deg] = Verdict.DEGRADES.value
-        decided |= deg
-        noamp = ~decided & (lo >= ref * (1 - VERDICT_SLACK))
-        out[noamp] = Verdict.NO_AMPLIFICATION.value
-        decided |= noamp
-    if upper is None:
-        out[~decided] = Verdict.NO_GUARANTEE.value
-    else:
-        amp = ~decided & (np.asarray(upper, dtype=float) < ref)
-        out[amp] = Verdict.AMPLIFIES.value
-    return out
+        code[np.broadcast_to(lo >= ref * (1 - VERDICT_SLACK), ref.shape)] = 2
+        code[np.broadcast_to(lo > ref * (1 + VERDICT_SLACK), ref.shape)] = 1
+    out = _VERDICT_VALUES[code]
+    return np.asarray(out, dtype=object) if code.ndim == 0 else out
 
 
 def in_range(lower: Any, delta_prime: Any) -> tuple[Any, Any]:
@@ -223,6 +179,9 @@ def bound(design: Design, epsilon: Any = None) -> BoundResult:
         A ``BoundResult``; a design outside its theorem's conditions gives a result
         with ``error`` set and null bounds.
     """
+    fast = fastpath.bound(design, epsilon)  # one ε on a closed-form design: same bits
+    if fast is not None:
+        return fast
     with np.errstate(**_QUIET):  # type: ignore[arg-type]
         return _bound(design, epsilon)
 
@@ -336,6 +295,14 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
             f"design {design.name!r}: no target; give --target T or a `target: "
             "{epsilon_prime: T}` block"
         )
+    if (
+        type(target) is float
+        and 0.0 < target <= MAX_EPSILON
+        and (target_delta is None or 0 <= target_delta <= 1)
+    ):
+        fast = fastpath.invert(design, target, target_delta)  # closed form: same bits
+        if fast is not None:
+            return fast
     # a target ε′ is an ε: the one rule (finite, in (0, 10⁶])
     t = np.asarray(check_epsilon(target, where=_TARGET_WHERE, array=True), dtype=float)
     if target_delta is not None and not 0 <= target_delta <= 1:

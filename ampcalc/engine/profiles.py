@@ -25,6 +25,7 @@ import numpy as np
 from ampcalc import schemes
 from ampcalc.accounting.profiles import Profile, epsilon_at_delta
 from ampcalc.engine import core
+from ampcalc.engine.analysis import analyse
 from ampcalc.math import numeric
 from ampcalc.model.design import Design, Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
@@ -126,7 +127,7 @@ def bound_profile(
     def image(eps: float) -> tuple[float, float, Any]:
         """(ε′, δ′, analysis) of the profile point at ε, via the scheme's theorem."""
         point = point_mechanism(mech, eps, replace_one=guarantee is not Neighbours.ADD_REMOVE)
-        analysis = core.analyse(design, point)
+        analysis = analyse(design, point)
         if analysis.upper is None or analysis.delta_prime is None:
             raise ConditionError("the theory gives no (ε′, δ′) upper bound for this design")
         e = np.asarray(eps, dtype=float)

@@ -32,14 +32,42 @@ def _nextafter_n(x: FloatArray, toward: float, n: int) -> FloatArray:
     return x
 
 
+#: bit pattern of +inf; a float64 with its sign bit clear and bits <= this is in [+0, inf].
+_INF_BITS = int(np.array(np.inf).view(np.int64))
+
+
+def _sign_clear_bits(x: FloatArray, top: int) -> np.ndarray | None:
+    """``x``'s bit patterns if every element is in [+0, inf] with bits <= ``top``, else None.
+
+    On such floats ``n`` steps of ``nextafter`` are ``n`` steps of the integer bit
+    pattern (IEEE 754 orders non-negative floats as their patterns): the fast path of
+    ``round_up``/``round_down``, one pass instead of ``n``. -0.0, negatives and NaN
+    (sign bit set, or a pattern above inf's) take the elementwise ``nextafter`` loop.
+    """
+    if x.ndim == 0 or x.size == 0 or x.dtype != np.float64:
+        return None
+    bits = np.ascontiguousarray(x).view(np.int64)
+    if int(bits.min()) < 0 or int(bits.max()) > top:
+        return None
+    return bits
+
+
 def round_up(x: ArrayLike, ulps: int = OUTWARD_ULPS) -> FloatArray:
     """Move every value ``ulps`` floats toward +inf (a guarantee never goes low)."""
-    return _nextafter_n(np.asarray(x, dtype=float), np.inf, ulps)
+    x = np.asarray(x, dtype=float)
+    bits = _sign_clear_bits(x, _INF_BITS - ulps)  # the top ulps floats step to inf
+    if bits is not None:
+        return (bits + ulps).view(np.float64)
+    return _nextafter_n(x, np.inf, ulps)
 
 
 def round_down(x: ArrayLike, ulps: int = OUTWARD_ULPS) -> FloatArray:
     """Move every value ``ulps`` floats toward -inf, never below 0 for values >= 0."""
     x = np.asarray(x, dtype=float)
+    bits = _sign_clear_bits(x, _INF_BITS)
+    if bits is not None:  # all in [+0, inf]: ulps patterns down, floored at +0
+        down: np.ndarray = np.maximum(bits - ulps, 0)
+        return down.view(np.float64)
     return np.where(x >= 0, np.maximum(_nextafter_n(x, -np.inf, ulps), 0.0), x)
 
 
@@ -59,9 +87,12 @@ def amplification(q: ArrayLike, eps: ArrayLike) -> FloatArray:
     q = np.asarray(q, dtype=float)
     eps = np.asarray(eps, dtype=float)
     q, eps = np.broadcast_arrays(q, eps)
-    small = eps <= LOG_SPACE_FROM
-    out = np.empty(q.shape, dtype=float)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if eps.ndim and eps.size and float(eps.max()) <= LOG_SPACE_FROM:
+            # every ε in the first branch (NaN fails the test): no masks, same values
+            return np.asarray(np.log1p(q * np.expm1(np.ascontiguousarray(eps))), dtype=float)
+        small = eps <= LOG_SPACE_FROM
+        out = np.empty(q.shape, dtype=float)
         out[small] = np.log1p(q[small] * np.expm1(eps[small]))
         big = ~small
         if np.any(big):
@@ -77,14 +108,24 @@ def _log_space_slack(q: FloatArray, eps: FloatArray) -> FloatArray:
     return np.where(eps > LOG_SPACE_FROM, 4.0 * np.spacing(scale), 0.0)
 
 
+def _all_small(eps: ArrayLike) -> bool:
+    """Every ε <= LOG_SPACE_FROM (an array): the log-space slack is 0 everywhere."""
+    e = np.asarray(eps)
+    return bool(e.ndim and e.size and e.dtype.kind == "f" and float(e.max()) <= LOG_SPACE_FROM)
+
+
 def amplification_upper(q: ArrayLike, eps: ArrayLike) -> FloatArray:
     """A(q, ε) rounded outward (up): never below the exact value."""
+    if _all_small(eps):  # slack 0: x + 0.0 is x (A >= 0 is never -0.0)
+        return round_up(amplification(q, eps))
     slack = _log_space_slack(q, eps)
     return round_up(amplification(q, eps) + slack)
 
 
 def amplification_lower(q: ArrayLike, eps: ArrayLike) -> FloatArray:
     """A(q, ε) rounded down: never above the exact value."""
+    if _all_small(eps):
+        return round_down(amplification(q, eps))
     slack = _log_space_slack(q, eps)
     return round_down(amplification(q, eps) - slack)
 

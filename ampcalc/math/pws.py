@@ -653,10 +653,19 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
         return mixed
 
 
-def key_hashes(keys: list[str]) -> np.ndarray:
+def encode_keys(keys: list[str]) -> np.ndarray:
+    """The keys' UTF-8 bytes as one fixed-width bytes array (what ``key_hashes`` reads)."""
+    try:
+        return np.array(keys, dtype="S")  # ASCII keys: the same bytes, no per-key encode
+    except UnicodeEncodeError:
+        return np.array([k.encode() for k in keys], dtype=bytes)
+
+
+def key_hashes(keys: list[str], raw: np.ndarray | None = None) -> np.ndarray:
     """A 64-bit hash of each key's UTF-8 bytes (FNV-1a over bytes and length, then
-    SplitMix64), vectorised over keys."""
-    raw = np.array([k.encode() for k in keys], dtype=bytes)
+    SplitMix64), vectorised over keys (``raw``: ``encode_keys(keys)``, if made already)."""
+    if raw is None:
+        raw = encode_keys(keys)
     n = raw.size
     width = raw.dtype.itemsize
     lengths = np.char.str_len(raw).astype(np.uint64) if n else np.zeros(0, np.uint64)
@@ -670,7 +679,7 @@ def key_hashes(keys: list[str]) -> np.ndarray:
     return _splitmix(h)
 
 
-def key_uniforms(keys: list[str], seed: int) -> np.ndarray:
+def key_uniforms(keys: list[str], seed: int, hashes: np.ndarray | None = None) -> np.ndarray:
     """One uniform in [0, 1) per key, a pure function of (seed, key).
 
     Counter-based: the key's 64-bit hash is the counter, the seed the key of a
@@ -679,7 +688,8 @@ def key_uniforms(keys: list[str], seed: int) -> np.ndarray:
     and distributed runs agree.
     """
     s = _splitmix(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
-    x = _splitmix(_splitmix(key_hashes(keys) ^ s) ^ s)
+    h = key_hashes(keys) if hashes is None else hashes
+    x = _splitmix(_splitmix(h ^ s) ^ s)
     u: np.ndarray = (x >> np.uint64(11)).astype(float) * (1.0 / 9007199254740992.0)
     return u
 
@@ -691,21 +701,29 @@ def sanitize_keys(
     *,
     p: np.ndarray,
     rows: Rows | None = None,
+    hashes: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Algorithm 2 of 004: keep key x with probability p_{w_x} = π_{w_x}/q_{w_x}
     (keys only); with ``rows``, draw the token j from π_{w,•}/q_w (j = 0 drops the key).
 
-    Returns (kept mask, tokens or None). One uniform per key (``key_uniforms``).
+    Returns (kept mask, tokens or None). One uniform per key (``key_uniforms``;
+    ``hashes``: ``key_hashes(keys)``, if computed already).
     """
     freqs = np.asarray(freqs, dtype=np.int64)
-    u = key_uniforms(keys, seed)
+    u = key_uniforms(keys, seed, hashes)
     keep = u < p[freqs - 1]
     if rows is None:
         return keep, None
     tokens = np.zeros(freqs.size, dtype=np.int64)
     kept = np.flatnonzero(keep)
-    for w in np.unique(freqs[kept]).tolist():
-        sel = kept[freqs[kept] == w]
+    # kept keys grouped by frequency with one stable argsort (indices ascending per group)
+    fk = freqs[kept]
+    order = np.argsort(fk, kind="stable")
+    grouped = kept[order]
+    ws, starts = np.unique(fk[order], return_index=True)
+    ends = np.append(starts[1:], grouped.size)[: starts.size]
+    for w, a, z in zip(ws.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        sel = grouped[a:z]
         b = rows.band[w] / rows.q[w - 1]
         # keep iff u < p_w; the token is the inverse CDF of the kept part, top down
         cum = np.cumsum(b[::-1])

@@ -428,11 +428,9 @@ _BLOCK = 1 << 18
 
 def _csv_block(block: np.ndarray) -> str:
     """Rows as the one-process ``weights`` writes them (row as an integer, %.17g)."""
-    import io
+    from ampcalc.cli.weights import _rows
 
-    buf = io.StringIO()
-    np.savetxt(buf, block, delimiter=",", fmt=["%d"] + ["%.17g"] * (block.shape[1] - 1))
-    return buf.getvalue()
+    return _rows(block, int_first=True)
 
 
 def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None) -> Any:

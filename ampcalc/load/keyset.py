@@ -1,0 +1,98 @@
+"""Duplicate keys of a weighted sample, found through sorted 64-bit hashes.
+
+``pws sanitize`` refuses a sample that lists a key twice, naming the line of the
+repeat and of the first occurrence. A dict of every key with its line cost most of a
+10⁷-key run and over a gigabyte; here each chunk's keys are hashed (``hash(str)``, in
+C), the hashes seen so far are kept sorted (one merge per chunk), and a chunk's keys
+are compared as strings only where a hash ties: with 64-bit hashes a tie between
+different keys is a ~n²/2⁶⁵ event, so the strings of earlier chunks are kept compactly
+(UTF-8 bytes in a numpy array) and read only then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: a chunk's keys are stored as a fixed-width bytes array up to this many bytes a row
+#: (wider: as an object array of the strings)
+_MAX_WIDTH = 64
+
+
+class KeySet:
+    """Keys of the chunks added so far (their hashes, sorted; their text; their lines)."""
+
+    def __init__(self) -> None:
+        self._sorted = np.zeros(0, dtype=np.int64)
+        self._hashes: list[np.ndarray] = []
+        self._texts: list[np.ndarray] = []
+        self._lines: list[Sequence[int]] = []
+
+    def add(
+        self, keys: list[str], lines: Sequence[int], raw: np.ndarray | None = None
+    ) -> tuple[int, int] | None:
+        """Add a chunk; ``(i, first_line)`` for its first key seen before (in an earlier
+        chunk or earlier in this one), with the line of that key's first occurrence, or
+        ``None`` (the chunk is then added). ``raw``: the keys as ``np.array(keys,
+        dtype="S")`` or their UTF-8 bytes, if made already."""
+        n = len(keys)
+        h = np.fromiter(map(hash, keys), dtype=np.int64, count=n)
+        order = np.argsort(h, kind="stable")
+        hs = h[order]
+        within = np.flatnonzero(hs[1:] == hs[:-1])
+        # sorted needles: searchsorted walks the sorted hashes once (cache-friendly)
+        pos = np.searchsorted(self._sorted, hs)
+        inside = pos < self._sorted.size
+        hit = np.zeros(n, dtype=bool)
+        hit[inside] = self._sorted[pos[inside]] == hs[inside]
+        before = np.zeros(n, dtype=bool)
+        before[order] = hit
+        if within.size or before.any():
+            # candidates, in input order: a hash seen in an earlier chunk, or a repeat
+            # of a hash within this chunk (every member of a tied run but the first)
+            cand = np.zeros(n, dtype=bool)
+            cand[order[within + 1]] = True
+            cand |= before
+            for i in np.flatnonzero(cand).tolist():
+                first = self._first_line(keys, lines, i, int(h[i]), h)
+                if first is not None:
+                    return i, first
+        self._sorted = np.sort(np.concatenate([self._sorted, hs]), kind="stable")
+        self._hashes.append(h)
+        self._texts.append(_compact(keys, raw))
+        self._lines.append(lines)
+        return None
+
+    def _first_line(
+        self, keys: list[str], lines: Sequence[int], i: int, value: int, h: np.ndarray
+    ) -> int | None:
+        key = keys[i]
+        for hashes, texts, lns in zip(self._hashes, self._texts, self._lines, strict=True):
+            for j in np.flatnonzero(hashes == value).tolist():
+                if _text(texts, j) == key:
+                    return int(lns[j])
+        for j in np.flatnonzero(h[:i] == value).tolist():
+            if keys[j] == key:
+                return int(lines[j])
+        return None
+
+
+def _compact(keys: list[str], raw: np.ndarray | None) -> np.ndarray:
+    """The keys as UTF-8 in a fixed-width bytes array (exact: no key holds a NUL, which
+    such an array would drop at the end), else as an object array of the strings."""
+    if "\x00" in "".join(keys):
+        return np.array(keys, dtype=object)
+    if raw is None:
+        try:
+            raw = np.array(keys, dtype="S")  # ASCII keys: no per-key encode
+        except UnicodeEncodeError:
+            raw = np.array([k.encode() for k in keys], dtype=bytes)
+    if raw.dtype.itemsize > _MAX_WIDTH:
+        return np.array(keys, dtype=object)
+    return raw
+
+
+def _text(texts: np.ndarray, j: int) -> str:
+    v = texts[j]
+    return v.decode() if isinstance(v, bytes) else str(v)

@@ -1,0 +1,325 @@
+"""JSON and CSV straight from result columns, streamed in chunks, same bytes as before.
+
+A sweep of 10⁶ points used to become 10⁶ row dicts, a recursive ``plain`` pass and one
+``json.dumps(indent=2)`` string (pure-Python encoder, ~3 GB); its CSV was formatted
+cell by cell. Here each column is formatted once per chunk of rows (a constant column
+once, a column equal to an earlier one reuses its text), rows are filled into one
+``%`` template, and chunks are written as they are made. The text is byte for byte
+what ``render.render_json`` (``json.dumps(..., indent=2, ensure_ascii=False,
+allow_nan=False)``) and ``sweep.write_csv`` produced: floats are ``float.__repr__``
+(shortest round trip, as ``json`` writes them), NaN is ``null``/an empty cell, strings
+are ``json.dumps``'d / RFC 4180-quoted once per distinct value.
+
+Anything this writer does not reproduce exactly (an infinite float, a list or mapping
+inside a cell) makes ``rows_json`` return ``None``; the caller then takes the old path.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ampcalc.model.results import plain
+
+if TYPE_CHECKING:
+    from ampcalc.analyses.sweep import Sweep
+
+#: rows formatted and written at a time (bounded memory: ~7 MB of JSON text per chunk)
+CHUNK = 1 << 14
+
+
+class _NotExact(Exception):
+    """A value the column writer cannot reproduce byte for byte."""
+
+
+def _json_cell(value: Any) -> str:
+    v = plain(value)
+    if v is None or isinstance(v, (str, bool, int)):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, float):
+        if v != v:
+            return "null"
+        if v in (float("inf"), float("-inf")):
+            raise _NotExact
+        return float.__repr__(v)
+    raise _NotExact  # lists and mappings are indented over several lines
+
+
+def _csv_cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    if any(c in text for c in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _float_texts(arr: np.ndarray, null: str) -> list[str]:
+    texts = list(map(float.__repr__, arr.tolist()))
+    nan = np.isnan(arr)
+    if nan.any():
+        for i in np.flatnonzero(nan).tolist():
+            texts[i] = null
+    return texts
+
+
+def _column_texts(arr: np.ndarray, kind: str) -> list[str]:
+    """One column (a chunk of it) as the JSON or CSV text of each cell."""
+    k = arr.dtype.kind
+    if k == "f":
+        if kind == "json" and bool(np.isinf(arr).any()):
+            raise _NotExact  # json.dumps(allow_nan=False) refuses it
+        return _float_texts(arr.astype(float, copy=False), "null" if kind == "json" else "")
+    if k in "iu":
+        return list(map(int.__repr__, arr.tolist()))
+    cell: Callable[[Any], str] = _json_cell if kind == "json" else _csv_cell
+    if kind == "json" and k == "b":
+        return ["true" if v else "false" for v in arr.tolist()]
+    cache: dict[Any, str] = {}
+    out: list[str] = []
+    for v in arr.tolist():
+        try:
+            out.append(cache[v])
+        except KeyError:
+            out.append(cache.setdefault(v, cell(v)))
+        except TypeError:  # unhashable
+            out.append(cell(v))
+    return out
+
+
+def _bits(arr: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(arr, dtype=np.float64).view(np.int64)
+
+
+def _constant(arr: np.ndarray) -> bool:
+    if len(arr) == 0:
+        return False
+    if arr.dtype.kind == "f":  # bit patterns: -0.0 is not 0.0 here
+        bits = _bits(arr)
+        return bool(np.all(bits == bits[0])) or bool(np.all(np.isnan(arr)))
+    if arr.dtype.kind == "O":
+        values = arr.tolist()
+        first = values[0]
+        # list.count compares identity first, in C: an object column of one string is fast
+        return (first is None or isinstance(first, str)) and values.count(first) == len(values)
+    return bool(np.all(arr == arr[0]))
+
+
+#: a chunk of one column: its one text (constant), or "%s" and the text of each cell
+#: (a column equal to an earlier one shares its texts: each float is formatted once)
+Cells = str | tuple[str, list[Any]]
+
+
+def _chunk_cells(columns: Sequence[np.ndarray], start: int, stop: int, kind: str) -> list[Cells]:
+    """Per column: the texts (or floats) of rows [start, stop), or one text if constant."""
+    out: list[Cells] = []
+    done: list[tuple[str, np.ndarray, Cells]] = []
+    for col in columns:
+        part = col[start:stop]
+        key = _bits(part) if part.dtype.kind == "f" else part
+        same = next(
+            (t for k, a, t in done if k == part.dtype.str and np.array_equal(a, key)), None
+        )
+        if same is None:
+            if _constant(part):
+                same = _column_texts(part[:1], kind)[0]
+            else:
+                same = ("%s", _column_texts(part, kind))
+            if part.dtype.kind != "O":
+                done.append((part.dtype.str, key, same))
+        out.append(same)
+    return out
+
+
+def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str) -> str:
+    """``pieces[0] cell0 pieces[1] cell1 ... pieces[-1]`` per row, rows joined."""
+    template = pieces[0].replace("%", "%%")
+    variable: list[list[Any]] = []
+    for piece, cell in zip(pieces[1:], cells, strict=True):
+        if isinstance(cell, str):
+            template += cell.replace("%", "%%")
+        else:
+            template += cell[0]
+            variable.append(cell[1])
+        template += piece.replace("%", "%%")
+    if not variable:
+        return joiner.join([template % ()] * n)
+    return joiner.join(map(template.__mod__, zip(*variable, strict=True)))
+
+
+def _scan(cols: Sequence[np.ndarray]) -> None:
+    """Raise ``_NotExact`` unless every cell can be written exactly (checked up front,
+    so the output never stops half-way): no infinite float, only scalars in objects."""
+    for c in cols:
+        if c.dtype.kind == "f" and bool(np.isinf(c).any()):
+            raise _NotExact
+        if c.dtype.kind == "O":
+            try:
+                distinct = set(c.tolist())
+            except TypeError:  # unhashable: a list or a mapping
+                raise _NotExact from None
+            for v in distinct:
+                _json_cell(v)
+
+
+def rows_segment(columns: Mapping[str, np.ndarray], depth: int) -> Iterator[str]:
+    """A JSON list of one object per row (keys in column order), its items at ``depth``
+    levels of ``indent=2``; raises ``_NotExact`` (before yielding) if it cannot be exact."""
+    names = list(columns)
+    cols = [np.asarray(columns[k]) for k in names]
+    _scan(cols)
+    n = len(cols[0]) if cols else 0
+    pad = " " * (2 * depth)
+    keys = [json.dumps(k, ensure_ascii=False) for k in names]
+    pieces = [pad + "{\n" + pad + "  " + keys[0] + ": "] if keys else []
+    pieces += [",\n" + pad + "  " + k + ": " for k in keys[1:]]
+    pieces.append("\n" + pad + "}")
+
+    def chunks() -> Iterator[str]:
+        if n == 0:
+            yield "[]"
+            return
+        if not keys:
+            yield "[\n" + ",\n".join([pad + "{}"] * n) + "\n" + pad[:-2] + "]"
+            return
+        for start in range(0, n, CHUNK):
+            stop = min(start + CHUNK, n)
+            cells = _chunk_cells(cols, start, stop, "json")
+            yield ("[\n" if start == 0 else ",\n") + _rows(pieces, cells, stop - start, ",\n")
+        yield "\n" + pad[:-2] + "]"
+
+    return chunks()
+
+
+def list_segment(values: Sequence[Any], depth: int) -> Iterator[str]:
+    """A JSON list of scalars, its items at ``depth`` levels of ``indent=2``, in chunks;
+    raises ``_NotExact`` (before yielding) if it cannot be exact."""
+    floats = all(type(v) is float for v in values)
+    arr = np.asarray(values, dtype=float) if floats else None
+    if arr is not None:
+        _scan([arr])
+    else:
+        for v in set(values) if all(type(v) in (int, str) for v in values) else values:
+            _json_cell(v)
+    pad = " " * (2 * depth)
+    n = len(values)
+
+    def chunks() -> Iterator[str]:
+        if n == 0:
+            yield "[]"
+            return
+        for start in range(0, n, CHUNK):
+            stop = min(start + CHUNK, n)
+            if arr is not None:
+                texts = _column_texts(arr[start:stop], "json")
+            else:
+                texts = [_json_cell(v) for v in values[start:stop]]
+            yield ("[\n" if start == 0 else ",\n") + pad + (",\n" + pad).join(texts)
+        yield "\n" + pad[:-2] + "]"
+
+    return chunks()
+
+
+def json_chunks(
+    document: Mapping[str, Any], segments: Mapping[str, Callable[[], Iterator[str]]]
+) -> Iterator[str] | None:
+    """``render.render_json(document)`` in chunks, where ``document`` holds the keys of
+    ``segments`` as placeholder strings and each segment writes the list standing there.
+    ``None`` when the chunks could not be the same bytes (render the usual way)."""
+    doc = plain(dict(document))
+    try:
+        head = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError:
+        return None
+    parts: list[str | Iterator[str]] = []
+    rest = head
+    try:
+        for key, make in segments.items():
+            marker = json.dumps(key, ensure_ascii=False)
+            if rest.count(marker) != 1:
+                return None
+            before, rest = rest.split(marker)
+            parts += [before, make()]
+    except _NotExact:
+        return None
+    parts.append(rest)
+
+    def chunks() -> Iterator[str]:
+        for p in parts:
+            if isinstance(p, str):
+                yield p
+            else:
+                yield from p
+
+    return chunks()
+
+
+def placeholder(name: str) -> str:
+    """A placeholder string for ``json_chunks`` (NUL-delimited: no design text has it)."""
+    return "\x00ampcalc:" + name + "\x00"
+
+
+def csv_chunks(columns: Mapping[str, np.ndarray]) -> Iterator[str]:
+    """``sweep.write_csv``'s text in chunks: a header, then one line per row."""
+    names = list(columns)
+    cols = [np.asarray(columns[n]) for n in names]
+    yield ",".join(_csv_cell(n) for n in names) + "\n"
+    n = len(cols[0]) if cols else 0
+    if not cols:
+        return
+    pieces = ["", *[","] * (len(cols) - 1), ""]
+    for start in range(0, n, CHUNK):
+        stop = min(start + CHUNK, n)
+        yield _rows(pieces, _chunk_cells(cols, start, stop, "csv"), stop - start, "\n") + "\n"
+
+
+def table_json_chunks(
+    command: str,
+    version: str,
+    payload: Mapping[str, Any],
+    key: str,
+    columns: Mapping[str, np.ndarray],
+) -> Iterator[str] | None:
+    """The JSON envelope of ``{**payload, key: rows}`` with the rows (one object each,
+    keys in column order, NaN as null) written from ``columns``; ``None``: render the
+    usual way."""
+    from ampcalc.output.render import envelope
+
+    mark = placeholder(key)
+    doc = envelope(command, version, {**payload, key: mark})
+    return json_chunks(doc, {mark: lambda: rows_segment(columns, 2)})
+
+
+# --- a sweep's CSV and JSON, from its columns --------------------------------------------
+
+
+def sweep_csv(sweep: Sweep, out: Any) -> None:
+    """CSV, one row per point (floats as ``repr``; null as an empty cell; RFC 4180
+    quoting), written from the columns in chunks (``columns_output.csv_chunks``)."""
+    for chunk in csv_chunks(sweep.columns):
+        out.write(chunk)
+
+
+def sweep_json_chunks(sweep: Sweep, version: str) -> Iterator[str] | None:
+    """``render.render_json`` of the sweep's envelope, written from the columns in
+    chunks (same bytes, bounded memory); ``None``: render ``document`` the usual way."""
+    from ampcalc.output.render import envelope
+
+    segments: dict[str, Callable[[], Iterator[str]]] = {}
+    vary = []
+    for i, v in enumerate(sweep.varies):
+        key = placeholder(f"vary{i}")
+        segments[key] = functools.partial(list_segment, v.values, 4)
+        vary.append({"path": v.path, "values": key, "log": v.log})
+    rows = placeholder("rows")
+    segments[rows] = lambda: rows_segment(sweep.columns, 2)
+    doc = {
+        "of": sweep.of,
+        "vary": vary,
+        "designs": [{"name": k, **v} for k, v in sweep.designs.items()],
+        "columns": sweep.column_names(),
+        "rows": rows,
+    }
+    return json_chunks(envelope("sweep", version, doc), segments)

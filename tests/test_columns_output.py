@@ -1,0 +1,132 @@
+"""Sweep JSON/CSV written from the columns in chunks are the old renderings, byte for byte.
+
+The old path built one dict per row and ran ``render.render_json`` (``json.dumps`` with
+``indent=2``) or formatted CSV cell by cell; ``ampcalc.columns_output`` writes the same
+text chunk by chunk. Compared here on sweeps with NaN, errors, quotes, commas, newlines,
+non-ASCII names, constant and duplicate columns, and chunk boundaries inside the rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ampcalc.analyses import sweep as sw
+from ampcalc.output import columns as columns_output
+from ampcalc.output import render
+
+
+def _old_csv(sweep: sw.Sweep) -> str:
+    def cell(value: object) -> str:
+        text = "" if value is None else str(value)
+        if any(c in text for c in ',"\n\r'):
+            return '"' + text.replace('"', '""') + '"'
+        return text
+
+    names = sweep.column_names()
+    cols = []
+    for n in names:
+        arr = sweep.columns[n]
+        if arr.dtype.kind == "f":
+            cols.append(["" if v != v else repr(v) for v in arr.tolist()])
+        elif arr.dtype.kind in "iu":
+            cols.append([str(v) for v in arr.tolist()])
+        else:
+            cols.append([cell(v) for v in arr.tolist()])
+    out = ",".join(cell(n) for n in names) + "\n"
+    if cols and cols[0]:
+        out += "\n".join(map(",".join, zip(*cols, strict=True))) + "\n"
+    return out
+
+
+def _sweep(columns: dict[str, np.ndarray], values: tuple[float | int, ...]) -> sw.Sweep:
+    vary = sw.Vary(path="mechanism.epsilon", values=values, log=True)
+    designs = {'d "one", ε': {"scheme": "srswor", "basis": ["b"], "warnings": ["w\nx"]}}
+    return sw.Sweep(of="bound", varies=(vary,), columns=columns, designs=designs)
+
+
+def _check(sweep: sw.Sweep) -> None:
+    want = render.render_json(render.envelope("sweep", "9.9", sw.document(sweep)))
+    chunks = columns_output.sweep_json_chunks(sweep, "9.9")
+    assert chunks is not None
+    assert "".join(chunks) == want
+    buf = io.StringIO()
+    sw.write_csv(sweep, buf)
+    assert buf.getvalue() == _old_csv(sweep)
+    # the CSV still reads back to the same floats
+    rows = list(csv.reader(io.StringIO(buf.getvalue())))
+    assert len(rows) == len(sweep) + 1
+
+
+FLOATS = st.floats(allow_infinity=False) | st.sampled_from([0.0, -0.0, 1e-6, 1e16, 5e-324])
+TEXT = st.sampled_from([None, "amplifies", 'a "q", b', "line\nbreak", "ε′ ü", "%s %r %%", ""])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(min_value=0, max_value=40),
+    floats=st.lists(FLOATS, min_size=40, max_size=40),
+    texts=st.lists(TEXT, min_size=40, max_size=40),
+    chunk=st.integers(min_value=1, max_value=7),
+)
+def test_chunked_json_and_csv_equal_the_old_renderings(n, floats, texts, chunk) -> None:
+    old = columns_output.CHUNK
+    columns_output.CHUNK = chunk
+    try:
+        f = np.array(floats[:n], dtype=float)
+        columns = {
+            "design": np.array(["d"] * n, dtype=object),
+            "mechanism.epsilon": f,
+            "epsilon": f.copy(),  # a duplicate column
+            "epsilon_prime.upper": np.roll(f, 1),
+            "delta_prime": np.zeros(n),  # a constant column
+            "sampling.sample": np.arange(n, dtype=np.int64),
+            "verdict": np.array(texts[:n], dtype=object),
+            "error": np.array([None] * n, dtype=object),
+        }
+        _check(_sweep(columns, tuple(float(v) for v in f if v == v)))
+    finally:
+        columns_output.CHUNK = old
+
+
+def test_a_real_sweep_in_several_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import EXAMPLES
+
+    from ampcalc.designs.document import parse_yaml
+
+    path = EXAMPLES / "srswor.yaml"
+    doc = parse_yaml(path.read_text(), filename=str(path))
+    monkeypatch.setattr(columns_output, "CHUNK", 333)
+    for spec in ("mechanism.epsilon=1e-6:800:1000:log", "sampling.sample=1:10000:50"):
+        _check(sw.evaluate(doc, [sw.parse_vary(spec)], filename=str(path)))
+
+
+def test_what_it_cannot_write_exactly_falls_back_to_the_usual_rendering() -> None:
+    inf = _sweep({"epsilon_prime.upper": np.array([1.0, np.inf])}, (1.0, 2.0))
+    assert sw.json_chunks(inf, "9.9") is None  # json.dumps(allow_nan=False) refuses it
+    nested = _sweep({"x": np.array([[1], [2], None], dtype=object)[:2]}, (1.0, 2.0))
+    assert sw.json_chunks(nested, "9.9") is None  # a list in a cell spans several lines
+    assert json.loads("".join(sw.json_chunks(_sweep({}, ()), "9.9") or []))["rows"] == []
+
+
+@pytest.mark.parametrize("name", ["pws.yaml", "pws-histogram.yaml"])
+def test_pws_table_chunks_equal_the_rendered_rows(name: str, monkeypatch) -> None:
+    """``pws table`` writes JSON/CSV from its columns: the bytes of the rendered rows."""
+    from conftest import EXAMPLES
+
+    from ampcalc import api
+
+    monkeypatch.setattr(columns_output, "CHUNK", 97)
+    design = api.load_designs(EXAMPLES / name)
+    payload = api.pws_table(design)
+    summary, cols = api.pws_table_columns(design)
+    want_json = render.render_json(render.envelope("pws table", "9.9", payload))
+    chunks = columns_output.table_json_chunks("pws table", "9.9", summary, "frequencies", cols)
+    assert chunks is not None and "".join(chunks) == want_json
+    assert "".join(columns_output.csv_chunks(cols)) == render.render_csv(payload["frequencies"])

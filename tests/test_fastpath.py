@@ -1,0 +1,180 @@
+"""The scalar fast path and the vectorised shortcuts give the array path's bits.
+
+``ampcalc.fastpath`` answers one ``bound``/``invert`` call on an srswor or poisson
+design with ``math`` instead of numpy; ``numeric.round_up``/``round_down`` step bit
+patterns instead of calling ``nextafter`` eight times; ``engine.verdicts`` picks codes
+instead of filling an object array. Each is checked here against the path it replaces,
+bit for bit (``repr`` of the JSON dict, so -0.0/0.0 and the last ulp count).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import ampcalc
+from ampcalc import engine
+from ampcalc.engine import fastpath
+from ampcalc.math import numeric
+from ampcalc.model.results import Verdict
+
+EPS = st.floats(min_value=1e-300, max_value=1e6, allow_nan=False)
+TARGET = st.floats(min_value=1e-300, max_value=1e4, allow_nan=False)
+DELTA = st.sampled_from([0.0, 1e-9, 1e-5, 0.5])
+
+
+def _design(scheme: str, size: tuple[int, int], neighbours: str, delta: float, eps: float):
+    n, m = size
+    sampling = (
+        {"scheme": "srswor", "population": n, "sample": m}
+        if scheme == "srswor"
+        else {"scheme": "poisson", "rate": m / n}
+    )
+    return ampcalc.load_designs(
+        {
+            "mechanism": {"epsilon": eps, "delta": delta, "neighbours": neighbours},
+            "sampling": sampling,
+        }
+    )[0]
+
+
+SIZES = st.integers(min_value=1, max_value=10**12).flatmap(
+    lambda n: st.tuples(st.just(n), st.integers(min_value=1, max_value=n))
+)
+DESIGNS = st.builds(
+    _design,
+    st.sampled_from(["srswor", "poisson"]),
+    SIZES,
+    st.sampled_from(["replace-one", "both", "add-remove"]),
+    DELTA,
+    st.floats(min_value=1e-6, max_value=50.0),
+)
+
+
+def _array_path(fn, *args):
+    fastpath.ENABLED = False
+    try:
+        return fn(*args)
+    finally:
+        fastpath.ENABLED = True
+
+
+def _same(a, b) -> None:
+    assert repr(a.to_dict()) == repr(b.to_dict())
+    assert type(a.verdict if hasattr(a, "verdict") else a.certified) is type(
+        b.verdict if hasattr(b, "verdict") else b.certified
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(design=DESIGNS, eps=st.one_of(st.none(), EPS))
+@example(design=_design("srswor", (10_000, 100), "both", 0.0, 1.0), eps=700.0)
+@example(design=_design("srswor", (10_000, 100), "both", 0.0, 1.0), eps=700.0000000000001)
+@example(design=_design("poisson", (1, 1), "both", 1e-5, 1.0), eps=1e-300)
+def test_bound_fast_path_equals_array_path(design, eps) -> None:
+    fast = engine.bound(design, eps)
+    slow = _array_path(engine.bound, design, eps)
+    _same(fast, slow)
+
+
+@settings(max_examples=300, deadline=None)
+@given(design=DESIGNS, target=TARGET, target_delta=st.one_of(st.none(), DELTA))
+@example(design=_design("srswor", (10**12, 1), "both", 0.0, 1.0), target=690.0, target_delta=None)
+@example(design=_design("poisson", (3, 1), "both", 0.0, 1.0), target=800.0, target_delta=1e-3)
+def test_invert_fast_path_equals_array_path(design, target, target_delta) -> None:
+    fast = engine.invert(design, target, target_delta)
+    slow = _array_path(engine.invert, design, target, target_delta)
+    _same(fast, slow)
+
+
+def test_fast_path_is_taken_and_refuses_what_it_does_not_cover() -> None:
+    d = _design("srswor", (10_000, 100), "both", 0.0, 1.0)
+    assert fastpath.bound(d, 0.5) is not None
+    assert fastpath.invert(d, 0.1, None) is not None
+    assert fastpath.bound(d, np.array([0.5])) is None  # arrays: the array path
+    assert fastpath.bound(d, 800.0) is None  # log-space branch: the array path
+    # add-remove srswor: its warning prints ε, so it depends on the call
+    assert fastpath.bound(_design("srswor", (10, 1), "add-remove", 0.0, 1.0), 0.5) is None
+    with pytest.raises(ampcalc.DesignError, match="expected a number in"):
+        engine.bound(d, -1.0)  # the same check_epsilon error as the array path
+
+
+def test_srswor_fast_path_paper_value() -> None:
+    """000_97a39a4c524f603f.txt Theorem 2.2: ε′ = log(1 + (m/N)(e^ε − 1)), m/N = 0.01."""
+    r = engine.bound(_design("srswor", (10_000, 100), "both", 0.0, 1.0), 1.0)
+    exact = math.log1p(0.01 * math.expm1(1.0))
+    assert r.lower <= exact <= r.upper
+    assert r.upper == numeric.round_up(np.array([exact]))[0]
+    assert r.verdict == "amplifies"
+
+
+def _loop_up(x: np.ndarray, n: int) -> np.ndarray:
+    return numeric._nextafter_n(x, np.inf, n)
+
+
+def _loop_down(x: np.ndarray, n: int) -> np.ndarray:
+    return np.where(x >= 0, np.maximum(numeric._nextafter_n(x, -np.inf, n), 0.0), x)
+
+
+SPECIAL = [0.0, -0.0, 5e-324, 1e-310, 1.0, np.inf, -np.inf, np.nan, -1.0, 1.7976931348623157e308]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    bits=st.lists(st.integers(min_value=0, max_value=2**63 - 1), min_size=1, max_size=20),
+    extra=st.lists(st.sampled_from(SPECIAL), max_size=3),
+    negative=st.booleans(),
+    ulps=st.integers(min_value=0, max_value=10),
+)
+def test_rounding_by_bit_patterns_equals_nextafter_loop(bits, extra, negative, ulps) -> None:
+    x = np.concatenate([np.array(bits, dtype=np.int64).view(np.float64), extra])
+    if negative:
+        x = -x
+    for fast, loop in ((numeric.round_up, _loop_up), (numeric.round_down, _loop_down)):
+        got, want = fast(x, ulps), loop(x, ulps)
+        assert got.tobytes() == np.asarray(want, dtype=float).tobytes()
+
+
+def _old_verdicts(lower, upper, reference) -> np.ndarray:
+    ref = np.asarray(reference, dtype=float)
+    out = np.full(ref.shape, Verdict.INCONCLUSIVE.value, dtype=object)
+    decided = np.zeros(ref.shape, dtype=bool)
+    if lower is not None:
+        lo = np.asarray(lower, dtype=float)
+        deg = lo > ref * (1 + engine.VERDICT_SLACK)
+        out[deg] = Verdict.DEGRADES.value
+        decided |= deg
+        noamp = ~decided & (lo >= ref * (1 - engine.VERDICT_SLACK))
+        out[noamp] = Verdict.NO_AMPLIFICATION.value
+        decided |= noamp
+    if upper is None:
+        out[~decided] = Verdict.NO_GUARANTEE.value
+    else:
+        amp = ~decided & (np.asarray(upper, dtype=float) < ref)
+        out[amp] = Verdict.AMPLIFIES.value
+    return out
+
+
+VALUES = st.sampled_from([0.5, 1.0, 1.0 + 1e-13, 1.0 - 1e-13, 1.0 + 1e-11, 2.0, np.nan])
+
+
+@given(
+    rows=st.lists(st.tuples(VALUES, VALUES, VALUES), min_size=0, max_size=12),
+    has_lower=st.booleans(),
+    has_upper=st.booleans(),
+)
+def test_verdict_codes_equal_the_object_array_fill(rows, has_lower, has_upper) -> None:
+    arr = np.array(rows, dtype=float).reshape(-1, 3)
+    lo = arr[:, 0] if has_lower else None
+    up = arr[:, 1] if has_upper else None
+    got, want = engine.verdicts(lo, up, arr[:, 2]), _old_verdicts(lo, up, arr[:, 2])
+    assert got.dtype == object and got.tolist() == want.tolist()
+    if rows:
+        one = engine.verdicts(
+            None if lo is None else lo[0], None if up is None else up[0], arr[0, 2]
+        )
+        assert one.shape == () and one.item() == want[0]
