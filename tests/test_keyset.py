@@ -1,7 +1,7 @@
 """Duplicate keys through sorted hashes report what the dict of every key reported.
 
 ``ampcalc.keyset.KeySet`` replaced a dict of every key (with its line) in ``pws
-sanitize``; the reference here is that dict scan (``commands.pws._duplicate``). With
+sanitize``; the reference here is that dict scan (``records.pws_files.check_duplicates``). With
 the hash forced to collide for every key, strings decide: ties are not duplicates.
 """
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampcalc.cli.pws import _duplicate
 from ampcalc.load import keyset
 from ampcalc.model.errors import DesignError
+from ampcalc.records.pws_files import check_duplicates, duplicate_message
 
 KEYS = st.lists(
     st.sampled_from(["a", "b", "a\x00", "", "é", "k1", "k10", "x" * 80, "y" * 80]),
@@ -27,7 +27,7 @@ def _reference(chunks: list[list[str]]) -> str | None:
     for keys in chunks:
         lines = range(line, line + len(keys))
         try:
-            _duplicate(keys, lines, seen, "s.csv")
+            check_duplicates(keys, lines, seen, "s.csv")
         except DesignError as err:
             return str(err)
         seen.update(zip(keys, lines, strict=True))
@@ -43,9 +43,8 @@ def _keyset(chunks: list[list[str]]) -> str | None:
         dup = ks.add(keys, lines)
         if dup is not None:
             i, first = dup
-            from ampcalc.cli.pws import _duplicate_message
 
-            return "s.csv:" + _duplicate_message("", keys[i], lines[i], first)[1:]
+            return "s.csv:" + duplicate_message("", keys[i], lines[i], first)[1:]
         line += len(keys)
     return None
 

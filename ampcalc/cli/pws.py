@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -32,8 +32,15 @@ from ampcalc.cli.app import (
     say,
     version,
 )
-from ampcalc.load.files import excerpt, excerpt_names
-from ampcalc.model.limits import LIMITS
+from ampcalc.load.files import excerpt
+from ampcalc.records.pws_files import (
+    check_score,
+    duplicate_message,
+    parse_freq,
+    parse_freqs,
+    read_columns,
+    read_rows,
+)
 
 if TYPE_CHECKING:
     from ampcalc.api import PwsSanitiser
@@ -53,175 +60,6 @@ def _design(path: str | None, overrides: list[str] | None) -> Any:
     from ampcalc.api import pws_design
 
     return pws_design(load(path, overrides))
-
-
-def _read_rows(
-    path: str, chunk: int, need_freq: bool = True
-) -> Iterator[tuple[list[str], Sequence[int], list[list[str]]]]:
-    """CSV rows in chunks: yields (header, line numbers, rows)."""
-    import csv
-    import itertools
-    import sys
-
-    from ampcalc.load.files import not_utf8, note_stdin, open_input
-    from ampcalc.model.errors import DesignError
-
-    start = 1
-    if path == "-":
-        note_stdin()
-    fh = sys.stdin if path == "-" else open_input(path, what="sample file", newline="")
-    cap = LIMITS["line_chars"].value
-
-    def lines() -> Iterator[str]:
-        while text := _bounded_line(fh, cap, path, start):
-            yield text
-
-    try:
-        reader = csv.reader(lines())
-        first = next(reader, None)
-        if first is None:
-            raise DesignError(f"{path}: empty file (expected rows key,frequency[,score])")
-        header = [c.strip() for c in first]
-        pending: list[list[str]] = []
-        start = 2
-        if len(first) >= 2 and first[1].strip().lstrip("-").isdigit():
-            header = ["key", "frequency", "score"][: len(first)]
-            pending.append(first)
-            start = 1
-        if "key" not in header or (need_freq and "frequency" not in header):
-            raise DesignError(
-                f"{path}:1: expected a header with columns `key` and `frequency` "
-                f"(got {excerpt_names(header)})"
-            )
-        while True:
-            rows = pending + list(itertools.islice(reader, chunk - len(pending)))
-            pending = []
-            if not rows:
-                break
-            # line numbers of records (one line per record; quoted newlines shift them)
-            yield header, range(start, start + len(rows)), rows
-            start += len(rows)
-    except UnicodeDecodeError:
-        raise DesignError(not_utf8(path, start)) from None
-    except csv.Error as exc:  # a NUL byte, a field past the csv module's limit
-        shown = "<stdin>" if path == "-" else path
-        raise DesignError(f"{shown}:{start}: not a CSV file ({excerpt(str(exc))})") from None
-    finally:
-        if fh is not sys.stdin:
-            fh.close()
-
-
-def _read_columns(
-    path: str, chunk: int
-) -> Iterator[tuple[list[str], Sequence[int], list[list[str]]]]:
-    """The sample CSV in chunks of about ``chunk`` rows, as columns: yields (header,
-    line numbers, list of columns). Chunks without quotes are split directly (fast);
-    quoted chunks go through the csv module. Every row must have the header's width."""
-    import csv
-    import io
-    import sys
-
-    from ampcalc.load.files import not_utf8, note_stdin, open_input
-    from ampcalc.model.errors import DesignError
-
-    start = 1
-    if path == "-":
-        note_stdin()
-    fh = sys.stdin if path == "-" else open_input(path, what="sample file")
-    try:
-        cap = LIMITS["line_chars"].value
-        first = _bounded_line(fh, cap, path, 1)
-        if not first.strip():
-            raise DesignError(f"{path}: empty file (expected rows key,frequency[,score])")
-        parsed = next(csv.reader([first]))
-        header = [c.strip() for c in parsed]
-        pending, start = "", 2
-        if len(parsed) >= 2 and parsed[1].strip().lstrip("-").isdigit():
-            header = ["key", "frequency", "score"][: len(parsed)]
-            pending, start = first, 1
-        if "key" not in header or "frequency" not in header:
-            raise DesignError(
-                f"{path}:1: expected a header with columns `key` and `frequency` "
-                f"(got {excerpt_names(header)})"
-            )
-        width = len(header)
-        size = max(1, chunk) * 24
-        while True:
-            text = pending + fh.read(size)
-            pending = ""
-            if not text:
-                break
-            if not text.endswith("\n"):
-                text += _bounded_line(fh, cap, path, start + text.count("\n"))
-            while text.count('"') % 2:
-                more = _bounded_line(fh, cap, path, start + text.count("\n"))
-                if not more:
-                    break
-                text += more
-            text = text[:-1] if text.endswith("\n") else text
-            if '"' in text or "\n\n" in text or text.startswith("\n") or not text:
-                # slow path: quotes or blank lines (skipped); line numbers from csv
-                rdr = csv.reader(io.StringIO(text))
-                rows, lns = [], []
-                for r in rdr:
-                    if not r:
-                        continue
-                    if len(r) != width:
-                        raise DesignError(
-                            f"{path}:{start + rdr.line_num - 1}: expected {width} fields "
-                            f"({excerpt_names(header)}), got {len(r)}"
-                        )
-                    rows.append(r)
-                    lns.append(start + rdr.line_num - 1)
-                start += text.count("\n") + 1
-                if rows:
-                    yield header, lns, [list(c) for c in zip(*rows, strict=True)]
-                continue
-            lines = text.split("\n")
-            n = len(lines)
-            flat = text.replace("\n", ",").split(",")
-            if len(flat) != n * width:
-                for k, line in enumerate(lines):
-                    got = line.count(",") + 1
-                    if got != width:
-                        raise DesignError(
-                            f"{path}:{start + k}: expected {width} fields "
-                            f"({excerpt_names(header)}), got {got}"
-                        )
-            cols = [flat[c::width] for c in range(width)]
-            yield header, range(start, start + n), cols
-            start += n
-    except UnicodeDecodeError:
-        raise DesignError(not_utf8(path, start)) from None
-    finally:
-        if fh is not sys.stdin:
-            fh.close()
-
-
-def _bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
-    """One line, refused past ``cap`` characters (standard input can be endless)."""
-    from ampcalc.model.errors import DesignError
-
-    text: str = fh.readline(cap + 1)
-    if len(text) > cap:
-        shown = "<stdin>" if path == "-" else path
-        raise DesignError(f"{shown}:{line}: " + LIMITS["line_chars"].message(len(text)))
-    return text
-
-
-def _parse_freq(value: str, path: str, line: int, what: str = "frequency") -> int:
-    from ampcalc.model.errors import DesignError
-
-    try:
-        v = int(value)
-    except ValueError:
-        v = None
-    if v is None or v < 1:
-        raise DesignError(
-            f"{path}:{line}: {what} {excerpt(value)} is not a whole number >= 1 (keys with "
-            "frequency 0 are not in the data; frequencies count elements)"
-        )
-    return v
 
 
 @pws_app.command("table")
@@ -478,7 +316,7 @@ def sanitize_cmd(
         writer = csv.writer(out, lineterminator="\n")
         n_in = n_out = 0
         started = False
-        for header, lines, cols in _read_columns(sample, chunk):
+        for header, lines, cols in read_columns(sample, chunk):
             ki, fi = header.index("key"), header.index("frequency")
             si = header.index("score") if "score" in header else None
             extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
@@ -488,10 +326,10 @@ def sanitize_cmd(
                 )
                 started = True
             keys = cols[ki]
-            freqs = _parse_freqs(cols[fi], sample, lines)
+            freqs = parse_freqs(cols[fi], sample, lines)
             if si is not None:
                 for n, v in enumerate(cols[si]):
-                    _check_score(v, params, int(freqs[n]), sample, lines[n])
+                    check_score(v, params, int(freqs[n]), sample, lines[n])
             raw = None
             if stream:
                 order = np.flatnonzero(
@@ -518,7 +356,7 @@ def sanitize_cmd(
                 dup = seen.add(keys, lines, raw)
                 if dup is not None:
                     raise DesignError(
-                        _duplicate_message(sample, keys[dup[0]], lines[dup[0]], dup[1])
+                        duplicate_message(sample, keys[dup[0]], lines[dup[0]], dup[1])
                     )
             if freqs.size:
                 top = int(freqs.max())
@@ -609,47 +447,6 @@ def _sanitize_dask(
     return int(ExitCode.OK)
 
 
-def _parse_freqs(col: Any, path: str, lines: Sequence[int]) -> Any:
-    """The frequency column as int64; the first bad cell is an error naming its line."""
-    import numpy as np
-
-    try:
-        fast = np.array(col, dtype=np.int64)
-        if fast.size == 0 or fast.min() >= 1:
-            return fast
-    except (ValueError, OverflowError):
-        pass
-    arr = np.array(col, dtype=str)
-    arr = np.char.strip(arr)
-    ok = np.char.isdigit(arr)
-    if ok.all():
-        out = arr.astype(np.int64)
-        if (out >= 1).all():
-            return out
-        n = int(np.flatnonzero(out < 1)[0])
-    else:
-        n = int(np.flatnonzero(~ok)[0])
-    return _parse_freq(str(arr[n]), path, lines[n])
-
-
-def _duplicate(keys: list[str], lines: Sequence[int], seen: dict[str, int], path: str) -> None:
-    from ampcalc.model.errors import DesignError
-
-    first: dict[str, int] = {}
-    for k, ln in zip(keys, lines, strict=True):
-        earlier = seen.get(k, first.get(k))
-        if earlier is not None:
-            raise DesignError(_duplicate_message(path, k, ln, earlier))
-        first[k] = ln
-
-
-def _duplicate_message(path: str, key: str, line: int, earlier: int) -> str:
-    return (
-        f"{path}:{line}: duplicate key {excerpt(key)} (first on line {earlier}); "
-        "a weighted sample lists each key once with its frequency"
-    )
-
-
 def _write_plain(out: Any, keys: list[str], idx: list[int], tokens: Any) -> bool:
     """The rows ``key`` (or ``key,token``) of ``idx`` written as one text, the bytes
     ``csv.writer`` would write; False (nothing written) if a key needs quoting: it
@@ -667,20 +464,6 @@ def _write_plain(out: Any, keys: list[str], idx: list[int], tokens: Any) -> bool
         text = "\n".join(map("%s,%d".__mod__, zip(kept, tok, strict=True)))
     out.write(text + "\n")
     return True
-
-
-def _check_score(value: str, params: Any, w: int, path: str, line: int) -> None:
-    from ampcalc.model.errors import DesignError
-
-    try:
-        s = float(value)
-    except ValueError:
-        raise DesignError(f"{path}:{line}: score {excerpt(value)} is not a number") from None
-    if params.inclusion is None and params.method != "none" and not s < params.threshold:
-        raise DesignError(
-            f"{path}:{line}: score {s:g} >= τ = {params.threshold:g}: this key is not in a "
-            f"{params.method} sample with threshold τ (scores below τ are sampled)"
-        )
 
 
 @pws_app.command("estimate")
@@ -723,7 +506,7 @@ def estimate_cmd(
         c, v = s.split("=", 1)
         conds.append((c.strip(), v))
     tokens: list[int] = []
-    for header, lines, rows_ in _read_rows(private, 1_000_000, need_freq=False):
+    for header, lines, rows_ in read_rows(private, 1_000_000, need_freq=False):
         if "frequency" not in header:
             raise DesignError(
                 f"{private}:1: no `frequency` column: the estimator needs sanitised "
@@ -736,7 +519,7 @@ def estimate_cmd(
         idx = [(header.index(c), v) for c, v in conds]
         for line, row in zip(lines, rows_, strict=True):
             if all(row[i] == v for i, v in idx):
-                tokens.append(_parse_freq(row[fi].strip(), private, line))
+                tokens.append(parse_freq(row[fi].strip(), private, line))
     from ampcalc.api import pws_estimate_params
 
     result = pws_estimate_params(params, tokens, estimator)

@@ -179,6 +179,8 @@ def weights(
             if output:
                 write = stack.enter_context(atomic_write(output, inputs=[design])).write
             if not sample:
+                from ampcalc.output.columns import savetxt_rows
+
                 write("row,probability,weight,epsilon_hat\n")
                 step = 1 << 18
                 for start in range(0, fig.q.size, step):
@@ -191,7 +193,7 @@ def weights(
                             fig.eps_hat[start:stop],
                         ]
                     )
-                    write(_rows(block, int_first=True))
+                    write(savetxt_rows(block, int_first=True))
             else:
                 kept = _write_sample(write, params.data.source, fig, seed)
     if sample:
@@ -213,11 +215,12 @@ def _write_parquet(
 ) -> int | None:
     """The rows as one Parquet file (the Dask engine's part schema: ``row`` int64, the
     rest float64); with ``seed``, the Poisson sample's rows. pyarrow is imported here."""
+    from importlib import import_module as _module
+
     import numpy as np
 
     from ampcalc.load.files import atomic_write
     from ampcalc.model.errors import AmpcalcError
-    from ampcalc.records.distributed import _module
 
     try:
         pa = _module("pyarrow")
@@ -263,6 +266,7 @@ def _write_sample(write: Any, src: Any, fig: Any, seed: int | None) -> int:
     from ampcalc.load.records import iter_chunks
     from ampcalc.math.importance import uniforms
     from ampcalc.model.errors import DesignError
+    from ampcalc.output.columns import savetxt_rows
 
     assert seed is not None  # --sample needs --seed (checked by the command)
 
@@ -278,7 +282,7 @@ def _write_sample(write: Any, src: Any, fig: Any, seed: int | None) -> int:
         if take.any():
             idx = np.flatnonzero(take)
             block = np.column_stack([start + idx, x[idx], q[idx], fig.w[start : start + n][idx]])
-            write(_rows(block, int_first=True))
+            write(savetxt_rows(block, int_first=True))
             kept += idx.size
     return kept
 
@@ -349,14 +353,3 @@ def _weights_dask(
     if as_json:
         emit(text)
     return int(ExitCode.OK)
-
-
-def _rows(block: Any, *, int_first: bool) -> str:
-    """``np.savetxt(block, delimiter=",", fmt=...)``'s text, formatted column-wise: one
-    %-template per row over Python floats (savetxt formats numpy row objects)."""
-    if block.shape[0] == 0:
-        return ""
-    width = block.shape[1]
-    fmt = ",".join((["%d"] if int_first else ["%.17g"]) + ["%.17g"] * (width - 1))
-    cols = block.T.tolist()
-    return "\n".join(map(fmt.__mod__, zip(*cols, strict=True))) + "\n"

@@ -323,3 +323,14 @@ def sweep_json_chunks(sweep: Sweep, version: str) -> Iterator[str] | None:
         "rows": rows,
     }
     return json_chunks(envelope("sweep", version, doc), segments)
+
+
+def savetxt_rows(block: Any, *, int_first: bool) -> str:
+    """``np.savetxt(block, delimiter=",", fmt=...)``'s text, formatted column-wise: one
+    %-template per row over Python floats (savetxt formats numpy row objects)."""
+    if block.shape[0] == 0:
+        return ""
+    width = block.shape[1]
+    fmt = ",".join((["%d"] if int_first else ["%.17g"]) + ["%.17g"] * (width - 1))
+    cols = block.T.tolist()
+    return "\n".join(map(fmt.__mod__, zip(*cols, strict=True))) + "\n"

@@ -428,9 +428,9 @@ _BLOCK = 1 << 18
 
 def _csv_block(block: np.ndarray) -> str:
     """Rows as the one-process ``weights`` writes them (row as an integer, %.17g)."""
-    from ampcalc.cli.weights import _rows
+    from ampcalc.output.columns import savetxt_rows
 
-    return _rows(block, int_first=True)
+    return savetxt_rows(block, int_first=True)
 
 
 def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None) -> Any:
@@ -612,12 +612,12 @@ def _sample_header(part: Partition) -> list[str]:
                 f"(got {excerpt_names(header)})"
             )
         return header
-    from ampcalc.cli.pws import _read_columns
+    from ampcalc.records.pws_files import read_columns
 
     try:
-        header, _, _ = next(_read_columns(part.path, 1))
+        header, _, _ = next(read_columns(part.path, 1))
     except StopIteration:
-        # a header line and no rows: _read_columns yields nothing
+        # a header line and no rows: read_columns yields nothing
         import csv
 
         with open_input(part.path, what="sample file") as fh:
@@ -635,9 +635,9 @@ def _read_sample(part: Partition, header: tuple[str, ...], chunk: int) -> Any:
     if part.kind == "parquet":
         cols, lines = _read_parquet_sample(part, header)
     else:
-        from ampcalc.cli.pws import _read_columns
+        from ampcalc.records.pws_files import read_columns
 
-        for head, lns, chunk_cols in _read_columns(part.path, chunk):
+        for head, lns, chunk_cols in read_columns(part.path, chunk):
             if tuple(head) != header:
                 raise DesignError(
                     f"{part.path}:1: columns ({excerpt_names(head)}) differ from the first "
@@ -742,8 +742,8 @@ def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = Non
     """Algorithm 2 of 004 on one partition (``pws_kernels.sanitize_keys``); writes its part."""
     import pandas as pd
 
-    from ampcalc.cli.pws import _check_score, _duplicate, _parse_freqs
     from ampcalc.math import pws as K
+    from ampcalc.records.pws_files import check_duplicates, check_score, parse_freqs
 
     i = int(partition_info["number"]) if partition_info else 0
     part = job.parts[i]
@@ -753,13 +753,13 @@ def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = Non
     extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
     lines = frame["__line__"].tolist()
     keys = frame["key"].tolist()
-    freqs = _parse_freqs(frame["frequency"].tolist(), part.path, lines)
+    freqs = parse_freqs(frame["frequency"].tolist(), part.path, lines)
     if si is not None:
         for n, v in enumerate(frame["score"].tolist()):
-            _check_score(v, job.params, int(freqs[n]), part.path, lines[n])
+            check_score(v, job.params, int(freqs[n]), part.path, lines[n])
     chunk_keys = dict(zip(keys, lines, strict=True))
     if len(chunk_keys) != len(keys):
-        _duplicate(keys, lines, {}, part.path)
+        check_duplicates(keys, lines, {}, part.path)
     top = int(freqs.max()) if freqs.size else 0
     san = _sanitiser(job, top, f"{part.path}:{lines[int(np.argmax(freqs))]}" if top else "")
     if freqs.size:
