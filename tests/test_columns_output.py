@@ -57,7 +57,7 @@ def _check(sweep: sw.Sweep) -> None:
     assert chunks is not None
     assert "".join(chunks) == want
     buf = io.StringIO()
-    sw.write_csv(sweep, buf)
+    columns_output.sweep_csv(sweep, buf)
     assert buf.getvalue() == _old_csv(sweep)
     # the CSV still reads back to the same floats
     rows = list(csv.reader(io.StringIO(buf.getvalue())))
