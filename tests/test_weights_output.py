@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ampcalc.cli.weights import _rows
+from ampcalc.output.columns import savetxt_rows as _rows
 
 
 @settings(max_examples=100, deadline=None)
