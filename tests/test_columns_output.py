@@ -109,10 +109,17 @@ def test_a_real_sweep_in_several_chunks(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_what_it_cannot_write_exactly_falls_back_to_the_usual_rendering() -> None:
     inf = _sweep({"epsilon_prime.upper": np.array([1.0, np.inf])}, (1.0, 2.0))
-    assert sw.json_chunks(inf, "9.9") is None  # json.dumps(allow_nan=False) refuses it
+    assert (
+        columns_output.sweep_json_chunks(inf, "9.9") is None
+    )  # json.dumps(allow_nan=False) refuses it
     nested = _sweep({"x": np.array([[1], [2], None], dtype=object)[:2]}, (1.0, 2.0))
-    assert sw.json_chunks(nested, "9.9") is None  # a list in a cell spans several lines
-    assert json.loads("".join(sw.json_chunks(_sweep({}, ()), "9.9") or []))["rows"] == []
+    assert (
+        columns_output.sweep_json_chunks(nested, "9.9") is None
+    )  # a list in a cell spans several lines
+    assert (
+        json.loads("".join(columns_output.sweep_json_chunks(_sweep({}, ()), "9.9") or []))["rows"]
+        == []
+    )
 
 
 @pytest.mark.parametrize("name", ["pws.yaml", "pws-histogram.yaml"])

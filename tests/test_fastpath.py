@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import ampcalc
 from ampcalc import engine
+from ampcalc.engine import core as engine_core
 from ampcalc.engine import fastpath
 from ampcalc.math import numeric
 from ampcalc.model.results import Verdict
@@ -145,10 +146,10 @@ def _old_verdicts(lower, upper, reference) -> np.ndarray:
     decided = np.zeros(ref.shape, dtype=bool)
     if lower is not None:
         lo = np.asarray(lower, dtype=float)
-        deg = lo > ref * (1 + engine.VERDICT_SLACK)
+        deg = lo > ref * (1 + engine_core.VERDICT_SLACK)
         out[deg] = Verdict.DEGRADES.value
         decided |= deg
-        noamp = ~decided & (lo >= ref * (1 - engine.VERDICT_SLACK))
+        noamp = ~decided & (lo >= ref * (1 - engine_core.VERDICT_SLACK))
         out[noamp] = Verdict.NO_AMPLIFICATION.value
         decided |= noamp
     if upper is None:

@@ -115,7 +115,7 @@ class _Plan:
     design: Design
     q: float
     ratio: float  # ε_R / ε inside the bound (srswor: 1; poisson, add-remove: 1)
-    twice: bool  # srswor rounds its inverse's guess a second time (poisson does not)
+    twice: bool  # the guess is rounded again after the division by ε_R/ε ≠ 1
     delta: float
     guarantee: str
     basis: tuple[str, ...]
@@ -222,7 +222,8 @@ def _build(design: Design) -> _Plan | None:
         design=design,
         q=q,
         ratio=ratio if design.scheme == "srswor" else 1.0,
-        twice=design.scheme == "srswor",
+        # the assembly rounds the guess again only when it divides by ε_R/ε ≠ 1
+        twice=design.scheme == "srswor" and ratio != 1.0,
         delta=float(mech.delta),
         guarantee=str(analysis.guarantee_neighbours),
         basis=tuple(analysis.basis),
