@@ -153,3 +153,33 @@ def test_the_replace_one_note_is_stated_once() -> None:
     assert float(a.upper(np.asarray(2.0))) == float(
         srswor.upper_epsilon(np.asarray(4.0), population=100, sample=10)
     )
+
+
+def _details_follow_epsilon(design: ampcalc.Design, keys: tuple[str, ...]) -> dict:
+    """Each ε-dependent entry of an evaluation on a grid equals the single-ε one."""
+    grid = engine.bound(design, epsilon=np.array([1.0, 3.0]))
+    assert grid.error is None, grid.error
+    assert "details_epsilon" not in grid.details
+    for k, eps in enumerate((1.0, 3.0)):
+        one = engine.bound(design, epsilon=eps)
+        for key in keys:
+            a, b = grid.details[key], one.details[key]
+            if isinstance(b, dict):
+                for sub in b:
+                    assert np.asarray(a[sub])[k] == b[sub], (key, sub, eps)
+            else:
+                assert np.asarray(a)[k] == b, (key, eps)
+    return dict(grid.details)
+
+
+def test_srswr_details_describe_the_evaluated_epsilon() -> None:
+    d = _design(
+        {"epsilon": 1.0, "neighbours": "both"},
+        {"scheme": "srswr", "population": 100, "sample": 30},
+        None,
+    )
+    details = _details_follow_epsilon(d, ("without_replacement_same_rate",))
+    # the srswor bound at the same rate, at ε = 3: log(1 + 0.3(e^3 − 1))
+    exact = math.log1p(0.3 * math.expm1(3.0))
+    assert details["without_replacement_same_rate"][1] == pytest.approx(exact, rel=1e-15)
+    assert details["without_replacement_same_rate"][1] >= exact
