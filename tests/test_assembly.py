@@ -183,3 +183,19 @@ def test_srswr_details_describe_the_evaluated_epsilon() -> None:
     exact = math.log1p(0.3 * math.expm1(3.0))
     assert details["without_replacement_same_rate"][1] == pytest.approx(exact, rel=1e-15)
     assert details["without_replacement_same_rate"][1] >= exact
+
+
+def test_systematic_details_describe_the_evaluated_epsilon() -> None:
+    d = _design(
+        {"epsilon": 1.0, "neighbours": "both"},
+        {"scheme": "systematic", "population": 1003, "interval": 10, "order": "fixed"},
+        None,
+    )
+    details = _details_follow_epsilon(d, ("witness_class_size", "heuristic_cluster_analogy"))
+    # B(1/k, 2m, ε) with k = 10, m = 100, at ε = 3 (000_97a39a4c524f603f.txt Theorem 5.1)
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+    a, kk, e = mp.mpf(1) / 10, 200, mp.mpf(3)
+    exact = mp.log((a * mp.e**e + (1 - a) * mp.e ** (-kk * e)) / (a + (1 - a) * mp.e ** (-kk * e)))
+    assert details["heuristic_cluster_analogy"][1] == pytest.approx(float(exact), rel=1e-14)
+    assert details["heuristic_cluster_analogy"][0] < details["heuristic_cluster_analogy"][1]
