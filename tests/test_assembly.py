@@ -16,7 +16,7 @@ import ampcalc
 from ampcalc import engine
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.schemes import assembly, poisson, srswor
+from ampcalc.schemes import assembly, poisson, pps, srswor
 
 MECHANISMS = [
     {"epsilon": 1.0, "neighbours": "both"},
@@ -229,3 +229,28 @@ def test_random_size_details_describe_the_evaluated_epsilon() -> None:
         exact = (80 * w[0] + 100 * w[1] + 120 * w[2]) / sum(w)
         assert grid.details["tilted_mean_size"][k] == pytest.approx(float(exact), rel=1e-13)
         assert grid.details["epsilon_replace_one"][k] == 2 * eps
+
+
+def test_pps_threshold_is_assembled_under_add_remove() -> None:
+    """Poisson threshold PPS is A(min(1, τR), ε) under add-remove (003_e3b635228222e4e2.txt
+    Theorem 6): τR = 0.1, so log(1 + 0.1(e^ε − 1)) at every evaluated ε, δ′ = 0.1·δ, and
+    the certified inverse meets the target."""
+    sampling = {
+        "scheme": "pps",
+        "method": "poisson-threshold",
+        "threshold": 0.001,
+        "max_size_measure": 100,
+        "size_measures": [5, 20, 100, 80, 3],
+    }
+    d = _design({"epsilon": 1.0, "neighbours": "both", "delta": 1e-6}, sampling, None)
+    r = engine.bound(d, epsilon=np.array([1.0, 3.0]))
+    for k, eps in enumerate((1.0, 3.0)):
+        exact = math.log1p(0.1 * math.expm1(eps))
+        assert r.lower[k] <= exact <= r.upper[k] <= exact * (1 + 1e-14)
+        assert r.delta_prime[k] == pytest.approx(1e-7, rel=1e-14)
+    inv = engine.invert(d, 0.5)
+    assert inv.certified == pytest.approx(math.log1p(math.expm1(0.5) / 0.1), rel=1e-14)
+    assert float(engine.bound(d, epsilon=inv.certified).upper) <= 0.5
+    only_r = Mechanism(epsilon=1.0, neighbours=Neighbours.REPLACE_ONE)
+    with pytest.raises(ConditionError, match="Theorem 6"):
+        pps.analyse(d.params, only_r, Neighbours.ADD_REMOVE)
