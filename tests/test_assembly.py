@@ -16,7 +16,7 @@ import ampcalc
 from ampcalc import engine
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.schemes import assembly, poisson, pps, srswor
+from ampcalc.schemes import assembly, poisson, pps, pps_cluster, srswor
 
 MECHANISMS = [
     {"epsilon": 1.0, "neighbours": "both"},
@@ -254,3 +254,16 @@ def test_pps_threshold_is_assembled_under_add_remove() -> None:
     only_r = Mechanism(epsilon=1.0, neighbours=Neighbours.REPLACE_ONE)
     with pytest.raises(ConditionError, match="Theorem 6"):
         pps.analyse(d.params, only_r, Neighbours.ADD_REMOVE)
+
+
+def test_pps_cluster_details_describe_the_evaluated_epsilon() -> None:
+    sizes = [400, 250, 200, 100, 50]
+    d = _design(
+        {"epsilon": 1.0, "neighbours": "both"},
+        {"scheme": "pps-cluster", "clusters": {"sizes": sizes}},
+        None,
+    )
+    details = _details_follow_epsilon(d, ("laplace_witness_add_remove",))
+    at3 = pps_cluster.laplace_witness(np.array(sizes), 3.0)
+    assert details["laplace_witness_add_remove"][1] == at3
+    assert at3 > details["laplace_witness_add_remove"][0]
