@@ -267,3 +267,15 @@ def test_pps_cluster_details_describe_the_evaluated_epsilon() -> None:
     at3 = pps_cluster.laplace_witness(np.array(sizes), 3.0)
     assert details["laplace_witness_add_remove"][1] == at3
     assert at3 > details["laplace_witness_add_remove"][0]
+
+
+def test_cluster_details_describe_the_evaluated_epsilon() -> None:
+    d = _design(
+        {"epsilon": 1.0, "neighbours": "both"},
+        {"scheme": "cluster", "clusters": {"sizes": [5] * 20}, "chosen": 2},
+        None,
+    )
+    details = _details_follow_epsilon(d, ("srs_same_fraction",))
+    # a simple random sample of the same fraction 2/20 at ε = 3: log(1 + 0.1(e^3 − 1))
+    exact = math.log1p(0.1 * math.expm1(3.0))
+    assert exact <= details["srs_same_fraction"][1] <= exact * (1 + 1e-14)
