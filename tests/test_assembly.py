@@ -279,3 +279,16 @@ def test_cluster_details_describe_the_evaluated_epsilon() -> None:
     # a simple random sample of the same fraction 2/20 at ε = 3: log(1 + 0.1(e^3 − 1))
     exact = math.log1p(0.1 * math.expm1(3.0))
     assert exact <= details["srs_same_fraction"][1] <= exact * (1 + 1e-14)
+
+
+def test_data_dependent_size_details_describe_the_evaluated_epsilon() -> None:
+    d = _design(
+        {"epsilon": 1.0, "neighbours": "add-remove"},
+        {"scheme": "data-dependent-size", "population": 14, "sample": 1, "sensitivity": 1},
+        None,
+    )
+    grid = engine.bound(d, epsilon=np.array([0.05, 1.0, 3.0]))
+    texts = grid.details["lower_witness"]
+    assert len(texts) == 3
+    for k, eps in enumerate((0.05, 1.0, 3.0)):
+        assert texts[k] == engine.bound(d, epsilon=eps).details["lower_witness"]
