@@ -16,7 +16,7 @@ import ampcalc
 from ampcalc import engine
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.schemes import assembly, poisson, srswor
+from ampcalc.schemes import assembly, poisson, pps, pps_cluster, srswor
 
 MECHANISMS = [
     {"epsilon": 1.0, "neighbours": "both"},
@@ -153,3 +153,144 @@ def test_the_replace_one_note_is_stated_once() -> None:
     assert float(a.upper(np.asarray(2.0))) == float(
         srswor.upper_epsilon(np.asarray(4.0), population=100, sample=10)
     )
+
+
+def _details_follow_epsilon(design: ampcalc.Design, keys: tuple[str, ...]) -> dict:
+    """Each ε-dependent entry of an evaluation on a grid equals the single-ε one."""
+    grid = engine.bound(design, epsilon=np.array([1.0, 3.0]))
+    assert grid.error is None, grid.error
+    assert "details_epsilon" not in grid.details
+    for k, eps in enumerate((1.0, 3.0)):
+        one = engine.bound(design, epsilon=eps)
+        for key in keys:
+            a, b = grid.details[key], one.details[key]
+            if isinstance(b, dict):
+                for sub in b:
+                    assert np.asarray(a[sub])[k] == b[sub], (key, sub, eps)
+            else:
+                assert np.asarray(a)[k] == b, (key, eps)
+    return dict(grid.details)
+
+
+def test_srswr_details_describe_the_evaluated_epsilon() -> None:
+    d = _design(
+        {"epsilon": 1.0, "neighbours": "both"},
+        {"scheme": "srswr", "population": 100, "sample": 30},
+        None,
+    )
+    details = _details_follow_epsilon(d, ("without_replacement_same_rate",))
+    # the srswor bound at the same rate, at ε = 3: log(1 + 0.3(e^3 − 1))
+    exact = math.log1p(0.3 * math.expm1(3.0))
+    assert details["without_replacement_same_rate"][1] == pytest.approx(exact, rel=1e-15)
+    assert details["without_replacement_same_rate"][1] >= exact
+
+
+def test_systematic_details_describe_the_evaluated_epsilon() -> None:
+    d = _design(
+        {"epsilon": 1.0, "neighbours": "both"},
+        {"scheme": "systematic", "population": 1003, "interval": 10, "order": "fixed"},
+        None,
+    )
+    details = _details_follow_epsilon(d, ("witness_class_size", "heuristic_cluster_analogy"))
+    # B(1/k, 2m, ε) with k = 10, m = 100, at ε = 3 (000_97a39a4c524f603f.txt Theorem 5.1)
+    mp = pytest.importorskip("mpmath")
+    with mp.workdps(40):  # local: other tests' oracles set their own precision
+        a, kk, e = mp.mpf(1) / 10, 200, mp.mpf(3)
+        t = (1 - a) * mp.exp(-kk * e)
+        exact = float(mp.log((a * mp.exp(e) + t) / (a + t)))
+    assert details["heuristic_cluster_analogy"][1] == pytest.approx(exact, rel=1e-14)
+    assert details["heuristic_cluster_analogy"][0] < details["heuristic_cluster_analogy"][1]
+
+
+def test_random_size_details_describe_the_evaluated_epsilon() -> None:
+    d = _design(
+        {"epsilon": 0.01, "neighbours": "add-remove"},
+        {
+            "scheme": "random-size",
+            "population": 1000,
+            "size": {
+                "distribution": "pmf",
+                "values": [80, 100, 120],
+                "probabilities": [0.25, 0.5, 0.25],
+            },
+        },
+        None,
+    )
+    grid = engine.bound(d, epsilon=np.array([0.01, 0.03]))
+    mp = pytest.importorskip("mpmath")
+    for k, eps in enumerate((0.01, 0.03)):
+        one = engine.bound(d, epsilon=eps)
+        for key in ("tilted_mean_size", "epsilon_replace_one"):
+            assert grid.details[key][k] == one.details[key]
+        # E_t̃[m], t̃(m) ∝ e^{εm} t(m) (000_97a39a4c524f603f.txt Theorem 3.1), tilt at ε_D = ε
+        with mp.workdps(40):  # local: other tests' oracles set their own precision
+            w = [
+                mp.mpf(p) * mp.exp(mp.mpf(eps) * m)
+                for m, p in ((80, 0.25), (100, 0.5), (120, 0.25))
+            ]
+            exact = float((80 * w[0] + 100 * w[1] + 120 * w[2]) / sum(w))
+        assert grid.details["tilted_mean_size"][k] == pytest.approx(exact, rel=1e-13)
+        assert grid.details["epsilon_replace_one"][k] == 2 * eps
+
+
+def test_pps_threshold_is_assembled_under_add_remove() -> None:
+    """Poisson threshold PPS is A(min(1, τR), ε) under add-remove (003_e3b635228222e4e2.txt
+    Theorem 6): τR = 0.1, so log(1 + 0.1(e^ε − 1)) at every evaluated ε, δ′ = 0.1·δ, and
+    the certified inverse meets the target."""
+    sampling = {
+        "scheme": "pps",
+        "method": "poisson-threshold",
+        "threshold": 0.001,
+        "max_size_measure": 100,
+        "size_measures": [5, 20, 100, 80, 3],
+    }
+    d = _design({"epsilon": 1.0, "neighbours": "both", "delta": 1e-6}, sampling, None)
+    r = engine.bound(d, epsilon=np.array([1.0, 3.0]))
+    for k, eps in enumerate((1.0, 3.0)):
+        exact = math.log1p(0.1 * math.expm1(eps))
+        assert r.lower[k] <= exact <= r.upper[k] <= exact * (1 + 1e-14)
+        assert r.delta_prime[k] == pytest.approx(1e-7, rel=1e-14)
+    inv = engine.invert(d, 0.5)
+    assert inv.certified == pytest.approx(math.log1p(math.expm1(0.5) / 0.1), rel=1e-14)
+    assert float(engine.bound(d, epsilon=inv.certified).upper) <= 0.5
+    only_r = Mechanism(epsilon=1.0, neighbours=Neighbours.REPLACE_ONE)
+    with pytest.raises(ConditionError, match="Theorem 6"):
+        pps.analyse(d.params, only_r, Neighbours.ADD_REMOVE)
+
+
+def test_pps_cluster_details_describe_the_evaluated_epsilon() -> None:
+    sizes = [400, 250, 200, 100, 50]
+    d = _design(
+        {"epsilon": 1.0, "neighbours": "both"},
+        {"scheme": "pps-cluster", "clusters": {"sizes": sizes}},
+        None,
+    )
+    details = _details_follow_epsilon(d, ("laplace_witness_add_remove",))
+    at3 = pps_cluster.laplace_witness(np.array(sizes), 3.0)
+    assert details["laplace_witness_add_remove"][1] == at3
+    assert at3 > details["laplace_witness_add_remove"][0]
+
+
+def test_cluster_details_describe_the_evaluated_epsilon() -> None:
+    d = _design(
+        {"epsilon": 1.0, "neighbours": "both"},
+        {"scheme": "cluster", "clusters": {"sizes": [5] * 20}, "chosen": 2},
+        None,
+    )
+    details = _details_follow_epsilon(d, ("srs_same_fraction",))
+    # a simple random sample of the same fraction 2/20 at ε = 3: log(1 + 0.1(e^3 − 1))
+    exact = math.log1p(0.1 * math.expm1(3.0))
+    assert exact <= details["srs_same_fraction"][1] <= exact * (1 + 1e-14)
+
+
+def test_data_dependent_size_details_describe_the_evaluated_epsilon() -> None:
+    d = _design(
+        {"epsilon": 1.0, "neighbours": "add-remove"},
+        {"scheme": "data-dependent-size", "population": 14, "sample": 1, "sensitivity": 1},
+        None,
+    )
+    grid = engine.bound(d, epsilon=np.array([0.05, 1.0, 3.0]))
+    texts = grid.details["lower_witness"]
+    assert len(texts) == 3
+    for k, eps in enumerate((0.05, 1.0, 3.0)):
+        assert texts[k] == engine.bound(d, epsilon=eps).details["lower_witness"]

@@ -53,7 +53,12 @@ class Theorem:
         delta_factor: δ′ = delta_factor·δ (δ of ``relation``), or None when the
             theorem gives no δ′ (pure ε only).
         conditions: the theorem's conditions, in words, with the design's values.
-        tight: the bounds meet (up to rounding).
+        tight: the bounds meet (up to rounding); None: ``details`` states nothing
+            about tightness.
+        pure: the theorem is for pure ε only (the family refuses δ > 0): δ′ = 0, and
+            no mechanism δ follows from a target δ′.
+        group_size: ε′ protects a group of this many records (the unsampled loss the
+            verdict compares with is group_size·ε of the relation).
         refuses_replace_one_only: message for a mechanism declared only under
             replace-one when ``relation`` is add-remove (its add-remove ε is unknown).
         relation_words: what follows the relation in the stated condition "M is ε-DP
@@ -69,7 +74,9 @@ class Theorem:
     inverse: Formula | None = None
     delta_factor: float | None = None
     conditions: tuple[str, ...] = ()
-    tight: bool = False
+    tight: bool | None = False
+    pure: bool = False
+    group_size: int = 1
     refuses_replace_one_only: str = ""
     relation_words: str = ""
 
@@ -179,7 +186,12 @@ def assemble(
 
     delta_prime: Formula | None = None
     mechanism_delta: Callable[[float, FloatArray], FloatArray] | None = None
-    if theorem.delta_factor is not None:
+    if theorem.pure:
+
+        def delta_prime(eps: FloatArray) -> FloatArray:
+            return np.zeros(np.shape(eps))
+
+    elif theorem.delta_factor is not None:
         factor = float(theorem.delta_factor)
         pure = mechanism.delta == 0.0
 
@@ -211,9 +223,16 @@ def assemble(
                     guess = numeric.round_up(guess / ratio)
                 return numeric.certify_up(low, guess, target)
 
+    reference: Formula = eps_of
+    if theorem.group_size != 1:
+        g = theorem.group_size
+
+        def reference(eps: FloatArray) -> FloatArray:
+            return g * eps_of(eps)
+
     return Analysis(
         guarantee_neighbours=theorem.guarantee,
-        reference_epsilon=eps_of,
+        reference_epsilon=reference,
         upper=upper,
         lower=lower,
         delta_prime=delta_prime,
@@ -223,11 +242,15 @@ def assemble(
         basis=theorem.basis,
         conditions=(
             *theorem.conditions,
-            f"M is ε-DP under {theorem.relation}{theorem.relation_words} "
+            f"M is ε-DP{' (δ = 0)' if theorem.pure else ''} under "
+            f"{theorem.relation}{theorem.relation_words} "
             f"(declared: {mechanism.neighbours})",
         ),
         warnings=(*warnings, *rel.warnings),
-        details={**(details or {}), "tight": theorem.tight},
+        details={
+            **(details or {}),
+            **({} if theorem.tight is None else {"tight": theorem.tight}),
+        },
         details_at=details_at,
         invert_details=invert_details,
     )

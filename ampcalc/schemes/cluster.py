@@ -177,6 +177,12 @@ def delta_prime_of(eps: np.ndarray, delta: float, *, fraction: float, k_sum: flo
     return out
 
 
+def srs_same_fraction(eps: np.ndarray, *, fraction: float) -> np.ndarray:
+    """A simple random/Poisson sample at the same fraction, for comparison (not a bound
+    on this design): A(fraction, ε), rounded up."""
+    return numeric.amplification_upper(fraction, eps)
+
+
 def _max_k_for(frac: float, eps: float, target: float) -> int | None:
     """Largest integer K with B(A, K, ε) <= T as evaluated (upper bound), -1 if none,
     None if unbounded (every K meets it)."""
@@ -267,7 +273,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         return delta_prime_of(stage(eps), d1, fraction=frac, k_sum=k_up)
 
     eps0 = float(mechanism.epsilon)
-    srs = float(numeric.amplification_upper(frac if r is None else frac * r, eps0))
+    srs_fraction = frac if r is None else frac * r
+    srs = float(srs_same_fraction(np.asarray(eps0), fraction=srs_fraction))
     up0 = float(upper(np.asarray(eps0)))
     details: dict[str, Any] = {
         "clusters": k,
@@ -278,7 +285,6 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "population": cl.total,
         "K_upper": k_up,
         "K_lower": k_low if r is None else None,
-        "srs_same_fraction": srs,
         "tight": bool(cl.equal and r is None and full_witness),
         "sizes_source": cl.source,
     }
@@ -336,6 +342,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             + ")."
         )
 
+    def details_at(eps: np.ndarray) -> dict[str, Any]:
+        return {"srs_same_fraction": srs_same_fraction(eps, fraction=srs_fraction)}
+
     def invert_details(target: np.ndarray) -> dict[str, Any]:
         if r is not None or target.ndim != 0:
             return {}
@@ -369,6 +378,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         conditions=tuple(conditions),
         warnings=tuple(warnings),
         details=details,
+        details_at=details_at,
         invert_details=invert_details,
     )
 

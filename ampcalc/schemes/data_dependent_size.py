@@ -11,6 +11,7 @@ half holds (spec §4.1, §11.20).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -243,10 +244,8 @@ def sample_lower_epsilon(
     return best
 
 
-def _witness_text(m: int, n: int, d: int, mechanism: Mechanism) -> str:
-    """Which neighbouring pair realises the lower bound at the declared ε."""
-    e_d = np.asarray(mechanism.epsilon, dtype=float)
-    e_r = mechanism.epsilon_replace_one_of(e_d)
+def _witness_text(m: int, n: int, d: int, e_d: np.ndarray, e_r: np.ndarray) -> str:
+    """Which neighbouring pair realises the lower bound at one ε (ε_D, ε_R scalars)."""
     k = reachable_shift(n, m, d)
     best = float(lower_epsilon(e_d, sensitivity=k))
     text = f"noisy count |S| + Lap(1/ε): sample sizes {m} vs {m} ± {k}"
@@ -352,6 +351,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "(the printed 'replacement' is a slip; spec §4.2).",
     ]
     details: dict[str, Any] = {"sensitivity": delta_f, "population": n}
+    details_at: Callable[[np.ndarray], Mapping[str, Any]] | None = None
     if vector:
         details["sensitivity_kind"] = "l1"
         warnings.append(
@@ -365,12 +365,23 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         assert params.sample is not None  # check(): a scalar sensitivity needs the sample
         details["upper_rate"] = min(1.0, (params.sample + delta_f) / n)
         details["sensitivity_kind"] = "scalar"
-        details["lower_witness"] = _witness_text(params.sample, n, delta_f, mechanism)
+        e0 = np.asarray(mechanism.epsilon, dtype=float)
+        witness0 = _witness_text(params.sample, n, delta_f, e0, eps_r(e0))
+        sample = params.sample
+
+        def details_at(eps: np.ndarray) -> Mapping[str, Any]:
+            e = np.asarray(eps, dtype=float)
+            texts = [
+                _witness_text(sample, n, delta_f, np.asarray(x), eps_r(np.asarray(x)))
+                for x in e.ravel()
+            ]
+            return {"lower_witness": texts[0] if e.ndim == 0 else texts}
+
         mono = _monotone_lower(params.sample, n, delta_f, mechanism)
         if delta_f > 0 and mono < float(lower(np.asarray(mechanism.epsilon))):
             warnings.append(
                 "the lower bound's pair needs an allocation that moves against the data "
-                f"size ({details['lower_witness']}); an allocation that never falls when a "
+                f"size ({witness0}); an allocation that never falls when a "
                 f"record is added (e.g. rounding rN) leaves the pairs with m′ = m or the "
                 f"noisy count, whose lower bound is {mono:.6g}"
             )
@@ -387,6 +398,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         conditions=tuple(conditions),
         warnings=tuple(warnings),
         details=details,
+        details_at=details_at,
     )
 
 

@@ -40,6 +40,7 @@ from ampcalc.model.limits import LIMITS
 from ampcalc.model.references import BBG18, BUN_2022, IMPORTANCE, cite
 from ampcalc.schemes import srswor
 from ampcalc.schemes._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
+from ampcalc.schemes.assembly import Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 BASIS = (cite(BUN_2022, "§6.1"), cite(BUN_2022, "Proposition 6.1"))
@@ -610,11 +611,6 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
         any record that could be added: with a public bound R it is A(min(1, τR), ε)
         (tight); without one a record of huge size is always included: ε′ = ε.
     """
-    if not mechanism.epsilon_add_remove_known():
-        raise ConditionError(
-            "Poisson threshold sampling (003_e3b635228222e4e2.txt Theorem 6) needs M's "
-            "add-remove ε; declare `neighbours: add-remove` or `both`."
-        )
     tau, big_r = params.threshold, params.max_size_measure
     assert tau is not None  # the parser requires it for poisson-threshold
     worst = 1.0 if big_r is None else min(1.0, tau * big_r)
@@ -633,46 +629,47 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
             "added)."
         )
     details.update({"threshold": tau, "max_size_measure": big_r, "worst_inclusion": worst})
-
-    def bound(eps: np.ndarray, up: bool) -> np.ndarray:
-        f = numeric.amplification_upper if up else numeric.amplification_lower
-        return f(worst, eps)
-
     delta = float(mechanism.delta)
-
-    def delta_prime(eps: np.ndarray) -> np.ndarray:
-        # Poisson subsampling of an (ε, δ) mechanism: (A(a, ε), a·δ) for a record kept
-        # with probability a <= worst, both directions of add-remove (BBG18)
-        if delta == 0.0:
-            return np.zeros(np.shape(eps))
-        return np.minimum(numeric.round_up(np.full(np.shape(eps), worst * delta)), 1.0)
-
-    def mechanism_delta(target_delta: float, eps: np.ndarray) -> np.ndarray:
-        shape = np.shape(eps)
-        return np.minimum(numeric.round_down(np.full(shape, target_delta / worst)), 1.0)
-
     if delta > 0:
         warnings.append(
             f"M is (ε, δ)-DP with δ = {delta:g}: the guarantee is (ε′, δ′) with δ′ = a·δ, "
             f"a = {worst:g} the largest inclusion probability of a record that could be "
             f"added (Poisson subsampling: {BBG18}); ε′ alone is no guarantee"
         )
-    return Analysis(
-        guarantee_neighbours=Neighbours.ADD_REMOVE,
-        reference_epsilon=lambda eps: np.asarray(eps, dtype=float),
-        upper=lambda eps: bound(eps, True),
-        lower=lambda eps: bound(eps, False),
-        delta_prime=delta_prime,
-        mechanism_delta=mechanism_delta,
+    return assemble(
+        threshold_theorem(tau, worst, with_delta=delta > 0),
+        mechanism,
+        details=details,
+        warnings=tuple(warnings),
+    )
+
+
+def threshold_theorem(tau: float, worst: float, *, with_delta: bool) -> Theorem:
+    """Poisson threshold PPS as data: A(a, ε) under add-remove, a = min(1, τR), δ′ = a·δ.
+
+    Poisson subsampling of an (ε, δ) mechanism gives (A(a, ε), a·δ) for a record kept
+    with probability a <= worst, in both directions of add-remove (BBG18).
+    """
+    return Theorem(
+        name="Theorem 6",
         basis=(cite(IMPORTANCE, "Theorem 6"), cite(BUN_2022, "§6.1"))
-        + ((BBG18,) if delta > 0 else ()),
+        + ((BBG18,) if with_delta else ()),
+        relation=Neighbours.ADD_REMOVE,
+        guarantee=Neighbours.ADD_REMOVE,
+        upper=lambda eps: numeric.amplification_upper(worst, eps),
+        lower=lambda eps: numeric.amplification_lower(worst, eps),
+        inverse=lambda target: numeric.amplification_inverse(worst, target),
+        delta_factor=worst,
         conditions=(
             f"threshold τ = {tau:g} public and data-independent; each record's inclusion "
             "decided from its own size only",
             "M's output does not depend on sampling weights",
         ),
-        warnings=tuple(warnings),
-        details=details,
+        tight=None,
+        refuses_replace_one_only=(
+            "Poisson threshold sampling (003_e3b635228222e4e2.txt Theorem 6) needs M's "
+            "add-remove ε; declare `neighbours: add-remove` or `both`."
+        ),
     )
 
 

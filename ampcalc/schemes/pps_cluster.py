@@ -12,6 +12,7 @@ capping; ``successive``: draw by draw without replacement).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,6 +195,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     ]
     if params.chosen > 1 and cl.sizes is not None:
         warnings.append(_METHOD_NOTE[params.method])
+    witness, witness_at = _witness_details(cl, params.chosen, mechanism)
     return Analysis(
         guarantee_neighbours=Neighbours.REPLACE_ONE,
         reference_epsilon=eps_r,
@@ -211,8 +213,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "population": cl.total,
             "max_inclusion_probability": amax,
             "certainty_units": certain,
-            **_witness_details(cl, params.chosen, mechanism),
+            **witness,
         },
+        details_at=witness_at,
     )
 
 
@@ -231,27 +234,37 @@ _METHOD_NOTE = {
 }
 
 
-def _witness_details(cl: ClusterSizes, chosen: int, mechanism: Mechanism) -> dict[str, Any]:
-    """The exact Laplace-witness loss (add-remove) at the declared ε, where it applies."""
+def _witness_details(
+    cl: ClusterSizes, chosen: int, mechanism: Mechanism
+) -> tuple[dict[str, Any], Callable[[np.ndarray], Mapping[str, Any]] | None]:
+    """The exact Laplace-witness loss (add-remove) where it applies: the entries that do
+    not depend on ε, and the loss at each evaluated ε."""
     if chosen != 1 or not mechanism.epsilon_add_remove_known():
-        return {}
+        return {}, None
+    counts: np.ndarray | None = None
     if cl.sizes is not None:
-        value = laplace_witness(cl.sizes, float(mechanism.epsilon))
+        sizes = cl.sizes
+        vals = np.unique(sizes[sizes > 0])
     elif cl.largest[0] > 0:  # {count, size}: one size, k clusters
-        value = laplace_witness(
-            np.array([cl.largest[0]]), float(mechanism.epsilon), np.array([cl.count])
-        )
+        sizes, counts = np.array([cl.largest[0]]), np.array([cl.count])
+        vals = sizes
     else:
-        return {}
-    if value is None and cl.sizes is None:
-        return {}
-    if value is None:
-        return {"laplace_witness_note": f"more than {WITNESS_MAX_DISTINCT} distinct sizes"}
-    return {
-        "laplace_witness_add_remove": value,
-        "laplace_witness_note": "exact loss of the Σx + Lap(1/ε) witness of spec §7.3 at the "
-        "declared ε, for adding one record to a cluster (an add-remove lower bound)",
-    }
+        return {}, None
+    if not 0 < vals.size <= WITNESS_MAX_DISTINCT:  # laplace_witness gives no value
+        if cl.sizes is None:
+            return {}, None
+        return {"laplace_witness_note": f"more than {WITNESS_MAX_DISTINCT} distinct sizes"}, None
+
+    def at(eps: np.ndarray) -> Mapping[str, Any]:
+        e = np.asarray(eps, dtype=float)
+        values = [laplace_witness(sizes, float(x), counts) for x in e.ravel()]
+        return {"laplace_witness_add_remove": np.array(values, dtype=float).reshape(e.shape)}
+
+    note = (
+        "exact loss of the Σx + Lap(1/ε) witness of spec §7.3 at the evaluated ε, for "
+        "adding one record to a cluster (an add-remove lower bound)"
+    )
+    return {"laplace_witness_note": note}, at
 
 
 SCHEME = Scheme(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -777,11 +777,16 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             return lower_epsilon(e, e, params=params, untilted_lo=untilted_lo)
         return lower_epsilon(eps_d(eps), eps_r(eps), params=params, untilted_lo=untilted_lo)
 
-    eps0 = mechanism.epsilon
     est0, lo0, _, _ = tilted_mean_bounds(dist, n, 0.0)
     mean0 = float(est0)  # E_t[m]
     untilted_lo = float(lo0)
-    tilted0 = float(tilted_mean_bounds(dist, n, float(eps_d(np.asarray(eps0))))[0])
+
+    def details_at(eps: np.ndarray) -> Mapping[str, Any]:
+        return {
+            "tilted_mean_size": tilted_mean_bounds(dist, n, eps_d(eps))[0],
+            "epsilon_replace_one": eps_r(eps),
+        }
+
     conditions = [
         "the size distribution t does not depend on the data; m and the sample are secret",
         f"the population size N = {n} is fixed and public",
@@ -819,8 +824,6 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "distribution": dist.kind,
         "population": n,
         "mean_size": mean0,
-        "tilted_mean_size": tilted0,
-        "epsilon_replace_one": float(mechanism.effective_epsilon_replace_one()),
     }
     if dist.kind == "pmf":
         assert dist.sizes is not None  # parse_size sets the support of a pmf
@@ -836,6 +839,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         conditions=tuple(conditions),
         warnings=tuple(warnings),
         details=details,
+        details_at=details_at,
     )
 
 

@@ -9,6 +9,7 @@ stands, so δ > 0 is refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from ampcalc.math import groups as _groups
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
+from ampcalc.schemes.assembly import Theorem, assemble, relation_of
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
@@ -118,6 +120,53 @@ def upper_epsilon(
     return shaped
 
 
+def inverse_epsilon(
+    target: np.ndarray, *, population: int, sample: int, group: int = 1
+) -> np.ndarray:
+    """The ε_R at which the count-witness value V = m·log(1 + (g/N)(e^ε − 1)) equals T.
+
+    Unrounded closed form: ε_R = log(1 + (e^{T/m} − 1)·N/g). Where it returns ε_R >= T
+    (then V <= ε_R and V is the proven upper bound) it inverts ``upper_epsilon``;
+    otherwise the certification root-finds the relaxation's bound.
+    """
+    t = np.asarray(target, dtype=float)
+    with np.errstate(over="ignore"):
+        out: np.ndarray = np.log1p(np.expm1(t / sample) / (group / population))
+    return out
+
+
+def without_replacement_same_rate(
+    eps_r: np.ndarray, *, population: int, sample: int
+) -> np.ndarray | None:
+    """The srswor bound at the same m/N (for comparison; None when m > N)."""
+    if sample > population:
+        return None
+    return numeric.amplification_upper(sample / population, eps_r)
+
+
+def theorem(params: Params, group: int = 1) -> Theorem:
+    """The count-witness / relaxation result for this design, as data (in ε_R)."""
+    n, m, g = params.population, params.sample, group
+    return Theorem(
+        name="sampling with replacement",
+        basis=BASIS,
+        relation=Neighbours.REPLACE_ONE,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=lambda eps_r: upper_epsilon(eps_r, population=n, sample=m, group=g),
+        lower=lambda eps_r: lower_epsilon(eps_r, population=n, sample=m, group=g),
+        inverse=lambda target: inverse_epsilon(target, population=n, sample=m, group=g),
+        conditions=(
+            f"1 <= group_size <= population: 1 <= {g} <= {n}",
+            f"{m} independent uniform draws with replacement; N = {n} fixed and public; the "
+            "sample is secret",
+        ),
+        tight=None,
+        pure=True,
+        group_size=g,
+        relation_words=" on samples of m draws",
+    )
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one with-replacement design (see the bound functions)."""
     n, m = params.population, params.sample
@@ -137,60 +186,34 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         raise ConditionError(
             f"group_size {g} is larger than population {n}; expected 1 <= group_size <= population"
         )
-    ratio = mechanism.replace_one_ratio()
-    eps_r = mechanism.epsilon_replace_one_of
-    p = g / n
-
-    def upper(eps: np.ndarray) -> np.ndarray:
-        return upper_epsilon(eps_r(eps), population=n, sample=m, group=g)
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        return lower_epsilon(eps_r(eps), population=n, sample=m, group=g)
-
-    def reference(eps: np.ndarray) -> np.ndarray:
-        return g * eps_r(eps)
-
-    def delta_prime(eps: np.ndarray) -> np.ndarray:
-        return np.zeros(np.shape(eps))
-
-    def closed(target: np.ndarray) -> np.ndarray:
-        # inverts V = m·log(1 + p(e^ε − 1)) for ε_R, then to the declared ε
-        t = np.asarray(target, dtype=float)
-        with np.errstate(over="ignore"):
-            return np.log1p(np.expm1(t / m) / p) / ratio
-
-    def certified(target: np.ndarray) -> np.ndarray:
-        # the closed form when it returns ε_R >= T (then V <= ε_R and V is the proven
-        # upper bound); otherwise certify_down root-finds the relaxation's bound
-        return numeric.certify_down(upper, numeric.round_down(closed(target)), target)
-
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        return numeric.certify_up(lower, numeric.round_up(closed(target)), target)
-
-    e0 = np.asarray(mechanism.epsilon, dtype=float)
-    er0 = float(eps_r(e0))
-    v0 = float(lower(e0))
-    conditions = [
-        f"1 <= group_size <= population: 1 <= {g} <= {n}",
-        f"{m} independent uniform draws with replacement; N = {n} fixed and public; the "
-        "sample is secret",
-        f"M is ε-DP (δ = 0) under replace-one on samples of m draws (declared: "
-        f"{mechanism.neighbours})",
-    ]
+    thm = theorem(params, g)
+    rel = relation_of(mechanism, thm)
+    # the warnings describe the declared design, at the declared ε
+    er0 = rel.epsilon(np.asarray(mechanism.epsilon, dtype=float))
+    v0 = float(thm.lower(er0)) if thm.lower is not None else 0.0
     warnings: list[str] = []
     details: dict[str, Any] = {"population": n, "sample": m, "group_size": g}
+    details_at: Callable[[np.ndarray], Mapping[str, Any]] | None = None
     if g > 1:
         details["conservative_rule"] = None  # no valid simpler rule with replacement
     if g == 1:
-        wor = float(numeric.amplification_upper(m / n, er0)) if m <= n else None
-        details["without_replacement_same_rate"] = wor
-        if wor is not None and v0 > wor:
+        wor = without_replacement_same_rate(er0, population=n, sample=m)
+        if wor is not None and v0 > float(wor):
             warnings.append(
-                f"the without-replacement formula at the same m/N gives {wor:.6g}, below "
-                f"this design's proven lower bound {v0:.6g}: a record drawn twice counts "
-                "twice, so accounting a bootstrap sample as `srswor` is unsound."
+                f"the without-replacement formula at the same m/N gives {float(wor):.6g}, "
+                f"below this design's proven lower bound {v0:.6g}: a record drawn twice "
+                "counts twice, so accounting a bootstrap sample as `srswor` is unsound."
             )
-    if v0 > er0:
+        eps_of = rel.epsilon
+
+        def details_at(eps: np.ndarray) -> Mapping[str, Any]:
+            return {
+                "without_replacement_same_rate": without_replacement_same_rate(
+                    eps_of(eps), population=n, sample=m
+                )
+            }
+
+    if v0 > float(er0):
         warnings.append(
             "E[e^{Jε}] exceeds M's own ε here: the upper bound is the group-privacy "
             "relaxation (proven, may be loose); it is conjectured tight at the lower bound "
@@ -204,24 +227,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "witness proves it as a lower bound and the relaxation bounds it above; "
             "verified with `ampcalc verify` on tiny instances, not in a paper."
         )
-    if mechanism.neighbours is Neighbours.ADD_REMOVE and mechanism.epsilon_replace_one is None:
-        warnings.append(
-            f"M's ε = {mechanism.epsilon:g} holds under add-remove; using its replace-one "
-            f"ε_R = 2ε = {2 * mechanism.epsilon:g} (000_97a39a4c524f603f.txt §2.2). Declare "
-            "`neighbours: both` for a count-like M."
-        )
-    return Analysis(
-        guarantee_neighbours=Neighbours.REPLACE_ONE,
-        reference_epsilon=reference,
-        upper=upper,
-        lower=lower,
-        delta_prime=delta_prime,
-        certified=certified,
-        impossible_above=impossible_above,
-        basis=BASIS,
-        conditions=tuple(conditions),
-        warnings=tuple(warnings),
-        details=details,
+    return assemble(
+        thm, mechanism, details=details, details_at=details_at, warnings=tuple(warnings)
     )
 
 

@@ -7,7 +7,8 @@ known ordering no theorem applies and only a lower bound is reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BUN_2022, cite
 from ampcalc.schemes._cluster_kernels import ratio_bound
+from ampcalc.schemes.assembly import Theorem, assemble, relation_of, replace_one_warnings
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (cite(BUN_2022, "§6.3"), cite(BUN_2022, "Theorem 2.2"))
@@ -144,116 +146,135 @@ def _lower_size_hidden(eps_d: np.ndarray, eps_r: np.ndarray, n: int, k: int) -> 
     return out
 
 
+def theorem(params: Params, *, size_hidden: bool) -> Theorem:
+    """Theorem 2.2 of 000 over a random, secret ordering, at the larger fraction ⌈N/k⌉/N.
+
+    ``size_hidden`` (k ∤ N and M's add-remove ε known): the lower bound is the
+    two-relation witness ``_lower_size_hidden``, not a formula of ε_R alone, so the
+    theorem states none and ``analyse`` adds it.
+    """
+    n, k = params.population, params.interval
+    q = -(-n // k) / n
+    return Theorem(
+        name="Theorem 2.2",
+        basis=BASIS,
+        relation=Neighbours.REPLACE_ONE,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=lambda eps_r: upper_epsilon(eps_r, population=n, interval=k),
+        lower=None if size_hidden else (lambda eps_r: numeric.amplification_lower(q, eps_r)),
+        inverse=lambda target: numeric.amplification_inverse(q, target),
+        delta_factor=1.0 / k,
+        conditions=(
+            f"2 <= interval <= population: 2 <= {k} <= {n}",
+            "the ordering is uniformly random and secret",
+        ),
+        tight=not size_hidden,
+    )
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one systematic design."""
+    if params.order == "random":
+        return _analyse_random(params, mechanism)
+    return _analyse_fixed(params, mechanism)
+
+
+def _analyse_random(params: Params, mechanism: Mechanism) -> Analysis:
     n, k = params.population, params.interval
-    eps_r = mechanism.epsilon_replace_one_of
     m_hi = -(-n // k)
     m_lo = n // k
     divides = n % k == 0
-    conditions = [f"2 <= interval <= population: 2 <= {k} <= {n}"]
     warnings: list[str] = []
-    details: dict[str, Any] = {"population": n, "interval": k, "order": params.order}
-    if params.order == "random":
-        q = m_hi / n
-        conditions.append("the ordering is uniformly random and secret")
-        if divides:
-            warnings.append(
-                f"k = {k} divides N = {n}: over a random secret ordering this is exactly a "
-                f"simple random sample of m = {m_lo} (scheme srswor, Theorem 2.2)."
-            )
-        else:
-            warnings.append(
-                f"k = {k} does not divide N = {n}: the sample has {m_lo} or {m_hi} records; "
-                f"the bound uses the larger fraction {m_hi}/{n}."
-                + (
-                    " M's add-remove ε protects which size was drawn, so the lower bound is "
-                    f"the single-inclusion witness A(1/{k}, ε) or the random-size witness "
-                    "(Theorem 3.1), not the larger-size SRSWOR."
-                    if mechanism.epsilon_add_remove_known()
-                    else ""
-                )
-            )
-        # k ∤ N with M's add-remove ε known: the secret size is protected, so the
-        # larger-size SRSWOR witness is not available (Theorem 3.1 bounds this design by
-        # A(E_t̃[m]/N, ε_R) < A(⌈N/k⌉/N, ε_R); N = 3, k = 2, ε = 1, both: 0.6889 < 0.7634)
-        size_hidden = not divides and mechanism.epsilon_add_remove_known()
-        details.update({"sample_sizes": [m_lo, m_hi], "rate": q, "tight": not size_hidden})
-
-        def upper(eps: np.ndarray) -> np.ndarray:
-            return upper_epsilon(eps_r(eps), population=n, interval=k)
-
-        def lower(eps: np.ndarray) -> np.ndarray:
-            if not size_hidden:
-                return numeric.amplification_lower(q, eps_r(eps))
-            return _lower_size_hidden(np.asarray(eps, dtype=float), eps_r(eps), n, k)
-
-        def certified(target: np.ndarray) -> np.ndarray:
-            guess = numeric.round_down(numeric.amplification_inverse(q, target))
-            return numeric.certify_down(
-                lambda e: upper(e), guess / mechanism.replace_one_ratio(), target
-            )
-
-        def delta_prime(eps: np.ndarray) -> np.ndarray:
-            if mechanism.delta == 0.0:
-                return np.zeros(np.shape(eps))
-            return delta_prime_of(mechanism.delta_replace_one_of(eps), interval=k)
-
-        def mechanism_delta(target_delta: float, eps: np.ndarray) -> np.ndarray:
-            # the largest M δ with δ_R/k <= target (δ_R as in srswor: δ, or (1 + e^ε)δ)
-            eps = np.asarray(eps, dtype=float)
-            if mechanism.neighbours is not Neighbours.ADD_REMOVE:
-                return numeric.round_down(np.full_like(eps, target_delta * k))
-            if mechanism.epsilon_replace_one is not None:
-                return np.full_like(eps, np.nan)  # δ_R was stated directly
-            with np.errstate(over="ignore"):
-                return numeric.round_down(target_delta * k / (1.0 + np.exp(eps)))
-
-        if mechanism.delta > 0:
-            conditions.append(
-                f"M is (ε_R, δ_R)-DP under replace-one, δ = {mechanism.delta:g}: δ′ = δ_R/k "
-                "(each record is sampled with probability exactly 1/k)"
-            )
-            warnings.append(
-                f"M's δ > 0: δ′ = δ_R/k = δ_R/{k}, paired with the ε′ shown. Given its size m "
-                "the sample is a simple random sample, (A(m/N, ε_R), (m/N)δ_R) by Theorem 2.2 "
-                "with δ (Balle, Barthe, Gaboardi 2018); A(m/N, ε_R) <= ε′ and the sizes "
-                "average N/k, so the mixture is (ε′, δ_R/k)"
-                + ("" if divides else f" (not (⌈N/k⌉/N)δ_R: {k} does not divide {n})")
-                + "."
-            )
-        return Analysis(
-            guarantee_neighbours=Neighbours.REPLACE_ONE,
-            reference_epsilon=eps_r,
-            upper=upper,
-            lower=lower,
-            delta_prime=delta_prime,
-            certified=certified,
-            mechanism_delta=mechanism_delta,
-            basis=BASIS,
-            conditions=tuple(conditions),
-            warnings=tuple(warnings),
-            details=details,
+    if divides:
+        warnings.append(
+            f"k = {k} divides N = {n}: over a random secret ordering this is exactly a "
+            f"simple random sample of m = {m_lo} (scheme srswor, Theorem 2.2)."
         )
+    else:
+        warnings.append(
+            f"k = {k} does not divide N = {n}: the sample has {m_lo} or {m_hi} records; "
+            f"the bound uses the larger fraction {m_hi}/{n}."
+            + (
+                " M's add-remove ε protects which size was drawn, so the lower bound is "
+                f"the single-inclusion witness A(1/{k}, ε) or the random-size witness "
+                "(Theorem 3.1), not the larger-size SRSWOR."
+                if mechanism.epsilon_add_remove_known()
+                else ""
+            )
+        )
+    # k ∤ N with M's add-remove ε known: the secret size is protected, so the
+    # larger-size SRSWOR witness is not available (Theorem 3.1 bounds this design by
+    # A(E_t̃[m]/N, ε_R) < A(⌈N/k⌉/N, ε_R); N = 3, k = 2, ε = 1, both: 0.6889 < 0.7634)
+    size_hidden = not divides and mechanism.epsilon_add_remove_known()
+    thm = theorem(params, size_hidden=size_hidden)
+    if mechanism.delta > 0:
+        thm = replace(
+            thm,
+            conditions=(
+                *thm.conditions,
+                f"M is (ε_R, δ_R)-DP under replace-one, δ = {mechanism.delta:g}: δ′ = δ_R/k "
+                "(each record is sampled with probability exactly 1/k)",
+            ),
+        )
+        warnings.append(
+            f"M's δ > 0: δ′ = δ_R/k = δ_R/{k}, paired with the ε′ shown. Given its size m "
+            "the sample is a simple random sample, (A(m/N, ε_R), (m/N)δ_R) by Theorem 2.2 "
+            "with δ (Balle, Barthe, Gaboardi 2018); A(m/N, ε_R) <= ε′ and the sizes "
+            "average N/k, so the mixture is (ε′, δ_R/k)"
+            + ("" if divides else f" (not (⌈N/k⌉/N)δ_R: {k} does not divide {n})")
+            + "."
+        )
+    details: dict[str, Any] = {
+        "population": n,
+        "interval": k,
+        "order": params.order,
+        "sample_sizes": [m_lo, m_hi],
+        "rate": m_hi / n,
+    }
+    analysis = assemble(thm, mechanism, details=details, warnings=tuple(warnings))
+    if not size_hidden:
+        return analysis
+    eps_r = relation_of(mechanism, thm).epsilon
 
-    # fixed, known ordering: no theorem gives an upper bound; the lower bound is the
-    # start-class witness (``fixed_order_lower``), exact over positions kept by a replacement
-    conditions.append("the ordering is fixed and known: no amplification theorem applies")
+    def lower(eps: np.ndarray) -> np.ndarray:
+        return _lower_size_hidden(np.asarray(eps, dtype=float), eps_r(eps), n, k)
+
+    return replace(analysis, lower=lower)
+
+
+def _analyse_fixed(params: Params, mechanism: Mechanism) -> Analysis:
+    """Fixed, known ordering: no theorem gives an upper bound; the lower bound is the
+    start-class witness (``fixed_order_lower``), exact over positions kept by a
+    replacement. It needs both of M's relations, so it is no single-relation theorem."""
+    n, k = params.population, params.interval
+    m_lo = n // k
+    name = "the start-class witness"
+    eps_r = mechanism.epsilon_replace_one_of
     eps_d_known = mechanism.epsilon_add_remove_known()
     sizes = _class_sizes(n, k)
 
-    def lower_f(eps: np.ndarray) -> np.ndarray:
+    def lower(eps: np.ndarray) -> np.ndarray:
         e = np.asarray(eps, dtype=float)
         return fixed_order_lower(eps_r(e), e if eps_d_known else None, sizes)
 
-    e_decl = np.asarray(float(mechanism.epsilon))
-    per_size = {
-        s: float(fixed_order_lower(eps_r(e_decl), e_decl if eps_d_known else None, {s: sizes[s]}))
-        for s in sizes
-    }
-    worst = max(per_size, key=lambda s: per_size[s])
+    def per_size(eps: np.ndarray) -> dict[int, np.ndarray]:
+        e = np.asarray(eps, dtype=float)
+        d = e if eps_d_known else None
+        return {s: fixed_order_lower(eps_r(e), d, {s: sizes[s]}) for s in sizes}
+
+    def details_at(eps: np.ndarray) -> Mapping[str, Any]:
+        rows = per_size(eps)
+        keys = list(rows)
+        best = np.argmax(np.stack([rows[s] for s in keys]), axis=0)
+        return {
+            "witness_class_size": np.asarray(keys)[best],
+            "heuristic_cluster_analogy": ratio_bound(1.0 / k, 2 * m_lo, eps_r(eps)),
+        }
+
+    at_declared = per_size(np.asarray(float(mechanism.epsilon)))
+    worst = max(at_declared, key=lambda s: float(at_declared[s]))
     alone = sizes[worst] == 1 and len(sizes) > 1 and not eps_d_known
-    warnings.append(
+    warnings = (
         "fixed, known ordering: no theorem gives an upper bound (a record that moves in the "
         "order shifts every later one; 000_97a39a4c524f603f.txt §6.3, spec §7.4). The lower "
         "bound is exact for neighbours that keep every position: the "
@@ -266,26 +287,31 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             if alone
             else ""
         )
-        + "."
-    )
-    details["witness_class_size"] = worst
-
-    e0 = float(eps_r(np.asarray(mechanism.epsilon)))
-    details["heuristic_cluster_analogy"] = float(ratio_bound(1.0 / k, 2 * m_lo, e0))
-    details["heuristic_note"] = (
-        f"B(1/k, 2m, ε_R) with m = {m_lo}: a heuristic indicator (the design is 'almost' "
-        "cluster sampling with ℓ = 1), NOT a bound"
+        + ".",
+        *replace_one_warnings(mechanism, name),
     )
     return Analysis(
         guarantee_neighbours=Neighbours.REPLACE_ONE,
         reference_epsilon=eps_r,
         upper=None,
-        lower=lower_f,
+        lower=lower,
         delta_prime=None,
         basis=(cite(BUN_2022, "§6.3"), "start-class witness (derived; docs/cluster.md)"),
-        conditions=tuple(conditions),
-        warnings=tuple(warnings),
-        details=details,
+        conditions=(
+            f"2 <= interval <= population: 2 <= {k} <= {n}",
+            "the ordering is fixed and known: no amplification theorem applies",
+        ),
+        warnings=warnings,
+        details={
+            "population": n,
+            "interval": k,
+            "order": params.order,
+            "heuristic_note": (
+                f"B(1/k, 2m, ε_R) with m = {m_lo}: a heuristic indicator (the design is "
+                "'almost' cluster sampling with ℓ = 1), NOT a bound"
+            ),
+        },
+        details_at=details_at,
     )
 
 
