@@ -121,22 +121,17 @@ def resolve_format(fmt: Format | None, as_json: bool) -> Format:
 
 
 def emit(text: str) -> None:
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # the reader went away (e.g. `| head`): keep the exit code of the computation
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+    emit_chunks((text,))
 
 
 def emit_chunks(chunks: Iterable[str]) -> None:
-    """``emit`` for output made in pieces (a large sweep): each written as it comes."""
+    """Write to standard output, each piece as it comes (a large sweep in chunks)."""
     try:
         for chunk in chunks:
             sys.stdout.write(chunk)
         sys.stdout.flush()
     except BrokenPipeError:
+        # the reader went away (e.g. `| head`): keep the exit code of the computation
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
 
