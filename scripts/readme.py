@@ -26,6 +26,7 @@ import re
 import shlex
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,8 +74,15 @@ def run(cmd: str) -> str:
     return f"$ {cmd}\n{text}"
 
 
-def render(text: str) -> str:
-    return BLOCK.sub(lambda m: m.group(1) + run(m.group("cmd")) + m.group(4), text)
+def render(text: str, outputs: dict[str, str]) -> str:
+    return BLOCK.sub(lambda m: m.group(1) + outputs[m.group("cmd")] + m.group(4), text)
+
+
+def run_all(texts: list[str]) -> dict[str, str]:
+    """Run every marked command once, on all cores: the commands are independent."""
+    commands = sorted({m.group("cmd") for text in texts for m in BLOCK.finditer(text)})
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return dict(zip(commands, pool.map(run, commands), strict=True))
 
 
 def main() -> int:
@@ -83,9 +91,11 @@ def main() -> int:
     parser.add_argument("files", nargs="*", type=Path, help="default: README.md and docs/*.md")
     args = parser.parse_args()
     stale = []
-    for path in args.files or documents():
-        old = path.read_text(encoding="utf-8")
-        new = render(old)
+    paths = args.files or documents()
+    texts = [path.read_text(encoding="utf-8") for path in paths]
+    outputs = run_all(texts)
+    for path, old in zip(paths, texts, strict=True):
+        new = render(old, outputs)
         if same_output(old, new):
             continue
         if args.check:
