@@ -10,6 +10,7 @@ taken is recorded in ``details.inverse``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal, overload
 
@@ -199,6 +200,8 @@ def _bound(design: Design, epsilon: Any) -> BoundResult:
     except ConditionError as err:
         extra = {} if epsilon is None else {"epsilon": epsilon}
         return failed(design, err, "bound", **extra)
+    if analysis.pointwise and not was_scalar:
+        return _bound_pointwise(design, np.asarray(epsilon, dtype=float))
     if mech is not None:
         eps = np.asarray(epsilon if epsilon is not None else mech.epsilon, dtype=float)
     else:
@@ -233,6 +236,35 @@ def _bound(design: Design, epsilon: Any) -> BoundResult:
         basis=analysis.basis,
         conditions=analysis.conditions,
         warnings=(*analysis.warnings, *_mechanism_notes(mech), *notes),
+        details=details,
+    )
+
+
+def _bound_pointwise(design: Design, eps: np.ndarray) -> BoundResult:
+    """An array of ε for an analysis whose conditions depend on M's ε: one point at a
+    time, each checked at its own ε; a point outside the conditions fails the call."""
+    points = [_bound(design, float(e)) for e in eps.reshape(-1)]
+    for e, res in zip(eps.reshape(-1).tolist(), points, strict=True):
+        if res.error is not None:
+            return dataclasses.replace(res, epsilon=eps, error=f"at ε = {e:g}: {res.error}")
+    first = points[0]
+
+    def stack(values: list[Any], dtype: Any = float) -> Any:
+        if all(v is None for v in values):
+            return None
+        return np.asarray(values, dtype=dtype).reshape(eps.shape)
+
+    details = dict(first.details)
+    details["reference_epsilon"] = stack([p.details.get("reference_epsilon") for p in points])
+    details["details_epsilon"] = float(eps.reshape(-1)[0])  # the other entries: first point
+    return dataclasses.replace(
+        first,
+        epsilon=eps,
+        lower=stack([p.lower for p in points]),
+        upper=stack([p.upper for p in points]),
+        delta_prime=stack([p.delta_prime for p in points]),
+        verdict=stack([p.verdict for p in points], dtype=object),
+        epsilon_replace_one=stack([p.epsilon_replace_one for p in points]),
         details=details,
     )
 

@@ -170,24 +170,36 @@ def binomial_window(m: int, p: float, eps_max: float) -> int:
 def binomial_relaxation_upper(m: int, p: float, eps: np.ndarray) -> np.ndarray:
     """Upper bound (rounded up) on the relaxation optimum for J ~ Binomial(m, p).
 
-    ε values are processed in sorted blocks, each summed over its own window.
+    Each ε is summed over a window that depends on that ε alone (its own window,
+    widened to a power of two), so a value does not depend on which other ε share
+    the call: a sweep gives the bits a single call gives. ε values with the same
+    window are processed together, in blocks of 64.
     """
     eps = np.asarray(eps, dtype=float)
     flat = eps.reshape(-1)
-    if flat.size <= 64:
-        return _binomial_relaxation_block(m, p, eps)
-    order = np.argsort(flat)
+    windows = _canonical_windows(m, p, flat)
     out = np.empty(flat.shape)
-    for s in range(0, flat.size, 64):
-        idx = order[s : s + 64]
-        out[idx] = _binomial_relaxation_block(m, p, flat[idx])
+    for hi in np.unique(windows).tolist():
+        idx = np.flatnonzero(windows == hi)
+        for s in range(0, idx.size, 64):
+            part = idx[s : s + 64]
+            out[part] = _binomial_relaxation_block(m, p, flat[part], int(hi))
     return out.reshape(eps.shape)
 
 
-def _binomial_relaxation_block(m: int, p: float, eps: np.ndarray) -> np.ndarray:
+def _canonical_windows(m: int, p: float, eps: np.ndarray) -> np.ndarray:
+    """``binomial_window`` at each ε, widened to the next power of two (at most m, and
+    at most ``MAX_SUPPORT`` unless the window itself is wider)."""
+    out = np.empty(eps.shape, dtype=np.int64)
+    for value in np.unique(eps).tolist():  # a sweep has few repeated values; exact per ε
+        hi = binomial_window(m, p, value)
+        wide = 1 << max(0, (hi - 1).bit_length())
+        out[eps == value] = hi if hi > MAX_SUPPORT else min(m, MAX_SUPPORT, max(hi, wide))
+    return out
+
+
+def _binomial_relaxation_block(m: int, p: float, eps: np.ndarray, hi: int) -> np.ndarray:
     eps = np.asarray(eps, dtype=float)
-    emax = float(np.max(eps)) if eps.size else 0.0
-    hi = binomial_window(m, p, emax)
     if hi > MAX_SUPPORT:
         # too wide to sum: E[e^{Jε}] / E[e^{−Jε}] bounds every threshold's ratio
         fallback = m * (numeric.amplification_upper(p, eps) + numeric.neg_log1m(p, eps))

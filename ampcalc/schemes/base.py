@@ -60,6 +60,9 @@ class Analysis:
             per-stratum certified ε, the largest cluster size meeting the target).
         details_at: evaluated ε (array) -> the ``details`` entries that depend on ε
             (the engine merges them; arrays of the evaluated ε's shape).
+        pointwise: the theorem's conditions depend on M's ε (they were checked at the
+            declared ε only), so an array of ε is evaluated one point at a time, each
+            point analysed, and checked, at its own ε.
     """
 
     guarantee_neighbours: Neighbours
@@ -77,6 +80,7 @@ class Analysis:
     calibrated: bool = False
     invert_details: Callable[[FloatArray], Mapping[str, Any]] | None = None
     details_at: Callable[[FloatArray], Mapping[str, Any]] | None = None
+    pointwise: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -869,6 +869,8 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
         details=details,
         calibrated=calibrated,
         invert_details=invert_details,
+        # Assumption 8 (the domain is feasible for ε*) is checked at M's ε
+        pointwise=mode == "privacy-constrained",
     )
 
 
