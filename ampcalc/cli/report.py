@@ -22,7 +22,7 @@ def report(
         list[str] | None,
         typer.Argument(
             help="Design files (YAML); '-' reads standard input. Default: ./ampcalc.yaml.",
-            metavar="[DESIGN]...",
+            metavar="DESIGN",
             show_default=False,
         ),
     ] = None,
@@ -54,8 +54,7 @@ def report(
 ) -> int:
     """A self-contained HTML page to attach to a data release: bounds, figures, references.
 
-    Example:  ampcalc report examples/designs/srswor.yaml examples/designs/poisson.yaml
-    -o report.html
+    Example:  ampcalc report examples/designs/srswor.yaml -o report.html
     """
     from ampcalc.analyses.report import evaluate
     from ampcalc.load.files import refuse_input_as_output
