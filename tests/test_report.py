@@ -99,7 +99,7 @@ def test_the_page_parses_strictly_with_a_section_table_and_figure_per_design(
             assert svgs[0].get("aria-label") == f"ε′ against ε for {name}"
             assert svgs[0].get("viewBox"), "the figure scales by its viewBox"
         else:
-            assert "No curve: the scheme builds its mechanism for the target" in text_of(s)
+            assert "No curve: the scheme calibrates its mechanism to the target ε′" in text_of(s)
         assert s.find(".//ul[@class='conditions']") is not None, name
     # one inline <svg> per figure, as the header says, and nothing else drawn
     figures = sum(1 for _, has in DESIGNS if has)
@@ -161,6 +161,12 @@ def test_warnings_and_references(made: dict[str, Any]) -> None:
     warnings = [text_of(li) for li in neyman.find(".//ul[@class='warnings']").iter("li")]
     expected = api.bound(api.load_designs(FILES[1])[3]).warnings
     assert warnings[: len(expected)] == list(expected)
+    # no upper bound: the figure draws the lower bound only and says so
+    caption = text_of(neyman.find(".//figcaption"))
+    assert caption.startswith(
+        "Population ε′ as M's ε varies (log scale), for this design's sampling. The theory "
+        "gives no upper bound here: only the lower bound is drawn."
+    )
     refs = tree.find(".//section[@id='references']")
     listed = [text_of(li.find("strong")) for li in refs.iter("li")]
     cited = {b for f in FILES for d in api.load_designs(f) for b in api.bound(d).basis}
@@ -218,6 +224,29 @@ def test_no_target_and_a_design_outside_its_conditions(
     s = sections(parse(out.read_text(encoding="utf-8")))[0]
     assert "No target: give --target or a target: block" in text_of(s)
     assert len(list(s.iter(f"{SVG}svg"))) == 1
+
+
+def test_notes_are_shown_when_a_result_has_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ampcalc import engine
+
+    bound = engine.bound
+
+    class WithNotes:
+        def __init__(self, result: Any) -> None:
+            self._result = result
+            self.notes = ("000 §2.4 prints 0.01 for this ε′; it is 0.017037",)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._result, name)
+
+    monkeypatch.setattr(engine, "bound", lambda *a, **k: WithNotes(bound(*a, **k)))
+    out = tmp_path / "r.html"
+    assert main(["report", str(FILES[0]), "-o", str(out)]) == 0
+    s = sections(parse(out.read_text(encoding="utf-8")))[0]
+    notes = [text_of(li) for li in s.find(".//ul[@class='notes']").iter("li")]
+    assert notes == ["000 §2.4 prints 0.01 for this ε′; it is 0.017037"]
 
 
 def test_text_is_escaped(tmp_path: Path) -> None:

@@ -282,6 +282,11 @@ def evaluate(
         why = ""
         if bound.get("error"):
             why = "the design is outside its theorem's conditions"
+        elif bound.get("verdict") == "calibrated":
+            why = (
+                "the scheme calibrates its mechanism to the target ε′, which it meets "
+                "exactly, so ε′ does not follow M's ε"
+            )
         else:
             m = d.mechanism
             through = [getattr(m, "epsilon", math.nan) if m is not None else math.nan]
