@@ -30,16 +30,16 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "designs"
 FILES = [
     EXAMPLES / "srswor.yaml",  # one design, a figure, target from --target
-    EXAMPLES / "stratified-business-survey.yaml",  # four designs, one no-guarantee
+    EXAMPLES / "group-household.yaml",  # two designs in one file
+    EXAMPLES / "pps.yaml",  # no upper bound: lower bound only, warnings
     EXAMPLES / "pws.yaml",  # calibrated to its own target: no ε to vary, no figure
 ]
 #: (design name, has a figure) in page order.
 DESIGNS = [
     ("1% secret simple random sample", True),
-    ("proportional, randomised rounding", True),
-    ("proportional, round to nearest", True),
-    ("stratified Poisson", True),
-    ("Neyman allocation", True),
+    ("persons, 1% without replacement, household of 2", True),
+    ("establishments of one firm, Poisson 5%, 3 establishments", True),
+    ("PPS by turnover, m = 10", True),
     ("pws-queries", False),
 ]
 SVG = "{http://www.w3.org/2000/svg}"
@@ -157,12 +157,20 @@ def test_warnings_and_references(made: dict[str, Any]) -> None:
     from ampcalc import api
 
     tree = parse(made["text"])
-    neyman = sections(tree)[4]
-    warnings = [text_of(li) for li in neyman.find(".//ul[@class='warnings']").iter("li")]
-    expected = api.bound(api.load_designs(FILES[1])[3]).warnings
-    assert warnings[: len(expected)] == list(expected)
+    pps = sections(tree)[3]
+    warnings = [text_of(li) for li in pps.find(".//ul[@class='warnings']").iter("li")]
+    design = api.load_designs(FILES[2])[0]
+    assert len(api.bound(design).warnings) == 2
+    # the bound's warnings, then the inverse's own (each once)
+    assert warnings == [
+        *api.bound(design).warnings,
+        "the theory gives no upper bound for this design: no ε is certified",
+    ]
+    assert "the theory gives no upper bound for this design: no ε is certified" in (
+        api.invert(design, 1.0).warnings
+    )
     # no upper bound: the figure draws the lower bound only and says so
-    caption = text_of(neyman.find(".//figcaption"))
+    caption = text_of(pps.find(".//figcaption"))
     assert caption.startswith(
         "Population ε′ as M's ε varies (log scale), for this design's sampling. The theory "
         "gives no upper bound here: only the lower bound is drawn."
