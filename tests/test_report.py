@@ -289,8 +289,9 @@ def test_without_output_or_jinja2_it_says_what_to_do(
 
 
 def test_citation_takes_strings_and_reference_objects() -> None:
-    from ampcalc.analyses.report import DesignReport
-    from ampcalc.output.report import citation, entry_text, references
+    from ampcalc import api
+    from ampcalc.analyses.report import evaluate
+    from ampcalc.output.report import citation, entry_text, references, render
 
     assert citation("000_97a39a4c524f603f.txt Theorem 2.2") == (
         "000_97a39a4c524f603f.txt Theorem 2.2",
@@ -300,35 +301,34 @@ def test_citation_takes_strings_and_reference_objects() -> None:
         "Bun et al.",
         "Theorem 2.2",
     )
-    entry = {"authors": ["A. One", "B. Two"], "title": "A title", "year": 2022, "arxiv": "1"}
-    bound = {
-        "basis": [
-            {"reference": "One et al.", "where": "Theorem 1"},
-            {"reference": "One et al.", "where": "Lemma 2"},
-        ],
-        "references": {"One et al.": entry},
-    }
-    report = DesignReport(
-        name="d",
-        scheme="srswor",
-        source="",
-        scheme_summary="",
-        mechanism=[],
-        sampling=[],
-        bound=bound,
-        inverse=None,
-        target=None,
-        target_source="",
-        curve=None,
-    )
+    # a result whose basis holds {reference, where} objects and a references map
+    entry = {"authors": ["A. One", "B. Two"], "title": "A <title>", "year": 2022, "arxiv": "1"}
+    (report,) = evaluate(api.load_designs(FILES[0]))
+    report.bound["basis"] = [
+        {"reference": "One et al.", "where": "Theorem 1"},
+        {"reference": "One et al.", "where": "Lemma 2"},
+    ]
+    report.bound["references"] = {"One et al.": entry}
     (ref,) = references([report])
-    assert (ref.key, ref.places, ref.designs) == ("One et al.", ["Theorem 1", "Lemma 2"], ["d"])
+    assert (ref.key, ref.places, ref.designs) == (
+        "One et al.",
+        ["Theorem 1", "Lemma 2"],
+        ["1% secret simple random sample"],
+    )
     assert entry_text(ref.entry) == [
         ("authors", "A. One, B. Two"),
-        ("title", "A title"),
+        ("title", "A <title>"),
         ("year", "2022"),
         ("arxiv", "1"),
     ]
+    tree = parse(render([report]))
+    basis = [text_of(li) for li in sections(tree)[0].find(".//ul[@class='basis']").iter("li")]
+    assert basis == ["One et al., Theorem 1", "One et al., Lemma 2"]
+    (listed,) = tree.find(".//section[@id='references']").iter("li")
+    shown = re.sub(r"\s+", " ", "".join(listed.itertext())).strip()  # as a reader sees it
+    assert shown.startswith("One et al. A. One, B. Two, “A <title>”, 2022, arXiv:1. Cited for")
+    assert "Cited for: Theorem 1; Lemma 2." in shown
+    assert shown.endswith("Used by: 1% secret simple random sample.")
 
 
 def test_starting_the_cli_does_not_load_the_report_dependencies() -> None:

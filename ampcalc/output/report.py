@@ -342,7 +342,8 @@ def render(
         if r.curve is not None:
             figures += 1
             svg = Markup(figure_svg(r, i))  # matplotlib's own SVG, ids rewritten
-        sections.append({"r": r, "anchor": f"design-{i}", "svg": svg})
+        basis = [citation(item) for item in r.bound.get("basis") or ()]
+        sections.append({"r": r, "anchor": f"design-{i}", "svg": svg, "basis": basis})
     refs = references(reports)
     return str(
         env.get_template(TEMPLATE).render(
