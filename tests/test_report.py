@@ -209,6 +209,21 @@ def test_wrote_file_on_stderr_and_the_page_is_written_whole(
     assert main(["report", str(out), "-o", str(out)]) == 2
 
 
+def test_to_standard_output_and_reproducible_with_source_date_epoch(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    pages = []
+    for _ in range(2):
+        assert main(["report", str(FILES[0]), "-o", "-"]) == 0
+        run = capsys.readouterr()
+        assert run.err == ""
+        pages.append(run.out)
+    assert pages[0] == pages[1]  # same input, same bytes (figures included)
+    assert "Made by ampcalc" in pages[0] and " on 1970-01-01 00:00 UTC from " in pages[0]
+    parse(pages[0])
+
+
 def test_no_target_and_a_design_outside_its_conditions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
