@@ -4,7 +4,8 @@ The rules (README, "How the code is organised"):
 
 1. imports only go downward: each package may import the packages listed for it in
    ``ALLOWED`` and nothing above;
-2. only ``cli/`` imports typer; only ``cli/`` and ``output/`` import rich;
+2. only ``cli/`` imports typer; only ``cli/`` and ``output/`` import rich and jinja2
+   (the template engine of the optional report, with its markupsafe);
 3. no module imports another package's ``_private`` module or name;
 4. no import circles between modules (imports inside functions and under
    ``TYPE_CHECKING`` count: a circle is a circle however late it closes).
@@ -68,6 +69,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 TYPER = {"cli"}
 RICH = {"cli", "output"}
+TEMPLATES = {"cli", "output"}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -127,6 +129,8 @@ def check(root: Path = ROOT) -> list[str]:
                 broken.append(f"rule 2: {where}:{line}: imports typer outside cli/")
             if head == "rich" and unit not in RICH:
                 broken.append(f"rule 2: {where}:{line}: imports rich outside cli/ and output/")
+            if head in ("jinja2", "markupsafe") and unit not in TEMPLATES:
+                broken.append(f"rule 2: {where}:{line}: imports {head} outside cli/ and output/")
             if head != top:
                 continue
             target = resolve(module, name, known)
@@ -240,7 +244,7 @@ def test_a_deliberate_typer_private_and_relative_import_is_named(tmp_path: Path)
         tmp_path,
         {
             "__init__.py": "",
-            "engine.py": "import typer\nfrom .schemes._kernels import f\n",
+            "engine.py": "import typer\nfrom .schemes._kernels import f\nimport jinja2\n",
             "schemes/__init__.py": "",
             "schemes/_kernels.py": "",
             "output/__init__.py": "",
@@ -250,4 +254,5 @@ def test_a_deliberate_typer_private_and_relative_import_is_named(tmp_path: Path)
     broken = check(root)
     assert "rule 2: ampcalc/engine.py:1: imports typer outside cli/" in broken
     assert any(m.startswith("rule 3: ampcalc/engine.py:2:") for m in broken), broken
+    assert "rule 2: ampcalc/engine.py:3: imports jinja2 outside cli/ and output/" in broken
     assert any(m.startswith("rule 1: ampcalc/output/render.py:1:") for m in broken), broken

@@ -501,6 +501,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "plan",
     "budget",
     "pws_keys",
+    "report",
 )
 
 

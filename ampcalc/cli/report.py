@@ -1,0 +1,87 @@
+"""``ampcalc report``: a self-contained HTML privacy report of one or more design files.
+
+The evaluation is ``ampcalc.analyses.report``; the page is ``ampcalc.output.report``
+(Jinja2 and matplotlib, the optional extra ``ampcalc[report]``, imported only when the
+command runs). This module only parses options, writes the file and chooses the exit
+code.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ampcalc.cli.app import ExitCode, SetOpt, app, load, say, version
+
+
+@app.command()
+def report(
+    designs: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Design files (YAML); '-' reads standard input. Default: ./ampcalc.yaml.",
+            metavar="DESIGN",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the page to this file ('-': standard output).",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
+    target: Annotated[
+        float | None,
+        typer.Option(
+            "--target",
+            "-t",
+            help="Target ε′ for the inverse (default: each design's target.epsilon_prime).",
+            show_default=False,
+        ),
+    ] = None,
+    target_delta: Annotated[
+        float | None,
+        typer.Option("--target-delta", help="Target δ′ for the inverse.", show_default=False),
+    ] = None,
+    title: Annotated[str, typer.Option("--title", help="The page's title.")] = "Privacy report",
+    set_: SetOpt = None,
+) -> int:
+    """A self-contained HTML page to attach to a data release: bounds, figures, references.
+
+    Example:  ampcalc report examples/designs/srswor.yaml -o report.html
+    """
+    from ampcalc.analyses.report import evaluate
+    from ampcalc.load.files import refuse_input_as_output
+    from ampcalc.model.errors import AmpcalcError
+    from ampcalc.output import report as page
+
+    if output is None:
+        raise AmpcalcError("give the page's file name with -o FILE (e.g. -o report.html)")
+    files: list[str | None] = [*designs] if designs else [None]
+    refuse_input_as_output(output, [f for f in files if f is not None], option="--output")
+    loaded = [d for f in files for d in load(f, set_)]
+    reports = evaluate(loaded, target=target, target_delta=target_delta)
+    code = ExitCode.OK
+    for r in reports:
+        if r.error:
+            say(f"{r.name}: {r.error}")
+            code = max(code, ExitCode.BAD_INPUT)
+    html = page.render(
+        reports,
+        title=title,
+        sources=[f if f is not None else "ampcalc.yaml" for f in files],
+        version=version(),
+    )
+    if output == "-":
+        sys.stdout.write(html)
+        sys.stdout.flush()
+    else:
+        page.write(output, html, inputs=[f for f in files if f is not None])
+        say(f"wrote {output}")
+    return int(code)
