@@ -197,7 +197,7 @@ class Sweep:
         columns: column name -> array, one entry per row; ``design`` and ``scheme``
             name the design; the varied paths hold the point; then the results
             (``BOUND_COLUMNS`` / ``INVERT_COLUMNS`` or the planner's), ``error``.
-        designs: per design name: scheme, basis, guarantee, warnings (of the first
+        designs: per design name: scheme, basis, guarantee, warnings, notes (of the first
             evaluated point; shared by all points of a design).
         engine_seconds: time spent in engine calls.
     """
@@ -465,7 +465,7 @@ def _grid(
     columns = _concat(pieces)
     for name in scalar_designs:
         meta[name]["evaluation"] = "per point"
-        meta[name].setdefault("warnings", []).append(
+        meta[name].setdefault("notes", []).append(
             "evaluated one point at a time: the vectorised call disagreed with single-point "
             "calls for this scheme (its conditions or analysis depend on M's ε)"
         )
@@ -533,6 +533,7 @@ def _meta(res: Any) -> dict[str, Any]:
         "scheme": res.scheme,
         "basis": list(res.basis),
         "warnings": list(res.warnings),
+        "notes": list(getattr(res, "notes", ())),
     }
     if hasattr(res, "guarantee_neighbours"):
         out["guarantee_neighbours"] = res.guarantee_neighbours
@@ -653,6 +654,7 @@ def _plan_columns(
             "002_2b0afa8716090992.txt §4.1 eq. 5 (q bound), eq. 8 (noise ratio)",
         ],
         "warnings": [],
+        "notes": [],
     }
     if design.scheme != "srswor":
         nan = np.full(n, np.nan)
