@@ -633,8 +633,8 @@ def _plan_columns(
 
     Columns: ``target.epsilon_prime``; ``plan.rate`` (n/N); ``plan.epsilon_sample``
     (ε_n, what M on the sample may spend, 002 Theorem 1 inverted);
-    ``plan.noise_ratio`` (r(ε, n/N), 002 eq. 8); ``plan.q_bound`` (q = 1 − ε²/ε_n²,
-    002 §4.1 eq. 5: a gain needs Var(g(S)) <= q·V_N); ``error``.
+    ``plan.noise_ratio`` (r(ε, n/N), 002 eq. 8); ``plan.variance_share_max`` (002's q =
+    1 − ε²/ε_n², 002 §4.1 eq. 5: a gain needs Var(g(S)) <= q·V_N); ``error``.
     """
     from ampcalc.math.accuracy import epsilon_sample, noise_ratio, q_bound
 
@@ -667,7 +667,7 @@ def _plan_columns(
             "plan.rate": nan,
             "plan.epsilon_sample": nan,
             "plan.noise_ratio": nan,
-            "plan.q_bound": nan,
+            "plan.variance_share_max": nan,
             "error": np.full(n, message, dtype=object),
         }, meta
     rho = design.params.sample / design.params.population
@@ -676,7 +676,7 @@ def _plan_columns(
         "plan.rate": np.full(n, rho),
         "plan.epsilon_sample": np.asarray(epsilon_sample(t, rho), dtype=float).reshape(n),
         "plan.noise_ratio": np.asarray(noise_ratio(t, rho), dtype=float).reshape(n),
-        "plan.q_bound": np.asarray(q_bound(t, rho), dtype=float).reshape(n),
+        "plan.variance_share_max": np.asarray(q_bound(t, rho), dtype=float).reshape(n),
         "error": np.full(n, None, dtype=object),
     }, meta
 
