@@ -429,6 +429,9 @@ def test_vectorised_call_falls_back_to_points_when_conditions_depend_on_epsilon(
     meta = s.designs[d.name]
     if any(s.columns["error"]):
         assert meta["evaluation"] == "per point"
+        # context, not something to act on: a note
+        assert any("one point at a time" in n for n in meta["notes"])
+        assert not any("one point at a time" in w for w in meta["warnings"])
 
 
 def test_progress_bar_goes_to_stderr_not_into_the_csv(capsys, monkeypatch) -> None:

@@ -43,7 +43,7 @@ LABELS = {
 Y_LABELS = {
     "bound": "population ε′ (amplified by sampling)",
     "invert": "mechanism ε the sample may spend",
-    "plan": "q bound (largest Var(g(S)) / V_N for a gain)",
+    "plan": "variance share max (largest Var(g(S)) / V_N for a gain)",
 }
 
 
