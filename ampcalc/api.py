@@ -165,8 +165,9 @@ def validate(designs: Any) -> list[dict[str, Any]]:
     """Check designs (syntax, fields, theorem conditions) without computing bounds.
 
     Returns the ``results`` entries of ``ampcalc validate --json``: ``name``,
-    ``scheme``, ``valid`` and the checked ``conditions`` and ``warnings``, or ``error``
-    naming the failed condition. Invalid input raises ``DesignError`` as the CLI does.
+    ``scheme``, ``valid`` and the checked ``conditions``, ``warnings`` and ``notes``, or
+    ``error`` naming the failed condition. Invalid input raises ``DesignError`` as the CLI
+    does.
     """
     from ampcalc import engine
     from ampcalc.model.errors import ConditionError
@@ -177,7 +178,11 @@ def validate(designs: Any) -> list[dict[str, Any]]:
         if getattr(d.mechanism, "profile", None) is not None:
             # a named mechanism: its profile goes through the scheme at the target δ′
             res = engine.bound(d)
-            entry.update(conditions=list(res.conditions), warnings=list(res.warnings))
+            entry.update(
+                conditions=list(res.conditions),
+                warnings=list(res.warnings),
+                notes=list(res.notes),
+            )
             if res.error is not None:
                 entry.update(valid=False, error=res.error)
             out.append(entry)
@@ -186,6 +191,7 @@ def validate(designs: Any) -> list[dict[str, Any]]:
             analysis = engine.analyse(d)
             entry["conditions"] = list(analysis.conditions)
             entry["warnings"] = list(analysis.warnings)
+            entry["notes"] = list(analysis.notes)
         except ConditionError as err:
             entry.update(valid=False, error=err.message)
         out.append(entry)
@@ -394,7 +400,7 @@ class SweepResult:
 
     @property
     def designs(self) -> dict[str, dict[str, Any]]:
-        """Per design name: scheme, basis, guarantee, warnings."""
+        """Per design name: scheme, basis, guarantee, warnings, notes."""
         return self.sweep.designs
 
     def column_names(self) -> list[str]:

@@ -148,7 +148,7 @@ def test_replace_one_only_mechanism_is_refused_by_an_add_remove_theorem() -> Non
 def test_the_replace_one_note_is_stated_once() -> None:
     mech = Mechanism(epsilon=1.0, neighbours=Neighbours.ADD_REMOVE)
     a = srswor.analyse(srswor.Params(population=100, sample=10), mech, Neighbours.REPLACE_ONE)
-    assert sum("ε_R = 2ε" in w for w in a.warnings) == 1
+    assert sum("ε_R = 2ε" in n for n in a.notes) == 1
     # ε reaches the formula only as the argument: the analysis at ε = 1 evaluated at 2
     assert float(a.upper(np.asarray(2.0))) == float(
         srswor.upper_epsilon(np.asarray(4.0), population=100, sample=10)

@@ -363,8 +363,8 @@ def test_theorem_5_3_v2_design_both_readings():
     assert round(s.lower, 4) == 0.0619 and round(p.lower, 4) == 0.3672
     assert s.upper is None and s.verdict == "no-guarantee"
     assert s.details["reading"] == "statement" and p.details["reading"] == "proof"
-    assert any("reading: statement: the theorem as stated" in w for w in s.warnings)
-    assert any("App. D proof assumes p′ > p" in w for w in s.warnings)
+    assert any("reading: statement: the theorem as stated" in n for n in s.notes)
+    assert any("App. D proof assumes p′ > p" in n for n in s.notes)
 
 
 def test_theorem_5_3_statement_attack_is_exact():
@@ -487,7 +487,7 @@ def test_delta_prime_holds_at_the_printed_epsilon(clusters, ell, r, nb, eps, del
     assert h <= res.delta_prime + 1e-9
     if clusters == "{sizes: [1, 1, 1]}":
         assert h == pytest.approx(float(want), abs=1e-9)
-    assert any("M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε})" in w for w in res.warnings)
+    assert any("M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε})" in n for n in res.notes)
 
 
 def test_delta_prime_large_clusters_is_delta():

@@ -46,7 +46,7 @@ def test_paper_rounding_example():
     assert r.verdict == "degrades"
     assert r.details["lower_witness"].endswith("vs P − {x} (13 records, 2 drawn)")
     # an allocation that never falls as records are added (the paper's rounding) leaves 1
-    assert any("whose lower bound is 1" in w for w in r.warnings)
+    assert any("whose lower bound is 1" in n for n in r.notes)
     assert r.guarantee_neighbours == "add-remove"
     assert r.details["sensitivity"] == 1
 

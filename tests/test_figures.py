@@ -108,7 +108,7 @@ def test_figure_data_equals_the_engine_and_the_png_has_its_size(
             from ampcalc.math.accuracy import q_bound
 
             rho = d.params.sample / d.params.population
-            assert float(row["plan.q_bound"]) == float(
+            assert float(row["plan.variance_share_max"]) == float(
                 q_bound(float(row["target.epsilon_prime"]), rho)
             )
         else:
@@ -150,7 +150,7 @@ def test_paper_002_figure_4_readings() -> None:
         for m, t, v in zip(
             s.columns["sampling.sample"],
             s.columns["target.epsilon_prime"],
-            s.columns["plan.q_bound"],
+            s.columns["plan.variance_share_max"],
             strict=True,
         )
     }

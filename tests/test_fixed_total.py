@@ -128,7 +128,7 @@ def test_huntington_hill_sensitivity_at_most_two_for_real_samples() -> None:
     assert worst == 2
     assert ft.sensitivity((1, 1, 1), 5, "huntington-hill").worst(("add",), "gs")[0] == 4
     r = engine.bound(design((1, 1, 1), 5, "huntington-hill"))
-    assert any("at most 2" in w for w in r.warnings)
+    assert any("at most 2" in n for n in r.notes)
 
 
 def laplace_count_loss(m, m2, eps: float) -> mp.mpf:
@@ -263,7 +263,7 @@ def test_many_strata_search_moves_among_some_and_say_so() -> None:
     # more than MAX_STRATA strata are refused
     sizes = [50 + 7 * i for i in range(60)]
     r = engine.bound(design(sizes, sum(sizes) // 10, "huntington-hill"))
-    assert any("were tried among the 40 strata" in w for w in r.warnings)
+    assert any("were tried among the 40 strata" in n for n in r.notes)
     assert r.details["apportionment_sensitivity"]["any"] <= 2  # 001 §3.1
     big = engine.bound(design([3] * (ft.MAX_STRATA + 1), 500, "floor"))
     assert big.error is not None and "limited to 1000 strata" in big.error

@@ -182,7 +182,9 @@ def _check_result(command: str, r: dict[str, Any], context: str) -> None:
             assert lo <= up * (1 + 1e-9) + 1e-12, f"lower {lo} > upper {up}\n{context}"
         if up is None:
             assert (
-                r["verdict"] in ("no-guarantee", "degrades", "no-amplification") or r["warnings"]
+                r["verdict"] in ("no-guarantee", "degrades", "no-amplification")
+                or r["warnings"]
+                or r["notes"]
             ), f"null upper bound without a reason\n{context}"
         for v in (lo, up):
             assert v is None or v >= 0, context

@@ -224,10 +224,12 @@ def _plan_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
 
 
 def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = _plan_json(capsys, str(PLANS / "mean.yaml"), "--q", "0.6")
+    doc = _plan_json(capsys, str(PLANS / "mean.yaml"), "--variance-share", "0.6")
     assert doc["command"] == "plan"
     res = doc["results"][0]
     assert {"name", "statistic", "best_rate", "rows", "max_rate_for_gain"} <= set(res)
+    # 002's q is named variance_share: q is the sampling rate everywhere else
+    assert res["variance_share"] == 0.6 and "q" not in res
     keys = {
         "rate",
         "sample_size",
@@ -236,7 +238,7 @@ def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
         "variance_sample",
         "variance_population",
         "noise_ratio",
-        "q_bound",
+        "variance_share_max",
         "gain",
     }
     assert all(keys <= set(r) for r in res["rows"])

@@ -203,7 +203,7 @@ def test_poisson_threshold_delta_prime(extra, worst):
     assert hs <= r.delta_prime
     assert float(hs) == pytest.approx(worst * delta, rel=1e-12)
     assert r.delta_prime == pytest.approx(worst * delta, rel=1e-14)
-    assert any("δ′ = a·δ" in w for w in r.warnings)
+    assert any("δ′ = a·δ" in n for n in r.notes)
     inv = engine.invert(d, target=float(r.upper), target_delta=worst * delta / 2)
     assert delta / 2 * (1 - 1e-14) <= inv.to_dict()["delta"] <= delta / 2
 

@@ -97,7 +97,7 @@ def test_randomised_rounding_example_and_printed_slack() -> None:
     printed = r.details["lower_bound_printed_slack"]
     assert printed == pytest.approx(float(oracle_lower(0.1, 0.25, 1.0, slack=1)), rel=1e-10)
     assert printed > r.lower
-    assert any("2/ε²" in w for w in r.warnings)
+    assert any("2/ε²" in n for n in r.notes)
     # the floor on the size function's error at ε′ = 0.01: α − 2/ε²
     a = oracle_alpha(0.1, 0.01)
     assert r.details["alpha"] <= a and float(a) - r.details["alpha"] <= 1e-10 * float(a)

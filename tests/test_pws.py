@@ -515,7 +515,7 @@ def test_issue_example_q1_eps001() -> None:
             method="none", max_frequency=1000, target={"epsilon_prime": 0.01, "delta_prime": 1e-6}
         )
     )
-    assert any("stops before" in w for w in r2.warnings)
+    assert any("stops before" in n for n in r2.notes)
 
 
 def test_delta_zero_explained() -> None:

@@ -74,7 +74,7 @@ def test_figure2_default_relation_is_about_twice():
     assert ar.details["epsilon_replace_one"] == 0.02
     assert ar.upper == pytest.approx(2 * both.upper, rel=0.01)
     assert 1.95 < ar.upper / both.upper < 2.01
-    assert any("correction" in w and "neighbours: both" in w for w in ar.warnings)
+    assert any("correction" in n and "neighbours: both" in n for n in ar.notes)
 
 
 def test_point_mass_equals_srswor():

@@ -133,7 +133,7 @@ def test_replace_one_is_twice_the_max() -> None:
     assert res.upper >= res.lower
     # the poisson family's replace-one result, without the coupling (two rates)
     assert any("spec §2 (derived" in b for b in res.basis)
-    assert any("different inclusion probabilities" in w for w in res.warnings)
+    assert any("different inclusion probabilities" in n for n in res.notes)
     dr = design({"rate": 0.01, "strata": [{"size": 1000}, {"size": 500}]}, guarantee="replace-one")
     rr = engine.bound(dr)
     assert rr.upper == pytest.approx(2 * 0.182185, abs=2e-6)
@@ -346,7 +346,7 @@ def test_csv_strata_and_errors(tmp_path) -> None:
     res = run_ampcalc("bound", str(f), "--json").json()["results"][0]
     assert [s["rate"] for s in res["details"]["strata"]] == [0.01, 0.02]
     assert res["epsilon_prime"]["upper"] == pytest.approx(float(orc.thm43(0.02, 1.0)), rel=1e-13)
-    assert any("derived" in w for w in res["warnings"])
+    assert any("derived" in n for n in res["notes"])
     (tmp_path / "s.csv").write_text("name,sise\na,1000\n")
     out = run_ampcalc("bound", str(f), expect=2)
     assert "did you mean 'size'" in out.stderr and "d.yaml:4" in out.stderr

@@ -300,7 +300,7 @@ def test_plan_sweep_uses_the_planner_q_bound() -> None:
     for m, t, q, e in zip(
         s.columns["sampling.sample"],
         s.columns["target.epsilon_prime"],
-        s.columns["plan.q_bound"],
+        s.columns["plan.variance_share_max"],
         s.columns["plan.epsilon_sample"],
         strict=True,
     ):
@@ -311,7 +311,7 @@ def test_plan_sweep_uses_the_planner_q_bound() -> None:
     p = sw.evaluate(doc(COMPARE), [sw.parse_vary("target=1")], of="plan")
     poisson = p.columns["scheme"] == "poisson"
     assert all("covers simple random samples" in e for e in p.columns["error"][poisson])
-    assert np.all(np.isnan(p.columns["plan.q_bound"][poisson]))
+    assert np.all(np.isnan(p.columns["plan.variance_share_max"][poisson]))
 
 
 def test_plan_reports_when_the_planner_is_missing() -> None:
@@ -429,6 +429,9 @@ def test_vectorised_call_falls_back_to_points_when_conditions_depend_on_epsilon(
     meta = s.designs[d.name]
     if any(s.columns["error"]):
         assert meta["evaluation"] == "per point"
+        # context, not something to act on: a note
+        assert any("one point at a time" in n for n in meta["notes"])
+        assert not any("one point at a time" in w for w in meta["warnings"])
 
 
 def test_progress_bar_goes_to_stderr_not_into_the_csv(capsys, monkeypatch) -> None:

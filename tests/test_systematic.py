@@ -32,7 +32,7 @@ def test_random_order_divides_is_srswor():
     want = float(oc.amplification(0.02, 1.0))
     assert r.lower <= want <= r.upper
     assert r.upper == pytest.approx(want, rel=1e-14)
-    assert any("exactly a simple random sample" in w for w in r.warnings)
+    assert any("exactly a simple random sample" in n for n in r.notes)
 
 
 def test_random_order_not_dividing_uses_ceiling():

@@ -136,7 +136,8 @@ def solve(
         if first_below is not None and first_below > lo:
             impossible = _step_until(lambda v: lower_of(v) >= target, first_below, up=False)
     tdp = design.target.delta_prime if design.target else None
-    warnings = [
+    warnings: list[str] = []
+    notes = [
         f"solved for the {profile.to_dict()['mechanism']} mechanism's {knob} (sensitivity "
         f"{sens:g}): knob.value is the smallest {knob} whose upper bound on ε′ meets the "
         f"target ({path}); at or below knob.impossible_below the lower bound reaches it"
@@ -151,6 +152,7 @@ def solve(
         "delta": None,
         "basis": list(bound_profile(design, profile_points=False).basis),
         "warnings": warnings,
+        "notes": notes,
         "details": {"inverse": path},
         "knob": {
             "name": knob,

@@ -200,17 +200,19 @@ def _bounds(raw: Any, reader: Any, path: str, container: Any) -> tuple[float, fl
     return float(lo), float(hi)
 
 
-def read_plan(source: str | None, q: float | None) -> Plan:
+def read_plan(source: str | None, variance_share: float | None) -> Plan:
     """Parse and validate a planner design file, then compute its plan."""
     from ampcalc.designs.document import parse_yaml, read_source
 
     text, name = read_source(source)
-    return plan_document(parse_yaml(text, filename=name), name, q)
+    return plan_document(parse_yaml(text, filename=name), name, variance_share)
 
 
-def plan_document(doc: Any, name: str, q: float | None) -> Plan:
+def plan_document(doc: Any, name: str, variance_share: float | None) -> Plan:
     """Validate a parsed planner design (``name``: its file, for messages and relative
-    ``data:`` paths) and compute its plan (an ``ampcalc.planner.Plan``)."""
+    ``data:`` paths) and compute its plan (an ``ampcalc.planner.Plan``); with a
+    ``variance_share`` of V_N (002 §4.1's q), also the largest rate allowing a gain."""
+    q = variance_share
     from ampcalc.load.fields import Reader, check_keys
     from ampcalc.math import accuracy as planner
 

@@ -197,7 +197,7 @@ class Sweep:
         columns: column name -> array, one entry per row; ``design`` and ``scheme``
             name the design; the varied paths hold the point; then the results
             (``BOUND_COLUMNS`` / ``INVERT_COLUMNS`` or the planner's), ``error``.
-        designs: per design name: scheme, basis, guarantee, warnings (of the first
+        designs: per design name: scheme, basis, guarantee, warnings, notes (of the first
             evaluated point; shared by all points of a design).
         engine_seconds: time spent in engine calls.
     """
@@ -465,7 +465,7 @@ def _grid(
     columns = _concat(pieces)
     for name in scalar_designs:
         meta[name]["evaluation"] = "per point"
-        meta[name].setdefault("warnings", []).append(
+        meta[name].setdefault("notes", []).append(
             "evaluated one point at a time: the theorem's conditions depend on M's ε and "
             "fail at some points of the grid (see each row's error)"
         )
@@ -514,6 +514,7 @@ def _meta(res: Any) -> dict[str, Any]:
         "scheme": res.scheme,
         "basis": list(res.basis),
         "warnings": list(res.warnings),
+        "notes": list(getattr(res, "notes", ())),
     }
     if hasattr(res, "guarantee_neighbours"):
         out["guarantee_neighbours"] = res.guarantee_neighbours
@@ -613,8 +614,8 @@ def _plan_columns(
 
     Columns: ``target.epsilon_prime``; ``plan.rate`` (n/N); ``plan.epsilon_sample``
     (ε_n, what M on the sample may spend, 002 Theorem 1 inverted);
-    ``plan.noise_ratio`` (r(ε, n/N), 002 eq. 8); ``plan.q_bound`` (q = 1 − ε²/ε_n²,
-    002 §4.1 eq. 5: a gain needs Var(g(S)) <= q·V_N); ``error``.
+    ``plan.noise_ratio`` (r(ε, n/N), 002 eq. 8); ``plan.variance_share_max`` (002's q =
+    1 − ε²/ε_n², 002 §4.1 eq. 5: a gain needs Var(g(S)) <= q·V_N); ``error``.
     """
     from ampcalc.math.accuracy import epsilon_sample, noise_ratio, q_bound
 
@@ -634,6 +635,7 @@ def _plan_columns(
             "002_2b0afa8716090992.txt §4.1 eq. 5 (q bound), eq. 8 (noise ratio)",
         ],
         "warnings": [],
+        "notes": [],
     }
     if design.scheme != "srswor":
         nan = np.full(n, np.nan)
@@ -646,7 +648,7 @@ def _plan_columns(
             "plan.rate": nan,
             "plan.epsilon_sample": nan,
             "plan.noise_ratio": nan,
-            "plan.q_bound": nan,
+            "plan.variance_share_max": nan,
             "error": np.full(n, message, dtype=object),
         }, meta
     rho = design.params.sample / design.params.population
@@ -655,7 +657,7 @@ def _plan_columns(
         "plan.rate": np.full(n, rho),
         "plan.epsilon_sample": np.asarray(epsilon_sample(t, rho), dtype=float).reshape(n),
         "plan.noise_ratio": np.asarray(noise_ratio(t, rho), dtype=float).reshape(n),
-        "plan.q_bound": np.asarray(q_bound(t, rho), dtype=float).reshape(n),
+        "plan.variance_share_max": np.asarray(q_bound(t, rho), dtype=float).reshape(n),
         "error": np.full(n, None, dtype=object),
     }, meta
 

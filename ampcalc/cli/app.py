@@ -480,7 +480,8 @@ def _table(results: list[dict[str, Any]], rich: bool) -> str:
     ]
     footer = [
         f"{r['name']}: ε′ at the certified {r['knob']['name']}: "
-        f"{fmt(r['knob']['epsilon_prime_at_value'])}; " + "; ".join(r["warnings"])
+        f"{fmt(r['knob']['epsilon_prime_at_value'])}; "
+        + "; ".join([*r["warnings"], *r.get("notes", [])])
         for r in results
     ]
     return render_table(header, rows, footer, rich_output=rich)

@@ -50,7 +50,7 @@ def table(plan: dict[str, Any], rich: bool) -> str:
         f"{plan['epsilon_population']:g}, δ = {plan['delta_population']:g}, "
         f"N = {plan['population']}",
     ]
-    head = ["rate", "n", "ε_n (sample)", "δ_n", "V_n", "V_N", "V_n/V_N", "r", "q", "gain"]
+    head = ["rate", "n", "ε_n (sample)", "δ_n", "V_n", "V_N", "V_n/V_N", "r", "share max", "gain"]
     body = []
     for r in plan["rows"]:
         ratio = (
@@ -66,7 +66,7 @@ def table(plan: dict[str, Any], rich: bool) -> str:
                 _g(r["variance_population"]),
                 _g(ratio),
                 _g(r["noise_ratio"]),
-                _g(r["q_bound"]),
+                _g(r["variance_share_max"]),
                 _g(r["gain"]),
             ]
         )
@@ -84,8 +84,9 @@ def table(plan: dict[str, Any], rich: bool) -> str:
     lines.append(f"conclusion: {plan['conclusion']}")
     if "max_rate_for_gain" in plan:
         lines.append(
-            f"largest rate at which a sampling-variance share q = {plan['q']:g} of "
-            f"V_N still allows a gain: {plan['max_rate_for_gain']:.6g} (002 §4.1)"
+            f"largest rate at which a sampling-variance share of {plan['variance_share']:g} "
+            f"of V_N still allows a gain: {plan['max_rate_for_gain']:.6g} (002 §4.1, where "
+            "the share is called q)"
         )
     lines.extend(f"assumption: {a}" for a in plan["assumptions"])
     lines.extend(f"note: {n}" for n in plan["notes"])
@@ -103,9 +104,10 @@ def plan(
     q: Annotated[
         float | None,
         typer.Option(
+            "--variance-share",
             "--q",
-            help="Sampling-variance share of V_N: report the largest rate "
-            "that still allows a gain (spec §9.2).",
+            help="Sampling-variance share of V_N (002's q; --q is the old name): report the "
+            "largest rate that still allows a gain (spec §9.2).",
             show_default=False,
         ),
     ] = None,
@@ -114,11 +116,13 @@ def plan(
 ) -> int:
     """Plan accuracy: does sampling (SRSWOR) buy accuracy at a fixed population target ε?
 
-    Example:  ampcalc plan examples/plans/mean.yaml --q 0.6
+    Example:  ampcalc plan examples/plans/mean.yaml --variance-share 0.6
     """
     output = resolve_format(fmt, as_json)
     if q is not None and not (0 <= q < 1):
-        raise typer.BadParameter(f"expected a number in [0, 1), got {q:g}", param_hint="--q")
+        raise typer.BadParameter(
+            f"expected a number in [0, 1), got {q:g}", param_hint="--variance-share"
+        )
     from ampcalc.analyses.plan import read_plan
 
     result = read_plan(design, q).to_dict()
@@ -143,7 +147,7 @@ def _csv_records(result: dict[str, Any]) -> list[dict[str, Any]]:
             **r,
         }
         if "max_rate_for_gain" in result:
-            rec["q"] = result["q"]
+            rec["variance_share"] = result["variance_share"]
             rec["max_rate_for_gain"] = result["max_rate_for_gain"]
         recs.append(rec)
     return recs

@@ -277,6 +277,7 @@ def _table(result: object, *, rich: bool, chart: bool | None) -> str:
         if meta.get("basis"):
             items.append("basis: " + "; ".join(meta["basis"]))
         items.extend(f"warning: {w}" for w in meta.get("warnings", []))
+        items.extend(f"note: {n}" for n in meta.get("notes", []))
         if items:
             footer.append(f"{name}:")
             footer.extend(f"  - {i}" for i in items)

@@ -235,7 +235,8 @@ def _bound(design: Design, epsilon: Any) -> BoundResult:
         guarantee_neighbours=str(analysis.guarantee_neighbours),
         basis=analysis.basis,
         conditions=analysis.conditions,
-        warnings=(*analysis.warnings, *_mechanism_notes(mech), *notes),
+        warnings=analysis.warnings,
+        notes=(*analysis.notes, *_mechanism_notes(mech), *notes),
         details=details,
     )
 
@@ -344,7 +345,8 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
         analysis = analyse(design)
     except ConditionError as err:
         return failed(design, err, "invert", target=target, target_delta=target_delta)
-    warnings = list(analysis.warnings) + _mechanism_notes(design.mechanism)
+    warnings = list(analysis.warnings)
+    notes = list(analysis.notes) + _mechanism_notes(design.mechanism)
     details: dict[str, Any] = {}
     certified: Any = None
     impossible: Any = None
@@ -368,20 +370,20 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
                 "no mechanism ε meets the target: the upper bound exceeds it even as ε → 0"
             )
         if np.any(np.isposinf(cert)):
-            warnings.append("every mechanism ε meets the target: the upper bound stays below it")
+            notes.append("every mechanism ε meets the target: the upper bound stays below it")
             details["certified_unbounded"] = True
         certified = np.where(np.isfinite(cert), cert, np.nan)
     if analysis.lower is not None and not calibrated_only:
         imp, ipath = impossible_epsilon(analysis, t)
         details["inverse_lower"] = ipath
         if np.any(np.isposinf(imp)):
-            warnings.append("the lower bound never reaches the target: no ε is known to break it")
+            notes.append("the lower bound never reaches the target: no ε is known to break it")
         impossible = np.where(np.isfinite(imp), imp, np.nan)
     delta: Any = None
     if target_delta is not None and certified is not None and analysis.mechanism_delta:
         d = np.asarray(analysis.mechanism_delta(float(target_delta), certified), dtype=float)
         if np.any(d >= 1):
-            warnings.append(
+            notes.append(
                 f"target δ′ = {target_delta:g} does not constrain M's δ (any δ < 1 meets it)"
             )
         if np.any(np.isnan(d)):
@@ -396,8 +398,9 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
     if analysis.invert_details is not None:
         details.update(analysis.invert_details(t))
         knob = details.pop("knob", None)
+        notes.extend(details.pop("notes", ()))
     if design.mechanism is not None and design.mechanism.releases is not None:
-        warnings.append(
+        notes.append(
             f"the certified ε is the total over all {len(design.mechanism.releases)} releases "
             "(split it among them as you like: their sum must not exceed it)"
         )
@@ -418,6 +421,7 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
         delta=_scalar(delta, was_scalar),
         basis=analysis.basis,
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         knob=knob,
     )

@@ -120,6 +120,7 @@ class _Plan:
     guarantee: str
     basis: tuple[str, ...]
     conditions: tuple[str, ...]
+    notes: tuple[str, ...]  # the fast-path schemes' notes do not depend on ε
     details: dict[str, Any]
     expm1: Callable[[float], float]
     log1p: Callable[[float], float]
@@ -228,6 +229,7 @@ def _build(design: Design) -> _Plan | None:
         guarantee=str(analysis.guarantee_neighbours),
         basis=tuple(analysis.basis),
         conditions=tuple(analysis.conditions),
+        notes=tuple(analysis.notes),
         details=dict(analysis.details),
         **_kernels(),
     )
@@ -289,6 +291,7 @@ def bound(design: Design, epsilon: Any) -> BoundResult | None:
         basis=plan.basis,
         conditions=plan.conditions,
         warnings=(),
+        notes=plan.notes,
         details=details,
     )
 
@@ -318,24 +321,25 @@ def invert(design: Design, target: Any, target_delta: float | None) -> InvertRes
     except _Fallback:
         return None
     warnings: list[str] = []
+    notes = list(plan.notes)
     details: dict[str, Any] = {"inverse": "closed-form"}
     if math.isnan(cert):
         warnings.append(
             "no mechanism ε meets the target: the upper bound exceeds it even as ε → 0"
         )
     if cert == _INF:
-        warnings.append("every mechanism ε meets the target: the upper bound stays below it")
+        notes.append("every mechanism ε meets the target: the upper bound stays below it")
         details["certified_unbounded"] = True
     certified = cert if math.isfinite(cert) else math.nan
     details["inverse_lower"] = "closed-form"
     if imp == _INF:
-        warnings.append("the lower bound never reaches the target: no ε is known to break it")
+        notes.append("the lower bound never reaches the target: no ε is known to break it")
     impossible = imp if math.isfinite(imp) else math.nan
     delta: Any = None
     if target_delta is not None:
         d = round_down(float(target_delta) / plan.q)
         if d >= 1:
-            warnings.append(
+            notes.append(
                 f"target δ′ = {target_delta:g} does not constrain M's δ (any δ < 1 meets it)"
             )
         delta = max(d, 0.0) if d < 1 else math.nan
@@ -349,6 +353,7 @@ def invert(design: Design, target: Any, target_delta: float | None) -> InvertRes
         delta=delta,
         basis=plan.basis,
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         knob=None,
     )

@@ -242,18 +242,19 @@ def bound_profile(
     if reference is None:
         verdict = Verdict.INCONCLUSIVE.value  # M's own ε under that relation is unknown
     warnings = list(analysis.warnings)
-    warnings.append(
+    notes = list(analysis.notes)
+    notes.append(
         f"M is {profile.describe()} under {mech.neighbours}: its privacy profile is carried "
         f"through the scheme's (ε, δ) theorem point by point; ε′ at δ′ = {target_delta:g} "
         f"comes from M's point (ε = {chosen:.10g}, δ = {float(profile.delta(chosen)):.6g})"
     )
     if mech.profile_releases is not None and mech.profile_releases > 1:
-        warnings.append(
+        notes.append(
             f"the {mech.profile_releases} releases run on one sample are composed before "
             "amplification (one privacy profile), then amplified once"
         )
     if lower is None:
-        warnings.append(
+        notes.append(
             "no lower bound: the scheme's lower bounds are over all (ε, δ) mechanisms, "
             "not this one"
             if not poisson_exact
@@ -293,5 +294,6 @@ def bound_profile(
         basis=(*basis, BBG18) if BBG18 not in basis else basis,
         conditions=analysis.conditions,
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
     )

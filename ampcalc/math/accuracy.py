@@ -259,7 +259,9 @@ class Plan:
     assumptions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     max_rate_for_gain: float | None = None
-    q: float | None = None
+    #: the sampling-variance share of V_N asked about (002 §4.1 calls it q; renamed so
+    #: that it cannot be read as a sampling rate)
+    variance_share: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -276,8 +278,8 @@ class Plan:
             "rows": self.rows,
             "details": self.details,
         }
-        if self.q is not None:
-            out["q"] = self.q
+        if self.variance_share is not None:
+            out["variance_share"] = self.variance_share
             out["max_rate_for_gain"] = self.max_rate_for_gain
         return out
 
@@ -327,7 +329,7 @@ def plan_mean(
                 "variance_population": v_pop,
                 "noise_ratio": float(noise_ratio(eps, rho)),
                 "one_minus_noise_ratio": float(one_minus_noise_ratio(eps, rho)),
-                "q_bound": float(q_bound(eps, rho)),
+                "variance_share_max": float(q_bound(eps, rho)),
                 "sampling_variance": samp,
                 "noise_variance_sample": noise_n,
                 # the theorem: V_n > V_N for every n < N; n = N is no sampling at all
@@ -358,7 +360,7 @@ def plan_mean(
         details={"range": value_range, "variance": variance, "basis": "002 §4.2 eqs. 6–8"},
     )
     if q is not None:
-        plan.q = q
+        plan.variance_share = q
         plan.max_rate_for_gain = float(max_rate_for_gain(q, eps))
     return plan
 
@@ -403,7 +405,7 @@ def plan_custom(
                 "variance_sample": v_n,
                 "variance_population": v_pop,
                 "noise_ratio": float(noise_ratio(eps, rho)),
-                "q_bound": float(q_bound(eps, rho)),
+                "variance_share_max": float(q_bound(eps, rho)),
                 "sampling_variance": var,
                 "noise_variance_sample": noise_n,
                 # 002 Table 1 row 1: no gain if Var(g(S)) >= 2Δ_N²(ε⁻² − ε_n⁻²) (Δ_n >= Δ_N)
@@ -429,13 +431,13 @@ def plan_custom(
         conclusion=conclusion,
         assumptions=[
             "the no-gain condition Var(g(S)) >= 2Δ_N²(ε⁻² − ε_n⁻²) assumes Δ_n >= Δ_N "
-            "(002 Table 1 row 1); q_bound assumes Δ_n = Δ_N (the best case)",
+            "(002 Table 1 row 1); variance_share_max assumes Δ_n = Δ_N (the best case)",
         ],
         notes=[_DIRECTIONS],
         details={"sensitivity_population": sens_population, "basis": "002 eq. 5"},
     )
     if q is not None:
-        plan.q = q
+        plan.variance_share = q
         plan.max_rate_for_gain = float(max_rate_for_gain(q, eps))
     return plan
 
@@ -509,7 +511,7 @@ def plan_median(
                 "variance_sample": v_n,
                 "variance_population": v_pop,
                 "noise_ratio": _finite(v_pop / noise) if noise > 0 else None,
-                "q_bound": None,
+                "variance_share_max": None,
                 "sampling_variance": samp_err,
                 "noise_variance_sample": noise,
                 "smooth_sensitivity_ratio": ss_ratio,
@@ -555,6 +557,6 @@ def plan_median(
         },
     )
     if q is not None:
-        plan.q = q
+        plan.variance_share = q
         plan.max_rate_for_gain = float(max_rate_for_gain(q, eps))
     return plan

@@ -95,6 +95,9 @@ class BoundResult:
     warnings: Sequence[str] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
+    #: ``warnings``: the user should act or reconsider; ``notes``: context (proof remarks,
+    #: relation conversions, corrections to the papers applied, the reading used).
+    notes: Sequence[str] = ()
 
     @property
     def epsilon_prime(self) -> Interval:
@@ -115,6 +118,7 @@ class BoundResult:
             "basis": list(self.basis),
             "conditions": list(self.conditions),
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
             "details": plain(dict(self.details)),
         }
         if self.error is not None:
@@ -138,6 +142,7 @@ class InvertResult:
     details: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
     knob: Mapping[str, Any] | None = None
+    notes: Sequence[str] = ()  # context, as ``BoundResult.notes``
 
     @property
     def target(self) -> TargetPair:
@@ -164,6 +169,7 @@ class InvertResult:
             "delta": plain(self.delta),
             "basis": list(self.basis),
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
             "details": plain(dict(self.details)),
         }
         if self.knob is not None:

@@ -43,7 +43,7 @@ LABELS = {
 Y_LABELS = {
     "bound": "population ε′ (amplified by sampling)",
     "invert": "mechanism ε the sample may spend",
-    "plan": "q bound (largest Var(g(S)) / V_N for a gain)",
+    "plan": "variance share max (largest Var(g(S)) / V_N for a gain)",
 }
 
 
@@ -289,8 +289,8 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> N
 
 
 def _first_numeric(sweep: Sweep) -> str:
-    if sweep.of == "plan" and "plan.q_bound" in sweep.columns:
-        return "plan.q_bound"
+    if sweep.of == "plan" and "plan.variance_share_max" in sweep.columns:
+        return "plan.variance_share_max"
     skip = {v.path for v in sweep.varies} | {"design", "scheme", "error"}
     for name, arr in sweep.columns.items():
         if name not in skip and arr.dtype.kind == "f" and _finite(arr):

@@ -249,7 +249,8 @@ def detail_line(details: Mapping[str, Any]) -> str | None:
 
 
 def notes(results: Sequence[Mapping[str, Any]], *, basis: bool = True) -> list[str]:
-    """The lines under a table: per design, its basis, details, errors and warnings."""
+    """The lines under a table: per design, its basis, details, errors, warnings (the
+    user should act) and notes (context)."""
     lines: list[str] = []
     for r in results:
         items: list[str] = []
@@ -261,6 +262,7 @@ def notes(results: Sequence[Mapping[str, Any]], *, basis: bool = True) -> list[s
         if line:
             items.append(line)
         items.extend(f"warning: {w}" for w in r.get("warnings", []))
+        items.extend(f"note: {n}" for n in r.get("notes", []))
         if items:
             lines.append(f"{r['name']}:")
             lines.extend(f"  - {i}" for i in items)

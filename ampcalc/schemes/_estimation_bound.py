@@ -149,7 +149,8 @@ def analyse_proposition_4_2(params: Any, mechanism: Any, guarantee: Any) -> Anal
         "α(ε′) = max_k (kΔ/2)²/(1 + e^{kε′}): two-point bound over k added records, each "
         "moving f by Δ (group privacy); the paper leaves α open"
     )
-    warnings = [CORRECTION_NOTE, RELATION_NOTE]
+    warnings: list[str] = []
+    notes = [CORRECTION_NOTE, RELATION_NOTE]
     if target is not None and details["mse_floor"] > mse:
         warnings.append(
             f"your size function's error {mse:g} is below the floor {details['mse_floor']:.6g} "
@@ -174,5 +175,6 @@ def analyse_proposition_4_2(params: Any, mechanism: Any, guarantee: Any) -> Anal
             "e^{kε′}); the design is not ε′-DP for any smaller ε′",
         ),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
     )

@@ -396,6 +396,7 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
     rule = p.rounding
     witness_nb = mv_l1_nb if replace else (ar_l1_nb if ar_l1 >= mv_l1 / 2 else mv_l1_nb)
     warnings: list[str] = []
+    notes: list[str] = []
     if max(ar_l1, mv_l1) > 0:
         warnings.append(
             "degradation: no amplification guarantee exists. A proportional allocation of a "
@@ -413,12 +414,12 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
             "does not hold, spec §4.1)"
         )
     if not replace and mv_l1 > 0:
-        warnings.append(
+        notes.append(
             "a record moved across strata is a replacement; under an add-remove guarantee ε′ "
             "its loss is at most 2ε′, so ε′ >= half the replace-one lower bound"
         )
     if not sens.moves_searched:
-        warnings.append(
+        notes.append(
             f"{len(strata)} strata: records moved between strata were tried among the "
             f"{MOVE_STRATA} strata whose own added or removed record moves the sample sizes "
             "most (a lower bound from fewer neighbours is still a lower bound)"
@@ -435,7 +436,7 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
             "the apportioned sizes"
         )
     if rule == "huntington-hill" and gs_all > 2:
-        warnings.append(
+        notes.append(
             f"001_4ef689e3bef19c3a.txt §3.1 says Huntington–Hill has global sensitivity at most "
             f"2 'under some mild assumptions'; at these sizes {describe(gs_all_nb, names)} "
             f"moves it by {gs_all} (the assumptions are not stated; docs/stratified.md)"
@@ -475,6 +476,7 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
             f"lower bound at ε = {eps0:g}: {lo0:.6g}",
         ),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         impossible_above=impossible_above,
         invert_details=invert_details,

@@ -9,7 +9,7 @@ the references. ``assemble`` does everything else, the same way for every family
   relation: ε_R = ``epsilon_replace_one`` or 2ε for an add-remove mechanism under a
   replace-one theorem, δ_R = (1 + e^ε)δ; a replace-one-only mechanism refused by an
   add-remove theorem (its add-remove ε is unknown);
-* the standard warnings about those conversions (stated once, here);
+* the standard notes (and the one warning) about those conversions (stated once, here);
 * outward rounding and certification of every closed-form inverse (the certified ε
   is checked against the upper bound, the impossible-above ε against the lower);
 * the inverse δ map (the mechanism δ that meets a target δ′);
@@ -89,6 +89,7 @@ class Relation:
     ratio: float  # ε of the relation / declared ε (inversions divide by it)
     delta: Formula  # declared ε -> δ of the relation
     warnings: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 def relation_of(mechanism: Mechanism, theorem: Theorem) -> Relation:
@@ -116,19 +117,26 @@ def relation_of(mechanism: Mechanism, theorem: Theorem) -> Relation:
             return np.full(np.shape(eps), delta)
 
         return Relation(epsilon=same, ratio=1.0, delta=delta_ar, warnings=())
+    warnings, notes = replace_one_remarks(mechanism, theorem.name)
     return Relation(
         epsilon=mechanism.epsilon_replace_one_of,
         ratio=mechanism.replace_one_ratio(),
         delta=mechanism.delta_replace_one_of,
-        warnings=replace_one_warnings(mechanism, theorem.name),
+        warnings=warnings,
+        notes=notes,
     )
 
 
-def replace_one_warnings(mechanism: Mechanism, theorem: str) -> tuple[str, ...]:
-    """The standard notes on reading an add-remove mechanism under replace-one."""
+def replace_one_remarks(
+    mechanism: Mechanism, theorem: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What reading an add-remove mechanism under replace-one means: ``(warnings,
+    notes)``. A stated ``epsilon_replace_one`` above 2ε is an input to fix (a warning);
+    the conversions ε_R = 2ε and δ_R = (1 + e^ε)δ are notes."""
     if mechanism.neighbours is not Neighbours.ADD_REMOVE:
-        return ()
+        return (), ()
     out: list[str] = []
+    warnings: list[str] = []
     eps = mechanism.epsilon
     if mechanism.epsilon_replace_one is None:
         out.append(
@@ -138,7 +146,7 @@ def replace_one_warnings(mechanism: Mechanism, theorem: str) -> tuple[str, ...]:
             "its own analysis gives a smaller replace-one ε, set `epsilon_replace_one`."
         )
     elif mechanism.epsilon_replace_one > 2 * eps:
-        out.append(
+        warnings.append(
             f"epsilon_replace_one = {mechanism.epsilon_replace_one:g} exceeds 2ε; an "
             f"add-remove ε-DP mechanism is 2ε-DP under replace-one, so ε_R = {2 * eps:g} "
             "is used."
@@ -148,7 +156,7 @@ def replace_one_warnings(mechanism: Mechanism, theorem: str) -> tuple[str, ...]:
             "δ under replace-one is taken as (1 + e^ε)δ (group privacy for the removal "
             "and the addition that make a replacement)."
         )
-    return tuple(out)
+    return tuple(warnings), tuple(out)
 
 
 def assemble(
@@ -159,6 +167,7 @@ def assemble(
     details_at: Callable[[FloatArray], Mapping[str, Any]] | None = None,
     warnings: tuple[str, ...] = (),
     invert_details: Callable[[FloatArray], Mapping[str, Any]] | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Analysis:
     """The analysis of one design under ``theorem`` for the declared ``mechanism``.
 
@@ -167,8 +176,9 @@ def assemble(
         mechanism: the design's mechanism (its relation, ε_R rule and δ).
         details: entries that do not depend on ε (``tight`` is added).
         details_at: evaluated ε (array) -> entries that do.
-        warnings: the family's own warnings (the relation notes are added here).
+        warnings: the family's own warnings (the relation's warning is added here).
         invert_details: target ε′ (array) -> extra entries for ``invert``.
+        notes: the family's own notes (the relation notes are added here).
     """
     rel = relation_of(mechanism, theorem)
     eps_of, ratio = rel.epsilon, rel.ratio
@@ -247,6 +257,7 @@ def assemble(
             f"(declared: {mechanism.neighbours})",
         ),
         warnings=(*warnings, *rel.warnings),
+        notes=(*notes, *rel.notes),
         details={
             **(details or {}),
             **({} if theorem.tight is None else {"tight": theorem.tight}),

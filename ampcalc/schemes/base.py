@@ -52,12 +52,16 @@ class Analysis:
             ``None`` when not available.
         basis: paper file names and theorems.
         conditions: the theorem's conditions, as checked (in words).
-        warnings: what a user must know (corrections, assumptions, labels).
+        warnings: what the user should act on or reconsider (a failed or borderline
+            condition, a degraded or missing guarantee, an input to fix).
+        notes: context (relation conversions, proof remarks, corrections to the papers
+            applied, which reading of a theorem is used).
         details: scheme-specific JSON-able figures (pinned keys per scheme).
         calibrated: the scheme builds its mechanism to meet a target exactly
             (verdict ``calibrated``).
         invert_details: target ε′ -> extra ``details`` for ``invert`` (e.g.
             per-stratum certified ε, the largest cluster size meeting the target).
+            A ``notes`` entry (strings) goes to the result's ``notes`` instead.
         details_at: evaluated ε (array) -> the ``details`` entries that depend on ε
             (the engine merges them; arrays of the evaluated ε's shape).
         pointwise: the theorem's conditions depend on M's ε (they were checked at the
@@ -80,6 +84,7 @@ class Analysis:
     calibrated: bool = False
     invert_details: Callable[[FloatArray], Mapping[str, Any]] | None = None
     details_at: Callable[[FloatArray], Mapping[str, Any]] | None = None
+    notes: tuple[str, ...] = ()
     pointwise: bool = False
 
 

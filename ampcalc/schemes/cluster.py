@@ -227,7 +227,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "membership fixed before sampling; which clusters were chosen is secret",
         f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
     ]
-    warnings = [
+    warnings: list[str] = []
+    notes = [
         "Theorem 5.2 (000_97a39a4c524f603f.txt) is implemented as stated; its App. D proof "
         "has an off-by-one in the swap distance and bounds one direction only (an exact LP "
         "check on small instances supports the stated bound; spec §6.1)."
@@ -306,7 +307,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "5.1 lower bound)",
         }
     if r is None and not full_witness:
-        warnings.append(
+        notes.append(
             f"M is declared ε-DP under replace-one too (ε_R = "
             f"{mechanism.effective_epsilon_replace_one():g} < 2ε): Theorem 5.1's witness is "
             "only 2ε-DP under replace-one, so the lower bound runs it at min(ε, ε_R/2), or is "
@@ -323,7 +324,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             f"would give {srs:.6g}."
         )
     else:
-        warnings.append(
+        notes.append(
             f"a simple random/Poisson sample at the same fraction {frac:.3g} would give "
             f"ε′ = {srs:.6g} at ε = {eps0:g} (details.srs_same_fraction), against the cluster "
             f"bound {up0:.6g}."
@@ -334,7 +335,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             f"M is (ε, δ)-DP under add-remove with δ = {mechanism.delta:g}"
             + ("" if r is None else f" (M∘Poisson: δ₁ = rδ = {r * mechanism.delta:g})")
         )
-        warnings.append(
+        notes.append(
             "M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε}) = δ(e^{ε′} − 1)/(e^ε − 1) with A = ℓ/k, "
             f"K = {k_up}, paired with the ε′ shown (derived from the Theorem 5.2 argument with "
             "group privacy for (ε, δ); docs/cluster.md"
@@ -377,6 +378,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         basis=basis,
         conditions=tuple(conditions),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         details_at=details_at,
         invert_details=invert_details,

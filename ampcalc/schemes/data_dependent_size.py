@@ -345,6 +345,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "Δ must bound the allocation's change over every neighbouring pair (both "
         "directions), not only for the data at hand; a deterministic allocation with Δ >= 1 "
         "gives no amplification (000_97a39a4c524f603f.txt §4.1)",
+    ]
+    notes = [
         "001_4ef689e3bef19c3a.txt Lemma 2.1/3.1 claim the composition is (Δ·ε)-DP; only "
         "that lower bound holds (a constant allocation has Δ = 0 and is not 0-DP); the upper "
         "bound is 000_97a39a4c524f603f.txt Lemma B.1, read with M ε-DP under add-remove "
@@ -379,7 +381,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
         mono = _monotone_lower(params.sample, n, delta_f, mechanism)
         if delta_f > 0 and mono < float(lower(np.asarray(mechanism.epsilon))):
-            warnings.append(
+            notes.append(
                 "the lower bound's pair needs an allocation that moves against the data "
                 f"size ({witness0}); an allocation that never falls when a "
                 f"record is added (e.g. rounding rN) leaves the pairs with m′ = m or the "
@@ -397,6 +399,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         basis=BASIS,
         conditions=tuple(conditions),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         details_at=details_at,
     )

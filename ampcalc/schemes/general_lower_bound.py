@@ -305,7 +305,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
                 "P and P′ are replace-one neighbours differing in element i; the figures "
                 "(a, a′, p, p′, q, q′) are those of one event E of your attack",
             ),
-            warnings=(
+            notes=(
                 "a lower bound from your own attack's figures (it does not depend on the "
                 "declared ε); 000_97a39a4c524f603f.txt calls this result 'Theorem 6.1' in its "
                 "prose, it is Proposition 6.1.",
@@ -330,7 +330,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         use = np.minimum(e2, np.asarray(eps, dtype=float))
         return kernel(use, fraction=frac, test_epsilon=te)
 
-    warnings = [
+    warnings: list[str] = []
+    notes = [
         f"reading: {reading}: " + READINGS[reading] + ".",
         "000_97a39a4c524f603f.txt Theorem 5.3 states ε″ = log(p/p′) (the test event likelier "
         "on P), but its App. D proof assumes p′ > p and bounds Pr(M(D′) ∈ E)/Pr(M(D) ∈ E): "
@@ -355,6 +356,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             f"ε″ = {e2:g} (in [0, ε])",
         ),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details={
             "fraction": frac,
             "test_epsilon": te,

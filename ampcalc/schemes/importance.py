@@ -625,6 +625,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
         )
     conditions = _conditions(params, profile)
     warnings: list[str] = []
+    notes: list[str] = []
     r = params.radius
 
     def ref(eps: np.ndarray) -> np.ndarray:
@@ -706,7 +707,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
         fig = record_figures(params, profile, k0, eps_star)
         details["target_epsilon_prime"] = eps_star
         details["feasible_radius"] = feasible_r
-        warnings.append(
+        notes.append(
             "q*(x) = 1/w*(x) depends only on ε(·, x) and ε*, so it is a public map "
             "(003 Theorem 10); every record's ε̂ is certified <= ε* as evaluated "
             "(the feasible end, not a bisection midpoint: spec A6, A12-4)"
@@ -808,7 +809,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
             details["data_mean_sq_norm"] = xbar_data
             qr = _map(params)(np.array([r]))[0]
             if qr >= 1.0:
-                warnings.append(
+                notes.append(
                     "the coreset map reaches q = 1 inside the domain (m > N/(λ + "
                     "(1−λ)r²/x̃)); q is capped at 1 there (spec A10)"
                 )
@@ -866,6 +867,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
         basis=BASIS,
         conditions=tuple(conditions),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         calibrated=calibrated,
         invert_details=invert_details,

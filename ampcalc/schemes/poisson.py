@@ -218,7 +218,7 @@ def replace_one_analysis(
     if not mechanism.epsilon_add_remove_known():
         raise ConditionError(REFUSES_REPLACE_ONE_ONLY)
     eps_r = mechanism.epsilon_replace_one_of
-    warnings = [
+    notes = [
         "replace-one guarantee for Poisson sampling: derived — min(2·A(q, ε_D), ε_R, "
         "A(q, max(ε_D, ε_R))): a replacement is a removal plus an addition (spec §2); "
         "coupling the inclusion coins gives at most ε_R; advanced joint convexity (Balle, "
@@ -226,7 +226,7 @@ def replace_one_analysis(
         "ε_R)). Tight when ε_R <= ε_D (`neighbours: both`); otherwise not tight in general."
     ]
     if not coupled:
-        warnings[0] = (
+        notes[0] = (
             "replace-one guarantee for Poisson sampling with different inclusion "
             "probabilities: derived — min(2·A(q, ε_D), A(q, max(ε_D, ε_R))) with q the "
             "largest probability: a replacement is a removal plus an addition (spec §2); "
@@ -235,7 +235,7 @@ def replace_one_analysis(
             "when ε_R <= ε_D (`neighbours: both`); otherwise not tight in general."
         )
     if mechanism.neighbours is Neighbours.ADD_REMOVE and mechanism.epsilon_replace_one is None:
-        warnings.append(
+        notes.append(
             f"M's replace-one ε taken as ε_R = 2ε = {2 * mechanism.epsilon:g} "
             "(000_97a39a4c524f603f.txt §2.2); the verdict compares against it."
         )
@@ -284,7 +284,7 @@ def replace_one_analysis(
             *conditions,
             f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
         ),
-        warnings=tuple(warnings),
+        notes=tuple(notes),
         details={"rate": q},
         details_at=details_at,
     )
@@ -379,7 +379,7 @@ def poisson_group_analysis(
             f"a unit of g = {g} records is added or removed",
             "M is pure ε-DP (δ = 0) under add-remove",
         ),
-        warnings=(
+        notes=(
             f"group of {g} records under Poisson sampling: g·log(1 + q(e^ε − 1)) is tight "
             "(g single-record steps; the count witness attains it). The remove direction "
             "alone is smaller (details.remove_direction).",

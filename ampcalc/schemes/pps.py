@@ -519,8 +519,10 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "PPS gives no amplification guarantee (000_97a39a4c524f603f.txt §6.1: it depends "
         "on the implementation, and a record's own size makes its inclusion likely); only "
         "the lower bound A(max a_i, ε) is reported.",
-        _INCLUSION_NOTE[basis],
     ]
+    # the unnamed algorithm is an input to fix; the other inclusion remarks are context
+    notes: list[str] = []
+    (warnings if basis == "fixed-size" else notes).append(_INCLUSION_NOTE[basis])
     if _equal_sizes(params):
         warnings.append(
             "every size measure is equal: Sampford and successive sampling are then a "
@@ -551,6 +553,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             else "a sample of (expected) size m: Σ a_i = m",
         ),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
     )
 
@@ -593,11 +596,11 @@ def _simple_random_sample(
             "the size measures are public and fixed: a replacement keeps the replaced "
             "record's size measure",
         ),
-        warnings=(
+        notes=(
             f"every size measure is equal: `method: {params.method}` draws a simple random "
             "sample of m records without replacement (000_97a39a4c524f603f.txt §6.1), so "
             "Theorem 2.2's bounds apply",
-            *base.warnings,
+            *base.notes,
         ),
         details={**details, **base.details, "simple_random_sample": True},
     )
@@ -615,6 +618,7 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
     assert tau is not None  # the parser requires it for poisson-threshold
     worst = 1.0 if big_r is None else min(1.0, tau * big_r)
     warnings = []
+    notes = []
     if big_r is None:
         warnings.append(
             "no public `max_size_measure`: a record with a large enough size is always "
@@ -623,7 +627,7 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
         )
     if "max_inclusion_probability" in details:
         details["max_inclusion_probability_present"] = details.pop("max_inclusion_probability")
-        warnings.append(
+        notes.append(
             "details.max_inclusion_probability_present is a per-record figure for the "
             "records in the file, not the guarantee (which covers any record that could be "
             "added)."
@@ -631,7 +635,7 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
     details.update({"threshold": tau, "max_size_measure": big_r, "worst_inclusion": worst})
     delta = float(mechanism.delta)
     if delta > 0:
-        warnings.append(
+        notes.append(
             f"M is (ε, δ)-DP with δ = {delta:g}: the guarantee is (ε′, δ′) with δ′ = a·δ, "
             f"a = {worst:g} the largest inclusion probability of a record that could be "
             f"added (Poisson subsampling: {BBG18}); ε′ alone is no guarantee"
@@ -641,6 +645,7 @@ def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) ->
         mechanism,
         details=details,
         warnings=tuple(warnings),
+        notes=tuple(notes),
     )
 
 

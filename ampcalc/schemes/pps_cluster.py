@@ -193,8 +193,10 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "recognise in the output); only the lower bound A(max π_i, ε) is reported "
         "(spec §7.3).",
     ]
+    notes: list[str] = []
     if params.chosen > 1 and cl.sizes is not None:
-        warnings.append(_METHOD_NOTE[params.method])
+        # an unnamed algorithm is an input to fix; the others' probabilities are context
+        (warnings if params.method == "pps" else notes).append(_METHOD_NOTE[params.method])
     witness, witness_at = _witness_details(cl, params.chosen, mechanism)
     return Analysis(
         guarantee_neighbours=Neighbours.REPLACE_ONE,
@@ -205,6 +207,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         basis=BASIS,
         conditions=(f"1 <= chosen < k: 1 <= {params.chosen} < {cl.count}",),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details={
             "clusters": cl.count,
             "chosen": params.chosen,

@@ -324,7 +324,8 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
         }
         for i in range(n)
     ]
-    warnings = [
+    warnings: list[str] = []
+    notes = [
         "the end-to-end guarantee is exactly the target (ε, δ) = "
         f"({eps:g}, {delta:g}), element-level (one key's frequency ±1), tight by "
         "Algorithm 3's construction (004 Lemma 4.1): the sanitiser is calibrated to it.",
@@ -332,13 +333,17 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
         "and Lemma 4.3 as 2L+1 rows with π_i < q_i (correct for non-integral L: 2⌈L⌉); "
         "Lemma 4.4 holds for ppswor only: ampcalc always runs Algorithm 3 (spec B5, B13).",
     ]
+    if not np.any(q < 1.0):
+        note = sbh_ratio_note(eps, t.L, rows)
+        if note is not None:
+            notes.append(note)
     if t.settled is None:
-        warnings.append(
+        notes.append(
             f"π_i = q_i was not reached for good within {n} rows; rows above are computed "
             "when a sample needs them"
         )
     elif n < t.settled:
-        warnings.append(
+        notes.append(
             f"max_frequency = {n} stops before π_i = q_i holds for good (from i = "
             f"{t.settled}); `pws sanitize`/`estimate` extend the table to the largest "
             "frequency in the sample"
@@ -377,8 +382,28 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
             "(‖w − w′‖₁ = 1, including 0 ↔ 1)",
         ),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         calibrated=True,
+    )
+
+
+def sbh_ratio_note(eps: float, big_l: float, rows: list[dict[str, Any]]) -> str | None:
+    """The erratum of 004 §8.1 on a q ≡ 1 table: π*_i/φ_i ∈ [2, 2/ε] for i <= L has the
+    top end 2/(1 − e^{−ε}) (spec B9, B10), with the table's own largest ratio there."""
+    top = 2.0 / -math.expm1(-eps)
+    ratios = [
+        (r["ratio"], r["frequency"])
+        for r in rows
+        if r["ratio"] is not None and r["frequency"] <= big_l
+    ]
+    if not ratios:
+        return None
+    worst, at = max(ratios)
+    return (
+        f"{cite(PWS, '§8.1')} puts π*_i/φ_i in [2, 2/ε] for i <= L; the top end is "
+        f"2/(1 − e^{{−ε}}) = {top:.6g}, above 2/ε = {2.0 / eps:.6g}: here the ratio "
+        f"reaches {worst:.6g} at i = {at} (L = {big_l:.6g}; details.frequencies)."
     )
 
 

@@ -797,8 +797,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "the size distribution must not depend on the data (nor may it be chosen after "
         "seeing it); a data-dependent size is the `data-dependent-size` scheme",
     ]
+    notes: list[str] = []
     if mechanism.neighbours is Neighbours.ADD_REMOVE:
-        warnings.append(
+        notes.append(
             "correction to 000_97a39a4c524f603f.txt Theorem 3.1 (spec §3): the printed bound "
             "A(E_t̃[m]/N, ε) is unsound when M is ε-DP only under add-remove (counterexample: "
             "Σx with x ∈ {−1, 1}, point mass at N/2, ε = 1 loses 1.4338 > 0.6201). The tilt "
@@ -809,17 +810,17 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "`neighbours: both` to recover the paper's formula."
         )
     elif mechanism.neighbours is Neighbours.BOTH:
-        warnings.append(
+        notes.append(
             "M is declared ε-DP under both relations: the paper's formula A(E_t̃[m]/N, ε) "
             "applies (tilt and amplification at ε)."
         )
     if dist.kind == "normal":
-        warnings.append(
+        notes.append(
             "normal size: t(m) ∝ exp(−(m − μ)²/(2σ²)) at the integers 0..N (normal density "
             "at the integers, truncated to [0, N]; not CDF differences over unit intervals)."
         )
     if dist.kind == "poisson":
-        warnings.append("poisson size: Poisson(λ) truncated to [0, N] and renormalised.")
+        notes.append("poisson size: Poisson(λ) truncated to [0, N] and renormalised.")
     details: dict[str, Any] = {
         "distribution": dist.kind,
         "population": n,
@@ -838,6 +839,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         basis=BASIS,
         conditions=tuple(conditions),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         details_at=details_at,
     )

@@ -149,6 +149,25 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         theorem(params),
         mechanism,
         details={"rate": m / n, "population": n, "sample": m},
+        notes=(one_in_100_note(),) if 100 * m == n else (),
+    )
+
+
+def one_in_100_note() -> str:
+    """The erratum of 000 §2.4 (a secret 1/100 sample), on designs at that rate.
+
+    The paper prints ε′ = 0.01 for ε = 1 and ε = 100 for ε′ = 1 (noise scale 1/(100n));
+    Theorem 2.2 gives A(0.01, 1) = 0.017037 and A⁻¹(0.01, 1) = 5.1523 (spec §1, §11).
+    """
+    q = 0.01
+    one = float(numeric.amplification(q, np.asarray(1.0)))
+    inverse = float(numeric.amplification_inverse(q, np.asarray(1.0)))
+    at_100 = float(numeric.amplification(q, np.asarray(100.0)))
+    return (
+        f"{cite(BUN_2022, '§2.4')}'s example of a secret 1/100 sample prints ε′ = 0.01 for "
+        "ε = 1 and, for ε′ = 1, ε = 100 (noise scale 1/(100n)); Theorem 2.2 (used here) "
+        f"gives ε′ = {one:.5g} and ε = {inverse:.5g} (ε = 100 would give ε′ = "
+        f"{at_100:.5g}): 0.01 is the linear approximation (m/N)·ε."
     )
 
 
@@ -236,7 +255,7 @@ def _srswor_group(params: Params, mechanism: Mechanism) -> Analysis:
     e0 = float(mechanism.effective_epsilon_replace_one())
     conservative = float(numeric.amplification_upper(m / n, g * e0))
     v0 = float(lower(np.asarray(mechanism.epsilon)))
-    warnings = [
+    notes = [
         f"group of {g} records under srswor: ε′ = log E[e^{{Jε}}], J ~ Hypergeometric(N, g, m) "
         "— proven as a lower bound (count witness), proven as the upper bound where it is "
         "<= ε (relaxation), LP-verified on 196 tiny instances (exact-lp-checks.md). "
@@ -244,7 +263,7 @@ def _srswor_group(params: Params, mechanism: Mechanism) -> Analysis:
         "but loose.",
     ]
     if v0 > e0:
-        warnings.append(
+        notes.append(
             "log E[e^{Jε}] exceeds ε here: the upper bound is the relaxation's optimum "
             "(proven, may be loose); conjectured tight at the lower bound."
         )
@@ -263,7 +282,7 @@ def _srswor_group(params: Params, mechanism: Mechanism) -> Analysis:
             f"1 <= sample <= population: 1 <= {m} <= {n}",
             "M is pure ε-DP (δ = 0) under replace-one on samples of size m",
         ),
-        warnings=tuple(warnings),
+        notes=tuple(notes),
         details={
             "population": n,
             "sample": m,

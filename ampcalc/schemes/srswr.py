@@ -192,6 +192,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     er0 = rel.epsilon(np.asarray(mechanism.epsilon, dtype=float))
     v0 = float(thm.lower(er0)) if thm.lower is not None else 0.0
     warnings: list[str] = []
+    notes: list[str] = []
     details: dict[str, Any] = {"population": n, "sample": m, "group_size": g}
     details_at: Callable[[np.ndarray], Mapping[str, Any]] | None = None
     if g > 1:
@@ -214,7 +215,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             }
 
     if v0 > float(er0):
-        warnings.append(
+        notes.append(
             "E[e^{Jε}] exceeds M's own ε here: the upper bound is the group-privacy "
             "relaxation (proven, may be loose); it is conjectured tight at the lower bound "
             "(exact LPs on tiny instances equal the lower bound to 2e-15)."
@@ -222,13 +223,18 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         if g == 1:
             warnings.append("sampling with replacement at this size degrades privacy.")
     if g > 1:
-        warnings.append(
+        notes.append(
             f"group of {g} records: ε′ = log E[e^{{Jε}}], J ~ Binomial(m, g/N) — the count "
             "witness proves it as a lower bound and the relaxation bounds it above; "
             "verified with `ampcalc verify` on tiny instances, not in a paper."
         )
     return assemble(
-        thm, mechanism, details=details, details_at=details_at, warnings=tuple(warnings)
+        thm,
+        mechanism,
+        details=details,
+        details_at=details_at,
+        warnings=tuple(warnings),
+        notes=tuple(notes),
     )
 
 

@@ -829,6 +829,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         else:
             tt = float(t) / 2.0 if replace else float(t)
         cert = per_stratum_certified(tt)
+        shortcut = _shortcut_note(r_max, float(t), float(np.min(cert)))
         imp = numeric.amplification_inverse(r, float(t)) / (ratio_lo if replace else 1.0)
         imp = numeric.certify_up(
             lambda e: lower_epsilon(r, e * (ratio_lo if replace else 1.0)),
@@ -837,7 +838,8 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         )
         return {
             "strata": alloc.invert_rows(p, r, r * n, cert, imp),
-            "shortcut": _shortcut_note(r_max, float(t), float(np.min(cert))),
+            "shortcut": shortcut,
+            "notes": (shortcut_note(shortcut, r_max, float(t)),),
         }
 
     eps0 = _scalar_eps(mechanism)
@@ -864,18 +866,19 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         }
 
     warnings: list[str] = []
+    notes: list[str] = []
     form = "size-aware form from the proof of Theorem 4.3 (r + 1/N_h in place of 2r)"
     if p.size_aware:
-        warnings.append(f"upper bound: the {form}; labelled 'from proof', not a stated theorem")
+        notes.append(f"upper bound: the {form}; labelled 'from proof', not a stated theorem")
     if p.per_stratum_rates:
-        warnings.append(
+        notes.append(
             "per-stratum rates: derived extension of Theorem 7.2 (spec §5.2; the proof is "
             "per stratum, the paper states one common r)"
         )
     if replace and not all_census and not single:
-        warnings.append(REPLACE_ONE_NOTE)
+        notes.append(REPLACE_ONE_NOTE)
     if single:
-        warnings.append(
+        notes.append(
             "replace-one with one stratum: a replacement keeps the stratum size, so the "
             "design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records: ε′ <= "
             "A(⌈rN⌉/N, ε_R) (000_97a39a4c524f603f.txt Theorem 2.2 at the larger size; "
@@ -884,7 +887,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
     if census.any():
         which = [nm for nm, c in zip(p.strata.names, census.tolist(), strict=True) if c]
         shown = ", ".join(repr(x) for x in which[:3]) + (" …" if len(which) > 3 else "")
-        warnings.append(
+        notes.append(
             "rate 1: the sample is the whole population, M's own ε under the guarantee's "
             "relation, exactly (Theorem 7.2 would give "
             f"{float(theorem_4_3(2.0, 1.0, eps0)):.6g} at ε = {eps0:g})"
@@ -897,6 +900,14 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         warnings.append(
             "no amplification is guaranteed at this ε: Theorem 7.2's bound is not below M's ε "
             "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; spec §5.1)"
+        )
+    if not all_census:
+        notes.append(
+            f"{cite(BUN_2022, '§4.3')} and {cite(BUN_2022, '§7.3')} approximate this bound as "
+            f"ε′ ≈ 6rε ({6.0 * r_max * eps0:.6g} at ε = {eps0:g}, r = {r_max:g}; the bound "
+            f"here is {up0:.6g}) and its inverse as λ ≈ ε′/(6r), which hold only for rε ≪ 1; "
+            "ampcalc evaluates and inverts the bound exactly (details.approx_6re; on "
+            "invert, details.shortcut)."
         )
     details: dict[str, Any] = {
         "allocation": "proportional",
@@ -927,6 +938,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         ),
         conditions=conditions,
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         details_at=details_at,
         invert_details=invert_details,
@@ -983,6 +995,21 @@ def _size_mixture(rate: float, n: int) -> _SizeMixture:
     if frac == 0.0:
         return _SizeMixture(n, (min(lo, n),), (1.0,))
     return _SizeMixture(n, (lo, min(lo + 1, n)), (1.0 - frac, frac))
+
+
+def shortcut_note(shortcut: Mapping[str, Any], r_max: float, target: float) -> str:
+    """The erratum of 000 §7.3 on ``invert``: λ ≈ ε′/(6r) against the exact inverse."""
+    approx, exact = shortcut["epsilon"], shortcut["exact"]
+    over = (
+        f": the shortcut would spend {approx / exact:.3g} times the certified ε"
+        if exact > 0 and approx > exact
+        else ""
+    )
+    return (
+        f"{cite(BUN_2022, '§7.3')}'s shortcut λ ≈ ε′/(6r) gives ε = {approx:.6g} at ε′ = "
+        f"{target:g}, r = {r_max:g}; the exact inverse of Theorem 7.2 (used here) certifies "
+        f"ε = {exact:.6g}{over} (details.shortcut)."
+    )
 
 
 def _shortcut_note(r_max: float, target: float, exact: float) -> dict[str, Any]:
@@ -1248,7 +1275,10 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
         l1 = max((a + b for a, b in pairs), default=0)
     else:
         linf = l1 = int(max(steps.down.max(), steps.up.max()))
-    warnings = [_deterministic_note(rule, witness, linf, replace)]
+    warnings: list[str] = []
+    notes: list[str] = []
+    # a rounded allocation that moves is a failed guarantee; one that stays is context
+    (warnings if linf else notes).append(_deterministic_note(rule, witness, linf, replace))
     details: dict[str, Any] = {
         "allocation": "proportional",
         "rounding": rule,
@@ -1257,13 +1287,13 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
         "strata_count": k,
         "strata": rows,
     }
-    _randomized_side(p, mechanism, guarantee, eps0, details, warnings)
+    _randomized_side(p, mechanism, guarantee, eps0, details, notes)
     if not pure:
         warnings.append(
             "the upper bound is for pure ε-DP mechanisms: no upper bound with delta > 0"
         )
     if replace:
-        warnings.append(DETERMINISTIC_REPLACE_NOTE)
+        notes.append(DETERMINISTIC_REPLACE_NOTE)
     return Analysis(
         guarantee_neighbours=guarantee,
         reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
@@ -1281,6 +1311,7 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
             else f"M's replace-one ε_R (declared: {mechanism.neighbours})",
         ),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         invert_details=invert_details,
     )
@@ -1400,7 +1431,7 @@ def _randomized_side(
     guarantee: Neighbours,
     eps0: float,
     details: dict[str, Any],
-    warnings: list[str],
+    notes: list[str],
 ) -> None:
     """The same rates with randomised rounding, for comparison (``randomized_rounding``)."""
     try:
@@ -1417,13 +1448,13 @@ def _randomized_side(
         assert fixed.upper is not None and fixed.lower is not None
         side = {"lower": float(fixed.lower(e0)), "upper": float(fixed.upper(e0))}
         details["randomized_rounding"] = side
-        warnings.append(
+        notes.append(
             f"with randomised rounding the same rates give ε′ in [{side['lower']:.6g}, "
             f"{side['upper']:.6g}] at ε = {eps0:g}"
         )
     except ConditionError as err:
         details["randomized_rounding"] = None
-        warnings.append(f"randomised rounding would not be covered either: {err.message}")
+        notes.append(f"randomised rounding would not be covered either: {err.message}")
 
 
 def _per_stratum(values: Any, eps: Any) -> np.ndarray:
@@ -1681,17 +1712,19 @@ def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
         f"mechanism releasing the sample counts with Lap(1/ε) loses at least Δ·ε "
         "(000_97a39a4c524f603f.txt §4.1, §7.2).",
     ]
+    notes: list[str] = []
     if not replace:
-        warnings.append(
+        notes.append(
             "the worst neighbour is a replacement (a record moved across strata); under an "
             "add-remove guarantee ε′ the loss for it is at most 2ε′, so ε′ >= half the "
             "replace-one lower bound"
         )
     if p.allocations is None:
-        warnings.append(
+        notes.append(
             "allocation rounding (not specified in the paper): largest remainder, capped at "
             "N_h; sd taken with divisor N_h − 1"
         )
+    notes.append(neyman_sums_note(int(m0.sum()), int(m1.sum()), given=p.allocations is not None))
     details: dict[str, Any] = {
         "allocation": "neyman",
         "allocation_sensitivity": {"linf": linf, "l1": l1},
@@ -1716,9 +1749,23 @@ def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
             f"lower bound at ε = {eps0:g}: {lo0:.6g}",
         ),
         warnings=tuple(warnings),
+        notes=tuple(notes),
         details=details,
         impossible_above=impossible_above,
         invert_details=invert_details,
+    )
+
+
+def neyman_sums_note(total_p: int, total_neighbour: int, *, given: bool) -> str:
+    """The erratum of 000 §7.2 / Appendix E.1: its Neyman vectors for m = 10,000 sum to
+    10,004 and 10,005 (spec §8.3, §11 item 10), with this design's own sums."""
+    whose = "the allocations given here" if given else "ampcalc's allocations here"
+    return (
+        f"{cite(BUN_2022, '§7.2')} and {cite(BUN_2022, 'Appendix E.1')} print Neyman "
+        "allocations for a total of m = 10,000 whose entries sum to 10,004 (P) and 10,005 "
+        "(its neighbour P′): the paper's rounding is not stated, and only the vectors' "
+        f"differences (Δ∞ = 19, Δ₁ = 37 there) enter the bound; {whose} sum to "
+        f"{total_p} and {total_neighbour} (details.allocation_sums)."
     )
 
 

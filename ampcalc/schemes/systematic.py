@@ -17,7 +17,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BUN_2022, cite
 from ampcalc.schemes._cluster_kernels import ratio_bound
-from ampcalc.schemes.assembly import Theorem, assemble, relation_of, replace_one_warnings
+from ampcalc.schemes.assembly import Theorem, assemble, relation_of, replace_one_remarks
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (cite(BUN_2022, "§6.3"), cite(BUN_2022, "Theorem 2.2"))
@@ -179,19 +179,30 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     return _analyse_fixed(params, mechanism)
 
 
+def interval_note(n: int, k: int) -> str:
+    """The erratum of 000 §6.3: its "k = |P|/m²" carries footnote marker 2 (k = |P|/m)."""
+    m = n / k
+    return (
+        f'{cite(BUN_2022, "§6.3")} prints the interval as "k = |P|/m²"; the ² is its '
+        f"footnote marker 2, and k = |P|/m: here k = {k} for N = {n}, m = N/k = {m:.6g} "
+        f"(read with the square, N/m² = {n / (m * m):.6g} would be no interval)."
+    )
+
+
 def _analyse_random(params: Params, mechanism: Mechanism) -> Analysis:
     n, k = params.population, params.interval
     m_hi = -(-n // k)
     m_lo = n // k
     divides = n % k == 0
     warnings: list[str] = []
+    notes: list[str] = [interval_note(n, k)]
     if divides:
-        warnings.append(
+        notes.append(
             f"k = {k} divides N = {n}: over a random secret ordering this is exactly a "
             f"simple random sample of m = {m_lo} (scheme srswor, Theorem 2.2)."
         )
     else:
-        warnings.append(
+        notes.append(
             f"k = {k} does not divide N = {n}: the sample has {m_lo} or {m_hi} records; "
             f"the bound uses the larger fraction {m_hi}/{n}."
             + (
@@ -216,7 +227,7 @@ def _analyse_random(params: Params, mechanism: Mechanism) -> Analysis:
                 "(each record is sampled with probability exactly 1/k)",
             ),
         )
-        warnings.append(
+        notes.append(
             f"M's δ > 0: δ′ = δ_R/k = δ_R/{k}, paired with the ε′ shown. Given its size m "
             "the sample is a simple random sample, (A(m/N, ε_R), (m/N)δ_R) by Theorem 2.2 "
             "with δ (Balle, Barthe, Gaboardi 2018); A(m/N, ε_R) <= ε′ and the sizes "
@@ -231,7 +242,9 @@ def _analyse_random(params: Params, mechanism: Mechanism) -> Analysis:
         "sample_sizes": [m_lo, m_hi],
         "rate": m_hi / n,
     }
-    analysis = assemble(thm, mechanism, details=details, warnings=tuple(warnings))
+    analysis = assemble(
+        thm, mechanism, details=details, warnings=tuple(warnings), notes=tuple(notes)
+    )
     if not size_hidden:
         return analysis
     eps_r = relation_of(mechanism, thm).epsilon
@@ -274,6 +287,7 @@ def _analyse_fixed(params: Params, mechanism: Mechanism) -> Analysis:
     at_declared = per_size(np.asarray(float(mechanism.epsilon)))
     worst = max(at_declared, key=lambda s: float(at_declared[s]))
     alone = sizes[worst] == 1 and len(sizes) > 1 and not eps_d_known
+    relation_warnings, relation_notes = replace_one_remarks(mechanism, name)
     warnings = (
         "fixed, known ordering: no theorem gives an upper bound (a record that moves in the "
         "order shifts every later one; 000_97a39a4c524f603f.txt §6.3, spec §7.4). The lower "
@@ -288,7 +302,7 @@ def _analyse_fixed(params: Params, mechanism: Mechanism) -> Analysis:
             else ""
         )
         + ".",
-        *replace_one_warnings(mechanism, name),
+        *relation_warnings,
     )
     return Analysis(
         guarantee_neighbours=Neighbours.REPLACE_ONE,
@@ -302,6 +316,7 @@ def _analyse_fixed(params: Params, mechanism: Mechanism) -> Analysis:
             "the ordering is fixed and known: no amplification theorem applies",
         ),
         warnings=warnings,
+        notes=(interval_note(n, k), *relation_notes),
         details={
             "population": n,
             "interval": k,

@@ -12,9 +12,9 @@ cd "$(dirname "$0")"
 # population target ε′ ∈ {0.1, 0.5, 1}, against the sampling rate n/N.
 ampcalc sweep 002-figure3.yaml --of invert --vary sampling.sample=100:10000:100 --vary target=0.1,0.5,1 --x-factor 1e-4 --xlabel "sampling rate n/N (N = 10,000)" --title "Paper 002, Figure 3: the ε a simple random sample may spend" --plot 002-figure3.png --format csv > 002-figure3.csv
 
-# Paper 002, Figure 4: the q bound (the largest sampling-variance share of V_N that
+# Paper 002, Figure 4: the q bound (variance_share_max: the largest sampling-variance share of V_N that
 # still allows an accuracy gain) against the sampling rate, for several targets ε.
-ampcalc sweep 002-figure4.yaml --of plan --vary sampling.sample=10:10000:200 --vary target=0.01,0.1,0.5,1,3 --x-factor 1e-4 --xlabel "sampling rate n/N (N = 10,000)" --title "Paper 002, Figure 4: q bound against the sampling rate" --plot 002-figure4.png --format csv > 002-figure4.csv
+ampcalc sweep 002-figure4.yaml --of plan --vary sampling.sample=10:10000:200 --vary target=0.01,0.1,0.5,1,3 --x-factor 1e-4 --xlabel "sampling rate n/N (N = 10,000)" --title "Paper 002, Figure 4: largest variance share (q) against the sampling rate" --plot 002-figure4.png --format csv > 002-figure4.csv
 
 # Paper 000 (000_97a39a4c524f603f.txt), Figure 2: Theorem 3.1 bounds for a truncated
 # normal sample size (N = 10⁴, ε = 0.01) against its standard deviation σ, for M
