@@ -624,7 +624,7 @@ class _Layout:
                     line.append((GAP, None))
                 line.append((self._pad(text, i), COLOURS.get(text.strip())))
             out.append(_rstrip(line))
-        extra = [f"{self.header[i]}: {row[i]}" for i in self.folded if row[i].strip()]
+        extra = [f"{self.header[i]}: {row[i]}" for i in self.folded if row[i].strip(" " + DASH)]
         if extra:
             out.extend([(t, None)] for t in wrap("    " + "; ".join(extra), self.width))
         return out
@@ -659,13 +659,14 @@ def table_lines(
     """The lines of a table fitted to ``width`` (default ``terminal_width()``), as
     ``(text, style)`` pieces: no line is wider than the width.
 
-    Fitting, in order, until the table fits: headers wrap at word breaks; low-priority
-    columns (``PRIORITY`` below ``FOLD_FIRST``: guarantee, δ′, …) fold; cells wrap at
-    spaces; other columns fold, lowest priority first; at last each row becomes a block
-    of ``header: value`` lines. A folded column's values appear under their row as
-    ``header: value``, or once under the table when the same in every row. Numbers,
-    verdicts and other single words are never split (only an over-long word of the
-    first column is). ``footer`` lines are wrapped at word boundaries, continuation
+    Fitting, in order, until the table fits: headers wrap at word breaks; columns
+    the same in every row are dropped (stated once under the table: "δ′ = 0 in every
+    row"), then low-priority columns (``PRIORITY`` below ``FOLD_FIRST``: guarantee)
+    fold; cells wrap at spaces; other columns fold, lowest priority first; at last
+    each row becomes a block of ``header: value`` lines. A folded column's values
+    appear under their row as ``header: value`` (unknown values, ``-``, left out).
+    Numbers, verdicts and other single words are never split (only an over-long word
+    of the first column is). ``footer`` lines are wrapped at word boundaries, continuation
     lines indented under their bullet.
     """
     w = max(MIN_WIDTH, width if width is not None else terminal_width())
