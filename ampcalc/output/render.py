@@ -328,6 +328,9 @@ PRIORITY: dict[str, int] = {
     "δ (M)": 35,
     "guarantee": 10,
 }
+#: A column of sentences (a cell of five words or more) wraps before columns fold,
+#: down to this width.
+PROSE_WIDTH = 24
 GAP = "  "
 COLOURS = {
     "amplifies": "green",
@@ -541,7 +544,20 @@ class _Layout:
         n = len(self.header)
         if self._need(self.shown, self.natural, self.head_natural) <= self.width:
             return {i: max(self.natural[i], self.head_natural[i]) for i in range(n)}
-        # headers wrap at their word breaks; then low-priority columns fold, one by one
+        # headers wrap at their word breaks, prose columns wrap (no narrower than
+        # PROSE_WIDTH); then low-priority columns fold, one by one
+        prose = [
+            i
+            for i in self.shown
+            if i and any(r[i].count(" ") >= 4 for r in self.rows if not _is_sub(r))
+        ]
+        if prose:
+            cell = [
+                max(self.least[i], min(self.natural[i], PROSE_WIDTH)) if i in prose else w
+                for i, w in enumerate(self.natural)
+            ]
+            if self._need(self.shown, cell, self.head_least) <= self.width:
+                return self._spread()
         for i in [None, *self._order(FOLD_FIRST)]:
             if i is not None:
                 self._fold(i)
