@@ -82,7 +82,7 @@ def test_scheme_without_hook_gets_empty_accuracy(tmp_path) -> None:
     assert p["epsilon"]["certified"] == pytest.approx(float(np.log1p(np.expm1(0.5) / 0.01)))
     assert s["accuracy"]["noise_variance"] is None  # no value_bound: stated, not invented
     assert any("value_bound" in a for a in s["accuracy"]["assumptions"])
-    table = run_ampcalc("compare", str(f), "-t", "0.5").stdout
+    table = run_ampcalc("compare", str(f), "-t", "0.5", env={"COLUMNS": "200"}).stdout
     assert "sampling_variance" in table and "certified ε" in table
 
 

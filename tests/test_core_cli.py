@@ -43,7 +43,7 @@ def test_invert_json_contract() -> None:
 
 
 def test_bound_table_is_plain_and_stable_when_not_a_tty() -> None:
-    out = run_ampcalc("bound", SRS).stdout
+    out = run_ampcalc("bound", SRS, env={"COLUMNS": "200"}).stdout  # wide: every column
     lines = out.splitlines()
     assert lines[0].split() == [
         "design",

@@ -356,7 +356,9 @@ def test_csv_strata_and_errors(tmp_path) -> None:
 
 
 def test_table_has_stratum_rows(capsys) -> None:
-    out = run_main(capsys, "bound", "examples/designs/stratified-business-survey.yaml").stdout
+    out = run_main(
+        capsys, "bound", "examples/designs/stratified-business-survey.yaml", "--details"
+    ).stdout
     assert "  └ 1-4 employees" in out and "  └ 5000+ employees" in out
 
 

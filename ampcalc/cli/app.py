@@ -104,6 +104,10 @@ SetOpt = Annotated[
         show_default=False,
     ),
 ]
+DetailsOpt = Annotated[
+    bool,
+    typer.Option("--details", help="Show every per-unit row (strata, frequencies) in the table."),
+]
 EpsilonOpt = Annotated[
     float | None,
     typer.Option("--epsilon", help="Override the mechanism's ε.", show_default=False),
@@ -211,6 +215,7 @@ def bound(
     as_json: JsonOpt = False,
     set_: SetOpt = None,
     epsilon: EpsilonOpt = None,
+    details: DetailsOpt = False,
     fail_above: Annotated[
         float | None,
         typer.Option(
@@ -245,19 +250,23 @@ def bound(
                 say(f"gate failed: {r['name']}: {shown} > {fail_above:g}")
                 code = max(code, ExitCode.GATE_FAILED)
     emit_result(
-        output, "bound", {"results": dicts}, csv=dicts, table=_results_table(dicts, "bound")
+        output,
+        "bound",
+        {"results": dicts},
+        csv=dicts,
+        table=_results_table(dicts, "bound", details),
     )
     return int(code)
 
 
-def _results_table(dicts: list[dict[str, Any]], kind: str) -> TableText:
+def _results_table(dicts: list[dict[str, Any]], kind: str, details: bool = False) -> TableText:
     """The table of ``bound`` or ``invert`` results: one row per design, notes under it."""
 
     def table(rich: bool) -> str:
         from ampcalc.output import render
 
         rows_of = render.bound_rows if kind == "bound" else render.invert_rows
-        header, rows = rows_of(dicts)
+        header, rows = rows_of(dicts, details=details)
         return render.render_table(header, rows, render.notes(dicts), rich_output=rich)
 
     return table
@@ -282,6 +291,7 @@ def invert(
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     set_: SetOpt = None,
+    details: DetailsOpt = False,
     solve: Annotated[
         str | None,
         typer.Option(
@@ -310,7 +320,11 @@ def invert(
             say(f"{r['name']}: {r['error']}")
             code = max(code, ExitCode.BAD_INPUT)
     emit_result(
-        output, "invert", {"results": dicts}, csv=dicts, table=_results_table(dicts, "invert")
+        output,
+        "invert",
+        {"results": dicts},
+        csv=dicts,
+        table=_results_table(dicts, "invert", details),
     )
     return int(code)
 

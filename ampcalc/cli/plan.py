@@ -44,12 +44,15 @@ def _g(x: Any) -> str:
 
 
 def table(plan: dict[str, Any], rich: bool) -> str:
-    """The plain-text rendering of one plan."""
-    lines = [
+    """The table of one plan, fitted to the terminal (``render.render_table``)."""
+    from ampcalc.output.render import render_table
+
+    title = (
         f"{plan['name']} — {plan['statistic']}: population target ε = "
         f"{plan['epsilon_population']:g}, δ = {plan['delta_population']:g}, "
-        f"N = {plan['population']}",
-    ]
+        f"N = {plan['population']}"
+    )
+    lines: list[str] = []
     head = ["rate", "n", "ε_n (sample)", "δ_n", "V_n", "V_N", "V_n/V_N", "r", "share max", "gain"]
     body = []
     for r in plan["rows"]:
@@ -70,9 +73,6 @@ def table(plan: dict[str, Any], rich: bool) -> str:
                 _g(r["gain"]),
             ]
         )
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
-    lines.extend("  ".join(c.rjust(w) for c, w in zip(b, widths, strict=True)) for b in body)
     if rich and len(plan["rows"]) > 1:
         ratios = [
             r["variance_sample"] / r["variance_population"]
@@ -90,7 +90,7 @@ def table(plan: dict[str, Any], rich: bool) -> str:
         )
     lines.extend(f"assumption: {a}" for a in plan["assumptions"])
     lines.extend(f"note: {n}" for n in plan["notes"])
-    return "\n".join(lines) + "\n"
+    return render_table(head, body, lines, rich_output=rich, title=title)
 
 
 @app.command()

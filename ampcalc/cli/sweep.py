@@ -74,10 +74,26 @@ def sweep(
         bool | None,
         typer.Option("--log-x/--linear-x", help="x axis scale (default: log for :log specs)."),
     ] = None,
-    log_y: Annotated[bool, typer.Option("--log-y", help="Log y axis.")] = False,
+    log_y: Annotated[
+        bool | None,
+        typer.Option(
+            "--log-y/--linear-y",
+            help="y axis scale (default: log when the values span more than two decades).",
+            show_default=False,
+        ),
+    ] = None,
     heatmap: Annotated[
         bool, typer.Option("--heatmap", help="Two --vary options: draw a heatmap.")
     ] = False,
+    contour: Annotated[
+        float | None,
+        typer.Option(
+            "--contour",
+            help="With --heatmap: draw the line where the upper bound on ε′ equals this target.",
+            metavar="T",
+            show_default=False,
+        ),
+    ] = None,
     title: Annotated[
         str | None, typer.Option("--title", help="Figure title.", show_default=False)
     ] = None,
@@ -128,6 +144,8 @@ def sweep(
             "--vary mechanism.epsilon=0.01:10:100:log"
         )
     varies = [sw.parse_vary(v) for v in vary]
+    if contour is not None and (plot is None or not heatmap or of != "bound"):
+        raise DesignError("--contour T draws on a figure: add --plot FILE --heatmap (--of bound)")
     if plot is not None:
         from ampcalc.load.files import refuse_input_as_output
         from ampcalc.output.plot import check_output
@@ -194,6 +212,7 @@ def sweep(
             x_factor=x_factor,
             heatmap=heatmap,
             y_column=y_column,
+            contour=contour,
         )
         say(f"wrote {plot}")
 

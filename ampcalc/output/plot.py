@@ -2,9 +2,12 @@
 
 ``figure(sweep, path)`` draws what ``ampcalc sweep --plot`` promises: per design (and
 per value of a second varied field) the lower and upper bound on ε′ as a shaded band
-(upper solid, lower dashed), the no-sampling line ε′ = ε dotted, labelled axes, the
-theorems in the caption; or, with ``heatmap=True`` and two varied fields, the upper
-bound (or certified ε) over the grid. The figure has a fixed pixel size
+(upper solid, lower dashed), the no-sampling line dotted (ε′ = ε, or 2ε where the
+guarantee charges an add-remove mechanism for a replacement; the legend says which),
+a curve identical to an earlier one dashed with markers and labelled as such, a log y
+axis when the values span more than two decades, labelled axes, the theorems in the
+caption; or, with ``heatmap=True`` and two varied fields, the upper bound (or certified
+ε) over the grid, optionally with the contour of a target ε′. The figure has a fixed pixel size
 (``size`` × ``dpi``), whatever its content, so a figure can be checked by its size.
 
 matplotlib is imported inside the functions; without it, ``PlotUnavailable``
@@ -139,13 +142,14 @@ def figure(
     path: str | Path,
     *,
     log_x: bool | None = None,
-    log_y: bool = False,
+    log_y: bool | None = None,
     title: str | None = None,
     xlabel: str | None = None,
     ylabel: str | None = None,
     x_factor: float = 1.0,
     heatmap: bool = False,
     y_column: str | None = None,
+    contour: float | None = None,
     size: tuple[float, float] = SIZE,
     dpi: int = DPI,
 ) -> Path:
@@ -155,31 +159,87 @@ def figure(
         sweep: the evaluated sweep.
         path: output file; the extension picks the format.
         log_x: log x axis (default: when the x values were spaced with ``:log``).
-        log_y: log y axis.
+        log_y: log y axis (default: when the drawn values are all positive and span
+            more than two decades, ``LOG_Y_SPAN``).
         title, xlabel, ylabel: override the defaults.
         x_factor: multiply the x values by this for display (e.g. ``1/N`` to show a
             sample size as a sampling rate).
         heatmap: with two varied fields, a heatmap of the upper bound (or certified ε)
             instead of one line per value of the second field.
         y_column: plot this result column as plain lines instead of the bound band.
+        contour: on a heatmap of bounds, draw the line where the upper bound on ε′
+            equals this target.
     Raises:
         PlotUnavailable: matplotlib is not installed.
-        AmpcalcError: an unknown extension or column, or nothing finite to draw.
+        AmpcalcError: an unknown extension or column, nothing finite to draw, or a
+            contour without a heatmap of bounds.
     """
     out = check_output(path)
     plt = _pyplot()
+    fig = draw(
+        sweep,
+        log_x=log_x,
+        log_y=log_y,
+        title=title,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        x_factor=x_factor,
+        heatmap=heatmap,
+        y_column=y_column,
+        contour=contour,
+        size=size,
+        dpi=dpi,
+    )
+    try:
+        with atomic_write(out, binary=True, option="--plot") as fh:
+            fig.savefig(fh, dpi=dpi, format=out.suffix[1:].lower())
+    finally:
+        plt.close(fig)
+    return out
+
+
+#: ``log_y=None`` picks a log y axis when the drawn values span more than this factor.
+LOG_Y_SPAN = 100.0
+
+
+def draw(
+    sweep: Sweep,
+    *,
+    log_x: bool | None = None,
+    log_y: bool | None = None,
+    title: str | None = None,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    x_factor: float = 1.0,
+    heatmap: bool = False,
+    y_column: str | None = None,
+    contour: float | None = None,
+    size: tuple[float, float] = SIZE,
+    dpi: int = DPI,
+) -> Any:
+    """The matplotlib Figure of ``figure`` (same arguments, no file); the caller closes
+    it (``matplotlib.pyplot.close``)."""
+    plt = _pyplot()
+    if contour is not None and not heatmap:
+        raise AmpcalcError("--contour draws on a heatmap: add --heatmap (and two --vary options)")
+    if contour is not None and sweep.of != "bound":
+        raise AmpcalcError(
+            "--contour marks a target ε′ on the upper bound: use it with --of bound"
+        )
     first = sweep.varies[0]
     if log_x is None:
         log_x = first.log
     fig, ax = plt.subplots(figsize=size, dpi=dpi)
     try:
         if heatmap:
-            _heatmap(fig, ax, sweep, x_factor=x_factor, log_x=log_x, log_y=log_y)
+            _heatmap(
+                fig, ax, sweep, x_factor=x_factor, log_x=log_x, log_y=bool(log_y), contour=contour
+            )
         else:
-            _lines(ax, sweep, x_factor=x_factor, y_column=y_column)
+            values = _lines(ax, sweep, x_factor=x_factor, y_column=y_column)
             if log_x:
                 ax.set_xscale("log")
-            if log_y:
+            if log_y if log_y is not None else _spans_decades(values):
                 ax.set_yscale("log")
             ax.grid(True, which="major", alpha=0.3)
             if ax.get_legend() is None and ax.get_legend_handles_labels()[0]:
@@ -199,24 +259,64 @@ def figure(
             bottom = 0.13 + 0.035 * lines
             fig.text(0.01, 0.01, wrapped, fontsize=6.5, color="0.3", va="bottom", ha="left")
         fig.subplots_adjust(left=0.1, right=0.97 if not heatmap else 0.9, top=0.92, bottom=bottom)
-        with atomic_write(out, binary=True, option="--plot") as fh:
-            fig.savefig(fh, dpi=dpi, format=out.suffix[1:].lower())
-    finally:
+    except BaseException:
         plt.close(fig)
-    return out
+        raise
+    return fig
+
+
+def _spans_decades(ys: list[np.ndarray]) -> bool:
+    """The results drawn (not the no-sampling lines) are all positive and span more
+    than ``LOG_Y_SPAN``."""
+    values = np.concatenate([y[np.isfinite(y)] for y in ys]) if ys else np.array([])
+    if values.size == 0 or np.any(values <= 0):
+        return False
+    return bool(values.max() / values.min() > LOG_Y_SPAN)
 
 
 def _finite(a: np.ndarray) -> bool:
     return bool(np.any(np.isfinite(a)))
 
 
-def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> None:
+def _same_curve(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    """Two curves (x and y arrays) that would be drawn on top of each other."""
+    return len(a) == len(b) and all(
+        u.shape == v.shape and np.allclose(u, v, rtol=1e-9, atol=0.0, equal_nan=True)
+        for u, v in zip(a, b, strict=True)
+    )
+
+
+def reference_label(ratio: np.ndarray, of: str) -> str:
+    """The legend text of a no-sampling line: what it is, from ``ratio`` = the line's
+    value over M's ε (bound: ``reference_epsilon / ε``, 1 or 2 for a replace-one
+    guarantee of an add-remove mechanism)."""
+    if of != "bound":
+        return "no sampling (ε = target ε′)"
+    r = ratio[np.isfinite(ratio)]
+    if r.size and np.allclose(r, 1.0, rtol=1e-9):
+        return "no sampling (ε′ = ε)"
+    if r.size and np.allclose(r, 2.0, rtol=1e-9):
+        return "no sampling, replace-one charge (ε′ = 2ε)"
+    if r.size and np.allclose(r, r[0], rtol=1e-9):
+        return f"no sampling (ε′ = {r[0]:.4g}ε)"
+    return "no sampling (M's own charge under the guarantee)"
+
+
+#: Dot patterns of the no-sampling lines (one per kind: ε′ = ε, ε′ = 2ε, …).
+DOTS: tuple[Any, ...] = (":", (0, (1, 4)), (0, (3, 2, 1, 2)))
+
+
+def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> list[np.ndarray]:
+    """Draw the curves; return the y values of the results drawn."""
     cols = sweep.columns
     first = sweep.varies[0]
     x_all = np.asarray(cols[first.path], dtype=float) * x_factor
     colours = [f"C{i % 10}" for i in range(64)]
     drawn = False
-    references: list[np.ndarray] = []
+    references: list[tuple[np.ndarray, np.ndarray]] = []  # (x, y) of each dotted line
+    reference_styles: dict[str, Any] = {}  # legend text -> dot pattern
+    values: list[np.ndarray] = []
+    curves: list[tuple[str, list[np.ndarray]]] = []  # (label, [x, y...]) drawn so far
     for i, (name, _, idx) in enumerate(groups(sweep)):
         c = colours[i % len(colours)]
         x = x_all[idx]
@@ -228,13 +328,18 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> N
                 )
             y = np.asarray(cols[col], dtype=float)[idx]
             if _finite(y):
-                ax.plot(x, y, color=c, lw=1.6, label=name or None)
+                values.append(y)
+                style, shown = _distinct(curves, name, [x, y])
+                ax.plot(x, y, color=c, lw=1.6, label=shown or None, **style)
                 drawn = True
             continue
+        ratio = np.array([])
         if sweep.of == "bound":
             hi = np.asarray(cols["epsilon_prime.upper"], dtype=float)[idx]
             lo = np.asarray(cols["epsilon_prime.lower"], dtype=float)[idx]
             ref = np.asarray(cols["reference_epsilon"], dtype=float)[idx] * 1.0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = ref / np.asarray(cols["epsilon"], dtype=float)[idx]
         else:
             hi = np.asarray(cols["epsilon.impossible_above"], dtype=float)[idx]
             lo = np.asarray(cols["epsilon.certified"], dtype=float)[idx]
@@ -243,25 +348,30 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> N
                 if first.path == TARGET_PATH
                 else None
             )
-        if _finite(hi) and _finite(lo):
-            ax.fill_between(x, lo, hi, color=c, alpha=0.22, lw=0)
         main, other = (hi, lo) if sweep.of == "bound" else (lo, hi)
+        values.extend((hi, lo))
+        style, shown = _distinct(curves, name, [x, hi, lo])
+        if _finite(hi) and _finite(lo) and not style:
+            ax.fill_between(x, lo, hi, color=c, alpha=0.22, lw=0)
         if _finite(main):
-            ax.plot(x, main, color=c, lw=1.6, label=name or None)
+            ax.plot(x, main, color=c, lw=1.6, label=shown or None, **style)
         if _finite(other):
-            ax.plot(x, other, color=c, lw=1.1, ls="--", label=None if _finite(main) else name)
+            ax.plot(
+                x,
+                other,
+                color=c,
+                lw=1.1,
+                ls="--",
+                label=None if _finite(main) else shown,
+                **{k: v for k, v in style.items() if k != "ls"},
+            )
         drawn = drawn or _finite(hi) or _finite(lo)
         if ref is not None and _finite(ref):
-            if not any(r.shape == ref.shape and np.allclose(r, ref) for r in references):
-                references.append(ref)
-                ax.plot(
-                    x,
-                    ref,
-                    color="0.2",
-                    lw=1.0,
-                    ls=":",
-                    label=None,
-                )
+            if not any(_same_curve([rx, ry], [x, ref]) for rx, ry in references):
+                references.append((x, ref))
+                text = reference_label(ratio, sweep.of)
+                ls = reference_styles.setdefault(text, DOTS[len(reference_styles) % len(DOTS)])
+                ax.plot(x, ref, color="0.2", lw=1.0, ls=ls, label=None)
     from matplotlib.lines import Line2D
 
     styles = (
@@ -277,8 +387,8 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> N
             Line2D([], [], color="0.35", lw=1.6, label=styles[0]),
             Line2D([], [], color="0.35", lw=1.1, ls="--", label=styles[1]),
         ]
-        if references:
-            extra.append(Line2D([], [], color="0.2", lw=1.0, ls=":", label="no sampling (ε′ = ε)"))
+        for text, ls in reference_styles.items():
+            extra.append(Line2D([], [], color="0.2", lw=1.0, ls=ls, label=text))
         handles = ax.get_legend_handles_labels()[0]
         ax.legend(handles=[*handles, *extra], fontsize=8, loc="best", framealpha=0.85)
     if not drawn:
@@ -286,6 +396,30 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> N
             "nothing to draw: every point is outside its theorem's conditions "
             "or has no bound (see the CSV/JSON output)"
         )
+    return values
+
+
+def _distinct(
+    curves: list[tuple[str, list[np.ndarray]]], name: str, data: list[np.ndarray]
+) -> tuple[dict[str, Any], str]:
+    """How to draw a curve so that it does not hide behind an identical one drawn
+    before it: then dashed (gaps show the curve under it), with open markers, and its
+    label says which curve it equals. Records the curve."""
+    twins = [n for n, d in curves if _same_curve(d, data)]
+    curves.append((name, data))
+    if not twins:
+        return {}, name
+    twin, k = twins[0], len(twins)  # k-th copy of the first curve
+    style: dict[str, Any] = {
+        # dashes 4 long every 12, each copy at its own phase: the colours alternate
+        "ls": (4 * (1 + (k - 1) % 2), (4, 8)),
+        "marker": "osD^v"[(k - 1) % 5],
+        "markersize": 4,
+        "markerfacecolor": "none",
+        "markevery": (0.05 * ((k - 1) % 2), 0.1),
+    }
+    label = f"{name or 'curve'} (identical to {twin or 'the curve above'})"
+    return style, label
 
 
 def _first_numeric(sweep: Sweep) -> str:
@@ -299,7 +433,14 @@ def _first_numeric(sweep: Sweep) -> str:
 
 
 def _heatmap(
-    fig: Any, ax: Any, sweep: Sweep, *, x_factor: float, log_x: bool, log_y: bool
+    fig: Any,
+    ax: Any,
+    sweep: Sweep,
+    *,
+    x_factor: float,
+    log_x: bool,
+    log_y: bool,
+    contour: float | None = None,
 ) -> None:
     if len(sweep.varies) != 2:
         raise AmpcalcError("--heatmap needs two --vary options")
@@ -329,6 +470,8 @@ def _heatmap(
     mesh = ax.pcolormesh(xs * x_factor, ys, grid, shading="nearest", cmap="viridis", norm=norm)
     bar = fig.colorbar(mesh, ax=ax)
     bar.set_label(Y_LABELS[sweep.of] if sweep.of != "plan" else key, fontsize=8)
+    if contour is not None:
+        _contour(ax, xs * x_factor, ys, grid, contour)
     if log_x:
         ax.set_xscale("log")
     if log_y or yv.log:
@@ -337,16 +480,57 @@ def _heatmap(
         ax.set_title(f"{names[0]} (first design of {len(names)})", fontsize=9)
 
 
+CONTOUR_COLOUR = "#ff4040"
+
+
+def _contour(ax: Any, xs: np.ndarray, ys: np.ndarray, grid: np.ndarray, level: float) -> None:
+    """The line where the upper bound on ε′ equals ``level``, with a legend entry (which
+    says so when the grid never reaches the level: then no line is drawn)."""
+    from matplotlib.lines import Line2D
+
+    finite = grid[np.isfinite(grid)]
+    text = f"upper bound ε′ = {level:g} (target)"
+    reached = finite.size > 0 and finite.min() <= level <= finite.max()
+    if reached and min(grid.shape) >= 2:
+        ax.contour(
+            xs,
+            ys,
+            np.ma.masked_invalid(grid),
+            levels=[level],
+            colors=[CONTOUR_COLOUR],
+            linewidths=1.8,
+        )
+    else:
+        text += ": not reached on this grid"
+    proxy = Line2D([], [], color=CONTOUR_COLOUR, lw=1.8, label=text)
+    ax.legend(handles=[proxy], fontsize=8, loc="best", framealpha=0.85)
+
+
 # ---------------------------------------------------------------------------------------
 # terminal chart (no matplotlib)
 # ---------------------------------------------------------------------------------------
 
 
-def text_chart(sweep: Sweep, *, width: int = 60, height: int = 14) -> str:
+CHART_WIDTH = 60  # plot columns at most
+_MARGIN = 12  # the y labels and the axis before the plot columns
+
+
+def text_chart(
+    sweep: Sweep, *, width: int | None = None, height: int = 14, total: int | None = None
+) -> str:
     """A compact character chart of the upper bound (``bound``) or certified ε
-    (``invert``) of the first curve against the x values (log x for ``:log``)."""
+    (``invert``) of the first curves against the x values (log x for ``:log``).
+
+    ``width`` plot columns (default: ``CHART_WIDTH``, narrower when the chart with its
+    labels would be wider than ``total``, the terminal width by default); the axis
+    and legend lines are wrapped to ``total``."""
+    from ampcalc.output.render import terminal_width, wrap
+
     if sweep.of not in ("bound", "invert") or not len(sweep):
         return ""
+    total = terminal_width() if total is None else total
+    if width is None:
+        width = max(10, min(CHART_WIDTH, total - _MARGIN - 1))
     key = "epsilon_prime.upper" if sweep.of == "bound" else "epsilon.certified"
     curves = groups(sweep)[:4]
     first = sweep.varies[0]
@@ -384,8 +568,10 @@ def text_chart(sweep: Sweep, *, width: int = 60, height: int = 14) -> str:
         "            " + lo_txt + " " * max(1, width - len(lo_txt) - len(hi_txt)) + hi_txt
     )
     axis = label(first.path) + (" (log scale)" if use_log else "")
-    lines.append(f"            x: {axis};  y: {key}" + (" (log scale)" if log_y else ""))
-    lines.extend("            " + entry for entry in legend)
+    texts = [f"x: {axis};  y: {key}" + (" (log scale)" if log_y else ""), *legend]
+    pad = " " * _MARGIN if total - _MARGIN >= 30 else ""
+    for text in texts:
+        lines.extend(pad + t for t in wrap(text, total - len(pad)))
     return "\n".join(lines) + "\n"
 
 

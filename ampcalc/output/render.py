@@ -6,9 +6,11 @@ Column names in CSV are the JSON paths flattened with dots (``epsilon_prime.lowe
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -145,7 +147,10 @@ def render_result(
 # --------------------------------------------------------------------------------------
 
 
-def bound_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def bound_rows(
+    results: Sequence[Mapping[str, Any]], *, details: bool = False
+) -> tuple[list[str], list[list[str]]]:
+    """The ``bound`` table: one row per design, then its per-unit rows (``sub_rows``)."""
     header = ["design", "scheme", "ε (M)", "ε′ lower", "ε′ upper", "δ′", "verdict", "guarantee"]
     rows = []
     for r in results:
@@ -162,11 +167,14 @@ def bound_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[li
                 fmt(r["guarantee_neighbours"]),
             ]
         )
-        rows.extend(sub_rows(r, len(header), "bound"))
+        rows.extend(sub_rows(r, len(header), "bound", details=details))
     return header, rows
 
 
-def invert_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def invert_rows(
+    results: Sequence[Mapping[str, Any]], *, details: bool = False
+) -> tuple[list[str], list[list[str]]]:
+    """The ``invert`` table: one row per design, then its per-unit rows (``sub_rows``)."""
     header = ["design", "scheme", "target ε′", "certified ε", "impossible above", "δ (M)"]
     rows = []
     for r in results:
@@ -180,26 +188,33 @@ def invert_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[l
                 fmt(r["delta"]),
             ]
         )
-        rows.extend(sub_rows(r, len(header), "invert"))
+        rows.extend(sub_rows(r, len(header), "invert", details=details))
     return header, rows
 
 
-SUB_ROWS_MAX = 50
+#: Per-unit rows shown under a design unless ``--details`` asks for all of them.
+SUB_ROWS_SHOWN = 5
+#: How a per-unit row starts (``render_table`` tells sub-rows by their indentation).
+SUB = "  └ "
 
 
-def sub_rows(result: Mapping[str, Any], width: int, kind: str) -> list[list[str]]:
-    """Indented rows under a design for its ``details.strata`` (stratified designs):
-    per stratum ε′ (bound) or certified ε (invert); at most ``SUB_ROWS_MAX`` rows."""
-    strata = (result.get("details") or {}).get("strata")
+def sub_rows(
+    result: Mapping[str, Any], width: int, kind: str, *, details: bool = False
+) -> list[list[str]]:
+    """Indented rows under a design for its per-unit figures: ``details.strata``
+    (stratified designs: per stratum ε′ for ``bound``, certified ε for ``invert``) or a
+    pws design's privacy-cost frequencies. The first ``SUB_ROWS_SHOWN`` of them, then
+    "… N more"; all with ``details``."""
+    limit = None if details else SUB_ROWS_SHOWN
     if kind == "bound" and result.get("scheme") == "pws":
-        return _pws_rows(result, width)
+        return _pws_rows(result, width, limit)
+    strata = (result.get("details") or {}).get("strata")
     if not isinstance(strata, (list, tuple)) or not strata:
         return []
     out = []
-    for s in strata[:SUB_ROWS_MAX]:
+    for s in strata if limit is None else strata[:limit]:
         row = [""] * width
-        row[0] = f"  └ {s.get('name', '')}"
-        row[1] = f"N={fmt(s.get('size'))} m={fmt(s.get('sample'))}"
+        row[0] = f"{SUB}{s.get('name', '')} (N={fmt(s.get('size'))}, m={fmt(s.get('sample'))})"
         if kind == "bound":
             ep = s.get("epsilon_prime") or {}
             row[3], row[4] = fmt(ep.get("lower")), fmt(ep.get("upper"))
@@ -207,31 +222,32 @@ def sub_rows(result: Mapping[str, Any], width: int, kind: str) -> list[list[str]
             e = s.get("epsilon") or {}
             row[3], row[4] = fmt(e.get("certified")), fmt(e.get("impossible_above"))
         out.append(row)
-    if len(strata) > SUB_ROWS_MAX:
-        row = [""] * width
-        row[0] = f"  └ ... {len(strata) - SUB_ROWS_MAX} more (--json)"
-        out.append(row)
+    if limit is not None and len(strata) > limit:
+        out.append(_more_row(width, len(strata) - limit, "strata", "--json"))
     return out
 
 
-def _pws_rows(result: Mapping[str, Any], width: int) -> list[list[str]]:
+def _more_row(width: int, hidden: int, what: str, where: str) -> list[str]:
+    row = [""] * width
+    row[0] = f"{SUB}… {hidden} more {what}, see --details or {where}"
+    return row
+
+
+def _pws_rows(result: Mapping[str, Any], width: int, limit: int | None) -> list[list[str]]:
     """Indented rows under a pws design: the frequencies where π_i < q_i (privacy costs
-    reporting), at most ``SUB_ROWS_MAX``; every row: ``ampcalc pws table``."""
+    reporting); every frequency: ``ampcalc pws table``."""
     freq = (result.get("details") or {}).get("frequencies") or []
     rows = [f for f in freq if isinstance(f, Mapping) and f.get("pi", 1) < f.get("q", 1)]
     out = []
-    for f in rows[:SUB_ROWS_MAX]:
+    for f in rows if limit is None else rows[:limit]:
         row = [""] * width
-        row[0] = f"  └ i={f['frequency']}"
-        row[1] = f"q={fmt(f['q'], 4)}"
-        row[2] = f"π={fmt(f['pi'], 4)}"
-        row[3] = f"p={fmt(f['p'], 4)}"
-        row[4] = f"φ_SbH={fmt(f.get('phi_sbh'), 4)}"
+        row[0] = (
+            f"{SUB}i={f['frequency']:<4} q={fmt(f['q'], 4):<9} π={fmt(f['pi'], 4):<9} "
+            f"p={fmt(f['p'], 4):<9} φ_SbH={fmt(f.get('phi_sbh'), 4)}"
+        )
         out.append(row)
-    if len(rows) > SUB_ROWS_MAX:
-        row = [""] * width
-        row[0] = f"  └ ... {len(rows) - SUB_ROWS_MAX} more (ampcalc pws table)"
-        out.append(row)
+    if limit is not None and len(rows) > limit:
+        out.append(_more_row(width, len(rows) - limit, "frequencies", "ampcalc pws table"))
     return out
 
 
@@ -248,9 +264,24 @@ def detail_line(details: Mapping[str, Any]) -> str | None:
     return "details: " + ", ".join(parts) if parts else None
 
 
+def labelled(label: str, texts: Iterable[str] | None) -> list[str]:
+    """``"label: text"`` for each text: one kind of remark (``warning``, ``note``, …)."""
+    return [f"{label}: {t}" for t in texts or ()]
+
+
+def bullets(heading: str, items: Sequence[str]) -> list[str]:
+    """A text block under the table: ``heading:`` then one ``  - item`` line per item
+    (none at all without items). ``render_table`` wraps the lines to the width at word
+    boundaries, continuation lines indented under the item's text."""
+    if not items:
+        return []
+    return [f"{heading}:", *(f"  - {i}" for i in items)]
+
+
 def notes(results: Sequence[Mapping[str, Any]], *, basis: bool = True) -> list[str]:
     """The lines under a table: per design, its basis, details, errors, warnings (the
-    user should act) and notes (context)."""
+    user should act) and notes (context); one ``bullets`` block per design, each kind of
+    remark through ``labelled``."""
     lines: list[str] = []
     for r in results:
         items: list[str] = []
@@ -261,27 +292,419 @@ def notes(results: Sequence[Mapping[str, Any]], *, basis: bool = True) -> list[s
         line = detail_line(r.get("details") or {})
         if line:
             items.append(line)
-        items.extend(f"warning: {w}" for w in r.get("warnings", []))
-        items.extend(f"note: {n}" for n in r.get("notes", []))
-        if items:
-            lines.append(f"{r['name']}:")
-            lines.extend(f"  - {i}" for i in items)
+        items.extend(labelled("warning", r.get("warnings")))
+        items.extend(labelled("note", r.get("notes")))
+        lines.extend(bullets(r["name"], items))
     return lines
 
 
-def plain_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A stable, aligned ASCII table (used when stdout is not a terminal)."""
-    widths = [len(h) for h in header]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
+# ---- fitting a table to the width ------------------------------------------------------
 
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
+#: The width when standard output is not a terminal and COLUMNS is unset.
+DEFAULT_WIDTH = 80
+#: Narrower than this, no table is readable; tables are drawn at least this wide.
+MIN_WIDTH = 20
+#: Column priorities by header: a table that does not fit folds its lowest-priority
+#: column first (rightmost first among equals). ``KEEP`` columns (and the first column)
+#: never fold; columns below ``FOLD_FIRST`` fold before any cell is wrapped.
+KEEP = 100
+FOLD_FIRST = 30
+DEFAULT_PRIORITY = 50
+PRIORITY: dict[str, int] = {
+    "verdict": KEEP,
+    "ε′ upper": KEEP,
+    "certified ε": KEEP,
+    "valid": KEEP,
+    "gain": KEEP,
+    "certified": KEEP,
+    "ε′ lower": 70,
+    "V_n/V_N": 70,
+    "impossible above": 60,
+    "impossible below": 60,
+    "target ε′": 55,
+    "ε (M)": 45,
+    "scheme": 40,
+    "composed as": 25,
+    "δ_n": 35,
+    "δ′": 35,
+    "δ (M)": 35,
+    "guarantee": 10,
+}
+#: A column of sentences (a cell of five words or more) wraps before columns fold,
+#: down to this width.
+PROSE_WIDTH = 24
+GAP = "  "
+COLOURS = {
+    "amplifies": "green",
+    "degrades": "red",
+    "no-amplification": "yellow",
+    "no-guarantee": "yellow",
+    "error": "red",
+}
 
-    out = [line(header), line(["-" * w for w in widths])]
-    out.extend(line(r) for r in rows)
-    return "\n".join(out) + "\n"
+
+def terminal_width() -> int:
+    """The width tables are drawn to: COLUMNS when set, else the terminal's width, else
+    ``DEFAULT_WIDTH`` (standard output is a file or a pipe); at least ``MIN_WIDTH``."""
+    import shutil
+
+    columns = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    return max(MIN_WIDTH, columns if columns > 0 else DEFAULT_WIDTH)
+
+
+@functools.lru_cache(maxsize=4096)
+def cells(text: str) -> int:
+    """Display width of ``text`` in terminal cells."""
+    import unicodedata
+
+    if text.isascii():
+        return len(text)
+    n = 0
+    for ch in text:
+        if unicodedata.combining(ch):
+            continue
+        n += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return n
+
+
+_LEAD = re.compile(r"^(\s*(?:(?:[-*•└…]|\d+\.)\s+)?)")
+
+
+def wrap(text: str, width: int, *, break_long: bool = True) -> list[str]:
+    """``text`` wrapped at spaces to ``width`` cells, each of its lines on its own.
+
+    A line that fits is kept as it is. Continuation lines are indented like the text
+    after a line's indentation and bullet (``  - ``, ``  └ ``), so a wrapped item stays
+    under its bullet. A word is never split unless it alone is wider than the line and
+    ``break_long`` is true (then it is cut, as the only way to fit)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        out.extend(_wrap_line(line.rstrip(), max(1, width), break_long))
+    return out
+
+
+def _wrap_line(line: str, width: int, break_long: bool) -> list[str]:
+    if cells(line) <= width:
+        return [line]
+    lead = _LEAD.match(line).group(1)  # type: ignore[union-attr]  # always matches
+    hang = " " * cells(lead)
+    if cells(hang) > width // 2:
+        lead = hang = ""
+    return _greedy([(w, " ") for w in line[len(lead) :].split()], width, lead, hang, break_long)
+
+
+def _greedy(
+    tokens: Sequence[tuple[str, str]], width: int, lead: str, hang: str, break_long: bool
+) -> list[str]:
+    """Fill lines greedily with ``(token, glue before it)``; the first line starts with
+    ``lead``, the others with ``hang``."""
+    lines: list[str] = []
+    cur, filled = lead, False
+    for word, glue in tokens:
+        joined = cur + (glue if filled else "") + word
+        if cells(joined) <= width:
+            cur, filled = joined, True
+            continue
+        if filled:
+            lines.append(cur.rstrip())
+            cur, filled = hang, False
+        while break_long and cells(cur + word) > width and width > cells(cur):
+            cut = _cut(word, width - cells(cur))
+            lines.append(cur + word[:cut])
+            cur, word = hang, word[cut:]
+        cur, filled = cur + word, True
+    if filled or not lines:
+        lines.append(cur.rstrip())
+    return lines
+
+
+def _cut(word: str, room: int) -> int:
+    """How many characters of ``word`` fill ``room`` cells (at least one)."""
+    used = 0
+    for i, ch in enumerate(word):
+        used += cells(ch)
+        if used > room:
+            return max(1, i)
+    return len(word)
+
+
+def _header_tokens(text: str) -> list[tuple[str, str]]:
+    """A header's break opportunities: at spaces, and after a ``_`` or ``.`` between two
+    words of three letters or more (so ``noise_variance_optimistic`` wraps between its
+    words, never inside one, and ``V_n`` stays whole)."""
+    out: list[tuple[str, str]] = []
+    for word in text.split():
+        segs = re.split(r"([_.])", word)
+        cur, glue = segs[0], " "
+        for sep, seg in zip(segs[1::2], segs[2::2], strict=True):
+            last = re.split(r"[_.]", cur)[-1]
+            if len(last) >= 3 and len(seg) >= 3:
+                out.append((cur + sep, glue))
+                cur, glue = seg, ""
+            else:
+                cur += sep + seg
+        out.append((cur, glue))
+    return out
+
+
+def _header_lines(text: str, width: int) -> list[str]:
+    return _greedy(_header_tokens(text), width, "", "", False)
+
+
+def _longest(tokens: Iterable[str]) -> int:
+    return max((cells(t) for t in tokens), default=0)
+
+
+def _is_sub(row: Sequence[str]) -> bool:
+    return bool(row) and row[0][:1].isspace()
+
+
+def _spans(row: Sequence[str]) -> bool:
+    """A per-unit row with only its first cell: drawn across the whole width."""
+    return _is_sub(row) and not any(c.strip() for c in row[1:])
+
+
+class _Layout:
+    """Which columns a table shows at a width, how wide, and which fold."""
+
+    def __init__(self, header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> None:
+        self.header = list(header)
+        self.width = width
+        n = len(header)
+        body = [list(r) + [""] * (n - len(r)) for r in rows]
+        self.rows = body
+        grid = [r for r in body if not _spans(r)]
+        main = [r for r in body if not _is_sub(r)]
+        cap = max(8, width // 4)
+        self.natural: list[int] = []
+        self.least: list[int] = []
+        for i in range(n):
+            col = [r[i] for r in (main if i == 0 else grid)]
+            self.natural.append(_longest(col))
+            if i == 0:
+                least = 0
+                for r in grid:
+                    lead = _LEAD.match(r[0]).group(1)  # type: ignore[union-attr]
+                    words = r[0][len(lead) :].split()
+                    least = max(least, min(cap, cells(lead) + _longest(words)))
+                self.least.append(least)
+            else:
+                self.least.append(_longest(w for c in col for w in c.split()))
+        self.wish = _longest(r[0] for r in grid)  # the first column with its sub-rows
+        self.head_natural = [cells(h) for h in header]
+        self.head_least = [_longest(t for t, _ in _header_tokens(h)) for h in header]
+        self.priority = [
+            KEEP if i == 0 else PRIORITY.get(h, DEFAULT_PRIORITY) for i, h in enumerate(header)
+        ]
+        self.left = [i < 2 or any(" " in r[i].strip() for r in main) for i in range(n)]
+        self.shown = list(range(n))
+        self.folded: list[int] = []  # shown under each row as "header: value"
+        self.constant: list[tuple[int, str]] = []  # stated once: the same in every row
+        self.records = False  # no columns at all: one block of lines per row
+        self.widths = self._fit()
+
+    # -- the fitting steps ---------------------------------------------------------------
+    def _need(self, cols: Sequence[int], cell: Sequence[int], head: Sequence[int]) -> int:
+        return sum(max(cell[i], head[i]) for i in cols) + cells(GAP) * (len(cols) - 1)
+
+    def _fits_unwrapped(self) -> bool:
+        return self._need(self.shown, self.natural, self.head_least) <= self.width
+
+    def _fits_wrapped(self) -> bool:
+        return self._need(self.shown, self.least, self.head_least) <= self.width
+
+    def _same(self, i: int) -> str | None:
+        """The value of column ``i`` when it is the same in every row (of two or more)."""
+        main = {r[i] for r in self.rows if not _is_sub(r)}
+        subs = {r[i] for r in self.rows if _is_sub(r) and r[i].strip()}
+        count = sum(1 for r in self.rows if not _is_sub(r))
+        return main.pop() if count > 1 and len(main) == 1 and subs <= main else None
+
+    def _fold(self, i: int) -> None:
+        self.shown.remove(i)
+        value = self._same(i)
+        if value is not None:
+            self.constant.append((i, value))
+        else:
+            self.folded.append(i)
+
+    def _order(self, below: int) -> list[int]:
+        """Columns to fold, in order: any column the same in every row (stated once,
+        nothing is lost), then those of priority below ``below``, lowest first."""
+        cand = [i for i in self.shown if i != 0 and self.priority[i] < KEEP]
+        same = [i for i in cand if self._same(i) is not None]
+        if 0 in self.shown and len(self.shown) > 1 and self._same(0) is not None:
+            if not any(_is_sub(r) for r in self.rows):  # a sweep of one design
+                same.append(0)
+        rest = [i for i in cand if i not in same and self.priority[i] < below]
+        return [
+            *sorted(same, key=lambda i: (self.priority[i], -i)),
+            *sorted(rest, key=lambda i: (self.priority[i], -i)),
+        ]
+
+    def _fit(self) -> dict[int, int]:
+        n = len(self.header)
+        if self._need(self.shown, self.natural, self.head_natural) <= self.width:
+            return {i: max(self.natural[i], self.head_natural[i]) for i in range(n)}
+        # headers wrap at their word breaks, prose columns wrap (no narrower than
+        # PROSE_WIDTH); then low-priority columns fold, one by one
+        prose = [
+            i
+            for i in self.shown
+            if i and any(r[i].count(" ") >= 4 for r in self.rows if not _is_sub(r))
+        ]
+        if prose:
+            cell = [
+                max(self.least[i], min(self.natural[i], PROSE_WIDTH)) if i in prose else w
+                for i, w in enumerate(self.natural)
+            ]
+            if self._need(self.shown, cell, self.head_least) <= self.width:
+                return self._spread()
+        for i in [None, *self._order(FOLD_FIRST)]:
+            if i is not None:
+                self._fold(i)
+            if self._fits_unwrapped():
+                return self._spread()
+        # then cells wrap at spaces; then more columns fold, lowest priority first
+        for i in [None, *self._order(KEEP)]:
+            if i is not None:
+                self._fold(i)
+            if self._fits_unwrapped() or self._fits_wrapped():
+                return self._spread()
+        self.records = True
+        return {}
+
+    def _spread(self) -> dict[int, int]:
+        """Widths for the shown columns: as wide as their content where the width allows,
+        the widest columns narrowed first (never below a whole word)."""
+        lo = {i: max(self.least[i], self.head_least[i]) for i in self.shown}
+        hi = {i: max(self.natural[i], self.head_least[i], lo[i]) for i in self.shown}
+        room = self.width - cells(GAP) * (len(self.shown) - 1)
+        level = max(hi.values(), default=0)
+        widths = {i: hi[i] for i in self.shown}
+        while sum(widths.values()) > room and level > 0:
+            level -= 1
+            widths = {i: max(lo[i], min(hi[i], level)) for i in self.shown}
+        spare = room - sum(widths.values())
+        if 0 in widths:  # room left: per-unit rows under the first column unwrapped
+            grow = max(0, min(spare, self.wish - widths[0]))
+            widths[0] += grow
+            spare -= grow
+        for i in self.shown:  # headers back on one line where there is room
+            grow = min(spare, max(0, self.head_natural[i] - widths[i]))
+            if grow and widths[i] + grow >= self.head_natural[i]:
+                widths[i] += grow
+                spare -= grow
+        return widths
+
+    # -- drawing ------------------------------------------------------------------------
+    def lines(self, rule: str) -> list[list[tuple[str, str | None]]]:
+        """The table as lines of ``(text, style)`` pieces (style: None, ``bold`` or a
+        verdict's colour)."""
+        out: list[list[tuple[str, str | None]]] = []
+        if self.records:
+            for row in self.rows:
+                out.extend(self._record(row))
+            return out
+        heads = {i: _header_lines(self.header[i], self.widths[i]) for i in self.shown}
+        depth = max((len(h) for h in heads.values()), default=1)
+        for k in range(depth):
+            cells_k = []
+            for i in self.shown:
+                h = heads[i]
+                text = h[k] if k < len(h) else ""
+                cells_k.append(self._pad(text, i))
+            out.append([(GAP.join(cells_k).rstrip(), "bold")])
+        out.append([(GAP.join(rule * self.widths[i] for i in self.shown), None)])
+        for row in self.rows:
+            out.extend(self._row(row))
+        for i, value in sorted(self.constant):
+            out.extend(
+                [(t, None)] for t in wrap(f"{self.header[i]} = {value} in every row", self.width)
+            )
+        return out
+
+    def _pad(self, text: str, i: int) -> str:
+        fill = " " * max(0, self.widths[i] - cells(text))
+        return text + fill if self.left[i] else fill + text
+
+    def _row(self, row: Sequence[str]) -> list[list[tuple[str, str | None]]]:
+        if _spans(row):
+            return [[(t, None)] for t in wrap(row[0], self.width)]
+        parts = {i: wrap(row[i], self.widths[i], break_long=i == 0) for i in self.shown}
+        depth = max(len(p) for p in parts.values())
+        out = []
+        for k in range(depth):
+            line: list[tuple[str, str | None]] = []
+            for j, i in enumerate(self.shown):
+                text = parts[i][k] if k < len(parts[i]) else ""
+                if j:
+                    line.append((GAP, None))
+                line.append((self._pad(text, i), COLOURS.get(text.strip())))
+            out.append(_rstrip(line))
+        extra = [f"{self.header[i]}: {row[i]}" for i in self.folded if row[i].strip(" " + DASH)]
+        if extra:
+            out.extend([(t, None)] for t in wrap("    " + "; ".join(extra), self.width))
+        return out
+
+    def _record(self, row: Sequence[str]) -> list[list[tuple[str, str | None]]]:
+        out = [[(t, "bold" if not _is_sub(row) else None)] for t in wrap(row[0], self.width)]
+        for i in range(1, len(self.header)):
+            if row[i].strip():
+                for t in wrap(f"    {self.header[i]}: {row[i]}", self.width):
+                    out.append([(t, COLOURS.get(row[i].strip()) if t.endswith(row[i]) else None)])
+        return out
+
+
+def _rstrip(line: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+    while line and not line[-1][0].strip():
+        line.pop()
+    if line:
+        text, style = line[-1]
+        line[-1] = (text.rstrip(), style)
+    return line
+
+
+def table_lines(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    footer: Sequence[str] = (),
+    *,
+    width: int | None = None,
+    title: str | None = None,
+    rule: str = "-",
+) -> list[list[tuple[str, str | None]]]:
+    """The lines of a table fitted to ``width`` (default ``terminal_width()``), as
+    ``(text, style)`` pieces: no line is wider than the width.
+
+    Fitting, in order, until the table fits: headers wrap at word breaks; columns
+    the same in every row are dropped (stated once under the table: "δ′ = 0 in every
+    row"), then low-priority columns (``PRIORITY`` below ``FOLD_FIRST``: guarantee)
+    fold; cells wrap at spaces; other columns fold, lowest priority first; at last
+    each row becomes a block of ``header: value`` lines. A folded column's values
+    appear under their row as ``header: value`` (unknown values, ``-``, left out).
+    Numbers, verdicts and other single words are never split (only an over-long word
+    of the first column is). ``footer`` lines are wrapped at word boundaries, continuation
+    lines indented under their bullet.
+    """
+    w = max(MIN_WIDTH, width if width is not None else terminal_width())
+    out: list[list[tuple[str, str | None]]] = []
+    if title:
+        out.extend([(t, "bold")] for t in wrap(title, w))
+    out.extend(_Layout(header, rows, w).lines(rule))
+    if footer:
+        out.append([])
+        for line in footer:
+            out.extend([(t, None)] for t in wrap(line, w))
+    return out
+
+
+def plain_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], *, width: int | None = None
+) -> str:
+    """An aligned ASCII table fitted to ``width`` (used when stdout is not a terminal)."""
+    lines = table_lines(header, rows, width=width)
+    return "".join("".join(t for t, _ in line) + "\n" for line in lines)
 
 
 def render_table(
@@ -291,39 +714,25 @@ def render_table(
     *,
     rich_output: bool,
     title: str | None = None,
+    width: int | None = None,
 ) -> str:
-    """A table plus its notes; rich (colour unless NO_COLOR) or plain text."""
+    """A table plus its notes, fitted to ``width`` (``table_lines``): bold headers and
+    coloured verdicts on a terminal (colour unless NO_COLOR), plain text otherwise."""
+    w = max(MIN_WIDTH, width if width is not None else terminal_width())
+    lines = table_lines(
+        header, rows, footer, width=w, title=title, rule="━" if rich_output else "-"
+    )
     if not rich_output:
-        text = plain_table(header, rows)
-        if footer:
-            text += "\n" + "\n".join(footer) + "\n"
-        return text
-    from rich import box
+        return "".join("".join(t for t, _ in line) + "\n" for line in lines)
     from rich.console import Console
-    from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, box=box.SIMPLE_HEAVY, header_style="bold")
+    text = Text()
+    for line in lines:
+        for piece, style in line:
+            text.append(piece, style=style or "")
+        text.append("\n")
     buffer = io.StringIO()
-    for i, h in enumerate(header):
-        table.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
-    colours = {
-        "amplifies": "green",
-        "degrades": "red",
-        "no-amplification": "yellow",
-        "no-guarantee": "yellow",
-        "error": "red",
-    }
-    for row in rows:
-        cells = [f"[{colours[c]}]{c}[/]" if c in colours else c.replace("[", r"\[") for c in row]
-        table.add_row(*cells)
-    console = Console(file=buffer, force_terminal=True, width=_width())
-    console.print(table)
-    for line in footer:
-        console.print(line, markup=False, highlight=False)
+    console = Console(file=buffer, force_terminal=True, width=w, highlight=False)
+    console.print(text, soft_wrap=True, end="")
     return buffer.getvalue()
-
-
-def _width() -> int:
-    import shutil
-
-    return max(100, shutil.get_terminal_size((120, 40)).columns)
