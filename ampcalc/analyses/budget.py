@@ -386,10 +386,12 @@ def _closed_form_pure(eps: float, k: int, delta: float) -> dict[str, Any]:
     }
 
 
-#: relative margin added to the accountant's pessimistic ε: covers the float error of the
-#: FFT convolution and of the ε-for-δ scan (both near 1e-11 relative here; the library
-#: itself and its vectorised form in ``accounting.fastpld`` differ by about 6e-12)
-FFT_MARGIN = 1e-9
+#: relative allowance in δ for the float error of the FFT composition (both sides): the
+#: pessimistic ε is read at δ·(1 − FFT_DELTA) − noise, the optimistic at δ·(1 + FFT_DELTA)
+#: + noise (``fastpld.fft_noise``). The composed δ moves by about 1e-7 relative at
+#: δ = 1e-6 (1000 releases, interval 1e-4) when the inputs move by 1e-11 relative, so
+#: reading ε at δ itself could land a few 1e-9 below the exact composition's
+FFT_DELTA = 1e-5
 
 
 def _entry_pld(
@@ -428,8 +430,9 @@ def _entry_pld(
 def accountant_side(
     pairs: Sequence[tuple[Entry, Any, Any]], delta: float, di: float, pessimistic: bool
 ) -> float:
-    """The composed ledger's ε at ``delta``: the pessimistic estimate rounded up (and by
-    ``FFT_MARGIN``), or the optimistic one rounded down; ``inf`` when none is finite."""
+    """The composed ledger's ε at ``delta``: the pessimistic estimate rounded up (read at
+    δ less the FFT allowance), or the optimistic one rounded down (at δ plus it); ``inf``
+    when none is finite."""
     import logging
 
     from ampcalc.accounting import fastpld
@@ -439,11 +442,16 @@ def accountant_side(
     for entry, res, native in pairs:
         one = _entry_pld(entry, res, native, di, pessimistic)
         total = one if total is None else total.compose(one)
-    eps = float(fastpld.epsilon_for_delta(total, delta))
+    noise = fastpld.fft_noise(total)
+    if pessimistic:
+        at = delta * (1.0 - FFT_DELTA) - noise
+        if at <= 0.0:
+            return math.inf
+        eps = float(fastpld.epsilon_for_delta(total, at))
+        return float(numeric.round_up(eps)) if math.isfinite(eps) else math.inf
+    eps = float(fastpld.epsilon_for_delta(total, delta * (1.0 + FFT_DELTA) + noise))
     if not math.isfinite(eps):
         return math.inf
-    if pessimistic:
-        return float(numeric.round_up(eps * (1.0 + FFT_MARGIN)))
     return max(float(numeric.round_down(eps)), 0.0)
 
 
