@@ -66,7 +66,7 @@ def _with_value(ledger: B.Ledger, idx: list[int], value: float) -> B.Ledger:
     for i in idx:
         e = entries[i]
         entries[i] = dataclasses.replace(
-            e, design=_with_noise(e.design, e.design.mechanism.profile, value)
+            e, design=_with_noise(e.design, getattr(e.design.mechanism, "profile", None), value)
         )
     return dataclasses.replace(ledger, entries=tuple(entries))
 
@@ -246,7 +246,7 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
             + " or ".join(KNOBS[knob])
             + " mechanism to calibrate"
         )
-    first = ledger.entries[idx[0]].design.mechanism.profile
+    first: Any = getattr(ledger.entries[idx[0]].design.mechanism, "profile", None)
     sens = float(first.sensitivity)
     current = float(first.sigma if knob == "sigma" else first.scale)
     lo, hi = sens * RANGE[0], sens * RANGE[1]
