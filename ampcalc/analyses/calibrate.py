@@ -61,11 +61,6 @@ def _with_noise(design: Design, profile: Any, value: float) -> Design:
     return dataclasses.replace(design, mechanism=dataclasses.replace(mech, profile=new))
 
 
-def _bounds(design: Design) -> tuple[float | None, float | None]:
-    r = bound_profile(design, profile_points=False)
-    return r.upper, r.lower
-
-
 def solve(
     design: Design, knob: str, target: float, target_delta: float | None = None
 ) -> dict[str, Any]:
@@ -106,29 +101,40 @@ def solve(
 
         hi = min(hi, MAX_DISCRETE_SIGMA)
 
+    memo: dict[float, Any] = {}
+
+    def bounds_at(v: float) -> tuple[float | None, float | None]:
+        if v not in memo:
+            memo[v] = bound_profile(_with_noise(design, profile, v), profile_points=False)
+        return memo[v].upper, memo[v].lower
+
     def upper_of(v: float) -> float:
-        up, _ = _bounds(_with_noise(design, profile, v))
+        up, _ = bounds_at(v)
         return math.inf if up is None else float(up)
 
     def lower_of(v: float) -> float:
-        _, low = _bounds(_with_noise(design, profile, v))
+        _, low = bounds_at(v)
         return -math.inf if low is None else float(low)
 
     path = "bisection on the bound (relative 1e-9)"
     certified: float | None = None
-    guess = _poisson_gaussian_guess(design, profile, target)
+    guess = _poisson_guess(design, profile, target)
     if guess is not None:
         certified = _step_until(lambda v: upper_of(v) <= target, guess, up=True)
         if certified is not None:
-            path = "Gaussian profile inverted at A⁻¹(q, T), checked with the bound"
+            path = "M's profile inverted at A⁻¹(q, T), checked with the bound"
     if certified is None:
         certified = _bisect(lambda v: upper_of(v) <= target, lo, hi)
     up_at = upper_of(certified) if certified is not None else None
     impossible: float | None = None
     if guess is not None and certified is not None and lower_of(certified) != -math.inf:
         # the Poisson bound is tight: the lower bound crosses T just below ``certified``
+        start = _poisson_guess(design, profile, target, lower=True) or certified
         impossible = _step_until(
-            lambda v: lower_of(v) >= target, certified * (1.0 - 1e-13), up=False, rel=1e-13
+            lambda v: lower_of(v) >= target,
+            min(start, certified) * (1.0 - 1e-13),
+            up=False,
+            rel=1e-13,
         )
     elif lower_of(lo) != -math.inf:
         # largest noise whose lower bound is >= T: the target surely fails at or below it
@@ -150,7 +156,7 @@ def solve(
         "target": {"epsilon_prime": target, "delta_prime": tdp},
         "epsilon": {"certified": None, "impossible_above": None},
         "delta": None,
-        "basis": list(bound_profile(design, profile_points=False).basis),
+        "basis": list((memo[certified] if certified in memo else bound_profile(design)).basis),
         "warnings": warnings,
         "notes": notes,
         "details": {"inverse": path},
@@ -194,29 +200,45 @@ def _step_until(ok: Any, start: float, *, up: bool, rel: float = 1e-15) -> float
     return None
 
 
-def _poisson_gaussian_guess(design: Design, profile: Any, target: float) -> float | None:
-    """σ from inverting the Gaussian profile at ε₀ = A⁻¹(q, T) (Poisson, add-remove)."""
+def _poisson_guess(
+    design: Design, profile: Any, target: float, *, lower: bool = False
+) -> float | None:
+    """The noise from inverting M's profile at ε₀ = A⁻¹(q, T) (Poisson, add-remove):
+    there ε′ = A(q, ε_M(δ′/q)) exactly, so the smallest noise has δ_M(ε₀) = δ′/q.
+
+    ``lower``: the same for the lower bound (M's lower profile, ε₀ and δ′/q nudged up):
+    a start for the largest noise whose lower bound still reaches T."""
     mech = design.mechanism
     if (
         design.scheme != "poisson"
-        or not isinstance(profile, Gaussian)
+        or not isinstance(profile, (Gaussian, Laplace))
         or mech is None
         or mech.neighbours is Neighbours.REPLACE_ONE
         or design.guarantee not in (None, Neighbours.ADD_REMOVE)
-        or design.target is None
-        or not design.target.delta_prime
     ):
+        return None
+    dp = design.target.delta_prime if design.target is not None else None
+    if not dp and not isinstance(profile, Laplace):
         return None
     q = float(design.params.rate)
     e0 = float(numeric.amplification_inverse(q, target))
-    d = float(design.target.delta_prime) / q
-    if not (math.isfinite(e0) and d < 1):
+    d = float(dp or 0.0) / q
+    if not (math.isfinite(e0) and e0 > 0 and d < 1):
         return None
+    if lower:
+        e0 = e0 * (1.0 + 1e-12)
+        d = float(numeric.round_up(d))
+    if isinstance(profile, Laplace):
+        # δ_M(ε₀) = 1 − e^{(ε₀ − Δ/b)/2} <= δ′/q  ⇔  b >= Δ/(ε₀ − 2·log(1 − δ′/q)); the
+        # check with the bound decides
+        b = float(profile.sensitivity) / (e0 - 2.0 * math.log1p(-d))
+        b = b * (1.0 - 1e-12) if lower else b
+        return b if math.isfinite(b) and b > 0 else None
     from ampcalc.accounting.profiles import first_true_grid, gaussian_delta
 
     # largest μ with δ_μ(ε₀) <= δ′/q (δ grows with μ): the float below the first μ
     # that breaks it; σ = Δ/μ
-    first_bad = first_true_grid(lambda m: gaussian_delta(m, e0) > d, 1e-6, 1e6)
+    first_bad = first_true_grid(lambda m: gaussian_delta(m, e0, upper=not lower) > d, 1e-6, 1e6)
     mu = np.nextafter(first_bad, 0.0)
     mu_f = float(mu)
     if not (math.isfinite(mu_f) and mu_f > 0):

@@ -41,6 +41,19 @@ def budget(
             show_default=False,
         ),
     ] = None,
+    solve: Annotated[
+        str | None,
+        typer.Option(
+            "--solve",
+            help="Solve for one common noise scale instead: sigma (Gaussian entries) or "
+            "scale (Laplace entries), against the ledger's target ε (or --target).",
+            show_default=False,
+        ),
+    ] = None,
+    target: Annotated[
+        float | None,
+        typer.Option("--target", help="The ε budget for --solve.", show_default=False),
+    ] = None,
     discretization: Annotated[
         float | None,
         typer.Option(
@@ -63,6 +76,8 @@ def budget(
     led = budget_mod.load_ledger(ledger, overrides=set_ or ())
     if discretization is not None:
         led = dataclasses.replace(led, discretization=discretization)
+    if solve is not None:
+        return _run_solve(led, solve, target, output)
     payload = budget_mod.run(led)
     code = ExitCode.OK
     for row in payload["entries"]:
@@ -158,4 +173,55 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
     for r in payload["entries"]:
         if r.get("error"):
             footer.append(f"{r['name']}: {r['error']}")
+    return render_table(header, rows, footer, rich_output=rich)
+
+
+# ---- budget --solve: one common noise scale for the ledger ----------------------------
+# JSON: ``{"ampcalc_version", "command": "budget", "name", "target": {"epsilon", "delta"},
+# "neighbours", "discretization", "search_discretization", "warnings", "knob": {"name",
+# "mechanism", "entries", "sensitivity", "value", "impossible_below", "width",
+# "epsilon_upper_at_value", "epsilon_lower_at_impossible"}}`` (see
+# ``ampcalc.analyses.budget_solve``). Exit 0, as ``invert --solve``; a note on stderr when
+# no value meets the target.
+
+
+def _run_solve(led: Any, knob: str, target: float | None, output: Any) -> int:
+    from ampcalc.analyses import budget_solve
+
+    payload = budget_solve.solve(led, knob, target)
+    k = payload["knob"]
+    if k["value"] is None:
+        say(f"{payload['name']}: no {knob} meets the target ε in the searched range")
+    emit_result(
+        output,
+        "budget",
+        payload,
+        csv=[dict(k, entries=", ".join(k["entries"]), target=payload["target"]["epsilon"])],
+        table=lambda rich: _solve_table(payload, rich),
+    )
+    return int(ExitCode.OK)
+
+
+def _solve_table(payload: dict[str, Any], rich: bool) -> str:
+    from ampcalc.output.render import fmt, render_table
+
+    k = payload["knob"]
+    header = ["ledger", "target ε", "δ", "solve", "certified", "impossible below", "width"]
+    rows = [
+        [
+            payload["name"],
+            fmt(payload["target"]["epsilon"]),
+            fmt(payload["target"]["delta"]),
+            f"{k['mechanism']} {k['name']}",
+            fmt(k["value"]),
+            fmt(k["impossible_below"]),
+            "-" if k["width"] is None else f"{100 * k['width']:.3g}%",
+        ]
+    ]
+    footer = [
+        f"upper total at the certified {k['name']}: {fmt(k['epsilon_upper_at_value'])}; "
+        f"lower total at impossible below: {fmt(k['epsilon_lower_at_impossible'])} "
+        f"(discretization interval {payload['discretization']:g})",
+        *payload["warnings"],
+    ]
     return render_table(header, rows, footer, rich_output=rich)

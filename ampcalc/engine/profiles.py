@@ -95,13 +95,44 @@ def _meets_or_raises(cached: Any, eps: float, target_delta: float) -> bool:
     return bool(cached(eps)[1] <= target_delta)
 
 
+def _first_near(meets: Any, hint: float | None, cap: float) -> float | None:
+    """The smallest float ε near ``hint`` at which ``meets`` turns true (exact to the
+    last bit for the predicate as evaluated, like ``numeric.first_true``), found from a
+    bracket of a few ulps around the hint; ``None`` when no bracket within a relative
+    1e-6 of the hint has ``meets`` false at its bottom and true at its top (the caller
+    then bisects from 1e-300)."""
+    if hint is None or not (0.0 < hint <= cap):
+        return None
+
+    def ok(x: float) -> bool:
+        return bool(meets(np.asarray(x)).item())
+
+    r = 1e-15
+    if ok(hint):
+        while r < 1e-6:
+            lo = hint * (1.0 - r)
+            if not ok(lo):
+                return float(numeric.first_true(meets, lo, hint))
+            r *= 16.0
+        return None
+    while r < 1e-6:
+        hi = min(hint * (1.0 + r), cap)
+        if ok(hi):
+            return float(numeric.first_true(meets, hint, hi))
+        if hi >= cap:
+            return None
+        r *= 16.0
+    return None
+
+
 def bound_profile(
     design: Design, epsilon: Any = None, *, profile_points: bool = True
 ) -> BoundResult:
     """``engine.bound`` for a design whose mechanism is a named (profile) mechanism.
 
-    ``profile_points=False`` skips the sampled profile (``details.profile`` is empty):
-    the calibration's inner loop needs ε′ at δ′ only.
+    ``profile_points=False`` skips the sampled profile (``details.profile`` is empty)
+    and M's own ε (``details.reference_epsilon`` is null, the verdict inconclusive): the
+    calibration's inner loop needs ε′ at δ′ and its lower bound only.
     """
     mech = design.mechanism
     assert mech is not None and mech.profile is not None
@@ -135,9 +166,29 @@ def bound_profile(
         dp = float(np.clip(analysis.delta_prime(e), 0.0, 1.0))
         return up, dp, analysis
 
+    hints: list[float | None] = []
+
+    def hint() -> float | None:
+        """Where M's point meets δ′ for Poisson sampling under add-remove (δ′ = q·δ_M(ε)
+        there): M's ε at δ′/q; ``_first_near`` checks it as evaluated."""
+        if hints:
+            return hints[0]
+        h: float | None = None
+        q = float(design.params.rate) if design.scheme == "poisson" else 0.0
+        if guarantee is Neighbours.ADD_REMOVE and 0.0 < q <= 1.0 and 0.0 < target_delta < q:
+            h = float(epsilon_at_delta(profile, target_delta / q))
+            h = h if math.isfinite(h) and h > 0.0 else None
+        hints.append(h)
+        return h
+
     # a profile point with δ > 0 needs the scheme's (ε, δ) theorem
     try:
-        probe_eps = float(epsilon_at_delta(profile, 1e-6)) if pure is None else pure
+        if pure is None:
+            probe_eps = hint()
+            if probe_eps is None:
+                probe_eps = float(epsilon_at_delta(profile, 1e-6))
+        else:
+            probe_eps = pure
         if pure is None:
             image(max(probe_eps, 1e-6))
     except ConditionError as err:
@@ -180,7 +231,12 @@ def bound_profile(
             chosen = pure
             cached(pure)  # the scheme's refusal of the pure point is the answer
             if target_delta > 0.0:
-                chosen = float(numeric.first_true(meets, 1e-300, pure))
+                near = _first_near(meets, hint(), pure)
+                chosen = (
+                    near if near is not None else float(numeric.first_true(meets, 1e-300, pure))
+                )
+        elif (near := _first_near(meets, hint(), math.inf)) is not None:
+            chosen = near
         else:
             hi = float(epsilon_at_delta(profile, target_delta))
             for _ in range(60):
@@ -231,7 +287,7 @@ def bound_profile(
         lower = max(float(numeric.amplification_lower(q, e_low)), 0.0)
 
     reference: float | None = None
-    if relation_profile is not None:
+    if relation_profile is not None and profile_points:
         reference = float(epsilon_at_delta(relation_profile, target_delta))
     upper_arr = np.asarray(eps_prime)
     verdict = core.verdicts(

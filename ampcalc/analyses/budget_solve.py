@@ -1,0 +1,320 @@
+"""``ampcalc budget --solve sigma|scale``: the common noise scale a ledger needs.
+
+The knob is one **common** noise scale: ``sigma`` sets σ of every entry whose mechanism
+is a single named ``gaussian`` or ``discrete-gaussian``, ``scale`` the scale b of every
+``laplace`` or ``discrete-laplace`` entry (each keeps its own sensitivity); every other
+entry is kept as written. This is what a team running one mechanism across survey waves
+or training epochs sets: one noise level for the whole year. The total falls as the
+common scale grows (every named profile falls pointwise with its noise scale, and
+composition and amplification preserve the order).
+
+The answer, like ``invert --solve``'s:
+
+- ``value``: a scale whose **upper** total (the accountant's pessimistic estimate at the
+  ledger's discretisation, rounded up; or the closed form) is at most the target, checked
+  as evaluated at exactly that scale;
+- ``impossible_below``: a scale whose **lower** total (the optimistic estimate, or the
+  closed form rounded down) is at least the target, checked as evaluated: at or below it
+  the composition (as the accountant sees it at this discretisation) breaks the target;
+- ``width``: (value − impossible_below)/value, the certified relative width of the
+  bracket around the smallest scale; at the accountant's default interval it is
+  dominated by the optimistic estimate's discretisation gap (a finer interval narrows it).
+
+Speed: the search runs on the accountant at ten times the ledger's interval (about ten
+times cheaper, and its pessimistic estimate is still an upper bound), with a safeguarded
+secant method on log(total) against log(scale); at the ledger's own interval the answer is
+checked once on each side (and stepped outward if a check fails).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from ampcalc.analyses import budget as B
+from ampcalc.model.errors import DesignError
+
+KNOBS = {
+    "sigma": ("gaussian", "discrete-gaussian"),
+    "scale": ("laplace", "discrete-laplace"),
+}
+#: the scales searched, relative to the first solved entry's sensitivity
+RANGE = (1e-6, 1e8)
+#: relative margin of the secant steps at the ledger's interval
+REL = 1e-5
+#: a checked side whose total is within this relative distance of the target stops
+CLOSE = 1e-4
+
+
+def _knob_entries(ledger: B.Ledger, knob: str) -> list[int]:
+    out = []
+    for i, e in enumerate(ledger.entries):
+        prof = getattr(e.design.mechanism, "profile", None)
+        if prof is None:
+            continue
+        name = prof.to_dict()["mechanism"]
+        if name in KNOBS[knob] and not (name == "gaussian" and prof.sigma is None):
+            out.append(i)
+    return out
+
+
+def _with_value(ledger: B.Ledger, idx: list[int], value: float) -> B.Ledger:
+    from ampcalc.analyses.calibrate import _with_noise
+
+    entries = list(ledger.entries)
+    for i in idx:
+        e = entries[i]
+        entries[i] = dataclasses.replace(
+            e, design=_with_noise(e.design, getattr(e.design.mechanism, "profile", None), value)
+        )
+    return dataclasses.replace(ledger, entries=tuple(entries))
+
+
+def side_total(ledger: B.Ledger, pessimistic: bool, di: float) -> float:
+    """The ledger's total ε at its δ: the upper (``pessimistic``) or lower value, as
+    ``budget.run`` computes it (``inf`` / ``0`` where there is none)."""
+    total_count = sum(e.count for e in ledger.entries)
+    delta_entry = ledger.delta / (10.0 * total_count) if ledger.delta > 0 else 0.0
+    pairs: list[tuple[B.Entry, Any, Any]] = []
+    for entry in ledger.entries:
+        native = B._native(entry)
+        res = None
+        if native is None:
+            res = B._entry_bound(entry, delta_entry)
+            if res.upper is None or not math.isfinite(float(res.upper)):
+                return math.inf if pessimistic else 0.0
+        pairs.append((entry, res, native))
+    pure = [float(r.upper) for _, r, n in pairs if n is None and float(r.delta_prime or 0) == 0]
+    if len(pure) == len(pairs) and len(set(pure)) == 1:
+        tot = B._closed_form_pure(pure[0], total_count, ledger.delta)
+        val = tot["upper"] if pessimistic else tot["lower"]
+        if val is None:
+            return math.inf if pessimistic else 0.0
+        return float(val)
+    return B.accountant_side(pairs, ledger.delta, di, pessimistic)
+
+
+def _crossing(
+    f: Any, level: float, lo: float, hi: float, start: float, rel: float = 1e-3
+) -> float | None:
+    """A scale v with f(v) <= level, within ``rel`` of the crossing (f decreasing): the
+    secant method on log f against log v from ``start`` (total ε falls about like a power
+    of the scale), kept inside a bracket once one is known (Illinois steps). ``None``
+    when f(hi) > level."""
+    cache: dict[float, float] = {}
+
+    def g(x: float) -> float:
+        v = math.exp(x)
+        if v not in cache:
+            cache[v] = f(v)
+        y = cache[v]
+        if not math.isfinite(y):
+            return 745.0
+        return (math.log(y) if y > 0 else -745.0) - math.log(level)
+
+    xlo, xhi = math.log(lo), math.log(hi)
+    x0 = min(max(math.log(start), xlo), xhi)
+    g0 = g(x0)
+    a: tuple[float, float] | None = (x0, g0) if g0 > 0 else None  # fails
+    b: tuple[float, float] | None = (x0, g0) if g0 <= 0 else None  # meets
+    # first step: total ε about proportional to 1/scale
+    x1 = min(max(x0 + g0, xlo), xhi) if abs(g0) < 700 else (x0 + (3.0 if g0 > 0 else -3.0))
+    prev = (x0, g0)
+    side = 0
+    for _ in range(60):
+        if a is not None and b is not None and b[0] - a[0] <= rel:
+            return math.exp(b[0])
+        x1 = min(max(x1, xlo), xhi)
+        if a is not None and b is not None and not (a[0] < x1 < b[0]):
+            x1 = 0.5 * (a[0] + b[0])
+        g1 = g(x1)
+        if g1 > 0:
+            if a is None or x1 > a[0]:
+                a = (x1, g1)
+            if b is not None and side == 1:
+                b = (b[0], 0.5 * b[1])
+            side = 1
+        else:
+            if b is None or x1 < b[0]:
+                b = (x1, g1)
+            if a is not None and side == -1:
+                a = (a[0], 0.5 * a[1])
+            side = -1
+        if b is None and x1 >= xhi:
+            return None
+        if a is None and x1 <= xlo:
+            return lo
+        if a is not None and b is not None:
+            # regula falsi (Illinois) inside the bracket
+            x1 = b[0] - b[1] * (b[0] - a[0]) / (b[1] - a[1]) if b[1] != a[1] else x1
+            # aim a hair past the crossing so that the meeting end moves too
+            x1 += 0.25 * rel
+        else:
+            px, pg = prev
+            slope = (g1 - pg) / (x1 - px) if x1 != px and g1 != pg else -1.0
+            slope = min(slope, -0.05)
+            step = -g1 / slope
+            step = max(min(step, 3.0), -3.0)
+            prev = (x1, g1)
+            x1 = x1 + step
+        prev = prev if (a is None or b is None) else (x1, g1)
+    return math.exp(b[0]) if b is not None else None
+
+
+def _fine_side(
+    f: Any,
+    t: float,
+    v0: float,
+    slope: float,
+    *,
+    upper: bool,
+    hi: float,
+    first: tuple[float, float] | None = None,
+    evals: int = 4,
+) -> tuple[float, float] | None:
+    """The side's checked point near the crossing of f with t: for the upper total the
+    smallest v seen with f(v) <= t, for the lower total the largest v seen with
+    f(v) >= t. Secant steps on log f against log v aim a relative ``REL`` past the
+    crossing on the checked side; a failing side is then widened by doubling."""
+
+    def ok(y: float) -> bool:
+        return y <= t if upper else y >= t
+
+    pts: list[tuple[float, float]] = []
+    y0 = first[1] if first is not None else f(v0)
+    pts.append((math.log(v0), y0))
+    best: tuple[float, float] | None = (v0, y0) if ok(y0) else None
+    sgn = 1.0 if upper else -1.0
+    for _ in range(evals):
+        meet = [x for x, y in pts if ok(y)]
+        fail = [x for x, y in pts if not ok(y)]
+        m = (min(meet) if upper else max(meet)) if meet else None
+        fl = (max(fail) if upper else min(fail)) if fail else None
+        if m is not None and fl is not None and abs(m - fl) <= 3.0 * REL:
+            break
+        if best is not None and abs(math.log(best[1]) - math.log(t)) <= CLOSE:
+            break  # the checked total is within CLOSE of the target: close enough
+        (xa, ya), (xb, yb) = (pts[-2], pts[-1]) if len(pts) > 1 else (pts[-1], pts[-1])
+        sl = slope
+        if len(pts) > 1 and xa != xb and ya > 0 and yb > 0 and ya != yb:
+            sl = (math.log(yb) - math.log(ya)) / (xb - xa)
+            sl = sl if sl < 0 else slope
+        if not (yb > 0 and math.isfinite(yb)):
+            break
+        x = xb + (math.log(t) - math.log(yb)) / sl + sgn * REL
+        if m is not None and fl is not None and not (min(m, fl) < x < max(m, fl)):
+            x = 0.5 * (m + fl)
+        if math.exp(x) > hi:
+            break
+        y = f(math.exp(x))
+        pts.append((x, y))
+        if ok(y) and (best is None or (x < math.log(best[0]) if upper else x > math.log(best[0]))):
+            best = (math.exp(x), y)
+    if best is not None:
+        return best
+    # no check passed: widen outward from the last point until one does
+    x = pts[-1][0]
+    for k in range(40):
+        x += sgn * 1e-3 * 2.0**k
+        if math.exp(x) > hi:
+            return None
+        y = f(math.exp(x))
+        if ok(y):
+            return (math.exp(x), y)
+    return None
+
+
+def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str, Any]:
+    """Calibrate the ledger's common noise scale to the total ε target.
+
+    Raises:
+        DesignError: no target, no entry with that knob, or a bad knob.
+    """
+    if knob not in KNOBS:
+        raise DesignError(f"--solve takes sigma or scale, got {knob!r}")
+    t = target if target is not None else ledger.epsilon
+    if t is None or not (math.isfinite(t) and t > 0):
+        raise DesignError(
+            "budget --solve needs the ε budget: `target: {epsilon: ..., delta: ...}` in the "
+            "ledger, or --target"
+        )
+    idx = _knob_entries(ledger, knob)
+    if not idx:
+        raise DesignError(
+            f"budget --solve {knob}: no entry has a single named "
+            + " or ".join(KNOBS[knob])
+            + " mechanism to calibrate"
+        )
+    first: Any = getattr(ledger.entries[idx[0]].design.mechanism, "profile", None)
+    sens = float(first.sensitivity)
+    current = float(first.sigma if knob == "sigma" else first.scale)
+    lo, hi = sens * RANGE[0], sens * RANGE[1]
+    di = ledger.discretization
+    coarse = min(10.0 * di, 1e-2)
+
+    def total(v: float, pessimistic: bool, h: float) -> float:
+        return side_total(_with_value(ledger, idx, v), pessimistic, h)
+
+    warnings: list[str] = []
+    certified: float | None = None
+    up_at: float | None = None
+    impossible: float | None = None
+    low_at: float | None = None
+    # the coarse crossing of the upper total, and the local slope d log ε / d log v there
+    v_c = _crossing(lambda v: total(v, True, coarse), t, lo, hi, current)
+    if v_c is not None:
+        f0 = total(v_c, True, coarse)
+        f1 = total(v_c * 1.01, True, coarse)
+        slope = (math.log(f1) - math.log(f0)) / math.log(1.01) if f0 > 0 and f1 > 0 else -1.0
+        slope = min(slope, -0.05) if math.isfinite(slope) else -1.0
+
+        # each side at the ledger's interval: secant steps from the coarse crossing
+        # (the coarse slope first, then the two latest points), each checked
+        up = _fine_side(lambda v: total(v, True, di), t, v_c, slope, upper=True, hi=hi)
+        if up is not None:
+            certified, up_at = up
+            low0 = total(certified, False, di)
+            lw = _fine_side(
+                lambda v: total(v, False, di),
+                t,
+                certified,
+                slope,
+                upper=False,
+                hi=hi,
+                first=(certified, low0),
+            )
+            if lw is not None:
+                impossible, low_at = lw
+    mech = first.to_dict()["mechanism"]
+    names = [ledger.entries[i].name for i in idx]
+    warnings.append(
+        f"solved for one common {knob} of the entries {', '.join(names)} (the others kept as "
+        f"written): knob.value is a {knob} whose upper total meets ε = {t:g} at δ = "
+        f"{ledger.delta:g}, checked at the discretisation {di:g}; at or below "
+        "knob.impossible_below the lower total (the accountant's optimistic estimate) "
+        "reaches it"
+    )
+    if certified is None:
+        warnings.append(f"no {knob} in [{lo:g}, {hi:g}] meets the target")
+    return {
+        "name": ledger.name,
+        "target": {"epsilon": t, "delta": ledger.delta},
+        "neighbours": str(ledger.neighbours),
+        "discretization": di,
+        "search_discretization": coarse,
+        "warnings": warnings,
+        "knob": {
+            "name": knob,
+            "mechanism": mech,
+            "entries": names,
+            "sensitivity": sens,
+            "value": certified,
+            "impossible_below": impossible,
+            "width": None
+            if certified is None or impossible is None
+            else (certified - impossible) / certified,
+            "epsilon_upper_at_value": up_at,
+            "epsilon_lower_at_impossible": low_at,
+        },
+    }
