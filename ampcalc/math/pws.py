@@ -656,6 +656,13 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
 def encode_keys(keys: list[str]) -> np.ndarray:
     """The keys' UTF-8 bytes as one fixed-width bytes array (what ``key_hashes`` reads;
     shorter keys are zero-padded to the widest, which the hash does not see)."""
+    if keys:
+        width = len(keys[0])
+        text = "".join(keys)
+        if len(text) == width * len(keys) and width and text.isascii():
+            # one length (their sum is n·width and none is longer): one buffer, viewed
+            if max(map(len, keys)) == width:
+                return np.frombuffer(text.encode("ascii"), dtype=f"S{width}")
     try:
         return np.array(keys, dtype="S")  # ASCII keys: the same bytes, no per-key encode
     except UnicodeEncodeError:
