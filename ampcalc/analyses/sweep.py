@@ -162,7 +162,7 @@ def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
         if integer:
             values = list(dict.fromkeys(round(float(v)) for v in arr))
         else:
-            values = [float(v) for v in arr]
+            values = arr.tolist()  # Python floats, the same values
     else:
         values = []
         for item in spec.split(","):

@@ -330,7 +330,7 @@ def sanitize_cmd(
             if si is not None:
                 for n, v in enumerate(cols[si]):
                     check_score(v, params, int(freqs[n]), sample, lines[n])
-            raw = None
+            raw = hashes = None
             if stream:
                 order = np.flatnonzero(
                     np.fromiter(map(operator.le, keys[1:], keys[:-1]), bool, len(keys) - 1)
@@ -353,7 +353,8 @@ def sanitize_cmd(
                 prev = (keys[-1], lines[-1])
             else:
                 raw = K.encode_keys(keys)
-                dup = seen.add(keys, lines, raw)
+                hashes = K.key_hashes(keys, raw)
+                dup = seen.add(keys, lines, raw, hashes)
                 if dup is not None:
                     raise DesignError(
                         duplicate_message(sample, keys[dup[0]], lines[dup[0]], dup[1])
@@ -362,7 +363,6 @@ def sanitize_cmd(
                 top = int(freqs.max())
                 where = f"{sample}:{lines[int(np.argmax(freqs))]}"
                 san.ensure(top, where)
-            hashes = None if raw is None else K.key_hashes(keys, raw)
             kept, tokens = K.sanitize_keys(
                 keys, freqs, seed, p=san.p, rows=san.rows, hashes=hashes
             )

@@ -2,8 +2,9 @@
 
 ``pws sanitize`` refuses a sample that lists a key twice, naming the line of the
 repeat and of the first occurrence. A dict of every key with its line cost most of a
-10⁷-key run and over a gigabyte; here each chunk's keys are hashed (``hash(str)``, in
-C), the hashes seen so far are kept sorted (one merge per chunk), and a chunk's keys
+10⁷-key run and over a gigabyte; here each chunk's keys are hashed (the sanitiser's own
+64-bit key hash, ``math.pws.key_hashes``, computed once for the coins and this), the
+hashes seen so far are kept sorted (one merge per chunk), and a chunk's keys
 are compared as strings only where a hash ties: with 64-bit hashes a tie between
 different keys is a ~n²/2⁶⁵ event, so the strings of earlier chunks are kept compactly
 (UTF-8 bytes in a numpy array) and read only then.
@@ -30,30 +31,38 @@ class KeySet:
         self._lines: list[Sequence[int]] = []
 
     def add(
-        self, keys: list[str], lines: Sequence[int], raw: np.ndarray | None = None
+        self,
+        keys: list[str],
+        lines: Sequence[int],
+        raw: np.ndarray | None = None,
+        hashes: np.ndarray | None = None,
     ) -> tuple[int, int] | None:
         """Add a chunk; ``(i, first_line)`` for its first key seen before (in an earlier
         chunk or earlier in this one), with the line of that key's first occurrence, or
         ``None`` (the chunk is then added). ``raw``: the keys as ``np.array(keys,
-        dtype="S")`` or their UTF-8 bytes, if made already."""
+        dtype="S")`` or their UTF-8 bytes, if made already; ``hashes``: the keys'
+        ``math.pws.key_hashes``, if computed already (the sanitiser's coins need them)."""
+        from ampcalc.math.pws import key_hashes
+
         n = len(keys)
-        h = np.fromiter(map(hash, keys), dtype=np.int64, count=n)
-        order = np.argsort(h, kind="stable")
-        hs = h[order]
-        within = np.flatnonzero(hs[1:] == hs[:-1])
+        if hashes is None:
+            hashes = key_hashes(keys, raw)
+        h = np.asarray(hashes, dtype=np.uint64).view(np.int64)
+        hs = np.sort(h)  # a tie is rare: the positions (argsort) only then
+        tied = bool(n > 1 and (hs[1:] == hs[:-1]).any())
         # sorted needles: searchsorted walks the sorted hashes once (cache-friendly)
         pos = np.searchsorted(self._sorted, hs)
         inside = pos < self._sorted.size
         hit = np.zeros(n, dtype=bool)
         hit[inside] = self._sorted[pos[inside]] == hs[inside]
-        before = np.zeros(n, dtype=bool)
-        before[order] = hit
-        if within.size or before.any():
+        if tied or hit.any():
             # candidates, in input order: a hash seen in an earlier chunk, or a repeat
             # of a hash within this chunk (every member of a tied run but the first)
+            order = np.argsort(h, kind="stable")
+            within = np.flatnonzero(hs[1:] == hs[:-1])
             cand = np.zeros(n, dtype=bool)
             cand[order[within + 1]] = True
-            cand |= before
+            cand[order[hit]] = True
             for i in np.flatnonzero(cand).tolist():
                 first = self._first_line(keys, lines, i, int(h[i]), h)
                 if first is not None:

@@ -654,29 +654,123 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
 
 
 def encode_keys(keys: list[str]) -> np.ndarray:
-    """The keys' UTF-8 bytes as one fixed-width bytes array (what ``key_hashes`` reads)."""
+    """The keys' UTF-8 bytes as one fixed-width bytes array (what ``key_hashes`` reads;
+    shorter keys are zero-padded to the widest, which the hash does not see)."""
+    if keys:
+        width = len(keys[0])
+        text = "".join(keys)
+        if len(text) == width * len(keys) and width and text.isascii():
+            # one length (their sum is n·width and none is longer): one buffer, viewed
+            if max(map(len, keys)) == width:
+                return np.frombuffer(text.encode("ascii"), dtype=f"S{width}")
     try:
         return np.array(keys, dtype="S")  # ASCII keys: the same bytes, no per-key encode
     except UnicodeEncodeError:
         return np.array([k.encode() for k in keys], dtype=bytes)
 
 
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+#: a ``raw`` array up to this many bytes a row is hashed as it is; wider chunks are
+#: hashed in groups of similar byte length, so one long key costs its own bytes only
+_RAW_WIDTH = 64
+
+
+def key_hash_reference(key: str) -> int:
+    """The hash of one key in pure Python (the definition ``key_hashes`` vectorises):
+    FNV-1a over the key's own UTF-8 bytes, then over its byte length (one 64-bit word),
+    then the SplitMix64 finaliser."""
+    m = 0xFFFFFFFFFFFFFFFF
+    data = key.encode()
+    h = _FNV_OFFSET
+    for b in data:
+        h = ((h ^ b) * _FNV_PRIME) & m
+    h = ((h ^ len(data)) * _FNV_PRIME) & m
+    h = (h + 0x9E3779B97F4A7C15) & m
+    h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & m
+    h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & m
+    return h ^ (h >> 31)
+
+
+#: the inverse of the FNV prime modulo 2⁶⁴ (the prime is odd)
+_FNV_PRIME_INV = pow(_FNV_PRIME, -1, 1 << 64)
+
+
+def _byte_lengths(keys: list[str], raw: np.ndarray | None) -> np.ndarray:
+    """Each key's UTF-8 byte length (``raw``: the keys' bytes array, if made already)."""
+    n = len(keys)
+    text = "".join(keys)
+    if raw is not None and "\x00" not in text:
+        # a bytes array drops trailing NULs only: without NULs its lengths are exact
+        return np.char.str_len(raw).astype(np.int64)
+    if text.isascii():
+        return np.fromiter(map(len, keys), dtype=np.int64, count=n)
+    return np.fromiter((len(k.encode()) for k in keys), dtype=np.int64, count=n)
+
+
+def _fnv_padded(raw: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """FNV-1a of each row's first ``lengths`` bytes, then of the length, from a
+    zero-padded bytes array. A zero byte multiplies the state by the prime, so running
+    over a row's padding of k zeros multiplies by primeᵏ: multiplying by the inverse
+    prime's k-th power (mod 2⁶⁴) undoes it exactly, and the hash of a key does not
+    depend on the width of the array it sits in."""
+    n, width = raw.size, raw.dtype.itemsize
+    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    if width:
+        cols = np.ascontiguousarray(raw.view(np.uint8).reshape(n, width).T)
+        prime = np.uint64(_FNV_PRIME)
+        with np.errstate(over="ignore"):
+            for c in range(width):
+                h ^= cols[c]
+                h *= prime
+        pad = width - lengths
+        if pad.any():
+            powers = np.ones(width + 1, dtype=np.uint64)
+            m = 0xFFFFFFFFFFFFFFFF
+            acc = 1
+            for k in range(1, width + 1):
+                acc = (acc * _FNV_PRIME_INV) & m
+                powers[k] = acc
+            with np.errstate(over="ignore"):
+                h *= powers[pad]
+    with np.errstate(over="ignore"):
+        h ^= lengths.astype(np.uint64)
+        h *= np.uint64(_FNV_PRIME)
+    return h
+
+
 def key_hashes(keys: list[str], raw: np.ndarray | None = None) -> np.ndarray:
     """A 64-bit hash of each key's UTF-8 bytes (FNV-1a over bytes and length, then
-    SplitMix64), vectorised over keys (``raw``: ``encode_keys(keys)``, if made already)."""
-    if raw is None:
+    SplitMix64), vectorised over keys (``raw``: ``encode_keys(keys)``, if made already).
+
+    A key's hash depends on its own bytes only (``key_hash_reference``), not on the
+    other keys hashed with it or on the width of ``raw``."""
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if raw is not None and (raw.size != n or raw.dtype.itemsize > _RAW_WIDTH):
+        raw = None
+    lengths = _byte_lengths(keys, raw)
+    top = int(lengths.max())
+    if raw is None and top <= _RAW_WIDTH:
         raw = encode_keys(keys)
-    n = raw.size
-    width = raw.dtype.itemsize
-    lengths = np.char.str_len(raw).astype(np.uint64) if n else np.zeros(0, np.uint64)
-    mat = raw.view(np.uint8).reshape(n, width) if n and width else np.zeros((n, 0), np.uint8)
-    h = np.full(n, 0xCBF29CE484222325, dtype=np.uint64)
-    prime = np.uint64(0x100000001B3)
-    with np.errstate(over="ignore"):
-        for c in range(width):
-            h = (h ^ mat[:, c].astype(np.uint64)) * prime
-        h = (h ^ lengths) * prime
-    return _splitmix(h)
+    if raw is not None:
+        return _splitmix(_fnv_padded(raw, lengths))
+    # byte lengths in [0, 64], then (2^k, 2^(k+1)]: each group padded to its own widest,
+    # so a long key costs its own bytes, not every key of the chunk
+    order = np.argsort(lengths, kind="stable")
+    ls = lengths[order]
+    bounds = [_RAW_WIDTH]
+    while bounds[-1] < top:
+        bounds.append(2 * bounds[-1])
+    out = np.empty(n, dtype=np.uint64)
+    a = 0
+    for z in np.searchsorted(ls, bounds, side="right").tolist():
+        if z > a:
+            sel = order[a:z]
+            out[sel] = _fnv_padded(encode_keys([keys[i] for i in sel.tolist()]), ls[a:z])
+        a = z
+    return _splitmix(out)
 
 
 def key_uniforms(keys: list[str], seed: int, hashes: np.ndarray | None = None) -> np.ndarray:

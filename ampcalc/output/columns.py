@@ -57,12 +57,77 @@ def _csv_cell(value: Any) -> str:
 
 
 def _float_texts(arr: np.ndarray, null: str) -> list[str]:
-    texts = list(map(float.__repr__, arr.tolist()))
-    nan = np.isnan(arr)
-    if nan.any():
-        for i in np.flatnonzero(nan).tolist():
+    """``float.__repr__`` of each value (NaN: ``null``); through orjson when installed."""
+    fast = _orjson_texts(arr) if _ORJSON is not None else None
+    if fast is None:
+        texts = list(map(float.__repr__, arr.tolist()))
+        bad = np.isnan(arr)
+    else:
+        texts, bad = fast
+        if bad.any():  # orjson writes NaN and ±inf as null
+            for i in np.flatnonzero(bad).tolist():
+                texts[i] = float.__repr__(float(arr[i]))
+        bad = np.isnan(arr)
+    if bad.any():
+        for i in np.flatnonzero(bad).tolist():
             texts[i] = null
     return texts
+
+
+def _load_orjson() -> Any:
+    try:
+        import orjson
+    except ImportError:  # optional: the exact pure-Python path is used without it
+        return None
+    return orjson
+
+
+_ORJSON: Any = _load_orjson()
+_E, _MINUS, _COMMA, _ZERO, _PLUS = (ord(c) for c in "e-,0+")
+
+
+def _orjson_texts(arr: np.ndarray) -> tuple[list[str], np.ndarray] | None:
+    """The texts of ``float.__repr__`` from orjson's shortest round-trip digits (the
+    same digits: both print the shortest string that reads back as the same double,
+    the nearest one on a tie), respelt: orjson writes exponents as ``e-7``/``e16``
+    where ``repr`` writes ``e-07``/``e+16``, and [1e-5, 1e-4) positionally where
+    ``repr`` uses an exponent (those values go through ``repr``). Also returns the
+    mask of non-finite values (written as null by orjson: the caller respells them)."""
+    a = np.ascontiguousarray(arr, dtype=np.float64)
+    try:
+        raw = _ORJSON.dumps(a, option=_ORJSON.OPT_SERIALIZE_NUMPY)
+    except TypeError:  # orjson.JSONEncodeError: the exact pure-Python path
+        return None
+    text = raw[1:-1] + b","
+    if b"e" in text:
+        # insert "0" after "e-" before a lone digit, "+" after "e" before a digit, and
+        # "0" after that "+" before a lone digit (each token ends in ",")
+        b = np.frombuffer(text + b"\0\0\0", dtype=np.uint8)  # b[e + 3] exists
+        e = np.flatnonzero(b == _E)
+        neg = b[e + 1] == _MINUS
+        en, ep = e[neg], e[~neg]
+        at = [en[b[en + 3] == _COMMA] + 2, ep + 1, ep[b[ep + 2] == _COMMA] + 1]
+        what = [_ZERO, _PLUS, _ZERO]
+        pos = np.concatenate(at)
+        val = np.concatenate([np.full(x.size, w, np.uint8) for x, w in zip(at, what, strict=True)])
+        order = np.argsort(pos, kind="stable")  # "+" before "0" at the same place
+        text = np.insert(b, pos[order], val[order]).tobytes()[:-3]
+    texts = text[:-1].decode("ascii").split(",") if a.size else []
+    if len(texts) != a.size:
+        return None
+    mag = np.abs(a)
+    decade = np.flatnonzero((mag >= 1e-5) & (mag < 1e-4))
+    for i in decade.tolist():
+        # orjson: [-]0.0000d₁d₂…dₖ, repr: [-]d₁.d₂…dₖe-05 (d₁e-05 for one digit)
+        t = texts[i]
+        k = 7 if t[0] == "-" else 6
+        if t[k - 6 : k] != "0.0000" or t[k] == "0":
+            texts[i] = float.__repr__(float(a[i]))
+        elif len(t) == k + 1:
+            texts[i] = t[: k - 6] + t[k] + "e-05"
+        else:
+            texts[i] = t[: k - 6] + t[k] + "." + t[k + 1 :] + "e-05"
+    return texts, ~np.isfinite(a)
 
 
 def _column_texts(arr: np.ndarray, kind: str) -> list[str]:
@@ -134,19 +199,32 @@ def _chunk_cells(columns: Sequence[np.ndarray], start: int, stop: int, kind: str
 
 
 def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str) -> str:
-    """``pieces[0] cell0 pieces[1] cell1 ... pieces[-1]`` per row, rows joined."""
-    template = pieces[0].replace("%", "%%")
+    """``pieces[0] cell0 pieces[1] cell1 ... pieces[-1]`` per row, rows joined: one
+    ``str.join`` over the texts interleaved with the constant pieces between them."""
+    consts = [pieces[0]]
     variable: list[list[Any]] = []
     for piece, cell in zip(pieces[1:], cells, strict=True):
         if isinstance(cell, str):
-            template += cell.replace("%", "%%")
+            consts[-1] += cell + piece
         else:
-            template += cell[0]
             variable.append(cell[1])
-        template += piece.replace("%", "%%")
+            consts.append(piece)
     if not variable:
-        return joiner.join([template % ()] * n)
-    return joiner.join(map(template.__mod__, zip(*variable, strict=True)))
+        return joiner.join([consts[0]] * n)
+    if n == 0:
+        return ""
+    # per row: consts[0] v0 consts[1] v1 ... consts[-1]; the joiner opens each row but
+    # the first (the last constant of a row and the next row's first are one string)
+    width = 2 * len(variable)
+    out: list[Any] = [None] * (n * width + 1)
+    out[0] = consts[0]
+    between = consts[-1] + joiner + consts[0]
+    for j, texts in enumerate(variable):
+        out[2 * j + 1 :: width] = texts
+        if j + 1 < len(variable):
+            out[2 * j + 2 :: width] = [consts[j + 1]] * n
+    out[width::width] = [between] * (n - 1) + [consts[-1]]
+    return "".join(out)
 
 
 def _scan(cols: Sequence[np.ndarray]) -> None:
@@ -156,10 +234,15 @@ def _scan(cols: Sequence[np.ndarray]) -> None:
         if c.dtype.kind == "f" and bool(np.isinf(c).any()):
             raise _NotExact
         if c.dtype.kind == "O":
-            try:
-                distinct = set(c.tolist())
-            except TypeError:  # unhashable: a list or a mapping
-                raise _NotExact from None
+            values = c.tolist()
+            # list.count compares identity first, in C: a column of one string is fast
+            if values and values.count(values[0]) == len(values):
+                distinct = values[:1]
+            else:
+                try:
+                    distinct = list(set(values))
+                except TypeError:  # unhashable: a list or a mapping
+                    raise _NotExact from None
             for v in distinct:
                 _json_cell(v)
 
@@ -196,7 +279,7 @@ def rows_segment(columns: Mapping[str, np.ndarray], depth: int) -> Iterator[str]
 def list_segment(values: Sequence[Any], depth: int) -> Iterator[str]:
     """A JSON list of scalars, its items at ``depth`` levels of ``indent=2``, in chunks;
     raises ``_NotExact`` (before yielding) if it cannot be exact."""
-    floats = all(type(v) is float for v in values)
+    floats = bool(values) and set(map(type, values)) == {float}
     arr = np.asarray(values, dtype=float) if floats else None
     if arr is not None:
         _scan([arr])
