@@ -30,11 +30,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import ampcalc  # noqa: E402
-from ampcalc import engine  # noqa: E402
-from ampcalc.analyses import budget, budget_solve  # noqa: E402
-from ampcalc.analyses.calibrate import solve  # noqa: E402
-from ampcalc.model.design import Neighbours  # noqa: E402
+import ampcalc
+from ampcalc import engine
+from ampcalc.analyses import budget, budget_solve
+from ampcalc.analyses.calibrate import solve
+from ampcalc.model.design import Neighbours
 
 logging.getLogger().setLevel(logging.ERROR)
 
