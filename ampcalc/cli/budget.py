@@ -25,6 +25,7 @@ from ampcalc.cli.app import (
     resolve_format,
     say,
 )
+from ampcalc.cli.conventions import OutputOpt, progress_bar
 
 
 @app.command()
@@ -50,6 +51,7 @@ def budget(
             show_default=False,
         ),
     ] = None,
+    out: OutputOpt = None,
 ) -> int:
     """Total ε at the ledger's δ over releases on independently drawn samples.
 
@@ -59,11 +61,12 @@ def budget(
 
     from ampcalc.analyses import budget as budget_mod
 
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     led = budget_mod.load_ledger(ledger, overrides=set_ or ())
     if discretization is not None:
         led = dataclasses.replace(led, discretization=discretization)
-    payload = budget_mod.run(led)
+    with progress_bar("composing the budget") as progress:
+        payload = budget_mod.run(led, progress)
     code = ExitCode.OK
     for row in payload["entries"]:
         if row.get("error"):
@@ -77,6 +80,8 @@ def budget(
         payload,
         csv=_csv(payload),
         table=lambda rich: _table(payload, rich),
+        to=out,
+        rows=len(payload["entries"]) + 1,
     )
     return int(code)
 
