@@ -63,7 +63,7 @@ def compare(
 ) -> int:
     """Certified ε at a target ε′ and each scheme's accuracy figures, design by design.
 
-    Example:  ampcalc compare examples/designs/stratified-business-survey.yaml --target 1
+    Example:  ampcalc compare examples/designs/compare.yaml --target 1
     """
     output = resolve_format(fmt, as_json, out)
     from ampcalc.api import compare as compare_designs

@@ -279,7 +279,9 @@ def sanitize_cmd(
 ) -> int:
     """Sanitise a non-private weighted sample (004 Alg. 2): keys, or keys and frequencies.
 
-    Example:  ampcalc pws sanitize examples/designs/data/pws-sample.csv \\
+    Example:
+
+    ampcalc pws sanitize examples/designs/data/pws-sample.csv \\
         -d examples/designs/pws.yaml --seed 7 --frequencies -o private.csv
     """
     import contextlib

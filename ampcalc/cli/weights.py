@@ -103,7 +103,7 @@ def weights(
 ) -> int:
     """Per-record probabilities q*(x) and weights w*(x) of an importance design (CSV).
 
-    Example:  ampcalc weights examples/designs/importance-kmeans.yaml -o weights.csv
+    Example:  ampcalc weights examples/designs/importance-kmeans.yaml -o w.csv
     """
     import contextlib
 
