@@ -407,3 +407,36 @@ def test_readme_ci_snippet_installs_what_exists() -> None:
     assert not re.search(r"pip install ampcalc\s*$", text, re.M)
     assert 'pip install "git+<repo-url>@<tag-or-commit>"' in text
     assert os.path.exists(ROOT / "pyproject.toml")  # `pip install .` installs this checkout
+
+
+def test_record_files_report_the_records_read(capsys, monkeypatch) -> None:
+    from ampcalc.designs.document import load_designs
+    from ampcalc.load.records import reading_progress
+
+    calls: list[tuple[int, int]] = []
+    with reading_progress(lambda done, total: calls.append((done, total))):
+        load_designs(KMEANS)
+    assert calls == [(200, 0)]  # one chunk of 200 records; the total is not known ahead
+    # the command line draws nothing for a file that fits one chunk off a terminal
+    run_main(capsys, "weights", KMEANS, "-o", os.devnull)
+
+
+def test_lazy_bar_starts_only_for_large_work(monkeypatch) -> None:
+    from ampcalc.cli import conventions
+
+    monkeypatch.setattr(conventions, "progress_enabled", lambda: True)
+    started: list[str] = []
+    real = conventions.progress_bar
+
+    def spy(description: str, total: int | None = None):
+        started.append(description)
+        return real(description, total)
+
+    monkeypatch.setattr(conventions, "progress_bar", spy)
+    with conventions.lazy_progress_bar("reading records", start_at=1000) as progress:
+        assert progress is not None
+        progress(200, 0)
+        assert started == []
+        progress(1000, 0)
+        progress(1500, 0)
+    assert started == ["reading records"]

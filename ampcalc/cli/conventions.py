@@ -131,6 +131,28 @@ def progress_bar(description: str, total: int | None = None) -> Iterator[Progres
         bar.stop()
 
 
+@contextlib.contextmanager
+def lazy_progress_bar(description: str, start_at: int = 1) -> Iterator[Progress | None]:
+    """Like ``progress_bar``, but the bar appears only once ``done`` reaches ``start_at``:
+    small work (a file read in one chunk) draws nothing."""
+    if not progress_enabled():
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        bar: list[Progress] = []
+
+        def update(done: int, total: int) -> None:
+            if not bar and done < start_at:
+                return
+            if not bar:
+                started = stack.enter_context(progress_bar(description))
+                assert started is not None
+                bar.append(started)
+            bar[0](done, total)
+
+        yield update
+
+
 # ---- errors -------------------------------------------------------------------------------
 
 
