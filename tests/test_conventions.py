@@ -440,3 +440,24 @@ def test_lazy_bar_starts_only_for_large_work(monkeypatch) -> None:
         progress(1000, 0)
         progress(1500, 0)
     assert started == ["reading records"]
+
+
+def test_budget_entry_condition_said_once_at_its_entry(tmp_path: Path, capsys) -> None:
+    led = tmp_path / "led.yaml"
+    led.write_text(
+        "name: t\n"
+        "target: {epsilon: 2.0, delta: 1e-6}\n"
+        "neighbours: add-remove\n"
+        "entries:\n"
+        "  - name: good\n"
+        "    design:\n"
+        "      mechanism: {epsilon: 1, neighbours: both}\n"
+        "      sampling: {scheme: poisson, rate: 0.1}\n"
+        "  - name: bad\n"
+        "    design:\n"
+        "      mechanism: {epsilon: 1, neighbours: replace-one}\n"
+        "      sampling: {scheme: poisson, rate: 0.1}\n"
+    )
+    run = run_main(capsys, "budget", str(led))
+    assert (run.stdout + run.stderr).count("needs M's add-remove ε") == 1
+    assert run.stderr.startswith(f"{led}:10:5: entries[1].design: bad: Poisson")

@@ -68,9 +68,11 @@ def budget(
     with progress_bar("composing the budget") as progress:
         payload = budget_mod.run(led, progress)
     code = ExitCode.OK
-    for row in payload["entries"]:
-        if row.get("error"):
-            say(f"{row['name']}: {row['error']}")
+    for row, entry in zip(payload["entries"], led.entries, strict=True):
+        if row.get("error"):  # said once, at the entry's place in the ledger
+            where = getattr(entry, "where", None)
+            at = where.prefix() if where is not None and where.file else ""
+            say(f"{at}{row['name']}: {row['error']}")
     up = payload["total"]["upper"]
     if fail_above is not None and (up is None or up > fail_above):
         code = ExitCode.GATE_FAILED
@@ -160,7 +162,4 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
             f"budget ε = {fmt(tgt['epsilon'])} at δ = {fmt(tgt['delta'])}: remaining "
             + ("unknown (no guarantee)" if rem is None else fmt(rem))
         )
-    for r in payload["entries"]:
-        if r.get("error"):
-            footer.append(f"{r['name']}: {r['error']}")
     return render_table(header, rows, footer, rich_output=rich)
