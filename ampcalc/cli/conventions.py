@@ -268,6 +268,8 @@ def _fix_params(command: Any) -> None:
             param.metavar = ""  # a flag takes no value: no "<bool>" after it
         elif param.name == "design" and param.metavar is None:
             param.metavar = "DESIGN"  # `pws ... --design DESIGN`, as the argument
+        elif param.name == "output" and param.metavar is None:
+            param.metavar = "FILE"  # `-o FILE` everywhere
 
 
 def _flag_help_option(command: Any) -> None:
