@@ -461,3 +461,14 @@ def test_budget_entry_condition_said_once_at_its_entry(tmp_path: Path, capsys) -
     run = run_main(capsys, "budget", str(led))
     assert (run.stdout + run.stderr).count("needs M's add-remove ε") == 1
     assert run.stderr.startswith(f"{led}:10:5: entries[1].design: bad: Poisson")
+
+
+def test_invert_leaves_designs_not_built_for_their_target(capsys) -> None:
+    # importance sampling with fixed probabilities: --target is only the inversion's target
+    from ampcalc import engine
+    from ampcalc.designs.document import load_designs
+
+    (d,) = load_designs(KMEANS)
+    direct = engine.invert(d, 0.5).to_dict()["epsilon"]
+    r = run_main(capsys, "invert", KMEANS, "-t", "0.5", "--json").json()["results"][0]
+    assert r["epsilon"] == direct

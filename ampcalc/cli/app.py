@@ -408,6 +408,9 @@ def retarget(designs: Sequence[Any], target: float | None, delta: float | None) 
         if scheme.bind_target is None or (target is None and delta is None):
             out.append(d)
             continue
+        if not _calibrated(d):  # e.g. importance sampling with a fixed q: target is just T
+            out.append(d)
+            continue
         old = d.target or Target()
         new = Target(
             epsilon_prime=old.epsilon_prime if target is None else float(target),
@@ -423,6 +426,17 @@ def retarget(designs: Sequence[Any], target: float | None, delta: float | None) 
             )
         out.append(d if new == old else dataclasses.replace(d, target=new))
     return out
+
+
+def _calibrated(design: Any) -> bool:
+    """The design's scheme builds its mechanism (or q) for the design's target."""
+    from ampcalc import engine
+    from ampcalc.model.errors import ConditionError
+
+    try:
+        return bool(engine.analyse(design).calibrated)
+    except ConditionError:
+        return False  # invert reports it
 
 
 @app.command()
