@@ -479,7 +479,8 @@ def invert(
     from ampcalc import api
 
     if solve is not None:
-        designs = [d for path in (design or [None]) for d in load(path, set_)]
+        paths: list[str | None] = list(design) if design else [None]
+        designs = [d for path in paths for d in load(path, set_)]
         return run_solve(designs, solve, target, target_delta, output, out)
 
     def compute(designs: Sequence[Any]) -> list[dict[str, Any]]:
