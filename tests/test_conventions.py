@@ -472,3 +472,19 @@ def test_invert_leaves_designs_not_built_for_their_target(capsys) -> None:
     direct = engine.invert(d, 0.5).to_dict()["epsilon"]
     r = run_main(capsys, "invert", KMEANS, "-t", "0.5", "--json").json()["results"][0]
     assert r["epsilon"] == direct
+
+
+def test_error_documents_match_their_schema(tmp_path: Path, capsys) -> None:
+    import jsonschema
+
+    schema = json.loads((ROOT / "ampcalc" / "schema" / "error.schema.json").read_text())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("mechanism: {epsilon: 1}\nsampling: {scheme: srs, population: 10}\n")
+    for args in (
+        ["bound", SRS, "--epsilon", "abc", "--json"],
+        ["bound", str(bad), "--json"],
+        ["invert", SRS, "--json"],  # no target
+        ["verify", SRS, "--json", "--limit", "0"],
+    ):
+        run = run_main(capsys, *args, expect=2)
+        jsonschema.validate(json.loads(run.stdout), schema)
