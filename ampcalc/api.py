@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
@@ -603,9 +603,14 @@ def check(
 
 
 def verify_design(
-    design: Design, pairs: str = "default", limit: int = 5000, epsilon: float | None = None
+    design: Design,
+    pairs: str = "default",
+    limit: int = 5000,
+    epsilon: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """One row of ``verify --json``: the exact ε′ of a tiny design against our bounds."""
+    """One row of ``verify --json``: the exact ε′ of a tiny design against our bounds
+    (``progress(done, total)`` is called as its instances are solved)."""
     from ampcalc.analyses.verify import verify_row
 
     if getattr(design.mechanism, "profile", None) is not None:
@@ -614,7 +619,7 @@ def verify_design(
             "mechanism's profile is checked against mpmath oracles in the test suite"
         )
 
-    return verify_row(design, pairs, limit, epsilon)
+    return verify_row(design, pairs, limit, epsilon, progress)
 
 
 def verify(

@@ -50,6 +50,7 @@ from ampcalc.designs.document import parse_yaml
 BUDGET = 2.0  # CPU seconds per case
 CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
 SCHEMA = json.loads((ROOT / "ampcalc" / "schema" / "result.schema.json").read_text())
+ERROR_SCHEMA = json.loads((ROOT / "ampcalc" / "schema" / "error.schema.json").read_text())
 
 FAST = settings(
     max_examples=20,
@@ -156,6 +157,11 @@ def check_outcome(o: Outcome) -> None:
     assert "internal error" not in o.stderr, context
     assert not _EXC_NAME.search(o.stderr), context
     doc = _strict_json(o.stdout) if o.stdout.strip() and "--json" in o.args else None
+    if doc is not None and "error" in doc and "command" not in doc:
+        # a run stopped by an error: with --json, the error is also a document on stdout
+        jsonschema.validate(doc, ERROR_SCHEMA)
+        assert o.code == 2, context
+        doc = None
     if doc is not None:
         jsonschema.validate(doc, SCHEMA)
         for r in doc.get("results", []):

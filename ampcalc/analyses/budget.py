@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -288,8 +288,21 @@ def _rr_log_pmfs(eps: float, delta: float) -> tuple[dict[int, float], dict[int, 
     return q, p
 
 
-def run(ledger: Ledger) -> dict[str, Any]:
-    """Compose the ledger; the JSON payload of ``ampcalc budget``."""
+def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Compose the ledger; the JSON payload of ``ampcalc budget``.
+
+    ``progress(done, total)`` is called as the work advances: one step per entry's bound,
+    then one per entry in each of the accountant's two compositions (upper and lower).
+    """
+    steps = 3 * len(ledger.entries)
+    done = 0
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, steps)
+
     total_count = sum(e.count for e in ledger.entries)
     # δ′ at which named mechanisms off the native path are taken: a tenth of the
     # total δ spread over every release (the accountant adds them up)
@@ -331,6 +344,7 @@ def run(ledger: Ledger) -> dict[str, Any]:
             )
         rows.append(row)
         pairs.append((entry, res, native))
+        step()
     out: dict[str, Any] = {
         "name": ledger.name,
         "target": {"epsilon": ledger.epsilon, "delta": ledger.delta},
@@ -352,7 +366,9 @@ def run(ledger: Ledger) -> dict[str, Any]:
     if len(pure) == len(pairs) and len(set(pure)) == 1:
         total = _closed_form_pure(pure[0], total_count, ledger.delta)
     else:
-        total = _accountant(pairs, ledger)
+        total = _accountant(pairs, ledger, step)
+    if progress is not None:
+        progress(steps, steps)
     out["total"] = total
     up = total["upper"]
     out["remaining"] = None if ledger.epsilon is None or up is None else ledger.epsilon - float(up)
@@ -428,7 +444,11 @@ def _entry_pld(
 
 
 def accountant_side(
-    pairs: Sequence[tuple[Entry, Any, Any]], delta: float, di: float, pessimistic: bool
+    pairs: Sequence[tuple[Entry, Any, Any]],
+    delta: float,
+    di: float,
+    pessimistic: bool,
+    step: Callable[[], None] = lambda: None,
 ) -> float:
     """The composed ledger's ε at ``delta``: the pessimistic estimate rounded up (read at
     δ less the FFT allowance), or the optimistic one rounded down (at δ plus it); ``inf``
@@ -442,6 +462,7 @@ def accountant_side(
     for entry, res, native in pairs:
         one = _entry_pld(entry, res, native, di, pessimistic)
         total = one if total is None else total.compose(one)
+        step()
     noise = fastpld.fft_noise(total)
     if pessimistic:
         at = delta * (1.0 - FFT_DELTA) - noise
@@ -455,10 +476,12 @@ def accountant_side(
     return max(float(numeric.round_down(eps)), 0.0)
 
 
-def _accountant(pairs: list[tuple[Entry, Any, Any]], ledger: Ledger) -> dict[str, Any]:
+def _accountant(
+    pairs: list[tuple[Entry, Any, Any]], ledger: Ledger, step: Callable[[], None] = lambda: None
+) -> dict[str, Any]:
     di = ledger.discretization
-    up_f = accountant_side(pairs, ledger.delta, di, True)
-    lo = accountant_side(pairs, ledger.delta, di, False)
+    up_f = accountant_side(pairs, ledger.delta, di, True, step)
+    lo = accountant_side(pairs, ledger.delta, di, False, step)
     up = up_f if math.isfinite(up_f) else None
     lo = min(lo, up if up is not None else math.inf)
     return {

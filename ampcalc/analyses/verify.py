@@ -14,6 +14,7 @@ from ampcalc.model.design import Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.schemes.exact import (
     DEFAULT_LIMIT,
+    Progress,
     deltas_of,
     for_guarantee,
     judge,
@@ -25,7 +26,11 @@ from ampcalc.schemes.exact import (
 
 
 def verify_row(
-    design: Any, pairs: str = "default", limit: int = DEFAULT_LIMIT, epsilon: float | None = None
+    design: Any,
+    pairs: str = "default",
+    limit: int = DEFAULT_LIMIT,
+    epsilon: float | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """One row of ``verify --json``: the exact worst case of a tiny design vs our bounds.
 
@@ -34,7 +39,8 @@ def verify_row(
     pure programme, ``epsilon_prime_exact`` = ε′_exact. Otherwise the (ε, δ) programme:
     ``delta_prime_exact`` = the worst divergence at the reported upper ε′,
     ``epsilon_prime_exact`` = ε″ at the reported δ′ (δ′ = 0 when none is reported;
-    null when it is +∞, with a note in ``reason``).
+    null when it is +∞, with a note in ``reason``). ``progress(done, total)`` is called
+    as the plan's instances are solved.
     """
     import dataclasses
 
@@ -90,9 +96,11 @@ def verify_row(
         lower, upper = row["epsilon_prime"]["lower"], row["epsilon_prime"]["upper"]
         delta_prime = row["delta_prime"]
         if mech.delta == 0.0 and not delta_prime:
-            out = run(plan, limit=limit)
+            out = run(plan, limit=limit, progress=progress)
         else:
-            approx = run_approx(plan, epsilon_upper=upper, delta_prime=delta_prime, limit=limit)
+            approx = run_approx(
+                plan, epsilon_upper=upper, delta_prime=delta_prime, limit=limit, progress=progress
+            )
             if lower is not None:  # the lower bound's witness is a pure ε-DP mechanism
                 pure_out = run(plan, limit=limit)
                 approx = dataclasses.replace(approx, pure_epsilon=pure_out.epsilon_prime)

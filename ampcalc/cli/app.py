@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ampcalc.cli.conventions import AmpcalcGroup, OutputOpt, format_from_suffix, write_output
 from ampcalc.model.errors import AmpcalcError
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
+    cls=AmpcalcGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -74,7 +76,11 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version_callback, is_eager=True, help="Print the version."
+            "--version",
+            "-V",
+            callback=_version_callback,
+            is_eager=True,
+            help="Print the version.",
         ),
     ] = False,
 ) -> None:
@@ -114,13 +120,17 @@ EpsilonOpt = Annotated[
 ]
 
 
-def resolve_format(fmt: Format | None, as_json: bool) -> Format:
+def resolve_format(fmt: Format | None, as_json: bool, to: str | None = None) -> Format:
+    """The output format: ``--format``/``--json``, else the ``-o`` file's suffix
+    (``.json``, ``.csv``), else a table."""
     if as_json and fmt not in (None, Format.json):
         raise typer.BadParameter(
             "--json and --format csv/table contradict each other", param_hint="--format"
         )
     if as_json:
         return Format.json
+    if fmt is None and (suffix := format_from_suffix(to)) is not None:
+        return Format(suffix)
     return fmt or Format.table
 
 
@@ -151,6 +161,7 @@ def result_text(
     *,
     csv: CsvRecords | None = None,
     table: TableText | None = None,
+    to_file: bool = False,
 ) -> str:
     """A command's result as a table, JSON or CSV (``render.render_result``).
 
@@ -167,7 +178,7 @@ def result_text(
         payload=payload,
         csv=csv,
         table=table,
-        rich_output=output is Format.table and rich_output(),
+        rich_output=output is Format.table and not to_file and rich_output(),
     )
 
 
@@ -179,20 +190,27 @@ def emit_result(
     csv: CsvRecords | None = None,
     table: TableText | None = None,
     chunks: Mapping[str, Callable[[], Iterator[str] | None]] | None = None,
+    to: str | None = None,
+    rows: int | None = None,
 ) -> None:
-    """Write a command's result to standard output as a table, JSON or CSV.
+    """Write a command's result to standard output (or to ``to``) as a table, JSON or CSV.
 
     Every command prints its result through here (see ``result_text``), so the
     choice between the three formats is made in one place. ``chunks`` maps a format
     to a function writing that format's same text in pieces (or returning None: then
     the text is rendered as usual), for results too large to hold as one string.
+    With ``to`` (``-o FILE``) the text is written to that file atomically and
+    ``wrote ROWS rows to FILE`` goes to stderr.
     """
     make = (chunks or {}).get(output.value)
     pieces = make() if make is not None else None
-    if pieces is not None:
-        emit_chunks(pieces)
+    if pieces is None:
+        text = result_text(output, command, payload, csv=csv, table=table, to_file=to is not None)
+        pieces = iter((text,))
+    if to is not None:
+        write_output(to, pieces, rows)
         return
-    emit(result_text(output, command, payload, csv=csv, table=table))
+    emit_chunks(pieces)
 
 
 def say(message: str) -> None:
@@ -200,17 +218,132 @@ def say(message: str) -> None:
 
 
 def load(design: str | None, overrides: Sequence[str] | None) -> Any:
+    from ampcalc.cli.conventions import lazy_progress_bar
     from ampcalc.designs.document import load_designs
+    from ampcalc.load.records import CHUNK_ROWS, reading_progress
 
-    return load_designs(design if design is not None else None, overrides=overrides or ())
+    # a large record file (importance designs) shows the records read so far
+    bar = lazy_progress_bar("reading records", start_at=CHUNK_ROWS)
+    with bar as progress, reading_progress(progress):
+        return load_designs(design if design is not None else None, overrides=overrides or ())
 
 
 # ---- commands ---------------------------------------------------------------------------
 
 
+DesignsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Design files (YAML); '-' reads standard input. Default: ./ampcalc.yaml. "
+        "Several files: one table of all their designs, a JSON list of one document per "
+        "file, the worst exit code.",
+        metavar="DESIGN",
+        show_default=False,
+    ),
+]
+
+
+class FileResults:
+    """The results of one design file (``dicts``), or the error that stopped it."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.designs: Sequence[Any] = ()
+        self.dicts: list[dict[str, Any]] = []
+        self.error: AmpcalcError | None = None
+
+
+def each_file(
+    paths: Sequence[str] | None,
+    set_: Sequence[str] | None,
+    compute: Callable[[Sequence[Any]], list[dict[str, Any]]],
+) -> tuple[list[FileResults], ExitCode]:
+    """Load every design file and ``compute`` its result dicts; a file that cannot be
+    loaded is reported (exit 2) and the others still run. One file: its error is raised."""
+    from ampcalc.cli.conventions import error_line
+
+    files: list[str | None] = list(paths) if paths else [None]
+    out: list[FileResults] = []
+    code = ExitCode.OK
+    for path in files:
+        entry = FileResults(path)
+        try:
+            entry.designs = load(path, set_)
+        except AmpcalcError as err:
+            if len(files) == 1:
+                raise
+            say(error_line(err))
+            entry.error = err
+            code = ExitCode.BAD_INPUT
+        else:
+            entry.dicts = compute(entry.designs)
+            code = max(code, condition_errors(entry.designs, entry.dicts))
+        out.append(entry)
+    return out, code
+
+
+def condition_errors(designs: Sequence[Any], dicts: Sequence[Mapping[str, Any]]) -> ExitCode:
+    """Say each failed theorem condition once, at its design's place in the file."""
+    code = ExitCode.OK
+    for d, r in zip(designs, dicts, strict=True):
+        if r.get("error"):
+            where = getattr(d, "where", None)
+            at = where.prefix() if where is not None and where.file else ""
+            say(f"{at}{r['name']}: {r['error']}")
+            code = ExitCode.BAD_INPUT
+    return code
+
+
+def emit_files(
+    output: Format,
+    command: str,
+    files: list[FileResults],
+    table: Callable[[list[dict[str, Any]]], TableText],
+    to: str | None,
+) -> None:
+    """One file: its result as before. Several: one table (and CSV) of every design, and
+    a JSON list of one document per file (``file`` added; an unreadable file's document
+    is ``{"file", "error": {...}}``)."""
+    dicts = [r for f in files for r in f.dicts]
+    if len(files) == 1:
+        emit_result(
+            output, command, {"results": dicts}, csv=dicts, table=table(dicts), to=to,
+            rows=len(dicts),
+        )  # fmt: skip
+        return
+    records = [
+        {"file": f.path if f.path is not None else "ampcalc.yaml", **r}
+        for f in files
+        for r in f.dicts
+    ]
+    emit_result(
+        output, command, {"results": dicts}, csv=records, table=table(dicts), to=to,
+        rows=len(dicts), chunks={"json": lambda: iter((_json_list(command, files),))},
+    )  # fmt: skip
+
+
+def _json_list(command: str, files: list[FileResults]) -> str:
+    """Several files' JSON: a list of each file's document, ``file`` first."""
+    import json
+
+    from ampcalc.cli.conventions import error_document, error_kind
+
+    docs: list[Any] = []
+    for f in files:
+        name = f.path if f.path is not None else "ampcalc.yaml"
+        if f.error is not None:
+            err = f.error
+            doc = error_document(error_kind(err), err.message, err.where, err.hint)
+            docs.append({"file": name, **doc})
+        else:
+            text = result_text(Format.json, command, {"results": f.dicts})
+            docs.append({"file": name, **json.loads(text)})
+    return json.dumps(docs, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 @app.command()
 def bound(
-    design: DesignArg = None,
+    design: DesignsArg = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     set_: SetOpt = None,
@@ -224,24 +357,21 @@ def bound(
             show_default=False,
         ),
     ] = None,
+    out: OutputOpt = None,
 ) -> int:
-    """Upper and lower bounds on ε′ (and δ′) for every design in the file.
+    """Upper and lower bounds on ε′ (and δ′) for every design in the file(s).
 
     Example:  ampcalc bound examples/designs/srswor.yaml --json
     """
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     from ampcalc import api
 
-    designs = load(design, set_)
-    results = [api.bound(d, epsilon=epsilon) for d in designs]
-    dicts = [r.to_dict() for r in results]
-    code = ExitCode.OK
-    for r in dicts:
-        if r.get("error"):
-            say(f"{r['name']}: {r['error']}")
-            code = max(code, ExitCode.BAD_INPUT)
+    def compute(designs: Sequence[Any]) -> list[dict[str, Any]]:
+        return [api.bound(d, epsilon=epsilon).to_dict() for d in designs]
+
+    files, code = each_file(design, set_, compute)
     if fail_above is not None:
-        for r in dicts:
+        for r in (r for f in files for r in f.dicts):
             upper = r["epsilon_prime"]["upper"]
             if r.get("error"):
                 continue
@@ -249,38 +379,82 @@ def bound(
                 shown = "no upper bound" if upper is None else f"upper bound {upper:.6g}"
                 say(f"gate failed: {r['name']}: {shown} > {fail_above:g}")
                 code = max(code, ExitCode.GATE_FAILED)
-    emit_result(
-        output,
-        "bound",
-        {"results": dicts},
-        csv=dicts,
-        table=_results_table(dicts, "bound", details),
-    )
+    emit_files(output, "bound", files, lambda d: _results_table(d, "bound", details), out)
     return int(code)
 
 
 def _results_table(dicts: list[dict[str, Any]], kind: str, details: bool = False) -> TableText:
-    """The table of ``bound`` or ``invert`` results: one row per design, notes under it."""
+    """The table of ``bound`` or ``invert`` results: one row per design, notes under it
+    (a failed condition is said once, on stderr, not again here)."""
 
     def table(rich: bool) -> str:
         from ampcalc.output import render
 
         rows_of = render.bound_rows if kind == "bound" else render.invert_rows
         header, rows = rows_of(dicts, details=details)
-        return render.render_table(header, rows, render.notes(dicts), rich_output=rich)
+        shown = [{k: v for k, v in r.items() if k != "error"} for r in dicts]
+        return render.render_table(header, rows, render.notes(shown), rich_output=rich)
 
     return table
 
 
+def retarget(designs: Sequence[Any], target: float | None, delta: float | None) -> list[Any]:
+    """Designs calibrated to their ``target:`` (pws, privacy-constrained importance)
+    rebuilt for ``--target``/``--target-delta``: the target is what they are built for,
+    so an inversion at another target must rebuild them, never ignore it."""
+    import dataclasses
+
+    from ampcalc import schemes
+    from ampcalc.model.design import Target
+
+    out = []
+    for d in designs:
+        scheme = schemes.get(d.scheme)
+        if scheme.bind_target is None or (target is None and delta is None):
+            out.append(d)
+            continue
+        if not _calibrated(d):  # e.g. importance sampling with a fixed q: target is just T
+            out.append(d)
+            continue
+        old = d.target or Target()
+        new = Target(
+            epsilon_prime=old.epsilon_prime if target is None else float(target),
+            delta_prime=old.delta_prime if delta is None else float(delta),
+        )
+        if scheme.needs_target and not (new.delta_prime or 0.0) > 0.0 and old != new:
+            from ampcalc.model.errors import DesignError
+
+            raise DesignError(
+                f"design {d.name!r} ({d.scheme}) is calibrated to its target and needs "
+                f"δ′ in (0, 1]; --target-delta {delta:g} cannot build it",
+                where=None,
+            )
+        out.append(d if new == old else dataclasses.replace(d, target=new))
+    return out
+
+
+def _calibrated(design: Any) -> bool:
+    """The design's scheme builds its mechanism (or q) for the design's target."""
+    from ampcalc import engine
+    from ampcalc.model.errors import ConditionError
+
+    try:
+        return bool(engine.analyse(design).calibrated)
+    except ConditionError:
+        return False  # invert reports it
+
+
 @app.command()
 def invert(
-    design: DesignArg = None,
+    design: DesignsArg = None,
     target: Annotated[
         float | None,
         typer.Option(
             "--target",
             "-t",
-            help="Target ε′ for the population (default: the file's target.epsilon_prime).",
+            help="Target ε′ for the population (default: the file's target.epsilon_prime); "
+            "designs calibrated to their target (pws, privacy-constrained importance) are "
+            "rebuilt for it.",
             show_default=False,
         ),
     ] = None,
@@ -301,41 +475,36 @@ def invert(
             show_default=False,
         ),
     ] = None,
+    out: OutputOpt = None,
 ) -> int:
     """Largest mechanism ε certified for a target ε′, and the ε above which it surely fails.
 
     Example:  ampcalc invert examples/designs/srswor.yaml --target 1.0
     """
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     from ampcalc import api
 
-    designs = load(design, set_)
     if solve is not None:
-        return run_solve(designs, solve, target, target_delta, output)
-    results = [api.invert(d, target, target_delta) for d in designs]
-    dicts = [r.to_dict() for r in results]
-    code = ExitCode.OK
-    for r in dicts:
-        if r.get("error"):
-            say(f"{r['name']}: {r['error']}")
-            code = max(code, ExitCode.BAD_INPUT)
-    emit_result(
-        output,
-        "invert",
-        {"results": dicts},
-        csv=dicts,
-        table=_results_table(dicts, "invert", details),
-    )
+        paths: list[str | None] = list(design) if design else [None]
+        designs = [d for path in paths for d in load(path, set_)]
+        return run_solve(designs, solve, target, target_delta, output, out)
+
+    def compute(designs: Sequence[Any]) -> list[dict[str, Any]]:
+        built = retarget(designs, target, target_delta)
+        return [api.invert(d, target, target_delta).to_dict() for d in built]
+
+    files, code = each_file(design, set_, compute)
+    emit_files(output, "invert", files, lambda d: _results_table(d, "invert", details), out)
     return int(code)
 
 
 @app.command("schemes")
-def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> int:
+def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False, out: OutputOpt = None) -> int:
     """Every sampling scheme: its parameters, the relation M must satisfy, its basis.
 
     Example:  ampcalc schemes --json
     """
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     from ampcalc import api
 
     items = api.schemes()
@@ -356,40 +525,41 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> int:
         return render.render_table(header, rows, footer, rich_output=rich)
 
     records = ({**i, "parameters": [p["name"] for p in i["parameters"]]} for i in items)
-    emit_result(output, "schemes", {"schemes": items}, csv=records, table=table)
+    emit_result(
+        output, "schemes", {"schemes": items}, csv=records, table=table, to=out,
+        rows=len(items),
+    )  # fmt: skip
     return int(ExitCode.OK)
 
 
 @app.command()
 def validate(
-    design: DesignArg = None,
+    design: DesignsArg = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     set_: SetOpt = None,
+    out: OutputOpt = None,
 ) -> int:
-    """Check a design file (syntax, fields, theorem conditions) without computing bounds.
+    """Check design files (syntax, fields, theorem conditions) without computing bounds.
 
     Example:  ampcalc validate examples/designs/srswor.yaml
     """
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     from ampcalc import api
 
-    dicts = api.validate(load(design, set_))
-    code = ExitCode.OK
-    for entry in dicts:
-        if not entry["valid"]:
-            say(f"{entry['name']}: {entry['error']}")
-            code = ExitCode.BAD_INPUT
+    files, code = each_file(design, set_, api.validate)
 
-    def table(rich: bool) -> str:
-        from ampcalc.output import render
+    def table(dicts: list[dict[str, Any]]) -> TableText:
+        def text(rich: bool) -> str:
+            from ampcalc.output import render
 
-        header = ["design", "scheme", "valid"]
-        rows = [[e["name"], e["scheme"], "yes" if e["valid"] else "error"] for e in dicts]
-        footer = [f"{e['name']}: error: {e['error']}" for e in dicts if e.get("error")]
-        return render.render_table(header, rows, footer, rich_output=rich)
+            header = ["design", "scheme", "valid"]
+            rows = [[e["name"], e["scheme"], "yes" if e["valid"] else "error"] for e in dicts]
+            return render.render_table(header, rows, [], rich_output=rich)
 
-    emit_result(output, "validate", {"results": dicts}, csv=dicts, table=table)
+        return text
+
+    emit_files(output, "validate", files, table, out)
     return int(code)
 
 
@@ -398,30 +568,44 @@ def validate(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ampcalc with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    from ampcalc.cli.conventions import (
+        click_message,
+        click_where,
+        error_kind,
+        error_line,
+        json_requested,
+        report_error,
+    )
     from ampcalc.load.files import Interrupted, interruptible, reset_inputs
 
     args = list(sys.argv[1:] if argv is None else argv)
+    as_json = json_requested(args)
     reset_inputs()
     try:
         with interruptible():
             rv = app(args=args, prog_name="ampcalc", standalone_mode=False)
     except Interrupted as sig:
-        say(sig.message())
+        report_error(sig.message(), as_json, "interrupted", sig.message())
         return sig.exit_code
     except typer.Abort:
-        say("aborted")
+        report_error("ampcalc: error: aborted", as_json, "interrupted", "aborted")
         return int(ExitCode.BAD_INPUT)
     except _ClickException as err:
-        err.show()  # type: ignore[attr-defined]  # a ClickException (found at run time)
+        if type(err).__name__ == "NoArgsIsHelpError":
+            err.show()  # type: ignore[attr-defined]  # prints the help, as asked
+            return int(ExitCode.BAD_INPUT)
+        # one line, no typer `Usage:` block: the option and what is wrong with its value
+        message = click_message(err)
+        report_error(f"ampcalc: error: {message}", as_json, "usage", message, click_where(err))
         return int(ExitCode.BAD_INPUT)
     except AmpcalcError as err:
-        where = err.where
-        say(str(err) if where and where.file else f"ampcalc: error: {err}")
+        report_error(error_line(err), as_json, error_kind(err), err.message, err.where, err.hint)
         return int(ExitCode.BAD_INPUT)
     except typer.Exit as err:  # pragma: no cover - typer returns these in non-standalone
         return int(err.exit_code)
     except Exception:
-        say("ampcalc: internal error, please report (set AMPCALC_DEBUG=1 for details)")
+        message = "internal error, please report (set AMPCALC_DEBUG=1 for details)"
+        report_error(f"ampcalc: error: {message}", as_json, "internal", message)
         if os.environ.get("AMPCALC_DEBUG") == "1":
             traceback.print_exc()
         return int(ExitCode.BAD_INPUT)
@@ -447,6 +631,7 @@ def run_solve(
     target: float | None,
     target_delta: float | None,
     output: Format,
+    to: str | None = None,
 ) -> int:
     """Calibrate every design's noise to the target and print the results."""
     from ampcalc.analyses.calibrate import solve
@@ -472,6 +657,8 @@ def run_solve(
         {"results": results},
         csv=results,
         table=lambda rich: _table(results, rich),
+        to=to,
+        rows=len(results),
     )
     return int(code)
 

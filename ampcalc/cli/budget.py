@@ -25,6 +25,7 @@ from ampcalc.cli.app import (
     resolve_format,
     say,
 )
+from ampcalc.cli.conventions import OutputOpt, progress_bar
 
 
 @app.command()
@@ -63,6 +64,7 @@ def budget(
             show_default=False,
         ),
     ] = None,
+    out: OutputOpt = None,
 ) -> int:
     """Total ε at the ledger's δ over releases on independently drawn samples.
 
@@ -72,17 +74,20 @@ def budget(
 
     from ampcalc.analyses import budget as budget_mod
 
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     led = budget_mod.load_ledger(ledger, overrides=set_ or ())
     if discretization is not None:
         led = dataclasses.replace(led, discretization=discretization)
     if solve is not None:
         return _run_solve(led, solve, target, output)
-    payload = budget_mod.run(led)
+    with progress_bar("composing the budget") as progress:
+        payload = budget_mod.run(led, progress)
     code = ExitCode.OK
-    for row in payload["entries"]:
-        if row.get("error"):
-            say(f"{row['name']}: {row['error']}")
+    for row, entry in zip(payload["entries"], led.entries, strict=True):
+        if row.get("error"):  # said once, at the entry's place in the ledger
+            where = getattr(entry, "where", None)
+            at = where.prefix() if where is not None and where.file else ""
+            say(f"{at}{row['name']}: {row['error']}")
     up = payload["total"]["upper"]
     if fail_above is not None and (up is None or up > fail_above):
         code = ExitCode.GATE_FAILED
@@ -92,6 +97,8 @@ def budget(
         payload,
         csv=_csv(payload),
         table=lambda rich: _table(payload, rich),
+        to=out,
+        rows=len(payload["entries"]) + 1,
     )
     return int(code)
 
@@ -170,9 +177,6 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
             f"budget ε = {fmt(tgt['epsilon'])} at δ = {fmt(tgt['delta'])}: remaining "
             + ("unknown (no guarantee)" if rem is None else fmt(rem))
         )
-    for r in payload["entries"]:
-        if r.get("error"):
-            footer.append(f"{r['name']}: {r['error']}")
     return render_table(header, rows, footer, rich_output=rich)
 
 

@@ -19,10 +19,11 @@ from ampcalc.cli.app import (
     JsonOpt,
     SetOpt,
     app,
+    condition_errors,
     emit_result,
     resolve_format,
-    say,
 )
+from ampcalc.cli.conventions import OutputOpt
 
 
 def verdict(result: dict[str, Any], max_epsilon: float, max_delta: float | None) -> dict[str, Any]:
@@ -42,6 +43,8 @@ def line(entry: dict[str, Any]) -> str:
         nums += f", δ′ = {shown} (max {entry['max_delta']:g})"
     if entry["passed"]:
         return f"PASS {entry['name']}: {nums}"
+    if entry.get("error"):  # the condition itself is said once, on stderr, at its line
+        return f"FAIL {entry['name']}: {nums}: outside the theorem's conditions"
     return f"FAIL {entry['name']}: {nums}: " + "; ".join(entry["reasons"])
 
 
@@ -73,12 +76,13 @@ def check(
     as_json: JsonOpt = False,
     set_: SetOpt = None,
     epsilon: EpsilonOpt = None,
+    out: OutputOpt = None,
 ) -> int:
     """Guard a privacy budget: PASS/FAIL per design (of every file), exit 1 if any fails.
 
     Example:  ampcalc check examples/designs/srswor.yaml --max-epsilon 0.05
     """
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     import math
 
     from ampcalc.api import check as check_designs
@@ -99,12 +103,9 @@ def check(
     paths: list[str | None] = list(design) if design else [None]
     designs = [d for path in paths for d in load(path, set_)]
     entries = check_designs(designs, max_epsilon, max_delta, epsilon=epsilon)
-    code = ExitCode.OK
+    code = condition_errors(designs, entries)
     for e in entries:
-        if e["error"]:
-            say(f"{e['name']}: {e['error']}")
-            code = max(code, ExitCode.BAD_INPUT)
-        elif not e["passed"]:
+        if not e["error"] and not e["passed"]:
             code = max(code, ExitCode.GATE_FAILED)
     emit_result(
         output,
@@ -112,5 +113,7 @@ def check(
         lambda: {"passed": all(e["passed"] for e in entries), "results": entries},
         csv=entries,
         table=lambda _rich: "".join(line(e) + "\n" for e in entries),
+        to=out,
+        rows=len(entries),
     )
     return int(code)

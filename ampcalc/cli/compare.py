@@ -32,16 +32,16 @@ import typer
 
 from ampcalc.cli.app import (
     DesignArg,
-    ExitCode,
     FormatOpt,
     JsonOpt,
     SetOpt,
     app,
+    condition_errors,
     emit_result,
     load,
     resolve_format,
-    say,
 )
+from ampcalc.cli.conventions import OutputOpt
 
 
 @app.command()
@@ -59,24 +59,26 @@ def compare(
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     set_: SetOpt = None,
+    out: OutputOpt = None,
 ) -> int:
     """Certified ε at a target ε′ and each scheme's accuracy figures, design by design.
 
-    Example:  ampcalc compare examples/designs/stratified-business-survey.yaml --target 1
+    Example:  ampcalc compare examples/designs/compare.yaml --target 1
     """
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     from ampcalc.api import compare as compare_designs
 
-    results = compare_designs(load(design, set_), target)
-    code = ExitCode.OK
+    designs = load(design, set_)
+    results = compare_designs(designs, target)
+    code = condition_errors(designs, results)  # said once, at the design's line
     shown_target = target
     for row in results:
         shown_target = row["target"] if shown_target is None else shown_target
-        if row.get("error") is not None:
-            say(f"{row['name']}: {row['error']}")
-            code = max(code, ExitCode.BAD_INPUT)
     payload = {"target": shown_target, "results": results}
-    emit_result(output, "compare", payload, csv=results, table=lambda rich: _table(results, rich))
+    emit_result(
+        output, "compare", payload, csv=results, table=lambda rich: _table(results, rich),
+        to=out, rows=len(results),
+    )  # fmt: skip
     return int(code)
 
 
@@ -89,8 +91,6 @@ def _table(results: list[dict[str, Any]], rich: bool) -> str:
     seen: set[str] = set()
     for r in results:
         items = []
-        if r.get("error"):
-            items.append(f"error: {r['error']}")
         for a in r["accuracy"].get("assumptions", []):
             if a not in seen:
                 seen.add(a)

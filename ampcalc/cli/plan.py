@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, app, emit_result, resolve_format
+from ampcalc.cli.conventions import OutputOpt
 
 __all__ = ["sparkline", "table"]
 
@@ -113,12 +114,13 @@ def plan(
     ] = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
+    out: OutputOpt = None,
 ) -> int:
     """Plan accuracy: does sampling (SRSWOR) buy accuracy at a fixed population target ε?
 
     Example:  ampcalc plan examples/plans/mean.yaml --variance-share 0.6
     """
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     if q is not None and not (0 <= q < 1):
         raise typer.BadParameter(
             f"expected a number in [0, 1), got {q:g}", param_hint="--variance-share"
@@ -132,6 +134,8 @@ def plan(
         {"results": [result]},
         csv=_csv_records(result),
         table=lambda rich: table(result, rich),
+        to=out,
+        rows=len(result["rows"]),
     )
     return int(ExitCode.OK)
 

@@ -32,6 +32,7 @@ from ampcalc.cli.app import (
     say,
     version,
 )
+from ampcalc.cli.conventions import OutputOpt, progress_bar, wrote_message
 from ampcalc.load.files import excerpt
 from ampcalc.records.pws_files import (
     check_score,
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
     from ampcalc.api import PwsSanitiser
 
 pws_app = typer.Typer(
-    help="Private weighted sampling (004): table, sanitiser, estimator.",
+    help="Private weighted sampling (004): table, sanitiser, estimator.\n\n"
+    "Example:  ampcalc pws table examples/designs/pws.yaml",
     no_args_is_help=True,
 )
 app.add_typer(pws_app, name="pws")
@@ -83,14 +85,18 @@ def table_cmd(
         ),
     ] = False,
     overrides: SetOpt = None,
+    out: OutputOpt = None,
 ) -> int:
-    """Every per-frequency row of a pws design: i, q_i, π_i, p_i, SbH φ_i, π_i/φ_i."""
+    """Every per-frequency row of a pws design: i, q_i, π_i, p_i, SbH φ_i, π_i/φ_i.
+
+    Example:  ampcalc pws table examples/designs/pws.yaml --verify
+    """
     import functools
 
     from ampcalc.api import pws_table, pws_table_columns
     from ampcalc.output import columns as co
 
-    out_format = resolve_format(fmt, as_json)
+    out_format = resolve_format(fmt, as_json, out)
     d, params = _design(design, overrides)
     summary, cols = pws_table_columns([d], max_frequency, verify=verify)
     n = len(cols["frequency"])
@@ -169,6 +175,8 @@ def table_cmd(
             ),
             "csv": lambda: co.csv_chunks(cols),
         },
+        to=out,
+        rows=n,
     )
     return int(status)
 
@@ -269,7 +277,13 @@ def sanitize_cmd(
         bool, typer.Option("--json", help="Print the run's summary as JSON (needs --output).")
     ] = False,
 ) -> int:
-    """Sanitise a non-private weighted sample (004 Alg. 2): keys, or keys and frequencies."""
+    """Sanitise a non-private weighted sample (004 Alg. 2): keys, or keys and frequencies.
+
+    Example:
+
+    ampcalc pws sanitize examples/designs/data/pws-sample.csv \\
+        -d examples/designs/pws.yaml --seed 7 --frequencies -o private.csv
+    """
     import contextlib
     import csv
     import operator
@@ -310,6 +324,7 @@ def sanitize_cmd(
     seen = KeySet()
     prev: tuple[str, int] | None = None
     with contextlib.ExitStack() as stack:
+        tick = stack.enter_context(progress_bar("sanitising keys"))
         out: Any = sys.stdout
         if output is not None:
             out = stack.enter_context(atomic_write(output, newline="", inputs=[sample, design]))
@@ -367,6 +382,8 @@ def sanitize_cmd(
                 keys, freqs, seed, p=san.p, rows=san.rows, hashes=hashes
             )
             n_in += len(keys)
+            if tick is not None:
+                tick(n_in, 0)  # keys so far; the file's count is not known ahead
             idx = np.flatnonzero(kept).tolist()
             if not extra and _write_plain(out, keys, idx, tokens if frequencies else None):
                 pass  # written directly: no cell needed quoting
@@ -385,6 +402,8 @@ def sanitize_cmd(
         how = "exact" if exact and not frequencies else "up to float rounding of Algorithm 4"
         say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
     say(f"sanitised {n_in} keys: {n_out} reported (rows computed up to frequency {san.n})")
+    if output is not None:
+        say(wrote_message(output, n_out))
     if as_json:
         summary = _sanitize_summary(
             d, "numpy", seed, frequencies, n_in, n_out, san.n, 1, output, "csv"
@@ -487,13 +506,17 @@ def estimate_cmd(
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     overrides: SetOpt = None,
+    out: OutputOpt = None,
 ) -> int:
     """Estimate of the sum of frequencies (MLE, 004 Eq. 9, or the unbiased estimator),
-    with per-frequency bias/variance beside sampled-SbH's (spec B8, B9)."""
+    with per-frequency bias/variance beside sampled-SbH's (spec B8, B9).
+
+    Example:  ampcalc pws estimate private.csv -d examples/designs/pws.yaml
+    """
 
     from ampcalc.model.errors import DesignError
 
-    out_format = resolve_format(fmt, as_json)
+    out_format = resolve_format(fmt, as_json, out)
     if estimator not in ("mle", "unbiased"):
         raise typer.BadParameter(
             f"expected mle or unbiased, got {estimator!r}", param_hint="--estimator"
@@ -559,7 +582,7 @@ def estimate_cmd(
         )
 
     payload = {**summary, "frequencies": per}
-    emit_result(out_format, "pws estimate", payload, csv=per, table=table)
+    emit_result(out_format, "pws estimate", payload, csv=per, table=table, to=out, rows=len(per))
     return int(ExitCode.OK)
 
 

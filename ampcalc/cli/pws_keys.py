@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, SetOpt, emit_result, resolve_format
+from ampcalc.cli.conventions import OutputOpt
 from ampcalc.cli.pws import _design, pws_app
 
 
@@ -33,15 +34,19 @@ def keys_cmd(
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     overrides: SetOpt = None,
+    out: OutputOpt = None,
 ) -> int:
-    """Expected number of reported keys: PWS, sampled-SbH and the non-private sample."""
+    """Expected number of reported keys: PWS, sampled-SbH and the non-private sample.
+
+    Example:  ampcalc pws keys examples/designs/pws.yaml --zipf 1.2
+    """
     from ampcalc.records import pws_estimators as E
 
     if (frequencies is None) == (zipf is None):
         raise typer.BadParameter("give --frequencies FILE or --zipf ALPHA (one of them)")
     if zipf is not None and (not zipf > 0 or support < 1):
         raise typer.BadParameter("expected α > 0 and --support >= 1", param_hint="--zipf")
-    out_format = resolve_format(fmt, as_json)
+    out_format = resolve_format(fmt, as_json, out)
     d, params = _design(design, overrides)
     dist = E.zipf(support, zipf) if zipf is not None else E.read_distribution(str(frequencies))
     res: dict[str, Any] = {"design": d.name, "epsilon": params.epsilon, "delta": params.delta}
@@ -78,7 +83,7 @@ def keys_cmd(
             ["method", "expected keys reported", "fraction"], body, foot, rich_output=rich
         )
 
-    emit_result(out_format, "pws keys", res, csv=[res], table=table)
+    emit_result(out_format, "pws keys", res, csv=[res], table=table, to=out, rows=1)
     return int(ExitCode.OK)
 
 

@@ -6,7 +6,7 @@ parses options, renders and chooses the exit code.
 
 from __future__ import annotations
 
-import sys
+import contextlib
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -24,6 +24,7 @@ from ampcalc.cli.app import (
     say,
     version,
 )
+from ampcalc.cli.conventions import OutputOpt, progress_bar
 
 TABLE_ROWS = 200
 PROGRESS_FROM = 20  # grid points
@@ -36,11 +37,10 @@ def sweep(
         list[str] | None,
         typer.Option(
             "--vary",
-            "-v",
             help=(
                 "PATH=SPEC: a numeric design field and its values, start:stop:steps, "
-                "start:stop:steps:log or a comma list (e.g. mechanism.epsilon=0.01:10:100:log, "
-                "sampling.sample=100,500,1000, target=0.1,0.5,1). Twice for a grid."
+                "start:stop:steps:log or a comma list (see the examples below). Twice for "
+                "a grid."
             ),
             show_default=False,
         ),
@@ -123,13 +123,18 @@ def sweep(
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     set_: SetOpt = None,
+    out: OutputOpt = None,
 ) -> int:
     """Bounds over a grid of design values: CSV/JSON rows and, with --plot, a figure.
 
-    Example:  ampcalc sweep examples/designs/srswor.yaml --vary mechanism.epsilon=0.01:10:50:log
-    --plot eps.png
+    Examples:
+
+    ampcalc sweep examples/designs/srswor.yaml \\
+        --vary mechanism.epsilon=0.01:10:50:log --plot eps.png
+    ampcalc sweep examples/designs/srswor.yaml --vary sampling.sample=100,500,1000
+    ampcalc sweep examples/designs/srswor.yaml --of invert --vary target=0.1,0.5,1
     """
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     from ampcalc.analyses import sweep as sw
     from ampcalc.designs.document import parse_yaml, read_source
     from ampcalc.model.errors import DesignError
@@ -161,20 +166,10 @@ def sweep(
             of in ("invert", "plan") and v.path == sw.TARGET_PATH
         ):
             total *= len(v.values)
-    progress = None
-    bar = None
-    if total >= PROGRESS_FROM and sys.stderr.isatty():
-        from rich.console import Console
-        from rich.progress import Progress
-
-        bar = Progress(console=Console(stderr=True), transient=True)
-        task = bar.add_task("sweeping", total=total)
-        bar.start()
-
-        def progress(done: int, _total: int) -> None:
-            bar.update(task, completed=done)
-
-    try:
+    with contextlib.ExitStack() as stack:
+        progress = None
+        if total >= PROGRESS_FROM:
+            progress = stack.enter_context(progress_bar("sweeping", total))
         result = sw.evaluate(
             document,
             varies,
@@ -185,9 +180,6 @@ def sweep(
             target_delta=target_delta,
             progress=progress,
         )
-    finally:
-        if bar is not None:
-            bar.stop()
 
     code = ExitCode.OK
     failed = result.failed_points()
@@ -236,6 +228,8 @@ def sweep(
             "json": lambda: columns.sweep_json_chunks(result, version()),
             "csv": lambda: _csv_chunks(result),
         },
+        to=out,
+        rows=len(result),
     )
     return int(code)
 

@@ -28,6 +28,7 @@ from ampcalc.cli.app import (
     resolve_format,
     say,
 )
+from ampcalc.cli.conventions import OutputOpt, Progress, progress_bar
 
 
 class Pairs(str, enum.Enum):
@@ -35,11 +36,24 @@ class Pairs(str, enum.Enum):
     all = "all"
 
 
-def verify_design(design: Any, pairs: str, limit: int, epsilon: float | None) -> dict[str, Any]:
+def verify_design(
+    design: Any,
+    pairs: str,
+    limit: int,
+    epsilon: float | None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """One row of ``verify --json`` for a loaded design (``ampcalc.api.verify_design``)."""
     from ampcalc.api import verify_design as run_one
 
-    return run_one(design, pairs, limit, epsilon)
+    return run_one(design, pairs, limit, epsilon, progress)
+
+
+def too_large(row: dict[str, Any]) -> bool:
+    """The row was refused before solving: its domain is beyond ``--limit``."""
+    from ampcalc.schemes.exact import TOO_LARGE
+
+    return row["status"] == "INCONCLUSIVE" and str(row.get("reason") or "").startswith(TOO_LARGE)
 
 
 def _line(r: dict[str, Any]) -> str:
@@ -86,24 +100,44 @@ def verify(
     ] = Pairs.default,
     limit: Annotated[
         int,
-        typer.Option("--limit", help="Largest number of distinct samples to enumerate.", min=1),
+        typer.Option(
+            "--limit",
+            help="Largest number of distinct samples to enumerate; a larger design is "
+            "refused up front with the time an exact solve would take (roughly 1 s + "
+            "(samples/1000)² s).",
+            min=1,
+        ),
     ] = 5000,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     set_: SetOpt = None,
     epsilon: EpsilonOpt = None,
+    out: OutputOpt = None,
 ) -> int:
     """Exact worst case of a tiny design (LP over all ε- or (ε, δ)-DP mechanisms) vs bounds.
 
     Example:  ampcalc verify examples/designs/group-verify-tiny.yaml --pairs all
     """
-    output = resolve_format(fmt, as_json)
+    output = resolve_format(fmt, as_json, out)
     from ampcalc.cli.app import load
 
-    rows = [verify_design(d, pairs.value, limit, epsilon) for d in load(design, set_)]
+    designs = load(design, set_)
+    rows = []
+    for d in designs:
+        with progress_bar(f"verifying {d.name}") as progress:
+            rows.append(verify_design(d, pairs.value, limit, epsilon, progress))
     code = ExitCode.OK
-    for r in rows:
-        if r["status"] == "FAIL":
+    for d, r in zip(designs, rows, strict=True):
+        if too_large(r):
+            # refused up front, the estimate in the reason: bad input, whatever INCONCLUSIVE means
+            where = getattr(d, "where", None)
+            at = where.prefix() if where is not None and where.file else ""
+            say(
+                f"{at or 'ampcalc: error: '}{r['name']}: {r['reason']}; raise --limit (now "
+                f"{limit}) to run it anyway"
+            )
+            code = max(code, ExitCode.BAD_INPUT)
+        elif r["status"] == "FAIL":
             say(f"{r['name']}: FAIL: {r['reason']}")
             code = max(code, ExitCode.SELF_CHECK_FAILED)
         elif r["status"] == "INCONCLUSIVE":
@@ -115,5 +149,7 @@ def verify(
         {"results": rows},
         csv=rows,
         table=lambda _rich: "".join(_line(r) + "\n" for r in rows),
+        to=out,
+        rows=len(rows),
     )
     return int(code)

@@ -25,6 +25,7 @@ from ampcalc.cli.app import (
     result_text,
     say,
 )
+from ampcalc.cli.conventions import Progress, progress_bar, wrote_message
 from ampcalc.load.files import atomic_write, refuse_input_as_output
 
 EngineOpt = Annotated[
@@ -66,7 +67,13 @@ def weights(
     design: DesignArg = None,
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write CSV here (default: standard output)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write CSV (or Parquet) here, replaced whole (default: standard output); "
+            "with --engine dask, a directory of part files.",
+            metavar="FILE",
+        ),
     ] = None,
     sample: Annotated[
         bool, typer.Option("--sample", help="Draw the Poisson sample (records with weights).")
@@ -94,7 +101,10 @@ def weights(
     scheduler: SchedulerOpt = None,
     as_json: SummaryJsonOpt = False,
 ) -> int:
-    """Per-record probabilities q*(x) and weights w*(x) of an importance design (CSV)."""
+    """Per-record probabilities q*(x) and weights w*(x) of an importance design (CSV).
+
+    Example:  ampcalc weights examples/designs/importance-kmeans.yaml -o w.csv
+    """
     import contextlib
 
     import numpy as np
@@ -172,6 +182,7 @@ def weights(
         out_fmt = output_format(output, output_fmt, "csv")
     with contextlib.ExitStack() as stack:
         write: Any = emit
+        tick = stack.enter_context(progress_bar("writing weights", int(fig.q.size)))
         if out_fmt == "parquet":
             assert output is not None
             kept = _write_parquet(output, design, params, fig, seed if sample else None)
@@ -194,10 +205,14 @@ def weights(
                         ]
                     )
                     write(savetxt_rows(block, int_first=True))
+                    if tick is not None:
+                        tick(stop, fig.q.size)
             else:
-                kept = _write_sample(write, params.data.source, fig, seed)
+                kept = _write_sample(write, params.data.source, fig, seed, tick)
     if sample:
         say(f"sampled {kept} of {fig.q.size} records (expected {float(np.sum(fig.q)):.6g})")
+    if output:
+        say(wrote_message(output, fig.q.size if kept is None else kept))
     if as_json:
         emit_result(
             Format.json,
@@ -259,7 +274,9 @@ def _write_parquet(
     return kept
 
 
-def _write_sample(write: Any, src: Any, fig: Any, seed: int | None) -> int:
+def _write_sample(
+    write: Any, src: Any, fig: Any, seed: int | None, tick: Progress | None = None
+) -> int:
     """The Poisson sample's rows (row i kept when its Philox uniform is below q_i)."""
     import numpy as np
 
@@ -284,6 +301,8 @@ def _write_sample(write: Any, src: Any, fig: Any, seed: int | None) -> int:
             block = np.column_stack([start + idx, x[idx], q[idx], fig.w[start : start + n][idx]])
             write(savetxt_rows(block, int_first=True))
             kept += idx.size
+        if tick is not None:
+            tick(start + n, fig.q.size)
     return kept
 
 

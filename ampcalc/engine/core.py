@@ -355,8 +355,8 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
         # nothing to invert: the scheme builds its own mechanism for the design's target
         warnings.append(
             f"the {design.scheme} scheme has no mechanism ε to choose: it is calibrated to the "
-            "design's target (ε′, δ′), which it meets exactly; to build it for another "
-            "target, set it with --set target.epsilon_prime=T (and target.delta_prime)"
+            "design's target (ε′, δ′), which it meets exactly; `invert --target T` (and "
+            "--target-delta D) builds it for another target"
         )
         details["inverse"] = None
     elif analysis.upper is None:

@@ -45,6 +45,24 @@ def deferred_reading() -> Iterator[None]:
         _DEFERRED.reset(token)
 
 
+#: ``progress(records read, 0)``, called after each chunk of a record file (0: the total
+#: is not known ahead)
+_PROGRESS: contextvars.ContextVar[Callable[[int, int], None] | None] = contextvars.ContextVar(
+    "ampcalc_record_progress", default=None
+)
+
+
+@contextlib.contextmanager
+def reading_progress(progress: Callable[[int, int], None] | None) -> Iterator[None]:
+    """Report the records read through ``progress(done, 0)`` while designs load inside
+    the block (after each chunk of ``CHUNK_ROWS`` records: only large files report)."""
+    token = _PROGRESS.set(progress)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
 @dataclass(frozen=True, eq=False)
 class RecordSource:
     """Where the records are and how to read them.
@@ -313,8 +331,12 @@ def record_norms(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.abs(x).sum(axis=1), np.einsum("ij,ij->i", x, x)
 
 
-def read_norms(src: RecordSource, error: ErrorFn) -> RecordNorms:
-    """Read a record file once, keeping ℓ1 and squared ℓ2 norms per record."""
+def read_norms(
+    src: RecordSource, error: ErrorFn, progress: Callable[[int, int], None] | None = None
+) -> RecordNorms:
+    """Read a record file once, keeping ℓ1 and squared ℓ2 norms per record
+    (``progress(records read, 0)`` after each chunk; default: ``reading_progress``'s)."""
+    progress = progress if progress is not None else _PROGRESS.get()
     if src.kind == "deferred":
         empty = np.zeros(0)
         return RecordNorms(
@@ -323,12 +345,14 @@ def read_norms(src: RecordSource, error: ErrorFn) -> RecordNorms:
     l1_parts: list[np.ndarray] = []
     sq_parts: list[np.ndarray] = []
     p_parts: list[np.ndarray] = []
-    for _, x, p in iter_chunks(src, error):
+    for start, x, p in iter_chunks(src, error):
         l1, sq = record_norms(x)
         l1_parts.append(l1)
         sq_parts.append(sq)
         if p is not None:
             p_parts.append(p)
+        if progress is not None:
+            progress(start + x.shape[0], 0)
     if not l1_parts:
         raise error(f"{src.path}: the file has no records (only a header)")
     return RecordNorms(

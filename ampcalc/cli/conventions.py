@@ -1,0 +1,311 @@
+"""What every command shares: ``-o/--output``, progress bars, the error printer, help.
+
+- ``OutputOpt`` and ``write_output``: a command's result goes to a file through
+  ``load.files.atomic_write`` (a temporary file in the same directory, renamed into
+  place only when the writing finished), then ``wrote N rows to FILE`` on stderr.
+- ``progress_bar``: library code reports progress through a ``progress(done, total)``
+  callback; this turns it into a rich progress bar on stderr, or into nothing when
+  stderr is not a terminal.
+- ``report_error``: the one error style: ``file:line:col: field: message`` for input
+  errors, ``ampcalc: error: message`` for everything else, and with ``--json`` the same
+  error as ``{"error": {...}}`` on standard output.
+- ``AmpcalcGroup``: the help conventions (no ``<bool>`` after flags, upper-case
+  argument names, the example paragraph as the epilog), applied to every command once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperArgument, TyperGroup
+
+from ampcalc.model.errors import AmpcalcError, ConditionError, Where
+
+#: the progress callback library code takes: ``progress(done, total)``
+Progress = Callable[[int, int], None]
+
+OutputOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write the result to this file instead of standard output (replaced whole, "
+        "never left half-written); format from --format, else the suffix "
+        "(.json, .csv), else a table.",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
+
+
+# ---- output files -----------------------------------------------------------------------
+
+
+def format_from_suffix(path: str | None) -> str | None:
+    """``json`` or ``csv`` from an output file's suffix, else None."""
+    if path is None:
+        return None
+    suffix = os.path.splitext(path)[1].lower()
+    return {".json": "json", ".csv": "csv"}.get(suffix)
+
+
+def write_output(path: str, chunks: Iterable[str], rows: int | None) -> None:
+    """Write ``chunks`` to ``path`` atomically and say ``wrote N rows to FILE``.
+
+    An exception while the chunks are made or written (an interrupt included) leaves
+    an existing ``path`` as it was: the temporary file is removed, nothing is renamed.
+    """
+    from ampcalc.load.files import atomic_write
+
+    with atomic_write(path) as fh:
+        for chunk in chunks:
+            fh.write(chunk)
+    say(wrote_message(path, rows))
+
+
+def wrote_message(path: str, rows: int | None) -> str:
+    from ampcalc.load.files import show_path
+
+    if rows is None:
+        return f"wrote {show_path(path)}"
+    return f"wrote {rows} row{'' if rows == 1 else 's'} to {show_path(path)}"
+
+
+def say(message: str) -> None:
+    sys.stderr.write(message.rstrip("\n") + "\n")
+
+
+# ---- progress -----------------------------------------------------------------------------
+
+
+def progress_enabled() -> bool:
+    """Progress bars only on a terminal (never in a pipe, a log or CI)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, total: int | None = None) -> Iterator[Progress | None]:
+    """A ``progress(done, total)`` callback drawing a transient bar on stderr, or None
+    (nothing drawn, nothing imported) when stderr is not a terminal. A total <= 0 is
+    unknown: the bar then counts without an end."""
+    if not progress_enabled():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task(description, total=total)
+
+    def update(done: int, new_total: int) -> None:
+        bar.update(task, completed=done, total=new_total if new_total > 0 else None)
+
+    bar.start()
+    try:
+        yield update
+    finally:
+        bar.stop()
+
+
+@contextlib.contextmanager
+def lazy_progress_bar(description: str, start_at: int = 1) -> Iterator[Progress | None]:
+    """Like ``progress_bar``, but the bar appears only once ``done`` reaches ``start_at``:
+    small work (a file read in one chunk) draws nothing."""
+    if not progress_enabled():
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        bar: list[Progress] = []
+
+        def update(done: int, total: int) -> None:
+            if not bar and done < start_at:
+                return
+            if not bar:
+                started = stack.enter_context(progress_bar(description))
+                assert started is not None
+                bar.append(started)
+            bar[0](done, total)
+
+        yield update
+
+
+# ---- errors -------------------------------------------------------------------------------
+
+
+def json_requested(args: Sequence[str]) -> bool:
+    """Whether the command line asks for JSON (``--json``, ``--format json``, ``-f json``)."""
+    args = list(args)
+    if "--" in args:
+        args = args[: args.index("--")]
+    for i, a in enumerate(args):
+        if a == "--json" or a in ("--format=json", "-fjson"):
+            return True
+        if a in ("--format", "-f") and i + 1 < len(args) and args[i + 1] == "json":
+            return True
+    return False
+
+
+def error_document(
+    kind: str, message: str, where: Where | None = None, hint: str | None = None
+) -> dict[str, Any]:
+    """``{"error": {kind, message, file, line, column, field}}`` (unknown parts null)."""
+    w = where or Where()
+    text = message if not hint else f"{message} ({hint})"
+    return {
+        "error": {
+            "kind": kind,
+            "message": text,
+            "file": w.file,
+            "line": w.line,
+            "column": w.column,
+            "field": w.field,
+        }
+    }
+
+
+def error_kind(err: AmpcalcError) -> str:
+    """``condition`` (a theorem's condition fails), ``input`` (a place in the input is
+    wrong) or ``error`` (anything else the user must fix)."""
+    if isinstance(err, ConditionError):
+        return "condition"
+    where = err.where
+    if where is not None and (where.file or where.field):
+        return "input"
+    return "error"
+
+
+def error_line(err: AmpcalcError) -> str:
+    """``file:line:col: field: message`` for an input error, else ``ampcalc: error: ...``."""
+    where = err.where
+    if where is not None and where.file:
+        return str(err)
+    return f"ampcalc: error: {err}"
+
+
+def report_error(
+    message_line: str,
+    as_json: bool,
+    kind: str,
+    message: str,
+    where: Where | None = None,
+    hint: str | None = None,
+) -> None:
+    """Print ``message_line`` on stderr and, with ``as_json``, the error document on stdout."""
+    say(message_line)
+    if as_json:
+        text = json.dumps(error_document(kind, message, where, hint), ensure_ascii=False)
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+
+
+def click_message(err: Exception) -> str:
+    """A click error's message without its ``Usage:`` block, ``Error:`` prefix or the
+    ``Try '... -h' for help`` line."""
+    fmt = getattr(err, "format_message", None)
+    text = str(fmt()) if callable(fmt) else str(err)
+    return " ".join(text.split())
+
+
+def click_where(err: Exception) -> Where | None:
+    """The option or argument a click usage error names, as a ``Where`` field."""
+    param = getattr(err, "param", None)
+    hint = getattr(err, "param_hint", None)
+    if param is not None:
+        opts = getattr(param, "opts", None) or []
+        longest = max(opts, key=len) if opts else getattr(param, "name", None)
+        return Where(field=str(longest)) if longest else None
+    if isinstance(hint, str) and hint:
+        return Where(field=hint)
+    return None
+
+
+# ---- help -----------------------------------------------------------------------------------
+
+EXAMPLE = "Example"
+
+
+def _split_example(help_text: str) -> tuple[str, str | None]:
+    """A docstring's ``Example:`` paragraphs (to the end) and the text before them."""
+    paragraphs = help_text.split("\n\n")
+    for i, p in enumerate(paragraphs):
+        if p.strip().startswith(EXAMPLE):
+            body = "\n\n".join(paragraphs[:i]).rstrip()
+            return body, "\n\n".join(q.strip("\n") for q in paragraphs[i:])
+    return help_text, None
+
+
+def _fix_params(command: Any) -> None:
+    for param in getattr(command, "params", []):
+        if isinstance(param, TyperArgument):
+            if param.metavar is None and param.name:
+                param.metavar = param.name.upper()  # DESIGN, SAMPLE, LEDGER, SHELL
+        elif getattr(param, "is_flag", False) or getattr(param, "count", False):
+            param.metavar = ""  # a flag takes no value: no "<bool>" after it
+        elif param.name == "design" and param.metavar is None:
+            param.metavar = "DESIGN"  # `pws ... --design DESIGN`, as the argument
+        elif param.name == "output" and param.metavar is None:
+            param.metavar = "FILE"  # `-o FILE` everywhere
+
+
+def _flag_help_option(command: Any) -> None:
+    """``-h/--help`` is made per context by click: give it no type either."""
+    make = command.get_help_option
+
+    def get_help_option(ctx: Any) -> Any:
+        option = make(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = get_help_option
+
+
+def conventions(command: Any) -> None:
+    """Apply the help conventions to ``command`` and, for a group, to its subcommands."""
+    _fix_params(command)
+    _flag_help_option(command)
+    help_text = getattr(command, "help", None)
+    if help_text and not getattr(command, "epilog", None):
+        body, example = _split_example(help_text)
+        if example is not None:
+            command.help = body
+            command.epilog = example
+    for sub in getattr(command, "commands", {}).values():
+        conventions(sub)
+
+
+class AmpcalcGroup(TyperGroup):
+    """The root command group: every command gets the help conventions once."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        conventions(self)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        _fix_params(self)  # typer adds --install-completion after __init__
+        return list(super().get_params(ctx))
