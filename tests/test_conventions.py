@@ -356,7 +356,8 @@ def test_help_flags_and_metavars() -> None:
 # ---- 5. several design files ----
 
 
-def test_bound_over_several_files(mixed: Path, capsys) -> None:
+def test_bound_over_several_files(mixed: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # wide enough that no column folds
     one = run_main(capsys, "bound", SRS, "--json").json()
     assert isinstance(one, dict) and one["command"] == "bound"  # one file: as before
     run = run_main(capsys, "bound", SRS, POISSON, "--json")
