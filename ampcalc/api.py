@@ -42,6 +42,7 @@ import numpy as np
 
 from ampcalc.model.design import Design, Neighbours
 from ampcalc.model.errors import AmpcalcError, DesignError
+from ampcalc.model.references import PWS
 
 if TYPE_CHECKING:
     from ampcalc.analyses.sweep import Sweep
@@ -212,7 +213,7 @@ def schemes() -> list[dict[str, Any]]:
             ],
             "mechanism_neighbours": s.mechanism_relation,
             "guarantee_neighbours": [str(g) for g in s.guarantees],
-            "basis": list(s.basis),
+            "basis": [c.to_dict() for c in s.basis],
         }
         for s in registry.all_schemes()
     ]
@@ -1021,7 +1022,7 @@ def pws_estimate_params(
         if not np.all(np.isfinite(a)):
             raise ConditionError(
                 "the unbiased estimator is undefined here (π_{i,i} = 0 for some i: the "
-                "triangular system of 004 §7.1 is singular); use the MLE"
+                f"triangular system of {PWS}, §7.1 is singular); use the MLE"
             )
     else:
         a = K.mle_estimates(rows, upto=top)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc.model.errors import AmpcalcError
+from ampcalc.model.references import PWS
 
 _PROFILE_KEYS = {
     "laplace-sum": ("scale",),
@@ -217,7 +218,7 @@ def _inclusion(q: Any) -> np.ndarray:
     if np.any(~np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
         raise AmpcalcError("q: expected inclusion probabilities in [0, 1]")
     if np.any(np.diff(arr) < 0):
-        raise AmpcalcError("q: expected q non-decreasing in the frequency (004 Alg. 1)")
+        raise AmpcalcError(f"q: expected q non-decreasing in the frequency ({PWS}, Alg. 1)")
     return arr
 
 

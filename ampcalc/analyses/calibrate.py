@@ -149,7 +149,7 @@ def solve(
         "target": {"epsilon_prime": target, "delta_prime": tdp},
         "epsilon": {"certified": None, "impossible_above": None},
         "delta": None,
-        "basis": list(bound_profile(design, profile_points=False).basis),
+        "basis": [c.to_dict() for c in bound_profile(design, profile_points=False).basis],
         "warnings": warnings,
         "details": {"inverse": path},
         "knob": {

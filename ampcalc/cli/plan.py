@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, app, emit_result, resolve_format
+from ampcalc.model.references import HU_2023
 
 __all__ = ["sparkline", "table"]
 
@@ -85,7 +86,7 @@ def table(plan: dict[str, Any], rich: bool) -> str:
     if "max_rate_for_gain" in plan:
         lines.append(
             f"largest rate at which a sampling-variance share q = {plan['q']:g} of "
-            f"V_N still allows a gain: {plan['max_rate_for_gain']:.6g} (002 §4.1)"
+            f"V_N still allows a gain: {plan['max_rate_for_gain']:.6g} ({HU_2023}, §4.1)"
         )
     lines.extend(f"assumption: {a}" for a in plan["assumptions"])
     lines.extend(f"note: {n}" for n in plan["notes"])

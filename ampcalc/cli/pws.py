@@ -33,6 +33,7 @@ from ampcalc.cli.app import (
     version,
 )
 from ampcalc.load.files import excerpt
+from ampcalc.model.references import PWS
 from ampcalc.records.pws_files import (
     check_score,
     duplicate_message,
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from ampcalc.api import PwsSanitiser
 
 pws_app = typer.Typer(
-    help="Private weighted sampling (004): table, sanitiser, estimator.",
+    help=f"Private weighted sampling ({PWS}): table, sanitiser, estimator.",
     no_args_is_help=True,
 )
 app.add_typer(pws_app, name="pws")
@@ -79,7 +80,7 @@ def table_cmd(
         typer.Option(
             "--accuracy",
             help="Add each estimator's per-key bias and variance: PWS MLE and unbiased "
-            "(004 §7.1), sampled-SbH (§8.1).",
+            f"({PWS}, §7.1), sampled-SbH (§8.1).",
         ),
     ] = False,
     overrides: SetOpt = None,
@@ -480,7 +481,7 @@ def estimate_cmd(
         str,
         typer.Option(
             "--estimator",
-            help="mle (004 Eq. 9, default) or unbiased (004 §7.1: entries can be negative, "
+            help=f"mle ({PWS}, Eq. 9, default) or unbiased ({PWS}, §7.1: entries can be negative, "
             "variance >= 1/δ).",
         ),
     ] = "mle",
@@ -544,7 +545,7 @@ def estimate_cmd(
             ]
             for r in per[: min(top, 20)]
         ]
-        how = "MLE, 004 Eq. 9" if estimator == "mle" else "unbiased, 004 §7.1"
+        how = f"MLE, {PWS}, Eq. 9" if estimator == "mle" else f"unbiased, {PWS}, §7.1"
         foot = [
             f"sum of frequencies ≈ {est:.6g} from {len(tokens)} reported keys ({how})",
             f"plug-in bias {b_plug:.4g}, variance {v_plug:.4g}, NRMSE {f6(nrmse)} "

@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike
 
 from ampcalc.math.numeric import amplification_inverse
 from ampcalc.math.types import FloatArray
+from ampcalc.model.references import HU_2023
 
 __all__ = [
     "MeanPlan",
@@ -290,7 +291,7 @@ MeanPlan = Plan
 
 _DIRECTIONS = (
     "epsilon_sample (ε_n) is what the mechanism on the sample may spend; the population-"
-    "level guarantee is the target ε (002 Theorem 1: ε = A(n/N, ε_n), δ = (n/N)δ_n)"
+    f"level guarantee is the target ε ({HU_2023}, Theorem 1: ε = A(n/N, ε_n), δ = (n/N)δ_n)"
 )
 
 
@@ -352,10 +353,10 @@ def plan_mean(
         ],
         notes=[
             _DIRECTIONS,
-            "002 Figure 5 (an ε below which sampling reduces the noise) is a floating-point "
+            f"{HU_2023}, Figure 5 (an ε below which sampling reduces the noise) is a floating-point "
             "artefact; in exact arithmetic r(ε, n/N) < 1 always (spec §9.2, §11 item 15)",
         ],
-        details={"range": value_range, "variance": variance, "basis": "002 §4.2 eqs. 6–8"},
+        details={"range": value_range, "variance": variance, "basis": f"{HU_2023}, §4.2 eqs. 6–8"},
     )
     if q is not None:
         plan.q = q
@@ -429,10 +430,10 @@ def plan_custom(
         conclusion=conclusion,
         assumptions=[
             "the no-gain condition Var(g(S)) >= 2Δ_N²(ε⁻² − ε_n⁻²) assumes Δ_n >= Δ_N "
-            "(002 Table 1 row 1); q_bound assumes Δ_n = Δ_N (the best case)",
+            f"({HU_2023}, Table 1 row 1); q_bound assumes Δ_n = Δ_N (the best case)",
         ],
         notes=[_DIRECTIONS],
-        details={"sensitivity_population": sens_population, "basis": "002 eq. 5"},
+        details={"sensitivity_population": sens_population, "basis": f"{HU_2023} eq. 5"},
     )
     if q is not None:
         plan.q = q
@@ -536,8 +537,8 @@ def plan_median(
             f"public data bounds [L, U] = [{lower:g}, {upper:g}]; y_i = L below the data and "
             "U above it (boundary convention, spec §9.1)",
             "sample sizes are odd (n = min(2⌊ρN/2⌋ + 1, N − (1 − N mod 2))), as the "
-            "smooth-sensitivity median formula needs (002 eq. 4)",
-            "noise Laplace(0, 2Δ^S/ε) with β = ε/(2 log(2/δ)) (002 §4.3)",
+            f"smooth-sensitivity median formula needs ({HU_2023} eq. 4)",
+            f"noise Laplace(0, 2Δ^S/ε) with β = ε/(2 log(2/δ)) ({HU_2023}, §4.3)",
         ],
         notes=[
             _DIRECTIONS,
@@ -551,7 +552,7 @@ def plan_median(
             "beta_population": b_pop,
             "simulations": simulations,
             "seed": seed,
-            "basis": "002 §4.3, eq. 4",
+            "basis": f"{HU_2023}, §4.3, eq. 4",
         },
     )
     if q is not None:

@@ -168,7 +168,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     """Lower bound of Proposition 4.1 for one pair of allocation distributions."""
     if not mechanism.epsilon_add_remove_known():
         raise ConditionError(
-            "Proposition 4.1 (000_97a39a4c524f603f.txt) is about mechanisms that are ε-DP "
+            f"Proposition 4.1 ({BUN_2022}) is about mechanisms that are ε-DP "
             "under add-remove; `neighbours: replace-one` leaves that unknown."
         )
 

@@ -594,9 +594,9 @@ def _record_details(params: Params, fig: RecordFigures) -> dict[str, Any]:
 def _conditions(params: Params, profile: RecordEpsilon) -> list[str]:
     return [
         "M satisfies the declared profile ε(w, x) on weighted records under add-remove "
-        f"neighbours (003 Def. 4; profile {profile.kind})",
+        f"neighbours ({IMPORTANCE}, Def. 4; profile {profile.kind})",
         "q(·) is a public map of the record alone, fixed before seeing the data "
-        "(003 Def. 5, spec A4); the sample and q are not published",
+        f"({IMPORTANCE}, Def. 5, spec A4); the sample and q are not published",
         f"every record of the domain has profile norm ‖x‖ <= r = {params.radius:g} "
         f"({profile.norm}; public bound)",
     ]
@@ -608,7 +608,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
     k0 = profile.epsilon / profile.natural
     if mode == "coreset" and params.mix == 0.0 and profile.linear:
         raise ConditionError(
-            "003_e3b635228222e4e2.txt Theorem 6 over the domain: with `mix: 0` the coreset "
+            f"{IMPORTANCE}, Theorem 6 over the domain: with `mix: 0` the coreset "
             "map gives q(x) → 0 as ‖x‖ → 0, and ε̂ = log(1 + q(e^{ε(1/q, x)} − 1)) grows "
             "without bound for a weight-linear profile; use mix > 0 (spec A10: the maximum "
             "exists because λm/N > 0)"
@@ -652,14 +652,14 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
     if mode == "privacy-constrained":
         if not profile.linear:
             raise ConditionError(
-                "003_e3b635228222e4e2.txt Theorem 10: Assumption 9 fails for a profile "
+                f"{IMPORTANCE}, Theorem 10: Assumption 9 fails for a profile "
                 "that ignores weights (ε̂ falls to 0 as w grows, so the optimum is q → 0); "
                 "use `probabilities: uniform` (Proposition 3)"
             )
         eps_star = _target_of(params)
         if eps_star > 700.0:
             raise ConditionError(
-                "003_e3b635228222e4e2.txt Theorem 10: ε* above 700 is outside the supported "
+                f"{IMPORTANCE}, Theorem 10: ε* above 700 is outside the supported "
                 "range (e^{ε*} overflows); such a target gives no meaningful protection"
             )
         coef = profile.coefficients
@@ -673,7 +673,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
                 else "no radius is feasible (ε(1, 0) already exceeds ε*)"
             )
             raise ConditionError(
-                "003_e3b635228222e4e2.txt Theorem 10, Assumption 8: the domain is "
+                f"{IMPORTANCE}, Theorem 10, Assumption 8: the domain is "
                 f"infeasible: sup_(‖x‖<=r) ε(1, x) = {profile.epsilon:.6g} > ε* = "
                 f"{eps_star:g} at r = {r:g}; {where}"
             )
@@ -708,7 +708,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
         details["feasible_radius"] = feasible_r
         warnings.append(
             "q*(x) = 1/w*(x) depends only on ε(·, x) and ε*, so it is a public map "
-            "(003 Theorem 10); every record's ε̂ is certified <= ε* as evaluated "
+            f"({IMPORTANCE}, Theorem 10); every record's ε̂ is certified <= ε* as evaluated "
             "(the feasible end, not a bisection midpoint: spec A6, A12-4)"
         )
 
@@ -729,7 +729,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
         if p1 is not None and profile.linear:
             warnings.append(
                 f"max_probability = {p1:g} does not bound a weight-linear profile's loss "
-                "(ε̂ decreases in q: the worst record has the smallest q, 003 App. A); it is "
+                f"(ε̂ decreases in q: the worst record has the smallest q, {IMPORTANCE}, App. A); it is "
                 "checked against the column only"
             )
         if p0 is None and profile.linear:
@@ -759,7 +759,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
                 conditions.append(
                     f"every q(x) <= max_probability = {p1:g} (public ceiling), an added "
                     "record's included: a weight-free profile loses A(q, ε) = log(1 + "
-                    "q(e^ε − 1)), largest at the largest q (003 App. A, Proposition 3)"
+                    f"q(e^ε − 1)), largest at the largest q ({IMPORTANCE}, App. A, Proposition 3)"
                 )
                 details["max_probability"] = p1
             elif not profile.linear:
@@ -815,7 +815,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
         if profile.linear:
             warnings.append(
                 "for weight-linear profiles ε̂ >= ε(1, x): importance sampling does not "
-                "amplify them (003 App. A, spec A4); it buys a smaller sample"
+                f"amplify them ({IMPORTANCE}, App. A, spec A4); it buys a smaller sample"
             )
 
         cache: dict[tuple[str, float], float] = {}
@@ -876,7 +876,7 @@ def _target_of(params: Params) -> float:
     t = params.target_epsilon
     if t is None:
         raise ConditionError(
-            "003_e3b635228222e4e2.txt Theorem 10: `probabilities: privacy-constrained` "
+            f"{IMPORTANCE}, Theorem 10: `probabilities: privacy-constrained` "
             "needs the ε* every record must meet: add `target: {epsilon_prime: ...}`"
         )
     return float(t)

@@ -14,14 +14,14 @@ import numpy as np
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BBG18, BUN_2020_WP, cite
+from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, cite
 from ampcalc.schemes.assembly import Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
     from ampcalc.schemes.exact import Plan
 
-BASIS = (cite(BUN_2020_WP, "Lemma 3.3"), BBG18)
+BASIS = (cite(BUN_2020_WP, "Lemma 3.3"), cite(BBG18))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,7 +159,7 @@ def lower_epsilon_at_delta(
 
 
 REFUSES_REPLACE_ONE_ONLY = (
-    "Poisson amplification (001_4ef689e3bef19c3a.txt Lemma 3.3; Balle, Barthe, "
+    f"Poisson amplification ({BUN_2020_WP}, Lemma 3.3; Balle, Barthe, "
     "Gaboardi 2018) needs M's add-remove ε, and `neighbours: replace-one` leaves "
     "it unknown: a Poisson sample's size changes with the population. Declare "
     "`neighbours: add-remove` or `both`."
@@ -237,7 +237,7 @@ def replace_one_analysis(
     if mechanism.neighbours is Neighbours.ADD_REMOVE and mechanism.epsilon_replace_one is None:
         warnings.append(
             f"M's replace-one ε taken as ε_R = 2ε = {2 * mechanism.epsilon:g} "
-            "(000_97a39a4c524f603f.txt §2.2); the verdict compares against it."
+            f"({BUN_2022}, §2.2); the verdict compares against it."
         )
 
     def upper_r(eps: np.ndarray) -> np.ndarray:
@@ -371,7 +371,7 @@ def poisson_group_analysis(
         certified=certified,
         impossible_above=impossible_above,
         basis=(
-            "001_4ef689e3bef19c3a.txt Lemma 3.3 applied g times",
+            f"{BUN_2020_WP}, Lemma 3.3 applied g times",
             "exact-lp-checks.md Conjecture 3 (count witness; exact LPs on 228 instances)",
         ),
         conditions=(

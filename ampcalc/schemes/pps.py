@@ -499,7 +499,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         return _threshold(params, mechanism, details)
     if guarantee is Neighbours.ADD_REMOVE:  # only when asked for: replace-one is the default
         raise ConditionError(
-            "000_97a39a4c524f603f.txt §6.1 / Proposition 6.1: the PPS lower bound is stated "
+            f"{BUN_2022}, §6.1 / Proposition 6.1: the PPS lower bound is stated "
             "for replace-one neighbours, and adding a record re-scales every inclusion "
             "probability; no add-remove result exists. Use `method: poisson-threshold` with a "
             "public threshold for an add-remove guarantee."
@@ -516,7 +516,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         return np.minimum(e, np.asarray(eps, dtype=float)) if eps_d_known else e
 
     warnings = [
-        "PPS gives no amplification guarantee (000_97a39a4c524f603f.txt §6.1: it depends "
+        f"PPS gives no amplification guarantee ({BUN_2022}, §6.1: it depends "
         "on the implementation, and a record's own size makes its inclusion likely); only "
         "the lower bound A(max a_i, ε) is reported.",
         _INCLUSION_NOTE[basis],
@@ -595,7 +595,7 @@ def _simple_random_sample(
         ),
         warnings=(
             f"every size measure is equal: `method: {params.method}` draws a simple random "
-            "sample of m records without replacement (000_97a39a4c524f603f.txt §6.1), so "
+            f"sample of m records without replacement ({BUN_2022}, §6.1), so "
             "Theorem 2.2's bounds apply",
             *base.warnings,
         ),
@@ -653,7 +653,7 @@ def threshold_theorem(tau: float, worst: float, *, with_delta: bool) -> Theorem:
     return Theorem(
         name="Theorem 6",
         basis=(cite(IMPORTANCE, "Theorem 6"), cite(BUN_2022, "§6.1"))
-        + ((BBG18,) if with_delta else ()),
+        + ((cite(BBG18),) if with_delta else ()),
         relation=Neighbours.ADD_REMOVE,
         guarantee=Neighbours.ADD_REMOVE,
         upper=lambda eps: numeric.amplification_upper(worst, eps),
@@ -667,7 +667,7 @@ def threshold_theorem(tau: float, worst: float, *, with_delta: bool) -> Theorem:
         ),
         tight=None,
         refuses_replace_one_only=(
-            "Poisson threshold sampling (003_e3b635228222e4e2.txt Theorem 6) needs M's "
+            f"Poisson threshold sampling ({IMPORTANCE}, Theorem 6) needs M's "
             "add-remove ε; declare `neighbours: add-remove` or `both`."
         ),
     )

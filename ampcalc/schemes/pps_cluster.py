@@ -188,7 +188,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         return np.minimum(e, np.asarray(eps, dtype=float)) if eps_d_known else e
 
     warnings = [
-        "PPS cluster sampling gives no amplification guarantee (000_97a39a4c524f603f.txt "
+        f"PPS cluster sampling gives no amplification guarantee ({BUN_2022}, "
         "§6.2: large clusters are both the most likely to be drawn and the easiest to "
         "recognise in the output); only the lower bound A(max π_i, ε) is reported "
         "(spec §7.3).",

@@ -137,7 +137,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     """Bounds for one SRSWOR design (see ``upper_epsilon`` for the theorem)."""
     if guarantee is not Neighbours.REPLACE_ONE:
         raise ConditionError(
-            "Theorem 2.2 (000_97a39a4c524f603f.txt) holds for replace-one neighbours of a "
+            f"Theorem 2.2 ({BUN_2022}) holds for replace-one neighbours of a "
             "population of fixed, public size N; an add-remove guarantee changes N and no "
             "theorem covers it. Use `guarantee: replace-one`, or the `poisson` scheme for "
             "an add-remove guarantee."
