@@ -431,10 +431,14 @@ class SweepResult:
         return f"<SweepResult of={self.of!r} rows={len(self)} columns={self.column_names()}>"
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON payload of ``ampcalc sweep --json`` (of, vary, designs, columns, rows)."""
+        """The JSON payload of ``ampcalc sweep --json`` (of, vary, designs, columns, rows,
+        and the ``references`` the designs' basis cites)."""
         from ampcalc.analyses.sweep import document
+        from ampcalc.model.references import references_used
 
-        return document(self.sweep)
+        doc = document(self.sweep)
+        refs = references_used(doc)
+        return {**doc, "references": refs} if refs else doc
 
     def to_pandas(self) -> Any:
         """The rows as a ``pandas.DataFrame`` (one column per result column).

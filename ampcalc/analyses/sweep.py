@@ -28,7 +28,7 @@ import numpy as np
 
 from ampcalc.model.design import Design, check_epsilon
 from ampcalc.model.errors import DesignError, Where
-from ampcalc.model.references import HU_2023
+from ampcalc.model.references import HU_2023, cite
 
 KINDS = ("bound", "invert", "plan")
 EPSILON_PATH = "mechanism.epsilon"
@@ -650,8 +650,8 @@ def _plan_columns(
     meta = {
         "scheme": design.scheme,
         "basis": [
-            f"{HU_2023}, Theorem 1 (ε_n = A⁻¹(n/N, ε))",
-            f"{HU_2023}, §4.1 eq. 5 (q bound), eq. 8 (noise ratio)",
+            cite(HU_2023, "Theorem 1 (ε_n = A⁻¹(n/N, ε))").to_dict(),
+            cite(HU_2023, "§4.1 eq. 5 (q bound), eq. 8 (noise ratio)").to_dict(),
         ],
         "warnings": [],
     }

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, app, emit_result, resolve_format
-from ampcalc.model.references import HU_2023
+from ampcalc.model.references import DERIVATIONS, HU_2023
 
 __all__ = ["sparkline", "table"]
 
@@ -106,7 +106,7 @@ def plan(
         typer.Option(
             "--q",
             help="Sampling-variance share of V_N: report the largest rate "
-            "that still allows a gain (spec §9.2).",
+            f"that still allows a gain ({DERIVATIONS}, §2.7).",
             show_default=False,
         ),
     ] = None,

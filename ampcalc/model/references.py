@@ -135,7 +135,10 @@ BUN_2022 = Reference(
     authors=("Mark Bun", "Jörg Drechsler", "Marco Gaboardi", "Audra McMillan", "Jayshree Sarathy"),
     source=(
         "title and authors from the paper's first page; the text states no year, venue or "
-        "identifier about itself"
+        "identifier about itself (the bibliography of 'Personalized Privacy Amplification "
+        "via Importance Sampling' lists it as 'Bun et al. (2022) ... In 3rd Symposium on "
+        "Foundations of Responsible Computing, FORC 2022, ... volume 218 of LIPIcs'; those "
+        "fields are not filled from another work's citation)"
     ),
 )
 # (The name BUN_2022 predates this list; the paper itself states no year.)
@@ -145,7 +148,7 @@ BUN_2020_WP = Reference(
     title="Controlling Privacy Loss in Survey Sampling",
     authors=("Mark Bun", "Jörg Drechsler", "Marco Gaboardi", "Audra McMillan"),
     year=2020,
-    venue="working paper",
+    venue="Working Paper",
     arxiv="2007.12674v1",
     source=(
         "title, '(Working Paper)' and authors from the first page; arXiv identifier and "
@@ -265,6 +268,23 @@ CKS20 = Reference(
     ),
 )
 
+SU16 = Reference(
+    key="su-et-al-2016",
+    title="Differentially private k-means clustering",
+    authors=("Dong Su", "Jianneng Cao", "Ninghui Li", "Elisa Bertino", "Hongxia Jin"),
+    year=2016,
+    venue=(
+        "Proceedings of the Sixth ACM Conference on Data and Application Security and "
+        "Privacy, pp. 26–37"
+    ),
+    source=(
+        "bibliography of 'Personalized Privacy Amplification via Importance Sampling': "
+        "'Dong Su, Jianneng Cao, Ninghui Li, Elisa Bertino, and Hongxia Jin. "
+        "Differentially private k-means clustering. In Proceedings of the Sixth ACM "
+        "Conference on Data and Application Security and Privacy, pp. 26–37, 2016.'"
+    ),
+)
+
 DP_ACCOUNTING = Reference(
     key="dp-accounting",
     title="dp_accounting: privacy loss distributions (PLD)",
@@ -317,6 +337,7 @@ REFERENCES: dict[str, Reference] = {
         CKS20,
         DRS22,
         KOV15,
+        SU16,
         DP_ACCOUNTING,
         DERIVATIONS,
         CLUSTER_DOCS,
@@ -396,10 +417,34 @@ def footer(document: Any) -> list[str]:
     keys = keys_used(document)
     if not keys:
         return []
-    return ["references:", *(f"  - {REFERENCES[k].short}: {REFERENCES[k].full()}" for k in keys)]
+    lines = ["references:"]
+    for key in keys:
+        ref = REFERENCES[key]
+        lead = "" if ref.short == ref.title else f"{ref.short}: "
+        lines.append(f"  - {lead}{ref.full()}")
+    return lines
+
+
+def _markdown_full(ref: Reference) -> str:
+    text = ref.full()
+    if ref.url is not None and not ref.url.startswith("http"):  # a page of this repository
+        text = text.replace(f"<{ref.url}>", f"[{ref.url}]({ref.url})")
+    return text
 
 
 def markdown() -> str:
     """The README's "References" list (a test keeps the two identical)."""
-    lines = [f"- **{r.short}** — {r.full()} (`{r.key}`)" for r in REFERENCES.values()]
+    lines = []
+    for ref in REFERENCES.values():
+        lead = "" if ref.short == ref.title else f"**{ref.short}** — "
+        lines.append(f"- {lead}{_markdown_full(ref)} (`{ref.key}`)")
+    return "\n".join(lines) + "\n"
+
+
+def provenance_markdown() -> str:
+    """docs/references.md's table: where each entry's fields were read."""
+    lines = ["| key | short form | where the fields were read |", "|---|---|---|"]
+    for ref in REFERENCES.values():
+        source = ref.source.replace("|", "\\|")
+        lines.append(f"| `{ref.key}` | {ref.short} | {source} |")
     return "\n".join(lines) + "\n"

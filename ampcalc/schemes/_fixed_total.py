@@ -32,7 +32,7 @@ import numpy as np
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
+from ampcalc.model.references import BUN_2020_WP, BUN_2022, DERIVATIONS, STRATIFIED_DOCS, cite
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.base import Analysis
 
@@ -410,7 +410,7 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
             "no neighbour of these stratum sizes moves the allocation, so the count witness "
             "gives no lower bound here; the allocation still depends on the data, and no "
             f"upper bound is known for it ({BUN_2020_WP}, Lemma 3.1's upper half "
-            "does not hold, spec §4.1)"
+            f"does not hold, {DERIVATIONS}, §2.2)"
         )
     if not replace and mv_l1 > 0:
         warnings.append(
@@ -438,7 +438,7 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
         warnings.append(
             f"{BUN_2020_WP}, §3.1 says Huntington–Hill has global sensitivity at most "
             f"2 'under some mild assumptions'; at these sizes {describe(gs_all_nb, names)} "
-            f"moves it by {gs_all} (the assumptions are not stated; docs/stratified.md)"
+            f"moves it by {gs_all} (the assumptions are not stated; {STRATIFIED_DOCS})"
         )
     details: dict[str, Any] = {
         "allocation": "proportional",

@@ -18,10 +18,10 @@ import numpy as np
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BUN_2022, cite
+from ampcalc.model.references import BUN_2022, cite, derivation
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
-BASIS = (cite(BUN_2022, "Proposition 4.1"), "spec §4.3 (LP over log-Lipschitz tests)")
+BASIS = (cite(BUN_2022, "Proposition 4.1"), derivation("§4.2"))
 PMF_SUM_TOL = 1e-9
 MAX_SUPPORT = 100_000
 LP_EPS_CAP = 20.0

@@ -19,7 +19,15 @@ from ampcalc.load.fields import check_keys, describe
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
+from ampcalc.model.references import (
+    BUN_2020_WP,
+    BUN_2022,
+    CLUSTER_DOCS,
+    DERIVATIONS,
+    Citation,
+    cite,
+    derivation,
+)
 from ampcalc.schemes._cluster_kernels import ClusterSizes, ratio_lower, ratio_upper, read_clusters
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
@@ -79,7 +87,7 @@ def parse_within(raw: Any, reader: Any, path: str) -> float | None:
             f"within-cluster scheme {scheme!r} is not supported: only `poisson` is covered. "
             "A fixed-size sample inside each chosen cluster (srswor) makes the allocation "
             "depend on the cluster sizes, which the data determine, and no theorem covers it "
-            f"({BUN_2022}, §5.2; spec §6.3)",
+            f"({BUN_2022}, §5.2; {DERIVATIONS}, §4.3)",
             container=raw,
             key="scheme",
         )
@@ -150,7 +158,7 @@ def lower_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarr
     return ratio_lower(fraction, k_sum, eps)
 
 
-DELTA_BASIS = f"{BUN_2022}, Theorem 5.2 with (ε, δ) (derived; docs/cluster.md)"
+DELTA_BASIS = cite(CLUSTER_DOCS, "(ε, δ) mechanisms: the derivation of δ′")
 
 
 def delta_prime_of(eps: np.ndarray, delta: float, *, fraction: float, k_sum: float) -> np.ndarray:
@@ -230,11 +238,11 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     warnings = [
         f"Theorem 5.2 ({BUN_2022}) is implemented as stated; its App. D proof "
         "has an off-by-one in the swap distance and bounds one direction only (an exact LP "
-        "check on small instances supports the stated bound; spec §6.1)."
+        f"check on small instances supports the stated bound; {DERIVATIONS}, §2.4)."
     ]
     basis: tuple[Citation, ...] = BASIS
     if r is not None:
-        basis = (*BASIS, f"{BUN_2022}, §5.2 remark; spec §6.3 (derived)")
+        basis = (*BASIS, cite(BUN_2022, "§5.2 remark"), derivation("§4.3"))
         conditions.append(
             f"second stage: Poisson with rate r = {r:g} inside the chosen clusters (M∘Poisson "
             "is A(r, ε)-DP under add-remove; Theorem 5.2 applies with that ε)"
@@ -337,7 +345,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         warnings.append(
             "M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε}) = δ(e^{ε′} − 1)/(e^ε − 1) with A = ℓ/k, "
             f"K = {k_up}, paired with the ε′ shown (derived from the Theorem 5.2 argument with "
-            "group privacy for (ε, δ); docs/cluster.md"
+            f"group privacy for (ε, δ); {CLUSTER_DOCS}"
             + ("" if r is None else "; ε, δ of M∘Poisson: A(r, ε), rδ")
             + ")."
         )

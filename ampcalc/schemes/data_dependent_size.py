@@ -20,7 +20,7 @@ import numpy as np
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
+from ampcalc.model.references import BUN_2020_WP, BUN_2022, DERIVATIONS, cite
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 MAX_EXACT_INT = 2**53
@@ -346,7 +346,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         f"{BUN_2020_WP}, Lemma 2.1/3.1 claim the composition is (Δ·ε)-DP; only "
         "that lower bound holds (a constant allocation has Δ = 0 and is not 0-DP); the upper "
         f"bound is {BUN_2022}, Lemma B.1, read with M ε-DP under add-remove "
-        "(the printed 'replacement' is a slip; spec §4.2).",
+        f"(the printed 'replacement' is a slip; {DERIVATIONS}, §2.2).",
     ]
     details: dict[str, Any] = {"sensitivity": delta_f, "population": n}
     details_at: Callable[[np.ndarray], Mapping[str, Any]] | None = None

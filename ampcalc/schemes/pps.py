@@ -37,7 +37,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
-from ampcalc.model.references import BBG18, BUN_2022, IMPORTANCE, cite
+from ampcalc.model.references import BBG18, BUN_2022, DERIVATIONS, IMPORTANCE, cite
 from ampcalc.schemes import srswor
 from ampcalc.schemes._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
 from ampcalc.schemes.assembly import Theorem, assemble
@@ -557,8 +557,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
 _INCLUSION_NOTE = {
     "given": "inclusion probabilities as given",
-    "pips": "inclusion probabilities a_i = min(1, m r_i/Σr) with iterative capping (spec "
-    "§7.2; the paper gives no formula): exact for πps algorithms (Sampford, systematic πps)",
+    "pips": "inclusion probabilities a_i = min(1, m r_i/Σr) with iterative capping "
+    f"({DERIVATIONS}, §4.4; the paper gives no formula): exact for πps algorithms (Sampford, "
+    "systematic πps)",
     "successive": "inclusion probabilities of successive sampling (draw by draw, without "
     "replacement, each draw proportional to size among the records left), computed exactly",
     "successive-lower-bound": "successive sampling on a design too large for the exact "

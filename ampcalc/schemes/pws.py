@@ -21,13 +21,14 @@ from ampcalc.math import pws as K
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
-from ampcalc.model.references import PWS, cite
+from ampcalc.model.references import DERIVATIONS, PWS, cite, derivation
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (
     cite(PWS, "Algorithm 3 and Lemma 4.1 (optimal reporting probabilities)"),
     cite(PWS, "Algorithm 4 and Theorem 5.1 (sanitised frequencies)"),
-    cite(PWS, "Eq. 3 (L(ε, δ)); Lemma 4.2 as corrected (spec B5)"),
+    cite(PWS, "Eq. 3 (L(ε, δ)) and Lemma 4.2"),
+    derivation("§2.6"),
 )
 
 MAX_ROWS = 1 << 22
@@ -166,7 +167,7 @@ def check_target(target: Any, reader: Any, raw: Any) -> None:
             + (" (missing; it defaults to 0)" if d is None else "")
             + ": with δ = 0 Algorithm 3 gives "
             "π_i = min(q_i, e^ε·π_{i−1}, …) = 0 for every i (π_0 = 0), so no key can "
-            f"ever be reported ({PWS}, Sec. 4, spec B1)",
+            f"ever be reported ({PWS}, Sec. 4, {DERIVATIONS}, §4.8)",
             container=raw,
             key=key,
         )
@@ -330,7 +331,7 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
         f"Algorithm 3's construction ({PWS}, Lemma 4.1): the sanitiser is calibrated to it.",
         f"{PWS}, prints Eq. 4 (the q ≡ 1 closed form) off by one (2L+2−i; correct: 2L+1−i) "
         "and Lemma 4.3 as 2L+1 rows with π_i < q_i (correct for non-integral L: 2⌈L⌉); "
-        "Lemma 4.4 holds for ppswor only: ampcalc always runs Algorithm 3 (spec B5, B13).",
+        f"Lemma 4.4 holds for ppswor only: ampcalc always runs Algorithm 3 ({DERIVATIONS}, §2.6).",
     ]
     if t.settled is None:
         warnings.append(

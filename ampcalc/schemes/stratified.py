@@ -45,7 +45,15 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
-from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, cite
+from ampcalc.model.references import (
+    BBG18,
+    BUN_2020_WP,
+    BUN_2022,
+    DERIVATIONS,
+    STRATIFIED_DOCS,
+    cite,
+    derivation,
+)
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.assembly import assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
@@ -63,8 +71,11 @@ BASIS_RANDOMIZED = (
 BASIS_DETERMINISTIC = (
     cite(BUN_2022, "§4.1"),
     cite(BUN_2022, "Theorem 2.2 (per stratum)"),
-    "derived: one stratum's sample at N_h − 1, N_h, N_h + 1 coupled record by record "
-    "(docs/stratified.md, deterministic rounding)",
+    cite(
+        STRATIFIED_DOCS,
+        "Replace-one guarantee: one stratum's sample at N_h − 1, N_h, N_h + 1 coupled "
+        "record by record",
+    ),
 )
 BASIS_POISSON = (cite(BUN_2020_WP, "Lemma 3.3"), cite(BBG18))
 BASIS_FIXED = (cite(BUN_2022, "Theorem 2.2 (per stratum)"),)
@@ -75,10 +86,11 @@ BASIS = (
     cite(BUN_2020_WP, "Lemma 3.3"),
     cite(BUN_2022, "§7.2"),
 )
-REPLACE_ONE_BASIS = "spec §8.1 (derived: replacement = deletion + addition, 2·max_s ε′_s)"
+REPLACE_ONE_BASIS = derivation("§1.3")
 
 REPLACE_ONE_NOTE = (
-    "replace-one guarantee: derived (spec §8.1), not proved by the papers: a replacement "
+    f"replace-one guarantee: derived ({DERIVATIONS}, §1.3), not proved by the papers: a "
+    "replacement "
     "is a deletion in one stratum plus an addition in the same or another stratum, so "
     "ε′ <= ε′_s + ε′_{s′} <= 2·max_s ε′_s. Definition 7.1's max{ε′_s, ε′_{s′}} does not "
     "follow (stratified Poisson with rates 0.5 and 0.01: a replacement inside the 0.5 "
@@ -869,7 +881,8 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         warnings.append(f"upper bound: the {form}; labelled 'from proof', not a stated theorem")
     if p.per_stratum_rates:
         warnings.append(
-            "per-stratum rates: derived extension of Theorem 7.2 (spec §5.2; the proof is "
+            f"per-stratum rates: derived extension of Theorem 7.2 ({DERIVATIONS}, §4.1; the "
+            "proof is "
             "per stratum, the paper states one common r)"
         )
     if replace and not all_census and not single:
@@ -896,7 +909,8 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
     if not all_census and up0 >= eps0 * (mechanism.replace_one_ratio() if replace else 1.0):
         warnings.append(
             "no amplification is guaranteed at this ε: Theorem 7.2's bound is not below M's ε "
-            "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; spec §5.1)"
+            "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; "
+            f"{DERIVATIONS}, §4.1)"
         )
     details: dict[str, Any] = {
         "allocation": "proportional",
