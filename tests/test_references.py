@@ -73,7 +73,10 @@ def _basis_items(value: object) -> list[dict]:
     return found
 
 
-@pytest.mark.parametrize("path", example_designs(), ids=lambda p: p.name)
+MECHANISM_EXAMPLES = sorted((ROOT / "examples" / "mechanisms").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", example_designs() + MECHANISM_EXAMPLES, ids=lambda p: p.name)
 def test_every_example_cites_listed_works_and_no_file(capsys, path) -> None:
     _, out, err = _run(capsys, "bound", str(path), "--json")
     assert not FORBIDDEN.search(out), (path, FORBIDDEN.search(out))
@@ -236,7 +239,7 @@ def test_every_cited_derivation_section_exists() -> None:
 def test_every_reference_of_a_basis_is_a_citation() -> None:
     for scheme in refs.REFERENCES.values():
         assert isinstance(scheme.key, str) and scheme.key == scheme.key.lower()
-    from ampcalc.schemes import registry
+    from ampcalc import schemes as registry
 
     for s in registry.all_schemes():
         assert all(isinstance(c, Citation) for c in s.basis), s.name

@@ -270,7 +270,8 @@ def sanitize_cmd(
         bool, typer.Option("--json", help="Print the run's summary as JSON (needs --output).")
     ] = False,
 ) -> int:
-    """Sanitise a non-private weighted sample (004 Alg. 2): keys, or keys and frequencies."""
+    """Sanitise a non-private weighted sample (Cohen et al. 2021, Algorithm 2): keys, or keys
+    and frequencies."""
     import contextlib
     import csv
     import operator
@@ -489,8 +490,9 @@ def estimate_cmd(
     as_json: JsonOpt = False,
     overrides: SetOpt = None,
 ) -> int:
-    """Estimate of the sum of frequencies (MLE, 004 Eq. 9, or the unbiased estimator),
-    with per-frequency bias/variance beside sampled-SbH's (spec B8, B9)."""
+    """Estimate of the sum of frequencies (MLE, Cohen et al. 2021, Eq. 9, or the unbiased
+    estimator), with per-frequency bias/variance beside sampled-SbH's (Cohen et al. 2021,
+    §7 and §8.1)."""
 
     from ampcalc.model.errors import DesignError
 
