@@ -403,7 +403,7 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
             f"sizes; at these sizes {describe(witness_nb, names)} changes the drawn sample "
             f"sizes by Δ₁ = {witness_nb.l1 if witness_nb else 0}, so a "
             "mechanism releasing the sample counts with Laplace noise loses at least Δ·ε "
-            f"({BUN_2020_WP}, Lemma 3.1, {BUN_2022}, §4.1)."
+            f"({BUN_2020_WP}, Lemma 3.1; {BUN_2022}, §4.1)."
         )
     else:
         warnings.append(

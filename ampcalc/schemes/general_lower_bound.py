@@ -307,7 +307,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             ),
             warnings=(
                 "a lower bound from your own attack's figures (it does not depend on the "
-                f"declared ε); {BUN_2022}, calls this result 'Theorem 6.1' in its "
+                f"declared ε); {BUN_2022} calls this result 'Theorem 6.1' in its "
                 "prose, it is Proposition 6.1.",
             ),
             # ln 0 = −inf (an event the attack never sees): no bound, JSON null

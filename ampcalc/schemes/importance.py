@@ -596,7 +596,7 @@ def _conditions(params: Params, profile: RecordEpsilon) -> list[str]:
         "M satisfies the declared profile ε(w, x) on weighted records under add-remove "
         f"neighbours ({IMPORTANCE}, Def. 4; profile {profile.kind})",
         "q(·) is a public map of the record alone, fixed before seeing the data "
-        f"({IMPORTANCE}, Def. 5, {DERIVATIONS}, §4.7); the sample and q are not published",
+        f"({IMPORTANCE}, Def. 5; {DERIVATIONS}, §4.7); the sample and q are not published",
         f"every record of the domain has profile norm ‖x‖ <= r = {params.radius:g} "
         f"({profile.norm}; public bound)",
     ]
@@ -818,7 +818,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
         if profile.linear:
             warnings.append(
                 "for weight-linear profiles ε̂ >= ε(1, x): importance sampling does not "
-                f"amplify them ({IMPORTANCE}, App. A, {DERIVATIONS}, §4.7); it buys a smaller "
+                f"amplify them ({IMPORTANCE}, App. A; {DERIVATIONS}, §4.7); it buys a smaller "
                 "sample"
             )
 

@@ -167,7 +167,7 @@ def check_target(target: Any, reader: Any, raw: Any) -> None:
             + (" (missing; it defaults to 0)" if d is None else "")
             + ": with δ = 0 Algorithm 3 gives "
             "π_i = min(q_i, e^ε·π_{i−1}, …) = 0 for every i (π_0 = 0), so no key can "
-            f"ever be reported ({PWS}, Sec. 4, {DERIVATIONS}, §4.8)",
+            f"ever be reported ({PWS}, Sec. 4; {DERIVATIONS}, §4.8)",
             container=raw,
             key=key,
         )
@@ -329,7 +329,7 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
         "the end-to-end guarantee is exactly the target (ε, δ) = "
         f"({eps:g}, {delta:g}), element-level (one key's frequency ±1), tight by "
         f"Algorithm 3's construction ({PWS}, Lemma 4.1): the sanitiser is calibrated to it.",
-        f"{PWS}, prints Eq. 4 (the q ≡ 1 closed form) off by one (2L+2−i; correct: 2L+1−i) "
+        f"{PWS} prints Eq. 4 (the q ≡ 1 closed form) off by one (2L+2−i; correct: 2L+1−i) "
         "and Lemma 4.3 as 2L+1 rows with π_i < q_i (correct for non-integral L: 2⌈L⌉); "
         f"Lemma 4.4 holds for ppswor only: ampcalc always runs Algorithm 3 ({DERIVATIONS}, §2.6).",
     ]

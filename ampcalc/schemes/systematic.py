@@ -276,7 +276,7 @@ def _analyse_fixed(params: Params, mechanism: Mechanism) -> Analysis:
     alone = sizes[worst] == 1 and len(sizes) > 1 and not eps_d_known
     warnings = (
         "fixed, known ordering: no theorem gives an upper bound (a record that moves in the "
-        f"order shifts every later one; {BUN_2022}, §6.3, {DERIVATIONS}, §4.6). The lower "
+        f"order shifts every later one; {BUN_2022}, §6.3; {DERIVATIONS}, §4.6). The lower "
         "bound is exact for neighbours that keep every position: the "
         f"start is the only randomness, so the sample is one of {k} fixed sets, and a "
         "mechanism that scores a sample by its distance from the replaced record's start "
