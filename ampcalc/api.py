@@ -42,6 +42,7 @@ import numpy as np
 
 from ampcalc.model.design import Design, Neighbours
 from ampcalc.model.errors import AmpcalcError, DesignError
+from ampcalc.model.references import PWS
 
 if TYPE_CHECKING:
     from ampcalc.analyses.sweep import Sweep
@@ -218,7 +219,7 @@ def schemes() -> list[dict[str, Any]]:
             ],
             "mechanism_neighbours": s.mechanism_relation,
             "guarantee_neighbours": [str(g) for g in s.guarantees],
-            "basis": list(s.basis),
+            "basis": [c.to_dict() for c in s.basis],
         }
         for s in registry.all_schemes()
     ]
@@ -436,10 +437,14 @@ class SweepResult:
         return f"<SweepResult of={self.of!r} rows={len(self)} columns={self.column_names()}>"
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON payload of ``ampcalc sweep --json`` (of, vary, designs, columns, rows)."""
+        """The JSON payload of ``ampcalc sweep --json`` (of, vary, designs, columns, rows,
+        and the ``references`` the designs' basis cites)."""
         from ampcalc.analyses.sweep import document
+        from ampcalc.model.references import references_used
 
-        return document(self.sweep)
+        doc = document(self.sweep)
+        refs = references_used(doc)
+        return {**doc, "references": refs} if refs else doc
 
     def to_pandas(self) -> Any:
         """The rows as a ``pandas.DataFrame`` (one column per result column).
@@ -1032,7 +1037,7 @@ def pws_estimate_params(
         if not np.all(np.isfinite(a)):
             raise ConditionError(
                 "the unbiased estimator is undefined here (π_{i,i} = 0 for some i: the "
-                "triangular system of 004 §7.1 is singular); use the MLE"
+                f"triangular system of {PWS}, §7.1 is singular); use the MLE"
             )
     else:
         a = K.mle_estimates(rows, upto=top)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc.model.errors import AmpcalcError
+from ampcalc.model.references import PWS, SU16
 
 _PROFILE_KEYS = {
     "laplace-sum": ("scale",),
@@ -99,8 +100,7 @@ def _coefficients(profile: Mapping[str, Any], dimension: int, radius: float | No
             )
         if radius is None:
             raise AmpcalcError(
-                "profile.noise_constant: the Su et al. scales need the public radius r: "
-                "pass radius="
+                f"profile.noise_constant: the {SU16} scales need the public radius r: pass radius="
             )
         b = _positive(profile["noise_constant"], "profile.noise_constant")
         bs, bc = lloyd_noise_scales(b, dimension, radius, int(t))
@@ -217,7 +217,7 @@ def _inclusion(q: Any) -> np.ndarray:
     if np.any(~np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
         raise AmpcalcError("q: expected inclusion probabilities in [0, 1]")
     if np.any(np.diff(arr) < 0):
-        raise AmpcalcError("q: expected q non-decreasing in the frequency (004 Alg. 1)")
+        raise AmpcalcError(f"q: expected q non-decreasing in the frequency ({PWS}, Alg. 1)")
     return arr
 
 

@@ -25,7 +25,8 @@ def test_bound_json_contract() -> None:
     assert r["epsilon_prime"]["lower"] <= 0.017036863236176553 <= r["epsilon_prime"]["upper"]
     assert r["delta_prime"] == 0.0 and r["epsilon_replace_one"] == 1.0
     assert r["guarantee_neighbours"] == "replace-one"
-    assert r["basis"][0] == "000_97a39a4c524f603f.txt Theorem 2.2"
+    assert r["basis"][0] == {"reference": "bun-sampling-schemes", "where": "Theorem 2.2"}
+    assert doc["references"]["bun-sampling-schemes"]["short"] == "Bun et al."
     schema = json.loads((ROOT / "ampcalc" / "schema" / "result.schema.json").read_text())
     jsonschema.validate(doc, schema)
 

@@ -242,7 +242,7 @@ def test_table_with_chart_and_truncation(capsys) -> None:
     run = run_main(capsys, "sweep", str(SRS), "--vary", "epsilon=0.01:10:300:log", "--chart")
     assert "... 100 more rows (300 in all)" in run.stdout
     assert "x: mechanism ε (M's own privacy parameter) (log scale)" in run.stdout
-    assert "basis: 000_97a39a4c524f603f.txt Theorem 2.2" in run.stdout
+    assert "basis: Bun et al., Theorem 2.2" in run.stdout
 
 
 def test_points_outside_conditions_are_null_and_reported(tmp_path, capsys) -> None:

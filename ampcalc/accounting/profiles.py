@@ -28,6 +28,7 @@ import numpy as np
 
 from ampcalc.math import numeric
 from ampcalc.math.types import ArrayLike, FloatArray
+from ampcalc.model.references import CKS20
 
 #: unit roundoff of float64
 _U = 2.0**-53
@@ -657,7 +658,7 @@ class Zcdp:
         return Zcdp(rho=4.0 * self.rho, name=self.name)
 
     def describe(self) -> str:
-        return f"ρ-zCDP, ρ = {self.rho:g} (Canonne–Kamath–Steinke conversion)"
+        return f"ρ-zCDP, ρ = {self.rho:g} ({CKS20} conversion)"
 
     def to_dict(self) -> dict[str, Any]:
         return {"mechanism": "zcdp", "rho": self.rho}

@@ -46,6 +46,7 @@ from ampcalc.accounting.profiles import Gaussian, Laplace, Profile, epsilon_at_d
 from ampcalc.math import numeric
 from ampcalc.model.design import Design, Neighbours, Target
 from ampcalc.model.errors import AmpcalcError, DesignError, Where
+from ampcalc.model.references import KOV15
 from ampcalc.schemes.base import Field
 
 #: the accountant's default discretisation interval (dp_accounting's default)
@@ -395,8 +396,7 @@ def _closed_form_pure(eps: float, k: int, delta: float) -> dict[str, Any]:
         "lower": lo,
         "upper": up,
         "delta": delta,
-        "accountant": "closed form: optimal composition of identical pure-ε′ releases "
-        "(Kairouz, Oh, Viswanath 2015)",
+        "accountant": f"closed form: optimal composition of identical pure-ε′ releases ({KOV15})",
         "discretization": None,
         "lower_meaning": "the same composition rounded down (exact up to rounding)",
     }

@@ -156,7 +156,10 @@ def solve(
         "target": {"epsilon_prime": target, "delta_prime": tdp},
         "epsilon": {"certified": None, "impossible_above": None},
         "delta": None,
-        "basis": list((memo[certified] if certified in memo else bound_profile(design)).basis),
+        "basis": [
+            c.to_dict()
+            for c in (memo[certified] if certified in memo else bound_profile(design)).basis
+        ],
         "warnings": warnings,
         "notes": notes,
         "details": {"inverse": path},

@@ -28,6 +28,7 @@ import numpy as np
 
 from ampcalc.model.design import Design, check_epsilon
 from ampcalc.model.errors import DesignError, Where
+from ampcalc.model.references import HU_2023, cite
 
 KINDS = ("bound", "invert", "plan")
 EPSILON_PATH = "mechanism.epsilon"
@@ -512,7 +513,7 @@ def _per_point(
 def _meta(res: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         "scheme": res.scheme,
-        "basis": list(res.basis),
+        "basis": [c.to_dict() for c in res.basis],
         "warnings": list(res.warnings),
         "notes": list(getattr(res, "notes", ())),
     }
@@ -631,8 +632,8 @@ def _plan_columns(
     meta = {
         "scheme": design.scheme,
         "basis": [
-            "002_2b0afa8716090992.txt Theorem 1 (ε_n = A⁻¹(n/N, ε))",
-            "002_2b0afa8716090992.txt §4.1 eq. 5 (q bound), eq. 8 (noise ratio)",
+            cite(HU_2023, "Theorem 1 (ε_n = A⁻¹(n/N, ε))").to_dict(),
+            cite(HU_2023, "§4.1 eq. 5 (q bound), eq. 8 (noise ratio)").to_dict(),
         ],
         "warnings": [],
         "notes": [],
@@ -640,7 +641,7 @@ def _plan_columns(
     if design.scheme != "srswor":
         nan = np.full(n, np.nan)
         message = (
-            f"--of plan: the accuracy planner (002 §4) covers simple random samples "
+            f"--of plan: the accuracy planner ({HU_2023}, §4) covers simple random samples "
             f"(scheme srswor), not {design.scheme}"
         )
         return {

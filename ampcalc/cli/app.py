@@ -510,6 +510,8 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False, out: OutputOpt 
     items = api.schemes()
 
     def table(rich: bool) -> str:
+        from ampcalc.model.references import describe_all
+        from ampcalc.model.references import footer as references_footer
         from ampcalc.output import render
 
         header = ["scheme", "guarantee", "what it is"]
@@ -519,9 +521,10 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False, out: OutputOpt 
             f"  - parameters (* required): "
             + ", ".join(p["name"] + ("*" if p["required"] else "") for p in i["parameters"])
             + f"\n  - M's relation: {i['mechanism_neighbours']}"
-            + f"\n  - basis: {'; '.join(i['basis'])}"
+            + f"\n  - basis: {describe_all(i['basis'])}"
             for i in items
         ]
+        footer += references_footer(items)
         return render.render_table(header, rows, footer, rich_output=rich)
 
     records = ({**i, "parameters": [p["name"] for p in i["parameters"]]} for i in items)

@@ -18,6 +18,7 @@ import typer
 
 from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, app, emit_result, resolve_format
 from ampcalc.cli.conventions import OutputOpt
+from ampcalc.model.references import DERIVATIONS, HU_2023
 
 __all__ = ["sparkline", "table"]
 
@@ -86,8 +87,8 @@ def table(plan: dict[str, Any], rich: bool) -> str:
     if "max_rate_for_gain" in plan:
         lines.append(
             f"largest rate at which a sampling-variance share of {plan['variance_share']:g} "
-            f"of V_N still allows a gain: {plan['max_rate_for_gain']:.6g} (002 §4.1, where "
-            "the share is called q)"
+            f"of V_N still allows a gain: {plan['max_rate_for_gain']:.6g} ({HU_2023}, §4.1, "
+            "where the share is called q)"
         )
     lines.extend(f"assumption: {a}" for a in plan["assumptions"])
     lines.extend(f"note: {n}" for n in plan["notes"])
@@ -107,8 +108,8 @@ def plan(
         typer.Option(
             "--variance-share",
             "--q",
-            help="Sampling-variance share of V_N (002's q; --q is the old name): report the "
-            "largest rate that still allows a gain (spec §9.2).",
+            help="Sampling-variance share of V_N (q in Hu et al.; --q is the old name): "
+            f"report the largest rate that still allows a gain ({DERIVATIONS}, §2.7).",
             show_default=False,
         ),
     ] = None,

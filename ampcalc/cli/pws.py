@@ -34,6 +34,7 @@ from ampcalc.cli.app import (
 )
 from ampcalc.cli.conventions import OutputOpt, progress_bar, wrote_message
 from ampcalc.load.files import excerpt
+from ampcalc.model.references import PWS
 from ampcalc.records.pws_files import (
     check_score,
     duplicate_message,
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from ampcalc.api import PwsSanitiser
 
 pws_app = typer.Typer(
-    help="Private weighted sampling (004): table, sanitiser, estimator.\n\n"
+    help=f"Private weighted sampling ({PWS}): table, sanitiser, estimator.\n\n"
     "Example:  ampcalc pws table examples/designs/pws.yaml",
     no_args_is_help=True,
 )
@@ -81,7 +82,7 @@ def table_cmd(
         typer.Option(
             "--accuracy",
             help="Add each estimator's per-key bias and variance: PWS MLE and unbiased "
-            "(004 §7.1), sampled-SbH (§8.1).",
+            f"({PWS}, §7.1), sampled-SbH (§8.1).",
         ),
     ] = False,
     overrides: SetOpt = None,
@@ -277,7 +278,8 @@ def sanitize_cmd(
         bool, typer.Option("--json", help="Print the run's summary as JSON (needs --output).")
     ] = False,
 ) -> int:
-    """Sanitise a non-private weighted sample (004 Alg. 2): keys, or keys and frequencies.
+    """Sanitise a non-private weighted sample (Cohen et al. 2021, Algorithm 2): keys, or keys
+    and frequencies.
 
     Example:
 
@@ -499,7 +501,7 @@ def estimate_cmd(
         str,
         typer.Option(
             "--estimator",
-            help="mle (004 Eq. 9, default) or unbiased (004 §7.1: entries can be negative, "
+            help=f"mle ({PWS}, Eq. 9, default) or unbiased ({PWS}, §7.1: entries can be negative, "
             "variance >= 1/δ).",
         ),
     ] = "mle",
@@ -508,8 +510,9 @@ def estimate_cmd(
     overrides: SetOpt = None,
     out: OutputOpt = None,
 ) -> int:
-    """Estimate of the sum of frequencies (MLE, 004 Eq. 9, or the unbiased estimator),
-    with per-frequency bias/variance beside sampled-SbH's (spec B8, B9).
+    """Estimate of the sum of frequencies (MLE, Cohen et al. 2021, Eq. 9, or the unbiased
+    estimator), with per-frequency bias/variance beside sampled-SbH's (Cohen et al. 2021,
+    §7 and §8.1).
 
     Example:  ampcalc pws estimate private.csv -d examples/designs/pws.yaml
     """
@@ -567,7 +570,7 @@ def estimate_cmd(
             ]
             for r in per[: min(top, 20)]
         ]
-        how = "MLE, 004 Eq. 9" if estimator == "mle" else "unbiased, 004 §7.1"
+        how = f"MLE, {PWS}, Eq. 9" if estimator == "mle" else f"unbiased, {PWS}, §7.1"
         foot = [
             f"sum of frequencies ≈ {est:.6g} from {len(tokens)} reported keys ({how})",
             f"plug-in bias {b_plug:.4g}, variance {v_plug:.4g}, NRMSE {f6(nrmse)} "

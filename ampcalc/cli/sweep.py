@@ -242,6 +242,8 @@ def _csv_chunks(result: object) -> Iterator[str]:
 
 def _table(result: object, *, rich: bool, chart: bool | None) -> str:
     from ampcalc.analyses.sweep import Sweep
+    from ampcalc.model.references import describe_all
+    from ampcalc.model.references import footer as references_footer
     from ampcalc.output import render
     from ampcalc.output.plot import label, text_chart
 
@@ -288,12 +290,13 @@ def _table(result: object, *, rich: bool, chart: bool | None) -> str:
     for name, meta in result.designs.items():
         items = []
         if meta.get("basis"):
-            items.append("basis: " + "; ".join(meta["basis"]))
+            items.append("basis: " + describe_all(meta["basis"]))
         items.extend(f"warning: {w}" for w in meta.get("warnings", []))
         items.extend(f"note: {n}" for n in meta.get("notes", []))
         if items:
             footer.append(f"{name}:")
             footer.extend(f"  - {i}" for i in items)
+    footer += references_footer(list(result.designs.values()))
     text = render.render_table(header, rows, footer, rich_output=rich)
     if chart if chart is not None else rich:
         drawn = text_chart(result)

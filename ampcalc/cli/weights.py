@@ -27,6 +27,7 @@ from ampcalc.cli.app import (
 )
 from ampcalc.cli.conventions import Progress, progress_bar, wrote_message
 from ampcalc.load.files import atomic_write, refuse_input_as_output
+from ampcalc.model.references import DERIVATIONS
 
 EngineOpt = Annotated[
     str,
@@ -149,7 +150,8 @@ def weights(
         emit("\n".join(lines) + "\n")
         say(
             "warning: these values come from the data. Using them as `mean_sq_norm:` or "
-            "`radius:` makes q(·) data-dependent and breaks the guarantee (spec A4): use "
+            f"`radius:` makes q(·) data-dependent and breaks the guarantee ({DERIVATIONS}, "
+            "§4.7): use "
             "them for planning only, and fix the public values from other sources."
         )
         return int(ExitCode.OK)

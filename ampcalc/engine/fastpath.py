@@ -35,6 +35,7 @@ from ampcalc import schemes
 from ampcalc.math import numeric
 from ampcalc.model.design import MAX_EPSILON, Design, Mechanism, Neighbours, check_epsilon
 from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import Citation
 from ampcalc.model.results import BoundResult, InvertResult, Verdict
 
 _INF = math.inf
@@ -118,7 +119,7 @@ class _Plan:
     twice: bool  # the guess is rounded again after the division by ε_R/ε ≠ 1
     delta: float
     guarantee: str
-    basis: tuple[str, ...]
+    basis: tuple[Citation, ...]
     conditions: tuple[str, ...]
     notes: tuple[str, ...]  # the fast-path schemes' notes do not depend on ε
     details: dict[str, Any]

@@ -29,26 +29,21 @@ from ampcalc.engine.analysis import analyse
 from ampcalc.math import numeric
 from ampcalc.model.design import Design, Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BBG18
+from ampcalc.model.references import BALLE_WANG, BBG18, CKS20, DP_ACCOUNTING, DRS22, KOV15, cite
 from ampcalc.model.results import BoundResult, Verdict
 
 #: δ_M values of the reported profile points (plus the target's point)
 PROFILE_DELTAS = tuple(10.0 ** (-k / 2) for k in range(2, 31))
 
-BALLE_WANG = "Balle, Wang (2018), analytic Gaussian mechanism, Theorem 8"
-CKS20 = "Canonne, Kamath, Steinke (2020), the discrete Gaussian for differential privacy"
-KOV15 = "Kairouz, Oh, Viswanath (2015), the composition theorem for differential privacy"
-DRS22 = "Dong, Roth, Su (2022), Gaussian differential privacy, Corollary 3.3"
-
 _SOURCES = {
-    "gaussian": (BALLE_WANG,),
+    "gaussian": (cite(BALLE_WANG, "Theorem 8"),),
     "laplace": (),
     "discrete-laplace": (),
-    "discrete-gaussian": (CKS20 + ", Theorem 7",),
-    "randomized-response": (KOV15,),
-    "zcdp": (CKS20 + ", Corollary 13",),
-    "pure-composition": (KOV15,),
-    "accountant-composition": ("Google dp_accounting, privacy loss distributions (PLD)",),
+    "discrete-gaussian": (cite(CKS20, "Theorem 7"),),
+    "randomized-response": (cite(KOV15),),
+    "zcdp": (cite(CKS20, "Corollary 13"),),
+    "pure-composition": (cite(KOV15),),
+    "accountant-composition": (cite(DP_ACCOUNTING, "privacy loss distributions (PLD)"),),
 }
 
 
@@ -318,7 +313,7 @@ def bound_profile(
         )
     basis = (*analysis.basis, *_SOURCES.get(profile.to_dict()["mechanism"], ()))
     if mech.profile_releases is not None and "gaussian" in profile.to_dict()["mechanism"]:
-        basis = (*basis, DRS22)
+        basis = (*basis, cite(DRS22, "Corollary 3.3"))
     details: dict[str, Any] = dict(analysis.details)
     details.update(
         {
@@ -347,7 +342,7 @@ def bound_profile(
         verdict=verdict,
         epsilon_replace_one=None,
         guarantee_neighbours=str(analysis.guarantee_neighbours),
-        basis=(*basis, BBG18) if BBG18 not in basis else basis,
+        basis=basis if any(c.reference is BBG18 for c in basis) else (*basis, cite(BBG18)),
         conditions=analysis.conditions,
         warnings=tuple(warnings),
         notes=tuple(notes),

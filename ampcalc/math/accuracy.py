@@ -55,6 +55,11 @@ __all__ = [
 
 _SERIES_TERMS = 80  # x/ρ <= 1/2: terms fall by 1/2 each, 80 terms reach 1e-24 relative
 
+# Short forms of ampcalc.model.references (math/ sits below model/, so they are spelled
+# out here; tests/test_references.py checks they equal the list's short forms).
+HU_2023 = "Hu et al."
+DERIVATIONS = "ampcalc derivations"
+
 
 def epsilon_sample(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
     """ε_n = A⁻¹(ρ, ε): the sample-spend ε giving the population target ε (002 Thm 1)."""
@@ -292,7 +297,7 @@ MeanPlan = Plan
 
 _DIRECTIONS = (
     "epsilon_sample (ε_n) is what the mechanism on the sample may spend; the population-"
-    "level guarantee is the target ε (002 Theorem 1: ε = A(n/N, ε_n), δ = (n/N)δ_n)"
+    f"level guarantee is the target ε ({HU_2023}, Theorem 1: ε = A(n/N, ε_n), δ = (n/N)δ_n)"
 )
 
 
@@ -347,17 +352,19 @@ def plan_mean(
         conclusion=(
             "no gain at any rate: for the Laplace mean with global sensitivity, sampling "
             "never reduces the variance (r(ε, n/N) < 1 for every ε > 0 and n < N), so the "
-            "best rate is 1 (no sampling) — spec §9.2, proof in ampcalc/math/accuracy.py"
+            f"best rate is 1 (no sampling) — {DERIVATIONS}, §2.7, proof in "
+            "ampcalc/math/accuracy.py"
         ),
         assumptions=[
             "Laplace noise with global sensitivity R/n on the sample, R/N on the population"
         ],
         notes=[
             _DIRECTIONS,
-            "002 Figure 5 (an ε below which sampling reduces the noise) is a floating-point "
-            "artefact; in exact arithmetic r(ε, n/N) < 1 always (spec §9.2, §11 item 15)",
+            f"{HU_2023}, Figure 5 (an ε below which sampling reduces the noise) is a "
+            "floating-point "
+            f"artefact; in exact arithmetic r(ε, n/N) < 1 always ({DERIVATIONS}, §2.7)",
         ],
-        details={"range": value_range, "variance": variance, "basis": "002 §4.2 eqs. 6–8"},
+        details={"range": value_range, "variance": variance, "basis": f"{HU_2023}, §4.2 eqs. 6–8"},
     )
     if q is not None:
         plan.variance_share = q
@@ -431,10 +438,10 @@ def plan_custom(
         conclusion=conclusion,
         assumptions=[
             "the no-gain condition Var(g(S)) >= 2Δ_N²(ε⁻² − ε_n⁻²) assumes Δ_n >= Δ_N "
-            "(002 Table 1 row 1); variance_share_max assumes Δ_n = Δ_N (the best case)",
+            f"({HU_2023}, Table 1 row 1); variance_share_max assumes Δ_n = Δ_N (the best case)",
         ],
         notes=[_DIRECTIONS],
-        details={"sensitivity_population": sens_population, "basis": "002 eq. 5"},
+        details={"sensitivity_population": sens_population, "basis": f"{HU_2023}, eq. 5"},
     )
     if q is not None:
         plan.variance_share = q
@@ -536,10 +543,10 @@ def plan_median(
         conclusion=conclusion,
         assumptions=[
             f"public data bounds [L, U] = [{lower:g}, {upper:g}]; y_i = L below the data and "
-            "U above it (boundary convention, spec §9.1)",
+            f"U above it (boundary convention, {DERIVATIONS}, §2.7)",
             "sample sizes are odd (n = min(2⌊ρN/2⌋ + 1, N − (1 − N mod 2))), as the "
-            "smooth-sensitivity median formula needs (002 eq. 4)",
-            "noise Laplace(0, 2Δ^S/ε) with β = ε/(2 log(2/δ)) (002 §4.3)",
+            f"smooth-sensitivity median formula needs ({HU_2023}, eq. 4)",
+            f"noise Laplace(0, 2Δ^S/ε) with β = ε/(2 log(2/δ)) ({HU_2023}, §4.3)",
         ],
         notes=[
             _DIRECTIONS,
@@ -553,7 +560,7 @@ def plan_median(
             "beta_population": b_pop,
             "simulations": simulations,
             "seed": seed,
-            "basis": "002 §4.3, eq. 4",
+            "basis": f"{HU_2023}, §4.3, eq. 4",
         },
     )
     if q is not None:

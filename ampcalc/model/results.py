@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ampcalc.model.references import Citation
+
 
 class Verdict(str, enum.Enum):
     """What sampling does to M's privacy, checked in this order (1e-12 relative slack)."""
@@ -90,7 +92,7 @@ class BoundResult:
     verdict: Any
     epsilon_replace_one: Any
     guarantee_neighbours: str | None
-    basis: Sequence[str] = ()
+    basis: Sequence[Citation] = ()
     conditions: Sequence[str] = ()
     warnings: Sequence[str] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
@@ -115,7 +117,7 @@ class BoundResult:
             "verdict": plain(self.verdict),
             "epsilon_replace_one": plain(self.epsilon_replace_one),
             "guarantee_neighbours": self.guarantee_neighbours,
-            "basis": list(self.basis),
+            "basis": [c.to_dict() for c in self.basis],
             "conditions": list(self.conditions),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
@@ -137,7 +139,7 @@ class InvertResult:
     certified: Any
     impossible_above: Any
     delta: Any
-    basis: Sequence[str] = ()
+    basis: Sequence[Citation] = ()
     warnings: Sequence[str] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -167,7 +169,7 @@ class InvertResult:
                 "impossible_above": plain(self.impossible_above),
             },
             "delta": plain(self.delta),
-            "basis": list(self.basis),
+            "basis": [c.to_dict() for c in self.basis],
             "warnings": list(self.warnings),
             "notes": list(self.notes),
             "details": plain(dict(self.details)),

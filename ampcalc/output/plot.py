@@ -129,11 +129,13 @@ def _short(path: str) -> str:
 
 def caption(sweep: Sweep) -> str:
     """The theorems the curves rest on (deduplicated, in design order)."""
+    from ampcalc.model.references import describe
+
     seen: list[str] = []
     for meta in sweep.designs.values():
         for b in meta.get("basis", []):
-            if b not in seen:
-                seen.append(b)
+            if describe(b) not in seen:
+                seen.append(describe(b))
     return ("Basis: " + "; ".join(seen)) if seen else ""
 
 

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ampcalc.model.references import describe_all, references_used
+from ampcalc.model.references import footer as references_footer
 from ampcalc.model.results import plain
 
 DASH = "-"
@@ -35,8 +37,13 @@ def fmt(value: Any, digits: int = 6) -> str:
 
 
 def envelope(command: str, version: str, payload: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON document: version, command, then the command's own keys."""
-    return {"ampcalc_version": version, "command": command, **payload}
+    """The JSON document: version, command, then the command's own keys, then the
+    ``references`` its citations name (key -> full reference; left out if none)."""
+    doc = {"ampcalc_version": version, "command": command, **payload}
+    refs = references_used(payload)
+    if refs:
+        doc["references"] = refs
+    return doc
 
 
 def render_json(document: Mapping[str, Any]) -> str:
@@ -69,7 +76,9 @@ def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(value, Mapping):
             out.update(flatten(value, name + "."))
         elif isinstance(value, (list, tuple)):
-            if all(not isinstance(v, (Mapping, list, tuple)) for v in value):
+            if key == "basis" and all(isinstance(v, Mapping) for v in value):
+                out[name] = describe_all(value)  # basis objects: their short forms
+            elif all(not isinstance(v, (Mapping, list, tuple)) for v in value):
                 out[name] = "; ".join("" if v is None else _csv_scalar(v) for v in value)
         else:
             out[name] = "" if value is None else _csv_scalar(value)
@@ -288,14 +297,14 @@ def notes(results: Sequence[Mapping[str, Any]], *, basis: bool = True) -> list[s
         if r.get("error"):
             items.append(f"error: {r['error']}")
         if basis and r.get("basis"):
-            items.append("basis: " + "; ".join(r["basis"]))
+            items.append("basis: " + describe_all(r["basis"]))
         line = detail_line(r.get("details") or {})
         if line:
             items.append(line)
         items.extend(labelled("warning", r.get("warnings")))
         items.extend(labelled("note", r.get("notes")))
         lines.extend(bullets(r["name"], items))
-    return lines
+    return lines + references_footer(results)
 
 
 # ---- fitting a table to the width ------------------------------------------------------

@@ -21,6 +21,7 @@ import numpy as np
 
 from ampcalc.math import pws as K
 from ampcalc.model.errors import ConditionError, DesignError
+from ampcalc.model.references import DERIVATIONS, PWS
 
 _NODES = 20
 _FAST_NODES = 10  # e^{−ε|u|}·smooth on a panel of width 1/ε: error ~1/20!
@@ -285,7 +286,7 @@ def expected_keys(params: Any, dist: Distribution) -> dict[str, Any]:
         "ratio": None if not sbh_keys else pws_keys / sbh_keys,
         "sbh_note": (
             "SbH: threshold 1 + ln(1/δ)/ε on w + Lap(1/ε), (ε, δ/2)-DP, compared at the same "
-            "nominal δ as 004 does (spec B13 item 7)"
+            f"nominal δ as {PWS} does ({DERIVATIONS}, §2.6)"
             if phi is not None
             else "no SbH figure for an explicit `inclusion` list (q at real frequencies unknown)"
         ),

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc.math import numeric
+from ampcalc.model.references import BUN_2022, DERIVATIONS
 from ampcalc.schemes.base import Analysis
 
 # φ(u) = log(u² − 1)/u has its maximum at u* (2u²/(u² − 1) = log(u² − 1)); the best
@@ -107,9 +108,9 @@ def summary(sensitivity: float, mse: float, eps: float, target: float | None) ->
 
 
 CORRECTION_NOTE = (
-    "000_97a39a4c524f603f.txt Proposition 4.2 prints the slack as (1/ε)², but its proof "
+    f"{BUN_2022}, Proposition 4.2 prints the slack as (1/ε)², but its proof "
     "(App. F) adds Lap(1/ε) noise, whose variance is 2/ε²: the slack used here is 2/ε² "
-    "(spec §11 item 7). The printed constant would overstate the bound (see "
+    f"({DERIVATIONS}, §2.3). The printed constant would overstate the bound (see "
     "`details.lower_bound_printed_slack`)."
 )
 RELATION_NOTE = (

@@ -32,7 +32,7 @@ import numpy as np
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
+from ampcalc.model.references import BUN_2020_WP, BUN_2022, DERIVATIONS, STRATIFIED_DOCS, cite
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.base import Analysis
 
@@ -404,14 +404,14 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
             f"sizes; at these sizes {describe(witness_nb, names)} changes the drawn sample "
             f"sizes by Δ₁ = {witness_nb.l1 if witness_nb else 0}, so a "
             "mechanism releasing the sample counts with Laplace noise loses at least Δ·ε "
-            "(001_4ef689e3bef19c3a.txt Lemma 3.1, 000_97a39a4c524f603f.txt §4.1)."
+            f"({BUN_2020_WP}, Lemma 3.1; {BUN_2022}, §4.1)."
         )
     else:
         warnings.append(
             "no neighbour of these stratum sizes moves the allocation, so the count witness "
             "gives no lower bound here; the allocation still depends on the data, and no "
-            "upper bound is known for it (001_4ef689e3bef19c3a.txt Lemma 3.1's upper half "
-            "does not hold, spec §4.1)"
+            f"upper bound is known for it ({BUN_2020_WP}, Lemma 3.1's upper half "
+            f"does not hold, {DERIVATIONS}, §2.2)"
         )
     if not replace and mv_l1 > 0:
         notes.append(
@@ -437,9 +437,9 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
         )
     if rule == "huntington-hill" and gs_all > 2:
         notes.append(
-            f"001_4ef689e3bef19c3a.txt §3.1 says Huntington–Hill has global sensitivity at most "
+            f"{BUN_2020_WP}, §3.1 says Huntington–Hill has global sensitivity at most "
             f"2 'under some mild assumptions'; at these sizes {describe(gs_all_nb, names)} "
-            f"moves it by {gs_all} (the assumptions are not stated; docs/stratified.md)"
+            f"moves it by {gs_all} (the assumptions are not stated; {STRATIFIED_DOCS})"
         )
     details: dict[str, Any] = {
         "allocation": "proportional",

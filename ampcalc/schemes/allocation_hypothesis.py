@@ -18,10 +18,10 @@ import numpy as np
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BUN_2022, cite
+from ampcalc.model.references import BUN_2022, cite, derivation
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
-BASIS = (cite(BUN_2022, "Proposition 4.1"), "spec §4.3 (LP over log-Lipschitz tests)")
+BASIS = (cite(BUN_2022, "Proposition 4.1"), derivation("§4.2"))
 PMF_SUM_TOL = 1e-9
 MAX_SUPPORT = 100_000
 LP_EPS_CAP = 20.0
@@ -168,7 +168,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     """Lower bound of Proposition 4.1 for one pair of allocation distributions."""
     if not mechanism.epsilon_add_remove_known():
         raise ConditionError(
-            "Proposition 4.1 (000_97a39a4c524f603f.txt) is about mechanisms that are ε-DP "
+            f"Proposition 4.1 ({BUN_2022}) is about mechanisms that are ε-DP "
             "under add-remove; `neighbours: replace-one` leaves that unknown."
         )
 

@@ -31,6 +31,7 @@ from ampcalc.math import numeric
 from ampcalc.math.types import FloatArray
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import BUN_2022, Citation
 from ampcalc.schemes.base import Analysis
 
 Formula = Callable[[FloatArray], FloatArray]
@@ -43,7 +44,7 @@ class Theorem:
 
     Attributes:
         name: how the result is cited in messages, e.g. ``"Theorem 2.2"``.
-        basis: the references (``papers.cite`` strings).
+        basis: the references (``references.cite`` items).
         relation: the relation M's ε must hold under for the theorem.
         guarantee: the relation ε′ holds under.
         upper: ε -> ε′ upper bound, already rounded up (a guarantee).
@@ -66,7 +67,7 @@ class Theorem:
     """
 
     name: str
-    basis: tuple[str, ...]
+    basis: tuple[Citation, ...]
     relation: Neighbours
     guarantee: Neighbours
     upper: Formula
@@ -141,7 +142,7 @@ def replace_one_remarks(
     if mechanism.epsilon_replace_one is None:
         out.append(
             f"M's ε = {eps:g} holds under add-remove, but {theorem} needs its replace-one "
-            f"ε; using ε_R = 2ε = {2 * eps:g} (000_97a39a4c524f603f.txt §2.2). If M is also "
+            f"ε; using ε_R = 2ε = {2 * eps:g} ({BUN_2022}, §2.2). If M is also "
             "ε-DP under replace-one (e.g. a count query), declare `neighbours: both`; if "
             "its own analysis gives a smaller replace-one ε, set `epsilon_replace_one`."
         )

@@ -17,6 +17,7 @@ from typing import Any
 from ampcalc.load.fields import Field as Field  # re-exported: schemes declare their fields
 from ampcalc.math.types import FloatArray
 from ampcalc.model.design import Neighbours
+from ampcalc.model.references import Citation
 
 BoundFn = Callable[[FloatArray], FloatArray]
 """Declared mechanism ε (array) -> bound on ε′ (array of the same shape)."""
@@ -50,7 +51,7 @@ class Analysis:
             up), or ``None``: numeric inversion of ``lower``.
         mechanism_delta: (target δ′, declared ε) -> largest M δ meeting δ′, or
             ``None`` when not available.
-        basis: paper file names and theorems.
+        basis: the works and theorems behind the bounds (``references.cite``).
         conditions: the theorem's conditions, as checked (in words).
         warnings: what the user should act on or reconsider (a failed or borderline
             condition, a degraded or missing guarantee, an input to fix).
@@ -77,7 +78,7 @@ class Analysis:
     certified: InverseFn | None = None
     impossible_above: InverseFn | None = None
     mechanism_delta: Callable[[float, FloatArray], FloatArray] | None = None
-    basis: tuple[str, ...] = ()
+    basis: tuple[Citation, ...] = ()
     conditions: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
@@ -138,7 +139,7 @@ class Scheme:
     fields: tuple[Field, ...]
     mechanism_relation: str
     guarantees: tuple[Neighbours, ...]
-    basis: tuple[str, ...]
+    basis: tuple[Citation, ...]
     analyse: Callable[[Any, Any, Neighbours], Analysis]
     check: Callable[[Any], list[Problem]] = lambda params: []
     example: Mapping[str, Any] = field(default_factory=dict)

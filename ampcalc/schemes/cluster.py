@@ -19,7 +19,15 @@ from ampcalc.load.fields import check_keys, describe
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BUN_2022, cite
+from ampcalc.model.references import (
+    BUN_2020_WP,
+    BUN_2022,
+    CLUSTER_DOCS,
+    DERIVATIONS,
+    Citation,
+    cite,
+    derivation,
+)
 from ampcalc.schemes._cluster_kernels import ClusterSizes, ratio_lower, ratio_upper, read_clusters
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
@@ -79,7 +87,7 @@ def parse_within(raw: Any, reader: Any, path: str) -> float | None:
             f"within-cluster scheme {scheme!r} is not supported: only `poisson` is covered. "
             "A fixed-size sample inside each chosen cluster (srswor) makes the allocation "
             "depend on the cluster sizes, which the data determine, and no theorem covers it "
-            "(000_97a39a4c524f603f.txt §5.2; spec §6.3)",
+            f"({BUN_2022}, §5.2; {DERIVATIONS}, §4.3)",
             container=raw,
             key="scheme",
         )
@@ -150,7 +158,7 @@ def lower_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarr
     return ratio_lower(fraction, k_sum, eps)
 
 
-DELTA_BASIS = "000_97a39a4c524f603f.txt Theorem 5.2 with (ε, δ) (derived; docs/cluster.md)"
+DELTA_BASIS = cite(CLUSTER_DOCS, "(ε, δ) mechanisms: the derivation of δ′")
 
 
 def delta_prime_of(eps: np.ndarray, delta: float, *, fraction: float, k_sum: float) -> np.ndarray:
@@ -217,7 +225,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     r = params.within_rate
     if not mechanism.epsilon_add_remove_known():
         raise ConditionError(
-            "Theorems 5.1/5.2 (000_97a39a4c524f603f.txt) need M's add-remove ε (neighbours "
+            f"Theorems 5.1/5.2 ({BUN_2022}) need M's add-remove ε (neighbours "
             "differ by one record added to a cluster), and `neighbours: replace-one` leaves "
             "it unknown. Declare `neighbours: add-remove` or `both`."
         )
@@ -229,13 +237,13 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     ]
     warnings: list[str] = []
     notes = [
-        "Theorem 5.2 (000_97a39a4c524f603f.txt) is implemented as stated; its App. D proof "
+        f"Theorem 5.2 ({BUN_2022}) is implemented as stated; its App. D proof "
         "has an off-by-one in the swap distance and bounds one direction only (an exact LP "
-        "check on small instances supports the stated bound; spec §6.1)."
+        f"check on small instances supports the stated bound; {DERIVATIONS}, §2.4)."
     ]
-    basis: tuple[str, ...] = BASIS
+    basis: tuple[Citation, ...] = BASIS
     if r is not None:
-        basis = (*BASIS, "000_97a39a4c524f603f.txt §5.2 remark; spec §6.3 (derived)")
+        basis = (*BASIS, cite(BUN_2022, "§5.2 remark"), derivation("§4.3"))
         conditions.append(
             f"second stage: Poisson with rate r = {r:g} inside the chosen clusters (M∘Poisson "
             "is A(r, ε)-DP under add-remove; Theorem 5.2 applies with that ε)"
@@ -299,7 +307,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "eq2": float(cw.eq2(a, b, eps0)),
             "exact_smaller": float(cw.exact(a, b, eps0, "smaller")),
             "exact_larger": float(cw.exact(a, b, eps0, "larger")),
-            "note": "001_4ef689e3bef19c3a.txt §4 eq. (2): M(Z) = |Z| + Lap(1/ε) on one of the "
+            "note": f"{BUN_2020_WP}, §4 eq. (2): M(Z) = |Z| + Lap(1/ε) on one of the "
             "two clusters (sizes a <= b); eq2 is the paper's ratio at output 0 (the record "
             "added to the smaller cluster; b − a in place of b), exact_smaller / "
             "exact_larger the witness's exact loss over all outputs with the record added "
@@ -338,7 +346,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         notes.append(
             "M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε}) = δ(e^{ε′} − 1)/(e^ε − 1) with A = ℓ/k, "
             f"K = {k_up}, paired with the ε′ shown (derived from the Theorem 5.2 argument with "
-            "group privacy for (ε, δ); docs/cluster.md"
+            f"group privacy for (ε, δ); {CLUSTER_DOCS}"
             + ("" if r is None else "; ε, δ of M∘Poisson: A(r, ε), rδ")
             + ")."
         )

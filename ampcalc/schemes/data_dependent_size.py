@@ -20,7 +20,7 @@ import numpy as np
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
+from ampcalc.model.references import BUN_2020_WP, BUN_2022, DERIVATIONS, cite
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 MAX_EXACT_INT = 2**53
@@ -285,19 +285,17 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     """Bounds for one data-dependent-size design."""
     if guarantee is not Neighbours.ADD_REMOVE:
         raise ConditionError(
-            "Lemma B.1 (000_97a39a4c524f603f.txt) bounds add-remove "
+            f"Lemma B.1 ({BUN_2022}) bounds add-remove "
             "neighbours only (the sample size follows the population)"
         )
     if not mechanism.epsilon_add_remove_known():
         raise ConditionError(
-            "Lemma B.1 (000_97a39a4c524f603f.txt) needs M to be ε-DP under add-remove (the "
+            f"Lemma B.1 ({BUN_2022}) needs M to be ε-DP under add-remove (the "
             "sample size changes with the data); `neighbours: replace-one` leaves it unknown. "
             "Declare `neighbours: add-remove` or `both`."
         )
     if mechanism.delta > 0:
-        raise ConditionError(
-            "Lemma B.1 (000_97a39a4c524f603f.txt) is stated for pure ε-DP mechanisms (δ = 0)"
-        )
+        raise ConditionError(f"Lemma B.1 ({BUN_2022}) is stated for pure ε-DP mechanisms (δ = 0)")
     n = params.population
     vector = params.sensitivity_l1 is not None
     delta_f = params.sensitivity_l1 if vector else params.sensitivity
@@ -344,13 +342,13 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     warnings = [
         "Δ must bound the allocation's change over every neighbouring pair (both "
         "directions), not only for the data at hand; a deterministic allocation with Δ >= 1 "
-        "gives no amplification (000_97a39a4c524f603f.txt §4.1)",
+        f"gives no amplification ({BUN_2022}, §4.1)",
     ]
     notes = [
-        "001_4ef689e3bef19c3a.txt Lemma 2.1/3.1 claim the composition is (Δ·ε)-DP; only "
+        f"{BUN_2020_WP}, Lemma 2.1/3.1 claim the composition is (Δ·ε)-DP; only "
         "that lower bound holds (a constant allocation has Δ = 0 and is not 0-DP); the upper "
-        "bound is 000_97a39a4c524f603f.txt Lemma B.1, read with M ε-DP under add-remove "
-        "(the printed 'replacement' is a slip; spec §4.2).",
+        f"bound is {BUN_2022}, Lemma B.1, read with M ε-DP under add-remove "
+        f"(the printed 'replacement' is a slip; {DERIVATIONS}, §2.2).",
     ]
     details: dict[str, Any] = {"sensitivity": delta_f, "population": n}
     details_at: Callable[[np.ndarray], Mapping[str, Any]] | None = None

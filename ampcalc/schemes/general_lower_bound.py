@@ -284,7 +284,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     if params.result == "proposition-6.1":
         if guarantee is Neighbours.ADD_REMOVE:  # only when asked for (replace-one is default)
             raise ConditionError(
-                "000_97a39a4c524f603f.txt Proposition 6.1 is stated for replace-one "
+                f"{BUN_2022}, Proposition 6.1 is stated for replace-one "
                 "neighbours P, P′ of the same size; it gives no add-remove bound."
             )
         a, a_prime, p, p_prime = params.a, params.a_prime, params.p, params.p_prime
@@ -307,7 +307,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             ),
             notes=(
                 "a lower bound from your own attack's figures (it does not depend on the "
-                "declared ε); 000_97a39a4c524f603f.txt calls this result 'Theorem 6.1' in its "
+                f"declared ε); {BUN_2022} calls this result 'Theorem 6.1' in its "
                 "prose, it is Proposition 6.1.",
             ),
             # ln 0 = −inf (an event the attack never sees): no bound, JSON null
@@ -333,7 +333,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     warnings: list[str] = []
     notes = [
         f"reading: {reading}: " + READINGS[reading] + ".",
-        "000_97a39a4c524f603f.txt Theorem 5.3 states ε″ = log(p/p′) (the test event likelier "
+        f"{BUN_2022}, Theorem 5.3 states ε″ = log(p/p′) (the test event likelier "
         "on P), but its App. D proof assumes p′ > p and bounds Pr(M(D′) ∈ E)/Pr(M(D) ∈ E): "
         "the printed formula holds for the proof's reading only (`reading: proof`). Read as "
         "stated (`reading: statement`) the bound is smaller: a test on P with ε′ = ε″ = ε = "

@@ -37,13 +37,13 @@ from ampcalc.math.importance import (
 )
 from ampcalc.model.design import Neighbours
 from ampcalc.model.errors import ConditionError, DesignError, Where
-from ampcalc.model.references import IMPORTANCE, cite
+from ampcalc.model.references import DERIVATIONS, IMPORTANCE, SU16, cite, derivation
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (
     cite(IMPORTANCE, "Theorem 6"),
     cite(IMPORTANCE, "Theorem 10"),
-    "spec importance-and-weighted-sampling.md Part A",
+    derivation("§4.7"),
 )
 PROFILES = ("laplace-sum", "dp-lloyd", "constant")
 MODES = ("uniform", "coreset", "privacy-constrained", "column")
@@ -142,7 +142,7 @@ _PROFILE_FIELDS = {
         Field(
             name="noise_constant",
             kind="float",
-            doc="noise constant B (Su et al. scales, spec A9)",
+            doc=f"noise constant B ({SU16} scales, {DERIVATIONS}, §4.7)",
             low=0.0,
             low_open=True,
         ),
@@ -208,7 +208,7 @@ def parse_mechanism(raw: Any, reader: Any) -> RecordEpsilon:
         if b is not None and any(given):
             raise reader.error(
                 "mechanism.noise_constant",
-                "give either `noise_constant` (B; Su et al. scales) or "
+                f"give either `noise_constant` (B; {SU16} scales) or "
                 "`count_scale` and `sum_scale`, not both",
                 container=data,
                 key="noise_constant",
@@ -594,9 +594,9 @@ def _record_details(params: Params, fig: RecordFigures) -> dict[str, Any]:
 def _conditions(params: Params, profile: RecordEpsilon) -> list[str]:
     return [
         "M satisfies the declared profile ε(w, x) on weighted records under add-remove "
-        f"neighbours (003 Def. 4; profile {profile.kind})",
+        f"neighbours ({IMPORTANCE}, Def. 4; profile {profile.kind})",
         "q(·) is a public map of the record alone, fixed before seeing the data "
-        "(003 Def. 5, spec A4); the sample and q are not published",
+        f"({IMPORTANCE}, Def. 5; {DERIVATIONS}, §4.7); the sample and q are not published",
         f"every record of the domain has profile norm ‖x‖ <= r = {params.radius:g} "
         f"({profile.norm}; public bound)",
     ]
@@ -608,9 +608,10 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
     k0 = profile.epsilon / profile.natural
     if mode == "coreset" and params.mix == 0.0 and profile.linear:
         raise ConditionError(
-            "003_e3b635228222e4e2.txt Theorem 6 over the domain: with `mix: 0` the coreset "
+            f"{IMPORTANCE}, Theorem 6 over the domain: with `mix: 0` the coreset "
             "map gives q(x) → 0 as ‖x‖ → 0, and ε̂ = log(1 + q(e^{ε(1/q, x)} − 1)) grows "
-            "without bound for a weight-linear profile; use mix > 0 (spec A10: the maximum "
+            f"without bound for a weight-linear profile; use mix > 0 ({DERIVATIONS}, §4.7: the "
+            "maximum "
             "exists because λm/N > 0)"
         )
     knobs: tuple[str, ...] = {"laplace-sum": ("scale",), "dp-lloyd": ("noise_constant",)}.get(
@@ -653,14 +654,14 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
     if mode == "privacy-constrained":
         if not profile.linear:
             raise ConditionError(
-                "003_e3b635228222e4e2.txt Theorem 10: Assumption 9 fails for a profile "
+                f"{IMPORTANCE}, Theorem 10: Assumption 9 fails for a profile "
                 "that ignores weights (ε̂ falls to 0 as w grows, so the optimum is q → 0); "
                 "use `probabilities: uniform` (Proposition 3)"
             )
         eps_star = _target_of(params)
         if eps_star > 700.0:
             raise ConditionError(
-                "003_e3b635228222e4e2.txt Theorem 10: ε* above 700 is outside the supported "
+                f"{IMPORTANCE}, Theorem 10: ε* above 700 is outside the supported "
                 "range (e^{ε*} overflows); such a target gives no meaningful protection"
             )
         coef = profile.coefficients
@@ -674,7 +675,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
                 else "no radius is feasible (ε(1, 0) already exceeds ε*)"
             )
             raise ConditionError(
-                "003_e3b635228222e4e2.txt Theorem 10, Assumption 8: the domain is "
+                f"{IMPORTANCE}, Theorem 10, Assumption 8: the domain is "
                 f"infeasible: sup_(‖x‖<=r) ε(1, x) = {profile.epsilon:.6g} > ε* = "
                 f"{eps_star:g} at r = {r:g}; {where}"
             )
@@ -709,15 +710,16 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
         details["feasible_radius"] = feasible_r
         notes.append(
             "q*(x) = 1/w*(x) depends only on ε(·, x) and ε*, so it is a public map "
-            "(003 Theorem 10); every record's ε̂ is certified <= ε* as evaluated "
-            "(the feasible end, not a bisection midpoint: spec A6, A12-4)"
+            f"({IMPORTANCE}, Theorem 10); every record's ε̂ is certified <= ε* as evaluated "
+            f"(the feasible end, not a bisection midpoint: {DERIVATIONS}, §4.7)"
         )
 
         if params.expected_size is not None:
             warnings.append(
                 "`expected_size` with privacy-constrained probabilities: invert reports the "
                 "smallest ε* that size allows (details.target_for_expected_size); choosing "
-                "ε* from the data's own expected size is itself data-dependent (spec A4, A6)"
+                f"ε* from the data's own expected size is itself data-dependent ({DERIVATIONS}, "
+                "§4.7)"
             )
 
         def invert_details(t: np.ndarray) -> dict[str, Any]:
@@ -730,7 +732,8 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
         if p1 is not None and profile.linear:
             warnings.append(
                 f"max_probability = {p1:g} does not bound a weight-linear profile's loss "
-                "(ε̂ decreases in q: the worst record has the smallest q, 003 App. A); it is "
+                f"(ε̂ decreases in q: the worst record has the smallest q, {IMPORTANCE}, App. "
+                "A); it is "
                 "checked against the column only"
             )
         if p0 is None and profile.linear:
@@ -760,7 +763,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
                 conditions.append(
                     f"every q(x) <= max_probability = {p1:g} (public ceiling), an added "
                     "record's included: a weight-free profile loses A(q, ε) = log(1 + "
-                    "q(e^ε − 1)), largest at the largest q (003 App. A, Proposition 3)"
+                    f"q(e^ε − 1)), largest at the largest q ({IMPORTANCE}, App. A, Proposition 3)"
                 )
                 details["max_probability"] = p1
             elif not profile.linear:
@@ -790,7 +793,7 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
 
         warnings.append(
             "`probabilities: column`: the guarantee holds only if the column's q was fixed "
-            "by a public rule before seeing the data (spec A4)"
+            f"by a public rule before seeing the data ({DERIVATIONS}, §4.7)"
         )
     else:
         fig = record_figures(params, profile, k0)
@@ -811,12 +814,13 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
             if qr >= 1.0:
                 notes.append(
                     "the coreset map reaches q = 1 inside the domain (m > N/(λ + "
-                    "(1−λ)r²/x̃)); q is capped at 1 there (spec A10)"
+                    f"(1−λ)r²/x̃)); q is capped at 1 there ({DERIVATIONS}, §4.7)"
                 )
         if profile.linear:
             warnings.append(
                 "for weight-linear profiles ε̂ >= ε(1, x): importance sampling does not "
-                "amplify them (003 App. A, spec A4); it buys a smaller sample"
+                f"amplify them ({IMPORTANCE}, App. A; {DERIVATIONS}, §4.7); it buys a smaller "
+                "sample"
             )
 
         cache: dict[tuple[str, float], float] = {}
@@ -880,7 +884,7 @@ def _target_of(params: Params) -> float:
     t = params.target_epsilon
     if t is None:
         raise ConditionError(
-            "003_e3b635228222e4e2.txt Theorem 10: `probabilities: privacy-constrained` "
+            f"{IMPORTANCE}, Theorem 10: `probabilities: privacy-constrained` "
             "needs the ε* every record must meet: add `target: {epsilon_prime: ...}`"
         )
     return float(t)
@@ -1064,7 +1068,7 @@ def _pc_invert(params: Params, profile: RecordEpsilon, k0: float, t: np.ndarray)
             "expected_size": m,
             "epsilon_prime": found if np.isfinite(found) else None,
             "warning": "choosing ε* from the data's own expected size is itself "
-            "data-dependent: the resulting q* is not a public map (spec A4, A6)",
+            f"data-dependent: the resulting q* is not a public map ({DERIVATIONS}, §4.7)",
         }
     return out
 

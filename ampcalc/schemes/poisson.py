@@ -14,14 +14,14 @@ import numpy as np
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BBG18, BUN_2020_WP, cite
+from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, DERIVATIONS, cite, derivation
 from ampcalc.schemes.assembly import Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
     from ampcalc.schemes.exact import Plan
 
-BASIS = (cite(BUN_2020_WP, "Lemma 3.3"), BBG18)
+BASIS = (cite(BUN_2020_WP, "Lemma 3.3"), cite(BBG18))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,8 +159,8 @@ def lower_epsilon_at_delta(
 
 
 REFUSES_REPLACE_ONE_ONLY = (
-    "Poisson amplification (001_4ef689e3bef19c3a.txt Lemma 3.3; Balle, Barthe, "
-    "Gaboardi 2018) needs M's add-remove ε, and `neighbours: replace-one` leaves "
+    f"Poisson amplification ({BUN_2020_WP}, Lemma 3.3; {BBG18}) needs M's add-remove ε, and "
+    "`neighbours: replace-one` leaves "
     "it unknown: a Poisson sample's size changes with the population. Declare "
     "`neighbours: add-remove` or `both`."
 )
@@ -220,24 +220,26 @@ def replace_one_analysis(
     eps_r = mechanism.epsilon_replace_one_of
     notes = [
         "replace-one guarantee for Poisson sampling: derived — min(2·A(q, ε_D), ε_R, "
-        "A(q, max(ε_D, ε_R))): a replacement is a removal plus an addition (spec §2); "
-        "coupling the inclusion coins gives at most ε_R; advanced joint convexity (Balle, "
-        "Barthe, Gaboardi 2018, Theorem 2) on the coupled mixtures gives A(q, max(ε_D, "
+        f"A(q, max(ε_D, ε_R))): a replacement is a removal plus an addition ({DERIVATIONS}, "
+        "§1.2); "
+        "coupling the inclusion coins gives at most ε_R; advanced joint convexity "
+        f"({BBG18}, Theorem 2) on the coupled mixtures gives A(q, max(ε_D, "
         "ε_R)). Tight when ε_R <= ε_D (`neighbours: both`); otherwise not tight in general."
     ]
     if not coupled:
         notes[0] = (
             "replace-one guarantee for Poisson sampling with different inclusion "
             "probabilities: derived — min(2·A(q, ε_D), A(q, max(ε_D, ε_R))) with q the "
-            "largest probability: a replacement is a removal plus an addition (spec §2); "
-            "advanced joint convexity (Balle, Barthe, Gaboardi 2018, Theorem 2) on the "
+            f"largest probability: a replacement is a removal plus an addition ({DERIVATIONS}, "
+            "§1.2); "
+            f"advanced joint convexity ({BBG18}, Theorem 2) on the "
             "mixtures written at the larger probability gives A(q, max(ε_D, ε_R)). Tight "
             "when ε_R <= ε_D (`neighbours: both`); otherwise not tight in general."
         )
     if mechanism.neighbours is Neighbours.ADD_REMOVE and mechanism.epsilon_replace_one is None:
         notes.append(
             f"M's replace-one ε taken as ε_R = 2ε = {2 * mechanism.epsilon:g} "
-            "(000_97a39a4c524f603f.txt §2.2); the verdict compares against it."
+            f"({BUN_2022}, §2.2); the verdict compares against it."
         )
 
     def upper_r(eps: np.ndarray) -> np.ndarray:
@@ -278,7 +280,7 @@ def replace_one_analysis(
         delta_prime=delta_prime_r,
         basis=(
             *BASIS,
-            "spec §2 (derived: removal + addition; coupling; joint convexity on the coupling)",
+            derivation("§1.2"),
         ),
         conditions=(
             *conditions,
@@ -371,8 +373,8 @@ def poisson_group_analysis(
         certified=certified,
         impossible_above=impossible_above,
         basis=(
-            "001_4ef689e3bef19c3a.txt Lemma 3.3 applied g times",
-            "exact-lp-checks.md Conjecture 3 (count witness; exact LPs on 228 instances)",
+            cite(BUN_2020_WP, "Lemma 3.3, applied g times"),
+            derivation("§3.4"),
         ),
         conditions=(
             f"0 < rate <= 1: rate = {q:g}",

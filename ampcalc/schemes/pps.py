@@ -37,7 +37,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
-from ampcalc.model.references import BBG18, BUN_2022, IMPORTANCE, cite
+from ampcalc.model.references import BBG18, BUN_2022, DERIVATIONS, IMPORTANCE, cite
 from ampcalc.schemes import srswor
 from ampcalc.schemes._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
 from ampcalc.schemes.assembly import Theorem, assemble
@@ -499,7 +499,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         return _threshold(params, mechanism, details)
     if guarantee is Neighbours.ADD_REMOVE:  # only when asked for: replace-one is the default
         raise ConditionError(
-            "000_97a39a4c524f603f.txt §6.1 / Proposition 6.1: the PPS lower bound is stated "
+            f"{BUN_2022}, §6.1 / Proposition 6.1: the PPS lower bound is stated "
             "for replace-one neighbours, and adding a record re-scales every inclusion "
             "probability; no add-remove result exists. Use `method: poisson-threshold` with a "
             "public threshold for an add-remove guarantee."
@@ -516,7 +516,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         return np.minimum(e, np.asarray(eps, dtype=float)) if eps_d_known else e
 
     warnings = [
-        "PPS gives no amplification guarantee (000_97a39a4c524f603f.txt §6.1: it depends "
+        f"PPS gives no amplification guarantee ({BUN_2022}, §6.1: it depends "
         "on the implementation, and a record's own size makes its inclusion likely); only "
         "the lower bound A(max a_i, ε) is reported.",
     ]
@@ -560,8 +560,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
 _INCLUSION_NOTE = {
     "given": "inclusion probabilities as given",
-    "pips": "inclusion probabilities a_i = min(1, m r_i/Σr) with iterative capping (spec "
-    "§7.2; the paper gives no formula): exact for πps algorithms (Sampford, systematic πps)",
+    "pips": "inclusion probabilities a_i = min(1, m r_i/Σr) with iterative capping "
+    f"({DERIVATIONS}, §4.4; the paper gives no formula): exact for πps algorithms (Sampford, "
+    "systematic πps)",
     "successive": "inclusion probabilities of successive sampling (draw by draw, without "
     "replacement, each draw proportional to size among the records left), computed exactly",
     "successive-lower-bound": "successive sampling on a design too large for the exact "
@@ -598,7 +599,7 @@ def _simple_random_sample(
         ),
         notes=(
             f"every size measure is equal: `method: {params.method}` draws a simple random "
-            "sample of m records without replacement (000_97a39a4c524f603f.txt §6.1), so "
+            f"sample of m records without replacement ({BUN_2022}, §6.1), so "
             "Theorem 2.2's bounds apply",
             *base.notes,
         ),
@@ -658,7 +659,7 @@ def threshold_theorem(tau: float, worst: float, *, with_delta: bool) -> Theorem:
     return Theorem(
         name="Theorem 6",
         basis=(cite(IMPORTANCE, "Theorem 6"), cite(BUN_2022, "§6.1"))
-        + ((BBG18,) if with_delta else ()),
+        + ((cite(BBG18),) if with_delta else ()),
         relation=Neighbours.ADD_REMOVE,
         guarantee=Neighbours.ADD_REMOVE,
         upper=lambda eps: numeric.amplification_upper(worst, eps),
@@ -672,7 +673,7 @@ def threshold_theorem(tau: float, worst: float, *, with_delta: bool) -> Theorem:
         ),
         tight=None,
         refuses_replace_one_only=(
-            "Poisson threshold sampling (003_e3b635228222e4e2.txt Theorem 6) needs M's "
+            f"Poisson threshold sampling ({IMPORTANCE}, Theorem 6) needs M's "
             "add-remove ε; declare `neighbours: add-remove` or `both`."
         ),
     )

@@ -20,7 +20,7 @@ import numpy as np
 
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
-from ampcalc.model.references import BUN_2022, cite
+from ampcalc.model.references import BUN_2022, DERIVATIONS, cite
 from ampcalc.schemes import pps
 from ampcalc.schemes._cluster_kernels import ClusterSizes, capped_inclusion, read_clusters
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
@@ -188,10 +188,10 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         return np.minimum(e, np.asarray(eps, dtype=float)) if eps_d_known else e
 
     warnings = [
-        "PPS cluster sampling gives no amplification guarantee (000_97a39a4c524f603f.txt "
+        f"PPS cluster sampling gives no amplification guarantee ({BUN_2022}, "
         "§6.2: large clusters are both the most likely to be drawn and the easiest to "
         "recognise in the output); only the lower bound A(max π_i, ε) is reported "
-        "(spec §7.3).",
+        f"({DERIVATIONS}, §4.5).",
     ]
     notes: list[str] = []
     if params.chosen > 1 and cl.sizes is not None:
@@ -228,7 +228,7 @@ _METHOD_NOTE = {
     "lower bound. Declare `method: pips` (πps: π_i = min(1, ℓ|C_i|/n)), `sampford` or "
     "`successive` for an algorithm-specific bound.",
     "pips": "cluster inclusion probabilities π_i = min(1, ℓ|C_i|/n) with iterative capping "
-    "(spec §7.2 applied to clusters): exact for πps algorithms",
+    f"({DERIVATIONS}, §4.4 applied to clusters): exact for πps algorithms",
     "sampford": "cluster inclusion probabilities π_i = min(1, ℓ|C_i|/n) with iterative "
     "capping: Sampford's design is πps",
     "successive": "inclusion probability of the largest cluster under successive sampling "
@@ -264,7 +264,7 @@ def _witness_details(
         return {"laplace_witness_add_remove": np.array(values, dtype=float).reshape(e.shape)}
 
     note = (
-        "exact loss of the Σx + Lap(1/ε) witness of spec §7.3 at the evaluated ε, for "
+        f"exact loss of the Σx + Lap(1/ε) witness of {DERIVATIONS}, §4.5 at the evaluated ε, for "
         "adding one record to a cluster (an add-remove lower bound)"
     )
     return {"laplace_witness_note": note}, at

@@ -21,13 +21,14 @@ from ampcalc.math import pws as K
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
-from ampcalc.model.references import PWS, cite
+from ampcalc.model.references import DERIVATIONS, PWS, cite, derivation
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (
     cite(PWS, "Algorithm 3 and Lemma 4.1 (optimal reporting probabilities)"),
     cite(PWS, "Algorithm 4 and Theorem 5.1 (sanitised frequencies)"),
-    cite(PWS, "Eq. 3 (L(ε, δ)); Lemma 4.2 as corrected (spec B5)"),
+    cite(PWS, "Eq. 3 (L(ε, δ)) and Lemma 4.2"),
+    derivation("§2.6"),
 )
 
 MAX_ROWS = 1 << 22
@@ -114,7 +115,7 @@ def check(params: Params) -> list[Problem]:
                 field="weight_power",
                 message=(
                     f"weight_power = {params.weight_power:g} makes q_i = q(τ·i^p) "
-                    "non-increasing; PWS (004_219872908bad6779.txt Sec. 3) needs a "
+                    f"non-increasing; PWS ({PWS}, Sec. 3) needs a "
                     "non-decreasing q: use weight_power > 0"
                 ),
             )
@@ -145,7 +146,7 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
             if vals and float(v) < vals[-1]:
                 raise reader.error(
                     f"sampling.inclusion[{k}]",
-                    f"q must be non-decreasing (004_219872908bad6779.txt Sec. 3): "
+                    f"q must be non-decreasing ({PWS}, Sec. 3): "
                     f"q_{k + 1} = {float(v):g} < q_{k} = {vals[-1]:g}",
                     container=inc,
                     key=k,
@@ -166,7 +167,7 @@ def check_target(target: Any, reader: Any, raw: Any) -> None:
             + (" (missing; it defaults to 0)" if d is None else "")
             + ": with δ = 0 Algorithm 3 gives "
             "π_i = min(q_i, e^ε·π_{i−1}, …) = 0 for every i (π_0 = 0), so no key can "
-            "ever be reported (004_219872908bad6779.txt Sec. 4, spec B1)",
+            f"ever be reported ({PWS}, Sec. 4; {DERIVATIONS}, §4.8)",
             container=raw,
             key=key,
         )
@@ -291,7 +292,7 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
     eps, delta = params.epsilon, params.delta
     if eps is None or delta is None or delta == 0.0:
         raise ConditionError(
-            "PWS (004_219872908bad6779.txt Alg. 3) needs a target (ε, δ) with 0 < δ <= 1: "
+            f"PWS ({PWS}, Alg. 3) needs a target (ε, δ) with 0 < δ <= 1: "
             "with δ = 0 no key can be reported"
         )
     t = compute_table(params, max_rows=REPORT_ROWS)
@@ -328,10 +329,10 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
     notes = [
         "the end-to-end guarantee is exactly the target (ε, δ) = "
         f"({eps:g}, {delta:g}), element-level (one key's frequency ±1), tight by "
-        "Algorithm 3's construction (004 Lemma 4.1): the sanitiser is calibrated to it.",
-        "004 prints Eq. 4 (the q ≡ 1 closed form) off by one (2L+2−i; correct: 2L+1−i) "
+        f"Algorithm 3's construction ({PWS}, Lemma 4.1): the sanitiser is calibrated to it.",
+        f"{PWS} prints Eq. 4 (the q ≡ 1 closed form) off by one (2L+2−i; correct: 2L+1−i) "
         "and Lemma 4.3 as 2L+1 rows with π_i < q_i (correct for non-integral L: 2⌈L⌉); "
-        "Lemma 4.4 holds for ppswor only: ampcalc always runs Algorithm 3 (spec B5, B13).",
+        f"Lemma 4.4 holds for ppswor only: ampcalc always runs Algorithm 3 ({DERIVATIONS}, §2.6).",
     ]
     if not np.any(q < 1.0):
         note = sbh_ratio_note(eps, t.L, rows)

@@ -23,11 +23,11 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError, DesignError, Where
 from ampcalc.model.limits import LIMITS
-from ampcalc.model.references import BUN_2022, cite
+from ampcalc.model.references import BUN_2022, DERIVATIONS, cite, derivation
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53
-BASIS = (cite(BUN_2022, "Theorem 3.1"), "spec §3 (corrected: tilt at ε_D, amplify at ε_R)")
+BASIS = (cite(BUN_2022, "Theorem 3.1"), derivation("§2.1"))
 KINDS = ("point", "binomial", "poisson", "uniform", "normal", "pmf")
 ULP = 2.0**-52
 #: tails of the tilted pmf left out of a window carry at most e^{-TAIL_LOG} of its mass
@@ -746,18 +746,18 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     n = params.population
     if guarantee is not Neighbours.REPLACE_ONE:
         raise ConditionError(
-            "Theorem 3.1 (000_97a39a4c524f603f.txt) holds for replace-one neighbours of a "
+            f"Theorem 3.1 ({BUN_2022}) holds for replace-one neighbours of a "
             "population of fixed, public size N; no theorem covers an add-remove guarantee."
         )
     point = dist.kind == "point"
     if mechanism.delta > 0:
         raise ConditionError(
-            "Theorem 3.1 (000_97a39a4c524f603f.txt) is stated for pure ε-DP mechanisms "
+            f"Theorem 3.1 ({BUN_2022}) is stated for pure ε-DP mechanisms "
             "(δ = 0); no δ′ follows from it for δ > 0."
         )
     if not mechanism.epsilon_add_remove_known() and not point:
         raise ConditionError(
-            "Theorem 3.1 (000_97a39a4c524f603f.txt, footnote 1) needs M to be ε-DP under "
+            f"Theorem 3.1 ({BUN_2022}, footnote 1) needs M to be ε-DP under "
             "add-remove so that the secret sample size is protected; `neighbours: "
             "replace-one` leaves M's add-remove ε unknown. Declare `neighbours: add-remove` "
             "or `both`."
@@ -800,7 +800,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     notes: list[str] = []
     if mechanism.neighbours is Neighbours.ADD_REMOVE:
         notes.append(
-            "correction to 000_97a39a4c524f603f.txt Theorem 3.1 (spec §3): the printed bound "
+            f"correction to {BUN_2022}, Theorem 3.1 ({DERIVATIONS}, §2.1): the printed bound "
             "A(E_t̃[m]/N, ε) is unsound when M is ε-DP only under add-remove (counterexample: "
             "Σx with x ∈ {−1, 1}, point mass at N/2, ε = 1 loses 1.4338 > 0.6201). The tilt "
             f"uses ε_D = ε and the amplification M's replace-one ε_R = "

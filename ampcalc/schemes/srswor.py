@@ -14,7 +14,7 @@ import numpy as np
 from ampcalc.math import groups, numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.model.references import BUN_2022, HU_2023, cite
+from ampcalc.model.references import BUN_2022, DERIVATIONS, HU_2023, cite, derivation
 from ampcalc.schemes.assembly import Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
@@ -137,7 +137,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     """Bounds for one SRSWOR design (see ``upper_epsilon`` for the theorem)."""
     if guarantee is not Neighbours.REPLACE_ONE:
         raise ConditionError(
-            "Theorem 2.2 (000_97a39a4c524f603f.txt) holds for replace-one neighbours of a "
+            f"Theorem 2.2 ({BUN_2022}) holds for replace-one neighbours of a "
             "population of fixed, public size N; an add-remove guarantee changes N and no "
             "theorem covers it. Use `guarantee: replace-one`, or the `poisson` scheme for "
             "an add-remove guarantee."
@@ -258,7 +258,7 @@ def _srswor_group(params: Params, mechanism: Mechanism) -> Analysis:
     notes = [
         f"group of {g} records under srswor: ε′ = log E[e^{{Jε}}], J ~ Hypergeometric(N, g, m) "
         "— proven as a lower bound (count witness), proven as the upper bound where it is "
-        "<= ε (relaxation), LP-verified on 196 tiny instances (exact-lp-checks.md). "
+        f"<= ε (relaxation), LP-verified on 196 tiny instances ({DERIVATIONS}, §3). "
         f"The conservative rule log(1 + (m/N)(e^{{gε}} − 1)) = {conservative:.6g} is valid "
         "but loose.",
     ]
@@ -273,10 +273,7 @@ def _srswor_group(params: Params, mechanism: Mechanism) -> Analysis:
         upper=upper,
         lower=lower,
         delta_prime=lambda eps: np.zeros(np.shape(eps)),
-        basis=(
-            "exact-lp-checks.md Conjecture 2 (count witness; exact LPs on 196 instances)",
-            "group-privacy relaxation (Dinkelbach), ampcalc._groups",
-        ),
+        basis=(derivation("§3.3"), derivation("§3.5")),
         conditions=(
             f"1 <= group_size <= population: 1 <= {g} <= {n}",
             f"1 <= sample <= population: 1 <= {m} <= {n}",

@@ -19,6 +19,7 @@ from ampcalc.math import groups as _groups
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import DERIVATIONS, derivation
 from ampcalc.schemes.assembly import Theorem, assemble, relation_of
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
@@ -26,10 +27,7 @@ if TYPE_CHECKING:
     from ampcalc.schemes.exact import Plan
 
 MAX_EXACT_INT = 2**53
-BASIS = (
-    "exact-lp-checks.md Conjecture 1 (count witness; exact LPs on 100 instances)",
-    "group-privacy relaxation (Dinkelbach), ampcalc._groups",
-)
+BASIS = (derivation("§3.2"), derivation("§3.5"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,7 +178,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         raise ConditionError(
             "srswr: M has δ > 0, and no verified (ε, δ) bound exists for sampling with "
             "replacement — log(1 + (1 − (1 − 1/N)^m)(e^ε − 1)) is not one (exact LPs exceed "
-            "it for every m >= 2, exact-lp-checks.md). Use a pure ε-DP mechanism (δ = 0)."
+            f"it for every m >= 2, {DERIVATIONS}, §3). Use a pure ε-DP mechanism (δ = 0)."
         )
     if g > n:
         raise ConditionError(

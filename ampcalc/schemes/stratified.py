@@ -45,7 +45,15 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
-from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, cite
+from ampcalc.model.references import (
+    BBG18,
+    BUN_2020_WP,
+    BUN_2022,
+    DERIVATIONS,
+    STRATIFIED_DOCS,
+    cite,
+    derivation,
+)
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.assembly import assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
@@ -63,10 +71,13 @@ BASIS_RANDOMIZED = (
 BASIS_DETERMINISTIC = (
     cite(BUN_2022, "§4.1"),
     cite(BUN_2022, "Theorem 2.2 (per stratum)"),
-    "derived: one stratum's sample at N_h − 1, N_h, N_h + 1 coupled record by record "
-    "(docs/stratified.md, deterministic rounding)",
+    cite(
+        STRATIFIED_DOCS,
+        "Replace-one guarantee: one stratum's sample at N_h − 1, N_h, N_h + 1 coupled "
+        "record by record",
+    ),
 )
-BASIS_POISSON = (cite(BUN_2020_WP, "Lemma 3.3"), BBG18)
+BASIS_POISSON = (cite(BUN_2020_WP, "Lemma 3.3"), cite(BBG18))
 BASIS_FIXED = (cite(BUN_2022, "Theorem 2.2 (per stratum)"),)
 BASIS_NEYMAN = (cite(BUN_2022, "§7.2"), cite(BUN_2022, "Appendix E.1"), cite(BUN_2022, "§4.1"))
 BASIS = (
@@ -75,10 +86,11 @@ BASIS = (
     cite(BUN_2020_WP, "Lemma 3.3"),
     cite(BUN_2022, "§7.2"),
 )
-REPLACE_ONE_BASIS = "spec §8.1 (derived: replacement = deletion + addition, 2·max_s ε′_s)"
+REPLACE_ONE_BASIS = derivation("§1.3")
 
 REPLACE_ONE_NOTE = (
-    "replace-one guarantee: derived (spec §8.1), not proved by the papers: a replacement "
+    f"replace-one guarantee: derived ({DERIVATIONS}, §1.3), not proved by the papers: a "
+    "replacement "
     "is a deletion in one stratum plus an addition in the same or another stratum, so "
     "ε′ <= ε′_s + ε′_{s′} <= 2·max_s ε′_s. Definition 7.1's max{ε′_s, ε′_{s′}} does not "
     "follow (stratified Poisson with rates 0.5 and 0.01: a replacement inside the 0.5 "
@@ -88,7 +100,7 @@ REPLACE_ONE_NOTE = (
 DETERMINISTIC_REPLACE_NOTE = (
     "replace-one guarantee under deterministic rounding: a replacement inside a stratum "
     "keeps every allocation (a simple random sample per stratum: A(m_h/N_h, ε_R), exact, "
-    "000_97a39a4c524f603f.txt Theorem 2.2); a record moved from stratum s to t is a "
+    f"{BUN_2022}, Theorem 2.2); a record moved from stratum s to t is a "
     "removal from s and an addition to t, bounded by the sum of the two exact one-stratum "
     "losses, or by ε_R when both allocations move (the two changes pair into one "
     "replacement of a sampled record)"
@@ -719,7 +731,7 @@ def _check_rate_condition(p: Params, rates: np.ndarray) -> None:
         i = int(idx[0])
         more = f" (and {idx.size - 1} more strata)" if idx.size > 1 else ""
         raise ConditionError(
-            f"Theorem 7.2 (000_97a39a4c524f603f.txt): needs r·|S_h| >= 1 in every stratum; "
+            f"Theorem 7.2 ({BUN_2022}): needs r·|S_h| >= 1 in every stratum; "
             f"stratum {p.strata.names[i]!r} has r·N_h = {rates[i]:g}·{int(p.strata.size[i])} "
             f"= {rates[i] * p.strata.size[i]:.6g} < 1{more}. Raise the rate or merge the "
             "small strata."
@@ -727,10 +739,10 @@ def _check_rate_condition(p: Params, rates: np.ndarray) -> None:
 
 
 def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
-    _need_add_remove(mechanism, "Theorem 7.2 (000_97a39a4c524f603f.txt)")
+    _need_add_remove(mechanism, f"Theorem 7.2 ({BUN_2022})")
     if mechanism.delta > 0:
         raise ConditionError(
-            "Theorem 7.2 (000_97a39a4c524f603f.txt) is proved for pure ε-DP mechanisms "
+            f"Theorem 7.2 ({BUN_2022}) is proved for pure ε-DP mechanisms "
             f"(delta = 0); the declared delta = {mechanism.delta:g} has no proved δ′"
         )
     r = p.rates()
@@ -872,7 +884,8 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         notes.append(f"upper bound: the {form}; labelled 'from proof', not a stated theorem")
     if p.per_stratum_rates:
         notes.append(
-            "per-stratum rates: derived extension of Theorem 7.2 (spec §5.2; the proof is "
+            f"per-stratum rates: derived extension of Theorem 7.2 ({DERIVATIONS}, §4.1; the "
+            "proof is "
             "per stratum, the paper states one common r)"
         )
     if replace and not all_census and not single:
@@ -881,7 +894,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         notes.append(
             "replace-one with one stratum: a replacement keeps the stratum size, so the "
             "design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records: ε′ <= "
-            "A(⌈rN⌉/N, ε_R) (000_97a39a4c524f603f.txt Theorem 2.2 at the larger size; "
+            f"A(⌈rN⌉/N, ε_R) ({BUN_2022}, Theorem 2.2 at the larger size; "
             "exact when rN is a whole number, the srswor value)"
         )
     if census.any():
@@ -899,7 +912,8 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
     if not all_census and up0 >= eps0 * (mechanism.replace_one_ratio() if replace else 1.0):
         warnings.append(
             "no amplification is guaranteed at this ε: Theorem 7.2's bound is not below M's ε "
-            "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; spec §5.1)"
+            "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; "
+            f"{DERIVATIONS}, §4.1)"
         )
     if not all_census:
         notes.append(
@@ -1016,7 +1030,7 @@ def _shortcut_note(r_max: float, target: float, exact: float) -> dict[str, Any]:
     """The paper's shortcut λ ≈ ε′/(6r) (000 §7.3) against the exact inverse (spec §5.1)."""
     approx = target / (6.0 * r_max)
     return {
-        "formula": "ε ≈ ε′/(6r) (000_97a39a4c524f603f.txt §7.3)",
+        "formula": f"ε ≈ ε′/(6r) ({BUN_2022}, §7.3)",
         "epsilon": approx,
         "exact": exact,
         "relative_error": (approx - exact) / exact if exact > 0 else None,
@@ -1340,10 +1354,10 @@ def _deterministic_witness(
     srs = (
         "Pr[M(S) = 1] ∝ e^{ε_R·[x ∈ S] − ε_R·|S|/2}, x the differing record (ε_R-DP under "
         "replace-one, ε-DP under add-remove as ε_R <= 2ε): loss A(m/N, ε_R), exact "
-        "(a simple random sample, 000_97a39a4c524f603f.txt Theorem 2.2)"
+        f"(a simple random sample, {BUN_2022}, Theorem 2.2)"
     )
     empty = "none: the differing record is never sampled (m_h = 0), every M has loss 0"
-    count = "M(S) = |S| + Lap(1/ε) (000_97a39a4c524f603f.txt §4.1): loss Δ·ε, exact"
+    count = f"M(S) = |S| + Lap(1/ε) ({BUN_2022}, §4.1): loss Δ·ε, exact"
     best: dict[str, Any]
     if replace:
         h = int(np.argmax(rd.q_down))
@@ -1364,8 +1378,7 @@ def _deterministic_witness(
                 "(|S_t| − |S_s|)/2 + Lap(1/ε_R) over the two strata's sample counts: the "
                 "two allocation changes add up, loss ε_R, exact"
                 if ds and dt
-                else "the changed stratum's sample count + Lap(1/min(ε, ε_R)) "
-                "(000_97a39a4c524f603f.txt §4.1)"
+                else f"the changed stratum's sample count + Lap(1/min(ε, ε_R)) ({BUN_2022}, §4.1)"
             )
             best = {
                 "relation": "replace-one",
@@ -1411,7 +1424,7 @@ def _deterministic_note(rule: str, witness: dict[str, Any], linf: int, replace: 
             where = "a neighbour of these sizes moves a stratum's rounded allocation by one"
         return (
             f"deterministic rounding ({how}): {where}, so a mechanism releasing a "
-            "stratum's sample count with Lap(1/ε) loses ε′ >= ε (000_97a39a4c524f603f.txt "
+            f"stratum's sample count with Lap(1/ε) loses ε′ >= ε ({BUN_2022}, "
             "§4.1): no amplification. Randomised rounding (`rounding: randomized`, "
             "Theorem 7.2) fixes this."
         )
@@ -1420,7 +1433,7 @@ def _deterministic_note(rule: str, witness: dict[str, Any], linf: int, replace: 
         f"deterministic rounding ({how}): at these stratum sizes no {rel} changes a "
         "rounded allocation, so the design is a simple random sample without replacement "
         "in each stratum and the bounds are exact. Other sizes can move it "
-        "(000_97a39a4c524f603f.txt §4.3: N = 14 → 15 at r = 0.1 takes ⌊rN⌉ from 1 to 2, "
+        f"({BUN_2022}, §4.3: N = 14 → 15 at r = 0.1 takes ⌊rN⌉ from 1 to 2, "
         "and then ε′ >= ε)."
     )
 
@@ -1474,7 +1487,7 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
     """
     from ampcalc.schemes import poisson
 
-    _need_add_remove(mechanism, "Stratified Poisson sampling (001_4ef689e3bef19c3a.txt Lemma 3.3)")
+    _need_add_remove(mechanism, f"Stratified Poisson sampling ({BUN_2020_WP}, Lemma 3.3)")
     r = p.rates()
     n = p.strata.size.astype(float)
     r_max = float(r.max())
@@ -1545,7 +1558,7 @@ def _analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
 
     if guarantee is not Neighbours.REPLACE_ONE:
         raise ConditionError(
-            "fixed allocation: Theorem 2.2 (000_97a39a4c524f603f.txt) holds per stratum for "
+            f"fixed allocation: Theorem 2.2 ({BUN_2022}) holds per stratum for "
             "replace-one neighbours of a stratum of fixed, public size; adding or removing a "
             "record changes N_h and no theorem covers it. Set `guarantee: replace-one`."
         )
@@ -1710,7 +1723,7 @@ def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
         "deterministic function of the data (stratum sizes and SDs); moving one record "
         f"changes it by Δ∞ = {linf} (one stratum) and Δ₁ = {l1} (all strata), so a "
         f"mechanism releasing the sample counts with Lap(1/ε) loses at least Δ·ε "
-        "(000_97a39a4c524f603f.txt §4.1, §7.2).",
+        f"({BUN_2022}, §4.1, §7.2).",
     ]
     notes: list[str] = []
     if not replace:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
-from ampcalc.model.references import BUN_2022, cite
+from ampcalc.model.references import BBG18, BUN_2022, CLUSTER_DOCS, DERIVATIONS, cite
 from ampcalc.schemes._cluster_kernels import ratio_bound
 from ampcalc.schemes.assembly import Theorem, assemble, relation_of, replace_one_remarks
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
@@ -230,7 +230,7 @@ def _analyse_random(params: Params, mechanism: Mechanism) -> Analysis:
         notes.append(
             f"M's δ > 0: δ′ = δ_R/k = δ_R/{k}, paired with the ε′ shown. Given its size m "
             "the sample is a simple random sample, (A(m/N, ε_R), (m/N)δ_R) by Theorem 2.2 "
-            "with δ (Balle, Barthe, Gaboardi 2018); A(m/N, ε_R) <= ε′ and the sizes "
+            f"with δ ({BBG18}); A(m/N, ε_R) <= ε′ and the sizes "
             "average N/k, so the mixture is (ε′, δ_R/k)"
             + ("" if divides else f" (not (⌈N/k⌉/N)δ_R: {k} does not divide {n})")
             + "."
@@ -290,7 +290,7 @@ def _analyse_fixed(params: Params, mechanism: Mechanism) -> Analysis:
     relation_warnings, relation_notes = replace_one_remarks(mechanism, name)
     warnings = (
         "fixed, known ordering: no theorem gives an upper bound (a record that moves in the "
-        "order shifts every later one; 000_97a39a4c524f603f.txt §6.3, spec §7.4). The lower "
+        f"order shifts every later one; {BUN_2022}, §6.3; {DERIVATIONS}, §4.6). The lower "
         "bound is exact for neighbours that keep every position: the "
         f"start is the only randomness, so the sample is one of {k} fixed sets, and a "
         "mechanism that scores a sample by its distance from the replaced record's start "
@@ -310,7 +310,7 @@ def _analyse_fixed(params: Params, mechanism: Mechanism) -> Analysis:
         upper=None,
         lower=lower,
         delta_prime=None,
-        basis=(cite(BUN_2022, "§6.3"), "start-class witness (derived; docs/cluster.md)"),
+        basis=(cite(BUN_2022, "§6.3"), cite(CLUSTER_DOCS, "systematic: the start-class witness")),
         conditions=(
             f"2 <= interval <= population: 2 <= {k} <= {n}",
             "the ordering is fixed and known: no amplification theorem applies",

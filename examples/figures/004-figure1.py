@@ -1,4 +1,5 @@
-"""Paper 004 (004_219872908bad6779.txt), Figure 1: reporting probability by frequency.
+"""Cohen et al. 2021 (Differentially Private Weighted Sampling), Figure 1: reporting
+probability by frequency.
 
 With no sampling (q = 1): the optimal private weighted sampling probabilities π_i
 (Algorithm 3) against the stability-based histogram baseline φ_i, for
@@ -54,8 +55,8 @@ def main(argv: list[str]) -> int:
         out,
         xlabel="frequency i of a key",
         ylabel="probability the key is reported",
-        title="Paper 004, Figure 1: no sampling (q = 1), PWS (opt) π vs SbH φ",
-        caption_text="Basis: " + "; ".join(basis),
+        title="Cohen et al. 2021, Figure 1: no sampling (q = 1), PWS (opt) π vs SbH φ",
+        caption_text="Basis: " + "; ".join(str(b) for b in basis),
         log_x=True,
     )
     with out.with_suffix(".csv").open("w", newline="") as fh:

@@ -8,24 +8,24 @@
 set -eu
 cd "$(dirname "$0")"
 
-# Paper 002 (002_2b0afa8716090992.txt), Figure 3: the ε the sample may spend for a
+# Hu et al., Figure 3: the ε the sample may spend for a
 # population target ε′ ∈ {0.1, 0.5, 1}, against the sampling rate n/N.
-ampcalc sweep 002-figure3.yaml --of invert --vary sampling.sample=100:10000:100 --vary target=0.1,0.5,1 --x-factor 1e-4 --xlabel "sampling rate n/N (N = 10,000)" --title "Paper 002, Figure 3: the ε a simple random sample may spend" --plot 002-figure3.png --format csv > 002-figure3.csv
+ampcalc sweep 002-figure3.yaml --of invert --vary sampling.sample=100:10000:100 --vary target=0.1,0.5,1 --x-factor 1e-4 --xlabel "sampling rate n/N (N = 10,000)" --title "Hu et al., Figure 3: the ε a simple random sample may spend" --plot 002-figure3.png --format csv > 002-figure3.csv
 
-# Paper 002, Figure 4: the q bound (variance_share_max: the largest sampling-variance share of V_N that
+# Hu et al., Figure 4: the q bound (variance_share_max: the largest sampling-variance share of V_N that
 # still allows an accuracy gain) against the sampling rate, for several targets ε.
-ampcalc sweep 002-figure4.yaml --of plan --vary sampling.sample=10:10000:200 --vary target=0.01,0.1,0.5,1,3 --x-factor 1e-4 --xlabel "sampling rate n/N (N = 10,000)" --title "Paper 002, Figure 4: largest variance share (q) against the sampling rate" --plot 002-figure4.png --format csv > 002-figure4.csv
+ampcalc sweep 002-figure4.yaml --of plan --vary sampling.sample=10:10000:200 --vary target=0.01,0.1,0.5,1,3 --x-factor 1e-4 --xlabel "sampling rate n/N (N = 10,000)" --title "Hu et al., Figure 4: largest variance share (q) against the sampling rate" --plot 002-figure4.png --format csv > 002-figure4.csv
 
-# Paper 000 (000_97a39a4c524f603f.txt), Figure 2: Theorem 3.1 bounds for a truncated
+# Bun et al., Figure 2: Theorem 3.1 bounds for a truncated
 # normal sample size (N = 10⁴, ε = 0.01) against its standard deviation σ, for M
 # 0.01-DP under both relations (the paper's curve) and under add-remove only.
-ampcalc sweep 000-figure2.yaml --vary sampling.size.sd=1:1000:60:log --title "Paper 000, Figure 2: random sample size, N = 10⁴, ε = 0.01" --plot 000-figure2.png --format csv > 000-figure2.csv
+ampcalc sweep 000-figure2.yaml --vary sampling.size.sd=1:1000:60:log --title "Bun et al., Figure 2: random sample size, N = 10⁴, ε = 0.01" --plot 000-figure2.png --format csv > 000-figure2.csv
 
-# The cluster lesson of paper 000 §5: ℓ/k fixed at 10 %, clusters growing; beside it
+# The cluster lesson of Bun et al., §5: ℓ/k fixed at 10 %, clusters growing; beside it
 # a Poisson sample of records at the same 10 %.
-ampcalc sweep 000-cluster-lesson.yaml --vary "designs[0].sampling.clusters.size=1:300:40:log" --title "Paper 000 §5: cluster samples stop amplifying as clusters grow" --plot 000-cluster-lesson.png --format csv > 000-cluster-lesson.csv
+ampcalc sweep 000-cluster-lesson.yaml --vary "designs[0].sampling.clusters.size=1:300:40:log" --title "Bun et al., §5: cluster samples stop amplifying as clusters grow" --plot 000-cluster-lesson.png --format csv > 000-cluster-lesson.csv
 
-# Paper 004 (004_219872908bad6779.txt), Figure 1: reporting probability by frequency,
+# Cohen et al. 2021, Figure 1: reporting probability by frequency,
 # PWS (opt) π_i against SbH φ_i, no sampling; a table of each result, not a sweep.
 python 004-figure1.py 004-figure1.png
 
