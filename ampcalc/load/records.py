@@ -34,8 +34,9 @@ _DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar(
 def deferred_reading() -> Iterator[None]:
     """Load designs without opening their record files.
 
-    Inside the block ``open_source`` and ``read_norms`` touch no file: designs get an
-    empty ``RecordNorms`` with ``deferred=True`` and the caller reads the records
+    Inside the block ``read_norms`` reads no records and ``open_source`` at most a
+    regular file's first line: designs get an empty ``RecordNorms`` with
+    ``deferred=True`` (and the record dimension) and the caller reads the records
     itself, partition by partition (the Dask engine of ``ampcalc weights``).
     """
     token = _DEFERRED.set(True)
@@ -154,9 +155,23 @@ def open_source(
     probability_column: Any,
     error: ErrorFn,
 ) -> RecordSource:
-    """Inspect a record file (format, header, columns) without reading it all."""
-    if _DEFERRED.get():
-        return RecordSource(path=path, kind="deferred", delimiter=None, header=None, columns=())
+    """Inspect a record file (format, header, columns) without reading it all.
+
+    Inside ``deferred_reading`` a regular file is still inspected (its first line: the
+    record dimension is part of the design, e.g. DP-Lloyd's noise scales); anything else
+    (a directory or glob of partitions the engine resolves itself) is not touched, and
+    the dimension is the number of ``columns:`` listed (0 when none are).
+    """
+    if _DEFERRED.get() and not path.is_file():
+        listed = columns if isinstance(columns, (list, tuple)) else ()
+        return RecordSource(
+            path=path,
+            kind="deferred",
+            delimiter=None,
+            header=None,
+            columns=tuple(range(len(listed))),
+            names=tuple(str(c) for c in listed),
+        )
     try:
         path.stat()
     except FileNotFoundError:
@@ -315,10 +330,15 @@ def record_norms(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def read_norms(src: RecordSource, error: ErrorFn) -> RecordNorms:
     """Read a record file once, keeping ℓ1 and squared ℓ2 norms per record."""
-    if src.kind == "deferred":
+    if src.kind == "deferred" or _DEFERRED.get():
         empty = np.zeros(0)
         return RecordNorms(
-            l1=empty, sq_l2=empty, probability=empty, dimension=0, source=src, deferred=True
+            l1=empty,
+            sq_l2=empty,
+            probability=empty,
+            dimension=len(src.columns),
+            source=src,
+            deferred=True,
         )
     l1_parts: list[np.ndarray] = []
     sq_parts: list[np.ndarray] = []

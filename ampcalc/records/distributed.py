@@ -537,6 +537,12 @@ def run_weights(
                 f"{rp.path}: record columns ({excerpt_names(rp.names)}) differ from those of "
                 f"{first.path} ({excerpt_names(first.names)})"
             )
+    dim = params.data.dimension
+    if dim and len(first.names) != dim:
+        raise DesignError(
+            f"{first.path}: {len(first.names)} record columns ({excerpt_names(first.names)}); "
+            f"the design's records have {dim}"
+        )
     out = prepare_output(output)
     try:
         with scheduler(address, workers) as sched, _plain_frames():
