@@ -717,6 +717,7 @@ def load_document(
     top = Reader(filename, "", {})
     doc = mapping(doc, top, "", None, None, "a design (or `designs:`)")
     parsed = [parse_override(o) for o in overrides]
+    texts = dict(zip((path for path, _ in parsed), overrides, strict=True))
 
     entries: list[tuple[Any, str, str]] = []  # (raw design, default name, prefix)
     if "designs" in doc:
@@ -751,6 +752,7 @@ def load_document(
     designs: list[Design] = []
     for index, (raw, default_name, prefix) in enumerate(entries):
         over_where: dict[str, Where] = {}
+        over_text: dict[str, str] = {}
         if parsed:
             raw = copy.deepcopy(raw)
             for path, value in parsed:
@@ -768,7 +770,8 @@ def load_document(
                     rel = m.group(2)
                 _apply(raw, rel, value)
                 over_where[rel] = Where(file="--set", field=path)
-        ctx = Reader(filename, prefix, over_where)
+                over_text[rel] = texts[path].strip()
+        ctx = Reader(filename, prefix, over_where, over_text)
         designs.append(_parse_design(raw, ctx, default_name, None, None))
     return tuple(designs)
 
