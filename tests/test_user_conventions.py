@@ -39,3 +39,53 @@ def test_typo_in_an_override_path_is_blamed_on_the_override(
     run = run_main(capsys, "bound", design, "--set", override, expect=2)
     assert run.stderr.strip() == line
     assert ".yaml:" not in run.stderr
+
+
+VERIFY_MIXED = """\
+designs:
+  - name: tiny
+    mechanism: {epsilon: 1, neighbours: replace-one}
+    sampling: {scheme: srswor, population: 6, sample: 3}
+  - name: large
+    mechanism: {epsilon: 1, neighbours: replace-one}
+    sampling: {scheme: srswor, population: 10000, sample: 100}
+"""
+
+
+def test_verify_inconclusive_exits_0_with_the_verdict(
+    capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    """INCONCLUSIVE is neither a wrong bound (3) nor bad input (2): exit 0, the verdict
+    printed. The exact worst case of srswor N = 6, m = 3 at ε = 1 is Balle et al.'s
+    log(1 + (m/N)(e^ε − 1)) (paper 000, Theorem 2.2): tight, so PASS."""
+    import json
+    import math
+
+    f = tmp_path / "mixed.yaml"
+    f.write_text(VERIFY_MIXED, encoding="utf-8")
+    run = run_main(capsys, "verify", str(f), "--json")
+    tiny, large = json.loads(run.stdout)["results"]
+    assert tiny["status"] == "PASS"
+    assert tiny["epsilon_prime_exact"] == pytest.approx(math.log1p(0.5 * math.expm1(1)), abs=2e-7)
+    assert large["status"] == "INCONCLUSIVE" and "error" not in large
+    assert "large: INCONCLUSIVE: too large to verify" in run.stderr
+    # every example: none exits 2 any more for INCONCLUSIVE alone
+    run = run_main(capsys, "verify", str(EXAMPLES / "srswor.yaml"))
+    assert run.stdout.startswith("INCONCLUSIVE 1% secret simple random sample (srswor)")
+
+
+def test_verify_keeps_2_for_a_design_outside_its_conditions(
+    capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    f = tmp_path / "refused.yaml"
+    f.write_text(
+        "mechanism: {epsilon: 1, neighbours: replace-one}\n"
+        "sampling: {scheme: poisson, rate: 0.1}\n",
+        encoding="utf-8",
+    )
+    import json
+
+    run = run_main(capsys, "verify", str(f), "--json", expect=2)
+    (row,) = json.loads(run.stdout)["results"]
+    assert row["status"] == "INCONCLUSIVE" and "Lemma 3.3" in row["error"]
+    assert row["reason"] == row["error"]
