@@ -89,3 +89,26 @@ def test_verify_keeps_2_for_a_design_outside_its_conditions(
     (row,) = json.loads(run.stdout)["results"]
     assert row["status"] == "INCONCLUSIVE" and "Lemma 3.3" in row["error"]
     assert row["reason"] == row["error"]
+
+
+@pytest.mark.parametrize(
+    ("args", "first"),
+    [
+        (["bound", COMPARE], "design,scheme,epsilon,"),
+        (["invert", COMPARE, "--target", "1"], "design,scheme,target.epsilon_prime,"),
+        (["validate", COMPARE], "design,scheme,valid,"),
+        (["check", COMPARE, "--max-epsilon", "1"], "design,scheme,passed,"),
+        (["compare", COMPARE, "--target", "1"], "design,scheme,target,"),
+        (["verify", str(EXAMPLES / "group-verify-tiny.yaml")], "design,scheme,"),
+        (["sweep", COMPARE, "--vary", "epsilon=1,2"], "design,scheme,"),
+        (["plan", str(EXAMPLES.parent / "plans" / "custom.yaml")], "design,statistic,"),
+        (["schemes"], "scheme,summary,"),
+    ],
+)
+def test_csv_first_column_is_the_same_everywhere(
+    capsys: pytest.CaptureFixture[str], args: list[str], first: str
+) -> None:
+    """One row per design: the column that names it is `design` in every command (it
+    was `name` in most and `design` in sweep); a row per scheme: `scheme`."""
+    run = run_main(capsys, *args, "--format", "csv")
+    assert run.stdout.startswith(first)
