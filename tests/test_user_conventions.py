@@ -112,3 +112,24 @@ def test_csv_first_column_is_the_same_everywhere(
     was `name` in most and `design` in sweep); a row per scheme: `scheme`."""
     run = run_main(capsys, *args, "--format", "csv")
     assert run.stdout.startswith(first)
+
+
+def test_a_data_file_given_as_the_design_is_quoted_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """YAML reads a CSV as one long string; the message used to paste all of it."""
+    path = EXAMPLES / "data" / "business-strata.csv"
+    run = run_main(capsys, "bound", str(path), expect=2)
+    assert run.stderr == (
+        f"{path}:1: expected a design (a YAML mapping with `mechanism:` and `sampling:`), "
+        "got plain text starting 'name,size,mean,sd,min_value' (this looks like a data "
+        "file; a design names its data files in `file:`, `records:` or `data:`)\n"
+    )
+
+
+def test_a_long_string_value_is_quoted_not_pasted() -> None:
+    from ampcalc.model.errors import describe
+
+    assert describe("x" * 200) == f"the string {'x' * 60!r}…"
+    assert describe("one\ntwo") == "the string 'one'…"
+    assert describe("one") == "the string 'one'"
