@@ -1,0 +1,421 @@
+"""The one data-file reader: CSV, TSV or whitespace-separated text, and Parquet.
+
+Every data file a design names (strata, cluster sizes, size measures, a size pmf, plan
+data, importance records, PWS samples and frequency files) is read through this module,
+so they all follow one set of rules:
+
+- Errors say ``FILE:LINE: message``, LINE being the file's own line number (1-based,
+  counting the header, blank lines and the lines a quoted cell spans), never a data-row
+  index and never numpy's wording. Parquet files have no lines: ``FILE: row N (0-based)``.
+- Columns are picked by name (the file needs a header) or by 0-based index; an unknown
+  name is refused with the file's column list and a did-you-mean.
+- Cells are quoted in messages through ``excerpt`` (a short, escaped quote).
+
+Two ways in: ``read_table`` reads a small file whole into string cells with their
+line numbers (the callers validate the values); ``numeric_block`` parses many lines of
+numbers at once with numpy's C parser (the record files' fast path) and, only when that
+fails, finds the first bad cell and reports it at its line. PWS samples stream through
+``records.pws_files``, whose chunked readers use ``bounded_line`` and ``sniff`` from here.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ampcalc.load.files import excerpt, excerpt_names, loadtxt, not_utf8, open_input, show_path
+from ampcalc.model.errors import DesignError
+
+ErrorFn = Callable[[str], Exception]
+
+#: delimiters recognised in a text file's first line, in order (else: whitespace)
+DELIMITERS = (",", ";", "\t")
+
+
+def _default_error(message: str) -> Exception:
+    return DesignError(message)
+
+
+def is_number(text: str) -> bool:
+    """Whether ``float(text)`` reads ``text``."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def sniff_delimiter(line: str) -> str | None:
+    """The delimiter of a text file from its first line (``None``: whitespace)."""
+    return next((d for d in DELIMITERS if d in line), None)
+
+
+def split_line(line: str, delimiter: str | None) -> list[str]:
+    """The stripped cells of one unquoted line."""
+    return [c.strip() for c in (line.split(delimiter) if delimiter else line.split())]
+
+
+# --------------------------------------------------------------------------------------
+# Columns by name or index
+# --------------------------------------------------------------------------------------
+
+
+def did_you_mean(name: str, choices: Sequence[str]) -> str:
+    """``"; did you mean 'x'?"`` for the choice closest to ``name`` (case slips
+    included), or ``""``."""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    if not close:  # a case slip: `Size` for `size`
+        lower = {c.lower(): c for c in choices}
+        close = [lower[name.lower()]] if name.lower() in lower else []
+    return f"; did you mean {excerpt(close[0])}?" if close else ""
+
+
+def unknown_column(spec: str, header: Sequence[str], what: str) -> str:
+    """The message for a column name the header does not have: the columns, and the
+    closest name when one is close."""
+    hint = did_you_mean(spec, header)
+    return f"{what}: no column {excerpt(spec)} (columns: {excerpt_names(header)}){hint}"
+
+
+def pick_column(
+    spec: Any,
+    header: Sequence[str] | None,
+    width: int,
+    error: ErrorFn,
+    what: str = "column",
+) -> int:
+    """The 0-based index of column ``spec`` (a header name or a 0-based index)."""
+    if isinstance(spec, bool):
+        raise error(f"{what}: expected a column name or 0-based index, got {spec!r}")
+    if isinstance(spec, int):
+        if not 0 <= spec < width:
+            raise error(f"{what}: column index {spec} is out of range (the file has {width})")
+        return spec
+    if isinstance(spec, str):
+        if header is None:
+            raise error(f"{what}: column {spec!r} named, but the file has no header row")
+        if spec not in header:
+            raise error(unknown_column(spec, header, what))
+        return list(header).index(spec)
+    raise error(f"{what}: expected a column name or 0-based index, got {spec!r}")
+
+
+# --------------------------------------------------------------------------------------
+# Small files, whole
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """A text data file's rows as stripped string cells, with their file lines.
+
+    Attributes:
+        name: the file as shown in messages.
+        header: the header row's cells, or ``None`` when the file has none.
+        rows: the data rows (blank lines left out).
+        lines: the file line (1-based) of each row.
+        header_line: the header's file line (0 when there is no header).
+    """
+
+    name: str
+    header: tuple[str, ...] | None
+    rows: list[list[str]]
+    lines: list[int]
+    header_line: int = 0
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def at(self, i: int) -> str:
+        """``FILE:LINE`` of row ``i``, for messages."""
+        return f"{self.name}:{self.lines[i]}"
+
+    def index(self, spec: Any, error: ErrorFn | None = None, what: str = "column") -> int:
+        """The 0-based index of column ``spec`` (name or index; did-you-mean when unknown)."""
+        width = len(self.header) if self.header else max((len(r) for r in self.rows), default=0)
+        make = error or (lambda m: DesignError(f"{self.name}: {m}"))
+        return pick_column(spec, self.header, width, make, what)
+
+    def cells(self, col: int) -> list[str]:
+        """Column ``col`` of every row (``""`` where a row is short)."""
+        return [r[col] if col < len(r) else "" for r in self.rows]
+
+
+def _lines(fh: Any, comment: str | None) -> Iterator[str]:
+    for line in fh:
+        if comment is not None and comment in line:
+            cut = line.split(comment, 1)[0]
+            yield cut + ("\n" if line.endswith("\n") else "")
+        else:
+            yield line
+
+
+def read_table(
+    path: str | os.PathLike[str],
+    *,
+    what: str = "data file",
+    error: ErrorFn | None = None,
+    header: bool | None = None,
+    delimiter: str | None = "auto",
+    comment: str | None = None,
+    encoding: str = "utf-8",
+    max_rows: int | None = None,
+    too_many: Callable[[int], str] | None = None,
+    name: str | None = None,
+) -> Table:
+    """Read a small text data file whole, keeping each row's file line.
+
+    ``header``: ``True`` the first non-blank row is a header, ``False`` there is none,
+    ``None`` (auto) it is one when one of its cells is not a number. ``delimiter``:
+    ``"auto"`` sniffs ``,``/``;``/tab from the first non-blank line (else whitespace),
+    ``None`` is whitespace. Quoted cells follow CSV rules (a cell may span lines).
+    ``comment`` strips the rest of a line from that character. Reading stops past
+    ``max_rows`` data rows with ``too_many(count)`` as the message. Blank rows are
+    left out. Errors are ``error(message)`` (default ``DesignError``).
+    """
+    make = error or _default_error
+    shown = name or show_path(path)
+    try:
+        fh = open_input(path, what=what, newline="", encoding=encoding, error=make)
+    except OSError as exc:  # pragma: no cover - open_input reports the usual ones
+        raise make(f"cannot read {what} {shown!r}: {exc.strerror}") from None
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    head: tuple[str, ...] | None = None
+    head_line = 0
+    with fh:
+        source = _lines(fh, comment)
+        delim = delimiter
+        buffered: list[str] = []
+        if delimiter == "auto":
+            for line in source:
+                buffered.append(line)
+                if line.strip():
+                    delim = sniff_delimiter(line)
+                    break
+        chained = _chain(buffered, source)
+        try:
+            for lineno, row in _rows(chained, delim):
+                cells = [c.strip() for c in row]
+                if not any(cells):
+                    continue
+                if head is None and not head_line and not rows:
+                    if header or (header is None and not all(is_number(c) for c in cells)):
+                        head, head_line = tuple(cells), lineno
+                        continue
+                if max_rows is not None and len(rows) >= max_rows:
+                    raise make(
+                        f"{shown}:{lineno}: "
+                        + (too_many(len(rows) + 1) if too_many else "too many rows")
+                    )
+                rows.append(cells)
+                lines.append(lineno)
+        except csv.Error as exc:  # a NUL byte, a field past the csv module's limit
+            raise make(f"{shown}: not a CSV file ({excerpt(str(exc))})") from None
+        except UnicodeDecodeError:  # pragma: no cover - open_input's wrapper reports it
+            raise make(not_utf8(path)) from None
+    if header and head is None:
+        raise make(f"{shown}: empty file; expected a header row")
+    return Table(name=shown, header=head, rows=rows, lines=lines, header_line=head_line)
+
+
+def _chain(first: list[str], rest: Iterable[str]) -> Iterator[str]:
+    yield from first
+    yield from rest
+
+
+def _rows(lines: Iterator[str], delimiter: str | None) -> Iterator[tuple[int, list[str]]]:
+    """(file line, cells) of each row: the csv module with a delimiter, else split()."""
+    if delimiter is None:
+        for k, line in enumerate(lines, 1):
+            yield k, line.split()
+        return
+    rd = csv.reader(lines, delimiter=delimiter)
+    before = 0
+    for row in rd:
+        yield before + 1, row
+        before = rd.line_num
+
+
+# --------------------------------------------------------------------------------------
+# Many numbers at once (the fast path) and the first bad cell
+# --------------------------------------------------------------------------------------
+
+
+def bad_cell(
+    name: str,
+    lines: Sequence[str],
+    first_line: int,
+    delimiter: str | None,
+    columns: Sequence[int],
+    labels: Sequence[str],
+    *,
+    width: int | None = None,
+    whole: bool = False,
+    finite: bool = True,
+    blank_ok: bool = False,
+) -> str | None:
+    """The message for the first bad cell of ``lines`` (file lines from ``first_line``),
+    or ``None`` when every cell of ``columns`` is a number (a whole number with
+    ``whole``; finite with ``finite``)."""
+    kind = "a whole number" if whole else "a finite number" if finite else "a number"
+    for j, line in enumerate(lines):
+        lineno = first_line + j
+        if not line.strip():
+            if blank_ok:
+                continue
+            return f"{name}:{lineno}: the line is empty (expected a record)"
+        cells = split_line(line.rstrip("\r\n"), delimiter)
+        if width is not None and len(cells) != width:
+            return f"{name}:{lineno}: {len(cells)} cells, expected {width}"
+        for c, label in zip(columns, labels, strict=True):
+            if c >= len(cells):
+                return f"{name}:{lineno}: column {excerpt(label)} is missing"
+            text = cells[c]
+            ok = is_number(text)
+            if ok and finite:
+                ok = bool(np.isfinite(float(text)))
+            if ok and whole:
+                ok = text.lstrip("+-").isdigit()
+            if not ok:
+                got = excerpt(text)
+                return f"{name}:{lineno}: column {excerpt(label)}: expected {kind}, got {got}"
+    return None
+
+
+def numeric_block(
+    lines: Sequence[str] | str | os.PathLike[str],
+    *,
+    name: str,
+    first_line: int,
+    delimiter: str | None,
+    columns: Sequence[int],
+    labels: Sequence[str],
+    dtype: Any = float,
+    skip: int = 0,
+    width: int | None = None,
+    error: ErrorFn | None = None,
+    blank_ok: bool = False,
+) -> np.ndarray:
+    """Columns ``columns`` of ``lines`` (or of the file at that path, after ``skip``
+    lines) as a 2-D array, parsed by numpy's C parser; on any failure the first bad
+    cell is reported at its file line (``first_line`` is the line of the first row).
+    Non-finite values are refused (whole numbers only with an integer ``dtype``)."""
+    make = error or _default_error
+    whole = np.issubdtype(np.dtype(dtype), np.integer)
+    try:
+        block = loadtxt(
+            lines, delimiter=delimiter, usecols=list(columns), ndmin=2, dtype=dtype, skiprows=skip
+        )
+        n_lines = None if isinstance(lines, (str, os.PathLike)) else len(lines)
+        if (n_lines is None or block.shape[0] == n_lines) and (
+            whole or bool(np.isfinite(block).all())
+        ):
+            return block
+    except UnicodeDecodeError:
+        raise make(not_utf8(lines if isinstance(lines, (str, os.PathLike)) else name)) from None
+    except ValueError:
+        pass
+    if isinstance(lines, (str, os.PathLike)):
+        with open_input(lines, errors="replace", error=make) as fh:
+            text = fh.read().splitlines()[skip:]
+    else:
+        text = list(lines)
+    msg = bad_cell(
+        name,
+        text,
+        first_line,
+        delimiter,
+        columns,
+        labels,
+        width=width,
+        whole=whole,
+        blank_ok=blank_ok,
+    )
+    raise make(msg or f"{name}: unreadable rows from line {first_line}")
+
+
+# --------------------------------------------------------------------------------------
+# Parquet
+# --------------------------------------------------------------------------------------
+
+
+def _pyarrow(name: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise DesignError(
+            "reading Parquet needs pyarrow: install ampcalc[parquet] "
+            "(pip install 'ampcalc[parquet]') or use CSV"
+        ) from None
+
+
+def parquet_columns(path: str | os.PathLike[str]) -> list[str]:
+    """The column names of a Parquet file (its schema; no data read)."""
+    pq = _pyarrow("pyarrow.parquet")
+    try:
+        return list(pq.read_schema(os.fspath(path)).names)
+    except Exception as exc:
+        raise DesignError(f"{os.fspath(path)}: not a readable Parquet file ({exc})") from None
+
+
+def parquet_rows(path: str | os.PathLike[str]) -> int:
+    """The number of rows of a Parquet file (from its metadata)."""
+    pq = _pyarrow("pyarrow.parquet")
+    return int(pq.ParquetFile(os.fspath(path)).metadata.num_rows)
+
+
+def read_parquet(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> Any:
+    """A Parquet file (or some of its columns) as a ``pyarrow.Table``."""
+    pq = _pyarrow("pyarrow.parquet")
+    return pq.read_table(os.fspath(path), columns=None if columns is None else list(columns))
+
+
+def parquet_numbers(
+    path: str | os.PathLike[str], table: Any, names: Sequence[str]
+) -> list[np.ndarray]:
+    """Columns ``names`` of a ``pyarrow.Table`` as float arrays (refusing non-numbers)."""
+    pa = _pyarrow("pyarrow")
+    out: list[np.ndarray] = []
+    for name in names:
+        col = table.column(name)
+        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+            raise DesignError(
+                f"{os.fspath(path)}: column {name!r} is {col.type}, expected numbers"
+            )
+        out.append(np.asarray(col.to_numpy(zero_copy_only=False), dtype=float))
+    return out
+
+
+def first_header(path: str | os.PathLike[str], error: ErrorFn | None = None) -> list[str]:
+    """The stripped cells of a CSV file's first line (its header)."""
+    make = error or _default_error
+    with open_input(path, what="data file", error=make) as fh:
+        return [c.strip() for c in next(csv.reader([fh.readline()]), [])]
+
+
+__all__ = [
+    "Table",
+    "bad_cell",
+    "did_you_mean",
+    "first_header",
+    "is_number",
+    "numeric_block",
+    "parquet_columns",
+    "parquet_numbers",
+    "parquet_rows",
+    "pick_column",
+    "read_parquet",
+    "read_table",
+    "sniff_delimiter",
+    "split_line",
+    "unknown_column",
+]
