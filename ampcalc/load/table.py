@@ -76,6 +76,15 @@ def did_you_mean(name: str, choices: Sequence[str]) -> str:
     return f"; did you mean {excerpt(close[0])}?" if close else ""
 
 
+def missing_column(required: str, header: Sequence[str]) -> str:
+    """The message for a column a file must have and lacks: the columns, and the one
+    that looks like a misspelling of it."""
+    close = did_you_mean(required, header)
+    found = close.removeprefix("; did you mean ").removesuffix("?")
+    hint = f"; {found} looks like a misspelling of {excerpt(required)}" if close else ""
+    return f"no column {excerpt(required)} (columns: {excerpt_names(header)}{hint})"
+
+
 def unknown_column(spec: str, header: Sequence[str], what: str) -> str:
     """The message for a column name the header does not have: the columns, and the
     closest name when one is close."""
@@ -172,7 +181,7 @@ def read_table(
     """Read a small text data file whole, keeping each row's file line.
 
     ``header``: ``True`` the first non-blank row is a header, ``False`` there is none,
-    ``None`` (auto) it is one when one of its cells is not a number. ``delimiter``:
+    ``None`` (auto) it is one when one of its non-empty cells is not a number. ``delimiter``:
     ``"auto"`` sniffs ``,``/``;``/tab from the first non-blank line (else whitespace),
     ``None`` is whitespace. Quoted cells follow CSV rules (a cell may span lines).
     ``comment`` strips the rest of a line from that character. Reading stops past
@@ -206,7 +215,7 @@ def read_table(
                 if not any(cells):
                     continue
                 if head is None and not head_line and not rows:
-                    if header or (header is None and not all(is_number(c) for c in cells)):
+                    if header or (header is None and not all(is_number(c) for c in cells if c)):
                         head, head_line = tuple(cells), lineno
                         continue
                 if max_rows is not None and len(rows) >= max_rows:
@@ -287,6 +296,19 @@ def bad_cell(
                 got = excerpt(text)
                 return f"{name}:{lineno}: column {excerpt(label)}: expected {kind}, got {got}"
     return None
+
+
+def data_line(path: str | os.PathLike[str], skip: int, index: int) -> int:
+    """The file line (1-based) of data row ``index`` (0-based) of a text file whose first
+    ``skip`` lines are a header, blank lines not counting as rows (the error path)."""
+    row = -1
+    with open_input(path, errors="replace") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if lineno > skip and line.strip():
+                row += 1
+                if row == index:
+                    return lineno
+    return skip + index + 1  # pragma: no cover - the row was read from this file
 
 
 def numeric_block(
@@ -405,9 +427,11 @@ def first_header(path: str | os.PathLike[str], error: ErrorFn | None = None) -> 
 __all__ = [
     "Table",
     "bad_cell",
+    "data_line",
     "did_you_mean",
     "first_header",
     "is_number",
+    "missing_column",
     "numeric_block",
     "parquet_columns",
     "parquet_numbers",
