@@ -384,7 +384,7 @@ def test_bad_records_name_partition(
     args = ["--input", str(parts), "-o", str(tmp_path / "o")]
     run = run_main(capsys, *_dask("weights", str(root / "laplace.yaml"), *args), expect=2)
     # the one-process parser's message: file, line, column
-    assert f"{parts / 'b.csv'}: line 3, column 'y': expected a number, got 'oops'" in run.stderr
+    assert f"{parts / 'b.csv'}:3: column 'y': expected a number, got 'oops'" in run.stderr
     (parts / "b.csv").write_text("x,y,q\n0.1,0.2,0.5\n0.3,0.1,0.0\n", encoding="utf-8")
     run = run_main(capsys, *_dask("weights", str(root / "column.yaml"), *args), expect=2)
     # column mode: q must lie in [min_probability, 1]; the row counts across partitions

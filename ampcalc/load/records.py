@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.load.files import excerpt, excerpt_names, open_input
+from ampcalc.load.files import open_input
+from ampcalc.load.table import (
+    bad_cell,
+    is_number,
+    numeric_block,
+    pick_column,
+    sniff_delimiter,
+    split_line,
+)
 
 CHUNK_ROWS = 1 << 20
 
@@ -86,38 +94,8 @@ class RecordNorms:
         return int(self.l1.shape[0])
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _split(line: str, delimiter: str | None) -> list[str]:
-    return [c.strip() for c in (line.split(delimiter) if delimiter else line.split())]
-
-
 def _pick(spec: Any, header: tuple[str, ...] | None, width: int, error: ErrorFn, what: str) -> int:
-    if isinstance(spec, bool):
-        raise error(f"{what}: expected a column name or 0-based index, got {spec!r}")
-    if isinstance(spec, int):
-        if not 0 <= spec < width:
-            raise error(f"{what}: column index {spec} is out of range (the file has {width})")
-        return spec
-    if isinstance(spec, str):
-        if header is None:
-            raise error(f"{what}: column {spec!r} named, but the file has no header row")
-        if spec not in header:
-            import difflib
-
-            close = difflib.get_close_matches(spec, header, n=1)
-            hint = f"; did you mean {excerpt(close[0])}?" if close else ""
-            raise error(
-                f"{what}: no column {excerpt(spec)} (columns: {excerpt_names(header)}){hint}"
-            )
-        return header.index(spec)
-    raise error(f"{what}: expected a column name or 0-based index, got {spec!r}")
+    return pick_column(spec, header, width, error, what)
 
 
 def select_columns(
@@ -201,10 +179,10 @@ def open_source(
                     break
         if not first:
             raise error(f"{path}: the file is empty (expected one record per row)")
-        delimiter = next((d for d in (",", ";", "\t") if d in first), None)
-        cells = _split(first, delimiter)
+        delimiter = sniff_delimiter(first)
+        cells = split_line(first, delimiter)
         width = len(cells)
-        header = None if all(_is_number(c) for c in cells) else tuple(cells)
+        header = None if all(is_number(c) for c in cells) else tuple(cells)
     cols, pcol = select_columns(header, width, columns, probability_column, error, path)
     names = tuple(header[i] if header else str(i) for i in cols)
     return RecordSource(
@@ -223,30 +201,10 @@ def _bad_cell(src: RecordSource, lines: list[str], first_line: int, error: Error
     wanted = list(src.columns) + (
         [src.probability_column] if src.probability_column is not None else []
     )
+    labels = [src.header[c] if src.header else str(c) for c in wanted]
     width = len(src.header) if src.header else None
-    for j, line in enumerate(lines):
-        lineno = first_line + j
-        cells = _split(line.rstrip("\r\n"), src.delimiter)
-        if not line.strip():
-            return error(f"{src.path}: line {lineno} is empty (expected a record)")
-        if width is not None and len(cells) != width:
-            return error(f"{src.path}: line {lineno} has {len(cells)} cells, expected {width}")
-        for c in wanted:
-            name = src.header[c] if src.header else str(c)
-            if c >= len(cells):
-                return error(f"{src.path}: line {lineno}: column {excerpt(name)} is missing")
-            text = cells[c]
-            if not _is_number(text):
-                return error(
-                    f"{src.path}: line {lineno}, column {excerpt(name)}: expected a number, "
-                    f"got {excerpt(text)}"
-                )
-            if not np.isfinite(float(text)):
-                return error(
-                    f"{src.path}: line {lineno}, column {excerpt(name)}: expected a finite "
-                    f"number, got {excerpt(text)}"
-                )
-    return error(f"{src.path}: unreadable rows from line {first_line}")
+    found = bad_cell(str(src.path), lines, first_line, src.delimiter, wanted, labels, width=width)
+    return error(found or f"{src.path}: unreadable rows from line {first_line}")
 
 
 def iter_chunks(
@@ -308,14 +266,16 @@ def iter_chunks(
                 continue
             if any(not ln.strip() for ln in lines):
                 raise _bad_cell(src, lines, lineno, error)
-            try:
-                block = np.loadtxt(
-                    lines, delimiter=src.delimiter, usecols=usecols, ndmin=2, dtype=float
-                )
-            except ValueError:
-                raise _bad_cell(src, lines, lineno, error) from None
-            if block.shape[0] != len(lines) or not np.isfinite(block).all():
-                raise _bad_cell(src, lines, lineno, error)
+            block = numeric_block(
+                lines,
+                name=str(src.path),
+                first_line=lineno,
+                delimiter=src.delimiter,
+                columns=usecols,
+                labels=[src.header[c] if src.header else str(c) for c in usecols],
+                width=len(src.header) if src.header else None,
+                error=error,
+            )
             k = len(src.columns)
             p = block[:, k] if src.probability_column is not None else None
             yield start, np.ascontiguousarray(block[:, :k]), p

@@ -14,23 +14,37 @@ so they all follow one set of rules:
 Two ways in: ``read_table`` reads a small file whole into string cells with their
 line numbers (the callers validate the values); ``numeric_block`` parses many lines of
 numbers at once with numpy's C parser (the record files' fast path) and, only when that
-fails, finds the first bad cell and reports it at its line. PWS samples stream through
-``records.pws_files``, whose chunked readers use ``bounded_line`` and ``sniff`` from here.
+fails, finds the first bad cell and reports it at its line. Large CSV files (PWS
+samples, standard input included) stream in chunks through ``stream_rows`` and
+``stream_columns`` (split directly when no cell is quoted); Parquet files through
+``read_parquet`` and ``parquet_numbers``.
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
+import io
+import itertools
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ampcalc.load.files import excerpt, excerpt_names, loadtxt, not_utf8, open_input, show_path
+from ampcalc.load.files import (
+    excerpt,
+    excerpt_names,
+    loadtxt,
+    not_utf8,
+    note_stdin,
+    open_input,
+    show_path,
+)
 from ampcalc.model.errors import DesignError
+from ampcalc.model.limits import LIMITS
 
 ErrorFn = Callable[[str], Exception]
 
@@ -287,14 +301,14 @@ def bad_cell(
             if c >= len(cells):
                 return f"{name}:{lineno}: column {excerpt(label)} is missing"
             text = cells[c]
-            ok = is_number(text)
-            if ok and finite:
-                ok = bool(np.isfinite(float(text)))
-            if ok and whole:
-                ok = text.lstrip("+-").isdigit()
-            if not ok:
+            want = None
+            if not is_number(text) or (whole and not text.lstrip("+-").isdigit()):
+                want = "a whole number" if whole else "a number"
+            elif finite and not np.isfinite(float(text)):
+                want = kind
+            if want is not None:
                 got = excerpt(text)
-                return f"{name}:{lineno}: column {excerpt(label)}: expected {kind}, got {got}"
+                return f"{name}:{lineno}: column {excerpt(label)}: expected {want}, got {got}"
     return None
 
 
@@ -417,16 +431,199 @@ def parquet_numbers(
     return out
 
 
-def first_header(path: str | os.PathLike[str], error: ErrorFn | None = None) -> list[str]:
+def first_header(
+    path: str | os.PathLike[str], *, what: str = "data file", error: ErrorFn | None = None
+) -> list[str]:
     """The stripped cells of a CSV file's first line (its header)."""
     make = error or _default_error
-    with open_input(path, what="data file", error=make) as fh:
+    with open_input(path, what=what, error=make) as fh:
         return [c.strip() for c in next(csv.reader([fh.readline()]), [])]
+
+
+def count_rows(path: str | os.PathLike[str], *, header: bool, what: str = "data file") -> int:
+    """Data rows of a text file without parsing them: its non-blank lines, less the
+    header (the parser agrees whenever it succeeds)."""
+    count = 0
+    with open_input(path, what=what, binary=True) as fh:
+        for line in fh:
+            if line.strip():
+                count += 1
+    return count - (1 if header else 0)
+
+
+# --------------------------------------------------------------------------------------
+# Large CSV files in chunks (PWS samples: the streaming fast path)
+# --------------------------------------------------------------------------------------
+
+Rows = Iterator[tuple[list[str], Sequence[int], list[list[str]]]]
+
+
+def bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
+    """One line, refused past ``cap`` characters (standard input can be endless)."""
+    text: str = fh.readline(cap + 1)
+    if len(text) > cap:
+        shown = "<stdin>" if path == "-" else path
+        raise DesignError(f"{shown}:{line}: " + LIMITS["line_chars"].message(len(text)))
+    return text
+
+
+def _open_stream(path: str, what: str, newline: str | None) -> Any:
+    if path == "-":
+        note_stdin()
+        return sys.stdin
+    return open_input(path, what=what, newline=newline)
+
+
+def _header(
+    path: str,
+    cells: list[str],
+    implied: Sequence[str],
+    headerless: Callable[[Sequence[str]], bool],
+    required: Sequence[str],
+) -> tuple[list[str], bool]:
+    """(header, whether the first row is data) with the required columns checked."""
+    header = [c.strip() for c in cells]
+    data = headerless(cells)
+    if data:
+        header = list(implied[: len(cells)])
+    if any(c not in header for c in required):
+        want = " and ".join(f"`{c}`" for c in required)
+        raise DesignError(
+            f"{path}:1: expected a header with columns {want} (got {excerpt_names(header)})"
+        )
+    return header, data
+
+
+def stream_rows(
+    path: str,
+    chunk: int,
+    *,
+    what: str,
+    expected: str,
+    implied: Sequence[str],
+    headerless: Callable[[Sequence[str]], bool],
+    required: Sequence[str],
+) -> Rows:
+    """CSV rows in chunks of ``chunk``: yields (header, file lines, rows). ``-`` is
+    standard input; a first row that ``headerless`` accepts is data under the
+    ``implied`` column names; ``required`` columns must be there."""
+    start = 1
+    fh = _open_stream(path, what, "")
+    cap = LIMITS["line_chars"].value
+
+    def lines() -> Iterator[str]:
+        while text := bounded_line(fh, cap, path, start):
+            yield text
+
+    try:
+        reader = csv.reader(lines())
+        first = next(reader, None)
+        if first is None:
+            raise DesignError(f"{path}: empty file (expected {expected})")
+        header, data = _header(path, first, implied, headerless, required)
+        pending: list[list[str]] = [first] if data else []
+        start = 1 if data else 2
+        while True:
+            rows = pending + list(itertools.islice(reader, chunk - len(pending)))
+            pending = []
+            if not rows:
+                break
+            # line numbers of records (one line per record; quoted newlines shift them)
+            yield header, range(start, start + len(rows)), rows
+            start += len(rows)
+    except UnicodeDecodeError:
+        raise DesignError(not_utf8(path, start)) from None
+    except csv.Error as exc:  # a NUL byte, a field past the csv module's limit
+        shown = "<stdin>" if path == "-" else path
+        raise DesignError(f"{shown}:{start}: not a CSV file ({excerpt(str(exc))})") from None
+    finally:
+        if fh is not sys.stdin:
+            fh.close()
+
+
+def stream_columns(
+    path: str,
+    chunk: int,
+    *,
+    what: str,
+    expected: str,
+    implied: Sequence[str],
+    headerless: Callable[[Sequence[str]], bool],
+    required: Sequence[str],
+) -> Rows:
+    """A CSV file in chunks of about ``chunk`` rows, as columns: yields (header, file
+    lines, list of columns). Chunks without quotes are split directly (fast); quoted
+    chunks go through the csv module; blank lines are skipped. Every row must have the
+    header's width."""
+    start = 1
+    fh = _open_stream(path, what, None)
+    try:
+        cap = LIMITS["line_chars"].value
+        first = bounded_line(fh, cap, path, 1)
+        if not first.strip():
+            raise DesignError(f"{path}: empty file (expected {expected})")
+        parsed = next(csv.reader([first]))
+        header, data = _header(path, parsed, implied, headerless, required)
+        pending, start = (first, 1) if data else ("", 2)
+        width = len(header)
+        size = max(1, chunk) * 24
+        while True:
+            text = pending + fh.read(size)
+            pending = ""
+            if not text:
+                break
+            if not text.endswith("\n"):
+                text += bounded_line(fh, cap, path, start + text.count("\n"))
+            while text.count('"') % 2:
+                more = bounded_line(fh, cap, path, start + text.count("\n"))
+                if not more:
+                    break
+                text += more
+            text = text[:-1] if text.endswith("\n") else text
+            if '"' in text or "\n\n" in text or text.startswith("\n") or not text:
+                # slow path: quotes or blank lines (skipped); line numbers from csv
+                rdr = csv.reader(io.StringIO(text))
+                rows, lns = [], []
+                for r in rdr:
+                    if not r:
+                        continue
+                    if len(r) != width:
+                        raise DesignError(
+                            f"{path}:{start + rdr.line_num - 1}: expected {width} fields "
+                            f"({excerpt_names(header)}), got {len(r)}"
+                        )
+                    rows.append(r)
+                    lns.append(start + rdr.line_num - 1)
+                start += text.count("\n") + 1
+                if rows:
+                    yield header, lns, [list(c) for c in zip(*rows, strict=True)]
+                continue
+            lines = text.split("\n")
+            n = len(lines)
+            flat = text.replace("\n", ",").split(",")
+            if len(flat) != n * width:
+                for k, line in enumerate(lines):
+                    got = line.count(",") + 1
+                    if got != width:
+                        raise DesignError(
+                            f"{path}:{start + k}: expected {width} fields "
+                            f"({excerpt_names(header)}), got {got}"
+                        )
+            cols = [flat[c::width] for c in range(width)]
+            yield header, range(start, start + n), cols
+            start += n
+    except UnicodeDecodeError:
+        raise DesignError(not_utf8(path, start)) from None
+    finally:
+        if fh is not sys.stdin:
+            fh.close()
 
 
 __all__ = [
     "Table",
     "bad_cell",
+    "bounded_line",
+    "count_rows",
     "data_line",
     "did_you_mean",
     "first_header",
@@ -441,5 +638,7 @@ __all__ = [
     "read_table",
     "sniff_delimiter",
     "split_line",
+    "stream_columns",
+    "stream_rows",
     "unknown_column",
 ]
