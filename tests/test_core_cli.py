@@ -229,7 +229,7 @@ def test_every_command_in_every_format(args, fmt) -> None:
     elif fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(out)))
         # the first column names the row: `design` (as in sweep), `scheme` for schemes
-        assert rows and list(rows[0])[0] == ("scheme" if args[0] == "schemes" else "design")
+        assert rows and next(iter(rows[0])) == ("scheme" if args[0] == "schemes" else "design")
         if args[0] != "schemes":
             assert rows[0]["design"] == "Poisson 1%"
     else:
