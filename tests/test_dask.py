@@ -421,3 +421,23 @@ def test_weights_dask_dp_lloyd_knows_the_record_dimension(
     assert row[1] == pytest.approx(float(q), rel=1e-15)
     assert row[3] == pytest.approx(float(eps_hat), rel=1e-13)
     assert float(eps_hat) == pytest.approx(0.90177885978082200, rel=1e-15)
+
+
+def test_weights_dask_partitions_must_have_the_design_dimension(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The design's records fix the record dimension (the profile's noise scales use
+    it); partitions with more columns are refused, not read under a wrong d."""
+    (tmp_path / "r.csv").write_text("x,y\n0.1,0.2\n", encoding="utf-8")
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "a.csv").write_text("x,y,z\n0.1,0.2,0.3\n", encoding="utf-8")
+    (tmp_path / "d.yaml").write_text(
+        "mechanism: {profile: laplace-sum, scale: 4.0}\n"
+        "sampling: {scheme: importance, records: r.csv, probabilities: privacy-constrained,"
+        " radius: 3.0}\ntarget: {epsilon_prime: 1.0}\n",
+        encoding="utf-8",
+    )
+    args = ["--input", str(tmp_path / "parts"), "-o", str(tmp_path / "o")]
+    run = run_main(capsys, *_dask("weights", str(tmp_path / "d.yaml"), *args), expect=2)
+    part = tmp_path / "parts" / "a.csv"
+    assert f"{part}: 3 record columns (x, y, z); the design's records have 2" in run.stderr
