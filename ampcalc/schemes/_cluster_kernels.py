@@ -177,20 +177,19 @@ def _read_size_file(path: Any, err: Any, *, integer: bool = True) -> np.ndarray:
             raise err(f"{path}: the file is empty (expected one size per row)")
     except OSError as exc:
         raise err(f"cannot read cluster-size file {str(path)!r}: {exc.strerror}") from None
-    from ampcalc.load.table import data_line, missing_column, numeric_block
+    from ampcalc.load.table import data_line, is_number, missing_column, numeric_block, split_line
 
     header = 0
     col = 0
     delim = "," if "," in first else None
-    try:
-        float(first.split(",")[0] if delim else first)
-    except ValueError:
-        names = [c.strip().lower() for c in first.split(",")] if delim else [first.lower()]
+    cells = split_line(first, delim) if delim else [first]
+    if not is_number(cells[0]):
+        names = [c.lower() for c in cells]
         if "size" not in names:
             raise err(
                 f"{path}:1: {missing_column('size', names)}; expected one size per row or a "
                 "'size' column"
-            ) from None
+            )
         header, col = 1, names.index("size")
     data = numeric_block(
         path,
