@@ -28,7 +28,7 @@ import io
 import itertools
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,15 +170,6 @@ class Table:
         return [r[col] if col < len(r) else "" for r in self.rows]
 
 
-def _lines(fh: Any, comment: str | None) -> Iterator[str]:
-    for line in fh:
-        if comment is not None and comment in line:
-            cut = line.split(comment, 1)[0]
-            yield cut + ("\n" if line.endswith("\n") else "")
-        else:
-            yield line
-
-
 def read_table(
     path: str | os.PathLike[str],
     *,
@@ -204,6 +195,10 @@ def read_table(
     """
     make = error or _default_error
     shown = name or show_path(path)
+    if max_rows is not None:
+        lines_used = _count_lines(path, what, make, max_rows + 2)
+        if lines_used > max_rows + 1:  # refused before parsing (more rows even with a header)
+            raise make(f"{shown}: " + (too_many(lines_used) if too_many else "too many rows"))
     try:
         fh = open_input(path, what=what, newline="", encoding=encoding, error=make)
     except OSError as exc:  # pragma: no cover - open_input reports the usual ones
@@ -213,57 +208,104 @@ def read_table(
     head: tuple[str, ...] | None = None
     head_line = 0
     with fh:
-        source = _lines(fh, comment)
+        source: Iterator[str] = _block_lines(fh)
+        if comment is not None:
+            source = (_uncomment(line, comment) for line in source)
         delim = delimiter
-        buffered: list[str] = []
         if delimiter == "auto":
+            buffered: list[str] = []
             for line in source:
                 buffered.append(line)
                 if line.strip():
                     delim = sniff_delimiter(line)
                     break
-        chained = _chain(buffered, source)
+            source = itertools.chain(buffered, source)
+        head_rows: list[tuple[int, tuple[str, ...]]] = []
+        cap = max_rows if max_rows is not None else -1
+
+        def first_row(lineno: int, cells: list[str]) -> bool:
+            """Whether the first non-blank row is the header (and keep it)."""
+            if header or (header is None and not all(is_number(c) for c in cells if c)):
+                head_rows.append((lineno, tuple(cells)))
+                return True
+            return False
+
+        def over(lineno: int) -> Exception:
+            return make(
+                f"{shown}:{lineno}: " + (too_many(len(rows) + 1) if too_many else "too many rows")
+            )
+
+        seen = False
         try:
-            for lineno, row in _rows(chained, delim):
-                cells = [c.strip() for c in row]
-                if not any(cells):
-                    continue
-                if head is None and not head_line and not rows:
-                    if header or (header is None and not all(is_number(c) for c in cells if c)):
-                        head, head_line = tuple(cells), lineno
+            if delim is None:
+                for lineno, line in enumerate(source, 1):
+                    cells = line.split()
+                    if not cells or (not seen and (seen := True) and first_row(lineno, cells)):
                         continue
-                if max_rows is not None and len(rows) >= max_rows:
-                    raise make(
-                        f"{shown}:{lineno}: "
-                        + (too_many(len(rows) + 1) if too_many else "too many rows")
-                    )
-                rows.append(cells)
-                lines.append(lineno)
+                    if len(rows) == cap:
+                        raise over(lineno)
+                    rows.append(cells)
+                    lines.append(lineno)
+            else:
+                strip = str.strip
+                rd = csv.reader(source, delimiter=delim)
+                before = 0
+                for row in rd:
+                    lineno, before = before + 1, rd.line_num
+                    cells = list(map(strip, row))
+                    if not any(cells) or (
+                        not seen and (seen := True) and first_row(lineno, cells)
+                    ):
+                        continue
+                    if len(rows) == cap:
+                        raise over(lineno)
+                    rows.append(cells)
+                    lines.append(lineno)
         except csv.Error as exc:  # a NUL byte, a field past the csv module's limit
             raise make(f"{shown}: not a CSV file ({excerpt(str(exc))})") from None
         except UnicodeDecodeError:  # pragma: no cover - open_input's wrapper reports it
             raise make(not_utf8(path)) from None
+    if head_rows:
+        head_line, head = head_rows[0]
     if header and head is None:
         raise make(f"{shown}: empty file; expected a header row")
     return Table(name=shown, header=head, rows=rows, lines=lines, header_line=head_line)
 
 
-def _chain(first: list[str], rest: Iterable[str]) -> Iterator[str]:
-    yield from first
-    yield from rest
+def _count_lines(path: str | os.PathLike[str], what: str, make: ErrorFn, stop: int) -> int:
+    """Non-blank lines of a file without a quote character, counted in C up to
+    ``stop`` (0 when the file has quotes: a quoted cell may span lines)."""
+    count = 0
+    rest = b""
+    with open_input(path, what=what, binary=True, error=make) as fh:
+        while block := fh.read(1 << 20):
+            if b'"' in block:
+                return 0
+            parts = (rest + block).split(b"\n")
+            rest = parts.pop()
+            count += sum(map(bool, map(bytes.strip, parts)))
+            if count >= stop:
+                return count
+    return count + bool(rest.strip())
 
 
-def _rows(lines: Iterator[str], delimiter: str | None) -> Iterator[tuple[int, list[str]]]:
-    """(file line, cells) of each row: the csv module with a delimiter, else split()."""
-    if delimiter is None:
-        for k, line in enumerate(lines, 1):
-            yield k, line.split()
-        return
-    rd = csv.reader(lines, delimiter=delimiter)
-    before = 0
-    for row in rd:
-        yield before + 1, row
-        before = rd.line_num
+def _block_lines(fh: Any) -> Iterator[str]:
+    """The lines of a text file (``\n`` kept), read in large blocks: iterating the file
+    object line by line costs a Python call per line."""
+    rest = ""
+    while block := fh.read(1 << 20):
+        parts = (rest + block).split("\n")
+        rest = parts.pop()
+        for part in parts:
+            yield part + "\n"
+    if rest:
+        yield rest
+
+
+def _uncomment(line: str, comment: str) -> str:
+    if comment not in line:
+        return line
+    return line.split(comment, 1)[0] + ("\n" if line.endswith("\n") else "")
 
 
 # --------------------------------------------------------------------------------------
