@@ -67,7 +67,7 @@ def test_json_and_csv(capsys) -> None:
     assert [r["passed"] for r in doc["results"]] == [True, True, False, True]
     assert doc["results"][0]["epsilon_prime_upper"] == upper(COMPARE, 0)
     csv = run_main(capsys, "check", str(SRS), "--max-epsilon", "1", "--format", "csv")
-    assert csv.stdout.splitlines()[0].startswith("name,scheme,passed,")
+    assert csv.stdout.splitlines()[0].startswith("design,scheme,passed,")
 
 
 def test_failed_conditions_exit_2(tmp_path, capsys) -> None:

@@ -240,10 +240,10 @@ def test_bad_row_in_file(tmp_path):
     (tmp_path / "c.csv").write_text("id,size\na,10\nb,20\nc,-3\nd,4\n")
     (tmp_path / "d.yaml").write_text(design("{file: c.csv}", 1))
     run = run_ampcalc("bound", str(tmp_path / "d.yaml"), expect=2)
-    assert "row 4 (data row 3): size -3 is not a whole number >= 0" in run.stderr
+    assert "c.csv:4: size -3 is not a whole number >= 0" in run.stderr
     (tmp_path / "c.csv").write_text("10\n20\nxx\n4\n")
     run = run_ampcalc("bound", str(tmp_path / "d.yaml"), expect=2)
-    assert "c.csv: row 3: 'xx' is not a whole number" in run.stderr
+    assert "c.csv:3: column 'size': expected a whole number, got 'xx'" in run.stderr
 
 
 def test_within_fixed_size_refused(tmp_path):
@@ -268,7 +268,7 @@ def test_fractional_row_in_file(tmp_path):
     (tmp_path / "c.csv").write_text("size\n10\n2.5\n4\n")
     (tmp_path / "d.yaml").write_text(design("{file: c.csv}", 1))
     run = run_ampcalc("bound", str(tmp_path / "d.yaml"), expect=2)
-    assert "c.csv: row 3: '2.5' is not a whole number" in run.stderr
+    assert "c.csv:3: column 'size': expected a whole number, got '2.5'" in run.stderr
 
 
 @settings(max_examples=30)

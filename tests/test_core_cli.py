@@ -232,9 +232,10 @@ def test_every_command_in_every_format(args, fmt) -> None:
         assert len(items) == (4 if args[0] != "schemes" else len(items)) and items
     elif fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(out)))
-        assert rows and "name" in rows[0]
+        # the first column names the row: `design` (as in sweep), `scheme` for schemes
+        assert rows and next(iter(rows[0])) == ("scheme" if args[0] == "schemes" else "design")
         if args[0] != "schemes":
-            assert rows[0]["name"] == "Poisson 1%"
+            assert rows[0]["design"] == "Poisson 1%"
     else:
         first = out.splitlines()[0].split()
         assert first[0] in ("design", "scheme")

@@ -384,9 +384,60 @@ def test_bad_records_name_partition(
     args = ["--input", str(parts), "-o", str(tmp_path / "o")]
     run = run_main(capsys, *_dask("weights", str(root / "laplace.yaml"), *args), expect=2)
     # the one-process parser's message: file, line, column
-    assert f"{parts / 'b.csv'}: line 3, column 'y': expected a number, got 'oops'" in run.stderr
+    assert f"{parts / 'b.csv'}:3: column 'y': expected a number, got 'oops'" in run.stderr
     (parts / "b.csv").write_text("x,y,q\n0.1,0.2,0.5\n0.3,0.1,0.0\n", encoding="utf-8")
     run = run_main(capsys, *_dask("weights", str(root / "column.yaml"), *args), expect=2)
     # column mode: q must lie in [min_probability, 1]; the row counts across partitions
     where = f"{parts / 'b.csv'}: record 1 (0-based; row 2 overall)"
     assert f"{where} has probability 0.0; expected [0.01, 1]" in run.stderr
+
+
+def test_weights_dask_dp_lloyd_knows_the_record_dimension(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """DP-Lloyd's noise scales depend on the record dimension d (paper 003 §4, Su et al.
+    scales): the Dask engine used to load the design without its record file, took d = 0
+    and divided by zero. It now reads the file's header, and both engines agree byte
+    for byte."""
+    from mpmath import exp, log, mp, mpf, sqrt
+
+    yaml = str(EXAMPLES / "importance-kmeans.yaml")
+    single = tmp_path / "single.csv"
+    run_main(capsys, "weights", yaml, "-o", str(single))
+    out = tmp_path / "out"
+    run_main(capsys, *_dask("weights", yaml, "-o", str(out)))
+    assert (out / "part-00000.csv").read_bytes() == single.read_bytes()
+    # oracle for row 0, x = (0.044006, −0.046237), d = 2: B = 0.004, T = 10, r = 1
+    mp.dps = 40
+    t, b, d, rho = 10, mpf("0.004"), 2, mpf("0.225")
+    beta_sum = sqrt(t / b) * (d / (2 * rho)) ** (mpf(1) / 3)
+    beta_count = beta_sum * (4 * d * rho**2) ** (mpf(1) / 3)
+    sq = mpf("0.044006") ** 2 + mpf("0.046237") ** 2
+    q = mpf("0.05") + 500 * sq / 3000  # coreset map λm/N + (1 − λ)m‖x‖²/(N x̃)
+    eps = t / q * (1 / beta_count + sqrt(sq) / beta_sum)
+    eps_hat = log(1 + q * (exp(eps) - 1))
+    row = [float(v) for v in single.read_text().split("\n")[1].split(",")]
+    assert row[0] == 0
+    assert row[1] == pytest.approx(float(q), rel=1e-15)
+    assert row[3] == pytest.approx(float(eps_hat), rel=1e-13)
+    assert float(eps_hat) == pytest.approx(0.90177885978082200, rel=1e-15)
+
+
+def test_weights_dask_partitions_must_have_the_design_dimension(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The design's records fix the record dimension (the profile's noise scales use
+    it); partitions with more columns are refused, not read under a wrong d."""
+    (tmp_path / "r.csv").write_text("x,y\n0.1,0.2\n", encoding="utf-8")
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "a.csv").write_text("x,y,z\n0.1,0.2,0.3\n", encoding="utf-8")
+    (tmp_path / "d.yaml").write_text(
+        "mechanism: {profile: laplace-sum, scale: 4.0}\n"
+        "sampling: {scheme: importance, records: r.csv, probabilities: privacy-constrained,"
+        " radius: 3.0}\ntarget: {epsilon_prime: 1.0}\n",
+        encoding="utf-8",
+    )
+    args = ["--input", str(tmp_path / "parts"), "-o", str(tmp_path / "o")]
+    run = run_main(capsys, *_dask("weights", str(tmp_path / "d.yaml"), *args), expect=2)
+    part = tmp_path / "parts" / "a.csv"
+    assert f"{part}: 3 record columns (x, y, z); the design's records have 2" in run.stderr

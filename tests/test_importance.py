@@ -454,13 +454,13 @@ def test_coreset_l1_profile_worst_point(tmp_path: Path, six: Path) -> None:
 def test_non_numeric_cell_names_row_and_column(tmp_path: Path) -> None:
     write_csv(tmp_path / "six.csv", [(1, 2), (3, "abc"), (5, 6)])
     run = run_ampcalc("bound", str(laplace_design(tmp_path, "privacy-constrained")), expect=2)
-    assert "line 3, column 'y': expected a number, got 'abc'" in run.stderr
+    assert "six.csv:3: column 'y': expected a number, got 'abc'" in run.stderr
     assert "sampling.records" in run.stderr
 
 
 def test_nan_cell(tmp_path: Path) -> None:
     write_csv(tmp_path / "six.csv", [(1, 2), ("nan", 1)])
-    with pytest.raises(DesignError, match=r"line 3, column 'x': expected a finite number"):
+    with pytest.raises(DesignError, match=r"six.csv:3: column 'x': expected a finite number"):
         load_designs(laplace_design(tmp_path, "privacy-constrained"))
 
 
@@ -624,7 +624,7 @@ def test_csv_streams_in_chunks(tmp_path: Path) -> None:
     # a blank line inside the file is refused with its line number; trailing ones are fine
     lines = p.read_text().splitlines()
     p.write_text("\n".join([*lines[:10], "", *lines[10:]]) + "\n\n\n")
-    with pytest.raises(ValueError, match="line 11 is empty"):
+    with pytest.raises(ValueError, match=":11: the line is empty"):
         list(iter_chunks(src, err, chunk_rows=64))
     p.write_text("\n".join(lines) + "\n\n\n")
     assert sum(c[1].shape[0] for c in iter_chunks(src, err, chunk_rows=64)) == 1000

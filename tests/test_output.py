@@ -39,7 +39,8 @@ def test_json_is_the_envelope_of_the_payload() -> None:
 
 def test_csv_flattens_records_or_takes_the_text_given() -> None:
     text = render.render_result("csv", command="bound", version="1", payload={}, csv=RECORDS)
-    assert text == "name,epsilon_prime.lower,epsilon_prime.upper,ok\na,0.5,,true\n"
+    # one row per design: the column naming it is `design` in every command (as in sweep)
+    assert text == "design,epsilon_prime.lower,epsilon_prime.upper,ok\na,0.5,,true\n"
     given = render.render_result(
         "csv", command="sweep", version="1", payload=_never, csv=lambda: "x\n1\n", table=_never
     )

@@ -286,7 +286,7 @@ def test_table_and_csv(capsys: pytest.CaptureFixture[str]) -> None:
     assert "best rate: 1" in out and "no gain at any rate" in out
     csv_out = run_main(capsys, "plan", str(PLANS / "mean.yaml"), "--format", "csv").stdout
     lines = csv_out.strip().splitlines()
-    assert lines[0].startswith("name,statistic,best_rate,rate,sample_size")
+    assert lines[0].startswith("design,statistic,best_rate,rate,sample_size")
     assert len(lines) == 5
 
 

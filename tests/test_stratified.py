@@ -353,7 +353,7 @@ def test_csv_strata_and_errors(tmp_path) -> None:
     assert "did you mean 'size'" in out.stderr and "d.yaml:4" in out.stderr
     (tmp_path / "s.csv").write_text("name,size,rate\na,1000,0.01\nb,x,0.01\n")
     out = run_ampcalc("bound", str(f), expect=2)
-    assert "line 3" in out.stderr and "'x'" in out.stderr
+    assert "s.csv:3: column 'size'" in out.stderr and "'x'" in out.stderr
 
 
 def test_table_has_stratum_rows(capsys) -> None:

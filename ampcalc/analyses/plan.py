@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ampcalc.load.files import excerpt, not_utf8, open_input, show_path
+from ampcalc.load.files import excerpt
 from ampcalc.model.errors import DesignError, Where
 from ampcalc.schemes.base import Field
 
@@ -143,37 +143,29 @@ def _numbers(
 
 
 def _read_data(file: str, reader: Any, path: str, container: Any) -> list[float]:
+    from ampcalc.load.table import read_table
+
     where = reader.where(path, container, "data")
     p = reader.resolve(file)
-    try:
-        with open_input(
-            p, what="data file", encoding="utf-8-sig", error=lambda m: DesignError(m, where=where)
-        ) as fh:
-            text = fh.read()
-    except UnicodeDecodeError:
-        raise DesignError(not_utf8(p), where=where) from None
-    except OSError as err:
-        raise DesignError(
-            f"cannot read data file {show_path(p)!r}: {err.strerror}", where=where
-        ) from None
+
+    def fail(message: str) -> DesignError:
+        return DesignError(message, where=where)
+
+    table = read_table(
+        p, what="data file", error=fail, delimiter=",", comment="#", encoding="utf-8-sig"
+    )
     values: list[float] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        s = line.split("#", 1)[0].strip().split(",")[0].strip()
+    for i, row in enumerate(table.rows):
+        s = row[0]
         if not s:
             continue
+        at = Where(file=str(p), line=table.lines[i])
         try:
             v = float(s)
         except ValueError:
-            if not values and lineno == 1:
-                continue  # a header line
-            raise DesignError(
-                f"expected a number, got {excerpt(s)}", where=Where(file=str(p), line=lineno)
-            ) from None
+            raise DesignError(f"expected a number, got {excerpt(s)}", where=at) from None
         if not math.isfinite(v):
-            raise DesignError(
-                f"expected a finite number, got {excerpt(s)}",
-                where=Where(file=str(p), line=lineno),
-            )
+            raise DesignError(f"expected a finite number, got {excerpt(s)}", where=at)
         values.append(v)
     if not values:
         raise DesignError(f"data file {p} holds no values", where=where)

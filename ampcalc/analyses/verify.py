@@ -67,6 +67,7 @@ def verify_row(
     }
     if res.get("error"):
         row["reason"] = res["error"]
+        row["error"] = res["error"]  # outside the theorem's conditions: bad input, not a verdict
         return row
     hook = scheme.verify_plan
     if hook is None:

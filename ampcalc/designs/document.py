@@ -201,7 +201,10 @@ def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
             "not valid UTF-8 text (undecodable bytes)", where=Where(file=filename)
         ) from None
     try:
-        return loader.get_single_data()
+        doc = loader.get_single_data()
+        if isinstance(doc, str) and filename != "--set" and "\n" in text.strip():
+            raise _plain_text(text, filename)
+        return doc
     except _LimitError as err:
         raise DesignError(
             err.message,
@@ -243,6 +246,27 @@ def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
         ) from None
     finally:
         loader.dispose()
+
+
+def _plain_text(text: str, filename: str) -> DesignError:
+    """Several lines of text that YAML reads as one string: not a design (a data file
+    given by mistake, most often). The message quotes the first line only."""
+    from ampcalc.load.files import excerpt
+
+    lines = text.splitlines()
+    n = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
+    data = Path(filename).suffix.lower() in (".csv", ".tsv", ".txt")
+    return DesignError(
+        "expected a design (a YAML mapping with `mechanism:` and `sampling:`), got plain "
+        f"text starting {excerpt(lines[n].strip())}",
+        where=Where(file=filename, line=n + 1),
+        hint=(
+            "this looks like a data file; a design names its data files in `file:`, "
+            "`records:` or `data:`"
+            if data
+            else None
+        ),
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -717,6 +741,7 @@ def load_document(
     top = Reader(filename, "", {})
     doc = mapping(doc, top, "", None, None, "a design (or `designs:`)")
     parsed = [parse_override(o) for o in overrides]
+    texts = dict(zip((path for path, _ in parsed), overrides, strict=True))
 
     entries: list[tuple[Any, str, str]] = []  # (raw design, default name, prefix)
     if "designs" in doc:
@@ -751,6 +776,7 @@ def load_document(
     designs: list[Design] = []
     for index, (raw, default_name, prefix) in enumerate(entries):
         over_where: dict[str, Where] = {}
+        over_text: dict[str, str] = {}
         if parsed:
             raw = copy.deepcopy(raw)
             for path, value in parsed:
@@ -768,7 +794,8 @@ def load_document(
                     rel = m.group(2)
                 _apply(raw, rel, value)
                 over_where[rel] = Where(file="--set", field=path)
-        ctx = Reader(filename, prefix, over_where)
+                over_text[rel] = texts[path].strip()
+        ctx = Reader(filename, prefix, over_where, over_text)
         designs.append(_parse_design(raw, ctx, default_name, None, None))
     return tuple(designs)
 

@@ -1,8 +1,9 @@
 """Reading input: files, YAML with line marks, field validation, record files.
 
 Job: open input files safely and write output files atomically (``files``), check
-field values and report errors with file, line and field (``fields``), read record
-files in chunks (``records``). May import ``model`` and ``math`` only; the
-scheme registry that turns a design document into a ``Design`` lives above, in
-``ampcalc.designs``.
+field values and report errors with file, line and field (``fields``), read every
+data file (``table``: CSV/TSV/whitespace text and Parquet, errors at the file's line,
+columns by name with a did-you-mean) and record files in chunks (``records``). May
+import ``model`` and ``math`` only; the scheme registry that turns a design document
+into a ``Design`` lives above, in ``ampcalc.designs``.
 """

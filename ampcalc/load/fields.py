@@ -100,10 +100,18 @@ class Reader:
             against (the design file's directory; the working directory otherwise).
     """
 
-    def __init__(self, filename: str, prefix: str, overrides: Mapping[str, Where]):
+    def __init__(
+        self,
+        filename: str,
+        prefix: str,
+        overrides: Mapping[str, Where],
+        override_text: Mapping[str, str] | None = None,
+    ):
         self.filename = filename
         self.prefix = prefix  # e.g. "designs[1]." or ""
         self.overrides = overrides
+        #: the ``--set PATH=VALUE`` text of each override path, as the user typed it
+        self.override_text = override_text or {}
         self.field_where: dict[str, Where] = {}
         p = Path(filename)
         self.base_dir = p.parent if not filename.startswith("<") and p.parent else Path(".")
@@ -119,6 +127,15 @@ class Reader:
     ) -> DesignError:
         """A ``DesignError`` at ``path`` (relative to the design), to be raised."""
         return DesignError(message, where=self.where(path, container, key), hint=hint)
+
+    def _made_by_override(self, path: str) -> Where | None:
+        """The ``--set`` that created the key at ``path`` (absent from the file), if any:
+        a typo in an override's path is the override's fault, not the file's."""
+        for opath, w in self.overrides.items():
+            if opath.startswith((path + ".", path + "[")):
+                text = self.override_text.get(opath)
+                return Where(file=f"--set {text}" if text else w.file, field=self.prefix + path)
+        return None
 
     def resolve(self, file: str) -> Path:
         """A ``file:`` value resolved against the design file's directory."""
@@ -136,6 +153,10 @@ class Reader:
         if path in self.overrides:
             w = self.overrides[path]
             return Where(file=w.file, field=full)
+        if isinstance(container, MarkedDict) and key not in container.key_marks:
+            made = self._made_by_override(path)
+            if made is not None:
+                return made
         line = col = None
         if isinstance(container, MarkedDict) and key in container.key_marks:
             line, col = container.key_marks[key]

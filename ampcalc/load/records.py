@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.load.files import excerpt, excerpt_names, open_input
+from ampcalc.load.files import open_input
+from ampcalc.load.table import (
+    bad_cell,
+    is_number,
+    numeric_block,
+    pick_column,
+    sniff_delimiter,
+    split_line,
+)
 
 CHUNK_ROWS = 1 << 20
 
@@ -34,8 +42,9 @@ _DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar(
 def deferred_reading() -> Iterator[None]:
     """Load designs without opening their record files.
 
-    Inside the block ``open_source`` and ``read_norms`` touch no file: designs get an
-    empty ``RecordNorms`` with ``deferred=True`` and the caller reads the records
+    Inside the block ``read_norms`` reads no records and ``open_source`` at most a
+    regular file's first line: designs get an empty ``RecordNorms`` with
+    ``deferred=True`` (and the record dimension) and the caller reads the records
     itself, partition by partition (the Dask engine of ``ampcalc weights``).
     """
     token = _DEFERRED.set(True)
@@ -103,38 +112,8 @@ class RecordNorms:
         return int(self.l1.shape[0])
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _split(line: str, delimiter: str | None) -> list[str]:
-    return [c.strip() for c in (line.split(delimiter) if delimiter else line.split())]
-
-
 def _pick(spec: Any, header: tuple[str, ...] | None, width: int, error: ErrorFn, what: str) -> int:
-    if isinstance(spec, bool):
-        raise error(f"{what}: expected a column name or 0-based index, got {spec!r}")
-    if isinstance(spec, int):
-        if not 0 <= spec < width:
-            raise error(f"{what}: column index {spec} is out of range (the file has {width})")
-        return spec
-    if isinstance(spec, str):
-        if header is None:
-            raise error(f"{what}: column {spec!r} named, but the file has no header row")
-        if spec not in header:
-            import difflib
-
-            close = difflib.get_close_matches(spec, header, n=1)
-            hint = f"; did you mean {excerpt(close[0])}?" if close else ""
-            raise error(
-                f"{what}: no column {excerpt(spec)} (columns: {excerpt_names(header)}){hint}"
-            )
-        return header.index(spec)
-    raise error(f"{what}: expected a column name or 0-based index, got {spec!r}")
+    return pick_column(spec, header, width, error, what)
 
 
 def select_columns(
@@ -172,9 +151,23 @@ def open_source(
     probability_column: Any,
     error: ErrorFn,
 ) -> RecordSource:
-    """Inspect a record file (format, header, columns) without reading it all."""
-    if _DEFERRED.get():
-        return RecordSource(path=path, kind="deferred", delimiter=None, header=None, columns=())
+    """Inspect a record file (format, header, columns) without reading it all.
+
+    Inside ``deferred_reading`` a regular file is still inspected (its first line: the
+    record dimension is part of the design, e.g. DP-Lloyd's noise scales); anything else
+    (a directory or glob of partitions the engine resolves itself) is not touched, and
+    the dimension is the number of ``columns:`` listed (0 when none are).
+    """
+    if _DEFERRED.get() and not path.is_file():
+        listed = columns if isinstance(columns, (list, tuple)) else ()
+        return RecordSource(
+            path=path,
+            kind="deferred",
+            delimiter=None,
+            header=None,
+            columns=tuple(range(len(listed))),
+            names=tuple(str(c) for c in listed),
+        )
     try:
         path.stat()
     except FileNotFoundError:
@@ -204,10 +197,10 @@ def open_source(
                     break
         if not first:
             raise error(f"{path}: the file is empty (expected one record per row)")
-        delimiter = next((d for d in (",", ";", "\t") if d in first), None)
-        cells = _split(first, delimiter)
+        delimiter = sniff_delimiter(first)
+        cells = split_line(first, delimiter)
         width = len(cells)
-        header = None if all(_is_number(c) for c in cells) else tuple(cells)
+        header = None if all(is_number(c) for c in cells) else tuple(cells)
     cols, pcol = select_columns(header, width, columns, probability_column, error, path)
     names = tuple(header[i] if header else str(i) for i in cols)
     return RecordSource(
@@ -226,30 +219,10 @@ def _bad_cell(src: RecordSource, lines: list[str], first_line: int, error: Error
     wanted = list(src.columns) + (
         [src.probability_column] if src.probability_column is not None else []
     )
+    labels = [src.header[c] if src.header else str(c) for c in wanted]
     width = len(src.header) if src.header else None
-    for j, line in enumerate(lines):
-        lineno = first_line + j
-        cells = _split(line.rstrip("\r\n"), src.delimiter)
-        if not line.strip():
-            return error(f"{src.path}: line {lineno} is empty (expected a record)")
-        if width is not None and len(cells) != width:
-            return error(f"{src.path}: line {lineno} has {len(cells)} cells, expected {width}")
-        for c in wanted:
-            name = src.header[c] if src.header else str(c)
-            if c >= len(cells):
-                return error(f"{src.path}: line {lineno}: column {excerpt(name)} is missing")
-            text = cells[c]
-            if not _is_number(text):
-                return error(
-                    f"{src.path}: line {lineno}, column {excerpt(name)}: expected a number, "
-                    f"got {excerpt(text)}"
-                )
-            if not np.isfinite(float(text)):
-                return error(
-                    f"{src.path}: line {lineno}, column {excerpt(name)}: expected a finite "
-                    f"number, got {excerpt(text)}"
-                )
-    return error(f"{src.path}: unreadable rows from line {first_line}")
+    found = bad_cell(str(src.path), lines, first_line, src.delimiter, wanted, labels, width=width)
+    return error(found or f"{src.path}: unreadable rows from line {first_line}")
 
 
 def iter_chunks(
@@ -311,14 +284,16 @@ def iter_chunks(
                 continue
             if any(not ln.strip() for ln in lines):
                 raise _bad_cell(src, lines, lineno, error)
-            try:
-                block = np.loadtxt(
-                    lines, delimiter=src.delimiter, usecols=usecols, ndmin=2, dtype=float
-                )
-            except ValueError:
-                raise _bad_cell(src, lines, lineno, error) from None
-            if block.shape[0] != len(lines) or not np.isfinite(block).all():
-                raise _bad_cell(src, lines, lineno, error)
+            block = numeric_block(
+                lines,
+                name=str(src.path),
+                first_line=lineno,
+                delimiter=src.delimiter,
+                columns=usecols,
+                labels=[src.header[c] if src.header else str(c) for c in usecols],
+                width=len(src.header) if src.header else None,
+                error=error,
+            )
             k = len(src.columns)
             p = block[:, k] if src.probability_column is not None else None
             yield start, np.ascontiguousarray(block[:, :k]), p
@@ -337,10 +312,15 @@ def read_norms(
     """Read a record file once, keeping ℓ1 and squared ℓ2 norms per record
     (``progress(records read, 0)`` after each chunk; default: ``reading_progress``'s)."""
     progress = progress if progress is not None else _PROGRESS.get()
-    if src.kind == "deferred":
+    if src.kind == "deferred" or _DEFERRED.get():
         empty = np.zeros(0)
         return RecordNorms(
-            l1=empty, sq_l2=empty, probability=empty, dimension=0, source=src, deferred=True
+            l1=empty,
+            sq_l2=empty,
+            probability=empty,
+            dimension=len(src.columns),
+            source=src,
+            deferred=True,
         )
     l1_parts: list[np.ndarray] = []
     sq_parts: list[np.ndarray] = []

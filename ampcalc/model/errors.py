@@ -89,7 +89,10 @@ def describe(value: Any) -> str:
     if isinstance(value, int) and abs(value) >= 10**21:
         return f"an integer of {len(str(abs(value)))} digits"
     if isinstance(value, str):
-        return f"the string {value!r}"
+        # a quote, not a paste: the first line, at most 60 characters
+        line = value.split("\n", 1)[0]
+        cut = len(line) > 60 or line != value
+        return f"the string {line[:60]!r}" + ("…" if cut else "")
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, Sequence):

@@ -120,6 +120,21 @@ TableText = Callable[[bool], str]
 
 FORMATS = ("table", "json", "csv")
 
+#: the CSV column of a record's ``name`` key, by command: ``design`` for one row per design
+#: (as in ``sweep``), ``scheme`` for ``schemes`` (as its table and every other command
+#: call a scheme); the JSON key stays ``name``
+NAME_COLUMN = {
+    **dict.fromkeys(
+        ("bound", "invert", "validate", "check", "compare", "verify", "plan"), "design"
+    ),
+    "schemes": "scheme",
+}
+
+
+def rename_name(records: Iterable[Mapping[str, Any]], column: str) -> list[dict[str, Any]]:
+    """The records with their ``name`` key renamed ``column``, in place."""
+    return [{(column if k == "name" else k): v for k, v in r.items()} for r in records]
+
 
 def render_result(
     output_format: str,
@@ -145,7 +160,10 @@ def render_result(
         doc = payload() if callable(payload) else payload
         return render_json(envelope(command, version, doc))
     if output_format == "csv" and csv is not None:
-        return csv() if callable(csv) else render_csv(csv)
+        if callable(csv):
+            return csv()
+        column = NAME_COLUMN.get(command)
+        return render_csv(rename_name(csv, column) if column else csv)
     if output_format == "table" and table is not None:
         return table(rich_output)
     raise ValueError(f"{command} has no {output_format} output")

@@ -312,12 +312,9 @@ def _record_part(part: Partition, columns: Any, probability_column: Any) -> _Rec
     if part.kind != "parquet":
         src = open_source(Path(part.path), columns, probability_column, err)
         return _RecordPart(part.path, part.kind, src.names, src)
-    pq = _module("pyarrow.parquet")
+    from ampcalc.load.table import parquet_columns
 
-    try:
-        header = tuple(pq.read_schema(part.path).names)
-    except Exception as exc:
-        raise DesignError(f"{part.path}: not a readable Parquet file ({exc})") from None
+    header = tuple(parquet_columns(part.path))
     width = len(header)
     cols, pcol = select_columns(header, width, columns, probability_column, err, part.path)
     names = tuple(header[i] for i in cols)
@@ -334,18 +331,13 @@ def _record_part(part: Partition, columns: Any, probability_column: Any) -> _Rec
 def _count_records(rp: _RecordPart) -> int:
     """Rows of a record partition without parsing it (the parser agrees when it succeeds:
     non-blank lines, less the header)."""
-    if rp.kind == "parquet":
-        pq = _module("pyarrow.parquet")
+    from ampcalc.load.table import count_rows, parquet_rows
 
-        return int(pq.ParquetFile(rp.path).metadata.num_rows)
+    if rp.kind == "parquet":
+        return parquet_rows(rp.path)
     if rp.kind == "npy":
         return int(np.load(rp.path, mmap_mode="r", allow_pickle=False).shape[0])
-    count = 0
-    with open_input(rp.path, what="record file", binary=True) as fh:
-        for line in fh:
-            if line.strip():
-                count += 1
-    return count - (1 if rp.source.header is not None else 0)
+    return count_rows(rp.path, header=rp.source.header is not None, what="record file")
 
 
 def _read_records(rp: _RecordPart) -> Any:
@@ -375,17 +367,10 @@ def _read_records(rp: _RecordPart) -> Any:
 
 
 def _read_parquet_records(rp: _RecordPart) -> tuple[np.ndarray, np.ndarray | None]:
-    pa = _module("pyarrow")
-    pq = _module("pyarrow.parquet")
+    from ampcalc.load.table import parquet_numbers, read_parquet
 
     want = [*rp.fields, *([rp.probability_field] if rp.probability_field else [])]
-    table = pq.read_table(rp.path, columns=want)
-    arrays = []
-    for name in want:
-        col = table.column(name)
-        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-            raise DesignError(f"{rp.path}: column {name!r} is {col.type}, expected numbers")
-        arrays.append(np.asarray(col.to_numpy(zero_copy_only=False), dtype=float))
+    arrays = parquet_numbers(rp.path, read_parquet(rp.path, want), want)
     x = np.ascontiguousarray(np.column_stack(arrays[: len(rp.fields)]))
     bad = ~np.isfinite(x)
     if bad.any():
@@ -537,6 +522,12 @@ def run_weights(
                 f"{rp.path}: record columns ({excerpt_names(rp.names)}) differ from those of "
                 f"{first.path} ({excerpt_names(first.names)})"
             )
+    dim = params.data.dimension
+    if dim and len(first.names) != dim:
+        raise DesignError(
+            f"{first.path}: {len(first.names)} record columns ({excerpt_names(first.names)}); "
+            f"the design's records have {dim}"
+        )
     out = prepare_output(output)
     try:
         with scheduler(address, workers) as sched, _plain_frames():
@@ -600,12 +591,9 @@ def run_weights(
 
 def _sample_header(part: Partition) -> list[str]:
     if part.kind == "parquet":
-        pq = _module("pyarrow.parquet")
+        from ampcalc.load.table import parquet_columns
 
-        try:
-            header = list(pq.read_schema(part.path).names)
-        except Exception as exc:
-            raise DesignError(f"{part.path}: not a readable Parquet file ({exc})") from None
+        header = parquet_columns(part.path)
         if "key" not in header or "frequency" not in header:
             raise DesignError(
                 f"{part.path}: expected columns `key` and `frequency` "
@@ -618,10 +606,9 @@ def _sample_header(part: Partition) -> list[str]:
         header, _, _ = next(read_columns(part.path, 1))
     except StopIteration:
         # a header line and no rows: read_columns yields nothing
-        import csv
+        from ampcalc.load.table import first_header
 
-        with open_input(part.path, what="sample file") as fh:
-            header = [c.strip() for c in next(csv.reader([fh.readline()]))]
+        header = first_header(part.path, what="sample file")
     return list(header)
 
 
@@ -657,10 +644,10 @@ def _read_sample(part: Partition, header: tuple[str, ...], chunk: int) -> Any:
 def _read_parquet_sample(
     part: Partition, header: tuple[str, ...]
 ) -> tuple[list[list[Any]], list[int]]:
-    pa = _module("pyarrow")
-    pq = _module("pyarrow.parquet")
+    from ampcalc.load.table import read_parquet
 
-    table = pq.read_table(part.path)
+    pa = _module("pyarrow")
+    table = read_parquet(part.path)
     if tuple(table.column_names) != header:
         raise DesignError(
             f"{part.path}: columns ({excerpt_names(table.column_names)}) differ from the "

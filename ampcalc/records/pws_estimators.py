@@ -10,7 +10,6 @@ B8–B10. g(i) = i throughout (the sum of frequencies).
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import itertools
 import math
@@ -199,38 +198,26 @@ def zipf(support: int, alpha: float) -> Distribution:
 def read_distribution(path: str) -> Distribution:
     """A CSV with a ``frequency`` column and an optional ``count`` column (keys with
     that frequency, default 1 per row); other columns (e.g. ``key``) are ignored."""
+    from ampcalc.load.table import missing_column, read_table
+
     freq: dict[int, float] = {}
-    try:
-        fh = open(path, newline="", encoding="utf-8")
-    except OSError as err:
-        raise DesignError(f"{path}: cannot read the frequency file ({err.strerror})") from err
-    with fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if header is None:
-            raise DesignError(f"{path}:1: empty file: expected a header with `frequency`")
-        names = [h.strip() for h in header]
-        if "frequency" not in names:
-            raise DesignError(f"{path}:1: no `frequency` column in the header")
-        fi = names.index("frequency")
-        ci = names.index("count") if "count" in names else None
-        for line, row in enumerate(reader, start=2):
-            if not row or all(not c.strip() for c in row):
-                continue
-            try:
-                f = int(row[fi].strip())
-                c = float(row[ci].strip()) if ci is not None else 1.0
-            except (ValueError, IndexError):
-                raise DesignError(
-                    f"{path}:{line}: expected a whole frequency >= 1"
-                    + (" and a count >= 0" if ci is not None else "")
-                ) from None
-            if f < 1 or not math.isfinite(c) or c < 0:
-                raise DesignError(
-                    f"{path}:{line}: expected a whole frequency >= 1"
-                    + (" and a count >= 0" if ci is not None else "")
-                )
-            freq[f] = freq.get(f, 0.0) + c
+    table = read_table(path, what="frequency file", header=True, delimiter=",", name=path)
+    names = list(table.header or ())
+    line = table.header_line or 1
+    if "frequency" not in names:
+        raise DesignError(f"{path}:{line}: {missing_column('frequency', names)}")
+    fi = names.index("frequency")
+    ci = names.index("count") if "count" in names else None
+    want = "expected a whole frequency >= 1" + (" and a count >= 0" if ci is not None else "")
+    for i, row in enumerate(table.rows):
+        try:
+            f = int(row[fi])
+            c = float(row[ci]) if ci is not None else 1.0
+        except (ValueError, IndexError):
+            raise DesignError(f"{table.at(i)}: {want}") from None
+        if f < 1 or not math.isfinite(c) or c < 0:
+            raise DesignError(f"{table.at(i)}: {want}")
+        freq[f] = freq.get(f, 0.0) + c
     if not freq:
         raise DesignError(f"{path}: no frequencies")
     fs = np.array(sorted(freq), dtype=np.int64)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc.load.fields import MAX_EXACT_INT, MarkedList, check_keys, describe, is_whole
-from ampcalc.load.files import excerpt, excerpt_names, loadtxt, not_utf8, open_input
+from ampcalc.load.files import open_input
 from ampcalc.math import numeric
 from ampcalc.model.limits import LIMITS
 
@@ -166,9 +166,9 @@ def summarise(sizes: np.ndarray, source: str) -> ClusterSizes:
 
 
 def _read_size_file(path: Any, err: Any, *, integer: bool = True) -> np.ndarray:
-    """One size per row, or a CSV with a column named ``size``; names the bad row.
+    """One size per row, or a CSV with a column named ``size``; names the bad line.
 
-    Read with ``np.loadtxt`` (C parser): 10⁷ rows in about a second.
+    Read by ``load.table.numeric_block`` (numpy's C parser): 10⁷ rows in about a second.
     """
     try:
         with open_input(path, what="cluster-size file", binary=True, error=err) as fh:
@@ -177,45 +177,32 @@ def _read_size_file(path: Any, err: Any, *, integer: bool = True) -> np.ndarray:
             raise err(f"{path}: the file is empty (expected one size per row)")
     except OSError as exc:
         raise err(f"cannot read cluster-size file {str(path)!r}: {exc.strerror}") from None
+    from ampcalc.load.table import data_line, is_number, missing_column, numeric_block, split_line
+
     header = 0
     col = 0
     delim = "," if "," in first else None
-    try:
-        float(first.split(",")[0] if delim else first)
-    except ValueError:
-        names = [c.strip().lower() for c in first.split(",")] if delim else [first.lower()]
+    cells = split_line(first, delim) if delim else [first]
+    if not is_number(cells[0]):
+        names = [c.lower() for c in cells]
         if "size" not in names:
             raise err(
-                f"{path}: the header row has no column named 'size' (columns: "
-                f"{excerpt_names(names)}); expected one size per row or a 'size' column"
-            ) from None
+                f"{path}:1: {missing_column('size', names)}; expected one size per row or a "
+                "'size' column"
+            )
         header, col = 1, names.index("size")
-    if delim is None and header == 0 and " " in first.strip():
-        delim = None
-    try:
-        data = loadtxt(
-            path,
-            delimiter=delim,
-            skiprows=header,
-            usecols=(col,),
-            dtype=np.int64 if integer else np.float64,
-            ndmin=1,
-        )
-    except UnicodeDecodeError:
-        raise err(not_utf8(path)) from None
-    except ValueError as exc:
-        import re
-
-        msg = str(exc)
-        found = re.search(r"could not convert string '(.*?)'? to \S+ at row (\d+)", msg)
-        if found:
-            row = int(found.group(2)) + 1 + header
-            kind = "a whole number" if integer else "a number"
-            msg = f"row {row}: {excerpt(found.group(1))} is not {kind}"
-        else:
-            msg = excerpt(msg, 120)
-        want = "a whole number" if integer else "one number"
-        raise err(f"{path}: {msg}; expected {want} >= 0 on every row") from None
+    data = numeric_block(
+        path,
+        name=str(path),
+        first_line=header + 1,
+        delimiter=delim,
+        columns=(col,),
+        labels=("size",),
+        dtype=np.int64 if integer else np.float64,
+        skip=header,
+        error=err,
+        blank_ok=True,
+    )[:, 0]
     if data.size == 0:
         raise err(f"{path}: no cluster sizes in the file")
     # integers: the parser already refused anything but whole numbers (fast path, 10⁷ rows)
@@ -223,10 +210,8 @@ def _read_size_file(path: Any, err: Any, *, integer: bool = True) -> np.ndarray:
     if bad.any():
         i = int(np.argmax(bad))
         kind = "whole number" if integer else "finite number"
-        raise err(
-            f"{path}: row {i + 1 + header} (data row {i + 1}): size {float(data[i]):g} is not a "
-            f"{kind} >= 0"
-        )
+        line = data_line(path, header, i)
+        raise err(f"{path}:{line}: size {float(data[i]):g} is not a {kind} >= 0")
     return data
 
 

@@ -220,6 +220,14 @@ def parse_mechanism(raw: Any, reader: Any) -> RecordEpsilon:
                 f"missing required key {missing!r} (or give `noise_constant` B instead)",
                 container=data,
             )
+        if b is not None and d < 1:
+            raise reader.error(
+                "mechanism.noise_constant",
+                "B sets the noise scales from the record dimension, unknown here (the "
+                "records are not a file): give `count_scale` and `sum_scale`, or `columns:`",
+                container=data,
+                key="noise_constant",
+            )
         if b is not None:
             bs, bc = lloyd_noise_scales(b, d, r, t)
         else:

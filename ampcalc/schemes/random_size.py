@@ -8,7 +8,6 @@ the special case ε_D = ε_R = ε (``neighbours: both``, e.g. a count query).
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -177,26 +176,33 @@ def _read_prob_file(path: Path, fail: Any) -> np.ndarray:
                 f"{path}: expected a 1-D array of numbers, got shape {arr.shape} of {arr.dtype}"
             )
         return np.asarray(arr, dtype=float)
-    with open_input(path, what="size pmf file", error=fail) as fh:  # no further than the limit
-        lines = [ln.rstrip("\r\n") for ln in itertools.islice(fh, PMF_MAX + 2)]
-    if not any(ln.strip() for ln in lines):
+    from ampcalc.load.table import read_table
+
+    table = read_table(
+        path,
+        what="size pmf file",
+        error=fail,
+        delimiter=",",
+        max_rows=PMF_MAX,
+        too_many=lambda n: LIMITS["pmf_values"].message(n),
+        name=str(path),
+    )
+    if not table.rows:
         raise fail(f"{path}: the file is empty (expected one probability per line)")
-    if len(lines) > PMF_MAX + 1:
-        raise fail(f"{path}: " + LIMITS["pmf_values"].message(len(lines)))
-    start = 0
-    if lines:
+    out = np.empty(len(table), dtype=float)
+    for i, row in enumerate(table.rows):
+        if i and table.lines[i] != table.lines[i - 1] + 1:  # sizes are line order
+            raise fail(
+                f"{path}:{table.lines[i - 1] + 1}: empty line; expected one probability per "
+                "line (the k-th is the probability of size k)"
+            )
         try:
-            float(lines[0].strip())
-        except ValueError:
-            start = 1  # a header line
-    out = np.empty(len(lines) - start, dtype=float)
-    for i, line in enumerate(lines[start:]):
-        try:
-            out[i] = float(line.strip().rstrip(","))
+            if any(row[1:]):
+                raise ValueError
+            out[i] = float(row[0])
         except ValueError:
             raise fail(
-                f"{path}:{i + start + 1}: expected one probability per line, "
-                f"got {excerpt(line.strip())}"
+                f"{table.at(i)}: expected one probability per line, got {excerpt(','.join(row))}"
             ) from None
     return out
 

@@ -29,9 +29,7 @@ Basis:
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import difflib
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -40,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.load.files import excerpt, open_input
+from ampcalc.load.files import excerpt
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
@@ -288,37 +286,32 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
     def err(msg: str) -> Any:
         return reader.error("sampling.strata.file", msg, container=raw, key="file")
 
-    try:
-        fh = open_input(path, what="strata file", newline="", error=err)
-    except OSError as exc:
-        raise err(f"cannot read strata file {path}: {exc.strerror}") from None
-    with fh:
-        rd = csv.reader(fh)
-        header = next(rd, None)
-        if not header:
-            raise err(f"{path}: empty file; expected a header with `size` and optional columns")
-        header = [h.strip() for h in header]
-        for h in header:
-            if h not in STRATUM_KEYS:
-                close = difflib.get_close_matches(h, STRATUM_KEYS, n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise err(
-                    f"{path}: unknown column {excerpt(h)}{hint}; "
-                    f"expected: {', '.join(STRATUM_KEYS)}"
-                )
-        if "size" not in header:
-            raise err(f"{path}: missing column 'size' (the stratum sizes N_h)")
-        cols: dict[str, list[str]] = {h: [] for h in header}
-        size_cells, cap = cols["size"], LIMITS["strata"].value
-        for lineno, row in enumerate(rd, start=2):
-            if not row or all(not c.strip() for c in row):
-                continue
-            if len(row) != len(header):
-                raise err(f"{path}: line {lineno}: {len(row)} cells, header has {len(header)}")
-            if len(size_cells) >= cap:  # stop reading: too many strata
-                raise err(f"{path}: more than {cap:,} strata; the limit is {cap:,}")
-            for h, c in zip(header, row, strict=True):
-                cols[h].append(c.strip())
+    from ampcalc.load.table import did_you_mean, read_table
+
+    cap = LIMITS["strata"].value
+    table = read_table(
+        path,
+        what="strata file",
+        error=err,
+        header=True,
+        delimiter=",",
+        max_rows=cap,
+        too_many=lambda _n: f"more than {cap:,} strata; the limit is {cap:,}",
+        name=str(path),
+    )
+    header = list(table.header or ())
+    for h in header:
+        if h not in STRATUM_KEYS:
+            raise err(
+                f"{path}:{table.header_line}: unknown column {excerpt(h)} (expected: "
+                f"{', '.join(STRATUM_KEYS)}){did_you_mean(h, STRATUM_KEYS)}"
+            )
+    if "size" not in header:
+        raise err(f"{path}:{table.header_line}: missing column 'size' (the stratum sizes N_h)")
+    for i, row in enumerate(table.rows):
+        if len(row) != len(header):
+            raise err(f"{table.at(i)}: {len(row)} cells, header has {len(header)}")
+    cols: dict[str, list[str]] = {h: table.cells(j) for j, h in enumerate(header)}
     specs = {f.name: f for f in STRATUM_FIELDS}
     rows_n = len(cols["size"])
     out: dict[str, Any] = {}
@@ -331,14 +324,13 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
         for i, c in enumerate(cells):
             if c == "":
                 if spec.required:
-                    raise err(f"{path}: line {i + 2}: empty {h!r}; expected {spec.domain()}")
+                    raise err(f"{table.at(i)}: empty {h!r}; expected {spec.domain()}")
                 continue
             try:
                 v = float(c)
             except ValueError:
                 raise err(
-                    f"{path}: line {i + 2}: column {h!r}: expected {spec.domain()}, "
-                    f"got {excerpt(c)}"
+                    f"{table.at(i)}: column {h!r}: expected {spec.domain()}, got {excerpt(c)}"
                 ) from None
             bad = not math.isfinite(v)
             bad |= spec.kind == "int" and not v.is_integer()
@@ -346,15 +338,14 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
             bad |= spec.high is not None and v > spec.high
             if bad:
                 raise err(
-                    f"{path}: line {i + 2}: column {h!r}: expected {spec.domain()}, "
-                    f"got {excerpt(c)}"
+                    f"{table.at(i)}: column {h!r}: expected {spec.domain()}, got {excerpt(c)}"
                 )
             vals[i] = v
         out[h] = vals
     rows_dicts = out
 
     def at(i: int, key: str) -> Any:
-        return lambda msg: err(f"{path}: line {i + 2} (stratum {i + 1}), {key}: {msg}")
+        return lambda msg: err(f"{table.at(i)}: stratum {i + 1}, {key}: {msg}")
 
     return _columns_arrays(rows_dicts, rows_n), at
 
