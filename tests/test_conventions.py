@@ -392,9 +392,10 @@ def test_an_unreadable_file_among_several(tmp_path: Path, capsys) -> None:
 def test_invert_builds_pws_for_the_target(capsys) -> None:
     r = run_main(capsys, "invert", PWS, "--target", "0.5", "--json").json()["results"][0]
     assert r["target"] == {"epsilon_prime": 0.5, "delta_prime": 0.001}
-    assert any("(ε, δ) = (0.5, 0.001)" in w for w in r["warnings"])
+    assert any("(ε, δ) = (0.5, 0.001)" in w for w in r["warnings"] + r["notes"])
     r = run_main(capsys, "invert", PWS, "-t", "0.5", "--target-delta", "1e-4", "--json").json()
-    assert any("(0.5, 0.0001)" in w for w in r["results"][0]["warnings"])
+    remarks = r["results"][0]["warnings"] + r["results"][0]["notes"]
+    assert any("(0.5, 0.0001)" in w for w in remarks)
     run = run_main(capsys, "invert", PWS, "--target-delta", "0", expect=2)
     assert "δ′ in (0, 1]" in run.stderr
 

@@ -457,6 +457,7 @@ def _sanitize_dask(
         say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
     keys, reported = t["keys"], t["reported"]
     say(f"sanitised {keys} keys: {reported} reported (rows computed up to frequency {n})")
+    say(wrote_message(t["output"], reported))
     summary = _sanitize_summary(
         d, "dask", seed, frequencies, t["keys"], t["reported"], n, t["partitions"],
         t["output"], t["output_format"],

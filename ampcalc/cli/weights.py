@@ -356,6 +356,7 @@ def _weights_dask(
         )
     if sample:
         say(f"sampled {t['kept']} of {t['records']} records (expected {t['expected_size']:.6g})")
+    say(wrote_message(t["output"], t["kept"] if sample else t["records"]))
     doc = {
         "design": d.name,
         "engine": "dask",

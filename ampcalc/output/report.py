@@ -30,6 +30,7 @@ import numpy as np
 from ampcalc.analyses.report import DesignReport, number
 from ampcalc.load.files import atomic_write
 from ampcalc.model.errors import AmpcalcError
+from ampcalc.model.references import REFERENCES, Citation
 
 TEMPLATE = "report.html.j2"
 FIGURE_SIZE = (6.6, 3.7)  # inches; the SVG scales to the page width
@@ -65,34 +66,40 @@ class Reference:
 
 
 def citation(item: Any) -> tuple[str, str]:
-    """One ``basis`` entry as (reference, where in it).
+    """One ``basis`` entry as (short reference, where in it).
 
-    The one place the report reads a basis entry: a string (``"<work> <where>"``) is
-    shown whole; a ``{reference, where}`` object by its two fields.
+    The one place the report reads a basis entry: a ``{reference, where}`` object (or a
+    ``Citation``) by the work's short form ("Bun et al.") and the place; any other
+    value is shown whole.
     """
+    key, where = _key_where(item)
+    known = REFERENCES.get(key)
+    return (known.short if known is not None else key), where
+
+
+def _key_where(item: Any) -> tuple[str, str]:
+    if isinstance(item, Citation):
+        return item.reference.key, item.where or ""
     if isinstance(item, Mapping):
         return str(item.get("reference", "")), str(item.get("where") or "")
     return str(item), ""
 
 
 def references(reports: Sequence[DesignReport]) -> list[Reference]:
-    """Every work cited by the designs' bounds and inverses, in order of first citation.
-
-    A result's ``references`` map (reference -> full entry), when it has one, gives the
-    full entry shown for each reference.
-    """
+    """Every work cited by the designs' bounds and inverses, in order of first citation,
+    each with its full entry from the reference list (``model.references``), else from
+    the result's own ``references`` map."""
     found: dict[str, Reference] = {}
     for r in reports:
         results = [r.bound, *([r.inverse] if r.inverse else [])]
-        known: dict[str, Any] = {}
         for res in results:
-            known.update(res.get("references") or {})
-        for res in results:
+            given = res.get("references") or {}
             for item in res.get("basis") or ():
-                key, where = citation(item)
-                ref = found.setdefault(key, Reference(key=key, entry=known.get(key)))
-                if ref.entry is None:
-                    ref.entry = known.get(key)
+                key, where = _key_where(item)
+                known = REFERENCES.get(key)
+                short = known.short if known is not None else key
+                entry = known.to_dict() if known is not None else given.get(key)
+                ref = found.setdefault(short, Reference(key=short, entry=entry))
                 if where and where not in ref.places:
                     ref.places.append(where)
                 if r.name not in ref.designs:
