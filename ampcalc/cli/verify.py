@@ -130,14 +130,14 @@ def verify(
     code = ExitCode.OK
     for d, r in zip(designs, rows, strict=True):
         if too_large(r):
-            # refused up front, the estimate in the reason: bad input, whatever INCONCLUSIVE means
+            # not attempted, the estimate in the reason: INCONCLUSIVE (nothing was found
+            # wrong), said at the design's place with the way to run it anyway
             where = getattr(d, "where", None)
             at = where.prefix() if where is not None and where.file else ""
             say(
-                f"{at or 'ampcalc: error: '}{r['name']}: {r['reason']}; raise --limit (now "
-                f"{limit}) to run it anyway"
+                f"{at}{r['name']}: INCONCLUSIVE: {r['reason']}; raise --limit (now {limit}) "
+                "to run it anyway"
             )
-            code = max(code, ExitCode.BAD_INPUT)
         elif r["status"] == "FAIL":
             say(f"{r['name']}: FAIL: {r['reason']}")
             code = max(code, ExitCode.SELF_CHECK_FAILED)
