@@ -830,11 +830,11 @@ def pws_table(
     Returns ``design``, ``epsilon``, ``delta``, ``L``, ``settled_from``,
     ``privacy_cost_rows`` (with ``verify``: ``verified``, ``max_hockey_stick``,
     ``keys_only_exact``) and ``frequencies``: rows of ``frequency``, ``q``, ``pi``,
-    ``p``, ``phi_sbh``, ``ratio`` (004_219872908bad6779.txt Alg. 3; spec B9). With
+    ``p``, ``phi_sbh``, ``ratio`` (Cohen et al. 2021 Alg. 3). With
     ``accuracy`` each row adds the PWS estimators' and SbH's per-key figures
     (``pws_estimators.accuracy``: ``a_mle``, ``bias_mle``, ``variance_mle``,
     ``a_unbiased``, ``bias_unbiased``, ``variance_unbiased``, ``bias_sbh``,
-    ``variance_sbh``; 004 §7.1, §8.1).
+    ``variance_sbh``; Cohen et al. 2021, §7.1, §8.1).
     """
     summary, cols = pws_table_columns(design, max_frequency, verify=verify)
     names = list(cols)
@@ -1013,8 +1013,8 @@ def _argmax_col(rows: Any, j: int) -> int:
 def pws_estimate_params(
     params: Any, tokens: Sequence[int], estimator: str = "mle"
 ) -> dict[str, Any]:
-    """The MLE estimate (004 Eq. 9) from sanitised frequencies, or the unbiased one
-    (``estimator="unbiased"``, 004 §7.1), with bias/variance (spec B8) and sampled-SbH's
+    """The MLE estimate (Cohen et al. 2021, Eq. 9) from sanitised frequencies, or the
+    unbiased one (``estimator="unbiased"``, §7.1), with bias/variance and sampled-SbH's
     per-frequency bias/variance for comparison (§8.1): the ``pws estimate --json``
     payload without ``select``."""
     from ampcalc.math import pws as K
@@ -1087,7 +1087,7 @@ def pws_estimate_params(
 
 def pws_estimate(design: Any, frequencies: Any, estimator: str = "mle") -> dict[str, Any]:
     """MLE estimate of the sum of frequencies from sanitised frequencies
-    (004 Eq. 9, spec B8; ``ampcalc pws estimate``).
+    (Cohen et al. 2021, Eq. 9; ``ampcalc pws estimate``).
 
     Args:
         design: the pws design the sample was sanitised with.

@@ -4,19 +4,19 @@ Thin, validated wrappers over the kernels the commands use, for pipelines that h
 their records in memory (a DataFrame's ``.to_numpy()``, a Dask partition):
 
 - ``privacy_constrained_probabilities(profile, X, target)``: q*(x) of
-  003_e3b635228222e4e2.txt Theorem 10 / Algorithm 1 (importance sampling);
-- ``personalised_epsilon(profile, X, probabilities)``: ε̂(x) of 003 Theorem 6;
-- ``reporting_probabilities(q, epsilon, delta)``: π_i of 004_219872908bad6779.txt
+  “Personalized Privacy Amplification via Importance Sampling”, Theorem 10 / Algorithm 1;
+- ``personalised_epsilon(profile, X, probabilities)``: ε̂(x) of the same paper, Theorem 6;
+- ``reporting_probabilities(q, epsilon, delta)``: π_i of Cohen et al. 2021
   Algorithm 3 (private weighted sampling);
-- ``sanitize_keys(keys, freqs, rng, ...)``: 004 Algorithm 2 (and Algorithm 4's
+- ``sanitize_keys(keys, freqs, rng, ...)``: Cohen et al. 2021, Algorithm 2 (and Algorithm 4's
   sanitised frequencies).
 
 A *profile* is the ``mechanism:`` block of an importance design as a dict:
 ``{"profile": "laplace-sum", "scale": β}`` (ε(w, x) = w‖x‖₁/β),
 ``{"profile": "dp-lloyd", "iterations": T, "count_scale": β_c, "sum_scale": β_s,
-"norm": "l2"}`` (ε(w, x) = Tw(1/β_c + ‖x‖/β_s), 003 Prop. 13; or ``noise_constant: B``
-with ``radius`` and the records' dimension, spec A9), or ``{"profile": "constant",
-"epsilon": ε0}`` (ignores weights, 003 Prop. 3). ``X`` is an ``(n, d)`` array of records
+"norm": "l2"}`` (ε(w, x) = Tw(1/β_c + ‖x‖/β_s), Prop. 13; or ``noise_constant: B``
+with ``radius`` and the records' dimension), or ``{"profile": "constant",
+"epsilon": ε0}`` (ignores weights, Prop. 3). ``X`` is an ``(n, d)`` array of records
 (a 1-D array is n records of dimension 1). Results are rounded outward exactly as the
 ``weights`` command's: the same numbers for the same records.
 
@@ -130,8 +130,8 @@ def privacy_constrained_probabilities(
 ) -> np.ndarray:
     """q*(x) = 1/w*(x): the smallest inclusion probability with ε̂(x) <= ε* per record.
 
-    Basis: 003_e3b635228222e4e2.txt Theorem 10 and Algorithm 1; spec A5-A7.
-    Neighbours: add-remove (personalised DP, 003 Def. 4).
+    Basis: “Personalized Privacy Amplification via Importance Sampling” Theorem 10 and Algorithm 1.
+    Neighbours: add-remove (personalised DP, the importance-sampling paper, Def. 4).
     Conditions: a weight-linear profile (laplace-sum, dp-lloyd); a record with
         ε(1, x) > ε* has no feasible weight and gets ``nan`` (the ``weights`` command
         writes it with q = 1 and flags it); ε(1, x) = 0 gives q* = 0.
@@ -168,7 +168,7 @@ def personalised_epsilon(
 ) -> np.ndarray:
     """ε̂(x) = log(1 + q(x)(e^{ε(1/q(x), x)} − 1)) per record, rounded up.
 
-    Basis: 003_e3b635228222e4e2.txt Theorem 6; spec A4.
+    Basis: “Personalized Privacy Amplification via Importance Sampling” Theorem 6.
     Neighbours: add-remove.
     Conditions: q in [0, 1]; q = 0 gives ε̂ = 0 (the record is never sampled).
     Formula: weight-linear profiles: ε̂ = A(q, ε(1, x)/q); constant: A(q, ε0).
@@ -224,11 +224,11 @@ def _inclusion(q: Any) -> np.ndarray:
 def reporting_probabilities(q: Any, epsilon: float, delta: float) -> np.ndarray:
     """π_i = min{q_i, e^ε π_{i−1} + δ, 1 + e^{−ε}(π_{i−1} + δ − 1)}, i = 1..n.
 
-    Basis: 004_219872908bad6779.txt Algorithm 3 and Lemma 4.1 (pointwise maximal
+    Basis: Cohen et al. 2021 Algorithm 3 and Lemma 4.1 (pointwise maximal
         reporting probabilities p_i = π_i/q_i of a key with frequency i).
     Neighbours: add-remove of one element (a key's frequency changes by one).
     Conditions: ε > 0, 0 < δ <= 1, q_1..q_n in [0, 1] non-decreasing (q ≡ 1 when
-        the data are not sampled; threshold sampling: 004 Alg. 1, Eq. 1).
+        the data are not sampled; threshold sampling: Cohen et al. 2021, Alg. 1, Eq. 1).
     Numerics: both privacy terms rounded down, so the float π satisfies the DP
         constraints exactly.
 
@@ -261,9 +261,9 @@ def sanitize_keys(
     q: Any = None,
     frequencies: bool = False,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Algorithm 2 of 004: report key x with probability p_{w_x} = π_{w_x}/q_{w_x}.
+    """Algorithm 2 of Cohen et al. 2021: report key x with probability p_{w_x} = π_{w_x}/q_{w_x}.
 
-    Basis: 004_219872908bad6779.txt Algorithm 2 (keys), Algorithm 4 (sanitised
+    Basis: Cohen et al. 2021 Algorithm 2 (keys), Algorithm 4 (sanitised
         frequencies), with π from Algorithm 3.
     Neighbours: add-remove of one element.
     Conditions: each key once; frequencies whole numbers >= 1 and at most len(q).
