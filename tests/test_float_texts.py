@@ -45,7 +45,11 @@ def test_orjson_texts_are_repr_texts() -> None:
     decade = rng.uniform(1e-5, 1e-4, 20_000) * rng.choice([-1.0, 1.0], 20_000)
     for arr in (random_doubles, scaled, decade, _edges(), np.geomspace(1e-6, 800, 20_000)):
         for null in ("null", ""):
-            assert C._float_texts(arr, null) == _repr(arr, null)
+            got, want = C._float_texts(arr, null), _repr(arr, null)
+            assert len(got) == len(want)
+            # the first differences only: a diff of 10⁵ strings takes pytest minutes
+            wrong = [(g, w) for g, w in zip(got, want, strict=True) if g != w][:5]
+            assert not wrong, wrong
     assert C._float_texts(np.zeros(0), "") == []
     assert C._float_texts(np.array([3e-05, 7e16, 1e-7]), "") == ["3e-05", "7e+16", "1e-07"]
 
@@ -72,3 +76,23 @@ def test_without_orjson_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(C, "_ORJSON", None)
     assert both() == fast
     assert "e-05" in fast[0] and "e+" in fast[0]  # both respellings were exercised
+
+
+def test_the_installed_orjson_is_used_and_a_differing_one_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # orjson 3.8 writes "1e16", 3.10+ "1e+16": both are respelt to repr's "1e+16"
+    assert C._orjson_ok()
+    assert C._float_texts(np.array([1e16, 7e-7]), "") == ["1e+16", "7e-07"]
+
+    class Odd:  # an orjson whose spelling the respelling does not know
+        OPT_SERIALIZE_NUMPY = 0
+
+        @staticmethod
+        def dumps(a: np.ndarray, option: int = 0) -> bytes:
+            return ("[" + ",".join(f"{v:.3E}" for v in a.tolist()) + "]").encode()
+
+    monkeypatch.setattr(C, "_ORJSON", Odd)
+    monkeypatch.setattr(C, "_ORJSON_OK", [])
+    assert not C._orjson_ok()
+    assert C._float_texts(np.array([0.1, 1e16]), "") == ["0.1", "1e+16"]

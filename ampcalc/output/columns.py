@@ -57,8 +57,9 @@ def _csv_cell(value: Any) -> str:
 
 
 def _float_texts(arr: np.ndarray, null: str) -> list[str]:
-    """``float.__repr__`` of each value (NaN: ``null``); through orjson when installed."""
-    fast = _orjson_texts(arr) if _ORJSON is not None else None
+    """``float.__repr__`` of each value (NaN: ``null``); through orjson when installed
+    and its spelling, respelt, matches ``repr`` on the boundary cases (``_orjson_ok``)."""
+    fast = _orjson_texts(arr) if _orjson_ok() else None
     if fast is None:
         texts = list(map(float.__repr__, arr.tolist()))
         bad = np.isnan(arr)
@@ -83,6 +84,26 @@ def _load_orjson() -> Any:
 
 
 _ORJSON: Any = _load_orjson()
+_ORJSON_OK: list[bool] = []
+
+
+def _orjson_ok() -> bool:
+    """Whether the installed orjson, respelt, writes ``repr``'s text: checked once, on
+    the values where the spellings differ (exponents of one and two digits, both
+    signs, the [1e-5, 1e-4) decade, subnormals), so an orjson release that spells
+    floats differently falls back to the exact path instead of changing the output."""
+    if _ORJSON is None:
+        return False
+    if not _ORJSON_OK:
+        probe = np.array(
+            [1e-7, 3e-05, 1.5e-05, 1e16, 7e16, 1e22, 1.2345678901234568e17, 1e-100, 2e-300,
+             5e-324, 0.1, -2.5e-08, 1e100, 123.0, -0.0, 9.999999999999999e-05]
+        )  # fmt: skip
+        got = _orjson_texts(probe)
+        _ORJSON_OK.append(got is not None and got[0] == list(map(float.__repr__, probe.tolist())))
+    return _ORJSON_OK[0]
+
+
 _E, _MINUS, _COMMA, _ZERO, _PLUS = (ord(c) for c in "e-,0+")
 
 
@@ -104,9 +125,11 @@ def _orjson_texts(arr: np.ndarray) -> tuple[list[str], np.ndarray] | None:
         # "0" after that "+" before a lone digit (each token ends in ",")
         b = np.frombuffer(text + b"\0\0\0", dtype=np.uint8)  # b[e + 3] exists
         e = np.flatnonzero(b == _E)
-        neg = b[e + 1] == _MINUS
-        en, ep = e[neg], e[~neg]
-        at = [en[b[en + 3] == _COMMA] + 2, ep + 1, ep[b[ep + 2] == _COMMA] + 1]
+        sign = b[e + 1]
+        # signed exponents ("e-7"; "e+16" from orjson 3.10 on) get a "0" before a lone
+        # digit; bare ones ("e16", older orjson) get the "+" too
+        es, eb = e[(sign == _MINUS) | (sign == _PLUS)], e[(sign != _MINUS) & (sign != _PLUS)]
+        at = [es[b[es + 3] == _COMMA] + 2, eb + 1, eb[b[eb + 2] == _COMMA] + 1]
         what = [_ZERO, _PLUS, _ZERO]
         pos = np.concatenate(at)
         val = np.concatenate([np.full(x.size, w, np.uint8) for x, w in zip(at, what, strict=True)])
