@@ -427,7 +427,7 @@ def test_readme_ci_snippet_installs_what_exists() -> None:
 
 def test_record_files_report_the_records_read(capsys, monkeypatch) -> None:
     from ampcalc.designs.document import load_designs
-    from ampcalc.load.records import reading_progress
+    from ampcalc.load.progress import reading_progress
 
     calls: list[tuple[int, int]] = []
     with reading_progress(lambda done, total: calls.append((done, total))):

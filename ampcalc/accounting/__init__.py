@@ -16,17 +16,21 @@ Modules:
 
 from __future__ import annotations
 
-from ampcalc.accounting.profiles import (
-    MECHANISM_NAMES,
-    DiscreteGaussian,
-    DiscreteLaplace,
-    Gaussian,
-    Laplace,
-    Profile,
-    RandomizedResponse,
-    Zcdp,
-    epsilon_at_delta,
-)
+from typing import TYPE_CHECKING, Any
+
+from ampcalc.accounting.names import MECHANISM_NAMES
+
+if TYPE_CHECKING:
+    from ampcalc.accounting.profiles import (
+        DiscreteGaussian,
+        DiscreteLaplace,
+        Gaussian,
+        Laplace,
+        Profile,
+        RandomizedResponse,
+        Zcdp,
+        epsilon_at_delta,
+    )
 
 __all__ = [
     "MECHANISM_NAMES",
@@ -39,3 +43,13 @@ __all__ = [
     "Zcdp",
     "epsilon_at_delta",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The profiles' names, imported on first use: reading a design whose mechanism is a
+    plain (ε, δ) pair never loads them (start-up)."""
+    if name in __all__:  # MECHANISM_NAMES is bound above
+        from ampcalc.accounting import profiles
+
+        return getattr(profiles, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

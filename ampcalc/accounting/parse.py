@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ampcalc.accounting import compose
+from ampcalc.accounting.names import MECHANISM_NAMES
 from ampcalc.accounting.profiles import (
     MAX_DISCRETE_SIGMA,
     MAX_INTEGER_SENSITIVITY,
-    MECHANISM_NAMES,
     DiscreteGaussian,
     DiscreteLaplace,
     Gaussian,
@@ -101,19 +101,6 @@ PARAMS: dict[str, tuple[Field, ...]] = {
     "randomized-response": (_CATEGORIES,),  # and `epsilon`, checked by check_epsilon
     "zcdp": (_RHO,),
 }
-
-
-def is_named(data: Any) -> bool:
-    """True for a ``mechanism:`` mapping in a named form (a named mechanism or named
-    releases)."""
-    if not isinstance(data, Mapping):
-        return False
-    if any(k in data for k in MECHANISM_NAMES):
-        return True
-    rel = data.get("releases")
-    if isinstance(rel, Sequence) and not isinstance(rel, (str, bytes)):
-        return any(isinstance(r, Mapping) and any(k in r for k in MECHANISM_NAMES) for r in rel)
-    return False
 
 
 def _one(name: str, block: Any, ctx: Reader, path: str, container: Any) -> Profile:

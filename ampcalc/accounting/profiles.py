@@ -664,16 +664,6 @@ class Zcdp:
         return {"mechanism": "zcdp", "rho": self.rho}
 
 
-MECHANISM_NAMES = (
-    "laplace",
-    "gaussian",
-    "discrete-laplace",
-    "discrete-gaussian",
-    "randomized-response",
-    "zcdp",
-)
-
-
 # --------------------------------------------------------------------------------------
 # inversion
 # --------------------------------------------------------------------------------------

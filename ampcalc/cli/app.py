@@ -220,7 +220,7 @@ def say(message: str) -> None:
 def load(design: str | None, overrides: Sequence[str] | None) -> Any:
     from ampcalc.cli.conventions import lazy_progress_bar
     from ampcalc.designs.document import load_designs
-    from ampcalc.load.records import CHUNK_ROWS, reading_progress
+    from ampcalc.load.progress import CHUNK_ROWS, reading_progress
 
     # a large record file (importance designs) shows the records read so far
     bar = lazy_progress_bar("reading records", start_at=CHUNK_ROWS)

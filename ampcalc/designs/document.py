@@ -354,9 +354,11 @@ def parse_mechanism(
     """Validate a ``mechanism:`` block (the ``epsilon``/``releases`` form, or a named
     mechanism: ``ampcalc.accounting.parse``)."""
     data = mapping(data, ctx, "mechanism", container, key, "a mechanism")
-    from ampcalc.accounting import parse as named
+    from ampcalc.accounting.names import is_named
 
-    if named.is_named(data):
+    if is_named(data):
+        from ampcalc.accounting import parse as named
+
         return named.parse_named(data, ctx, container, key)
     check_keys(data, MECHANISM_KEYS, ctx, "mechanism", "mechanism")
     has_eps, has_rel = "epsilon" in data, "releases" in data

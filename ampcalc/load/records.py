@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc.load.files import open_input
+from ampcalc.load.progress import _PROGRESS, CHUNK_ROWS
 from ampcalc.load.table import (
     bad_cell,
     is_number,
@@ -28,8 +29,6 @@ from ampcalc.load.table import (
     sniff_delimiter,
     split_line,
 )
-
-CHUNK_ROWS = 1 << 20
 
 ErrorFn = Callable[[str], Exception]
 
@@ -52,24 +51,6 @@ def deferred_reading() -> Iterator[None]:
         yield
     finally:
         _DEFERRED.reset(token)
-
-
-#: ``progress(records read, 0)``, called after each chunk of a record file (0: the total
-#: is not known ahead)
-_PROGRESS: contextvars.ContextVar[Callable[[int, int], None] | None] = contextvars.ContextVar(
-    "ampcalc_record_progress", default=None
-)
-
-
-@contextlib.contextmanager
-def reading_progress(progress: Callable[[int, int], None] | None) -> Iterator[None]:
-    """Report the records read through ``progress(done, 0)`` while designs load inside
-    the block (after each chunk of ``CHUNK_ROWS`` records: only large files report)."""
-    token = _PROGRESS.set(progress)
-    try:
-        yield
-    finally:
-        _PROGRESS.reset(token)
 
 
 @dataclass(frozen=True, eq=False)
