@@ -53,7 +53,7 @@ def budget(
     ] = None,
     target: Annotated[
         float | None,
-        typer.Option("--target", help="The ε budget for --solve.", show_default=False),
+        typer.Option("--target", "-t", help="The ε budget for --solve.", show_default=False),
     ] = None,
     discretization: Annotated[
         float | None,
