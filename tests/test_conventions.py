@@ -405,6 +405,23 @@ def test_invert_builds_pws_for_the_target(capsys) -> None:
     assert "δ′ in (0, 1]" in run.stderr
 
 
+def test_the_api_rebuilds_a_calibrated_design_as_the_cli_does(capsys) -> None:
+    # one path: `ampcalc invert --target` and `api.invert(design, target)` give one answer
+    import dataclasses
+
+    from ampcalc import api
+    from ampcalc.model.design import Target
+    from ampcalc.model.errors import DesignError
+
+    d = api.load_design(PWS)
+    built = dataclasses.replace(d, target=Target(epsilon_prime=0.5, delta_prime=0.001))
+    assert api.invert(d, 0.5).to_dict() == api.invert(built, 0.5).to_dict()
+    cli = run_main(capsys, "invert", PWS, "-t", "0.5", "--json").json()["results"][0]
+    assert cli == json.loads(json.dumps(api.invert(d, 0.5).to_dict()))
+    with pytest.raises(DesignError, match=r"target_delta"):
+        api.invert(d, 0.5, 0.0)
+
+
 def test_invert_recalibrates_privacy_constrained_importance(capsys) -> None:
     # q*(x) = 1/w*(x) is built so every record's loss is at most ε* (003 Theorem 10):
     # built for ε* = T, the certified ε at target T is T itself

@@ -232,17 +232,17 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
         DesignError: no target, no entry with that knob, or a bad knob.
     """
     if knob not in KNOBS:
-        raise DesignError(f"--solve takes sigma or scale, got {knob!r}")
+        raise DesignError(f"the noise to solve for is sigma or scale, got {knob!r}")
     t = target if target is not None else ledger.epsilon
     if t is None or not (math.isfinite(t) and t > 0):
         raise DesignError(
-            "budget --solve needs the ε budget: `target: {epsilon: ..., delta: ...}` in the "
-            "ledger, or --target"
+            "solving a ledger for its noise needs the ε budget: `target: {epsilon: ..., "
+            "delta: ...}` in the ledger, or a `target`"
         )
     idx = _knob_entries(ledger, knob)
     if not idx:
         raise DesignError(
-            f"budget --solve {knob}: no entry has a single named "
+            f"solving the ledger for {knob}: no entry has a single named "
             + " or ".join(KNOBS[knob])
             + " mechanism to calibrate"
         )

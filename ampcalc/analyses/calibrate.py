@@ -72,16 +72,16 @@ def solve(
     mech = design.mechanism
     profile: Any = getattr(mech, "profile", None)
     if knob not in KNOBS:
-        raise DesignError(f"--solve takes sigma or scale, got {knob!r}")
+        raise DesignError(f"the noise to solve for is sigma or scale, got {knob!r}")
     if profile is None or not isinstance(profile, KNOBS[knob]):
         names = {"sigma": "gaussian or discrete-gaussian", "scale": "laplace or discrete-laplace"}
         raise DesignError(
-            f"design {design.name!r}: --solve {knob} needs a single named {names[knob]} "
+            f"design {design.name!r}: solving for {knob} needs a single named {names[knob]} "
             "mechanism (not releases)"
         )
     if isinstance(profile, Gaussian) and profile.sigma is None:
         raise DesignError(
-            f"design {design.name!r}: --solve sigma needs one Gaussian, not composed releases"
+            f"design {design.name!r}: solving for sigma needs one Gaussian, not composed releases"
         )
     if not (math.isfinite(target) and target > 0):
         raise DesignError("target ε′ must be finite and > 0")
@@ -92,7 +92,7 @@ def solve(
     ):
         raise DesignError(
             f"design {design.name!r}: {profile.describe()} has δ > 0 at every ε: give the "
-            "target δ′ (--target-delta, or `target: {delta_prime: ...}`)"
+            "target δ′ (`target_delta`, or `target: {delta_prime: ...}`)"
         )
     sens = float(profile.sensitivity)
     lo, hi = sens * RANGE[0], sens * RANGE[1]

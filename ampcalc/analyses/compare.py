@@ -34,8 +34,8 @@ def compare_designs(
             t = d.target.epsilon_prime
         if t is None:
             raise DesignError(
-                f"design {d.name!r}: no target; give --target T or a `target: "
-                "{epsilon_prime: T}` block"
+                f"design {d.name!r}: no target ε′: give a `target` or a `target: "
+                "{epsilon_prime: T}` block in the design"
             )
         inverted = engine.invert(d, t)
         inv = inverted.to_dict()

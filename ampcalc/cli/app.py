@@ -398,52 +398,6 @@ def _results_table(dicts: list[dict[str, Any]], kind: str, details: bool = False
     return table
 
 
-def retarget(designs: Sequence[Any], target: float | None, delta: float | None) -> list[Any]:
-    """Designs calibrated to their ``target:`` (pws, privacy-constrained importance)
-    rebuilt for ``--target``/``--target-delta``: the target is what they are built for,
-    so an inversion at another target must rebuild them, never ignore it."""
-    import dataclasses
-
-    from ampcalc import schemes
-    from ampcalc.model.design import Target
-
-    out = []
-    for d in designs:
-        scheme = schemes.get(d.scheme)
-        if scheme.bind_target is None or (target is None and delta is None):
-            out.append(d)
-            continue
-        if not _calibrated(d):  # e.g. importance sampling with a fixed q: target is just T
-            out.append(d)
-            continue
-        old = d.target or Target()
-        new = Target(
-            epsilon_prime=old.epsilon_prime if target is None else float(target),
-            delta_prime=old.delta_prime if delta is None else float(delta),
-        )
-        if scheme.needs_target and not (new.delta_prime or 0.0) > 0.0 and old != new:
-            from ampcalc.model.errors import DesignError
-
-            raise DesignError(
-                f"design {d.name!r} ({d.scheme}) is calibrated to its target and needs "
-                f"δ′ in (0, 1]; --target-delta {delta:g} cannot build it",
-                where=None,
-            )
-        out.append(d if new == old else dataclasses.replace(d, target=new))
-    return out
-
-
-def _calibrated(design: Any) -> bool:
-    """The design's scheme builds its mechanism (or q) for the design's target."""
-    from ampcalc import engine
-    from ampcalc.model.errors import ConditionError
-
-    try:
-        return bool(engine.analyse(design).calibrated)
-    except ConditionError:
-        return False  # invert reports it
-
-
 @app.command()
 def invert(
     design: DesignsArg = None,
@@ -490,8 +444,7 @@ def invert(
         return run_solve(designs, solve, target, target_delta, output, out)
 
     def compute(designs: Sequence[Any]) -> list[dict[str, Any]]:
-        built = retarget(designs, target, target_delta)
-        return [api.invert(d, target, target_delta).to_dict() for d in built]
+        return [api.invert(d, target, target_delta).to_dict() for d in designs]
 
     files, code = each_file(design, set_, compute)
     emit_files(output, "invert", files, lambda d: _results_table(d, "invert", details), out)

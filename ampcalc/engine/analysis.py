@@ -33,7 +33,7 @@ def with_epsilon(mechanism: Mechanism, epsilon: float) -> tuple[Mechanism, list[
     if mechanism.releases is not None:
         changes["releases"] = None
         notes.append(
-            f"--epsilon {epsilon:g} replaces the total of the design's "
+            f"ε = {epsilon:g} replaces the total of the design's "
             f"{len(mechanism.releases)} releases"
         )
     if mechanism.epsilon_replace_one is not None:

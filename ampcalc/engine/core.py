@@ -25,7 +25,14 @@ from ampcalc.engine.analysis import (
     with_epsilon,
 )
 from ampcalc.math import numeric
-from ampcalc.model.design import MAX_EPSILON, Design, Mechanism, Neighbours, check_epsilon
+from ampcalc.model.design import (
+    MAX_EPSILON,
+    Design,
+    Mechanism,
+    Neighbours,
+    Target,
+    check_epsilon,
+)
 from ampcalc.model.errors import ConditionError, DesignError
 from ampcalc.model.results import BoundResult, InvertResult, Verdict
 from ampcalc.schemes.base import Analysis
@@ -318,15 +325,50 @@ def invert(design: Design, target: Any = None, target_delta: float | None = None
         return _invert(design, target, target_delta)
 
 
+def retarget(design: Design, target: Any, target_delta: float | None) -> Design:
+    """``design`` rebuilt for the target asked, when its scheme is calibrated to its
+    ``target:`` (pws, privacy-constrained importance): the target is what such a design
+    is built for, so inverting it at another target rebuilds it, never ignores it. Other
+    designs, array targets and an unchanged target return ``design`` itself.
+
+    Raises:
+        DesignError: the scheme needs a δ′ in (0, 1] and ``target_delta`` is not one.
+    """
+    if (target is None and target_delta is None) or np.ndim(target) != 0:
+        return design
+    if schemes.get(design.scheme).bind_target is None:
+        return design
+    try:
+        if not analyse(design).calibrated:  # e.g. importance with a fixed q
+            return design
+    except ConditionError:
+        return design  # invert reports it
+    old = design.target or Target()
+    new = Target(
+        epsilon_prime=old.epsilon_prime if target is None else float(target),
+        delta_prime=old.delta_prime if target_delta is None else float(target_delta),
+    )
+    if new == old:
+        return design
+    if schemes.get(design.scheme).needs_target and not (new.delta_prime or 0.0) > 0.0:
+        raise DesignError(
+            f"design {design.name!r} ({design.scheme}) is calibrated to its target and needs "
+            "a target δ′ in (0, 1] (`target_delta`, or `target: {delta_prime: ...}`)"
+            + ("" if new.delta_prime is None else f"; got {new.delta_prime:g}")
+        )
+    return dataclasses.replace(design, target=new)
+
+
 def _invert(design: Design, target: Any, target_delta: float | None) -> InvertResult:
+    asked, asked_delta = target, target_delta
     if target is None and design.target is not None:
         target = design.target.epsilon_prime
     if target_delta is None and design.target is not None:
         target_delta = design.target.delta_prime
     if target is None:
         raise DesignError(
-            f"design {design.name!r}: no target; give --target T or a `target: "
-            "{epsilon_prime: T}` block"
+            f"design {design.name!r}: no target ε′: give a `target` or a `target: "
+            "{epsilon_prime: T}` block in the design"
         )
     if (
         type(target) is float
@@ -336,6 +378,7 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
         fast = fastpath.invert(design, target, target_delta)  # closed form: same bits
         if fast is not None:
             return fast
+    design = retarget(design, asked, asked_delta)  # after the fast path: closed forms aren't
     # a target ε′ is an ε: the one rule (finite, in (0, 10⁶])
     t = np.asarray(check_epsilon(target, where=_TARGET_WHERE, array=True), dtype=float)
     if target_delta is not None and not 0 <= target_delta <= 1:
@@ -355,8 +398,8 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
         # nothing to invert: the scheme builds its own mechanism for the design's target
         warnings.append(
             f"the {design.scheme} scheme has no mechanism ε to choose: it is calibrated to the "
-            "design's target (ε′, δ′), which it meets exactly; `invert --target T` (and "
-            "--target-delta D) builds it for another target"
+            "design's target (ε′, δ′), which it meets exactly; inverting it for another "
+            "`target` (and `target_delta`) rebuilds it for that target"
         )
         details["inverse"] = None
     elif analysis.upper is None:

@@ -138,7 +138,7 @@ def bound_profile(
         return _refusal(
             design,
             "a named mechanism fixes its own privacy profile: vary its noise scale (e.g. "
-            "--set mechanism.gaussian.sigma=...), not M's ε",
+            "`mechanism.gaussian.sigma`), not M's ε",
         )
     target = design.target.delta_prime if design.target is not None else None
     pure = profile.pure_epsilon
@@ -146,7 +146,7 @@ def bound_profile(
         return _refusal(
             design,
             f"{profile.describe()} has δ > 0 at every ε: give the target δ′ as "
-            "`target: {delta_prime: ...}` (or --set target.delta_prime=1e-6)",
+            "`target: {delta_prime: ...}`",
         )
     target_delta = 0.0 if target is None else float(target)
 

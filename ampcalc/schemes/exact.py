@@ -1001,7 +1001,7 @@ def value_instances(
     if count > limit:
         raise ConditionError(
             f"too large to verify: {count} two-value populations, more than {limit} allowed; "
-            "use fewer or smaller groups, or --pairs default"
+            "use fewer or smaller groups, or the default pairs"
         )
     out = []
     for bs in itertools.product(*choices):

@@ -858,7 +858,7 @@ def _verify_hook(
         if others * len(xs) > limit:
             raise ConditionError(
                 f"too large to verify: {others * len(xs)} two-value populations, more than "
-                f"{limit} allowed; use fewer records, or --pairs default"
+                f"{limit} allowed; use fewer records, or the default pairs"
             )
         # the largest sample size drawn (float a_i may sum to m plus a few ulps, which
         # gives a systematic sample one record more with a tiny probability)

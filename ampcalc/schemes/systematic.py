@@ -455,8 +455,8 @@ def _verify_hook(
             from ampcalc.model.errors import ConditionError
 
             raise ConditionError(
-                f"too large to verify: --pairs all tries every a/b ordering of the N = {n} "
-                f"records (2^{n} = {2**n:,}), more than {limit}; use --pairs default or a "
+                f"too large to verify: all pairs means every a/b ordering of the N = {n} "
+                f"records (2^{n} = {2**n:,}), more than {limit}; use the default pairs or a "
                 "smaller population"
             )
 
