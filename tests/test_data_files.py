@@ -188,3 +188,35 @@ def test_pick_column_by_index_and_name() -> None:
     with pytest.raises(ValueError, match="but the file has no header row"):
         pick_column("q", None, 2, err)
     assert np.int64(1) == pick_column(1, None, 2, err)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"x,y\n1,2\n", "r.npy: not a .npy file (no NumPy header); the record file must be"),
+        (
+            np.zeros((2, 2, 2)),
+            "r.npy: expected a 1-D or 2-D array of numbers, got shape (2, 2, 2)",
+        ),
+        (np.array(["a", "b"]), "r.npy: expected a 1-D or 2-D array of numbers, got shape (2,) of"),
+        (np.array([{}, 1], dtype=object), "r.npy: the array holds Python objects, which are not"),
+    ],
+    ids=["not-npy", "3-d", "strings", "objects"],
+)
+def test_npy_record_files_are_read_by_the_one_reader(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: object, message: str
+) -> None:
+    path = tmp_path / "r.npy"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        np.save(path, content, allow_pickle=True)
+    (tmp_path / "d.yaml").write_text(
+        "mechanism: {profile: laplace-sum, scale: 4.0}\n"
+        "sampling: {scheme: importance, records: r.npy, "
+        "probabilities: privacy-constrained, radius: 3.0}\n"
+        "target: {epsilon_prime: 1.0}\n",
+        encoding="utf-8",
+    )
+    err = _bound_error(capsys, tmp_path / "d.yaml")
+    assert message in err and "pickle" not in err

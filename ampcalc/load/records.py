@@ -26,6 +26,7 @@ from ampcalc.load.table import (
     is_number,
     numeric_block,
     pick_column,
+    read_npy,
     sniff_delimiter,
     split_line,
 )
@@ -158,12 +159,7 @@ def open_source(
     with open_input(path, what="record file", binary=True, error=error):
         pass  # a regular file, readable (np.load and the chunked reader open it again)
     if path.suffix.lower() == ".npy":
-        try:
-            arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        except Exception as exc:
-            raise error(f"{path}: not a readable .npy array ({exc})") from None
-        if arr.ndim not in (1, 2) or not np.issubdtype(arr.dtype, np.number):
-            raise error(f"{path}: expected a 1-D or 2-D numeric array, got {arr.dtype}{arr.shape}")
+        arr = read_npy(path, what="record file", error=error)
         if arr.shape[0] == 0:
             raise error(f"{path}: the file has no records")
         width = 1 if arr.ndim == 1 else arr.shape[1]
@@ -211,7 +207,7 @@ def iter_chunks(
 ) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
     """Yield (first row index, records (rows × columns), probability column or None)."""
     if src.kind == "npy":
-        arr = np.load(src.path, mmap_mode="r", allow_pickle=False)
+        arr = read_npy(src.path, what="record file", error=error)
         if arr.ndim == 1:
             arr = arr.reshape(-1, 1)
         cols = list(src.columns)

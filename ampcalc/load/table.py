@@ -17,7 +17,7 @@ numbers at once with numpy's C parser (the record files' fast path) and, only wh
 fails, finds the first bad cell and reports it at its line. Large CSV files (PWS
 samples, standard input included) stream in chunks through ``stream_rows`` and
 ``stream_columns`` (split directly when no cell is quoted); Parquet files through
-``read_parquet`` and ``parquet_numbers``.
+``read_parquet`` and ``parquet_numbers``; ``.npy`` arrays through ``read_npy``.
 """
 
 from __future__ import annotations
@@ -424,6 +424,46 @@ def numeric_block(
 # --------------------------------------------------------------------------------------
 
 
+def read_npy(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    error: ErrorFn = _default_error,
+    ndims: tuple[int, ...] = (1, 2),
+    mmap: bool = True,
+) -> np.ndarray:
+    """A ``.npy`` file's numeric array (memory-mapped by default), never a pickle.
+
+    ``what`` names the file in messages (e.g. ``"record file"``); ``ndims`` lists the
+    numbers of dimensions accepted. Errors: ``FILE: not a readable .npy array (...)`` and
+    ``FILE: expected a 1-D array of numbers, got shape (...) of <dtype>``.
+    """
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+    except OSError as exc:
+        raise error(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    if magic != b"\x93NUMPY":
+        raise error(f"{path}: not a .npy file (no NumPy header); the {what} must be a .npy array")
+    try:
+        arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc) or "Python objects" in str(exc):
+            raise error(
+                f"{path}: the array holds Python objects, which are not loaded; the {what} "
+                "must be numbers"
+            ) from None
+        raise error(f"{path}: not a readable .npy array ({exc})") from None
+    except Exception as exc:  # a truncated or corrupt file: OSError, EOFError, ...
+        raise error(f"{path}: not a readable .npy array ({exc})") from None
+    if arr.ndim not in ndims or arr.dtype.kind not in "fiu":
+        dims = " or ".join(f"{d}-D" for d in ndims)
+        raise error(
+            f"{path}: expected a {dims} array of numbers, got shape {arr.shape} of {arr.dtype}"
+        )
+    return arr
+
+
 def _pyarrow(name: str) -> Any:
     import importlib
 
@@ -676,6 +716,7 @@ __all__ = [
     "parquet_numbers",
     "parquet_rows",
     "pick_column",
+    "read_npy",
     "read_parquet",
     "read_table",
     "sniff_delimiter",

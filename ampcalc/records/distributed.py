@@ -331,12 +331,12 @@ def _record_part(part: Partition, columns: Any, probability_column: Any) -> _Rec
 def _count_records(rp: _RecordPart) -> int:
     """Rows of a record partition without parsing it (the parser agrees when it succeeds:
     non-blank lines, less the header)."""
-    from ampcalc.load.table import count_rows, parquet_rows
+    from ampcalc.load.table import count_rows, parquet_rows, read_npy
 
     if rp.kind == "parquet":
         return parquet_rows(rp.path)
     if rp.kind == "npy":
-        return int(np.load(rp.path, mmap_mode="r", allow_pickle=False).shape[0])
+        return int(read_npy(rp.path, what="record file").shape[0])
     return count_rows(rp.path, header=rp.source.header is not None, what="record file")
 
 
