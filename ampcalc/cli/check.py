@@ -27,8 +27,8 @@ from ampcalc.cli.conventions import OutputOpt
 
 
 def verdict(result: dict[str, Any], max_epsilon: float, max_delta: float | None) -> dict[str, Any]:
-    """PASS/FAIL of one bound result against the budget (``ampcalc.api.check_verdict``)."""
-    from ampcalc.api import check_verdict
+    """PASS/FAIL of one bound result against the budget (``analyses.checks.check_verdict``)."""
+    from ampcalc.analyses.checks import check_verdict
 
     return check_verdict(result, max_epsilon, max_delta)
 
