@@ -206,15 +206,6 @@ def compare(designs: Any, target: float | None = None) -> list[dict[str, Any]]:
     return compare_designs(as_designs(designs), target)
 
 
-def check_verdict(
-    result: Mapping[str, Any], max_epsilon: float, max_delta: float | None
-) -> dict[str, Any]:
-    """PASS/FAIL of one bound result (a ``BoundResult.to_dict()``) against the budget."""
-    from ampcalc.analyses import checks
-
-    return checks.check_verdict(result, max_epsilon, max_delta)
-
-
 def check(
     designs: Any,
     max_epsilon: float,
