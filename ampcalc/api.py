@@ -31,32 +31,56 @@ The CLI commands call these functions.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
-from ampcalc.analyses.sweep_result import SweepResult
 from ampcalc.model.design import Design
-from ampcalc.records.importance_weights import Weights
-from ampcalc.records.importance_weights import importance_design as importance_design
-from ampcalc.records.importance_weights import importance_setup as importance_setup
-from ampcalc.records.pws_estimate import pws_estimate_params as pws_estimate_params
-from ampcalc.records.pws_sanitise import PwsSanitiser as PwsSanitiser
-from ampcalc.records.pws_tables import pws_design as pws_design
-from ampcalc.records.pws_tables import pws_self_check as pws_self_check
-from ampcalc.records.pws_tables import pws_table_columns as pws_table_columns
 
 if TYPE_CHECKING:
+    from ampcalc.analyses.sweep_result import SweepResult
     from ampcalc.math.accuracy import Plan
     from ampcalc.model.results import BoundResult, InvertResult
+    from ampcalc.records.importance_weights import Weights
+    from ampcalc.records.importance_weights import importance_design as importance_design
+    from ampcalc.records.importance_weights import importance_setup as importance_setup
+    from ampcalc.records.pws_estimate import pws_estimate_params as pws_estimate_params
+    from ampcalc.records.pws_sanitise import PwsSanitiser as PwsSanitiser
+    from ampcalc.records.pws_tables import pws_design as pws_design
+    from ampcalc.records.pws_tables import pws_self_check as pws_self_check
+    from ampcalc.records.pws_tables import pws_table_columns as pws_table_columns
 
 #: What ``load_design`` accepts: a path, YAML text, a dict, or an already built design.
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Design]
 
-# Each function below documents the public call and delegates to the module that does
-# the work (imported on first use, so ``import ampcalc.api`` stays cheap). The
-# re-exported ``records`` helpers above were importable from here before; their home
-# is the module named in the import.
+#: Names this module re-exports -> the module that holds them (imported on first use,
+#: like every function below, so ``import ampcalc.api`` stays cheap). The ``records``
+#: helpers were importable from here before their code moved.
+_ELSEWHERE = {
+    "SweepResult": "ampcalc.analyses.sweep_result",
+    "Weights": "ampcalc.records.importance_weights",
+    "importance_design": "ampcalc.records.importance_weights",
+    "importance_setup": "ampcalc.records.importance_weights",
+    "pws_estimate_params": "ampcalc.records.pws_estimate",
+    "PwsSanitiser": "ampcalc.records.pws_sanitise",
+    "pws_design": "ampcalc.records.pws_tables",
+    "pws_self_check": "ampcalc.records.pws_tables",
+    "pws_table_columns": "ampcalc.records.pws_tables",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ampcalc.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ELSEWHERE})
 
 
 # --------------------------------------------------------------------------------------
@@ -110,9 +134,12 @@ def bound(design: Any, epsilon: Any = None) -> BoundResult:
         A design outside its theorem's conditions gives null bounds and ``error``.
     """
     from ampcalc import engine
-    from ampcalc.designs.sources import as_design
 
-    return engine.bound(as_design(design), epsilon=epsilon)
+    # a built Design goes straight to the engine (``designs.sources.as_design`` inline:
+    # one import per call, as the per-call figure of benchmarks/bench_overhead.py wants)
+    return engine.bound(
+        design if isinstance(design, Design) else load_design(design), epsilon=epsilon
+    )
 
 
 def invert(design: Any, target: Any = None, target_delta: float | None = None) -> InvertResult:
@@ -127,9 +154,11 @@ def invert(design: Any, target: Any = None, target_delta: float | None = None) -
         An ``InvertResult`` (``certified``, ``impossible_above``, ``delta``, ...).
     """
     from ampcalc import engine
-    from ampcalc.designs.sources import as_design
 
-    return engine.invert(as_design(design), target, target_delta)
+    # as ``bound``: a built Design goes straight to the engine
+    return engine.invert(
+        design if isinstance(design, Design) else load_design(design), target, target_delta
+    )
 
 
 def validate(designs: Any) -> list[dict[str, Any]]:
