@@ -25,10 +25,10 @@ from ampcalc.model.references import (
     IMPORTANCE,
     REFERENCES,
     Citation,
+    Reference,
     cite,
     describe,
     keys_used,
-    markdown,
     references_used,
 )
 from ampcalc.output.render import flatten
@@ -36,6 +36,35 @@ from ampcalc.output.render import flatten
 SCHEMA = json.loads((ROOT / "ampcalc" / "schema" / "result.schema.json").read_text())
 #: names of the project's private sources that must never reach a reader
 FORBIDDEN = re.compile(r"\.txt\b|spec §|spec [AB]\d|exact-lp|\b00[0-4]_[0-9a-f]{16}")
+
+
+# The generators of the README's list and docs/references.md's table (the documents
+# hold their output; the tests below keep them equal to ampcalc/model/references.py).
+
+
+def _markdown_full(ref: Reference) -> str:
+    text = ref.full()
+    if ref.url is not None and not ref.url.startswith("http"):  # a page of this repository
+        text = text.replace(f"<{ref.url}>", f"[{ref.url}]({ref.url})")
+    return text
+
+
+def markdown() -> str:
+    """The README's "References" list (a test keeps the two identical)."""
+    lines = []
+    for ref in REFERENCES.values():
+        lead = "" if ref.short == ref.title else f"**{ref.short}** — "
+        lines.append(f"- {lead}{_markdown_full(ref)} (`{ref.key}`)")
+    return "\n".join(lines) + "\n"
+
+
+def provenance_markdown() -> str:
+    """docs/references.md's table: where each entry's fields were read."""
+    lines = ["| key | short form | where the fields were read |", "|---|---|---|"]
+    for ref in REFERENCES.values():
+        source = ref.source.replace("|", "\\|")
+        lines.append(f"| `{ref.key}` | {ref.short} | {source} |")
+    return "\n".join(lines) + "\n"
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -200,16 +229,16 @@ def test_readme_references_section_is_the_list() -> None:
     listed = "".join(line + "\n" for line in body.splitlines() if line.startswith("- "))
     assert listed == markdown(), (
         "README's References list differs from ampcalc/model/references.py; regenerate it "
-        "with: python -c 'from ampcalc.model.references import markdown; "
+        "with: PYTHONPATH=tests python -c 'from test_references import markdown; "
         'print(markdown(), end="")\''
     )
 
 
 def test_docs_references_table_is_the_list() -> None:
     doc = (ROOT / "docs" / "references.md").read_text()
-    assert doc.endswith(refs.provenance_markdown()), (
+    assert doc.endswith(provenance_markdown()), (
         "docs/references.md's table differs from ampcalc/model/references.py; regenerate "
-        "it from ampcalc.model.references.provenance_markdown()"
+        "it from provenance_markdown() in tests/test_references.py"
     )
 
 

@@ -499,3 +499,15 @@ def plan_document(doc: Any, name: str, variance_share: float | None) -> Plan:
     return planner.plan_custom(
         title, eps, delta, big_n, sizes, variances, sens, st["sensitivity_population"], q
     )
+
+
+def plan_source(source: Any, q: float | None = None) -> Plan:
+    """``plan_document`` of any design source (path, YAML text, dict; ``ampcalc.plan``),
+    with ``q`` (the variance share) checked to lie in [0, 1)."""
+    from ampcalc.designs.sources import source_document
+    from ampcalc.model.errors import AmpcalcError
+
+    if q is not None and not 0 <= q < 1:
+        raise AmpcalcError(f"q: expected a number in [0, 1), got {q!r}")
+    document, filename = source_document(source)
+    return plan_document(document, filename, q)

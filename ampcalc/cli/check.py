@@ -26,13 +26,6 @@ from ampcalc.cli.app import (
 from ampcalc.cli.conventions import OutputOpt
 
 
-def verdict(result: dict[str, Any], max_epsilon: float, max_delta: float | None) -> dict[str, Any]:
-    """PASS/FAIL of one bound result against the budget (``ampcalc.api.check_verdict``)."""
-    from ampcalc.api import check_verdict
-
-    return check_verdict(result, max_epsilon, max_delta)
-
-
 def line(entry: dict[str, Any]) -> str:
     """``PASS name: ε′ <= 0.0123 (max 1), δ′ = 0 (max 1e-06)`` or ``FAIL ...: reason``."""
     up = entry["epsilon_prime_upper"]

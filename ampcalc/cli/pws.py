@@ -45,7 +45,7 @@ from ampcalc.records.pws_files import (
 )
 
 if TYPE_CHECKING:
-    from ampcalc.api import PwsSanitiser
+    from ampcalc.records.pws_sanitise import PwsSanitiser
 
 pws_app = typer.Typer(
     help=f"Private weighted sampling ({PWS}): table, sanitiser, estimator.\n\n"
@@ -60,7 +60,7 @@ DesignOpt = Annotated[
 
 
 def _design(path: str | None, overrides: list[str] | None) -> Any:
-    from ampcalc.api import pws_design
+    from ampcalc.records.pws_tables import pws_design
 
     return pws_design(load(path, overrides))
 
@@ -94,8 +94,9 @@ def table_cmd(
     """
     import functools
 
-    from ampcalc.api import pws_table, pws_table_columns
+    from ampcalc.api import pws_table
     from ampcalc.output import columns as co
+    from ampcalc.records.pws_tables import pws_table_columns
 
     out_format = resolve_format(fmt, as_json, out)
     d, params = _design(design, overrides)
@@ -209,7 +210,7 @@ def _verify(
     params: Any, q: Any, pi: Any, rows: Any, frequencies: bool = True
 ) -> tuple[bool, float, bool]:
     """DP self-check of the tables used (``ampcalc.api.pws_self_check``)."""
-    from ampcalc.api import pws_self_check
+    from ampcalc.records.pws_tables import pws_self_check
 
     return pws_self_check(params, q, pi, rows, frequencies)
 
@@ -313,7 +314,7 @@ def sanitize_cmd(
                 "time per worker)"
             )
     d, params = _design(design, overrides)
-    from ampcalc.api import PwsSanitiser
+    from ampcalc.records.pws_sanitise import PwsSanitiser
 
     san = PwsSanitiser(params, frequencies, extend=not no_extend)
     if engine == "dask":
@@ -547,7 +548,7 @@ def estimate_cmd(
         for line, row in zip(lines, rows_, strict=True):
             if all(row[i] == v for i, v in idx):
                 tokens.append(parse_freq(row[fi].strip(), private, line))
-    from ampcalc.api import pws_estimate_params
+    from ampcalc.records.pws_estimate import pws_estimate_params
 
     result = pws_estimate_params(params, tokens, estimator)
     per = result.pop("frequencies")

@@ -44,8 +44,8 @@ def verify_design(
     epsilon: float | None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """One row of ``verify --json`` for a loaded design (``ampcalc.api.verify_design``)."""
-    from ampcalc.api import verify_design as run_one
+    """One row of ``verify --json`` for a loaded design (``analyses.checks.verify_design``)."""
+    from ampcalc.analyses.checks import verify_design as run_one
 
     return run_one(design, pairs, limit, epsilon, progress)
 

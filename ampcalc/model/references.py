@@ -423,28 +423,3 @@ def footer(document: Any) -> list[str]:
         lead = "" if ref.short == ref.title else f"{ref.short}: "
         lines.append(f"  - {lead}{ref.full()}")
     return lines
-
-
-def _markdown_full(ref: Reference) -> str:
-    text = ref.full()
-    if ref.url is not None and not ref.url.startswith("http"):  # a page of this repository
-        text = text.replace(f"<{ref.url}>", f"[{ref.url}]({ref.url})")
-    return text
-
-
-def markdown() -> str:
-    """The README's "References" list (a test keeps the two identical)."""
-    lines = []
-    for ref in REFERENCES.values():
-        lead = "" if ref.short == ref.title else f"**{ref.short}** — "
-        lines.append(f"- {lead}{_markdown_full(ref)} (`{ref.key}`)")
-    return "\n".join(lines) + "\n"
-
-
-def provenance_markdown() -> str:
-    """docs/references.md's table: where each entry's fields were read."""
-    lines = ["| key | short form | where the fields were read |", "|---|---|---|"]
-    for ref in REFERENCES.values():
-        source = ref.source.replace("|", "\\|")
-        lines.append(f"| `{ref.key}` | {ref.short} | {source} |")
-    return "\n".join(lines) + "\n"

@@ -726,14 +726,6 @@ def table_lines(
     return out
 
 
-def plain_table(
-    header: Sequence[str], rows: Sequence[Sequence[str]], *, width: int | None = None
-) -> str:
-    """An aligned ASCII table fitted to ``width`` (used when stdout is not a terminal)."""
-    lines = table_lines(header, rows, width=width)
-    return "".join("".join(t for t, _ in line) + "\n" for line in lines)
-
-
 def render_table(
     header: Sequence[str],
     rows: Sequence[Sequence[str]],

@@ -1,6 +1,10 @@
 """Per-record pipelines: importance weights, PWS sanitising, and the Dask engine.
 
-Job: run the kernels of ``ampcalc.math`` over record files, in one process or on
-Dask (``distributed``). No printing; progress goes through callbacks. May import
-``schemes``, ``load``, ``math`` and ``model``; never ``cli``.
+Job: run the kernels of ``ampcalc.math`` over records, in one process or on Dask
+(``distributed``): importance weights (``importance_weights``), PWS tables and their
+self-check (``pws_tables``), the sanitiser (``pws_sanitise``), estimates from sanitised
+frequencies (``pws_estimate``, with the estimators' accuracy in ``pws_estimators``) and
+record files (``pws_files``). No printing; progress goes through callbacks. May import
+``output``, ``engine``, ``designs``, ``schemes``, ``load``, ``math`` and ``model``;
+never ``cli``.
 """

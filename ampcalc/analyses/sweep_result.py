@@ -1,0 +1,178 @@
+"""Sweeps from the Python API: any design source in, a ``SweepResult`` out.
+
+``run_sweep`` takes what ``ampcalc.sweep`` takes (a ``Design``, a path, YAML text or a
+dict; grid values as spec strings or numbers), checks it, and evaluates it through
+``sweep``: a built ``Design`` varied along ε (or the target) directly, anything else
+through its design document (``ampcalc.designs.sources.source_document``).
+``SweepResult`` wraps the evaluated ``Sweep`` as columns, rows, JSON or a DataFrame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ampcalc.model.errors import AmpcalcError, DesignError
+
+if TYPE_CHECKING:
+    from ampcalc.analyses.sweep import Sweep
+
+
+def spec_text(path: str, spec: Any) -> str:
+    """``PATH=SPEC`` as ``--vary`` takes it, from a spec string or a sequence of numbers."""
+    from ampcalc.analyses.sweep import yaml_scalar
+
+    if isinstance(spec, str):
+        return f"{path}={spec}"
+    values = np.atleast_1d(np.asarray(spec)).ravel().tolist()
+    if not values:
+        raise DesignError(f"{path}: no values to sweep", where=None)
+    items = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise DesignError(f"{path}: expected numbers to sweep, got {v!r}")
+        items.append(yaml_scalar(v))
+    return f"{path}={','.join(items)}"
+
+
+class SweepResult:
+    """An evaluated sweep: one row per (design, grid point), held as columns.
+
+    ``len(result)`` rows; ``for row in result`` gives dicts of plain values (NaN as
+    ``None``); ``result["epsilon_prime.upper"]`` is a column (numpy array);
+    ``result[i]`` is row ``i``; ``to_dict()`` is the ``ampcalc sweep --json`` payload
+    (without ``ampcalc_version``/``command``); ``to_pandas()`` a DataFrame.
+    """
+
+    def __init__(self, sweep: Sweep) -> None:
+        self.sweep = sweep
+
+    @property
+    def of(self) -> str:
+        """``bound``, ``invert`` or ``plan``."""
+        return self.sweep.of
+
+    @property
+    def columns(self) -> dict[str, np.ndarray]:
+        """Column name -> numpy array (one entry per row)."""
+        return self.sweep.columns
+
+    @property
+    def designs(self) -> dict[str, dict[str, Any]]:
+        """Per design name: scheme, basis, guarantee, warnings, notes."""
+        return self.sweep.designs
+
+    def column_names(self) -> list[str]:
+        return self.sweep.column_names()
+
+    def errors(self) -> list[str]:
+        """The distinct messages of points outside their theorem's conditions."""
+        return self.sweep.errors()
+
+    def __len__(self) -> int:
+        return len(self.sweep)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.sweep.rows()
+
+    def __getitem__(self, key: str | int) -> Any:
+        if isinstance(key, str):
+            if key not in self.sweep.columns:
+                import difflib
+
+                close = difflib.get_close_matches(key, self.column_names(), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise KeyError(f"no column {key!r}{hint}")
+            return self.sweep.columns[key]
+        n = len(self)
+        index = int(key)
+        if not -n <= index < n:
+            raise IndexError(f"row {key} of {n}")
+        index %= n
+        return next(r for i, r in enumerate(self.sweep.rows()) if i == index)
+
+    def __repr__(self) -> str:
+        return f"<SweepResult of={self.of!r} rows={len(self)} columns={self.column_names()}>"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON payload of ``ampcalc sweep --json`` (of, vary, designs, columns, rows,
+        and the ``references`` the designs' basis cites)."""
+        from ampcalc.analyses.sweep import document
+        from ampcalc.model.references import references_used
+
+        doc = document(self.sweep)
+        refs = references_used(doc)
+        return {**doc, "references": refs} if refs else doc
+
+    def to_pandas(self) -> Any:
+        """The rows as a ``pandas.DataFrame`` (one column per result column).
+
+        Raises:
+            AmpcalcError: pandas is not installed (it is not a dependency of ampcalc).
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise AmpcalcError(
+                "to_pandas needs pandas, which is not installed (pip install pandas); "
+                "to_dict() and the columns work without it"
+            ) from None
+        return pd.DataFrame({k: v for k, v in self.sweep.columns.items()})
+
+
+def run_sweep(
+    design: Any,
+    vary: Mapping[str, Any],
+    *,
+    of: str = "bound",
+    target: float | None = None,
+    target_delta: float | None = None,
+    overrides: Sequence[str] = (),
+) -> SweepResult:
+    """Bounds (or inverses, or plans) over a grid of design values (``ampcalc sweep``).
+
+    Args:
+        design: a path, YAML text or dict (every design it holds is swept), or a
+            ``Design``.
+        vary: one or two fields (the first is the x axis) mapped to their values: a
+            spec string ``"start:stop:steps"``, ``"start:stop:steps:log"``, ``"v1,v2"``,
+            or a sequence/array of numbers. Paths as ``--vary``: ``epsilon`` (=
+            ``mechanism.epsilon``), ``target``, ``sampling.sample``, ``designs[1]...``.
+        of: ``bound``, ``invert`` or ``plan``.
+        target, target_delta: the target for ``of="invert"`` when it is not varied.
+        overrides: ``PATH=VALUE`` strings applied before the grid values.
+    Returns:
+        A ``SweepResult``; points outside their theorem's conditions carry ``error``.
+    Raises:
+        DesignError: a malformed sweep, or a grid point that is not a valid design.
+    """
+    from ampcalc.analyses import sweep as sw
+    from ampcalc.designs.sources import built_designs, source_document
+
+    if of not in sw.KINDS:
+        raise DesignError(f"unknown of={of!r}; expected one of {', '.join(sw.KINDS)}")
+    if not isinstance(vary, Mapping) or not vary:
+        raise DesignError(
+            "nothing to sweep: give vary={PATH: SPEC}, e.g. vary={'epsilon': '0.01:10:100:log'}"
+        )
+    varies = [sw.parse_vary(spec_text(str(path), spec)) for path, spec in vary.items()]
+    built = built_designs(design)
+    if (
+        built is not None and not overrides and {v.path for v in varies} <= {sw.vector_path(of)}
+    ):  # a built Design swept along ε (or the target) needs no document round trip
+        return SweepResult(
+            sw.evaluate_designs(built, varies, of=of, target=target, target_delta=target_delta)
+        )
+    document, filename = source_document(design)
+    result = sw.evaluate(
+        document,
+        varies,
+        of=of,
+        filename=filename,
+        overrides=overrides,
+        target=target,
+        target_delta=target_delta,
+    )
+    return SweepResult(result)

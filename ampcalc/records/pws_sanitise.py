@@ -1,0 +1,114 @@
+"""Private weighted sampling's sanitiser in memory (Cohen et al. 2021, Alg. 2–4;
+``ampcalc pws sanitize``).
+
+``PwsSanitiser`` holds a design's Algorithm 3/4 tables and extends them on demand to
+larger frequencies (the CLI's and the Dask engine's streaming sanitiser share it);
+``pws_sanitize`` checks a sample (one whole frequency >= 1 per distinct key) and keeps
+or drops each key with ``ampcalc.math.pws.sanitize_keys``. No printing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ampcalc.model.errors import DesignError
+from ampcalc.records.pws_tables import pws_design
+
+
+class PwsSanitiser:
+    """Algorithm 3/4 tables for a design, extended on demand to larger frequencies."""
+
+    def __init__(self, params: Any, frequencies: bool, extend: bool) -> None:
+        from ampcalc.schemes import pws
+
+        self.params = params
+        self.frequencies = frequencies
+        self.extend = extend
+        self.table = pws.compute_table(params)
+        self.n = self.table.n
+        self._build(self.n)
+
+    def _build(self, n: int) -> None:
+        from ampcalc.math import pws as K
+        from ampcalc.schemes import pws
+
+        self.q = pws.q_of(self.params, n)
+        self.pi = pws.reporting(self.params, self.q)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.p = np.where(self.q > 0, self.pi / self.q, 0.0)
+        self.rows = (
+            K.frequency_rows(self.q, self.params.epsilon, self.params.delta, self.pi)
+            if self.frequencies
+            else None
+        )
+        self.n = n
+
+    def ensure(self, top: int, where: str) -> None:
+        if top <= self.n:
+            return
+        if not self.extend:
+            raise DesignError(
+                f"{where}: frequency {top} is above max_frequency = {self.n}; its row was "
+                "not computed (drop --no-extend to compute it)"
+            )
+        self._build(top)
+
+
+def pws_sanitize(
+    design: Any,
+    keys: Sequence[str],
+    frequencies: Any,
+    seed: int,
+    *,
+    report_frequencies: bool = False,
+    extend: bool = True,
+) -> dict[str, Any]:
+    """Sanitise a weighted sample (004 Alg. 2; ``ampcalc pws sanitize``), in memory.
+
+    Args:
+        design: the pws design.
+        keys: the sample's keys (each once).
+        frequencies: each key's frequency (whole numbers >= 1).
+        seed: the sanitiser's seed: key x's uniform is a pure function of (seed, x)
+            (a counter-based hash generator), so the output for a key does not depend
+            on the other keys, their order or chunking; same as the CLI's ``--seed``.
+        report_frequencies: also report sanitised frequencies (Algorithm 4).
+        extend: compute rows above the design's ``max_frequency`` when needed.
+    Returns:
+        ``{"keys": [...reported keys...]}`` plus ``"frequency": [...]`` with
+        ``report_frequencies`` (the CLI's output rows, in input order).
+    """
+    from ampcalc.designs.sources import as_designs
+    from ampcalc.math import pws as K
+
+    _, params = pws_design(as_designs(design))
+    key_list = [str(k) for k in keys]
+    freqs = np.asarray(frequencies)
+    if freqs.shape != (len(key_list),):
+        raise DesignError(
+            f"expected one frequency per key ({len(key_list)}), got shape {freqs.shape}"
+        )
+    if freqs.size and (freqs.dtype.kind not in "iu" or int(freqs.min()) < 1):
+        if freqs.dtype.kind == "f" and np.all(freqs == np.round(freqs)) and freqs.min() >= 1:
+            freqs = freqs.astype(np.int64)
+        else:
+            raise DesignError(
+                "frequencies must be whole numbers >= 1 (keys with frequency 0 are not in "
+                "the data; frequencies count elements)"
+            )
+    if len(set(key_list)) != len(key_list):
+        raise DesignError("duplicate keys: a weighted sample lists each key once")
+    freqs = freqs.astype(np.int64)
+    san = PwsSanitiser(params, report_frequencies, extend=extend)
+    if freqs.size:
+        san.ensure(int(freqs.max()), "frequencies")
+    kept, tokens = K.sanitize_keys(key_list, freqs, int(seed), p=san.p, rows=san.rows)
+    idx = np.flatnonzero(kept).tolist()
+    out: dict[str, Any] = {"keys": [key_list[i] for i in idx]}
+    if report_frequencies:
+        assert tokens is not None
+        out["frequency"] = [int(tokens[i]) for i in idx]
+    return out
