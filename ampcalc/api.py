@@ -11,7 +11,7 @@ Every command of the CLI has an equivalent here that returns data instead of tex
 ``compare``        ``compare(designs, target=None)`` -> list of dicts
 ``check``          ``check(designs, max_epsilon=..., max_delta=None)`` -> list of dicts
 ``verify``         ``verify(designs, pairs="default", limit=5000)`` -> list of dicts
-``plan``           ``plan(source, q=None)`` -> ``ampcalc.planner.Plan``
+``plan``           ``plan(source, q=None)`` -> ``ampcalc.math.accuracy.Plan``
 ``weights``        ``weights(design)`` -> ``Weights`` (``.sample(seed)`` for ``--sample``)
 ``pws table``      ``pws_table(design, max_frequency=None, verify=False)`` -> dict
 ``pws sanitize``   ``pws_sanitize(design, keys, frequencies, seed)`` -> dict
@@ -293,7 +293,7 @@ def plan(source: Any, q: float | None = None) -> Plan:
         q: a sampling-variance share of V_N in [0, 1): also report the largest rate
             that still allows a gain.
     Returns:
-        An ``ampcalc.planner.Plan`` (``to_dict()`` is one ``results`` entry of
+        An ``ampcalc.math.accuracy.Plan`` (``to_dict()`` is one ``results`` entry of
         ``plan --json``).
     """
     from ampcalc.analyses.plan import plan_source

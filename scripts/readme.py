@@ -74,6 +74,18 @@ def run(cmd: str) -> str:
     return f"$ {cmd}\n{text}"
 
 
+#: a command that fails on one of these is a broken example, never output worth showing
+BROKEN = re.compile(
+    r"Got unexpected extra argument|No such (?:option|command)|Missing argument|"
+    r": no such file|\[Errno 2\]"
+)
+
+
+def broken(outputs: dict[str, str]) -> list[str]:
+    """The marked commands whose run failed on their own command line or a missing file."""
+    return [cmd for cmd, out in outputs.items() if "[exit " in out and BROKEN.search(out)]
+
+
 def render(text: str, outputs: dict[str, str]) -> str:
     return BLOCK.sub(lambda m: m.group(1) + outputs[m.group("cmd")] + m.group(4), text)
 
@@ -94,6 +106,11 @@ def main() -> int:
     paths = args.files or documents()
     texts = [path.read_text(encoding="utf-8") for path in paths]
     outputs = run_all(texts)
+    bad = broken(outputs)
+    if bad:
+        sys.stderr.write("broken example commands (fix the command, not the output):\n")
+        sys.stderr.writelines(f"  {cmd}\n  -> {outputs[cmd].splitlines()[1]}\n" for cmd in bad)
+        return 1
     for path, old in zip(paths, texts, strict=True):
         new = render(old, outputs)
         if same_output(old, new):

@@ -272,3 +272,25 @@ def test_every_reference_of_a_basis_is_a_citation() -> None:
 
     for s in registry.all_schemes():
         assert all(isinstance(c, Citation) for c in s.basis), s.name
+
+
+#: a paper named by its file number: "(000 Theorem 5.2)", "paper 002", "002 §4.3"
+FILE_NUMBER = re.compile(r"\bpaper 00[0-4]\b|\b00[0-4] (?:§|Theorem|Lemma|Fig|Appendix|eq)")
+
+
+def test_examples_and_docs_cite_by_author_not_file() -> None:
+    # what a user reads includes the example files' comments and names, and the docs
+    files = [
+        *sorted((ROOT / "examples").rglob("*.yaml")),
+        *sorted((ROOT / "examples").rglob("*.sh")),
+        *sorted((ROOT / "examples").rglob("*.py")),
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+    ]
+    bad = []
+    for path in files:
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            hit = FORBIDDEN.search(line) or FILE_NUMBER.search(line)
+            if hit and not ("figures/00" in line or "-figure" in line or "data/" in line):
+                bad.append(f"{path.relative_to(ROOT)}:{i}: {hit.group()!r}")
+    assert not bad, "\n".join(bad[:20])

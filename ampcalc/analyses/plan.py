@@ -4,7 +4,7 @@ A planner design names the *population-level* target (ε, δ) the release must m
 SRSWOR sampling frame (population N; a fixed ``sample`` or a grid of ``rates``) and a
 ``statistic:`` block (``mean`` | ``median`` | ``custom``). ``plan_document`` checks it
 field by field (errors name the file, line and field, as design files do) and hands
-the numbers to ``ampcalc.planner`` (002_2b0afa8716090992.txt §4, spec §9). The
+the numbers to ``ampcalc.math.accuracy`` (002_2b0afa8716090992.txt §4, spec §9). The
 ``plan`` command and ``ampcalc.plan`` both call it.
 """
 
@@ -202,7 +202,7 @@ def read_plan(source: str | None, variance_share: float | None) -> Plan:
 
 def plan_document(doc: Any, name: str, variance_share: float | None) -> Plan:
     """Validate a parsed planner design (``name``: its file, for messages and relative
-    ``data:`` paths) and compute its plan (an ``ampcalc.planner.Plan``); with a
+    ``data:`` paths) and compute its plan (an ``ampcalc.math.accuracy.Plan``); with a
     ``variance_share`` of V_N (002 §4.1's q), also the largest rate allowing a gain."""
     q = variance_share
     from ampcalc.load.fields import Reader, check_keys

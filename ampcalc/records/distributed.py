@@ -686,7 +686,7 @@ def _read_parquet_sample(
 @dataclass(frozen=True)
 class _SanitizeJob:
     token: str
-    base: Any  # commands.pws.Sanitiser at the design's table size
+    base: Any  # records.pws_sanitise.PwsSanitiser at the design's table size
     params: Any
     seed: int
     frequencies: bool

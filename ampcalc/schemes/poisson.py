@@ -293,7 +293,7 @@ def replace_one_analysis(
 
 
 def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
-    """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify)."""
+    """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.schemes.exact)."""
     from ampcalc.schemes.exact import poisson_instance
 
     return poisson_instance(*args, **kwargs)

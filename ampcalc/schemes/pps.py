@@ -810,7 +810,7 @@ def _replacement(
 def _verify_hook(
     params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
 ) -> Any:
-    """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.verify).
+    """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.schemes.exact).
 
     ``poisson-threshold``: see ``_verify_threshold``. The other methods enumerate one
     concrete algorithm on the design's size measures: ``successive`` (draw by draw),
