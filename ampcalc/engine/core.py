@@ -314,20 +314,10 @@ def invert(design: Design, target: Any = None, target_delta: float | None = None
     Raises:
         DesignError: no target given, or a target that is not a number > 0.
     """
-    with np.errstate(**_QUIET):  # type: ignore[arg-type]
-        return _invert(design, target, target_delta)
-
-
-def _invert(design: Design, target: Any, target_delta: float | None) -> InvertResult:
     if target is None and design.target is not None:
         target = design.target.epsilon_prime
     if target_delta is None and design.target is not None:
         target_delta = design.target.delta_prime
-    if target is None:
-        raise DesignError(
-            f"design {design.name!r}: no target; give --target T or a `target: "
-            "{epsilon_prime: T}` block"
-        )
     if (
         type(target) is float
         and 0.0 < target <= MAX_EPSILON
@@ -336,6 +326,16 @@ def _invert(design: Design, target: Any, target_delta: float | None) -> InvertRe
         fast = fastpath.invert(design, target, target_delta)  # closed form: same bits
         if fast is not None:
             return fast
+    with np.errstate(**_QUIET):  # type: ignore[arg-type]
+        return _invert(design, target, target_delta)
+
+
+def _invert(design: Design, target: Any, target_delta: float | None) -> InvertResult:
+    if target is None:
+        raise DesignError(
+            f"design {design.name!r}: no target; give --target T or a `target: "
+            "{epsilon_prime: T}` block"
+        )
     # a target ε′ is an ε: the one rule (finite, in (0, 10⁶])
     t = np.asarray(check_epsilon(target, where=_TARGET_WHERE, array=True), dtype=float)
     if target_delta is not None and not 0 <= target_delta <= 1:
