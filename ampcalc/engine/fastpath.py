@@ -289,7 +289,7 @@ def _make(cls: type, template: dict[str, Any] | None, fields: dict[str, Any]) ->
     instance dict, in the same order, as the dataclass constructor makes)."""
     if template is None:
         return cls(**fields)
-    obj = _new(cls)
+    obj: Any = _new(cls)
     _set(obj, "__dict__", {**template, **fields})
     return obj
 

@@ -292,7 +292,8 @@ def rows_text(columns: list[Any], *, int_first: bool) -> bytes:
     parts.append(np.full((n, 1), ord("\n"), dtype=np.uint8))
     table = np.concatenate(parts, axis=1)
     if not slow.any():
-        return table[table != 0].tobytes()
+        text: bytes = table[table != 0].tobytes()
+        return text
     fmt = ",".join((["%d"] if int_first else ["%.17g"]) + ["%.17g"] * (len(columns) - 1))
     out: list[bytes] = []
     start = 0
