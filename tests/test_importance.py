@@ -143,9 +143,10 @@ def test_near_zero_target_uses_bisection_and_stays_feasible() -> None:
 
 
 def test_blocked_weights_and_their_certified_eps_hat_are_the_whole_arrays(monkeypatch) -> None:
-    """``privacy_constrained`` works in blocks of records and hands back the ε̂ its
-    certification evaluated: both the same bits as one pass over the whole array and
-    as ``eps_hat_upper_w`` evaluated again on the weights (Theorem 10; spec A7)."""
+    """``privacy_constrained`` works in blocks of records (on threads if asked) and
+    hands back the ε̂ its certification evaluated: both the same bits as one pass over
+    the whole array and as ``eps_hat_upper_w`` evaluated again on the weights
+    (Theorem 10; spec A7)."""
     from ampcalc.math import importance as kern
 
     rng = np.random.default_rng(7)
@@ -158,6 +159,8 @@ def test_blocked_weights_and_their_certified_eps_hat_are_the_whole_arrays(monkey
     monkeypatch.setattr(kern, "BLOCK", 64)
     w_blocks, e_blocks = kern.privacy_constrained(a, eps_star)
     assert w_blocks.tobytes() == w.tobytes() and e_blocks.tobytes() == e.tobytes()
+    w_threads, e_threads = kern.privacy_constrained(a, eps_star, threads=2)
+    assert w_threads.tobytes() == w.tobytes() and e_threads.tobytes() == e.tobytes()
     pos = (a > 0) & (a <= eps_star)
     again = kern.eps_hat_upper_w(a[pos], w[pos])
     assert e[pos].tobytes() == again.tobytes()

@@ -160,7 +160,7 @@ def weights(
     try:
         params, profile, k0, eps_star = importance_setup(d)
         if not dask:
-            fig = imp.record_figures(params, profile, k0, eps_star)
+            fig = imp.record_figures(params, profile, k0, eps_star, threads=_threads())
     except ConditionError as err:
         say(f"ampcalc: {d.name}: {err.message}")
         return int(ExitCode.BAD_INPUT)
@@ -213,11 +213,18 @@ def weights(
     return int(ExitCode.OK)
 
 
+def _threads() -> int:
+    """Threads for the per-record blocks (numpy releases the GIL): two where there
+    are two cores."""
+    import os
+
+    return max(1, min(2, os.cpu_count() or 1))
+
+
 def _write_rows(write: Any, figs: tuple[Any, ...], tick: Progress | None) -> None:
     """``row,probability,weight,epsilon_hat`` rows: np.savetxt's %d/%.17g text, made
     column-wise (``records_csv.rows_text``, the same bytes) in blocks formatted on
     threads (numpy releases the GIL in its loops) and written in order."""
-    import os
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
@@ -233,7 +240,7 @@ def _write_rows(write: Any, figs: tuple[Any, ...], tick: Progress | None) -> Non
         cols = [np.arange(start, stop), *(c[start:stop] for c in figs)]
         return rows_text(cols, int_first=True).decode("ascii")
 
-    workers = max(1, min(2, os.cpu_count() or 1))
+    workers = _threads()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         ahead: deque[Any] = deque()  # at most 2 blocks per thread formatted ahead
         for start in range(0, size, step):

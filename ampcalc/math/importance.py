@@ -149,11 +149,14 @@ def privacy_constrained_weights(a: np.ndarray, eps_star: float) -> np.ndarray:
     return privacy_constrained(a, eps_star)[0]
 
 
-def privacy_constrained(a: np.ndarray, eps_star: float) -> tuple[np.ndarray, np.ndarray]:
+def privacy_constrained(
+    a: np.ndarray, eps_star: float, *, threads: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """``(w*, ε̂)``: ``privacy_constrained_weights(a, ε*)`` and, on the records with
     0 < a <= ε*, the certified ε̂ = ``eps_hat_upper_w(a, w*)`` its certification
     evaluated last (the same bits; ``nan`` on the other records), so a caller need not
-    evaluate it again."""
+    evaluate it again. ``threads`` > 1 evaluates the blocks on that many threads
+    (Lambert W and numpy release the GIL; the same bits)."""
     a = np.asarray(a, dtype=float)
     if eps_star > 700.0:
         raise ValueError("ε* above 700 is outside the supported range of the weights")
@@ -169,11 +172,20 @@ def privacy_constrained(a: np.ndarray, eps_star: float) -> tuple[np.ndarray, np.
     ap = a[pos]
     w = np.empty(ap.shape)
     e = np.empty(ap.shape)
-    redo_parts = []
-    for s in range(0, ap.size, BLOCK):
+    starts = range(0, ap.size, BLOCK)
+
+    def block(s: int) -> np.ndarray:
         part = slice(s, s + BLOCK)
         w[part], e[part], redo = _certified_closed_form(ap[part], c, eps_star)
-        redo_parts.append(np.flatnonzero(redo) + s)
+        return np.flatnonzero(redo) + s
+
+    if threads > 1 and len(starts) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            redo_parts = list(pool.map(block, starts))
+    else:
+        redo_parts = [block(s) for s in starts]
     redo_idx = np.concatenate(redo_parts)
     if redo_idx.size:
         w[redo_idx] = _bisect_weights(ap[redo_idx], eps_star)
