@@ -12,10 +12,11 @@ Here the same bytes are made column-wise with array arithmetic:
   IEEE operations, which numpy never fuses), x·P_lo rounded. For 10⁻²⁰⁰ <= |x| <= 10²⁰⁰
   the total error is below 10⁻¹⁴ (relative error 2⁻¹⁰⁴ of a value below 2·10¹⁷, plus
   the rounding of the low part, |low| < 40), so N and E are exact wherever |x|·10^k
-  is more than 10⁻⁶ away from a tie (k + 1/2) and from 10¹⁶ and 10¹⁷. 0, −0, ±inf and NaN are spelt as ``%``
-  spells them. A row holding a value nearer than that (exact ties included), or
-  outside that range (subnormals too), is formatted by Python's ``%`` itself
-  (``rows_text``): the text is Python's wherever the arithmetic could not prove it.
+  is more than 10⁻⁶ away from a tie (j + 1/2) and from 10¹⁶ and 10¹⁷. 0, −0, ±inf
+  and NaN are spelt as ``%`` spells them. A row holding a value nearer than that
+  (exact ties included), or outside that range (subnormals too), is formatted by
+  Python's ``%`` itself (``rows_text``): the text is Python's wherever the arithmetic
+  could not prove it.
 * The text is then spelt as Python's ``%g`` spells it (``"%.17g" % x``): fixed notation
   for −4 <= E < 17, otherwise ``d.ddde±XX``; trailing zeros and a bare point removed.
 
