@@ -179,3 +179,22 @@ def test_verdict_codes_equal_the_object_array_fill(rows, has_lower, has_upper) -
             None if lo is None else lo[0], None if up is None else up[0], arr[0, 2]
         )
         assert one.shape == () and one.item() == want[0]
+
+
+def test_fast_results_are_what_the_result_constructors_build() -> None:
+    """The scalar path fills in a copy of a template instance dict instead of calling
+    the frozen dataclass constructor: the same fields, in the same order, equal."""
+    import dataclasses
+
+    from ampcalc.model.results import BoundResult, InvertResult
+
+    d = _design("srswor", (10_000, 100), "both", 1e-6, 1.0)
+    for res, cls in (
+        (fastpath.bound(d, 0.5), BoundResult),
+        (fastpath.invert(d, 0.1, 1e-3), InvertResult),
+    ):
+        assert type(res) is cls
+        assert list(vars(res)) == [f.name for f in dataclasses.fields(cls)]
+        assert res == cls(**vars(res))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            res.name = "x"  # type: ignore[misc]

@@ -142,6 +142,33 @@ def test_near_zero_target_uses_bisection_and_stays_feasible() -> None:
         assert float(wi) == pytest.approx(float(oracle.w_star(ai, eps_star)), rel=1e-7)
 
 
+def test_blocked_weights_and_their_certified_eps_hat_are_the_whole_arrays(monkeypatch) -> None:
+    """``privacy_constrained`` works in blocks of records (on threads if asked) and
+    hands back the ε̂ its certification evaluated: both the same bits as one pass over
+    the whole array and as ``eps_hat_upper_w`` evaluated again on the weights
+    (Theorem 10; spec A7)."""
+    from ampcalc.math import importance as kern
+
+    rng = np.random.default_rng(7)
+    eps_star = 1.0
+    # interior records, the ill-conditioned end (bisection), a = 0, infeasible, negative
+    a = np.concatenate(
+        [rng.uniform(0.0, 1.0, 997), [eps_star * 0.9999999, 0.0, 1.5, -0.1, eps_star]]
+    )
+    w, e = kern.privacy_constrained(a, eps_star)
+    monkeypatch.setattr(kern, "BLOCK", 64)
+    w_blocks, e_blocks = kern.privacy_constrained(a, eps_star)
+    assert w_blocks.tobytes() == w.tobytes() and e_blocks.tobytes() == e.tobytes()
+    w_threads, e_threads = kern.privacy_constrained(a, eps_star, threads=2)
+    assert w_threads.tobytes() == w.tobytes() and e_threads.tobytes() == e.tobytes()
+    pos = (a > 0) & (a <= eps_star)
+    again = kern.eps_hat_upper_w(a[pos], w[pos])
+    assert e[pos].tobytes() == again.tobytes()
+    # certified wherever the weight could go down (at w = 1, a = ε* is over by the rounding)
+    assert (e[pos & (w > 1.0)] <= eps_star).all() and np.isnan(e[~pos]).all()
+    assert w[a == 0.0][0] == np.inf and np.isnan(w[(a > eps_star) | (a < 0)]).all()
+
+
 def test_lloyd_strong_convexity_is_squared() -> None:
     # spec A9/A12-2: μ = (T s)² e^{T s}, not T²·s·e^{Ts}
     s, t = 0.03, 10

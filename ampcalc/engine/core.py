@@ -321,8 +321,21 @@ def invert(design: Design, target: Any = None, target_delta: float | None = None
     Raises:
         DesignError: no target given, or a target that is not a number > 0.
     """
+    asked, asked_delta = target, target_delta
+    if target is None and design.target is not None:
+        target = design.target.epsilon_prime
+    if target_delta is None and design.target is not None:
+        target_delta = design.target.delta_prime
+    if (
+        type(target) is float
+        and 0.0 < target <= MAX_EPSILON
+        and (target_delta is None or 0 <= target_delta <= 1)
+    ):
+        fast = fastpath.invert(design, target, target_delta)  # closed form: same bits
+        if fast is not None:
+            return fast
     with np.errstate(**_QUIET):  # type: ignore[arg-type]
-        return _invert(design, target, target_delta)
+        return _invert(design, target, target_delta, (asked, asked_delta))
 
 
 def retarget(design: Design, target: Any, target_delta: float | None) -> Design:
@@ -359,30 +372,20 @@ def retarget(design: Design, target: Any, target_delta: float | None) -> Design:
     return dataclasses.replace(design, target=new)
 
 
-def _invert(design: Design, target: Any, target_delta: float | None) -> InvertResult:
-    asked, asked_delta = target, target_delta
-    if target is None and design.target is not None:
-        target = design.target.epsilon_prime
-    if target_delta is None and design.target is not None:
-        target_delta = design.target.delta_prime
+def _invert(
+    design: Design, target: Any, target_delta: float | None, asked: tuple[Any, float | None]
+) -> InvertResult:
     if target is None:
         raise DesignError(
             f"design {design.name!r}: no target ε′: give a `target` or a `target: "
             "{epsilon_prime: T}` block in the design"
         )
-    if (
-        type(target) is float
-        and 0.0 < target <= MAX_EPSILON
-        and (target_delta is None or 0 <= target_delta <= 1)
-    ):
-        fast = fastpath.invert(design, target, target_delta)  # closed form: same bits
-        if fast is not None:
-            return fast
-    design = retarget(design, asked, asked_delta)  # after the fast path: closed forms aren't
     # a target ε′ is an ε: the one rule (finite, in (0, 10⁶])
     t = np.asarray(check_epsilon(target, where=_TARGET_WHERE, array=True), dtype=float)
     if target_delta is not None and not 0 <= target_delta <= 1:
         raise DesignError("target δ′ must be in [0, 1]")
+    # a valid target (closed forms took the fast path: they are never calibrated to one)
+    design = retarget(design, *asked)
     was_scalar = t.ndim == 0
     try:
         analysis = analyse(design)

@@ -111,7 +111,8 @@ assert _ULPS == 8, "round_up/round_down above are unrolled for 8 ulps"
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """What one design's results share whatever ε: the analysis without its closures."""
+    """What one design's results share whatever ε: the analysis without its closures,
+    the fields of its results that do not depend on ε, and the kernels."""
 
     design: Design
     q: float
@@ -127,6 +128,17 @@ class _Plan:
     log1p: Callable[[float], float]
     log: Callable[[float], float]
     exp: Callable[[float], float]
+    # --- derived once per design (same bits as evaluating them per call) ---
+    epsilon: float  # float(M's ε): the ε when the call gives none
+    replace_one_ratio: float  # Mechanism.replace_one_ratio()
+    delta_prime: float  # δ′ = q·δ rounded up, clipped to [0, 1] (does not depend on ε)
+    log_q: float
+    minus_one_minus_q: float  # −(1 − q)
+    #: the result's fields in the result class's order, ε-free ones filled in: the
+    #: per-call values replace their placeholders (``None`` when a result class has a
+    #: hook the template cannot reproduce: the constructor is called then)
+    bound_fields: dict[str, Any] | None
+    invert_fields: dict[str, Any] | None
 
     # --- the kernels (numeric.amplification, its inverse), ε <= LOG_SPACE_FROM ---
 
@@ -140,30 +152,6 @@ class _Plan:
 
     def lower(self, eps: float) -> float:
         return round_down(self.amplification(eps * self.ratio))
-
-    def inverse(self, t: float) -> float:
-        log_q = self.log(self.q)
-        if t - log_q <= _BIG:
-            return self.log1p(self.expm1(t) / self.q)
-        return t - log_q + self.log1p(-(1.0 - self.q) * self.exp(-t))
-
-    # --- numeric.certify_down / certify_up with 64 steps; more: the array path ---
-
-    def certify_down(self, x: float, t: float) -> tuple[float, bool]:
-        """The certificate, and whether ``upper(x) <= t`` was its last check."""
-        for _ in range(64):
-            over = self.upper(x) > t
-            if not (over and x > 0):
-                return x, not over
-            x = math.nextafter(x, 0.0)
-        raise _Fallback
-
-    def certify_up(self, x: float, t: float) -> float:
-        for _ in range(64):
-            if not (self.lower(x) < t and math.isfinite(x)):
-                return x
-            x = math.nextafter(x, _INF)
-        raise _Fallback
 
 
 #: id(design) -> (design, plan or None); the design is kept alive with its entry, so its
@@ -220,54 +208,119 @@ def _build(design: Design) -> _Plan | None:
         return None
     if analysis.warnings or analysis.calibrated or analysis.invert_details is not None:
         return None
+    kernels = _kernels()
+    delta = float(mech.delta)
+    if delta == 0.0:
+        delta_prime = 0.0
+    else:
+        delta_prime = min(max(min(round_up(q * delta), 1.0), 0.0), 1.0)
+    basis = tuple(analysis.basis)
+    notes = tuple(analysis.notes)
     return _Plan(
         design=design,
         q=q,
         ratio=ratio if design.scheme == "srswor" else 1.0,
         # the assembly rounds the guess again only when it divides by ε_R/ε ≠ 1
         twice=design.scheme == "srswor" and ratio != 1.0,
-        delta=float(mech.delta),
+        delta=delta,
         guarantee=str(analysis.guarantee_neighbours),
-        basis=tuple(analysis.basis),
+        basis=basis,
         conditions=tuple(analysis.conditions),
-        notes=tuple(analysis.notes),
+        notes=notes,
         details=dict(analysis.details),
-        **_kernels(),
+        **kernels,
+        epsilon=float(mech.epsilon),
+        replace_one_ratio=ratio,
+        delta_prime=delta_prime,
+        log_q=kernels["log"](q),
+        minus_one_minus_q=-(1.0 - q),
+        bound_fields=_template(
+            BoundResult,
+            name=design.name,
+            scheme=design.scheme,
+            epsilon=None,
+            delta=mech.delta,
+            lower=None,
+            upper=None,
+            delta_prime=None,
+            verdict=None,
+            epsilon_replace_one=None,
+            guarantee_neighbours=str(analysis.guarantee_neighbours),
+            basis=basis,
+            conditions=tuple(analysis.conditions),
+            warnings=(),
+            notes=notes,
+            details={},
+        ),
+        invert_fields=_template(
+            InvertResult,
+            name=design.name,
+            scheme=design.scheme,
+            target_epsilon_prime=None,
+            target_delta_prime=None,
+            certified=None,
+            impossible_above=None,
+            delta=None,
+            basis=basis,
+            warnings=(),
+            notes=(),
+            details={},
+            knob=None,
+        ),
     )
 
 
-def _eps_replace_one(plan: _Plan, eps: float, mech: Mechanism) -> float:
-    """``Mechanism.epsilon_replace_one_of`` (ratio 1 or 2: no stated ε_R)."""
-    r = mech.replace_one_ratio()
-    return eps if r == 1.0 else 2.0 * eps
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _template(cls: type, **fields: Any) -> dict[str, Any] | None:
+    """The instance dict of ``cls(**fields)``, or ``None`` where a result built by
+    filling in a copy of it would not be what the constructor builds (a
+    ``__post_init__``, slots): the caller then calls the constructor."""
+    obj = cls(**fields)
+    if hasattr(cls, "__post_init__") or not hasattr(obj, "__dict__"):
+        return None
+    return dict(vars(obj))
+
+
+def _make(cls: type, template: dict[str, Any] | None, fields: dict[str, Any]) -> Any:
+    """``cls(**fields)``: the template's copy with ``fields`` filled in (the same
+    instance dict, in the same order, as the dataclass constructor makes)."""
+    if template is None:
+        return cls(**fields)
+    obj: Any = _new(cls)
+    _set(obj, "__dict__", {**template, **fields})
+    return obj
 
 
 def bound(design: Design, epsilon: Any) -> BoundResult | None:
     """``engine.bound`` of one ε on a closed-form design, or ``None`` (use the array path)."""
-    if epsilon is not None and type(epsilon) is not float and np.ndim(epsilon) != 0:
+    if not ENABLED:
         return None
-    plan = _plan(design)
+    hit = _CACHE.get(id(design))
+    plan = hit[1] if hit is not None and hit[0] is design else _plan(design)
     if plan is None:
         return None
-    mech = design.mechanism
-    assert mech is not None
-    if epsilon is None:
-        eps = float(mech.epsilon)
-    elif type(epsilon) is float and 0.0 < epsilon <= MAX_EPSILON:  # check_epsilon's rule
+    if type(epsilon) is float and 0.0 < epsilon <= MAX_EPSILON:  # check_epsilon's rule
         eps = epsilon
+    elif epsilon is None:
+        eps = plan.epsilon
+    elif np.ndim(epsilon) != 0:
+        return None
     else:
         eps = check_epsilon(epsilon, where=_where())
-    try:
-        a = plan.amplification(eps * plan.ratio)
-    except _Fallback:
-        return None
-    upper = round_up(a)
-    lower = max(round_down(a), 0.0)
     ref = eps * plan.ratio  # reference_epsilon: ε_R (srswor) or ε (poisson, add-remove)
-    if plan.delta == 0.0:
-        delta_prime = 0.0
+    if not ref <= _BIG:  # the log-space branch of the kernel (or NaN): the array path
+        return None
+    a = plan.log1p(plan.q * plan.expm1(ref))  # numeric.amplification
+    n, i = _nextafter, _INF
+    upper = n(n(n(n(n(n(n(n(a, i), i), i), i), i), i), i), i)  # round_up
+    if a >= 0:  # round_down, then max(·, 0)
+        i = -_INF
+        lower = max(max(n(n(n(n(n(n(n(n(a, i), i), i), i), i), i), i), i), 0.0), 0.0)
     else:
-        delta_prime = min(max(min(round_up(plan.q * plan.delta), 1.0), 0.0), 1.0)
+        lower = max(a, 0.0)
     if lower > ref * (1 + _SLACK):
         verdict = _DEGRADES
     elif lower >= ref * (1 - _SLACK):
@@ -276,25 +329,21 @@ def bound(design: Design, epsilon: Any) -> BoundResult | None:
         verdict = _AMPLIFIES
     else:
         verdict = _INCONCLUSIVE
-    details = dict(plan.details)
-    details["reference_epsilon"] = ref
-    return BoundResult(
-        name=design.name,
-        scheme=design.scheme,
-        epsilon=eps,
-        delta=mech.delta,
-        lower=lower,
-        upper=upper,
-        delta_prime=delta_prime,
-        verdict=verdict,
-        epsilon_replace_one=_eps_replace_one(plan, eps, mech),
-        guarantee_neighbours=plan.guarantee,
-        basis=plan.basis,
-        conditions=plan.conditions,
-        warnings=(),
-        notes=plan.notes,
-        details=details,
+    result: BoundResult = _make(
+        BoundResult,
+        plan.bound_fields,
+        {
+            "epsilon": eps,
+            "lower": lower,
+            "upper": upper,
+            "delta_prime": plan.delta_prime,
+            "verdict": verdict,
+            # Mechanism.epsilon_replace_one_of (ratio 1 or 2: no stated ε_R)
+            "epsilon_replace_one": eps if plan.replace_one_ratio == 1.0 else 2.0 * eps,
+            "details": {**plan.details, "reference_epsilon": ref},
+        },
     )
+    return result
 
 
 def _where() -> Any:
@@ -303,58 +352,117 @@ def _where() -> Any:
     return _EPSILON_WHERE
 
 
+def _certify_down(plan: _Plan, x: float, t: float) -> tuple[float, bool]:
+    """``numeric.certify_down`` with 64 steps (more: the array path): the certificate,
+    and whether ``upper(x) <= t`` was its last check."""
+    ratio, q, log1p, expm1 = plan.ratio, plan.q, plan.log1p, plan.expm1
+    n, i = _nextafter, _INF
+    for _ in range(64):
+        e = x * ratio
+        if not e <= _BIG:
+            raise _Fallback
+        a = log1p(q * expm1(e))
+        over = n(n(n(n(n(n(n(n(a, i), i), i), i), i), i), i), i) > t  # upper(x) > t
+        if not (over and x > 0):
+            return x, not over
+        x = n(x, 0.0)
+    raise _Fallback
+
+
+def _certify_up(plan: _Plan, x: float, t: float) -> float:
+    """``numeric.certify_up`` with 64 steps (more: the array path)."""
+    ratio, q, log1p, expm1 = plan.ratio, plan.q, plan.log1p, plan.expm1
+    n, i = _nextafter, -_INF
+    isfinite = math.isfinite
+    for _ in range(64):
+        e = x * ratio
+        if not e <= _BIG:
+            raise _Fallback
+        a = log1p(q * expm1(e))
+        if a >= 0:  # round_down(a) < t
+            low = max(n(n(n(n(n(n(n(n(a, i), i), i), i), i), i), i), i), 0.0) < t
+        else:
+            low = a < t
+        if not (low and isfinite(x)):
+            return x
+        x = n(x, _INF)
+    raise _Fallback
+
+
 def invert(design: Design, target: Any, target_delta: float | None) -> InvertResult | None:
     """``engine.invert`` of one target on a closed-form design, or ``None``.
 
     The caller has checked the target (finite, > 0) and ``target_delta`` (in [0, 1]).
     """
-    plan = _plan(design)
+    if not ENABLED:
+        return None
+    hit = _CACHE.get(id(design))
+    plan = hit[1] if hit is not None and hit[0] is design else _plan(design)
     if plan is None:
         return None
     t = float(target)
+    q = plan.q
+    # plan.inverse(t) (the same value for both ends)
+    if t - plan.log_q <= _BIG:
+        inv = plan.log1p(plan.expm1(t) / q)
+    else:
+        inv = t - plan.log_q + plan.log1p(plan.minus_one_minus_q * plan.exp(-t))
+    n = _nextafter
+    if inv >= 0:  # round_down(inv)
+        i = -_INF
+        down = max(n(n(n(n(n(n(n(n(inv, i), i), i), i), i), i), i), i), 0.0)
+    else:
+        down = inv
+    i = _INF
+    up = n(n(n(n(n(n(n(n(inv, i), i), i), i), i), i), i), i)  # round_up(inv)
     try:
-        guess = round_down(plan.inverse(t)) / plan.ratio
-        cert, ok = plan.certify_down(round_down(guess) if plan.twice else guess, t)
+        guess = down / plan.ratio
+        cert, ok = _certify_down(plan, round_down(guess) if plan.twice else guess, t)
         if math.isfinite(cert) and not ok and not plan.upper(cert) <= t:
-            cert, _ = plan.certify_down(cert, t)  # engine.certified_epsilon's re-check
-        guess = round_up(plan.inverse(t)) / plan.ratio
-        imp = plan.certify_up(round_up(guess) if plan.twice else guess, t)
+            cert, _ = _certify_down(plan, cert, t)  # engine.certified_epsilon's re-check
+        guess = up / plan.ratio
+        imp = _certify_up(plan, round_up(guess) if plan.twice else guess, t)
     except _Fallback:
         return None
-    warnings: list[str] = []
-    notes = list(plan.notes)
-    details: dict[str, Any] = {"inverse": "closed-form"}
-    if math.isnan(cert):
-        warnings.append(
-            "no mechanism ε meets the target: the upper bound exceeds it even as ε → 0"
-        )
-    if cert == _INF:
-        notes.append("every mechanism ε meets the target: the upper bound stays below it")
-        details["certified_unbounded"] = True
-    certified = cert if math.isfinite(cert) else math.nan
-    details["inverse_lower"] = "closed-form"
+    warnings: tuple[str, ...] = ()
+    notes = plan.notes
+    if math.isfinite(cert):
+        details: dict[str, Any] = {"inverse": "closed-form", "inverse_lower": "closed-form"}
+        certified = cert
+    else:
+        details = {"inverse": "closed-form"}
+        if cert != cert:
+            warnings = (
+                "no mechanism ε meets the target: the upper bound exceeds it even as ε → 0",
+            )
+        if cert == _INF:
+            notes += ("every mechanism ε meets the target: the upper bound stays below it",)
+            details["certified_unbounded"] = True
+        certified = math.nan
+        details["inverse_lower"] = "closed-form"
     if imp == _INF:
-        notes.append("the lower bound never reaches the target: no ε is known to break it")
+        notes += ("the lower bound never reaches the target: no ε is known to break it",)
     impossible = imp if math.isfinite(imp) else math.nan
     delta: Any = None
     if target_delta is not None:
-        d = round_down(float(target_delta) / plan.q)
+        d = round_down(float(target_delta) / q)
         if d >= 1:
-            notes.append(
-                f"target δ′ = {target_delta:g} does not constrain M's δ (any δ < 1 meets it)"
+            notes += (
+                f"target δ′ = {target_delta:g} does not constrain M's δ (any δ < 1 meets it)",
             )
         delta = max(d, 0.0) if d < 1 else math.nan
-    return InvertResult(
-        name=design.name,
-        scheme=design.scheme,
-        target_epsilon_prime=t,
-        target_delta_prime=target_delta,
-        certified=certified,
-        impossible_above=impossible,
-        delta=delta,
-        basis=plan.basis,
-        warnings=tuple(warnings),
-        notes=tuple(notes),
-        details=details,
-        knob=None,
+    result: InvertResult = _make(
+        InvertResult,
+        plan.invert_fields,
+        {
+            "target_epsilon_prime": t,
+            "target_delta_prime": target_delta,
+            "certified": certified,
+            "impossible_above": impossible,
+            "delta": delta,
+            "warnings": warnings,
+            "notes": notes,
+            "details": details,
+        },
     )
+    return result

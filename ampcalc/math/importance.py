@@ -124,6 +124,12 @@ def _lambert_w_star(a: np.ndarray, c: float) -> np.ndarray:
         return w
 
 
+#: records evaluated at a time by ``privacy_constrained`` (each record's figures depend
+#: on that record alone; blocks keep the temporaries of Lambert W and the certification
+#: in cache and bound the memory)
+BLOCK = 1 << 16
+
+
 def privacy_constrained_weights(a: np.ndarray, eps_star: float) -> np.ndarray:
     """Largest certified importance weight w*(x) >= 1 with ε̂(x) <= ε* (Theorem 10).
 
@@ -140,18 +146,61 @@ def privacy_constrained_weights(a: np.ndarray, eps_star: float) -> np.ndarray:
         evaluation ε̂ = A↑(1/w, (a·w)↑) <= ε* holds; never a midpoint. The cost is
         below 1e-13 relative in q.
     """
+    return privacy_constrained(a, eps_star)[0]
+
+
+def privacy_constrained(
+    a: np.ndarray, eps_star: float, *, threads: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(w*, ε̂)``: ``privacy_constrained_weights(a, ε*)`` and, on the records with
+    0 < a <= ε*, the certified ε̂ = ``eps_hat_upper_w(a, w*)`` its certification
+    evaluated last (the same bits; ``nan`` on the other records), so a caller need not
+    evaluate it again. ``threads`` > 1 evaluates the blocks on that many threads
+    (Lambert W and numpy release the GIL; the same bits)."""
     a = np.asarray(a, dtype=float)
     if eps_star > 700.0:
         raise ValueError("ε* above 700 is outside the supported range of the weights")
     c = float(np.expm1(eps_star))
     out = np.full(a.shape, np.nan)
+    eps_hat = np.full(a.shape, np.nan)
     feasible = (a <= eps_star) & (a >= 0)
     zero = feasible & (a == 0.0)
     out[zero] = np.inf
     pos = feasible & ~zero
     if not np.any(pos):
-        return out
+        return out, eps_hat
     ap = a[pos]
+    w = np.empty(ap.shape)
+    e = np.empty(ap.shape)
+    starts = range(0, ap.size, BLOCK)
+
+    def block(s: int) -> np.ndarray:
+        part = slice(s, s + BLOCK)
+        w[part], e[part], redo = _certified_closed_form(ap[part], c, eps_star)
+        return np.flatnonzero(redo) + s
+
+    if threads > 1 and len(starts) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            redo_parts = list(pool.map(block, starts))
+    else:
+        redo_parts = [block(s) for s in starts]
+    redo_idx = np.concatenate(redo_parts)
+    if redo_idx.size:
+        w[redo_idx] = _bisect_weights(ap[redo_idx], eps_star)
+        e[redo_idx] = eps_hat_upper_w(ap[redo_idx], w[redo_idx])
+    out[pos] = w
+    eps_hat[pos] = e
+    return out, eps_hat
+
+
+def _certified_closed_form(
+    ap: np.ndarray, c: float, eps_star: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The closed-form w* of records with 0 < a <= ε*, stepped down until certified;
+    its ε̂; and the records left to the bisection (closed form failed or
+    ill-conditioned, or still over ε* after the steps)."""
     w = _lambert_w_star(ap, c)
     r = ap / c
     bad = ~np.isfinite(w) | (1.0 - r < 1e-6) | (w < 1.0)
@@ -162,20 +211,19 @@ def privacy_constrained_weights(a: np.ndarray, eps_star: float) -> np.ndarray:
     # root is almost always just over; a first step of 64 ulps (1.4e-14 relative)
     # clears nearly all records, then single-record steps double (1, 2, 4, ... ulps).
     w = np.maximum(w * (1.0 - 64 * 2.0**-53), 1.0)
-    idx = np.flatnonzero((eps_hat_upper_w(ap, w) > eps_star) & (w > 1.0))
+    e = eps_hat_upper_w(ap, w)
+    idx = np.flatnonzero((e > eps_star) & (w > 1.0))
     for j in range(16):
         if idx.size == 0:
             break
         w[idx] = np.maximum(w[idx] * (1.0 - (2.0**j) * 2.0**-53), 1.0)
-        still = (eps_hat_upper_w(ap[idx], w[idx]) > eps_star) & (w[idx] > 1.0)
+        e_idx = eps_hat_upper_w(ap[idx], w[idx])
+        e[idx] = e_idx
+        still = (e_idx > eps_star) & (w[idx] > 1.0)
         idx = idx[still]
     over = np.zeros(w.shape, dtype=bool)
     over[idx] = True
-    redo = bad | over
-    if np.any(redo):
-        w[redo] = _bisect_weights(ap[redo], eps_star)
-    out[pos] = w
-    return out
+    return w, e, bad | over
 
 
 def _bisect_weights(a: np.ndarray, eps_star: float) -> np.ndarray:

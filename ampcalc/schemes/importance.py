@@ -26,12 +26,12 @@ from ampcalc.math import numeric
 from ampcalc.math.importance import (
     LinearCoefficients,
     domain_supremum,
-    eps_hat_upper_w,
     laplace_sum_mse,
     largest_feasible_radius,
     lloyd_noise_constant,
     lloyd_noise_scales,
     personalised_epsilon,
+    privacy_constrained,
     privacy_constrained_weights,
     var_opt_probabilities,
 )
@@ -541,9 +541,14 @@ class RecordFigures:
 
 
 def record_figures(
-    params: Params, profile: RecordEpsilon, k: float = 1.0, eps_star: float | None = None
+    params: Params,
+    profile: RecordEpsilon,
+    k: float = 1.0,
+    eps_star: float | None = None,
+    threads: int = 1,
 ) -> RecordFigures:
-    """q(x), w(x) = 1/q(x) and ε̂(x) (rounded up) for every record of the file.
+    """q(x), w(x) = 1/q(x) and ε̂(x) (rounded up) for every record of the file
+    (``threads``: the privacy-constrained weights' blocks on that many threads).
 
     privacy-constrained: w* from Theorem 10 / spec A7 (certified ε̂ <= ε*); records
     outside the feasible set get q = 1 (no sampling) and ε̂ = ε(1, x), and are flagged.
@@ -555,13 +560,14 @@ def record_figures(
     mode = params.probabilities
     if mode == "privacy-constrained":
         assert eps_star is not None
-        w = privacy_constrained_weights(a, eps_star)
+        # certified: eps_hat_upper_w(a, w) where 0 < a <= ε*
+        w, certified = privacy_constrained(a, eps_star, threads=threads)
         infeasible = np.isnan(w)
         w = np.where(infeasible, 1.0, w)
         with np.errstate(divide="ignore"):
             q = np.where(np.isinf(w), 0.0, 1.0 / w)
         outside = outside | infeasible
-        eps_hat = np.where(infeasible, a, eps_hat_upper_w(a, w))
+        eps_hat = np.where(infeasible, a, certified)
         eps_hat = np.where(np.isinf(w), 0.0, eps_hat)
         return RecordFigures(q=q, w=w, eps_hat=eps_hat, outside=outside)
     elif mode == "column":
