@@ -89,9 +89,17 @@ class Vary:
         m = re.match(r"^designs\[(\d+)\]\.", self.path)
         return int(m.group(1)) if m else None
 
+    def floats(self) -> np.ndarray | None:
+        """The values as a float array when ``parse_vary`` made them as one (a range of
+        floats), else ``None``; not a copy: do not change it."""
+        arr: np.ndarray | None = self.__dict__.get("_floats")
+        return arr
+
     def array(self) -> np.ndarray:
-        """The values as a float array (a copy: the conversion of a long tuple is made once)."""
-        arr = self.__dict__.get("_array")
+        """The values as a float array (a copy: a long tuple is converted once)."""
+        arr = self.__dict__.get("_floats")
+        if arr is None:
+            arr = self.__dict__.get("_array")
         if arr is None:
             arr = np.asarray(self.values, dtype=float)
             self.__dict__["_array"] = arr
@@ -185,7 +193,7 @@ def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
                 values.append(float(item))
     vary = Vary(path=path, values=tuple(values), log=log, text=text)
     if m and not integer:
-        vary.__dict__["_array"] = arr  # the same floats as ``values``
+        vary.__dict__["_floats"] = arr  # the same floats as ``values``
     return vary
 
 
@@ -234,11 +242,16 @@ class Sweep:
         err = self.columns.get("error")
         if err is None:
             return []
-        return sorted({e for e in err.tolist() if e})
+        return sorted(e for e in set(err.tolist()) if e)
 
     def failed_points(self) -> int:
         err = self.columns.get("error")
-        return 0 if err is None else int(sum(1 for e in err.tolist() if e))
+        if err is None:
+            return 0
+        values = err.tolist()
+        if not any(set(values)):  # the usual case: no error anywhere (hashes one None)
+            return 0
+        return sum(1 for e in values if e)
 
 
 def _plain_list(arr: np.ndarray) -> list[Any]:

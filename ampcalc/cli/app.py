@@ -10,6 +10,7 @@ SIGINT and SIGTERM stop the run with one line on stderr and exit 130 and 143
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import sys
@@ -585,7 +586,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = json_requested(args)
     reset_inputs()
     try:
-        with interruptible():
+        with interruptible(), _only_command(args[0] if args else None):
             rv = app(args=args, prog_name="ampcalc", standalone_mode=False)
     except Interrupted as sig:
         report_error(sig.message(), as_json, "interrupted", sig.message())
@@ -615,6 +616,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rv is None:
         return int(ExitCode.OK)
     return int(rv)
+
+
+@contextlib.contextmanager
+def _only_command(name: str | None) -> Iterator[None]:
+    """Build only the command being run (when ``name`` is exactly one command or group):
+    typer evaluates every command's option annotations each time it builds the
+    command line, tens of milliseconds for all of them, and only the top-level help
+    and the suggestions for a mistyped name need them all."""
+    from typer.main import get_command_name
+
+    commands, groups = app.registered_commands, app.registered_groups
+    keep_commands = [
+        c
+        for c in commands
+        if c.callback is not None
+        and (c.name or get_command_name(c.callback.__name__)) == name
+    ]
+    keep_groups = [g for g in groups if isinstance(g.name, str) and g.name == name]
+    nameless = any(not isinstance(g.name, str) for g in groups)  # its commands merge in
+    if name is None or nameless or len(keep_commands) + len(keep_groups) != 1:
+        yield
+        return
+    app.registered_commands, app.registered_groups = keep_commands, keep_groups
+    try:
+        yield
+    finally:
+        app.registered_commands, app.registered_groups = commands, groups
 
 
 def run() -> None:

@@ -379,11 +379,10 @@ def list_segment(
 ) -> Iterator[str]:
     """A JSON list of scalars, its items at ``depth`` levels of ``indent=2``, in chunks;
     raises ``_NotExact`` (before yielding) if it cannot be exact. ``array``: the values
-    as a float array, when the caller has it."""
-    floats = bool(values) and set(map(type, values)) == {float}
-    arr = None
-    if floats:
-        arr = np.asarray(values, dtype=float) if array is None else array
+    as a float array, when the caller knows that every value is a float."""
+    arr = array
+    if arr is None and values and set(map(type, values)) == {float}:
+        arr = np.asarray(values, dtype=float)
     if arr is not None:
         _scan([arr])
     else:
@@ -502,7 +501,7 @@ def sweep_json_chunks(sweep: Sweep, version: str) -> Iterator[str] | None:
     vary = []
     for i, v in enumerate(sweep.varies):
         key = placeholder(f"vary{i}")
-        segments[key] = functools.partial(list_segment, v.values, 4, v.array())
+        segments[key] = functools.partial(list_segment, v.values, 4, v.floats())
         vary.append({"path": v.path, "values": key, "log": v.log})
     rows = placeholder("rows")
     segments[rows] = lambda: rows_segment(sweep.columns, 2)
