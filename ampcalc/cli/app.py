@@ -630,8 +630,7 @@ def _only_command(name: str | None) -> Iterator[None]:
     keep_commands = [
         c
         for c in commands
-        if c.callback is not None
-        and (c.name or get_command_name(c.callback.__name__)) == name
+        if c.callback is not None and (c.name or get_command_name(c.callback.__name__)) == name
     ]
     keep_groups = [g for g in groups if isinstance(g.name, str) and g.name == name]
     nameless = any(not isinstance(g.name, str) for g in groups)  # its commands merge in
