@@ -97,13 +97,13 @@ class Vary:
 
     def array(self) -> np.ndarray:
         """The values as a float array (a copy: a long tuple is converted once)."""
-        arr = self.__dict__.get("_floats")
+        arr: np.ndarray | None = self.__dict__.get("_floats")
         if arr is None:
             arr = self.__dict__.get("_array")
         if arr is None:
             arr = np.asarray(self.values, dtype=float)
             self.__dict__["_array"] = arr
-        return arr.copy()
+        return np.array(arr, dtype=float)
 
 
 def _where(text: str) -> Where:

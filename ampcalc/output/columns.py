@@ -136,7 +136,7 @@ def _orjson_text(a: np.ndarray) -> str | None:
     respells them); ``None`` when orjson refuses the array or its text is not the
     expected shape (the caller takes ``repr``)."""
     try:
-        raw = _ORJSON.dumps(a, option=_ORJSON.OPT_SERIALIZE_NUMPY)
+        raw: bytes = _ORJSON.dumps(a, option=_ORJSON.OPT_SERIALIZE_NUMPY)
     except TypeError:  # orjson.JSONEncodeError: the exact pure-Python path
         return None
     if a.size == 0:
@@ -213,7 +213,7 @@ def _orjson_text(a: np.ndarray) -> str | None:
     slots[new] = False
     out[slots] = b
     out[new] = val
-    return str(out[1:-4], "ascii")
+    return out[1:-4].tobytes().decode("ascii")
 
 
 def _float_join(arr: np.ndarray, sep: str) -> str | None:
