@@ -274,16 +274,28 @@ def _constant(arr: np.ndarray) -> bool:
 Cells = str | tuple[str, list[Any]]
 
 
-def _chunk_cells(columns: Sequence[np.ndarray], start: int, stop: int, kind: str) -> list[Cells]:
+#: texts already made for a float list: (start, stop) -> (its bits, its texts joined, the
+#: separator); a column of the same values in the same rows reuses them
+Known = dict[tuple[int, int], tuple[np.ndarray, str, str]]
+
+
+def _chunk_cells(
+    columns: Sequence[np.ndarray], start: int, stop: int, kind: str, known: Known | None = None
+) -> list[Cells]:
     """Per column: the texts (or floats) of rows [start, stop), or one text if constant."""
     out: list[Cells] = []
     done: list[tuple[str, np.ndarray, Cells]] = []
+    made = (known or {}).pop((start, stop), None)
     for col in columns:
         part = col[start:stop]
         key = _bits(part) if part.dtype.kind == "f" else part
         same = next(
             (t for k, a, t in done if k == part.dtype.str and np.array_equal(a, key)), None
         )
+        if same is None and made is not None and part.dtype.kind == "f":
+            if np.array_equal(made[0], key):  # finite floats: the same texts in JSON and CSV
+                same = ("%s", made[1].split(made[2]))
+                done.append((part.dtype.str, key, same))
         if same is None:
             if _constant(part):
                 same = _column_texts(part[:1], kind)[0]
@@ -344,7 +356,9 @@ def _scan(cols: Sequence[np.ndarray]) -> None:
                 _json_cell(v)
 
 
-def rows_segment(columns: Mapping[str, np.ndarray], depth: int) -> Iterator[str]:
+def rows_segment(
+    columns: Mapping[str, np.ndarray], depth: int, known: Known | None = None
+) -> Iterator[str]:
     """A JSON list of one object per row (keys in column order), its items at ``depth``
     levels of ``indent=2``; raises ``_NotExact`` (before yielding) if it cannot be exact."""
     names = list(columns)
@@ -366,7 +380,7 @@ def rows_segment(columns: Mapping[str, np.ndarray], depth: int) -> Iterator[str]
             return
         for start in range(0, n, CHUNK):
             stop = min(start + CHUNK, n)
-            cells = _chunk_cells(cols, start, stop, "json")
+            cells = _chunk_cells(cols, start, stop, "json", known)
             yield "[\n" if start == 0 else ",\n"
             yield _rows(pieces, cells, stop - start, ",\n")
         yield "\n" + pad[:-2] + "]"
@@ -375,7 +389,7 @@ def rows_segment(columns: Mapping[str, np.ndarray], depth: int) -> Iterator[str]
 
 
 def list_segment(
-    values: Sequence[Any], depth: int, array: np.ndarray | None = None
+    values: Sequence[Any], depth: int, array: np.ndarray | None = None, known: Known | None = None
 ) -> Iterator[str]:
     """A JSON list of scalars, its items at ``depth`` levels of ``indent=2``, in chunks;
     raises ``_NotExact`` (before yielding) if it cannot be exact. ``array``: the values
@@ -400,6 +414,8 @@ def list_segment(
             yield ("[\n" if start == 0 else ",\n") + pad
             joined = _float_join(arr[start:stop], ",\n" + pad) if arr is not None else None
             if joined is not None:
+                if known is not None and arr is not None:  # the rows may show these values
+                    known[(start, stop)] = (_bits(arr[start:stop]), joined, ",\n" + pad)
                 yield joined
                 continue
             if arr is not None:
@@ -499,12 +515,14 @@ def sweep_json_chunks(sweep: Sweep, version: str) -> Iterator[str] | None:
 
     segments: dict[str, Callable[[], Iterator[str]]] = {}
     vary = []
+    known: Known = {}  # the first varied values' texts, for the rows that show them
     for i, v in enumerate(sweep.varies):
         key = placeholder(f"vary{i}")
-        segments[key] = functools.partial(list_segment, v.values, 4, v.floats())
+        shared = known if i == 0 else None
+        segments[key] = functools.partial(list_segment, v.values, 4, v.floats(), shared)
         vary.append({"path": v.path, "values": key, "log": v.log})
     rows = placeholder("rows")
-    segments[rows] = lambda: rows_segment(sweep.columns, 2)
+    segments[rows] = lambda: rows_segment(sweep.columns, 2, known)
     doc = {
         "of": sweep.of,
         "vary": vary,
