@@ -307,9 +307,9 @@ def _chunk_cells(
     return out
 
 
-def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str) -> str:
-    """``pieces[0] cell0 pieces[1] cell1 ... pieces[-1]`` per row, rows joined: one
-    ``str.join`` over the texts interleaved with the constant pieces between them."""
+def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str, end: str = "") -> str:
+    """``pieces[0] cell0 pieces[1] cell1 ... pieces[-1]`` per row, rows joined, then
+    ``end``: one ``str.join`` over the texts interleaved with the constant pieces."""
     consts = [pieces[0]]
     variable: list[list[Any]] = []
     for piece, cell in zip(pieces[1:], cells, strict=True):
@@ -319,9 +319,9 @@ def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str) -> str
             variable.append(cell[1])
             consts.append(piece)
     if not variable:
-        return joiner.join([consts[0]] * n)
+        return joiner.join([consts[0]] * n) + end
     if n == 0:
-        return ""
+        return end
     # per row: consts[0] v0 consts[1] v1 ... consts[-1]; the joiner opens each row but
     # the first (the last constant of a row and the next row's first are one string)
     width = 2 * len(variable)
@@ -332,7 +332,7 @@ def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str) -> str
         out[2 * j + 1 :: width] = texts
         if j + 1 < len(variable):
             out[2 * j + 2 :: width] = [consts[j + 1]] * n
-    out[width::width] = [between] * (n - 1) + [consts[-1]]
+    out[width::width] = [between] * (n - 1) + [consts[-1] + end]
     return "".join(out)
 
 
@@ -478,7 +478,7 @@ def csv_chunks(columns: Mapping[str, np.ndarray]) -> Iterator[str]:
     pieces = ["", *[","] * (len(cols) - 1), ""]
     for start in range(0, n, CHUNK):
         stop = min(start + CHUNK, n)
-        yield _rows(pieces, _chunk_cells(cols, start, stop, "csv"), stop - start, "\n") + "\n"
+        yield _rows(pieces, _chunk_cells(cols, start, stop, "csv"), stop - start, "\n", "\n")
 
 
 def table_json_chunks(
