@@ -96,3 +96,29 @@ def test_the_installed_orjson_is_used_and_a_differing_one_is_not(
     monkeypatch.setattr(C, "_ORJSON_OK", [])
     assert not C._orjson_ok()
     assert C._float_texts(np.array([0.1, 1e16]), "") == ["0.1", "1e+16"]
+
+
+def test_signed_exponents_of_newer_orjson_are_respelt_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # orjson 3.10+ writes "1e+16" where older releases write "1e16": the installed one
+    # shows one spelling, this stand-in the other (the same digits, the exponent signed)
+    import re
+
+    real = C._ORJSON
+
+    class Signed:
+        OPT_SERIALIZE_NUMPY = real.OPT_SERIALIZE_NUMPY
+
+        @staticmethod
+        def dumps(a: np.ndarray, option: int = 0) -> bytes:
+            return re.sub(rb"e(\d)", rb"e+\1", real.dumps(a, option=option))
+
+    monkeypatch.setattr(C, "_ORJSON", Signed)
+    monkeypatch.setattr(C, "_ORJSON_OK", [])
+    assert C._orjson_ok()
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2**64, 20_000, dtype=np.uint64).view(np.float64)
+    for arr in (bits, _edges(), np.geomspace(1e-9, 1e22, 5_000)):
+        got, want = C._float_texts(arr, "null"), _repr(arr, "null")
+        wrong = [(g, w) for g, w in zip(got, want, strict=True) if g != w][:5]
+        assert not wrong, wrong
+    assert C._float_join(np.array([3e-05, 7e16, 1e-7, 0.5]), ";") == "3e-05;7e+16;1e-07;0.5"

@@ -89,8 +89,21 @@ class Vary:
         m = re.match(r"^designs\[(\d+)\]\.", self.path)
         return int(m.group(1)) if m else None
 
+    def floats(self) -> np.ndarray | None:
+        """The values as a float array when ``parse_vary`` made them as one (a range of
+        floats), else ``None``; not a copy: do not change it."""
+        arr: np.ndarray | None = self.__dict__.get("_floats")
+        return arr
+
     def array(self) -> np.ndarray:
-        return np.asarray(self.values, dtype=float)
+        """The values as a float array (a copy: a long tuple is converted once)."""
+        arr: np.ndarray | None = self.__dict__.get("_floats")
+        if arr is None:
+            arr = self.__dict__.get("_array")
+        if arr is None:
+            arr = np.asarray(self.values, dtype=float)
+            self.__dict__["_array"] = arr
+        return np.array(arr, dtype=float)
 
 
 def _where(text: str) -> Where:
@@ -178,7 +191,10 @@ def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
                 values.append(int(item))
             else:
                 values.append(float(item))
-    return Vary(path=path, values=tuple(values), log=log, text=text)
+    vary = Vary(path=path, values=tuple(values), log=log, text=text)
+    if m and not integer:
+        vary.__dict__["_floats"] = arr  # the same floats as ``values``
+    return vary
 
 
 def yaml_scalar(value: float | int) -> str:
@@ -226,11 +242,16 @@ class Sweep:
         err = self.columns.get("error")
         if err is None:
             return []
-        return sorted({e for e in err.tolist() if e})
+        return sorted(e for e in set(err.tolist()) if e)
 
     def failed_points(self) -> int:
         err = self.columns.get("error")
-        return 0 if err is None else int(sum(1 for e in err.tolist() if e))
+        if err is None:
+            return 0
+        values = err.tolist()
+        if not any(set(values)):  # the usual case: no error anywhere (hashes one None)
+            return 0
+        return sum(1 for e in values if e)
 
 
 def _plain_list(arr: np.ndarray) -> list[Any]:
@@ -446,8 +467,8 @@ def _grid(
             seconds += t1 - t0
             n = len(next(iter(cols.values())))
             piece: dict[str, Any] = {
-                "design": np.full(n, d.name, dtype=object),
-                "scheme": np.full(n, d.scheme, dtype=object),
+                "design": _objects(n, d.name),
+                "scheme": _objects(n, d.scheme),
             }
             for v in varies:
                 if v is vec:
@@ -522,9 +543,19 @@ def _meta(res: Any) -> dict[str, Any]:
     return out
 
 
+def _objects(n: int, value: Any) -> np.ndarray:
+    """An object column of ``n`` references to ``value`` (``np.full(n, "text",
+    dtype=object)`` would make ``n`` copies of a string, through a unicode array)."""
+    out = np.empty(n, dtype=object)
+    out.fill(value)
+    return out
+
+
 def _as_column(value: Any, n: int, dtype: Any = float) -> np.ndarray:
+    if dtype is object and (value is None or np.ndim(value) == 0):
+        return _objects(n, value.item() if isinstance(value, np.ndarray) else value)
     if value is None:
-        return np.full(n, np.nan if dtype is float else None, dtype=dtype)
+        return np.full(n, np.nan, dtype=dtype)
     arr = np.asarray(value, dtype=dtype)
     if arr.ndim == 0:
         return np.full(n, arr.item(), dtype=dtype)
@@ -541,7 +572,7 @@ def _bound_columns(res: Any, eps: np.ndarray | None) -> dict[str, np.ndarray]:
         "delta_prime": _as_column(res.delta_prime, n),
         "verdict": _as_column(res.verdict, n, dtype=object),
         "reference_epsilon": _as_column(ref, n),
-        "error": np.full(n, res.error, dtype=object),
+        "error": _objects(n, res.error),
     }
 
 
@@ -552,7 +583,7 @@ def _invert_columns(res: Any, targets: np.ndarray | None) -> dict[str, np.ndarra
         "epsilon.certified": _as_column(res.certified, n),
         "epsilon.impossible_above": _as_column(res.impossible_above, n),
         "delta": _as_column(res.delta, n),
-        "error": np.full(n, res.error, dtype=object),
+        "error": _objects(n, res.error),
     }
 
 
@@ -650,7 +681,7 @@ def _plan_columns(
             "plan.epsilon_sample": nan,
             "plan.noise_ratio": nan,
             "plan.variance_share_max": nan,
-            "error": np.full(n, message, dtype=object),
+            "error": _objects(n, message),
         }, meta
     rho = design.params.sample / design.params.population
     return {

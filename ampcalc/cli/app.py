@@ -10,12 +10,13 @@ SIGINT and SIGTERM stop the run with one line on stderr and exit 130 and 143
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -56,7 +57,81 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit(0)
 
 
-app = typer.Typer(
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class _App(typer.Typer):
+    """The typer app, its further commands (``COMMAND_MODULES``) imported the first time
+    its commands are read rather than at start-up: ``ampcalc bound`` needs none of them
+    (``_only_command``). The order of the commands is the order of an eager import."""
+
+    _ready = False  # set at the end of this module: reading the commands imports them
+    _loaded = False
+
+    def _load(self) -> None:
+        if not self._ready:
+            return
+        if not self._loaded:
+            self._loaded = True
+            import importlib
+
+            for name in COMMAND_MODULES:
+                importlib.import_module(f"ampcalc.cli.{name}")
+        # a command module imported on its own registers first: keep the eager order
+        place = {f"ampcalc.cli.{name}": i for i, name in enumerate(COMMAND_MODULES)}
+
+        def order(info: Any) -> int:  # this module's first, then by COMMAND_MODULES
+            module = getattr(info.callback, "__module__", None)
+            if module is None and getattr(info, "typer_instance", None) is not None:
+                module = getattr(info.typer_instance.registered_callback, "callback", None)
+                module = getattr(module, "__module__", None)
+            return place.get(str(module), -1)
+
+        self._commands.sort(key=order)
+        self._groups.sort(key=order)
+
+    @contextlib.contextmanager
+    def _registering(self) -> Iterator[None]:
+        # a command module registering itself imports none of the others
+        ready, self._ready = self._ready, False
+        try:
+            yield
+        finally:
+            self._ready = ready
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[_F], _F]:
+        register = super().command(*args, **kwargs)
+
+        def decorator(f: _F) -> _F:
+            with self._registering():
+                return register(f)
+
+        return decorator
+
+    def add_typer(self, *args: Any, **kwargs: Any) -> None:
+        with self._registering():
+            super().add_typer(*args, **kwargs)
+
+    @property
+    def registered_commands(self) -> list[Any]:
+        self._load()
+        return self._commands
+
+    @registered_commands.setter
+    def registered_commands(self, value: list[Any]) -> None:
+        self._commands = value
+
+    @property
+    def registered_groups(self) -> list[Any]:
+        self._load()
+        return self._groups
+
+    @registered_groups.setter
+    def registered_groups(self, value: list[Any]) -> None:
+        self._groups = value
+
+
+app = _App(
     name="ampcalc",
     help=(
         "Privacy amplification by sampling: sound upper and lower bounds on the "
@@ -538,7 +613,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = json_requested(args)
     reset_inputs()
     try:
-        with interruptible():
+        with interruptible(), _only_command(args[0] if args else None):
             rv = app(args=args, prog_name="ampcalc", standalone_mode=False)
     except Interrupted as sig:
         report_error(sig.message(), as_json, "interrupted", sig.message())
@@ -568,6 +643,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rv is None:
         return int(ExitCode.OK)
     return int(rv)
+
+
+@contextlib.contextmanager
+def _only_command(name: str | None) -> Iterator[None]:
+    """Build only the command being run (when ``name`` is exactly one command or group):
+    typer evaluates every command's option annotations each time it builds the
+    command line, tens of milliseconds for all of them, and only the top-level help
+    and the suggestions for a mistyped name need them all."""
+    from typer.main import get_command_name
+
+    def named(commands: list[Any]) -> list[Any]:
+        return [
+            c
+            for c in commands
+            if c.callback is not None and (c.name or get_command_name(c.callback.__name__)) == name
+        ]
+
+    ready = app._ready
+    own = named(app._commands) if not app._loaded else []  # one of this module's commands
+    if own and len(own) == 1:
+        app._ready = False  # and none of the further ones are imported
+    commands, groups = app.registered_commands, app.registered_groups
+    keep_commands = named(commands)
+    keep_groups = [g for g in groups if isinstance(g.name, str) and g.name == name]
+    nameless = any(not isinstance(g.name, str) for g in groups)  # its commands merge in
+    if name is None or nameless or len(keep_commands) + len(keep_groups) != 1:
+        app._ready = ready
+        yield
+        return
+    app.registered_commands, app.registered_groups = keep_commands, keep_groups
+    try:
+        yield
+    finally:
+        app.registered_commands, app.registered_groups = commands, groups
+        app._ready = ready
 
 
 def run() -> None:
@@ -663,11 +773,4 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def _register_commands() -> None:
-    import importlib
-
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"ampcalc.cli.{name}")
-
-
-_register_commands()
+app._ready = True  # the further commands are imported when the commands are first read

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -225,13 +225,64 @@ def sweep(
         table=lambda rich: _table(result, rich=rich, chart=chart),
         # written from the columns in chunks: the same bytes, bounded memory
         chunks={
-            "json": lambda: columns.sweep_json_chunks(result, version()),
-            "csv": lambda: _csv_chunks(result),
+            "json": lambda: _ahead(columns.sweep_json_chunks(result, version())),
+            "csv": lambda: _ahead(_csv_chunks(result)),
         },
         to=out,
         rows=len(result),
     )
     return int(code)
+
+
+def _ahead(chunks: Iterator[str] | None, depth: int = 2) -> Iterator[str] | None:
+    """``chunks``, made in a thread up to ``depth`` ahead of the one being written: the
+    write to a file or pipe releases the GIL, so the next chunk is formatted while the
+    kernel copies the last one (on a second core). Same chunks, same order; an error
+    raised making one is raised here, in its place."""
+    if chunks is None:
+        return None
+    import queue
+    import threading
+
+    made: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def make() -> None:
+        try:
+            for chunk in chunks:
+                while not stop.is_set():
+                    try:
+                        made.put(("chunk", chunk), timeout=0.05)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            item: tuple[str, Any] = ("end", None)
+        except BaseException as err:  # raised again in the reader's thread
+            item = ("error", err)
+        while not stop.is_set():
+            try:
+                made.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def read() -> Iterator[str]:
+        worker = threading.Thread(target=make, name="ampcalc-chunks", daemon=True)
+        worker.start()
+        try:
+            while True:
+                kind, value = made.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    raise value
+                yield value
+        finally:
+            stop.set()  # the reader stopped (done, or the pipe closed): so does the maker
+
+    return read()
 
 
 def _csv_chunks(result: object) -> Iterator[str]:

@@ -398,7 +398,9 @@ def keys_used(document: Any) -> list[str]:
                 found.add(key)
         elif isinstance(node, str):
             texts.add(node)
-    patterns = [(r.key, re.compile(re.escape(r.short) + r"(?!\w)")) for r in _by_length()]
+    # only the short forms that occur at all (a regular expression each costs a compile)
+    shorts = [r for r in _by_length() if any(r.short in t for t in texts)]
+    patterns = [(r.key, re.compile(re.escape(r.short) + r"(?!\w)")) for r in shorts]
     for text in texts:
         for key, pattern in patterns:
             if pattern.search(text):

@@ -97,7 +97,8 @@ def _orjson_ok() -> bool:
     if not _ORJSON_OK:
         probe = np.array(
             [1e-7, 3e-05, 1.5e-05, 1e16, 7e16, 1e22, 1.2345678901234568e17, 1e-100, 2e-300,
-             5e-324, 0.1, -2.5e-08, 1e100, 123.0, -0.0, 9.999999999999999e-05]
+             5e-324, 0.1, -2.5e-08, 1e100, 123.0, -0.0, 9.999999999999999e-05, 1e-05,
+             -1.0000000000000003e-05, 1e15, 123456789012345.6, 1e-04]
         )  # fmt: skip
         got = _orjson_texts(probe)
         _ORJSON_OK.append(got is not None and got[0] == list(map(float.__repr__, probe.tolist())))
@@ -108,49 +109,122 @@ _E, _MINUS, _COMMA, _ZERO, _PLUS = (ord(c) for c in "e-,0+")
 
 
 def _orjson_texts(arr: np.ndarray) -> tuple[list[str], np.ndarray] | None:
-    """The texts of ``float.__repr__`` from orjson's shortest round-trip digits (the
-    same digits: both print the shortest string that reads back as the same double,
-    the nearest one on a tie), respelt: orjson writes exponents as ``e-7``/``e16``
-    where ``repr`` writes ``e-07``/``e+16``, and [1e-5, 1e-4) positionally where
-    ``repr`` uses an exponent (those values go through ``repr``). Also returns the
+    """The texts of ``float.__repr__`` (``_orjson_text``), one string each, and the
     mask of non-finite values (written as null by orjson: the caller respells them)."""
     a = np.ascontiguousarray(arr, dtype=np.float64)
-    try:
-        raw = _ORJSON.dumps(a, option=_ORJSON.OPT_SERIALIZE_NUMPY)
-    except TypeError:  # orjson.JSONEncodeError: the exact pure-Python path
+    text = _orjson_text(a)
+    if text is None:
         return None
-    text = raw[1:-1] + b","
-    if b"e" in text:
-        # insert "0" after "e-" before a lone digit, "+" after "e" before a digit, and
-        # "0" after that "+" before a lone digit (each token ends in ",")
-        b = np.frombuffer(text + b"\0\0\0", dtype=np.uint8)  # b[e + 3] exists
-        e = np.flatnonzero(b == _E)
-        sign = b[e + 1]
-        # signed exponents ("e-7"; "e+16" from orjson 3.10 on) get a "0" before a lone
-        # digit; bare ones ("e16", older orjson) get the "+" too
-        es, eb = e[(sign == _MINUS) | (sign == _PLUS)], e[(sign != _MINUS) & (sign != _PLUS)]
-        at = [es[b[es + 3] == _COMMA] + 2, eb + 1, eb[b[eb + 2] == _COMMA] + 1]
-        what = [_ZERO, _PLUS, _ZERO]
-        pos = np.concatenate(at)
-        val = np.concatenate([np.full(x.size, w, np.uint8) for x, w in zip(at, what, strict=True)])
-        order = np.argsort(pos, kind="stable")  # "+" before "0" at the same place
-        text = np.insert(b, pos[order], val[order]).tobytes()[:-3]
-    texts = text[:-1].decode("ascii").split(",") if a.size else []
+    texts = text.split(",") if a.size else []
     if len(texts) != a.size:
         return None
+    return texts, ~np.isfinite(a)
+
+
+_CLOSE = ord("]")
+_DECADE_HEAD = np.frombuffer(b"0.0000", dtype=np.uint8)
+_E05 = np.frombuffer(b"e-05", dtype=np.uint8)
+
+
+def _orjson_text(a: np.ndarray) -> str | None:
+    """``",".join`` of ``float.__repr__`` of each value of the float64 array ``a``,
+    from orjson's shortest round-trip digits (the same digits: both print the
+    shortest string that reads back as the same double, the nearest one on a tie),
+    respelt in vectorised form: orjson writes exponents as ``e-7``/``e16`` where
+    ``repr`` writes ``e-07``/``e+16``, and [1e-5, 1e-4) positionally (``0.0000d…``)
+    where ``repr`` writes ``d.…e-05``. NaN and ±inf come out as ``null`` (the caller
+    respells them); ``None`` when orjson refuses the array or its text is not the
+    expected shape (the caller takes ``repr``)."""
+    try:
+        raw: bytes = _ORJSON.dumps(a, option=_ORJSON.OPT_SERIALIZE_NUMPY)
+    except TypeError:  # orjson.JSONEncodeError: the exact pure-Python path
+        return None
+    if a.size == 0:
+        return ""
     mag = np.abs(a)
     decade = np.flatnonzero((mag >= 1e-5) & (mag < 1e-4))
-    for i in decade.tolist():
-        # orjson: [-]0.0000d₁d₂…dₖ, repr: [-]d₁.d₂…dₖe-05 (d₁e-05 for one digit)
-        t = texts[i]
-        k = 7 if t[0] == "-" else 6
-        if t[k - 6 : k] != "0.0000" or t[k] == "0":
-            texts[i] = float.__repr__(float(a[i]))
-        elif len(t) == k + 1:
-            texts[i] = t[: k - 6] + t[k] + "e-05"
-        else:
-            texts[i] = t[: k - 6] + t[k] + "." + t[k + 1 :] + "e-05"
-    return texts, ~np.isfinite(a)
+    if decade.size == 0 and b"e" not in raw:
+        return raw[1:-1].decode("ascii")
+    # "[t,t,…,t]": every text ends in "," or the closing "]"; b[e + 3] exists
+    b = np.frombuffer(raw + b"\0\0\0", dtype=np.uint8)
+    at: list[np.ndarray] = []
+    what: list[np.ndarray] = []
+    # exponents: insert "0" after "e-" before a lone digit, "+" after "e" before a
+    # digit, and "0" after that "+" before a lone digit
+    e = np.flatnonzero(b == _E)
+    if e.size:
+        sign = b[e + 1]
+        signed = (sign == _MINUS) | (sign == _PLUS)
+        # signed exponents ("e-7"; "e+16" from orjson 3.10 on) get a "0" before a lone
+        # digit; bare ones ("e16", older orjson) get the "+" too
+        es = e[signed]
+        after = b[es + 3]
+        x = es[(after == _COMMA) | (after == _CLOSE)] + 2
+        at.append(x)
+        what.append(np.full(x.size, _ZERO, np.uint8))
+        eb = e[~signed]
+        if eb.size:
+            after = b[eb + 2]
+            lone = (after == _COMMA) | (after == _CLOSE)
+            # "+" then (before a lone digit) "0", both at eb + 1
+            x = np.repeat(eb + 1, 1 + lone)
+            at.append(x)
+            w = np.full(x.size, _PLUS, np.uint8)
+            w[np.cumsum(1 + lone)[lone] - 1] = _ZERO
+            what.append(w)
+    drop = None
+    if decade.size:
+        # orjson: [-]0.0000d₁d₂…dₖ, repr: [-]d₁.d₂…dₖe-05 (d₁e-05 for one digit): drop
+        # "0.0000", put "." after d₁ (when more digits follow) and "e-05" before the end
+        ends = np.flatnonzero((b == _COMMA) | (b == _CLOSE))
+        if ends.size != a.size:
+            return None
+        stop = ends[decade]
+        first = np.concatenate(([1], ends[:-1] + 1))[decade] + (a[decade] < 0)
+        head = first[:, None] + np.arange(6)
+        if not (
+            bool(np.all(b[head] == _DECADE_HEAD))
+            and bool(np.all(b[first + 6] != _ZERO))
+            and bool(np.all(first + 7 <= stop))
+        ):
+            return None
+        drop = head.ravel()
+        dot = first + 7
+        dot = dot[dot < stop]
+        at += [dot, np.repeat(stop, 4)]
+        what += [np.full(dot.size, ord("."), np.uint8), np.tile(_E05, stop.size)]
+    pos = np.concatenate(at) if len(at) > 1 else at[0]
+    val = np.concatenate(what) if len(what) > 1 else what[0]
+    if len(at) > 1:
+        order = np.argsort(pos, kind="stable")  # in order at the same place
+        pos, val = pos[order], val[order]
+    # each inserted byte lands at its place plus the bytes inserted before it, less
+    # the bytes dropped before it; the kept bytes fill the other places, in order
+    if drop is not None:
+        keep = np.ones(b.size, dtype=bool)
+        keep[drop] = False
+        b = b[keep]
+        # six bytes dropped at the head of each decade text that starts before
+        new = pos + np.arange(pos.size) - 6 * np.searchsorted(first, pos, side="right")
+    else:
+        new = pos + np.arange(pos.size)
+    out = np.empty(b.size + pos.size, dtype=np.uint8)
+    slots = np.ones(out.size, dtype=bool)
+    slots[new] = False
+    out[slots] = b
+    out[new] = val
+    return out[1:-4].tobytes().decode("ascii")
+
+
+def _float_join(arr: np.ndarray, sep: str) -> str | None:
+    """``sep.join`` of the ``repr`` texts of finite floats, without a string per value
+    (orjson's text, respelt, its commas replaced); ``None``: no orjson or not finite."""
+    if not _orjson_ok() or not bool(np.isfinite(arr).all()):
+        return None
+    text = _orjson_text(np.ascontiguousarray(arr, dtype=np.float64))
+    if text is None or text.count(",") != arr.size - 1:
+        return None
+    return text.replace(",", sep)
 
 
 def _column_texts(arr: np.ndarray, kind: str) -> list[str]:
@@ -200,16 +274,28 @@ def _constant(arr: np.ndarray) -> bool:
 Cells = str | tuple[str, list[Any]]
 
 
-def _chunk_cells(columns: Sequence[np.ndarray], start: int, stop: int, kind: str) -> list[Cells]:
+#: texts already made for a float list: (start, stop) -> (its bits, its texts joined, the
+#: separator); a column of the same values in the same rows reuses them
+Known = dict[tuple[int, int], tuple[np.ndarray, str, str]]
+
+
+def _chunk_cells(
+    columns: Sequence[np.ndarray], start: int, stop: int, kind: str, known: Known | None = None
+) -> list[Cells]:
     """Per column: the texts (or floats) of rows [start, stop), or one text if constant."""
     out: list[Cells] = []
     done: list[tuple[str, np.ndarray, Cells]] = []
+    made = (known or {}).pop((start, stop), None)
     for col in columns:
         part = col[start:stop]
         key = _bits(part) if part.dtype.kind == "f" else part
         same = next(
             (t for k, a, t in done if k == part.dtype.str and np.array_equal(a, key)), None
         )
+        if same is None and made is not None and part.dtype.kind == "f":
+            if np.array_equal(made[0], key):  # finite floats: the same texts in JSON and CSV
+                same = ("%s", made[1].split(made[2]))
+                done.append((part.dtype.str, key, same))
         if same is None:
             if _constant(part):
                 same = _column_texts(part[:1], kind)[0]
@@ -221,9 +307,9 @@ def _chunk_cells(columns: Sequence[np.ndarray], start: int, stop: int, kind: str
     return out
 
 
-def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str) -> str:
-    """``pieces[0] cell0 pieces[1] cell1 ... pieces[-1]`` per row, rows joined: one
-    ``str.join`` over the texts interleaved with the constant pieces between them."""
+def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str, end: str = "") -> str:
+    """``pieces[0] cell0 pieces[1] cell1 ... pieces[-1]`` per row, rows joined, then
+    ``end``: one ``str.join`` over the texts interleaved with the constant pieces."""
     consts = [pieces[0]]
     variable: list[list[Any]] = []
     for piece, cell in zip(pieces[1:], cells, strict=True):
@@ -233,9 +319,9 @@ def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str) -> str
             variable.append(cell[1])
             consts.append(piece)
     if not variable:
-        return joiner.join([consts[0]] * n)
+        return joiner.join([consts[0]] * n) + end
     if n == 0:
-        return ""
+        return end
     # per row: consts[0] v0 consts[1] v1 ... consts[-1]; the joiner opens each row but
     # the first (the last constant of a row and the next row's first are one string)
     width = 2 * len(variable)
@@ -246,7 +332,7 @@ def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str) -> str
         out[2 * j + 1 :: width] = texts
         if j + 1 < len(variable):
             out[2 * j + 2 :: width] = [consts[j + 1]] * n
-    out[width::width] = [between] * (n - 1) + [consts[-1]]
+    out[width::width] = [between] * (n - 1) + [consts[-1] + end]
     return "".join(out)
 
 
@@ -270,7 +356,9 @@ def _scan(cols: Sequence[np.ndarray]) -> None:
                 _json_cell(v)
 
 
-def rows_segment(columns: Mapping[str, np.ndarray], depth: int) -> Iterator[str]:
+def rows_segment(
+    columns: Mapping[str, np.ndarray], depth: int, known: Known | None = None
+) -> Iterator[str]:
     """A JSON list of one object per row (keys in column order), its items at ``depth``
     levels of ``indent=2``; raises ``_NotExact`` (before yielding) if it cannot be exact."""
     names = list(columns)
@@ -292,18 +380,23 @@ def rows_segment(columns: Mapping[str, np.ndarray], depth: int) -> Iterator[str]
             return
         for start in range(0, n, CHUNK):
             stop = min(start + CHUNK, n)
-            cells = _chunk_cells(cols, start, stop, "json")
-            yield ("[\n" if start == 0 else ",\n") + _rows(pieces, cells, stop - start, ",\n")
+            cells = _chunk_cells(cols, start, stop, "json", known)
+            yield "[\n" if start == 0 else ",\n"
+            yield _rows(pieces, cells, stop - start, ",\n")
         yield "\n" + pad[:-2] + "]"
 
     return chunks()
 
 
-def list_segment(values: Sequence[Any], depth: int) -> Iterator[str]:
+def list_segment(
+    values: Sequence[Any], depth: int, array: np.ndarray | None = None, known: Known | None = None
+) -> Iterator[str]:
     """A JSON list of scalars, its items at ``depth`` levels of ``indent=2``, in chunks;
-    raises ``_NotExact`` (before yielding) if it cannot be exact."""
-    floats = bool(values) and set(map(type, values)) == {float}
-    arr = np.asarray(values, dtype=float) if floats else None
+    raises ``_NotExact`` (before yielding) if it cannot be exact. ``array``: the values
+    as a float array, when the caller knows that every value is a float."""
+    arr = array
+    if arr is None and values and set(map(type, values)) == {float}:
+        arr = np.asarray(values, dtype=float)
     if arr is not None:
         _scan([arr])
     else:
@@ -318,11 +411,18 @@ def list_segment(values: Sequence[Any], depth: int) -> Iterator[str]:
             return
         for start in range(0, n, CHUNK):
             stop = min(start + CHUNK, n)
+            yield ("[\n" if start == 0 else ",\n") + pad
+            joined = _float_join(arr[start:stop], ",\n" + pad) if arr is not None else None
+            if joined is not None:
+                if known is not None and arr is not None:  # the rows may show these values
+                    known[(start, stop)] = (_bits(arr[start:stop]), joined, ",\n" + pad)
+                yield joined
+                continue
             if arr is not None:
                 texts = _column_texts(arr[start:stop], "json")
             else:
                 texts = [_json_cell(v) for v in values[start:stop]]
-            yield ("[\n" if start == 0 else ",\n") + pad + (",\n" + pad).join(texts)
+            yield (",\n" + pad).join(texts)
         yield "\n" + pad[:-2] + "]"
 
     return chunks()
@@ -378,7 +478,7 @@ def csv_chunks(columns: Mapping[str, np.ndarray]) -> Iterator[str]:
     pieces = ["", *[","] * (len(cols) - 1), ""]
     for start in range(0, n, CHUNK):
         stop = min(start + CHUNK, n)
-        yield _rows(pieces, _chunk_cells(cols, start, stop, "csv"), stop - start, "\n") + "\n"
+        yield _rows(pieces, _chunk_cells(cols, start, stop, "csv"), stop - start, "\n", "\n")
 
 
 def table_json_chunks(
@@ -415,12 +515,14 @@ def sweep_json_chunks(sweep: Sweep, version: str) -> Iterator[str] | None:
 
     segments: dict[str, Callable[[], Iterator[str]]] = {}
     vary = []
+    known: Known = {}  # the first varied values' texts, for the rows that show them
     for i, v in enumerate(sweep.varies):
         key = placeholder(f"vary{i}")
-        segments[key] = functools.partial(list_segment, v.values, 4)
+        shared = known if i == 0 else None
+        segments[key] = functools.partial(list_segment, v.values, 4, v.floats(), shared)
         vary.append({"path": v.path, "values": key, "log": v.log})
     rows = placeholder("rows")
-    segments[rows] = lambda: rows_segment(sweep.columns, 2)
+    segments[rows] = lambda: rows_segment(sweep.columns, 2, known)
     doc = {
         "of": sweep.of,
         "vary": vary,
