@@ -87,6 +87,57 @@ class KeySet:
         return None
 
 
+class KeyLog:
+    """Keys of a whole sample, checked for duplicates once, at the end (``first``).
+
+    Each chunk adds its keys' 64-bit hashes and the keys themselves as byte ranges of
+    its UTF-8 text (``load.bytecols.ByteColumn``); ``first`` sorts all hashes once and
+    compares keys only where hashes tie. A merge per chunk (``KeySet``) cost a pass over
+    every hash seen so far for each chunk."""
+
+    def __init__(self) -> None:
+        self._hashes: list[np.ndarray] = []
+        self._keys: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._lines: list[Sequence[int]] = []
+
+    def add(
+        self,
+        hashes: np.ndarray,
+        buf: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        lines: Sequence[int],
+    ) -> None:
+        """A chunk's keys ``buf[start[i]:end[i]]`` at file lines ``lines``, with their
+        ``math.pws.key_hashes``."""
+        small = np.int32 if buf.size < 2**31 else np.int64
+        self._hashes.append(np.asarray(hashes, dtype=np.uint64).view(np.int64))
+        self._keys.append((buf, start.astype(small), end.astype(small)))
+        self._lines.append(lines)
+
+    def first(self) -> tuple[str, int, int] | None:
+        """The first key (in file order) that repeats an earlier one, as (key, its
+        line, the line of its first occurrence), or ``None``."""
+        if not self._hashes:
+            return None
+        every = np.concatenate(self._hashes)
+        every.sort()
+        tie = every[1:] == every[:-1]
+        if not tie.any():
+            return None
+        tied = np.unique(every[1:][tie])
+        del every
+        seen: dict[bytes, int] = {}
+        for h, (buf, start, end), lines in zip(self._hashes, self._keys, self._lines, strict=True):
+            for j in np.flatnonzero(np.isin(h, tied)).tolist():
+                key = buf[int(start[j]) : int(end[j])].tobytes()
+                earlier = seen.get(key)
+                if earlier is not None:
+                    return key.decode(), int(lines[j]), earlier
+                seen[key] = int(lines[j])
+        return None
+
+
 def _compact(keys: list[str], raw: np.ndarray | None) -> np.ndarray:
     """The keys as UTF-8 in a fixed-width bytes array (exact: no key holds a NUL, which
     such an array would drop at the end), else as an object array of the strings."""

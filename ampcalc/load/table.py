@@ -592,11 +592,14 @@ def stream_columns(
     implied: Sequence[str],
     headerless: Callable[[Sequence[str]], bool],
     required: Sequence[str],
+    split: Callable[[str, int], list[Any] | None] | None = None,
 ) -> Rows:
     """A CSV file in chunks of about ``chunk`` rows, as columns: yields (header, file
     lines, list of columns). Chunks without quotes are split directly (fast); quoted
     chunks go through the csv module; blank lines are skipped. Every row must have the
-    header's width."""
+    header's width. ``split(text, width)``: the columns of a chunk without quotes in
+    another form, one entry a line (``load.bytecols.split_bytes``), or ``None`` to
+    split it here."""
     start = 1
     fh = _open_stream(path, what, None)
     try:
@@ -639,6 +642,11 @@ def stream_columns(
                 start += text.count("\n") + 1
                 if rows:
                     yield header, lns, [list(c) for c in zip(*rows, strict=True)]
+                continue
+            if split is not None and (parts := split(text, width)) is not None:
+                n = len(parts[0])
+                yield header, range(start, start + n), parts
+                start += n
                 continue
             lines = text.split("\n")
             n = len(lines)
