@@ -46,7 +46,8 @@ def test_split_bytes_gives_the_cells_str_split_gives(rows: list[list[str]], widt
     text = "\n".join(",".join(r) for r in rows)
     flat = text.replace("\n", ",").split(",")
     cols = split_bytes(text, width)
-    if len(flat) != len(rows) * width:
+    if not text or "\n\n" in text or text.startswith("\n") or len(flat) != len(rows) * width:
+        # blank lines (the csv module skips them) or a line of another width
         assert cols is None
         return
     assert cols is not None
@@ -103,7 +104,7 @@ def _int_or_none(cells: list[str]) -> list[int] | None:
     return v if min(v) >= 1 else None
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     cells=st.lists(
         st.text("0123456789", min_size=0, max_size=17) | st.text("0123456789 +-_.a٣é", max_size=6),
@@ -150,7 +151,7 @@ def _dict_scan(chunks: list[list[str]]) -> str | None:
     return None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     chunks=st.lists(
         st.lists(st.sampled_from(["a", "b", "a\x00", "", "é", "k1", "x" * 80]), max_size=12),
@@ -225,6 +226,7 @@ ROWS = "".join(f"k{i:04d},{i % 9 + 1}\n" for i in range(30))
         # the first repeat in file order, with the line of its first occurrence
         (ROWS + "k0025,1\nk0007,1\n", "s.csv:32: duplicate key 'k0025' (first on line 27)", None),
     ],
+    ids=["duplicate-then-bad", "bad-then-duplicate", "bad-in-repeat-chunk", "first-repeat"],
 )
 def test_errors_are_those_a_check_per_chunk_reports(
     tmp_path: Path, body: str, chunked: str, whole: str | None
@@ -235,6 +237,7 @@ def test_errors_are_those_a_check_per_chunk_reports(
     assert (whole or chunked) in run_ampcalc(*args, expect=2).stderr
 
 
+@pytest.mark.slow
 def test_output_is_the_same_for_any_chunking(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     keys = [

@@ -100,34 +100,34 @@ class ByteColumn:
 
 
 def split_bytes(text: str, width: int) -> list[Any] | None:
-    """The cells of a chunk's ``text`` (lines without quotes, no blank line, no final
-    line break) as ``width`` ``ByteColumn`` s: the cells ``text.replace("\\n",
-    ",").split(",")`` gives, column ``c`` being every ``width``-th from ``c``.
-    ``None`` if their number is not (lines × width): the caller reports the line."""
+    """The cells of a chunk's ``text`` (lines without quotes, no final line break) as
+    ``width`` ``ByteColumn`` s: the cells ``text.replace("\\n", ",").split(",")``
+    gives, column ``c`` being every ``width``-th from ``c``. ``None`` if a line is
+    blank (the csv module skips it) or the cells are not (lines × width) (the caller
+    reports the line)."""
     buf = np.frombuffer(text.encode(), dtype=np.uint8)
     sep = np.flatnonzero((buf == _COMMA) | (buf == _NEWLINE))
-    lines = int(np.count_nonzero(buf[sep] == _NEWLINE)) + 1
-    if sep.size + 1 != lines * width:
+    breaks = sep[buf[sep] == _NEWLINE]
+    if buf.size == 0 or (breaks.size and (breaks[0] == 0 or (np.diff(breaks) == 1).any())):
         return None
-    start = np.empty(sep.size + 1, dtype=np.int64)
-    start[0] = 0
-    np.add(sep, 1, out=start[1:])
-    end = np.empty(sep.size + 1, dtype=np.int64)
-    end[:-1] = sep
-    end[-1] = buf.size
+    if sep.size + 1 != (breaks.size + 1) * width:
+        return None
     plain = "\r" not in text
     chunk = _Chunk(text, width)
-    return [
-        ByteColumn(
-            buf,
-            np.ascontiguousarray(start[c::width]),
-            np.ascontiguousarray(end[c::width]),
-            plain=plain,
-            chunk=chunk,
-            index=c,
-        )
-        for c in range(width)
-    ]
+    cols = []
+    for c in range(width):
+        # cell k runs from just after separator k - 1 to separator k (or the end)
+        start = np.empty(breaks.size + 1, dtype=np.int64)
+        if c == 0:
+            start[0] = 0
+            np.add(sep[width - 1 :: width], 1, out=start[1:])
+        else:
+            np.add(sep[c - 1 :: width], 1, out=start)
+        end = np.empty(breaks.size + 1, dtype=np.int64)
+        end[: sep[c::width].size] = sep[c::width]
+        end[sep[c::width].size :] = buf.size
+        cols.append(ByteColumn(buf, start, end, plain=plain, chunk=chunk, index=c))
+    return cols
 
 
 __all__ = ["ByteColumn", "split_bytes"]

@@ -2,12 +2,13 @@
 
 ``pws sanitize`` refuses a sample that lists a key twice, naming the line of the
 repeat and of the first occurrence. A dict of every key with its line cost most of a
-10⁷-key run and over a gigabyte; here each chunk's keys are hashed (the sanitiser's own
-64-bit key hash, ``math.pws.key_hashes``, computed once for the coins and this), the
-hashes seen so far are kept sorted (one merge per chunk), and a chunk's keys
-are compared as strings only where a hash ties: with 64-bit hashes a tie between
-different keys is a ~n²/2⁶⁵ event, so the strings of earlier chunks are kept compactly
-(UTF-8 bytes in a numpy array) and read only then.
+10⁷-key run and over a gigabyte; here the keys are hashed (the sanitiser's own 64-bit
+key hash, ``math.pws.key_hashes``, computed once for the coins and this) and compared
+as strings only where a hash ties: with 64-bit hashes a tie between different keys is
+a ~n²/2⁶⁵ event, so the keys are kept compactly (UTF-8 bytes in numpy arrays) and read
+only then. ``KeyLog`` (what ``pws sanitize`` uses) sorts all hashes once, at the end;
+``KeySet`` keeps them sorted as chunks arrive (one merge per chunk) and reports a
+duplicate at the chunk that holds it.
 """
 
 from __future__ import annotations

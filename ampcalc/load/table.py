@@ -599,7 +599,7 @@ def stream_columns(
     chunks go through the csv module; blank lines are skipped. Every row must have the
     header's width. ``split(text, width)``: the columns of a chunk without quotes in
     another form, one entry a line (``load.bytecols.split_bytes``), or ``None`` to
-    split it here."""
+    split it here (it must for blank lines)."""
     start = 1
     fh = _open_stream(path, what, None)
     try:
@@ -625,6 +625,12 @@ def stream_columns(
                     break
                 text += more
             text = text[:-1] if text.endswith("\n") else text
+            if split is not None and text and '"' not in text:
+                if (parts := split(text, width)) is not None:
+                    n = len(parts[0])
+                    yield header, range(start, start + n), parts
+                    start += n
+                    continue
             if '"' in text or "\n\n" in text or text.startswith("\n") or not text:
                 # slow path: quotes or blank lines (skipped); line numbers from csv
                 rdr = csv.reader(io.StringIO(text))
@@ -642,11 +648,6 @@ def stream_columns(
                 start += text.count("\n") + 1
                 if rows:
                     yield header, lns, [list(c) for c in zip(*rows, strict=True)]
-                continue
-            if split is not None and (parts := split(text, width)) is not None:
-                n = len(parts[0])
-                yield header, range(start, start + n), parts
-                start += n
                 continue
             lines = text.split("\n")
             n = len(lines)
