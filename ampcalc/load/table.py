@@ -618,8 +618,11 @@ def stream_columns(
             if not text:
                 break
             if not text.endswith("\n"):
-                text += bounded_line(fh, cap, path, start + text.count("\n"))
-            while text.count('"') % 2:
+                more = fh.readline(cap + 1)
+                if len(more) > cap:  # the line's number is counted only for the error
+                    bounded_line(io.StringIO(more), cap, path, start + text.count("\n"))
+                text += more
+            while '"' in text and text.count('"') % 2:
                 more = bounded_line(fh, cap, path, start + text.count("\n"))
                 if not more:
                     break
