@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -183,10 +183,21 @@ class Rows:
     zero: list[float]
     lo: list[int]
     band: list[np.ndarray]
+    #: ``token_cdf`` of the rows asked for so far
+    _cdf: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         return len(self.band) - 1
+
+    def token_cdf(self, w: int) -> np.ndarray:
+        """Cumulative sums of row w's band over q_w, from its top entry down (what the
+        sanitiser's tokens invert); computed once per row."""
+        cum = self._cdf.get(w)
+        if cum is None:
+            b = self.band[w] / self.q[w - 1]
+            cum = self._cdf[w] = np.cumsum(b[::-1])
+        return cum
 
     def dense(self, i: int) -> np.ndarray:
         """Row i as a dense array over j = 0..i."""
@@ -886,9 +897,8 @@ def sanitize_hashes(
     ends = np.append(starts[1:], grouped.size)[: starts.size]
     for w, a, z in zip(ws.tolist(), starts.tolist(), ends.tolist(), strict=True):
         sel = grouped[a:z]
-        b = rows.band[w] / rows.q[w - 1]
         # keep iff u < p_w; the token is the inverse CDF of the kept part, top down
-        cum = np.cumsum(b[::-1])
-        k = np.minimum(np.searchsorted(cum, u[sel], side="right"), b.size - 1)
-        tokens[sel] = rows.lo[w] + b.size - 1 - k
+        cum = rows.token_cdf(w)
+        k = np.minimum(np.searchsorted(cum, u[sel], side="right"), cum.size - 1)
+        tokens[sel] = rows.lo[w] + cum.size - 1 - k
     return keep, tokens
