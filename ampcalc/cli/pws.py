@@ -534,8 +534,9 @@ def _gather(parts: list[tuple[Any, Any, Any]]) -> Any:
     out = np.empty(total, dtype=np.uint8)
     at = np.cumsum(row) - row  # where each row starts
     for buf, start, size in parts:
-        if int(size.min()) == int(size.max()) == 1:
-            out[at] = buf[start]
+        if int(size.min()) == int(size.max()):  # one size: a block of rows × size
+            step = np.arange(int(size[0]))
+            out[at[:, None] + step] = buf[start[:, None] + step]
         else:
             first = np.cumsum(size) - size
             step = np.arange(int(size.sum())) - np.repeat(first, size)
