@@ -2,12 +2,13 @@
 
 ``pws sanitize`` refuses a sample that lists a key twice, naming the line of the
 repeat and of the first occurrence. A dict of every key with its line cost most of a
-10⁷-key run and over a gigabyte; here each chunk's keys are hashed (the sanitiser's own
-64-bit key hash, ``math.pws.key_hashes``, computed once for the coins and this), the
-hashes seen so far are kept sorted (one merge per chunk), and a chunk's keys
-are compared as strings only where a hash ties: with 64-bit hashes a tie between
-different keys is a ~n²/2⁶⁵ event, so the strings of earlier chunks are kept compactly
-(UTF-8 bytes in a numpy array) and read only then.
+10⁷-key run and over a gigabyte; here the keys are hashed (the sanitiser's own 64-bit
+key hash, ``math.pws.key_hashes``, computed once for the coins and this) and compared
+as strings only where a hash ties: with 64-bit hashes a tie between different keys is
+a ~n²/2⁶⁵ event, so the keys are kept compactly (UTF-8 bytes in numpy arrays) and read
+only then. ``KeyLog`` (what ``pws sanitize`` uses) sorts all hashes once, at the end;
+``KeySet`` keeps them sorted as chunks arrive (one merge per chunk) and reports a
+duplicate at the chunk that holds it.
 """
 
 from __future__ import annotations
@@ -84,6 +85,57 @@ class KeySet:
         for j in np.flatnonzero(h[:i] == value).tolist():
             if keys[j] == key:
                 return int(lines[j])
+        return None
+
+
+class KeyLog:
+    """Keys of a whole sample, checked for duplicates once, at the end (``first``).
+
+    Each chunk adds its keys' 64-bit hashes and the keys themselves as byte ranges of
+    its UTF-8 text (``load.bytecols.ByteColumn``); ``first`` sorts all hashes once and
+    compares keys only where hashes tie. A merge per chunk (``KeySet``) cost a pass over
+    every hash seen so far for each chunk."""
+
+    def __init__(self) -> None:
+        self._hashes: list[np.ndarray] = []
+        self._keys: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._lines: list[Sequence[int]] = []
+
+    def add(
+        self,
+        hashes: np.ndarray,
+        buf: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        lines: Sequence[int],
+    ) -> None:
+        """A chunk's keys ``buf[start[i]:end[i]]`` at file lines ``lines``, with their
+        ``math.pws.key_hashes``."""
+        small = np.int32 if buf.size < 2**31 else np.int64
+        self._hashes.append(np.asarray(hashes, dtype=np.uint64).view(np.int64))
+        self._keys.append((buf, start.astype(small), end.astype(small)))
+        self._lines.append(lines)
+
+    def first(self) -> tuple[str, int, int] | None:
+        """The first key (in file order) that repeats an earlier one, as (key, its
+        line, the line of its first occurrence), or ``None``."""
+        if not self._hashes:
+            return None
+        every = np.concatenate(self._hashes)
+        every.sort()
+        tie = every[1:] == every[:-1]
+        if not tie.any():
+            return None
+        tied = np.unique(every[1:][tie])
+        del every
+        seen: dict[bytes, int] = {}
+        for h, (buf, start, end), lines in zip(self._hashes, self._keys, self._lines, strict=True):
+            for j in np.flatnonzero(np.isin(h, tied)).tolist():
+                key = buf[int(start[j]) : int(end[j])].tobytes()
+                earlier = seen.get(key)
+                if earlier is not None:
+                    return key.decode(), int(lines[j]), earlier
+                seen[key] = int(lines[j])
         return None
 
 

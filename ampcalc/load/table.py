@@ -632,11 +632,14 @@ def stream_columns(
     implied: Sequence[str],
     headerless: Callable[[Sequence[str]], bool],
     required: Sequence[str],
+    split: Callable[[str, int], list[Any] | None] | None = None,
 ) -> Rows:
     """A CSV file in chunks of about ``chunk`` rows, as columns: yields (header, file
     lines, list of columns). Chunks without quotes are split directly (fast); quoted
     chunks go through the csv module; blank lines are skipped. Every row must have the
-    header's width."""
+    header's width. ``split(text, width)``: the columns of a chunk without quotes in
+    another form, one entry a line (``load.bytecols.split_bytes``), or ``None`` to
+    split it here (it must for blank lines)."""
     start = 1
     fh = _open_stream(path, what, None)
     try:
@@ -655,13 +658,22 @@ def stream_columns(
             if not text:
                 break
             if not text.endswith("\n"):
-                text += bounded_line(fh, cap, path, start + text.count("\n"))
-            while text.count('"') % 2:
+                more = fh.readline(cap + 1)
+                if len(more) > cap:  # the line's number is counted only for the error
+                    bounded_line(io.StringIO(more), cap, path, start + text.count("\n"))
+                text += more
+            while '"' in text and text.count('"') % 2:
                 more = bounded_line(fh, cap, path, start + text.count("\n"))
                 if not more:
                     break
                 text += more
             text = text[:-1] if text.endswith("\n") else text
+            if split is not None and text and '"' not in text:
+                if (parts := split(text, width)) is not None:
+                    n = len(parts[0])
+                    yield header, range(start, start + n), parts
+                    start += n
+                    continue
             if '"' in text or "\n\n" in text or text.startswith("\n") or not text:
                 # slow path: quotes or blank lines (skipped); line numbers from csv
                 rdr = csv.reader(io.StringIO(text))

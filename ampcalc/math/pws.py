@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -183,10 +183,21 @@ class Rows:
     zero: list[float]
     lo: list[int]
     band: list[np.ndarray]
+    #: ``token_cdf`` of the rows asked for so far
+    _cdf: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         return len(self.band) - 1
+
+    def token_cdf(self, w: int) -> np.ndarray:
+        """Cumulative sums of row w's band over q_w, from its top entry down (what the
+        sanitiser's tokens invert); computed once per row."""
+        cum = self._cdf.get(w)
+        if cum is None:
+            b = self.band[w] / self.q[w - 1]
+            cum = self._cdf[w] = np.cumsum(b[::-1])
+        return cum
 
     def dense(self, i: int) -> np.ndarray:
         """Row i as a dense array over j = 0..i."""
@@ -773,6 +784,56 @@ def key_hashes(keys: list[str], raw: np.ndarray | None = None) -> np.ndarray:
     return _splitmix(out)
 
 
+def byte_key_hashes(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``key_hashes`` of the keys ``buf[start[i]:end[i]]`` (their UTF-8 bytes, ranges of
+    one ``uint8`` buffer), without a string or a padded copy per key.
+
+    FNV-1a runs byte position by byte position over all keys at once: keys of one
+    length read ``buf[start + c]``; keys of mixed lengths are ordered longest first, so
+    the keys still running at position c are a prefix of that order and each byte is
+    read once. Keys longer than 64 bytes (rare) go through ``key_hashes``."""
+    n = int(start.size)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    lengths = np.asarray(end - start, dtype=np.int64)
+    top = int(lengths.max())
+    if top > _RAW_WIDTH:
+        out = np.empty(n, dtype=np.uint64)
+        long = lengths > _RAW_WIDTH
+        data = buf.tobytes()
+        sel = np.flatnonzero(long)
+        out[sel] = key_hashes(
+            [
+                data[a:z].decode()
+                for a, z in zip(start[sel].tolist(), end[sel].tolist(), strict=True)
+            ]
+        )
+        short = np.flatnonzero(~long)
+        if short.size:
+            out[short] = byte_key_hashes(buf, start[short], end[short])
+        return out
+    prime = np.uint64(_FNV_PRIME)
+    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        if int(lengths.min()) == top:
+            for c in range(top):
+                h ^= buf[start + c]
+                h *= prime
+        else:
+            order = np.argsort(-lengths.astype(np.int8), kind="stable")
+            first = start[order]
+            # running[c]: how many keys are longer than c bytes
+            running = n - np.cumsum(np.bincount(lengths, minlength=top + 1))[:top]
+            for c, k in enumerate(running.tolist()):
+                hk = h[:k]
+                hk ^= buf[first[:k] + c]
+                hk *= prime
+            h[order] = h.copy()
+        h ^= lengths.astype(np.uint64)
+        h *= prime
+    return _splitmix(h)
+
+
 def key_uniforms(keys: list[str], seed: int, hashes: np.ndarray | None = None) -> np.ndarray:
     """One uniform in [0, 1) per key, a pure function of (seed, key).
 
@@ -781,9 +842,13 @@ def key_uniforms(keys: list[str], seed: int, hashes: np.ndarray | None = None) -
     for a key does not depend on the order, chunking or machine: chunked, streamed
     and distributed runs agree.
     """
+    return hash_uniforms(key_hashes(keys) if hashes is None else hashes, seed)
+
+
+def hash_uniforms(hashes: np.ndarray, seed: int) -> np.ndarray:
+    """``key_uniforms`` from the keys' ``key_hashes``."""
     s = _splitmix(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
-    h = key_hashes(keys) if hashes is None else hashes
-    x = _splitmix(_splitmix(h ^ s) ^ s)
+    x = _splitmix(_splitmix(hashes ^ s) ^ s)
     u: np.ndarray = (x >> np.uint64(11)).astype(float) * (1.0 / 9007199254740992.0)
     return u
 
@@ -803,8 +868,22 @@ def sanitize_keys(
     Returns (kept mask, tokens or None). One uniform per key (``key_uniforms``;
     ``hashes``: ``key_hashes(keys)``, if computed already).
     """
+    return sanitize_hashes(
+        key_hashes(keys) if hashes is None else hashes, freqs, seed, p=p, rows=rows
+    )
+
+
+def sanitize_hashes(
+    hashes: np.ndarray,
+    freqs: np.ndarray,
+    seed: int,
+    *,
+    p: np.ndarray,
+    rows: Rows | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``sanitize_keys`` from the keys' ``key_hashes`` (all a key's draws depend on)."""
     freqs = np.asarray(freqs, dtype=np.int64)
-    u = key_uniforms(keys, seed, hashes)
+    u = hash_uniforms(hashes, seed)
     keep = u < p[freqs - 1]
     if rows is None:
         return keep, None
@@ -818,9 +897,8 @@ def sanitize_keys(
     ends = np.append(starts[1:], grouped.size)[: starts.size]
     for w, a, z in zip(ws.tolist(), starts.tolist(), ends.tolist(), strict=True):
         sel = grouped[a:z]
-        b = rows.band[w] / rows.q[w - 1]
         # keep iff u < p_w; the token is the inverse CDF of the kept part, top down
-        cum = np.cumsum(b[::-1])
-        k = np.minimum(np.searchsorted(cum, u[sel], side="right"), b.size - 1)
-        tokens[sel] = rows.lo[w] + b.size - 1 - k
+        cum = rows.token_cdf(w)
+        k = np.minimum(np.searchsorted(cum, u[sel], side="right"), cum.size - 1)
+        tokens[sel] = rows.lo[w] + cum.size - 1 - k
     return keep, tokens

@@ -56,6 +56,25 @@ def read_columns(
     )
 
 
+def read_sample(path: str, chunk: int) -> Iterator[tuple[list[str], Sequence[int], list[Any]]]:
+    """``read_columns`` with the columns of chunks without quotes as
+    ``load.bytecols.ByteColumn`` (byte ranges of the chunk's UTF-8 text, no str per
+    cell); quoted chunks give lists of strings as before."""
+    from ampcalc.load.bytecols import split_bytes
+    from ampcalc.load.table import stream_columns
+
+    return stream_columns(
+        path,
+        chunk,
+        what="sample file",
+        expected=EXPECTED,
+        implied=IMPLIED,
+        headerless=_headerless,
+        required=("key", "frequency"),
+        split=split_bytes,
+    )
+
+
 def bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
     """One line, refused past ``cap`` characters (standard input can be endless)."""
     from ampcalc.load.table import bounded_line as bounded
@@ -79,8 +98,17 @@ def parse_freq(value: str, path: str, line: int, what: str = "frequency") -> int
 
 
 def parse_freqs(col: Any, path: str, lines: Sequence[int]) -> Any:
-    """The frequency column as int64; the first bad cell is an error naming its line."""
+    """The frequency column as int64; the first bad cell is an error naming its line.
+    ``col``: a list of cells or a ``load.bytecols.ByteColumn``."""
     import numpy as np
+
+    from ampcalc.load.bytecols import ByteColumn
+
+    if isinstance(col, ByteColumn):
+        fast = _digits(col)
+        if fast is not None:
+            return fast
+        col = col.tolist()
 
     try:
         fast = np.array(col, dtype=np.int64)
@@ -99,6 +127,54 @@ def parse_freqs(col: Any, path: str, lines: Sequence[int]) -> Any:
     else:
         n = int(np.flatnonzero(~ok)[0])
     return parse_freq(str(arr[n]), path, lines[n])
+
+
+#: the bytes of a little-endian word that hold its last k digits, k = 0..8
+_KEEP = [0] + [((1 << 64) - 1) ^ ((1 << (64 - 8 * k)) - 1) for k in range(1, 9)]
+
+
+def _digits(col: Any) -> Any:
+    """The cells of a ``ByteColumn`` as int64 if each is 1 to 16 ASCII digits with a
+    value >= 1 (what ``int`` reads them as), else ``None``.
+
+    Eight digits at a time in one 64-bit word (the 8 bytes ending at the cell's end,
+    little-endian, those before the cell set to ``0``): every byte is checked to be a
+    digit, then adjacent digits, pairs and quadruples are combined in place."""
+    import numpy as np
+
+    n = len(col)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    width = col.lengths()
+    if int(width.min()) < 1 or int(width.max()) > 16:
+        return None
+    u = np.uint64
+    # the buffer behind 16 zero bytes, as aligned words: the word of any 8 bytes is
+    # two aligned words shifted together
+    padded = np.zeros((col.buf.size + 40) // 8 * 8, dtype=np.uint8)
+    padded[16 : 16 + col.buf.size] = col.buf
+    aligned = padded.view("<u8")
+    keeps = np.array(_KEEP, dtype=u)
+    zeros, high = u(0x3030303030303030), u(0xF0F0F0F0F0F0F0F0)
+    value = np.zeros(n, dtype=np.int64)
+    bad = np.zeros(n, dtype=bool)
+    for part in range(1 + int(width.max() > 8)):
+        # the cell's last 8 digits, then the ones before them
+        at = (col.end + (8 - 8 * part)).astype(u)
+        q, r = at >> u(3), (at & u(7)) << u(3)
+        x = (aligned[q] >> r) | (aligned[q + u(1)] << (u(64) - r))  # a shift by 64 gives 0
+        keep = keeps[np.clip(width - 8 * part, 0, 8)]
+        with np.errstate(over="ignore"):
+            x = (x & keep) | (zeros & ~keep)
+            bad |= ((x & high) != zeros) | (((x + u(0x0606060606060606)) & high) != zeros)
+            x -= zeros
+            x = (x * u(10) + (x >> u(8))) & u(0x00FF00FF00FF00FF)
+            x = (x * u(100) + (x >> u(16))) & u(0x0000FFFF0000FFFF)
+            x = (x * u(10000) + (x >> u(32))) & u(0xFFFFFFFF)
+        value += x.astype(np.int64) * 10 ** (8 * part)
+    if bad.any() or int(value.min()) < 1:
+        return None
+    return value
 
 
 def check_duplicates(
