@@ -140,6 +140,21 @@ def test_frequency_above_table_extends_or_refuses(tmp_path: Path) -> None:
     assert abs(kept - 400 * pi) <= 4.5 * (400 * pi * (1 - pi)) ** 0.5
 
 
+@pytest.mark.parametrize("frequencies", [False, True], ids=["keys", "frequencies"])
+def test_absurd_frequencies_are_input_errors(tmp_path: Path, frequencies: bool) -> None:
+    # 2⁶³ overflowed int64 ("internal error"); 2⁶³ − 1 sent the table extension astray
+    flag = ["--frequencies"] if frequencies else []
+    big = write(tmp_path, "b.csv", "key,frequency\na,3\nb,12345678901234567890\n")
+    r = run_ampcalc("pws", "sanitize", big, "--design", DESIGN, "--seed", "1", *flag, expect=2)
+    assert "b.csv:3: frequency '12345678901234567890' is above 9,223,372,036,854,775,807" in (
+        r.stderr
+    )
+    top = write(tmp_path, "t.csv", "key,frequency\na,3\nb,9223372036854775807\n")
+    r = run_ampcalc("pws", "sanitize", top, "--design", DESIGN, "--seed", "1", *flag, expect=2)
+    assert "t.csv:3: largest frequency the sanitiser extends its table to" in r.stderr
+    assert "is above the limit of 10,000,000" in r.stderr and "internal" not in r.stderr
+
+
 def test_estimate_q1_matches_mle(tmp_path: Path) -> None:
     d = write(
         tmp_path,

@@ -66,6 +66,11 @@ LIMITS: dict[str, Limit] = {
         "characters in one line of a pws sample (its header, or a line read to complete a chunk)",
         "a sample line holds a key, a frequency and a few columns",
     ),
+    "pws_extend": Limit(
+        10_000_000,
+        "largest frequency the sanitiser extends its table to (rows above max_frequency)",
+        "check the frequency column: a key's frequency counts its elements",
+    ),
     "pws_rows": Limit(
         10_000,
         "rows of the PWS table reported by bound/invert (`max_frequency`)",

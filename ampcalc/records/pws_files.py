@@ -94,7 +94,15 @@ def parse_freq(value: str, path: str, line: int, what: str = "frequency") -> int
             f"{path}:{line}: {what} {excerpt(value)} is not a whole number >= 1 (keys with "
             "frequency 0 are not in the data; frequencies count elements)"
         )
+    if v > FREQ_MAX:
+        raise DesignError(
+            f"{path}:{line}: {what} {excerpt(value)} is above {FREQ_MAX:,} (2⁶³ − 1)"
+        )
     return v
+
+
+#: the largest frequency a count column holds (int64)
+FREQ_MAX = 2**63 - 1
 
 
 def parse_freqs(col: Any, path: str, lines: Sequence[int]) -> Any:
@@ -120,7 +128,11 @@ def parse_freqs(col: Any, path: str, lines: Sequence[int]) -> Any:
     arr = np.char.strip(arr)
     ok = np.char.isdigit(arr)
     if ok.all():
-        out = arr.astype(np.int64)
+        try:
+            out = arr.astype(np.int64)
+        except OverflowError:  # a cell above 2⁶³ − 1: name the first
+            n = next(i for i, c in enumerate(arr.tolist()) if int(c) > FREQ_MAX)
+            return parse_freq(str(arr[n]), path, lines[n])
         if (out >= 1).all():
             return out
         n = int(np.flatnonzero(out < 1)[0])

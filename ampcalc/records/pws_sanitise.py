@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc.model.errors import DesignError
+from ampcalc.model.limits import LIMITS
 from ampcalc.records.pws_tables import pws_design
 
 
@@ -54,6 +55,9 @@ class PwsSanitiser:
                 f"{where}: frequency {top} is above max_frequency = {self.n}; its row was "
                 "not computed (drop --no-extend to compute it)"
             )
+        cap = LIMITS["pws_extend"]
+        if top > cap.value:
+            raise DesignError(f"{where}: {cap.message(top)}")
         self._build(top)
 
 
