@@ -138,14 +138,11 @@ def weights(
     d = importance_design(all_designs)
     params: Any = imp.bind_target(d.params, d.target)
     if suggest:
-        l1 = params.data.l1
-        l2 = np.sqrt(params.data.sq_l2)
+        from ampcalc.records.importance_weights import planning_values
+
         lines = [
-            f"records: {params.data.count}",
-            f"dimension: {params.data.dimension}",
-            f"mean_sq_norm (x̃ = mean ‖x‖₂²): {float(np.mean(params.data.sq_l2)):.10g}",
-            f"max ‖x‖₁: {float(np.max(l1)):.10g}",
-            f"max ‖x‖₂: {float(np.max(l2)):.10g}",
+            f"{name}: {value}" if isinstance(value, int) else f"{name}: {value:.10g}"
+            for name, value in planning_values(params)
         ]
         emit("\n".join(lines) + "\n")
         say(
@@ -277,19 +274,13 @@ def _write_parquet(
         cols = [np.arange(fig.q.size), fig.q, fig.w, fig.eps_hat]
         kept = None
     else:
-        from ampcalc.load.records import iter_chunks
-        from ampcalc.math.importance import uniforms
-        from ampcalc.model.errors import DesignError
+        from ampcalc.records.importance_weights import sampled_blocks
 
         src = params.data.source
         names = ["row", *src.names, "probability", "weight"]
         pieces: list[list[Any]] = [[] for _ in names]
-        for start, x, _ in iter_chunks(src, DesignError):
-            n = x.shape[0]
-            q = fig.q[start : start + n]
-            idx = np.flatnonzero(uniforms(int(seed), start, n) < q)
-            block = [start + idx, *(x[idx, j] for j in range(x.shape[1])), q[idx]]
-            block.append(fig.w[start : start + n][idx])
+        for _, rows, x, q, w in sampled_blocks(src, fig.q, fig.w, seed):
+            block = [rows, *(x[:, j] for j in range(x.shape[1])), q, w]
             for piece, col in zip(pieces, block, strict=True):
                 piece.append(col)
         cols = [np.concatenate(p) if p else np.zeros(0) for p in pieces]
@@ -304,32 +295,21 @@ def _write_parquet(
 def _write_sample(
     write: Any, src: Any, fig: Any, seed: int | None, tick: Progress | None = None
 ) -> int:
-    """The Poisson sample's rows (row i kept when its Philox uniform is below q_i)."""
+    """The Poisson sample's rows (``records.importance_weights.sampled_blocks``)."""
     import numpy as np
 
-    from ampcalc.load.records import iter_chunks
-    from ampcalc.math.importance import uniforms
-    from ampcalc.model.errors import DesignError
     from ampcalc.output.columns import savetxt_rows
+    from ampcalc.records.importance_weights import sampled_blocks
 
     assert seed is not None  # --sample needs --seed (checked by the command)
-
-    def chunk_error(msg: str) -> Exception:
-        return DesignError(msg)
-
     write("row," + ",".join(src.names) + ",probability,weight\n")
     kept = 0
-    for start, x, _ in iter_chunks(src, chunk_error):
-        n = x.shape[0]
-        q = fig.q[start : start + n]
-        take = uniforms(int(seed), start, n) < q
-        if take.any():
-            idx = np.flatnonzero(take)
-            block = np.column_stack([start + idx, x[idx], q[idx], fig.w[start : start + n][idx]])
-            write(savetxt_rows(block, int_first=True))
-            kept += idx.size
+    for done, rows, x, q, w in sampled_blocks(src, fig.q, fig.w, seed):
+        if rows.size:
+            write(savetxt_rows(np.column_stack([rows, x, q, w]), int_first=True))
+            kept += rows.size
         if tick is not None:
-            tick(start + n, fig.q.size)
+            tick(done, fig.q.size)
     return kept
 
 

@@ -10,7 +10,7 @@ the ``weights`` command share these. No printing.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -113,3 +113,38 @@ def record_weights(design: Any) -> Weights:
         epsilon_hat=fig.eps_hat,
         outside=fig.outside,
     )
+
+
+def planning_values(params: Any) -> list[tuple[str, float | int]]:
+    """What ``weights --suggest`` reports: the record count and dimension, x̃ (the mean
+    ‖x‖₂², the lightweight coreset's ``mean_sq_norm``) and the largest ‖x‖₁ and ‖x‖₂
+    (candidates for ``radius``). Computed from the data: for planning only, since a
+    ``q(·)`` built from them is data-dependent."""
+    data = params.data
+    return [
+        ("records", int(data.count)),
+        ("dimension", int(data.dimension)),
+        ("mean_sq_norm (x̃ = mean ‖x‖₂²)", float(np.mean(data.sq_l2))),
+        ("max ‖x‖₁", float(np.max(data.l1))),
+        ("max ‖x‖₂", float(np.max(np.sqrt(data.sq_l2)))),
+    ]
+
+
+def sampled_blocks(
+    source: Any, q: np.ndarray, w: np.ndarray, seed: int
+) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """The Poisson sample of the records, block by block: ``(records read so far, row
+    indices, records, q, w)`` of the kept rows. Row i is kept when its Philox uniform
+    (``math.importance.uniforms``: a pure function of (seed, i)) is below q_i, so any
+    chunking, streaming or partitioning keeps the same rows."""
+    from ampcalc.load.records import iter_chunks
+    from ampcalc.math.importance import uniforms
+
+    def chunk_error(msg: str) -> Exception:
+        return DesignError(msg)
+
+    for start, x, _ in iter_chunks(source, chunk_error):
+        n = x.shape[0]
+        qs = q[start : start + n]
+        idx = np.flatnonzero(uniforms(int(seed), start, n) < qs)
+        yield start + n, start + idx, x[idx], qs[idx], w[start : start + n][idx]
