@@ -21,11 +21,11 @@ from conftest import run_ampcalc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampcalc.cli.pws import _write_bytes
 from ampcalc.load.bytecols import ByteColumn, split_bytes
 from ampcalc.load.keyset import KeyLog
 from ampcalc.math import pws as K
 from ampcalc.model.errors import DesignError
+from ampcalc.output.keys_csv import write_key_bytes
 from ampcalc.records.pws_files import _digits, check_duplicates, duplicate_message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,7 +189,7 @@ def test_written_bytes_are_what_csv_writer_writes(keys, data, frequencies) -> No
         data.draw(st.lists(st.integers(0, 10**12), min_size=len(keys), max_size=len(keys)))
     )
     got = io.StringIO()
-    written = _write_bytes(got, cols[0], idx, tokens if frequencies else None)
+    written = write_key_bytes(got, cols[0], idx, tokens if frequencies else None)
     want = io.StringIO()
     rows = [[keys[i], *([int(tokens[i])] if frequencies else [])] for i in idx.tolist()]
     csv.writer(want, lineterminator="\n").writerows(rows)

@@ -36,12 +36,8 @@ from ampcalc.cli.conventions import OutputOpt, progress_bar, wrote_message
 from ampcalc.load.files import excerpt
 from ampcalc.model.references import PWS
 from ampcalc.records.pws_files import (
-    check_score,
-    duplicate_message,
     parse_freq,
-    parse_freqs,
     read_rows,
-    read_sample,
 )
 
 if TYPE_CHECKING:
@@ -289,12 +285,8 @@ def sanitize_cmd(
     """
     import contextlib
     import csv
-    import operator
     import sys
 
-    import numpy as np
-
-    from ampcalc.math import pws as K
     from ampcalc.model.errors import DesignError
 
     if engine not in ("numpy", "dask"):
@@ -322,14 +314,9 @@ def sanitize_cmd(
             d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
             chunk, verify, scheduler, workers, as_json,
         )  # fmt: skip
-    from ampcalc.load.bytecols import ByteColumn
-    from ampcalc.load.keyset import KeyLog
+    from ampcalc.output.keys_csv import write_key_bytes, write_key_text
+    from ampcalc.records.pws_stream import cells, sanitise_sample
 
-    # duplicates are found once at the end (one sort of every key's hash); an error met
-    # earlier gives way to a duplicate in the chunks before it, as a check per chunk
-    # would have reported that first
-    seen = KeyLog()
-    prev: tuple[str, int] | None = None
     with contextlib.ExitStack() as stack:
         tick = stack.enter_context(progress_bar("sanitising keys"))
         out: Any = sys.stdout
@@ -337,84 +324,32 @@ def sanitize_cmd(
             out = stack.enter_context(atomic_write(output, newline="", inputs=[sample, design]))
         writer = csv.writer(out, lineterminator="\n")
         n_in = n_out = 0
-        started = False
-        try:
-            for header, lines, cols in read_sample(sample, chunk):
-                ki, fi = header.index("key"), header.index("frequency")
-                si = header.index("score") if "score" in header else None
-                extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
-                if not started:
-                    writer.writerow(
-                        [
-                            "key",
-                            *(["frequency"] if frequencies else []),
-                            *[header[c] for c in extra],
-                        ]
-                    )
-                    started = True
-                kcol = cols[ki]
-                if not isinstance(kcol, ByteColumn):
-                    kcol = ByteColumn.from_strings(kcol)
-                freqs = parse_freqs(cols[fi], sample, lines)
-                if si is not None:
-                    for n, v in enumerate(_cells(cols[si])):
-                        check_score(v, params, int(freqs[n]), sample, lines[n])
-                if stream:
-                    keys = kcol.tolist()
-                    order = np.flatnonzero(
-                        np.fromiter(map(operator.le, keys[1:], keys[:-1]), bool, len(keys) - 1)
-                    )
-                    if prev is not None and keys[0] <= prev[0]:
-                        order = np.concatenate(([-1], order))
-                    if order.size:
-                        n = int(order[0]) + 1
-                        if n > 0:
-                            pk, pl = keys[n - 1], lines[n - 1]
-                        else:
-                            assert prev is not None  # −1 leads `order` only after a chunk
-                            pk, pl = prev
-                        what = "repeats" if keys[n] == pk else "comes after"
-                        raise DesignError(
-                            f"{sample}:{lines[n]}: key {excerpt(keys[n])} {what} key "
-                            f"{excerpt(pk)} of line {pl} (streaming needs input sorted by "
-                            "key, each key once)"
-                        )
-                    prev = (keys[-1], lines[-1])
-                hashes = K.byte_key_hashes(kcol.buf, kcol.start, kcol.end)
-                if not stream:
-                    seen.add(hashes, kcol.buf, kcol.start, kcol.end, lines)
-                if freqs.size:
-                    top = int(freqs.max())
-                    where = f"{sample}:{lines[int(np.argmax(freqs))]}"
-                    san.ensure(top, where)
-                kept, tokens = K.sanitize_hashes(hashes, freqs, seed, p=san.p, rows=san.rows)
-                n_in += len(kcol)
-                if tick is not None:
-                    tick(n_in, 0)  # keys so far; the file's count is not known ahead
-                idx = np.flatnonzero(kept)
-                if not extra and _write_bytes(out, kcol, idx, tokens if frequencies else None):
-                    pass  # written from the bytes read: no cell needs quoting
+
+        def start(header: list[str], extra: list[int]) -> None:
+            head = [header[c] for c in extra]
+            writer.writerow(["key", *(["frequency"] if frequencies else []), *head])
+
+        parts = sanitise_sample(
+            sample, chunk, san, params, seed, stream=stream, progress=tick, on_header=start
+        )
+        for part in parts:
+            extra, kcol, idx = part.extra, part.keys, part.kept
+            tokens = part.tokens if frequencies else None
+            n_in = part.read
+            if not extra and write_key_bytes(out, kcol, idx, tokens):
+                pass  # written from the bytes read: no cell needs quoting
+            else:
+                keys = kcol.tolist()
+                ids = idx.tolist()
+                more = [cells(part.columns[c]) for c in extra]
+                if not more and write_key_text(out, keys, ids, tokens):
+                    pass  # written directly: no cell needed quoting
+                elif tokens is not None:
+                    tok = tokens.tolist()
+                    writer.writerows([keys[n], tok[n], *[m[n] for m in more]] for n in ids)
                 else:
-                    keys = kcol.tolist()
-                    ids = idx.tolist()
-                    more = [_cells(cols[c]) for c in extra]
-                    if not more and _write_plain(out, keys, ids, tokens if frequencies else None):
-                        pass  # written directly: no cell needed quoting
-                    elif frequencies:
-                        assert tokens is not None
-                        tok = tokens.tolist()
-                        writer.writerows([keys[n], tok[n], *[m[n] for m in more]] for n in ids)
-                    else:
-                        writer.writerows([keys[n], *[m[n] for m in more]] for n in ids)
-                n_out += int(idx.size)
-        except DesignError:
-            dup = seen.first()
-            if dup is not None:
-                raise DesignError(duplicate_message(sample, *dup)) from None
-            raise
-        dup = seen.first()
-        if dup is not None:
-            raise DesignError(duplicate_message(sample, *dup))
+                    writer.writerows([keys[n], *[m[n] for m in more]] for n in ids)
+            n_out += int(idx.size)
     if verify:
         ok, worst, exact = _verify(params, san.q, san.pi, san.rows, frequencies)
         if not ok:
@@ -486,83 +421,6 @@ def _sanitize_dask(
     if as_json:
         emit(text)
     return int(ExitCode.OK)
-
-
-def _cells(col: Any) -> list[str]:
-    """A column's cells as strings (a list, or a ``ByteColumn``'s ``tolist``)."""
-    return col if isinstance(col, list) else list(col.tolist())
-
-
-def _write_bytes(out: Any, col: Any, idx: Any, tokens: Any) -> bool:
-    """The rows ``key`` (or ``key,token``) of ``idx`` from the key column's bytes
-    (``load.bytecols.ByteColumn``), the bytes ``csv.writer`` would write; False
-    (nothing written) unless no cell can need quoting (``col.plain``) and no kept key
-    is empty (a lone empty cell is ``""``)."""
-    import numpy as np
-
-    if idx.size == 0:
-        return True
-    if not col.plain:
-        return False
-    start = col.start[idx]
-    size = col.end[idx] - start
-    if int(size.min()) == 0:
-        return False
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(col.buf, start, size)]
-    if tokens is not None:
-        tok = tokens[idx]
-        wide = len(str(int(tok.max())))
-        digits = np.ascontiguousarray(tok.astype(f"S{wide}"))
-        tsize = np.ones(tok.size, dtype=np.int64)
-        for k in range(1, wide):
-            tsize += tok >= 10**k
-        comma = np.frombuffer(b",", dtype=np.uint8)
-        parts.append((comma, np.zeros(tok.size, dtype=np.int64), np.ones(tok.size, np.int64)))
-        parts.append((digits.view(np.uint8), np.arange(tok.size) * wide, tsize))
-    line = np.frombuffer(b"\n", dtype=np.uint8)
-    parts.append((line, np.zeros(idx.size, dtype=np.int64), np.ones(idx.size, np.int64)))
-    out.write(_gather(parts).tobytes().decode())
-    return True
-
-
-def _gather(parts: list[tuple[Any, Any, Any]]) -> Any:
-    """Rows made of pieces: row i is ``buf[start[i]:start[i] + size[i]]`` of each part
-    in turn, all rows one after another (one ``uint8`` array)."""
-    import numpy as np
-
-    row = sum(size for _, _, size in parts)
-    total = int(row.sum())
-    out = np.empty(total, dtype=np.uint8)
-    at = np.cumsum(row) - row  # where each row starts
-    for buf, start, size in parts:
-        if int(size.min()) == int(size.max()):  # one size: a block of rows × size
-            step = np.arange(int(size[0]))
-            out[at[:, None] + step] = buf[start[:, None] + step]
-        else:
-            first = np.cumsum(size) - size
-            step = np.arange(int(size.sum())) - np.repeat(first, size)
-            out[np.repeat(at, size) + step] = buf[np.repeat(start, size) + step]
-        at = at + size
-    return out
-
-
-def _write_plain(out: Any, keys: list[str], idx: list[int], tokens: Any) -> bool:
-    """The rows ``key`` (or ``key,token``) of ``idx`` written as one text, the bytes
-    ``csv.writer`` would write; False (nothing written) if a key needs quoting: it
-    holds a comma, a quote, a line break or is empty (a lone empty cell is ``""``)."""
-    if not idx:
-        return True
-    kept = [keys[n] for n in idx]
-    text = "\n".join(kept)
-    if any(c in text for c in ',"\r') or "\n\n" in text or not kept[0] or not kept[-1]:
-        return False
-    if len(kept) != text.count("\n") + 1:
-        return False  # a key with a line break
-    if tokens is not None:
-        tok = tokens[idx].tolist()
-        text = "\n".join(map("%s,%d".__mod__, zip(kept, tok, strict=True)))
-    out.write(text + "\n")
-    return True
 
 
 @pws_app.command("estimate")

@@ -1,0 +1,147 @@
+"""``pws sanitize`` over a sample file, chunk by chunk (one process).
+
+``sanitise_sample`` reads the sample (``records.pws_files.read_sample``), checks each
+chunk (frequencies, scores, the key order of a streamed file), draws every key's coin
+from its hash (``math.pws``: a pure function of the seed and the key) and yields what to
+write; it raises the first input error, a duplicate key in the chunks before it winning
+(duplicates are found once at the end, by one sort of every key's hash: ``KeyLog``). The
+command writes what it yields; the Dask engine (``distributed``) runs the same steps per
+partition. No printing.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ampcalc.load.bytecols import ByteColumn
+from ampcalc.load.files import excerpt
+from ampcalc.load.keyset import KeyLog
+from ampcalc.model.errors import DesignError
+from ampcalc.records.pws_files import check_score, duplicate_message, parse_freqs, read_sample
+
+
+@dataclass(frozen=True)
+class SanitisedChunk:
+    """One chunk of the sample and its sanitised rows.
+
+    Attributes:
+        header: the sample's column names.
+        extra: indices of the columns passed through (not key, frequency or score).
+        keys: the key column.
+        columns: every column of the chunk (cells, or ``ByteColumn``).
+        kept: indices (in the chunk) of the keys reported.
+        tokens: each key's sanitised frequency (Algorithm 4), or None.
+        read: keys read so far, this chunk included.
+    """
+
+    header: list[str]
+    extra: list[int]
+    keys: ByteColumn
+    columns: list[Any]
+    kept: np.ndarray
+    tokens: np.ndarray | None
+    read: int
+
+
+def cells(col: Any) -> list[str]:
+    """A column's cells as strings (a list, or a ``ByteColumn``'s ``tolist``)."""
+    return col if isinstance(col, list) else list(col.tolist())
+
+
+def sanitise_sample(
+    sample: str,
+    chunk: int,
+    sanitiser: Any,
+    params: Any,
+    seed: int,
+    *,
+    stream: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    on_header: Callable[[list[str], list[int]], None] | None = None,
+) -> Iterator[SanitisedChunk]:
+    """The sanitised chunks of ``sample`` (``records.pws_sanitise.PwsSanitiser`` tables,
+    extended on demand). ``stream``: the file is sorted by key, each key once (checked
+    chunk by chunk; no duplicate log is kept). ``on_header(header, extra)`` is called
+    once, as soon as the header is read (before the first chunk is checked), so a
+    writer can start its output.
+
+    Raises:
+        DesignError: a bad cell, a duplicate key, or a streamed file out of order.
+    """
+    from ampcalc.math import pws as K
+
+    seen = KeyLog()
+    prev: tuple[str, int] | None = None
+    n_in = 0
+    try:
+        for header, lines, cols in read_sample(sample, chunk):
+            ki, fi = header.index("key"), header.index("frequency")
+            si = header.index("score") if "score" in header else None
+            extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
+            if on_header is not None and n_in == 0:
+                on_header(header, extra)
+            kcol = cols[ki]
+            if not isinstance(kcol, ByteColumn):
+                kcol = ByteColumn.from_strings(kcol)
+            freqs = parse_freqs(cols[fi], sample, lines)
+            if si is not None:
+                for n, v in enumerate(cells(cols[si])):
+                    check_score(v, params, int(freqs[n]), sample, lines[n])
+            if stream:
+                prev = _check_order(kcol.tolist(), lines, prev, sample)
+            hashes = K.byte_key_hashes(kcol.buf, kcol.start, kcol.end)
+            if not stream:
+                seen.add(hashes, kcol.buf, kcol.start, kcol.end, lines)
+            if freqs.size:
+                top = int(freqs.max())
+                sanitiser.ensure(top, f"{sample}:{lines[int(np.argmax(freqs))]}")
+            kept, tokens = K.sanitize_hashes(
+                hashes, freqs, seed, p=sanitiser.p, rows=sanitiser.rows
+            )
+            n_in += len(kcol)
+            if progress is not None:
+                progress(n_in, 0)  # keys so far; the file's count is not known ahead
+            yield SanitisedChunk(
+                header=header,
+                extra=extra,
+                keys=kcol,
+                columns=cols,
+                kept=np.flatnonzero(kept),
+                tokens=tokens,
+                read=n_in,
+            )
+    except DesignError:
+        dup = seen.first()
+        if dup is not None:
+            raise DesignError(duplicate_message(sample, *dup)) from None
+        raise
+    dup = seen.first()
+    if dup is not None:
+        raise DesignError(duplicate_message(sample, *dup))
+
+
+def _check_order(
+    keys: list[str], lines: Sequence[int], prev: tuple[str, int] | None, sample: str
+) -> tuple[str, int]:
+    """A streamed chunk's keys strictly increase (also across the chunk before it)."""
+    order = np.flatnonzero(np.fromiter(map(operator.le, keys[1:], keys[:-1]), bool, len(keys) - 1))
+    if prev is not None and keys[0] <= prev[0]:
+        order = np.concatenate(([-1], order))
+    if order.size:
+        n = int(order[0]) + 1
+        if n > 0:
+            pk, pl = keys[n - 1], lines[n - 1]
+        else:
+            assert prev is not None  # −1 leads `order` only after a chunk
+            pk, pl = prev
+        what = "repeats" if keys[n] == pk else "comes after"
+        raise DesignError(
+            f"{sample}:{lines[n]}: key {excerpt(keys[n])} {what} key {excerpt(pk)} of line "
+            f"{pl} (streaming needs input sorted by key, each key once)"
+        )
+    return keys[-1], lines[-1]
