@@ -272,10 +272,10 @@ def epsilons(mechanism: Mechanism, eps: Any = None) -> tuple[FloatArray, FloatAr
     return ar, mechanism.epsilon_replace_one_of(e)
 
 
-def witness_reduced(mechanism: Mechanism, witness: Witness) -> bool:
-    """The witness runs below M's add-remove ε: the declared ε_R is below its ratio·ε
-    (e.g. a 2ε-DP-under-replace-one witness and M declared ``both``)."""
-    return mechanism.replace_one_ratio() < witness.replace_one_ratio
+def witness_reduced(mechanism: Mechanism, replace_one_ratio: float) -> bool:
+    """A witness of this ``replace_one_ratio`` (``Witness``) runs below M's add-remove ε:
+    the declared ε_R is below ratio·ε (e.g. ratio 2 and M declared ``both``)."""
+    return mechanism.replace_one_ratio() < replace_one_ratio
 
 
 def replace_one_remarks(
