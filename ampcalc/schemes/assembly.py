@@ -343,7 +343,7 @@ def assemble(
         ConditionError: one of the theorem's refusals applies (in its order), or the
             theorem needs M's add-remove ε and M is declared under replace-one only.
     """
-    _check_refusals(theorem, mechanism, guarantee)
+    check_refusals(theorem, mechanism, guarantee)
     rel = relation_of(mechanism, theorem)
     eps_of, ratio = rel.epsilon, rel.ratio
     add_remove = rel.add_remove or _same
@@ -407,8 +407,11 @@ def assemble(
     )
 
 
-def _check_refusals(theorem: Theorem, mechanism: Mechanism, guarantee: Neighbours | None) -> None:
-    """Raise the first of the theorem's refusals that applies, in the theorem's order."""
+def check_refusals(
+    theorem: Theorem, mechanism: Mechanism, guarantee: Neighbours | None = None
+) -> None:
+    """Raise the first of the theorem's refusals that applies, in the theorem's order
+    (``assemble`` does; a family calls it first when its remarks need a valid design)."""
     for r in theorem.refusals:
         if r.refuses is Refuses.GUARANTEE:
             refused = guarantee is not None and guarantee is not theorem.guarantee
