@@ -21,7 +21,8 @@ the references. ``assemble`` does everything else, the same way for every family
   theorem's refusals (another guarantee, δ > 0, an unknown add-remove ε) in its order.
 
 ε reaches the formulas only as the array argument: nothing here reads
-``mechanism.epsilon`` except to state a warning's numbers.
+``mechanism.epsilon`` except to state a warning's numbers (and ``epsilons``, which
+gives a family (ε_D, ε_R) at the declared ε for its remarks about the declared design).
 """
 
 from __future__ import annotations
