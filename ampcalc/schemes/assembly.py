@@ -13,14 +13,21 @@ the references. ``assemble`` does everything else, the same way for every family
 * outward rounding and certification of every closed-form inverse (the certified ε
   is checked against the upper bound, the impossible-above ε against the lower);
 * the inverse δ map (the mechanism δ that meets a target δ′);
-* details computed at each evaluated ε (``details_at``), never at the declared one.
+* details computed at each evaluated ε (``details_at``), never at the declared one;
+* results that use M's ε under both relations at once (``upper_both``/``lower_both``
+  take ε_D and ε_R), lower bounds proved by witness mechanisms (each run at the largest
+  ε every declared relation allows: min(ε_D, ε_R/c) for a witness whose replace-one ε is
+  c times its add-remove ε), lower-only results, a δ′ formula δ′(ε, δ), and the
+  theorem's refusals (another guarantee, δ > 0, an unknown add-remove ε) in its order.
 
 ε reaches the formulas only as the array argument: nothing here reads
-``mechanism.epsilon`` except to state a warning's numbers.
+``mechanism.epsilon`` except to state a warning's numbers (and ``epsilons``, which
+gives a family (ε_D, ε_R) at the declared ε for its remarks about the declared design).
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +44,48 @@ from ampcalc.schemes.base import Analysis
 Formula = Callable[[FloatArray], FloatArray]
 """ε of the theorem's relation (array) -> ε′ (array of the same shape)."""
 
+PairFormula = Callable[[FloatArray, FloatArray], FloatArray]
+"""(M's ε under add-remove, its ε under replace-one) (arrays of one shape) -> ε′ (or
+details): for results that use M's ε under both relations at once."""
+
+DeltaFormula = Callable[[FloatArray, FloatArray], FloatArray]
+"""(ε, δ of the theorem's relation) (arrays) -> δ′, rounded up and capped at 1."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Witness:
+    """A lower bound proved by one witness mechanism, and how the witness reads under
+    each relation.
+
+    Attributes:
+        bound: witness ε (array) -> the witness's loss ε′, rounded down.
+        replace_one_ratio: the witness run at ε is ε-DP under add-remove and
+            ``replace_one_ratio``·ε-DP under replace-one (Σx + Lap(1/ε) with a record
+            changing the sum by 2 under replacement: 2; randomised response on "x is in
+            the sample": 1). ``assemble`` runs it at the largest ε the declared
+            mechanism allows under every relation: min(ε_D, ε_R/ratio), ε_D = +∞ when
+            M's add-remove ε is unknown (and not refused).
+    """
+
+    bound: Formula
+    replace_one_ratio: float = 1.0
+
+
+class Refuses(enum.Enum):
+    """What a theorem refuses outright (``Refusal``)."""
+
+    GUARANTEE = "a guarantee under another relation than the theorem's"
+    DELTA = "δ > 0 (the theorem is for pure ε)"
+    ADD_REMOVE_UNKNOWN = "M declared under replace-one only (its add-remove ε unknown)"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One refusal of a theorem: what it refuses and the message (a ``ConditionError``)."""
+
+    refuses: Refuses
+    message: str
+
 
 @dataclass(frozen=True, kw_only=True)
 class Theorem:
@@ -45,14 +94,34 @@ class Theorem:
     Attributes:
         name: how the result is cited in messages, e.g. ``"Theorem 2.2"``.
         basis: the references (``references.cite`` items).
-        relation: the relation M's ε must hold under for the theorem.
-        guarantee: the relation ε′ holds under.
-        upper: ε -> ε′ upper bound, already rounded up (a guarantee).
+        relation: the relation M's ε must hold under for the theorem; ``upper``,
+            ``lower``, ``inverse`` and ``delta_prime`` take the ε of it. ``BOTH``: M's
+            ε under each relation enters (only ``upper_both``/``lower_both``/
+            ``witnesses``), the condition stated is "ε_D-DP under add-remove and ε_R-DP
+            under replace-one". None: no condition on M's relation (a lower bound by
+            witnesses only, run at whatever ε the declared relations allow).
+        guarantee: the relation ε′ holds under; the unsampled loss the verdict
+            compares with (the reference ε) is M's ε under it.
+        upper: ε -> ε′ upper bound, already rounded up (a guarantee), or None.
         lower: ε -> ε′ lower bound, rounded down, or None.
+        upper_both: (ε_D, ε_R) -> ε′ upper bound, rounded up: a result that uses M's ε
+            under both relations at once (ε_D = +∞ where M's add-remove ε is unknown
+            and not refused). At most one of ``upper`` and ``upper_both``; neither: a
+            lower-only result (verdict no-guarantee).
+        lower_both: (ε_D, ε_R) -> ε′ lower bound, rounded down.
+        witnesses: lower bounds by witness mechanisms, each run at min(ε_D, ε_R/c).
+            The analysis's lower bound is the largest of ``lower``, ``lower_both`` and
+            the witnesses.
         inverse: target ε′ -> ε, the unrounded closed-form inverse of ``upper`` (and of
             ``lower`` when they share a formula), or None.
+        lower_inverse: target ε′ -> ε at or just below where ``lower`` (the only lower
+            part) reaches it, when it differs from ``upper``'s (+∞: never); the
+            assembly rounds it down and steps it up until ``lower`` >= target.
         delta_factor: δ′ = delta_factor·δ (δ of ``relation``), or None when the
             theorem gives no δ′ (pure ε only).
+        delta_prime: δ′(ε, δ) of the ε and δ of ``relation``, rounded up (a δ′ that is
+            not a constant multiple of δ); at most one of it and ``delta_factor``. No
+            mechanism δ is derived from a target δ′ then.
         conditions: the theorem's conditions, in words, with the design's values.
         tight: the bounds meet (up to rounding); None: ``details`` states nothing
             about tightness.
@@ -64,33 +133,95 @@ class Theorem:
             replace-one when ``relation`` is add-remove (its add-remove ε is unknown).
         relation_words: what follows the relation in the stated condition "M is ε-DP
             under <relation><relation_words>", e.g. " on samples of size m".
+        refusals: what the theorem refuses outright, checked in this order before
+            anything else (``Refuses``): a requested guarantee other than
+            ``guarantee``; δ > 0 (δ′ = 0 then); an unknown add-remove ε. Without an
+            ``ADD_REMOVE_UNKNOWN`` refusal a ``BOTH``/None theorem takes ε_D = +∞ there
+            (no add-remove constraint).
     """
 
     name: str
     basis: tuple[Citation, ...]
-    relation: Neighbours
+    relation: Neighbours | None
     guarantee: Neighbours
-    upper: Formula
+    upper: Formula | None = None
     lower: Formula | None = None
+    upper_both: PairFormula | None = None
+    lower_both: PairFormula | None = None
+    witnesses: tuple[Witness, ...] = ()
     inverse: Formula | None = None
+    lower_inverse: Formula | None = None
     delta_factor: float | None = None
+    delta_prime: DeltaFormula | None = None
     conditions: tuple[str, ...] = ()
     tight: bool | None = False
     pure: bool = False
     group_size: int = 1
     refuses_replace_one_only: str = ""
     relation_words: str = ""
+    refusals: tuple[Refusal, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.upper is not None and self.upper_both is not None:
+            raise ValueError(f"{self.name}: give upper or upper_both, not both")
+        if self.delta_factor is not None and self.delta_prime is not None:
+            raise ValueError(f"{self.name}: give delta_factor or delta_prime, not both")
+        single = (
+            self.upper,
+            self.lower,
+            self.inverse,
+            self.lower_inverse,
+            self.delta_prime,
+            self.delta_factor,
+        )
+        if self.relation in (None, Neighbours.BOTH) and any(f is not None for f in single):
+            raise ValueError(
+                f"{self.name}: formulas of one relation's ε need relation add-remove or "
+                "replace-one"
+            )
+
+    def refusal(self, refuses: Refuses) -> str | None:
+        """The message of the theorem's refusal of ``refuses``, or None."""
+        for r in self.refusals:
+            if r.refuses is refuses:
+                return r.message
+        return None
 
 
 @dataclass(frozen=True)
 class Relation:
-    """The declared mechanism seen under a theorem's relation (fixed data)."""
+    """The declared mechanism seen under a theorem's relation (fixed data).
+
+    For a ``BOTH``/None theorem ``epsilon``, ``ratio`` and ``delta`` are those of
+    replace-one (no formula takes them; ``add_remove``/``replace_one`` do).
+    """
 
     epsilon: Formula  # declared ε -> ε of the relation
     ratio: float  # ε of the relation / declared ε (inversions divide by it)
     delta: Formula  # declared ε -> δ of the relation
     warnings: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    add_remove: Formula | None = None  # declared ε -> ε_D (+∞ where unknown)
+    replace_one: Formula | None = None  # declared ε -> ε_R
+
+
+def _same(eps: FloatArray) -> FloatArray:
+    return np.asarray(eps, dtype=float)
+
+
+def _unbounded(eps: FloatArray) -> FloatArray:
+    return np.full(np.shape(eps), np.inf)
+
+
+def _refuse_replace_one_only(theorem: Theorem) -> ConditionError:
+    return ConditionError(
+        theorem.refusal(Refuses.ADD_REMOVE_UNKNOWN)
+        or theorem.refuses_replace_one_only
+        or (
+            f"{theorem.name} needs M's add-remove ε, and `neighbours: replace-one` "
+            "leaves it unknown. Declare `neighbours: add-remove` or `both`."
+        )
+    )
 
 
 def relation_of(mechanism: Mechanism, theorem: Theorem) -> Relation:
@@ -100,32 +231,52 @@ def relation_of(mechanism: Mechanism, theorem: Theorem) -> Relation:
         ConditionError: the theorem needs M's add-remove ε and M is declared under
             replace-one only.
     """
+    known = mechanism.epsilon_add_remove_known()
     if theorem.relation is Neighbours.ADD_REMOVE:
-        if not mechanism.epsilon_add_remove_known():
-            raise ConditionError(
-                theorem.refuses_replace_one_only
-                or (
-                    f"{theorem.name} needs M's add-remove ε, and `neighbours: replace-one` "
-                    "leaves it unknown. Declare `neighbours: add-remove` or `both`."
-                )
-            )
+        if not known:
+            raise _refuse_replace_one_only(theorem)
         delta = mechanism.delta
-
-        def same(eps: FloatArray) -> FloatArray:
-            return np.asarray(eps, dtype=float)
 
         def delta_ar(eps: FloatArray) -> FloatArray:
             return np.full(np.shape(eps), delta)
 
-        return Relation(epsilon=same, ratio=1.0, delta=delta_ar, warnings=())
-    warnings, notes = replace_one_remarks(mechanism, theorem.name)
+        return Relation(
+            epsilon=_same,
+            ratio=1.0,
+            delta=delta_ar,
+            warnings=(),
+            add_remove=_same,
+            replace_one=mechanism.epsilon_replace_one_of,
+        )
+    if not known and theorem.refusal(Refuses.ADD_REMOVE_UNKNOWN) is not None:
+        raise _refuse_replace_one_only(theorem)
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    if theorem.relation is Neighbours.REPLACE_ONE:
+        warnings, notes = replace_one_remarks(mechanism, theorem.name)
     return Relation(
         epsilon=mechanism.epsilon_replace_one_of,
         ratio=mechanism.replace_one_ratio(),
         delta=mechanism.delta_replace_one_of,
         warnings=warnings,
         notes=notes,
+        add_remove=_same if known else _unbounded,
+        replace_one=mechanism.epsilon_replace_one_of,
     )
+
+
+def epsilons(mechanism: Mechanism, eps: Any = None) -> tuple[FloatArray, FloatArray]:
+    """M's (ε_D, ε_R) at declared ε ``eps`` (default: the declared ε itself), ε_D = +∞
+    where M's add-remove ε is unknown: for a family's remarks about the declared design."""
+    e = np.asarray(mechanism.epsilon if eps is None else eps, dtype=float)
+    ar = e if mechanism.epsilon_add_remove_known() else np.full(e.shape, np.inf)
+    return ar, mechanism.epsilon_replace_one_of(e)
+
+
+def witness_reduced(mechanism: Mechanism, replace_one_ratio: float) -> bool:
+    """A witness of this ``replace_one_ratio`` (``Witness``) runs below M's add-remove ε:
+    the declared ε_R is below ratio·ε (e.g. ratio 2 and M declared ``both``)."""
+    return mechanism.replace_one_ratio() < replace_one_ratio
 
 
 def replace_one_remarks(
@@ -164,82 +315,76 @@ def assemble(
     theorem: Theorem,
     mechanism: Mechanism,
     *,
+    guarantee: Neighbours | None = None,
     details: Mapping[str, Any] | None = None,
     details_at: Callable[[FloatArray], Mapping[str, Any]] | None = None,
+    details_both: Callable[[FloatArray, FloatArray], Mapping[str, Any]] | None = None,
     warnings: tuple[str, ...] = (),
     invert_details: Callable[[FloatArray], Mapping[str, Any]] | None = None,
     notes: tuple[str, ...] = (),
+    conditions: tuple[str, ...] = (),
 ) -> Analysis:
     """The analysis of one design under ``theorem`` for the declared ``mechanism``.
 
     Args:
         theorem: the result's formulas under its natural relation.
         mechanism: the design's mechanism (its relation, ε_R rule and δ).
+        guarantee: the requested guarantee (checked against a ``GUARANTEE`` refusal).
         details: entries that do not depend on ε (``tight`` is added).
         details_at: evaluated ε (array) -> entries that do.
+        details_both: (ε_D, ε_R) at each evaluated ε -> entries that depend on M's ε
+            under both relations (ε_D = +∞ where unknown).
         warnings: the family's own warnings (the relation's warning is added here).
         invert_details: target ε′ (array) -> extra entries for ``invert``.
         notes: the family's own notes (the relation notes are added here).
+        conditions: the family's further conditions, stated after M's relation (e.g.
+            M's δ, what a second sampling stage makes of M).
+
+    Raises:
+        ConditionError: one of the theorem's refusals applies (in its order), or the
+            theorem needs M's add-remove ε and M is declared under replace-one only.
     """
+    check_refusals(theorem, mechanism, guarantee)
     rel = relation_of(mechanism, theorem)
     eps_of, ratio = rel.epsilon, rel.ratio
-    formula_upper, formula_lower, inverse = theorem.upper, theorem.lower, theorem.inverse
+    add_remove = rel.add_remove or _same
+    replace_one = rel.replace_one or mechanism.epsilon_replace_one_of
 
-    def upper(eps: FloatArray) -> FloatArray:
-        return formula_upper(eps_of(eps))
-
-    lower: Formula | None = None
-    if formula_lower is not None:
-        fl = formula_lower
-
-        def lower(eps: FloatArray) -> FloatArray:
-            return fl(eps_of(eps))
+    upper: Formula | None = None
+    if theorem.upper is not None:
+        upper = _at(theorem.upper, eps_of)
+    elif theorem.upper_both is not None:
+        upper = _at_both(theorem.upper_both, add_remove, replace_one)
+    parts: list[Formula] = []
+    if theorem.lower is not None:
+        parts.append(_at(theorem.lower, eps_of))
+    if theorem.lower_both is not None:
+        parts.append(_at_both(theorem.lower_both, add_remove, replace_one))
+    parts += [_at_witness(w, add_remove, replace_one) for w in theorem.witnesses]
+    lower = parts[0] if len(parts) == 1 else _largest(tuple(parts)) if parts else None
 
     delta_prime: Formula | None = None
     mechanism_delta: Callable[[float, FloatArray], FloatArray] | None = None
-    if theorem.pure:
-
-        def delta_prime(eps: FloatArray) -> FloatArray:
-            return np.zeros(np.shape(eps))
-
+    if theorem.pure or theorem.refusal(Refuses.DELTA) is not None:
+        delta_prime = _zeros
     elif theorem.delta_factor is not None:
-        factor = float(theorem.delta_factor)
-        pure = mechanism.delta == 0.0
-
-        def delta_prime(eps: FloatArray) -> FloatArray:
-            if pure:
-                return np.zeros(np.shape(eps))
-            out: FloatArray = np.minimum(numeric.round_up(factor * rel.delta(eps)), 1.0)
-            return out
-
-        mechanism_delta = _mechanism_delta(mechanism, theorem.relation, factor)
+        delta_prime = _scaled_delta(float(theorem.delta_factor), rel, mechanism.delta == 0.0)
+        mechanism_delta = _mechanism_delta(mechanism, theorem.relation, theorem.delta_factor)
+    elif theorem.delta_prime is not None:
+        delta_prime = _zeros if mechanism.delta == 0.0 else _delta_at(theorem.delta_prime, rel)
 
     certified: Formula | None = None
     impossible_above: Formula | None = None
-    if inverse is not None:
-        inv = inverse
-
-        def certified(target: FloatArray) -> FloatArray:
-            guess = numeric.round_down(inv(target))
-            if ratio != 1.0:
-                guess = numeric.round_down(guess / ratio)
-            return numeric.certify_down(upper, guess, target)
-
+    if theorem.inverse is not None and upper is not None:
+        certified = _certified(theorem.inverse, upper, ratio)
         if lower is not None:
-            low = lower
+            impossible_above = _impossible_above(theorem.inverse, lower, ratio)
+    if theorem.lower_inverse is not None and lower is not None:
+        impossible_above = _impossible_above(theorem.lower_inverse, lower, ratio, start_below=True)
 
-            def impossible_above(target: FloatArray) -> FloatArray:
-                guess = numeric.round_up(inv(target))
-                if ratio != 1.0:
-                    guess = numeric.round_up(guess / ratio)
-                return numeric.certify_up(low, guess, target)
-
-    reference: Formula = eps_of
+    reference = add_remove if theorem.guarantee is Neighbours.ADD_REMOVE else replace_one
     if theorem.group_size != 1:
-        g = theorem.group_size
-
-        def reference(eps: FloatArray) -> FloatArray:
-            return g * eps_of(eps)
+        reference = _times(theorem.group_size, reference)
 
     return Analysis(
         guarantee_neighbours=theorem.guarantee,
@@ -251,25 +396,178 @@ def assemble(
         impossible_above=impossible_above,
         mechanism_delta=mechanism_delta,
         basis=theorem.basis,
-        conditions=(
-            *theorem.conditions,
-            f"M is ε-DP{' (δ = 0)' if theorem.pure else ''} under "
-            f"{theorem.relation}{theorem.relation_words} "
-            f"(declared: {mechanism.neighbours})",
-        ),
+        conditions=(*theorem.conditions, *_relation_condition(theorem, mechanism), *conditions),
         warnings=(*warnings, *rel.warnings),
         notes=(*notes, *rel.notes),
         details={
             **(details or {}),
             **({} if theorem.tight is None else {"tight": theorem.tight}),
         },
-        details_at=details_at,
+        details_at=_details(details_at, details_both, add_remove, replace_one),
         invert_details=invert_details,
     )
 
 
+def check_refusals(
+    theorem: Theorem, mechanism: Mechanism, guarantee: Neighbours | None = None
+) -> None:
+    """Raise the first of the theorem's refusals that applies, in the theorem's order
+    (``assemble`` does; a family calls it first when its remarks need a valid design)."""
+    for r in theorem.refusals:
+        if r.refuses is Refuses.GUARANTEE:
+            refused = guarantee is not None and guarantee is not theorem.guarantee
+        elif r.refuses is Refuses.DELTA:
+            refused = mechanism.delta > 0
+        else:
+            refused = not mechanism.epsilon_add_remove_known()
+        if refused:
+            raise ConditionError(r.message)
+
+
+def _relation_condition(theorem: Theorem, mechanism: Mechanism) -> tuple[str, ...]:
+    """The stated condition on M's relation (none for a theorem that puts none)."""
+    pure = " (δ = 0)" if theorem.pure else ""
+    declared = f"(declared: {mechanism.neighbours})"
+    if theorem.relation is None:
+        return ()
+    if theorem.relation is Neighbours.BOTH:
+        return (
+            f"M is ε_D-DP{pure} under add-remove and ε_R-DP under replace-one"
+            f"{theorem.relation_words} {declared}",
+        )
+    return (f"M is ε-DP{pure} under {theorem.relation}{theorem.relation_words} {declared}",)
+
+
+def _zeros(eps: FloatArray) -> FloatArray:
+    return np.zeros(np.shape(eps))
+
+
+def _at(formula: Formula, eps_of: Formula) -> Formula:
+    """A formula of the relation's ε, as a function of the declared ε."""
+
+    def bound(eps: FloatArray) -> FloatArray:
+        return formula(eps_of(eps))
+
+    return bound
+
+
+def _at_both(formula: PairFormula, add_remove: Formula, replace_one: Formula) -> Formula:
+    """A formula of (ε_D, ε_R), as a function of the declared ε."""
+
+    def bound(eps: FloatArray) -> FloatArray:
+        return formula(add_remove(eps), replace_one(eps))
+
+    return bound
+
+
+def _at_witness(witness: Witness, add_remove: Formula, replace_one: Formula) -> Formula:
+    """A witness run at min(ε_D, ε_R/c), as a function of the declared ε."""
+    f, c = witness.bound, witness.replace_one_ratio
+
+    def bound(eps: FloatArray) -> FloatArray:
+        return f(np.minimum(add_remove(eps), replace_one(eps) / c))
+
+    return bound
+
+
+def _largest(parts: tuple[Formula, ...]) -> Formula:
+    """The largest of several lower bounds."""
+
+    def bound(eps: FloatArray) -> FloatArray:
+        out = parts[0](eps)
+        for part in parts[1:]:
+            out = np.maximum(out, part(eps))
+        return out
+
+    return bound
+
+
+def _times(g: int, reference: Formula) -> Formula:
+    def scaled(eps: FloatArray) -> FloatArray:
+        return g * reference(eps)
+
+    return scaled
+
+
+def _scaled_delta(factor: float, rel: Relation, pure: bool) -> Formula:
+    """δ′ = factor·δ of the relation, rounded up and capped at 1."""
+
+    def delta_prime(eps: FloatArray) -> FloatArray:
+        if pure:
+            return np.zeros(np.shape(eps))
+        out: FloatArray = np.minimum(numeric.round_up(factor * rel.delta(eps)), 1.0)
+        return out
+
+    return delta_prime
+
+
+def _delta_at(formula: DeltaFormula, rel: Relation) -> Formula:
+    """δ′(ε, δ) of the relation, as a function of the declared ε."""
+
+    def delta_prime(eps: FloatArray) -> FloatArray:
+        return formula(rel.epsilon(eps), rel.delta(eps))
+
+    return delta_prime
+
+
+def _certified(inverse: Formula, upper: Formula, ratio: float) -> Formula:
+    """Largest declared ε with upper <= target: the closed form rounded down, certified."""
+
+    def certified(target: FloatArray) -> FloatArray:
+        guess = numeric.round_down(inverse(target))
+        if ratio != 1.0:
+            guess = numeric.round_down(guess / ratio)
+        return numeric.certify_down(upper, guess, target)
+
+    return certified
+
+
+def _impossible_above(
+    inverse: Formula, lower: Formula, ratio: float, *, start_below: bool = False
+) -> Formula:
+    """Smallest declared ε with lower >= target: the closed form rounded up (or, with
+    ``start_below``, down, so that stepping up finds the first such float), certified.
+    An infinite closed form (the lower bound never reaches the target) stays infinite."""
+
+    def impossible_above(target: FloatArray) -> FloatArray:
+        if not start_below:
+            guess = numeric.round_up(inverse(target))
+            if ratio != 1.0:
+                guess = numeric.round_up(guess / ratio)
+            return numeric.certify_up(lower, guess, target)
+        t = np.asarray(target, dtype=float)
+        raw = np.asarray(inverse(t), dtype=float)
+        finite = np.isfinite(raw)
+        if not np.any(finite):
+            return raw
+        guess = numeric.round_down(np.where(finite, raw, 0.0))
+        if ratio != 1.0:
+            guess = numeric.round_down(guess / ratio)
+        out: FloatArray = np.where(finite, numeric.certify_up(lower, guess, t), raw)
+        return out
+
+    return impossible_above
+
+
+def _details(
+    at: Callable[[FloatArray], Mapping[str, Any]] | None,
+    both: Callable[[FloatArray, FloatArray], Mapping[str, Any]] | None,
+    add_remove: Formula,
+    replace_one: Formula,
+) -> Callable[[FloatArray], Mapping[str, Any]] | None:
+    """The ε-dependent details: of the declared ε and of (ε_D, ε_R), merged."""
+    if both is None:
+        return at
+    pair = both
+
+    def details_at(eps: FloatArray) -> Mapping[str, Any]:
+        return {**(at(eps) if at is not None else {}), **pair(add_remove(eps), replace_one(eps))}
+
+    return details_at
+
+
 def _mechanism_delta(
-    mechanism: Mechanism, relation: Neighbours, factor: float
+    mechanism: Mechanism, relation: Neighbours | None, factor: float
 ) -> Callable[[float, FloatArray], FloatArray]:
     """Target δ′ -> the declared mechanism's δ that meets it (rounded down)."""
 

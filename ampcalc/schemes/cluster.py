@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,14 @@ from ampcalc.model.references import (
     derivation,
 )
 from ampcalc.schemes._cluster_kernels import ClusterSizes, ratio_lower, ratio_upper, read_clusters
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Theorem,
+    Witness,
+    assemble,
+    witness_reduced,
+)
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (
@@ -125,7 +134,16 @@ def check(params: Params) -> list[Problem]:
     return []
 
 
-def upper_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarray:
+def _second_stage(eps: np.ndarray, within_rate: float | None) -> np.ndarray:
+    """M's ε seen by the cluster stage: ε, or A(r, ε) for M∘Poisson(r) (rounded up)."""
+    if within_rate is None:
+        return np.asarray(eps, dtype=float)
+    return numeric.amplification_upper(within_rate, eps)
+
+
+def upper_epsilon(
+    eps: np.ndarray, *, fraction: float, k_sum: float, within_rate: float | None = None
+) -> np.ndarray:
     """Upper bound (a guarantee) on ε′ for cluster sampling, population-wide.
 
     Basis: 000_97a39a4c524f603f.txt Theorem 5.2, with K = n₍₁₎ + n₍₂₎ (the two largest
@@ -137,12 +155,15 @@ def upper_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarr
     Neighbours: M is ε-DP under add-remove; ε′ holds for adding/removing one record
         inside a fixed cluster.
     Conditions: 1 <= ℓ < k; cluster membership fixed; chosen clusters secret.
-    Formula: ε′ = B(ℓ/k, K, ε) = log(1 + A(e^ε − 1)/(A + (1 − A)e^{−Kε})).
+    Formula: ε′ = B(ℓ/k, K, ε) = log(1 + A(e^ε − 1)/(A + (1 − A)e^{−Kε})). With a Poisson
+        second stage at rate r inside the chosen clusters (``within_rate``), M∘Poisson is
+        A(r, ε)-DP under add-remove and the theorem applies at that ε (§5.2 remark;
+        derivations §4.3).
     Tightness: tight when all clusters have the same size (Theorem 5.1 meets it).
     Numerics: log1p/expm1 form (no cancellation at ε = 1e-12), logaddexp difference
         where ε or Kε exceeds 700; rounded up.
     """
-    return ratio_upper(fraction, k_sum, eps)
+    return ratio_upper(fraction, k_sum, _second_stage(eps, within_rate))
 
 
 def lower_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarray:
@@ -152,16 +173,28 @@ def lower_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarr
         K = n_i + min_{j≠i} n_j is largest for i the largest cluster, K = n₍₁₎ + n_min.
         (The App. D proof builds a replace-one change; spec §6.1 remark a checks that the
         stated add-remove formula is exact for the Σx + Lap(1/ε) witness.)
-    Neighbours: as ``upper_epsilon``.
+    Neighbours: the witness is ε-DP under add-remove and 2ε-DP under replace-one
+        (``WITNESS_RATIO``).
     Formula: ε′ = B(ℓ/k, n₍₁₎ + n_min, ε). Rounded down.
     """
     return ratio_lower(fraction, k_sum, eps)
 
 
+#: Theorem 5.1's witness Σx + Lap(1/ε) is ε-DP under add-remove, 2ε-DP under replace-one
+WITNESS_RATIO = 2.0
+
+
+def single_inclusion_lower(eps: np.ndarray, *, inclusion: float) -> np.ndarray:
+    """Lower bound A(π, ε) from the single-inclusion witness (spec §7.2): randomised
+    response on "x is in the sample", ε-DP under both relations; x is kept with
+    probability π = (ℓ/k)·r. Rounded down."""
+    return numeric.amplification_lower(inclusion, eps)
+
+
 DELTA_BASIS = cite(CLUSTER_DOCS, "(ε, δ) mechanisms: the derivation of δ′")
 
 
-def delta_prime_of(eps: np.ndarray, delta: float, *, fraction: float, k_sum: float) -> np.ndarray:
+def delta_prime_of(eps: np.ndarray, delta: Any, *, fraction: float, k_sum: float) -> np.ndarray:
     """δ′ paired with ε′ = B(A, K, ε) when M is (ε, δ)-DP under add-remove.
 
     Basis: the Theorem 5.2 argument (000_97a39a4c524f603f.txt App. D) redone with δ,
@@ -185,10 +218,38 @@ def delta_prime_of(eps: np.ndarray, delta: float, *, fraction: float, k_sum: flo
     return out
 
 
+def delta_prime(
+    eps: np.ndarray,
+    delta: np.ndarray,
+    *,
+    fraction: float,
+    k_sum: float,
+    within_rate: float | None = None,
+) -> np.ndarray:
+    """δ′ of the design for M (ε, δ)-DP under add-remove: ``delta_prime_of`` at the ε and
+    δ the cluster stage sees (M∘Poisson(r): A(r, ε) and rδ)."""
+    d1 = delta if within_rate is None else within_rate * delta
+    return delta_prime_of(_second_stage(eps, within_rate), d1, fraction=fraction, k_sum=k_sum)
+
+
+def conditions(params: Params) -> tuple[str, ...]:
+    """The theorems' conditions on the design, with its values."""
+    k, ell = params.clusters.count, params.chosen
+    return (
+        f"1 <= chosen < k: 1 <= {ell} < {k}",
+        "clusters chosen uniformly without replacement, whole clusters taken; cluster "
+        "membership fixed before sampling; which clusters were chosen is secret",
+    )
+
+
 def srs_same_fraction(eps: np.ndarray, *, fraction: float) -> np.ndarray:
     """A simple random/Poisson sample at the same fraction, for comparison (not a bound
     on this design): A(fraction, ε), rounded up."""
     return numeric.amplification_upper(fraction, eps)
+
+
+def _srs_details(eps: np.ndarray, *, fraction: float) -> dict[str, Any]:
+    return {"srs_same_fraction": srs_same_fraction(eps, fraction=fraction)}
 
 
 def _max_k_for(frac: float, eps: float, target: float) -> int | None:
@@ -214,6 +275,76 @@ def _max_k_for(frac: float, eps: float, target: float) -> int | None:
     return lo
 
 
+def _max_cluster_size_details(
+    target: np.ndarray, *, fraction: float, eps0: float, within: bool
+) -> dict[str, Any]:
+    """For ``invert``: the largest cluster size meeting the target at the declared ε."""
+    if within or target.ndim != 0:
+        return {}
+    kmax = _max_k_for(fraction, eps0, float(target))
+    if kmax is None:
+        return {
+            "max_cluster_size_for": None,
+            "max_cluster_size_note": f"at ε = {eps0:g} every cluster size meets the target",
+        }
+    if kmax < 0:
+        return {
+            "max_cluster_size_for": None,
+            "max_cluster_size_note": f"at ε = {eps0:g} no cluster size meets the target",
+        }
+    return {
+        "max_cluster_size_for": kmax // 2,
+        "max_two_largest_sum_for": kmax,
+        "max_cluster_size_note": f"at the declared ε = {eps0:g}: equal clusters of at "
+        f"most {kmax // 2} records (in general: two largest sizes summing to at most "
+        f"{kmax}) keep the Theorem 5.2 bound at or below the target",
+    }
+
+
+REFUSES_REPLACE_ONE_ONLY = (
+    f"Theorems 5.1/5.2 ({BUN_2022}) need M's add-remove ε (neighbours "
+    "differ by one record added to a cluster), and `neighbours: replace-one` leaves "
+    "it unknown. Declare `neighbours: add-remove` or `both`."
+)
+
+
+def theorem(params: Params, *, reduced: bool, delta: bool) -> Theorem:
+    """Theorems 5.2 (upper) and 5.1 (lower) for this design, as data (in M's add-remove ε).
+
+    ``reduced``: M's declared ε_R is below 2ε, so Theorem 5.1's witness runs at
+    min(ε, ε_R/2) and the single-inclusion witness joins it. ``delta``: M's δ > 0 (the
+    δ′ derivation is cited).
+    """
+    cl = params.clusters
+    frac = params.chosen / cl.count
+    n1, n2 = cl.largest
+    k_up, k_low, r = n1 + n2, n1 + cl.smallest, params.within_rate
+    single = Witness(
+        bound=lambda e: single_inclusion_lower(e, inclusion=frac * (1.0 if r is None else r))
+    )
+    theorem_5_1 = Witness(
+        bound=lambda e: lower_epsilon(e, fraction=frac, k_sum=k_low),
+        replace_one_ratio=WITNESS_RATIO,
+    )
+    basis: tuple[Citation, ...] = BASIS
+    if r is not None:
+        basis = (*BASIS, cite(BUN_2022, "§5.2 remark"), derivation("§4.3"))
+    return Theorem(
+        name="Theorem 5.2",
+        basis=(*basis, DELTA_BASIS) if delta else basis,
+        relation=Neighbours.ADD_REMOVE,
+        guarantee=Neighbours.ADD_REMOVE,
+        upper=lambda eps: upper_epsilon(eps, fraction=frac, k_sum=k_up, within_rate=r),
+        witnesses=(
+            (single,) if r is not None else (theorem_5_1, single) if reduced else (theorem_5_1,)
+        ),
+        delta_prime=lambda eps, d: delta_prime(eps, d, fraction=frac, k_sum=k_up, within_rate=r),
+        conditions=conditions(params),
+        tight=None,  # ``details.tight`` is the family's (equal clusters, no second stage)
+        refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
+    )
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one cluster design (see the bound functions for the theorems)."""
     cl = params.clusters
@@ -221,70 +352,27 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     frac = ell / k
     n1, n2 = cl.largest
     k_up = n1 + n2
-    k_low = n1 + cl.smallest
     r = params.within_rate
-    if not mechanism.epsilon_add_remove_known():
-        raise ConditionError(
-            f"Theorems 5.1/5.2 ({BUN_2022}) need M's add-remove ε (neighbours "
-            "differ by one record added to a cluster), and `neighbours: replace-one` leaves "
-            "it unknown. Declare `neighbours: add-remove` or `both`."
-        )
-    conditions = [
-        f"1 <= chosen < k: 1 <= {ell} < {k}",
-        "clusters chosen uniformly without replacement, whole clusters taken; cluster "
-        "membership fixed before sampling; which clusters were chosen is secret",
-        f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
-    ]
+    reduced = witness_reduced(mechanism, WITNESS_RATIO)
+    thm = theorem(params, reduced=reduced, delta=mechanism.delta > 0)
+    tight = bool(cl.equal and r is None and not reduced)
+    more_conditions: list[str] = []
     warnings: list[str] = []
     notes = [
         f"Theorem 5.2 ({BUN_2022}) is implemented as stated; its App. D proof "
         "has an off-by-one in the swap distance and bounds one direction only (an exact LP "
         f"check on small instances supports the stated bound; {DERIVATIONS}, §2.4)."
     ]
-    basis: tuple[Citation, ...] = BASIS
     if r is not None:
-        basis = (*BASIS, cite(BUN_2022, "§5.2 remark"), derivation("§4.3"))
-        conditions.append(
+        more_conditions.append(
             f"second stage: Poisson with rate r = {r:g} inside the chosen clusters (M∘Poisson "
             "is A(r, ε)-DP under add-remove; Theorem 5.2 applies with that ε)"
         )
-
-    def stage(eps: np.ndarray) -> np.ndarray:
-        if r is None:
-            return np.asarray(eps, dtype=float)
-        return numeric.amplification_upper(r, eps)
-
-    def upper(eps: np.ndarray) -> np.ndarray:
-        return upper_epsilon(stage(eps), fraction=frac, k_sum=k_up)
-
-    eps_r = mechanism.epsilon_replace_one_of
-    # Theorem 5.1's witness is ε-DP under add-remove but only 2ε-DP under replace-one;
-    # when M is declared ε_R < 2ε under replace-one too (`both`), it is run at ε_R/2
-    full_witness = mechanism.replace_one_ratio() >= 2.0
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        er = eps_r(e)
-        # the single-inclusion witness (spec §7.2): randomised response on "x is in the
-        # sample", min(ε, ε_R)-DP under both relations; x is kept w.p. (ℓ/k)·r
-        single = numeric.amplification_lower(frac * (1.0 if r is None else r), np.minimum(e, er))
-        if r is None:
-            theorem: np.ndarray = lower_epsilon(
-                np.minimum(e, er / 2.0), fraction=frac, k_sum=k_low
-            )
-            return theorem if full_witness else np.maximum(theorem, single)
-        return single
-
-    def delta_prime(eps: np.ndarray) -> np.ndarray:
-        if mechanism.delta == 0.0:
-            return np.zeros(np.shape(eps))
-        d1 = mechanism.delta if r is None else r * mechanism.delta
-        return delta_prime_of(stage(eps), d1, fraction=frac, k_sum=k_up)
-
+    # the remarks describe the declared design, at the declared ε (add-remove)
     eps0 = float(mechanism.epsilon)
     srs_fraction = frac if r is None else frac * r
     srs = float(srs_same_fraction(np.asarray(eps0), fraction=srs_fraction))
-    up0 = float(upper(np.asarray(eps0)))
+    up0 = float(upper_epsilon(np.asarray(eps0), fraction=frac, k_sum=k_up, within_rate=r))
     details: dict[str, Any] = {
         "clusters": k,
         "chosen": ell,
@@ -293,28 +381,15 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "smallest_cluster": cl.smallest,
         "population": cl.total,
         "K_upper": k_up,
-        "K_lower": k_low if r is None else None,
-        "tight": bool(cl.equal and r is None and full_witness),
+        "K_lower": n1 + cl.smallest if r is None else None,
+        "tight": tight,
         "sizes_source": cl.source,
     }
     if r is not None:
         details["within_rate"] = r
     if k == 2 and r is None:
-        from ampcalc.schemes import _count_witness as cw
-
-        a, b = cl.smallest, n1
-        details["count_witness"] = {
-            "eq2": float(cw.eq2(a, b, eps0)),
-            "exact_smaller": float(cw.exact(a, b, eps0, "smaller")),
-            "exact_larger": float(cw.exact(a, b, eps0, "larger")),
-            "note": f"{BUN_2020_WP}, §4 eq. (2): M(Z) = |Z| + Lap(1/ε) on one of the "
-            "two clusters (sizes a <= b); eq2 is the paper's ratio at output 0 (the record "
-            "added to the smaller cluster; b − a in place of b), exact_smaller / "
-            "exact_larger the witness's exact loss over all outputs with the record added "
-            "to the smaller / larger cluster (with a = 0, exact_larger equals the Theorem "
-            "5.1 lower bound)",
-        }
-    if r is None and not full_witness:
+        details["count_witness"] = _count_witness_details(cl.smallest, n1, eps0)
+    if r is None and reduced:
         notes.append(
             f"M is declared ε-DP under replace-one too (ε_R = "
             f"{mechanism.effective_epsilon_replace_one():g} < 2ε): Theorem 5.1's witness is "
@@ -322,8 +397,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "the single-inclusion witness A(ℓ/k, ε) where larger (an exact LP check found "
             "B(ℓ/k, n₍₁₎ + n_min, ε) above the true worst case under `both`)."
         )
-    if cl.equal and r is None and full_witness:
-        conditions.append(f"all {k} clusters have size {n1}: upper = lower (tight)")
+    if tight:
+        more_conditions.append(f"all {k} clusters have size {n1}: upper = lower (tight)")
     if up0 >= eps0 * (1 - 1e-9):
         warnings.append(
             f"no amplification at ε = {eps0:g}: one cluster's output reveals whether it was "
@@ -338,8 +413,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             f"bound {up0:.6g}."
         )
     if mechanism.delta > 0:
-        basis = (*basis, DELTA_BASIS)
-        conditions.append(
+        more_conditions.append(
             f"M is (ε, δ)-DP under add-remove with δ = {mechanism.delta:g}"
             + ("" if r is None else f" (M∘Poisson: δ₁ = rδ = {r * mechanism.delta:g})")
         )
@@ -350,47 +424,35 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             + ("" if r is None else "; ε, δ of M∘Poisson: A(r, ε), rδ")
             + ")."
         )
-
-    def details_at(eps: np.ndarray) -> dict[str, Any]:
-        return {"srs_same_fraction": srs_same_fraction(eps, fraction=srs_fraction)}
-
-    def invert_details(target: np.ndarray) -> dict[str, Any]:
-        if r is not None or target.ndim != 0:
-            return {}
-        e = eps0 if r is None else float(numeric.amplification_upper(r, eps0))
-        kmax = _max_k_for(frac, e, float(target))
-        if kmax is None:
-            return {
-                "max_cluster_size_for": None,
-                "max_cluster_size_note": f"at ε = {eps0:g} every cluster size meets the target",
-            }
-        if kmax < 0:
-            return {
-                "max_cluster_size_for": None,
-                "max_cluster_size_note": f"at ε = {eps0:g} no cluster size meets the target",
-            }
-        return {
-            "max_cluster_size_for": kmax // 2,
-            "max_two_largest_sum_for": kmax,
-            "max_cluster_size_note": f"at the declared ε = {eps0:g}: equal clusters of at "
-            f"most {kmax // 2} records (in general: two largest sizes summing to at most "
-            f"{kmax}) keep the Theorem 5.2 bound at or below the target",
-        }
-
-    return Analysis(
-        guarantee_neighbours=Neighbours.ADD_REMOVE,
-        reference_epsilon=lambda eps: np.asarray(eps, dtype=float),
-        upper=upper,
-        lower=lower,
-        delta_prime=delta_prime,
-        basis=basis,
-        conditions=tuple(conditions),
+    return assemble(
+        thm,
+        mechanism,
+        details=details,
+        details_at=partial(_srs_details, fraction=srs_fraction),
         warnings=tuple(warnings),
         notes=tuple(notes),
-        details=details,
-        details_at=details_at,
-        invert_details=invert_details,
+        conditions=tuple(more_conditions),
+        invert_details=partial(
+            _max_cluster_size_details, fraction=frac, eps0=eps0, within=r is not None
+        ),
     )
+
+
+def _count_witness_details(a: int, b: int, eps0: float) -> dict[str, Any]:
+    """Two clusters (sizes a <= b): the count witness of the working paper at ε."""
+    from ampcalc.schemes import _count_witness as cw
+
+    return {
+        "eq2": float(cw.eq2(a, b, eps0)),
+        "exact_smaller": float(cw.exact(a, b, eps0, "smaller")),
+        "exact_larger": float(cw.exact(a, b, eps0, "larger")),
+        "note": f"{BUN_2020_WP}, §4 eq. (2): M(Z) = |Z| + Lap(1/ε) on one of the "
+        "two clusters (sizes a <= b); eq2 is the paper's ratio at output 0 (the record "
+        "added to the smaller cluster; b − a in place of b), exact_smaller / "
+        "exact_larger the witness's exact loss over all outputs with the record added "
+        "to the smaller / larger cluster (with a = 0, exact_larger equals the Theorem "
+        "5.1 lower bound)",
+    }
 
 
 def _verify_hook(

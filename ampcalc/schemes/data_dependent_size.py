@@ -11,8 +11,9 @@ half holds (spec §4.1, §11.20).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,14 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2020_WP, BUN_2022, DERIVATIONS, cite
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Theorem,
+    assemble,
+    check_refusals,
+    epsilons,
+)
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 MAX_EXACT_INT = 2**53
@@ -244,6 +253,100 @@ def sample_lower_epsilon(
     return best
 
 
+def scalar_lower_epsilon(
+    eps_add_remove: np.ndarray,
+    eps_replace_one: np.ndarray,
+    *,
+    population: int,
+    sample: int,
+    sensitivity: int,
+) -> np.ndarray:
+    """Lower bound on ε′ for a scalar allocation: the larger of the noisy count at the
+    shift a neighbour can realise (``lower_epsilon``, ``reachable_shift``) and the sum
+    witness (``sample_lower_epsilon``)."""
+    count = lower_epsilon(
+        eps_add_remove, sensitivity=reachable_shift(population, sample, sensitivity)
+    )
+    pair = sample_lower_epsilon(
+        eps_add_remove,
+        eps_replace_one,
+        population=population,
+        sample=sample,
+        sensitivity=sensitivity,
+    )
+    out: np.ndarray = np.maximum(count, pair)
+    return out
+
+
+def inverse_lower_epsilon(target: np.ndarray, *, sensitivity: int) -> np.ndarray:
+    """The ε at which Δ·ε reaches the target (unrounded), +∞ for Δ = 0 (never)."""
+    t = np.asarray(target, dtype=float)
+    if sensitivity == 0:
+        return np.full(t.shape, np.inf)
+    out: np.ndarray = t / sensitivity
+    return out
+
+
+def conditions(params: Params) -> tuple[str, ...]:
+    """Lemma B.1's condition on the allocation."""
+    return ("f is deterministic; Δ bounds |f(P) − f(P′)| over all add-remove neighbours",)
+
+
+REFUSES_GUARANTEE = (
+    f"Lemma B.1 ({BUN_2022}) bounds add-remove "
+    "neighbours only (the sample size follows the population)"
+)
+REFUSES_REPLACE_ONE_ONLY = (
+    f"Lemma B.1 ({BUN_2022}) needs M to be ε-DP under add-remove (the "
+    "sample size changes with the data); `neighbours: replace-one` leaves it unknown. "
+    "Declare `neighbours: add-remove` or `both`."
+)
+REFUSES_DELTA = f"Lemma B.1 ({BUN_2022}) is stated for pure ε-DP mechanisms (δ = 0)"
+REFUSALS = (
+    Refusal(Refuses.GUARANTEE, REFUSES_GUARANTEE),
+    Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),
+    Refusal(Refuses.DELTA, REFUSES_DELTA),
+)
+
+
+def theorem(params: Params) -> Theorem:
+    """Lemma B.1 (upper) and the §4.1 witnesses (lower) for this design, as data.
+
+    A scalar allocation: the upper bound in ε_D, the lower bound in (ε_D, ε_R) (the sum
+    witness is ε_R-DP under replace-one). A vector allocation (``sensitivity_l1``): the
+    lower bound Δ₁ε_D only, with its closed-form inverse.
+    """
+    n, m = params.population, params.sample
+    if params.sensitivity_l1 is not None:
+        d1 = params.sensitivity_l1
+        return Theorem(
+            name="Lemma B.1",
+            basis=BASIS,
+            relation=Neighbours.ADD_REMOVE,
+            guarantee=Neighbours.ADD_REMOVE,
+            lower=lambda eps: lower_epsilon(eps, sensitivity=d1),
+            lower_inverse=lambda target: inverse_lower_epsilon(target, sensitivity=d1),
+            conditions=conditions(params),
+            tight=None,
+            refusals=REFUSALS,
+        )
+    d = params.sensitivity
+    assert d is not None and m is not None  # check(): a scalar sensitivity needs m
+    return Theorem(
+        name="Lemma B.1",
+        basis=BASIS,
+        relation=Neighbours.ADD_REMOVE,
+        guarantee=Neighbours.ADD_REMOVE,
+        upper=lambda eps: upper_epsilon(eps, population=n, sample=m, sensitivity=d),
+        lower_both=lambda e_d, e_r: scalar_lower_epsilon(
+            e_d, e_r, population=n, sample=m, sensitivity=d
+        ),
+        conditions=conditions(params),
+        tight=None,
+        refusals=REFUSALS,
+    )
+
+
 def _witness_text(m: int, n: int, d: int, e_d: np.ndarray, e_r: np.ndarray) -> str:
     """Which neighbouring pair realises the lower bound at one ε (ε_D, ε_R scalars)."""
     k = reachable_shift(n, m, d)
@@ -272,73 +375,25 @@ def _witness_text(m: int, n: int, d: int, e_d: np.ndarray, e_r: np.ndarray) -> s
     return text
 
 
-def _monotone_lower(m: int, n: int, d: int, mechanism: Mechanism) -> float:
-    """The lower bound from the pairs a non-decreasing allocation can realise."""
-    e_d = np.asarray(mechanism.epsilon, dtype=float)
-    e_r = mechanism.epsilon_replace_one_of(e_d)
-    flat = sample_lower_epsilon(e_d, e_r, population=n, sample=m, sensitivity=0)
-    count = lower_epsilon(e_d, sensitivity=reachable_shift(n, m, d))
-    return float(np.maximum(count, flat))
+def _witness_details(
+    e_d: np.ndarray, e_r: np.ndarray, *, population: int, sample: int, sensitivity: int
+) -> Mapping[str, Any]:
+    """The pair that realises the lower bound, at each evaluated (ε_D, ε_R)."""
+    texts = [
+        _witness_text(sample, population, sensitivity, np.asarray(x), np.asarray(y))
+        for x, y in zip(np.ravel(e_d), np.ravel(e_r), strict=True)
+    ]
+    return {"lower_witness": texts[0] if np.ndim(e_d) == 0 else texts}
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one data-dependent-size design."""
-    if guarantee is not Neighbours.ADD_REMOVE:
-        raise ConditionError(
-            f"Lemma B.1 ({BUN_2022}) bounds add-remove "
-            "neighbours only (the sample size follows the population)"
-        )
-    if not mechanism.epsilon_add_remove_known():
-        raise ConditionError(
-            f"Lemma B.1 ({BUN_2022}) needs M to be ε-DP under add-remove (the "
-            "sample size changes with the data); `neighbours: replace-one` leaves it unknown. "
-            "Declare `neighbours: add-remove` or `both`."
-        )
-    if mechanism.delta > 0:
-        raise ConditionError(f"Lemma B.1 ({BUN_2022}) is stated for pure ε-DP mechanisms (δ = 0)")
+    thm = theorem(params)
+    check_refusals(thm, mechanism, guarantee)  # before the remarks about the declared ε
     n = params.population
     vector = params.sensitivity_l1 is not None
     delta_f = params.sensitivity_l1 if vector else params.sensitivity
     assert delta_f is not None
-
-    def ref(eps: np.ndarray) -> np.ndarray:
-        return np.asarray(eps, dtype=float)
-
-    eps_r = mechanism.epsilon_replace_one_of
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        if vector:
-            return lower_epsilon(eps, sensitivity=delta_f)
-        assert params.sample is not None
-        count = lower_epsilon(eps, sensitivity=reachable_shift(n, params.sample, delta_f))
-        pair = sample_lower_epsilon(
-            eps, eps_r(eps), population=n, sample=params.sample, sensitivity=delta_f
-        )
-        out: np.ndarray = np.maximum(count, pair)
-        return out
-
-    upper: Any = None
-    certified: Any = None
-    if not vector:
-        m = params.sample
-        assert m is not None
-
-        def upper(eps: np.ndarray) -> np.ndarray:
-            return upper_epsilon(eps, population=n, sample=m, sensitivity=delta_f)
-
-    impossible_above: Any = None  # scalar: the root finder on ``lower``
-    if vector:
-
-        def impossible_above(target: np.ndarray) -> np.ndarray:
-            t = np.asarray(target, dtype=float)
-            if delta_f == 0:
-                return np.full(t.shape, np.inf)
-            return numeric.certify_up(lower, numeric.round_down(t / delta_f, 2), t)
-
-    conditions = [
-        "f is deterministic; Δ bounds |f(P) − f(P′)| over all add-remove neighbours",
-        f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
-    ]
     warnings = [
         "Δ must bound the allocation's change over every neighbouring pair (both "
         "directions), not only for the data at hand; a deterministic allocation with Δ >= 1 "
@@ -351,7 +406,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         f"(the printed 'replacement' is a slip; {DERIVATIONS}, §2.2).",
     ]
     details: dict[str, Any] = {"sensitivity": delta_f, "population": n}
-    details_at: Callable[[np.ndarray], Mapping[str, Any]] | None = None
+    more_conditions: tuple[str, ...] = ()
+    details_both = None
     if vector:
         details["sensitivity_kind"] = "l1"
         warnings.append(
@@ -361,45 +417,35 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             "more)."
         )
     else:
-        details["sample"] = params.sample
-        assert params.sample is not None  # check(): a scalar sensitivity needs the sample
-        details["upper_rate"] = min(1.0, (params.sample + delta_f) / n)
+        m = params.sample
+        assert m is not None  # check(): a scalar sensitivity needs the sample
+        details["sample"] = m
+        details["upper_rate"] = min(1.0, (m + delta_f) / n)
         details["sensitivity_kind"] = "scalar"
-        e0 = np.asarray(mechanism.epsilon, dtype=float)
-        witness0 = _witness_text(params.sample, n, delta_f, e0, eps_r(e0))
-        sample = params.sample
-
-        def details_at(eps: np.ndarray) -> Mapping[str, Any]:
-            e = np.asarray(eps, dtype=float)
-            texts = [
-                _witness_text(sample, n, delta_f, np.asarray(x), eps_r(np.asarray(x)))
-                for x in e.ravel()
-            ]
-            return {"lower_witness": texts[0] if e.ndim == 0 else texts}
-
-        mono = _monotone_lower(params.sample, n, delta_f, mechanism)
-        if delta_f > 0 and mono < float(lower(np.asarray(mechanism.epsilon))):
+        # the note describes the declared design, at the declared ε
+        e_d, e_r = epsilons(mechanism)
+        lower0 = float(scalar_lower_epsilon(e_d, e_r, population=n, sample=m, sensitivity=delta_f))
+        flat = sample_lower_epsilon(e_d, e_r, population=n, sample=m, sensitivity=0)
+        count = lower_epsilon(e_d, sensitivity=reachable_shift(n, m, delta_f))
+        mono = float(np.maximum(count, flat))  # the pairs a non-decreasing f can realise
+        if delta_f > 0 and mono < lower0:
             notes.append(
                 "the lower bound's pair needs an allocation that moves against the data "
-                f"size ({witness0}); an allocation that never falls when a "
-                f"record is added (e.g. rounding rN) leaves the pairs with m′ = m or the "
-                f"noisy count, whose lower bound is {mono:.6g}"
+                f"size ({_witness_text(m, n, delta_f, e_d, e_r)}); an allocation that never "
+                "falls when a record is added (e.g. rounding rN) leaves the pairs with m′ = m "
+                f"or the noisy count, whose lower bound is {mono:.6g}"
             )
-        conditions.append(f"0 <= sample <= population: 0 <= {params.sample} <= {n}")
-    return Analysis(
-        guarantee_neighbours=Neighbours.ADD_REMOVE,
-        reference_epsilon=ref,
-        upper=upper,
-        lower=lower,
-        delta_prime=lambda eps: np.zeros(np.shape(eps)),
-        certified=certified,
-        impossible_above=impossible_above,
-        basis=BASIS,
-        conditions=tuple(conditions),
+        more_conditions = (f"0 <= sample <= population: 0 <= {m} <= {n}",)
+        details_both = partial(_witness_details, population=n, sample=m, sensitivity=delta_f)
+    return assemble(
+        thm,
+        mechanism,
+        guarantee=guarantee,
+        conditions=more_conditions,
         warnings=tuple(warnings),
         notes=tuple(notes),
         details=details,
-        details_at=details_at,
+        details_both=details_both,
     )
 
 

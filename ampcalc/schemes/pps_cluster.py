@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BUN_2022, DERIVATIONS, cite
 from ampcalc.schemes import pps
 from ampcalc.schemes._cluster_kernels import ClusterSizes, capped_inclusion, read_clusters
+from ampcalc.schemes.assembly import Theorem, Witness, assemble
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (cite(BUN_2022, "§6.2"), cite(BUN_2022, "Proposition 6.1"))
@@ -122,6 +124,14 @@ def lower_epsilon(eps: np.ndarray, *, max_inclusion: float) -> np.ndarray:
 WITNESS_MAX_DISTINCT = 5000
 
 
+def _log_mixture(lw: np.ndarray, c: np.ndarray, z: np.ndarray, eps: float) -> np.ndarray:
+    """log Σ_j w_j e^{−ε|z − c_j|} at each z (the Laplace mixture's log density, up to ε/2)."""
+    t = lw[None, :] - eps * np.abs(z[:, None] - c[None, :])
+    m = t.max(axis=1)
+    out: np.ndarray = m + np.log(np.sum(np.exp(t - m[:, None]), axis=1))
+    return out
+
+
 def laplace_witness(
     sizes: np.ndarray, eps: float, counts: np.ndarray | None = None
 ) -> float | None:
@@ -157,14 +167,7 @@ def laplace_witness(
         lw_p = np.log(np.concatenate([[ci / n], oc * ov / n]))
         lw_q = np.log(np.concatenate([[(ci + 1) / (n + 1)], oc * ov / (n + 1)]))
         z = np.unique(np.concatenate([centres_p, centres_q]))
-
-        def logf(lw: np.ndarray, c: np.ndarray, zz: np.ndarray) -> np.ndarray:
-            t = lw[None, :] - eps * np.abs(zz[:, None] - c[None, :])
-            m = t.max(axis=1)
-            out: np.ndarray = m + np.log(np.sum(np.exp(t - m[:, None]), axis=1))
-            return out
-
-        ratios = [logf(lw_p, centres_p, z) - logf(lw_q, centres_q, z)]
+        ratios = [_log_mixture(lw_p, centres_p, z, eps) - _log_mixture(lw_q, centres_q, z, eps)]
         for sign in (1.0, -1.0):
             tp = lw_p + sign * eps * centres_p
             tq = lw_q + sign * eps * centres_q
@@ -176,17 +179,31 @@ def laplace_witness(
     return max(0.0, float(numeric.round_down(best - slack)))
 
 
+def conditions(params: Params) -> tuple[str, ...]:
+    """The design's conditions, with its values."""
+    return (f"1 <= chosen < k: 1 <= {params.chosen} < {params.clusters.count}",)
+
+
+def theorem(params: Params, max_inclusion: float) -> Theorem:
+    """The lower bound A(max π_i, ε) for this design, as data: a single-inclusion
+    witness (ε-DP under both relations), no upper bound, no condition on M's relation
+    (the witness runs at min(ε_D, ε_R), at ε_R where M's add-remove ε is unknown)."""
+    amax = max_inclusion
+    return Theorem(
+        name="§6.2",
+        basis=BASIS,
+        relation=None,
+        guarantee=Neighbours.REPLACE_ONE,
+        witnesses=(Witness(bound=lambda eps: lower_epsilon(eps, max_inclusion=amax)),),
+        conditions=conditions(params),
+        tight=None,
+    )
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Lower bound only: verdict no-guarantee."""
     cl = params.clusters
     amax, certain = max_inclusion(cl, params.chosen, params.method)
-    eps_d_known = mechanism.epsilon_add_remove_known()
-    eps_r = mechanism.epsilon_replace_one_of
-
-    def witness_eps(eps: np.ndarray) -> np.ndarray:
-        e = eps_r(eps)
-        return np.minimum(e, np.asarray(eps, dtype=float)) if eps_d_known else e
-
     warnings = [
         f"PPS cluster sampling gives no amplification guarantee ({BUN_2022}, "
         "§6.2: large clusters are both the most likely to be drawn and the easiest to "
@@ -198,14 +215,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         # an unnamed algorithm is an input to fix; the others' probabilities are context
         (warnings if params.method == "pps" else notes).append(_METHOD_NOTE[params.method])
     witness, witness_at = _witness_details(cl, params.chosen, mechanism)
-    return Analysis(
-        guarantee_neighbours=Neighbours.REPLACE_ONE,
-        reference_epsilon=eps_r,
-        upper=None,
-        lower=lambda eps: lower_epsilon(witness_eps(eps), max_inclusion=amax),
-        delta_prime=None,
-        basis=BASIS,
-        conditions=(f"1 <= chosen < k: 1 <= {params.chosen} < {cl.count}",),
+    return assemble(
+        theorem(params, amax),
+        mechanism,
         warnings=tuple(warnings),
         notes=tuple(notes),
         details={
@@ -257,17 +269,20 @@ def _witness_details(
         if cl.sizes is None:
             return {}, None
         return {"laplace_witness_note": f"more than {WITNESS_MAX_DISTINCT} distinct sizes"}, None
-
-    def at(eps: np.ndarray) -> Mapping[str, Any]:
-        e = np.asarray(eps, dtype=float)
-        values = [laplace_witness(sizes, float(x), counts) for x in e.ravel()]
-        return {"laplace_witness_add_remove": np.array(values, dtype=float).reshape(e.shape)}
-
     note = (
         f"exact loss of the Σx + Lap(1/ε) witness of {DERIVATIONS}, §4.5 at the evaluated ε, for "
         "adding one record to a cluster (an add-remove lower bound)"
     )
-    return {"laplace_witness_note": note}, at
+    return {"laplace_witness_note": note}, partial(_laplace_witness_at, sizes=sizes, counts=counts)
+
+
+def _laplace_witness_at(
+    eps: np.ndarray, *, sizes: np.ndarray, counts: np.ndarray | None
+) -> Mapping[str, Any]:
+    """The Laplace witness's loss at each evaluated ε."""
+    e = np.asarray(eps, dtype=float)
+    values = [laplace_witness(sizes, float(x), counts) for x in e.ravel()]
+    return {"laplace_witness_add_remove": np.array(values, dtype=float).reshape(e.shape)}
 
 
 SCHEME = Scheme(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,10 @@ from ampcalc.load.fields import describe, is_real
 from ampcalc.load.files import excerpt, open_input
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
-from ampcalc.model.errors import ConditionError, DesignError, Where
+from ampcalc.model.errors import DesignError, Where
 from ampcalc.model.limits import LIMITS
 from ampcalc.model.references import BUN_2022, DERIVATIONS, cite, derivation
+from ampcalc.schemes.assembly import Refusal, Refuses, Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53
@@ -706,7 +708,8 @@ def lower_epsilon(
         probability (exact for a point mass), which keeps the bound increasing in ε.
     Numerics: the enclosures' lower ends of the tilted means; kernels rounded down.
         ``untilted_lo``: the lower end of E_t[m] when the caller has it (``analyse``
-        computes it once for the details).
+        computes it once for the details). ε_D = +∞ (M's add-remove ε unknown) is
+        accepted for a point mass, whose tilted means do not depend on it.
     """
     e_d = np.asarray(eps_add_remove, dtype=float)
     e_r = np.asarray(eps_replace_one, dtype=float)
@@ -746,59 +749,70 @@ def lower_epsilon(
     return out
 
 
+def conditions(params: Params) -> tuple[str, ...]:
+    """Theorem 3.1's conditions on the design, with its values."""
+    return (
+        "the size distribution t does not depend on the data; m and the sample are secret",
+        f"the population size N = {params.population} is fixed and public",
+    )
+
+
+REFUSES_GUARANTEE = (
+    f"Theorem 3.1 ({BUN_2022}) holds for replace-one neighbours of a "
+    "population of fixed, public size N; no theorem covers an add-remove guarantee."
+)
+REFUSES_DELTA = (
+    f"Theorem 3.1 ({BUN_2022}) is stated for pure ε-DP mechanisms "
+    "(δ = 0); no δ′ follows from it for δ > 0."
+)
+REFUSES_REPLACE_ONE_ONLY = (
+    f"Theorem 3.1 ({BUN_2022}, footnote 1) needs M to be ε-DP under "
+    "add-remove so that the secret sample size is protected; `neighbours: "
+    "replace-one` leaves M's add-remove ε unknown. Declare `neighbours: add-remove` "
+    "or `both`."
+)
+
+
+def theorem(params: Params, *, untilted_lo: float | None = None) -> Theorem:
+    """Theorem 3.1 (corrected) for this design, as data: tilt at ε_D, amplify at ε_R.
+
+    A point mass hides nothing in its size (the design is a srswor), so M's add-remove ε
+    is not needed there: where it is unknown ε_D = +∞ enters, which a point mass
+    ignores. ``untilted_lo``: the lower end of E_t[m] (``lower_epsilon``).
+    """
+    refusals = [
+        Refusal(Refuses.GUARANTEE, REFUSES_GUARANTEE),
+        Refusal(Refuses.DELTA, REFUSES_DELTA),
+    ]
+    if params.size.kind != "point":
+        refusals.append(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY))
+    lo = untilted_lo
+    return Theorem(
+        name="Theorem 3.1",
+        basis=BASIS,
+        relation=Neighbours.BOTH,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper_both=lambda e_d, e_r: upper_epsilon(e_d, e_r, params=params),
+        lower_both=lambda e_d, e_r: lower_epsilon(e_d, e_r, params=params, untilted_lo=lo),
+        conditions=conditions(params),
+        tight=None,
+        refusals=tuple(refusals),
+    )
+
+
+def _size_details(e_d: np.ndarray, e_r: np.ndarray, *, params: Params) -> Mapping[str, Any]:
+    """The ε-dependent details: the tilted mean size at ε_D, and ε_R."""
+    return {
+        "tilted_mean_size": tilted_mean_bounds(params.size, params.population, e_d)[0],
+        "epsilon_replace_one": e_r,
+    }
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one random-size design (see ``upper_epsilon`` for the theorem)."""
     dist = params.size
     n = params.population
-    if guarantee is not Neighbours.REPLACE_ONE:
-        raise ConditionError(
-            f"Theorem 3.1 ({BUN_2022}) holds for replace-one neighbours of a "
-            "population of fixed, public size N; no theorem covers an add-remove guarantee."
-        )
-    point = dist.kind == "point"
-    if mechanism.delta > 0:
-        raise ConditionError(
-            f"Theorem 3.1 ({BUN_2022}) is stated for pure ε-DP mechanisms "
-            "(δ = 0); no δ′ follows from it for δ > 0."
-        )
-    if not mechanism.epsilon_add_remove_known() and not point:
-        raise ConditionError(
-            f"Theorem 3.1 ({BUN_2022}, footnote 1) needs M to be ε-DP under "
-            "add-remove so that the secret sample size is protected; `neighbours: "
-            "replace-one` leaves M's add-remove ε unknown. Declare `neighbours: add-remove` "
-            "or `both`."
-        )
-    eps_r = mechanism.epsilon_replace_one_of
-
-    def eps_d(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        return np.zeros_like(e) if point and not mechanism.epsilon_add_remove_known() else e
-
-    def upper(eps: np.ndarray) -> np.ndarray:
-        return upper_epsilon(eps_d(eps), eps_r(eps), params=params)
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        if point and not mechanism.epsilon_add_remove_known():
-            e = eps_r(eps)
-            return lower_epsilon(e, e, params=params, untilted_lo=untilted_lo)
-        return lower_epsilon(eps_d(eps), eps_r(eps), params=params, untilted_lo=untilted_lo)
-
     est0, lo0, _, _ = tilted_mean_bounds(dist, n, 0.0)
-    mean0 = float(est0)  # E_t[m]
-    untilted_lo = float(lo0)
-
-    def details_at(eps: np.ndarray) -> Mapping[str, Any]:
-        return {
-            "tilted_mean_size": tilted_mean_bounds(dist, n, eps_d(eps))[0],
-            "epsilon_replace_one": eps_r(eps),
-        }
-
-    conditions = [
-        "the size distribution t does not depend on the data; m and the sample are secret",
-        f"the population size N = {n} is fixed and public",
-        f"M is ε_D-DP under add-remove and ε_R-DP under replace-one (declared: "
-        f"{mechanism.neighbours})",
-    ]
     warnings = [
         "the size distribution must not depend on the data (nor may it be chosen after "
         "seeing it); a data-dependent size is the `data-dependent-size` scheme",
@@ -830,24 +844,20 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     details: dict[str, Any] = {
         "distribution": dist.kind,
         "population": n,
-        "mean_size": mean0,
+        "mean_size": float(est0),  # E_t[m]
     }
     if dist.kind == "pmf":
         assert dist.sizes is not None  # parse_size sets the support of a pmf
         details["pmf_support"] = int(dist.sizes.size)
         details["pmf_source"] = dist.source
-    return Analysis(
-        guarantee_neighbours=Neighbours.REPLACE_ONE,
-        reference_epsilon=eps_r,
-        upper=upper,
-        lower=lower,
-        delta_prime=lambda eps: np.zeros(np.shape(eps)),
-        basis=BASIS,
-        conditions=tuple(conditions),
+    return assemble(
+        theorem(params, untilted_lo=float(lo0)),
+        mechanism,
+        guarantee=guarantee,
         warnings=tuple(warnings),
         notes=tuple(notes),
         details=details,
-        details_at=details_at,
+        details_both=partial(_size_details, params=params),
     )
 
 
