@@ -169,14 +169,9 @@ def _read_prob_file(path: Path, fail: Any) -> np.ndarray:
     with open_input(path, what="size pmf file", binary=True, error=fail):
         pass  # a regular file (not a directory, FIFO or device)
     if path.suffix == ".npy":
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise fail(f"cannot read {path} as .npy: {err}") from None
-        if arr.ndim != 1 or arr.dtype.kind not in "fiu":
-            raise fail(
-                f"{path}: expected a 1-D array of numbers, got shape {arr.shape} of {arr.dtype}"
-            )
+        from ampcalc.load.table import read_npy
+
+        arr = read_npy(path, what="size pmf file", error=fail, ndims=(1,), mmap=False)
         return np.asarray(arr, dtype=float)
     from ampcalc.load.table import read_table
 
