@@ -349,13 +349,8 @@ def retarget(design: Design, target: Any, target_delta: float | None) -> Design:
     """
     if (target is None and target_delta is None) or np.ndim(target) != 0:
         return design
-    if schemes.get(design.scheme).bind_target is None:
+    if not _calibrated(design):
         return design
-    try:
-        if not analyse(design).calibrated:  # e.g. importance with a fixed q
-            return design
-    except ConditionError:
-        return design  # invert reports it
     old = design.target or Target()
     new = Target(
         epsilon_prime=old.epsilon_prime if target is None else float(target),
@@ -372,6 +367,49 @@ def retarget(design: Design, target: Any, target_delta: float | None) -> Design:
     return dataclasses.replace(design, target=new)
 
 
+def _calibrated(design: Design) -> bool:
+    """The design's scheme builds its mechanism (or q) for the design's target."""
+    if schemes.get(design.scheme).bind_target is None:
+        return False
+    try:
+        return bool(analyse(design).calibrated)  # e.g. importance with a fixed q: False
+    except ConditionError:
+        return False  # invert reports it
+
+
+def _invert_pointwise(
+    design: Design, t: np.ndarray, target_delta: float | None, asked_delta: float | None
+) -> InvertResult:
+    """An array of targets for a design calibrated to its target: each target rebuilds
+    the design (as one call with that target does); a target it cannot be built for
+    fails the call."""
+    flat = t.reshape(-1).tolist()
+    points = [_invert(design, x, target_delta, (x, asked_delta)) for x in flat]
+    for x, res in zip(flat, points, strict=True):
+        if res.error is not None:
+            return dataclasses.replace(
+                res, target_epsilon_prime=t, error=f"at target ε′ = {x:g}: {res.error}"
+            )
+    first = points[0]
+
+    def stack(values: list[Any]) -> Any:
+        if all(v is None for v in values):
+            return None
+        return np.asarray([np.nan if v is None else v for v in values], dtype=float).reshape(
+            t.shape
+        )
+
+    details = {**first.details, "details_target": flat[0]}  # the other entries: first target
+    return dataclasses.replace(
+        first,
+        target_epsilon_prime=t,
+        certified=stack([p.certified for p in points]),
+        impossible_above=stack([p.impossible_above for p in points]),
+        delta=stack([p.delta for p in points]),
+        details=details,
+    )
+
+
 def _invert(
     design: Design, target: Any, target_delta: float | None, asked: tuple[Any, float | None]
 ) -> InvertResult:
@@ -384,6 +422,8 @@ def _invert(
     t = np.asarray(check_epsilon(target, where=_TARGET_WHERE, array=True), dtype=float)
     if target_delta is not None and not 0 <= target_delta <= 1:
         raise DesignError("target δ′ must be in [0, 1]")
+    if t.ndim != 0 and asked[0] is not None and _calibrated(design):
+        return _invert_pointwise(design, t, target_delta, asked[1])
     # a valid target (closed forms took the fast path: they are never calibrated to one)
     design = retarget(design, *asked)
     was_scalar = t.ndim == 0

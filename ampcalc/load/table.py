@@ -446,7 +446,7 @@ def read_npy(
     if magic != b"\x93NUMPY":
         raise error(f"{path}: not a .npy file (no NumPy header); the {what} must be a .npy array")
     try:
-        arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        arr: np.ndarray = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except ValueError as exc:
         if "pickle" in str(exc) or "Python objects" in str(exc):
             raise error(

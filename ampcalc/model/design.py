@@ -141,15 +141,17 @@ class Mechanism:
         return min(self.epsilon_replace_one / self.epsilon, 2.0)
 
     def epsilon_replace_one_of(self, eps: Any) -> np.ndarray:
-        """M's replace-one ε_R for declared ε (array in, array out)."""
+        """M's replace-one ε_R for declared ε (array in, array out): ε_R scales with ε at
+        the fixed ratio of the declared pair, (ε/ε_declared)·ε_R, which is ε_R itself
+        at the declared ε (ε/ε is exactly 1), with no test on the value."""
         e: np.ndarray = np.asarray(eps, dtype=float)
-        ratio = self.replace_one_ratio()
-        if ratio == 1.0:
+        if self.neighbours is not Neighbours.ADD_REMOVE:
             return e
-        if ratio == 2.0:
+        stated = self.epsilon_replace_one
+        if stated is None or stated >= 2.0 * self.epsilon:
             return 2.0 * e  # exact in binary floating point
-        # explicit ε_R: keep ε_R exactly as stated at the declared ε
-        return np.where(e == self.epsilon, self.effective_epsilon_replace_one(), e * ratio)
+        scaled: np.ndarray = e / self.epsilon * stated
+        return scaled
 
     def effective_epsilon_replace_one(self) -> float:
         """ε_R at the declared ε."""
