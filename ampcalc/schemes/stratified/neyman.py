@@ -1,0 +1,180 @@
+"""Neyman allocation (000_97a39a4c524f603f.txt §7.2, Appendix E.1): deterministic and
+data-dependent, so only lower bounds Δ∞·ε and Δ₁·ε; no upper bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import (
+    BUN_2022,
+    cite,
+)
+from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.base import Analysis
+from ampcalc.schemes.stratified.common import _scalar_eps
+from ampcalc.schemes.stratified.params import Params
+
+BASIS_NEYMAN = (cite(BUN_2022, "§7.2"), cite(BUN_2022, "Appendix E.1"), cite(BUN_2022, "§4.1"))
+
+
+def neyman_allocations(p: Params) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The Neyman allocation on P and on its worst neighbour P′ (000 Appendix E.1).
+
+    P′ moves the lowest stratum's smallest record (``min_value``) to the top-code U,
+    which puts it in the top stratum: the lowest stratum loses it, the top stratum
+    gains a record of value U, sizes, means and SDs updated exactly
+    (``_allocation.remove_record`` / ``add_record``). Given ``allocations``, those
+    vectors are used as they are.
+    """
+    if p.allocations is not None:
+        return p.allocations[0], p.allocations[1], {"source": "allocations given"}
+    s = p.strata
+    k = len(s)
+    assert p.total_sample is not None and p.value_bound is not None
+    m0 = alloc.neyman(s.size, s.sd, p.total_sample)
+    size1 = s.size.copy()
+    sd1 = s.sd.astype(float).copy()
+    low = alloc.remove_record(
+        alloc.StratumStats(int(s.size[0]), float(s.mean[0]), float(s.sd[0])),
+        float(s.min_value[0]),
+    )
+    if k == 1:
+        top = alloc.add_record(low, p.value_bound)
+        size1[0], sd1[0] = top.size, top.sd
+    else:
+        high = alloc.add_record(
+            alloc.StratumStats(int(s.size[-1]), float(s.mean[-1]), float(s.sd[-1])),
+            p.value_bound,
+        )
+        size1[0], sd1[0] = low.size, low.sd
+        size1[-1], sd1[-1] = high.size, high.sd
+    m1 = alloc.neyman(size1, sd1, p.total_sample)
+    info = {
+        "source": "computed: Neyman m_h ∝ N_h·S_h, capped at N_h, largest remainder",
+        "neighbour": (
+            f"the lowest stratum's record at min_value = {float(s.min_value[0]):g} moved "
+            f"to value_bound = {p.value_bound:g} (into the top stratum)"
+        ),
+    }
+    return m0, m1, info
+
+
+def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    m0, m1, info = neyman_allocations(p)
+    diff = (m1 - m0).astype(np.int64)
+    linf = int(np.max(np.abs(diff)))
+    l1 = int(np.sum(np.abs(diff)))
+    e_d_known = mechanism.epsilon_add_remove_known()
+    eps_r = mechanism.epsilon_replace_one_of
+    replace = guarantee is Neighbours.REPLACE_ONE
+
+    def lower_replace(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        er = eps_r(e)
+        ed = e if e_d_known else np.full(e.shape, np.inf)
+        # one stratum's sample count + Lap(1/e): e-DP under both relations -> Δ∞·e;
+        # every count + Lap(1/e): e-DP add-remove, 2e replace-one -> Δ₁·e
+        one = linf * np.minimum(ed, er)
+        every = l1 * np.minimum(ed, er / 2.0)
+        return numeric.round_down(np.maximum(one, every))
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        if replace:
+            return lower_replace(eps)
+        # an ε′ add-remove guarantee implies 2ε′ replace-one: ε′ >= (replace-one loss)/2
+        return numeric.round_down(lower_replace(eps) / 2.0)
+
+    k = len(p.strata)
+    n = p.strata.size
+
+    def impossible_above(target: np.ndarray) -> np.ndarray:
+        t = np.asarray(target, dtype=float)
+        slope = float(lower(np.asarray(1.0)))  # the lower bound is linear in ε
+        if slope <= 0:
+            return np.full(t.shape, np.inf)
+        return numeric.certify_up(lower, numeric.round_up(t / slope), t)
+
+    def invert_details(target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        imp = impossible_above(t)
+        return {"strata": alloc.invert_rows(p, m0 / np.maximum(n, 1), m0, None, imp)}
+
+    eps0 = _scalar_eps(mechanism)
+    lo0 = float(lower(np.asarray(eps0)))
+    rows = alloc.strata_rows(p, m0 / np.maximum(n, 1), m0, np.full(k, np.nan), None)
+    for row in rows:
+        row["epsilon_prime"]["lower"] = None
+    if not e_d_known and not replace:
+        raise ConditionError(
+            "Neyman allocation with an add-remove guarantee needs M's add-remove ε; "
+            "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`."
+        )
+    warnings = [
+        "degradation: no amplification guarantee exists. The Neyman allocation is a "
+        "deterministic function of the data (stratum sizes and SDs); moving one record "
+        f"changes it by Δ∞ = {linf} (one stratum) and Δ₁ = {l1} (all strata), so a "
+        f"mechanism releasing the sample counts with Lap(1/ε) loses at least Δ·ε "
+        f"({BUN_2022}, §4.1, §7.2).",
+    ]
+    notes: list[str] = []
+    if not replace:
+        notes.append(
+            "the worst neighbour is a replacement (a record moved across strata); under an "
+            "add-remove guarantee ε′ the loss for it is at most 2ε′, so ε′ >= half the "
+            "replace-one lower bound"
+        )
+    if p.allocations is None:
+        notes.append(
+            "allocation rounding (not specified in the paper): largest remainder, capped at "
+            "N_h; sd taken with divisor N_h − 1"
+        )
+    notes.append(neyman_sums_note(int(m0.sum()), int(m1.sum()), given=p.allocations is not None))
+    details: dict[str, Any] = {
+        "allocation": "neyman",
+        "allocation_sensitivity": {"linf": linf, "l1": l1},
+        "allocations": [m0.tolist(), m1.tolist()],
+        "allocation_sums": [int(m0.sum()), int(m1.sum())],
+        "lower_bounds": {"linf": linf * eps0, "l1": l1 * eps0},
+        "allocation_source": info["source"],
+        "strata_count": k,
+        "strata": rows,
+    }
+    if "neighbour" in info:
+        details["neighbour"] = info["neighbour"]
+    return Analysis(
+        guarantee_neighbours=guarantee,
+        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
+        upper=None,
+        lower=lower,
+        delta_prime=None,
+        basis=BASIS_NEYMAN,
+        conditions=(
+            "Neyman allocation m_h ∝ N_h·S_h with a fixed total: deterministic and data-dependent",
+            f"lower bound at ε = {eps0:g}: {lo0:.6g}",
+        ),
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+        details=details,
+        impossible_above=impossible_above,
+        invert_details=invert_details,
+    )
+
+
+def neyman_sums_note(total_p: int, total_neighbour: int, *, given: bool) -> str:
+    """The erratum of 000 §7.2 / Appendix E.1: its Neyman vectors for m = 10,000 sum to
+    10,004 and 10,005 (spec §8.3, §11 item 10), with this design's own sums."""
+    whose = "the allocations given here" if given else "ampcalc's allocations here"
+    return (
+        f"{cite(BUN_2022, '§7.2')} and {cite(BUN_2022, 'Appendix E.1')} print Neyman "
+        "allocations for a total of m = 10,000 whose entries sum to 10,004 (P) and 10,005 "
+        "(its neighbour P′): the paper's rounding is not stated, and only the vectors' "
+        f"differences (Δ∞ = 19, Δ₁ = 37 there) enter the bound; {whose} sum to "
+        f"{total_p} and {total_neighbour} (details.allocation_sums)."
+    )
