@@ -43,7 +43,7 @@ from ampcalc.schemes.stratified.neyman import (
 )
 from ampcalc.schemes.stratified.params import FIELDS, Params, Strata, parse_params
 from ampcalc.schemes.stratified.randomized import (
-    _analyse_randomized,
+    analyse_randomized,
     lower_epsilon,
     shortcut_note,
     theorem_4_3,
@@ -86,7 +86,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
             return analyse_fixed_total(params, mechanism, guarantee)
         if params.rounding == "randomized":
-            return _analyse_randomized(params, mechanism, guarantee)
+            return analyse_randomized(params, mechanism, guarantee)
         return _analyse_deterministic(params, mechanism, guarantee)
     if params.allocation == "poisson":
         return _analyse_poisson(params, mechanism, guarantee)

@@ -24,7 +24,7 @@ from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.base import Analysis
 from ampcalc.schemes.stratified.common import _need_add_remove, _scalar_eps
 from ampcalc.schemes.stratified.params import Params
-from ampcalc.schemes.stratified.randomized import _analyse_randomized
+from ampcalc.schemes.stratified.randomized import analyse_randomized
 
 BASIS_DETERMINISTIC = (
     cite(BUN_2022, "§4.1"),
@@ -458,7 +458,7 @@ def _randomized_side(
 ) -> None:
     """The same rates with randomised rounding, for comparison (``randomized_rounding``)."""
     try:
-        fixed = _analyse_randomized(
+        fixed = analyse_randomized(
             Params(allocation="proportional", rounding="randomized", rate=p.rate, strata=p.strata),
             Mechanism(
                 epsilon=mechanism.epsilon,

@@ -5,9 +5,10 @@ mixture of simple random samples)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.base import Analysis
 from ampcalc.schemes.stratified.common import _need_add_remove, _per_stratum, _scalar_eps
 from ampcalc.schemes.stratified.params import Params
+from ampcalc.schemes.stratified.records import Inverse, Result, Scale, build, relations
 
 BASIS_RANDOMIZED = (
     cite(BUN_2022, "Theorem 7.2"),
@@ -145,145 +147,259 @@ def _check_rate_condition(p: Params, rates: np.ndarray) -> None:
         )
 
 
-def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+@dataclass(frozen=True, eq=False)
+class Rates:
+    """What every randomised-rounding result reads from the design.
+
+    Attributes:
+        rate: r_h per stratum. size: N_h (float).
+        a: Theorem 4.3's first coefficient per stratum: 2r_h, or r_h + 1/N_h (size-aware).
+        census: r_h = 1: the stratum is sampled whole (its ε′_h is M's ε exactly).
+        front_a, front_b: the Pareto front of (a, r) over the other strata (the largest
+            per-stratum bound is attained there).
+        r_max: the largest rate.
+    """
+
+    rate: np.ndarray
+    size: np.ndarray
+    a: np.ndarray
+    census: np.ndarray
+    front_a: np.ndarray
+    front_b: np.ndarray
+    r_max: float
+
+    @classmethod
+    def of(cls, p: Params) -> Rates:
+        r = p.rates()
+        n = p.strata.size.astype(float)
+        a = r + 1.0 / n if p.size_aware else 2.0 * r
+        census = r >= 1.0
+        fa, fb = alloc.pareto_front(a[~census], r[~census])
+        return cls(r, n, a, census, fa, fb, float(r.max()))
+
+    @property
+    def all_census(self) -> bool:
+        return bool(self.census.all())
+
+    @property
+    def any_census(self) -> bool:
+        return bool(self.census.any())
+
+
+# --- formulas (M's ε as the array argument, the design as keywords) ---------------------
+
+
+def stratum_upper(eps: Any, *, d: Rates) -> np.ndarray:
+    """Each stratum's ε′_h (Theorem 4.3 in the stratum; M's ε in a census stratum)."""
+    e = np.asarray(eps, dtype=float)
+    out: np.ndarray = np.where(d.census, e, theorem_4_3(d.a, d.rate, e))
+    return out
+
+
+def upper_epsilon(eps: Any, *, d: Rates) -> np.ndarray:
+    """Theorem 7.2: the stratified add-remove ε′ = max_h ε′_h (over the Pareto front)."""
+    e = np.asarray(eps, dtype=float)
+    parts = [e.copy()] if d.any_census else []
+    if d.front_a.size:
+        shape = (-1,) + (1,) * e.ndim
+        parts.append(
+            theorem_4_3(d.front_a.reshape(shape), d.front_b.reshape(shape), e).max(axis=0)
+        )
+    worst: np.ndarray = functools.reduce(np.maximum, parts)
+    return worst
+
+
+def upper_inverse(target: Any, *, d: Rates) -> np.ndarray:
+    """The ε with ``upper_epsilon(ε) = target``: the smallest per-stratum closed form
+    (spec §5.1); not rounded."""
+    t = np.asarray(target, dtype=float)
+    shape = (-1,) + (1,) * t.ndim
+    guess: np.ndarray = t.copy()
+    if d.front_a.size:
+        inv = theorem_4_3_inverse(d.front_a.reshape(shape), d.front_b.reshape(shape), t).min(
+            axis=0
+        )
+        guess = np.minimum(guess, inv) if d.any_census else inv
+    return guess
+
+
+def lower_inverse(target: Any, *, d: Rates) -> np.ndarray:
+    """The ε with A(r_max, ε) = target, rounded up (the witness's inverse)."""
+    return numeric.round_up(numeric.amplification_inverse(d.r_max, target))
+
+
+# --- results, one record per (result, guarantee) ------------------------------------------
+
+
+def census_result(d: Rates, guarantee: Neighbours) -> Result:
+    """Rate 1 everywhere: the sample is the population, M∘C = M, so ε′ is M's own ε under
+    the guarantee's relation, exactly."""
+    if guarantee is Neighbours.REPLACE_ONE:
+        return Result(
+            guarantee=guarantee,
+            upper=lambda ed, er: er,
+            lower=lambda ed, er: er,
+            certified=Inverse(lambda t: t, Scale.REPLACE_ONE),
+            basis=BASIS_RANDOMIZED,
+        )
+    return Result(
+        guarantee=guarantee,
+        upper=lambda ed, er: ed.copy(),
+        lower=lambda ed, er: ed.copy(),
+        certified=Inverse(lambda t: t),
+        impossible=Inverse(lambda t: lower_inverse(t, d=d)),
+        basis=BASIS_RANDOMIZED,
+    )
+
+
+def theorem_7_2(d: Rates) -> Result:
+    """Theorem 7.2 (add-remove, stratified DP): max_h ε′_h; witness A(r_max, ε)."""
+
+    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        return ed.copy() if d.any_census else lower_epsilon(d.r_max, ed)
+
+    return Result(
+        guarantee=Neighbours.ADD_REMOVE,
+        upper=lambda ed, er: upper_epsilon(ed, d=d),
+        lower=lower,
+        certified=Inverse(lambda t: upper_inverse(t, d=d)),
+        impossible=Inverse(lambda t: lower_inverse(t, d=d)),
+        basis=BASIS_RANDOMIZED,
+    )
+
+
+def replace_one_doubled(d: Rates) -> Result:
+    """Replace-one from Theorem 7.2 (derived): a replacement is a removal plus an
+    addition, ε′ <= 2·max_h ε′_h; witness A(r_max, min(ε_D, ε_R)) (ε_R itself when a
+    census stratum takes the replacement)."""
+
+    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        lo = lower_epsilon(d.r_max, np.minimum(ed, er))
+        return np.maximum(lo, er) if d.any_census else lo
+
+    return Result(
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=lambda ed, er: numeric.round_up(2.0 * upper_epsilon(ed, d=d)),
+        lower=lower,
+        certified=Inverse(lambda t: upper_inverse(t / 2.0, d=d)),
+        impossible=(
+            None if d.any_census else Inverse(lambda t: lower_inverse(t, d=d), Scale.SMALLER)
+        ),
+        basis=(*BASIS_RANDOMIZED, REPLACE_ONE_BASIS),
+        notes=(REPLACE_ONE_NOTE,),
+    )
+
+
+def replace_one_mixture(d: Rates, mix: _SizeMixture) -> Result:
+    """One stratum under replace-one: a replacement keeps the size distribution, so the
+    design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records."""
+
+    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.maximum(mix.lower(ed, er), lower_epsilon(d.r_max, np.minimum(ed, er)))
+        return out
+
+    return Result(
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=lambda ed, er: mix.upper(er),
+        lower=lower,
+        certified=Inverse(lambda t: numeric.amplification_inverse(mix.q_hi, t), Scale.REPLACE_ONE),
+        basis=(*BASIS_RANDOMIZED, cite(BUN_2022, "Theorem 2.2 (one stratum)")),
+        notes=(
+            "replace-one with one stratum: a replacement keeps the stratum size, so the "
+            "design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records: ε′ <= "
+            f"A(⌈rN⌉/N, ε_R) ({BUN_2022}, Theorem 2.2 at the larger size; "
+            "exact when rN is a whole number, the srswor value)",
+        ),
+    )
+
+
+def _pick(p: Params, d: Rates, mechanism: Mechanism, guarantee: Neighbours) -> Result:
+    """The result for ``guarantee`` (the one place the guarantee is read), with its
+    per-stratum ``invert`` details."""
+    if len(p.strata) == 1 and not d.all_census and guarantee is Neighbours.REPLACE_ONE:
+        mix = _size_mixture(float(d.rate[0]), int(p.strata.size[0]))
+        return dataclasses.replace(replace_one_mixture(d, mix), invert_details=_mixture_rows(p, d))
+    # per-stratum invert details: the stratum target is T over ``up`` and the witness's
+    # inverse is in ε over ``lo`` (both 1 under add-remove)
+    up = lo = 1.0
+    if d.all_census:
+        result = census_result(d, guarantee)
+        if guarantee is Neighbours.REPLACE_ONE:
+            up, lo = Scale.REPLACE_ONE.ratio(mechanism), Scale.SMALLER.ratio(mechanism)
+    elif guarantee is Neighbours.ADD_REMOVE:
+        result = theorem_7_2(d)
+    else:
+        result = replace_one_doubled(d)
+        up, lo = 2.0, Scale.SMALLER.ratio(mechanism)
+    return dataclasses.replace(result, invert_details=_strata_rows(p, d, up, lo))
+
+
+def _mixture_rows(p: Params, d: Rates) -> Callable[[Analysis, np.ndarray], dict[str, Any]]:
+    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        assert an.certified is not None and an.lower is not None
+        one = float(an.certified(t))
+        imp1 = float(numeric.smallest_reaching(an.lower, float(t), one, 2.0 * one + 1.0))
+        return {"strata": alloc.invert_rows(p, d.rate, d.rate * d.size, one, imp1)}
+
+    return invert_details
+
+
+def _strata_rows(
+    p: Params, d: Rates, up: float, lo: float
+) -> Callable[[Analysis, np.ndarray], dict[str, Any]]:
+    """Per-stratum certified ε at the stratum target T/``up`` and the witness's inverse
+    in ε·``lo``."""
+    r = d.rate
+
+    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        cert = _stratum_certified(float(t) / up, d)
+        shortcut = _shortcut_note(d.r_max, float(t), float(np.min(cert)))
+        imp = numeric.amplification_inverse(r, float(t)) / lo
+        imp = numeric.certify_up(
+            lambda e: lower_epsilon(r, e * lo), numeric.round_up(imp), float(t)
+        )
+        return {
+            "strata": alloc.invert_rows(p, r, r * d.size, cert, imp),
+            "shortcut": shortcut,
+            "notes": (shortcut_note(shortcut, d.r_max, float(t)),),
+        }
+
+    return invert_details
+
+
+def _stratum_certified(t: Any, d: Rates) -> np.ndarray:
+    t = np.asarray(t, dtype=float)
+    guess = numeric.round_down(np.where(d.census, t, theorem_4_3_inverse(d.a, d.rate, t)))
+    return numeric.certify_down(
+        lambda e: stratum_upper(e, d=d), guess, np.broadcast_to(t, guess.shape)
+    )
+
+
+def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Proportional allocation with randomised rounding (Theorem 7.2 and its derived
+    replace-one forms)."""
     _need_add_remove(mechanism, f"Theorem 7.2 ({BUN_2022})")
     if mechanism.delta > 0:
         raise ConditionError(
             f"Theorem 7.2 ({BUN_2022}) is proved for pure ε-DP mechanisms "
             f"(delta = 0); the declared delta = {mechanism.delta:g} has no proved δ′"
         )
-    r = p.rates()
-    n = p.strata.size.astype(float)
-    _check_rate_condition(p, r)
-    a = r + 1.0 / n if p.size_aware else 2.0 * r
-    # rate 1: the stratum is a census, every record is sampled, ε′_h = ε exactly
-    census = r >= 1.0
-    all_census = bool(census.all())
-    fa, fb = alloc.pareto_front(a[~census], r[~census])
-    r_max = float(r.max())
-    replace = guarantee is Neighbours.REPLACE_ONE
-    eps_r = mechanism.epsilon_replace_one_of
-    ratio_lo = min(1.0, mechanism.replace_one_ratio())
-
-    def per_stratum(eps: Any) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        out: np.ndarray = np.where(census, e, theorem_4_3(a, r, e))
-        return out
-
-    def stratified_max(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        parts = [e.copy()] if census.any() else []
-        if fa.size:
-            shape = (-1,) + (1,) * e.ndim
-            parts.append(theorem_4_3(fa.reshape(shape), fb.reshape(shape), e).max(axis=0))
-        worst: np.ndarray = functools.reduce(np.maximum, parts)
-        return worst
-
-    # one stratum under replace-one: a replacement keeps the size distribution, so the
-    # design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records
-    single = replace and len(p.strata) == 1 and not all_census
-    mix = _size_mixture(float(r[0]), int(p.strata.size[0])) if single else None
-
-    def upper(eps: np.ndarray) -> np.ndarray:
-        if all_census:  # the sample is the population: M∘C = M
-            return eps_r(eps) if replace else np.asarray(eps, dtype=float).copy()
-        if mix is not None:
-            return mix.upper(eps_r(eps))
-        m = stratified_max(eps)
-        return numeric.round_up(2.0 * m) if replace else m
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        if all_census:
-            return eps_r(e) if replace else e.copy()
-        if mix is not None:
-            lo1: np.ndarray = np.maximum(
-                mix.lower(e, eps_r(e)), lower_epsilon(r_max, np.minimum(e, eps_r(e)))
-            )
-            return lo1
-        if replace:
-            lo = lower_epsilon(r_max, np.minimum(e, eps_r(e)))
-            # a replacement inside a census stratum changes the sample by that record
-            return np.maximum(lo, eps_r(e)) if census.any() else lo
-        return e.copy() if census.any() else lower_epsilon(r_max, e)
-
-    def per_stratum_certified(t: Any) -> np.ndarray:
-        t = np.asarray(t, dtype=float)
-        guess = numeric.round_down(np.where(census, t, theorem_4_3_inverse(a, r, t)))
-        return numeric.certify_down(per_stratum, guess, np.broadcast_to(t, guess.shape))
-
-    def certified(target: np.ndarray) -> np.ndarray:
-        t = np.asarray(target, dtype=float)
-        if all_census:
-            ratio = mechanism.replace_one_ratio() if replace else 1.0
-            return numeric.certify_down(upper, numeric.round_down(t / ratio), t)
-        if mix is not None:
-            inv = numeric.amplification_inverse(mix.q_hi, t) / mechanism.replace_one_ratio()
-            return numeric.certify_down(upper, numeric.round_down(inv), t)
-        tt = t / 2.0 if replace else t
-        shape = (-1,) + (1,) * t.ndim
-        guess = tt.copy()
-        if fa.size:
-            inv = theorem_4_3_inverse(fa.reshape(shape), fb.reshape(shape), tt).min(axis=0)
-            guess = np.minimum(guess, inv) if census.any() else inv
-        return numeric.certify_down(upper, numeric.round_down(guess), t)
-
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        t = np.asarray(target, dtype=float)
-        guess = numeric.round_up(numeric.amplification_inverse(r_max, t)) / (
-            ratio_lo if replace else 1.0
-        )
-        return numeric.certify_up(lower, numeric.round_up(guess), t)
-
-    def invert_details(target: np.ndarray) -> dict[str, Any]:
-        t = np.asarray(target, dtype=float)
-        if t.ndim:
-            return {}
-        if mix is not None:
-            one = float(certified(t))
-            imp1 = float(numeric.smallest_reaching(lower, float(t), one, 2.0 * one + 1.0))
-            return {"strata": alloc.invert_rows(p, r, r * n, one, imp1)}
-        if all_census:
-            tt = float(t) / (mechanism.replace_one_ratio() if replace else 1.0)
-        else:
-            tt = float(t) / 2.0 if replace else float(t)
-        cert = per_stratum_certified(tt)
-        shortcut = _shortcut_note(r_max, float(t), float(np.min(cert)))
-        imp = numeric.amplification_inverse(r, float(t)) / (ratio_lo if replace else 1.0)
-        imp = numeric.certify_up(
-            lambda e: lower_epsilon(r, e * (ratio_lo if replace else 1.0)),
-            numeric.round_up(imp),
-            float(t),
-        )
-        return {
-            "strata": alloc.invert_rows(p, r, r * n, cert, imp),
-            "shortcut": shortcut,
-            "notes": (shortcut_note(shortcut, r_max, float(t)),),
-        }
-
+    _check_rate_condition(p, p.rates())
+    d = Rates.of(p)
+    result = _pick(p, d, mechanism, guarantee)
     eps0 = _scalar_eps(mechanism)
-
-    def details_at(eps: np.ndarray) -> dict[str, Any]:
-        e = np.asarray(eps, dtype=float)
-        rr, cc = _per_stratum(r, e), _per_stratum(census, e) > 0
-        rows = alloc.strata_rows(
-            p,
-            r,
-            r * n,
-            np.where(cc, e, lower_epsilon(rr, e)),
-            np.where(cc, e, theorem_4_3(_per_stratum(a, e), rr, e)),
-        )
-        approx = 6.0 * r_max * e
-        exact = np.asarray(stratified_max(e), dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(exact > 0, (approx - exact) / np.where(exact > 0, exact, 1.0), np.nan)
-        return {
-            "approx_6re": approx,
-            "approx_6re_relative_error": rel if rel.ndim else (None if np.isnan(rel) else rel),
-            "census_strata": int(census.sum()),
-            "strata": rows,
-        }
-
+    e0 = np.asarray(eps0)
+    assert result.upper is not None
+    up0 = float(result.upper(*relations(mechanism)(e0)))
+    replace = result.guarantee is Neighbours.REPLACE_ONE
+    ratio = (Scale.REPLACE_ONE if replace else Scale.DECLARED).ratio(mechanism)
+    r_max = d.r_max
     warnings: list[str] = []
     notes: list[str] = []
     form = "size-aware form from the proof of Theorem 4.3 (r + 1/N_h in place of 2r)"
@@ -295,34 +411,25 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
             "proof is "
             "per stratum, the paper states one common r)"
         )
-    if replace and not all_census and not single:
-        notes.append(REPLACE_ONE_NOTE)
-    if single:
-        notes.append(
-            "replace-one with one stratum: a replacement keeps the stratum size, so the "
-            "design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records: ε′ <= "
-            f"A(⌈rN⌉/N, ε_R) ({BUN_2022}, Theorem 2.2 at the larger size; "
-            "exact when rN is a whole number, the srswor value)"
-        )
-    if census.any():
-        which = [nm for nm, c in zip(p.strata.names, census.tolist(), strict=True) if c]
+    notes += result.notes
+    if d.any_census:
+        which = [nm for nm, c in zip(p.strata.names, d.census.tolist(), strict=True) if c]
         shown = ", ".join(repr(x) for x in which[:3]) + (" …" if len(which) > 3 else "")
         notes.append(
             "rate 1: the sample is the whole population, M's own ε under the guarantee's "
             "relation, exactly (Theorem 7.2 would give "
             f"{float(theorem_4_3(2.0, 1.0, eps0)):.6g} at ε = {eps0:g})"
-            if all_census
+            if d.all_census
             else f"rate 1 in {len(which)} strata ({shown}): each is sampled whole, so its "
             "ε′_h is M's ε exactly (Theorem 7.2 is not used there)"
         )
-    up0 = float(upper(np.asarray(eps0)))
-    if not all_census and up0 >= eps0 * (mechanism.replace_one_ratio() if replace else 1.0):
+    if not d.all_census and up0 >= eps0 * ratio:
         warnings.append(
             "no amplification is guaranteed at this ε: Theorem 7.2's bound is not below M's ε "
             "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; "
             f"{DERIVATIONS}, §4.1)"
         )
-    if not all_census:
+    if not d.all_census:
         notes.append(
             f"{cite(BUN_2022, '§4.3')} and {cite(BUN_2022, '§7.3')} approximate this bound as "
             f"ε′ ≈ 6rε ({6.0 * r_max * eps0:.6g} at ε = {eps0:g}, r = {r_max:g}; the bound "
@@ -330,13 +437,7 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
             "ampcalc evaluates and inverts the bound exactly (details.approx_6re; on "
             "invert, details.shortcut)."
         )
-    details: dict[str, Any] = {
-        "allocation": "proportional",
-        "rounding": "randomized",
-        "form": "size-aware (from proof)" if p.size_aware else "Theorem 7.2",
-        "rate_max": r_max,
-        "strata_count": len(p.strata),
-    }
+    r, n = d.rate, d.size
     conditions = (
         f"r·N_h >= 1 in every stratum: smallest r·N_h = {float(np.min(r * n)):.6g}",
         "strata fixed in advance and public; within each stratum r·N_h is rounded up with "
@@ -344,26 +445,51 @@ def _analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) 
         "is drawn without replacement, independently across strata; the sample is secret",
         f"M is ε-DP under add-remove (declared: {mechanism.neighbours}), pure ε",
     )
-    return Analysis(
-        guarantee_neighbours=guarantee,
-        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
-        upper=upper,
-        lower=lower,
-        delta_prime=lambda e: np.zeros(np.shape(e)),
-        certified=certified,
-        impossible_above=None if replace and (census.any() or single) else impossible_above,
-        basis=(
-            *BASIS_RANDOMIZED,
-            *((cite(BUN_2022, "Theorem 2.2 (one stratum)"),) if single else ()),
-            *((REPLACE_ONE_BASIS,) if replace and not all_census and not single else ()),
+    details: dict[str, Any] = {
+        "allocation": "proportional",
+        "rounding": "randomized",
+        "form": "size-aware (from proof)" if p.size_aware else "Theorem 7.2",
+        "rate_max": r_max,
+        "strata_count": len(p.strata),
+    }
+    return build(
+        dataclasses.replace(
+            result,
+            conditions=conditions,
+            warnings=tuple(warnings),
+            notes=tuple(notes),
+            details=details,
+            details_at=_details_at(p, d),
         ),
-        conditions=conditions,
-        warnings=tuple(warnings),
-        notes=tuple(notes),
-        details=details,
-        details_at=details_at,
-        invert_details=invert_details,
+        mechanism,
     )
+
+
+def _details_at(p: Params, d: Rates) -> Callable[[np.ndarray], dict[str, Any]]:
+    r, n = d.rate, d.size
+
+    def details_at(eps: np.ndarray) -> dict[str, Any]:
+        e = np.asarray(eps, dtype=float)
+        rr, cc = _per_stratum(r, e), _per_stratum(d.census, e) > 0
+        rows = alloc.strata_rows(
+            p,
+            r,
+            r * n,
+            np.where(cc, e, lower_epsilon(rr, e)),
+            np.where(cc, e, theorem_4_3(_per_stratum(d.a, e), rr, e)),
+        )
+        approx = 6.0 * d.r_max * e
+        exact = np.asarray(upper_epsilon(e, d=d), dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(exact > 0, (approx - exact) / np.where(exact > 0, exact, 1.0), np.nan)
+        return {
+            "approx_6re": approx,
+            "approx_6re_relative_error": rel if rel.ndim else (None if np.isnan(rel) else rel),
+            "census_strata": int(d.census.sum()),
+            "strata": rows,
+        }
+
+    return details_at
 
 
 @dataclass(frozen=True)
