@@ -5,7 +5,7 @@ Results are stratified DP (000_97a39a4c524f603f.txt Definition 7.1): each stratu
 gets its own ε′_s for adding or removing a record *in that stratum*
 (``details.strata``); the headline add-remove ε′ is max_s ε′_s. A replace-one
 guarantee (``guarantee: replace-one``) is derived (deterministic rounding and fixed
-allocation: computed pair by pair, see ``_analyse_deterministic``): a replacement is a
+allocation: computed pair by pair, see ``analyse_deterministic``): a replacement is a
 deletion in one stratum plus an addition in another or the same one, so its loss is at most
 ε′_s + ε′_{s′} <= 2·max_s ε′_s (spec §8.1: every proven stratified result is for
 add-remove; max{ε′_s, ε′_{s′}} of Definition 7.1 is not implied — with stratified
@@ -34,7 +34,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
 from ampcalc.schemes.base import Analysis, Scheme
 from ampcalc.schemes.stratified.accuracy import compare
-from ampcalc.schemes.stratified.deterministic import _analyse_deterministic
+from ampcalc.schemes.stratified.deterministic import analyse_deterministic
 from ampcalc.schemes.stratified.fixed import _analyse_fixed, _analyse_poisson
 from ampcalc.schemes.stratified.neyman import (
     _analyse_neyman,
@@ -87,7 +87,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             return analyse_fixed_total(params, mechanism, guarantee)
         if params.rounding == "randomized":
             return analyse_randomized(params, mechanism, guarantee)
-        return _analyse_deterministic(params, mechanism, guarantee)
+        return analyse_deterministic(params, mechanism, guarantee)
     if params.allocation == "poisson":
         return _analyse_poisson(params, mechanism, guarantee)
     if params.allocation == "fixed":

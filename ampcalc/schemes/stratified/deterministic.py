@@ -5,6 +5,7 @@ that moves it costs exactly ε (000 §4.1 witness)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from ampcalc.schemes.base import Analysis
 from ampcalc.schemes.stratified.common import _need_add_remove, _scalar_eps
 from ampcalc.schemes.stratified.params import Params
 from ampcalc.schemes.stratified.randomized import analyse_randomized
+from ampcalc.schemes.stratified.records import Result, Scale, build, relations
 
 BASIS_DETERMINISTIC = (
     cite(BUN_2022, "§4.1"),
@@ -168,96 +170,134 @@ def _cross_candidates(
     return tuple(sorted(out))
 
 
-def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
-    rule = p.rounding or "nearest"
-    r = p.rates()
-    rd = _Rounded.of(p)
-    steps, m = rd.steps, rd.steps.at
-    k = len(p.strata)
-    names = p.strata.names
-    replace = guarantee is Neighbours.REPLACE_ONE
-    eps_r = mechanism.epsilon_replace_one_of
-    ed_known = mechanism.epsilon_add_remove_known()
+# --- formulas: M's two ε as arrays, the rounded allocations as keywords -------------------
+
+
+def add_remove_epsilon(ed: np.ndarray, er: np.ndarray, *, rd: _Rounded, up: bool) -> np.ndarray:
+    """Stratified add-remove ε′ at the stated sizes: ε_D where a step moves an
+    allocation (the count witness, exact), A(q, ε_R) at the largest inclusion among the
+    steps that keep it (a simple random sample, exact). Rounded up (``up``) or down."""
+    steps = rd.steps
+    flat = np.concatenate([rd.q_down[steps.down == 0], rd.q_up[steps.up == 0]])
+    jump = bool((steps.down > 0).any() or (steps.up > 0).any())
+    parts = [ed.copy()] if jump else []
+    if flat.size:
+        parts.append(_amp(float(flat.max()), er, up))
+    out: np.ndarray = functools.reduce(np.maximum, parts)
+    return out
+
+
+def cross_epsilon(
+    s: int, t: int, ed: np.ndarray, er: np.ndarray, *, rd: _Rounded, up: bool
+) -> np.ndarray:
+    """A record moved from stratum s to t: the loss bound (``up``) or witness."""
+    ds, dt = rd.cross_jumps(s, t)
+    if ds and dt:  # both allocations move: the two changes pair into one replacement
+        both: np.ndarray = np.array(er, dtype=float)
+        return both
+    if not up and not (ds or dt):
+        return _move_witness(float(rd.q_down[s]), float(rd.q_up[t]), er)
+    first = _step_values(np.asarray(ds), np.asarray(rd.q_down[s]), ed, er, up)
+    second = _step_values(np.asarray(dt), np.asarray(rd.q_up[t]), ed, er, up)
+    # one allocation moves: the sum is attained (docs/stratified.md), so it is both
+    return numeric.round_up(first + second) if up else numeric.round_down(first + second)
+
+
+def replace_one_epsilon(ed: np.ndarray, er: np.ndarray, *, rd: _Rounded, up: bool) -> np.ndarray:
+    """Replace-one ε′ at the stated sizes: a replacement inside a stratum keeps every
+    allocation (A(max_h m_h/N_h, ε_R)); a record moved across strata, ``cross_epsilon``."""
+    out = _amp(float(np.max(rd.q_down)), er, up)
+    for s, t in rd.cross:
+        out = np.maximum(out, cross_epsilon(s, t, ed, er, rd=rd, up=up))
+    return out
+
+
+def stratum_epsilon(ed: Any, er: Any, *, rd: _Rounded, up: bool) -> np.ndarray:
+    """Stratified add-remove ε′_h: the worse of removing and adding a record of h."""
+    steps = rd.steps
+    down = _step_values(steps.down, rd.q_down, ed, er, up)
+    add = _step_values(steps.up, rd.q_up, ed, er, up)
+    out: np.ndarray = np.maximum(down, add)
+    return out
+
+
+# --- results, one record per guarantee ---------------------------------------------------
+
+
+def add_remove_result(rd: _Rounded, mechanism: Mechanism) -> Result:
+    """Stratified add-remove DP at the stated sizes (exact)."""
+    _need_add_remove(mechanism, "an add-remove guarantee under deterministic rounding")
     pure = mechanism.delta == 0.0
-    if not replace:
-        _need_add_remove(mechanism, "an add-remove guarantee under deterministic rounding")
+    return Result(
+        guarantee=Neighbours.ADD_REMOVE,
+        upper=(lambda ed, er: add_remove_epsilon(ed, er, rd=rd, up=True)) if pure else None,
+        lower=lambda ed, er: add_remove_epsilon(ed, er, rd=rd, up=False),
+        pure=pure,
+        basis=BASIS_DETERMINISTIC,
+        conditions=(f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",),
+    )
+
+
+def replace_one_result(rd: _Rounded, p: Params, mechanism: Mechanism) -> Result:
+    """Replace-one at the stated sizes: within a stratum and across strata (derived,
+    docs/stratified.md)."""
     one_sided = [(s, t) for s, t in rd.cross if rd.cross_jumps(s, t) in ((1, 0), (0, 1))]
-    if replace and not ed_known and one_sided:
+    if not mechanism.epsilon_add_remove_known() and one_sided:
         s, t = one_sided[0]
+        names = p.strata.names
         raise ConditionError(
             f"moving a record from stratum {names[s]!r} to {names[t]!r} changes the total "
             "sample size (deterministic rounding), so M's add-remove ε is needed, and "
             "`neighbours: replace-one` leaves it unknown. Declare `neighbours: add-remove` "
             "or `both`."
         )
-    # add-remove steps: the largest inclusion among steps that keep the allocation
-    flat = np.concatenate([rd.q_down[steps.down == 0], rd.q_up[steps.up == 0]])
-    q_flat = float(flat.max()) if flat.size else None
-    jump = bool((steps.down > 0).any() or (steps.up > 0).any())
-    q_within = float(np.max(rd.q_down))
+    pure = mechanism.delta == 0.0
+    return Result(
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=(lambda ed, er: replace_one_epsilon(ed, er, rd=rd, up=True)) if pure else None,
+        lower=lambda ed, er: replace_one_epsilon(ed, er, rd=rd, up=False),
+        pure=pure,
+        basis=BASIS_DETERMINISTIC,
+        conditions=(f"M's replace-one ε_R (declared: {mechanism.neighbours})",),
+        notes=(DETERMINISTIC_REPLACE_NOTE,),
+        invert_details=_searched_rows(p, rd, pure),
+    )
 
-    def ed_of(e: np.ndarray) -> np.ndarray:
-        return e if ed_known else np.full(e.shape, np.inf)
 
-    def add_remove(eps: np.ndarray, up: bool) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        er = eps_r(e)
-        parts = [e.copy()] if jump else []
-        if q_flat is not None:
-            parts.append(_amp(q_flat, er, up))
-        out: np.ndarray = functools.reduce(np.maximum, parts)
-        return out
+def _searched_rows(
+    p: Params, rd: _Rounded, pure: bool
+) -> Callable[[Analysis, np.ndarray], dict[str, Any]]:
+    """Replace-one ``invert`` rows: the design's own bounds inverted by search (none
+    with δ > 0: no upper bound)."""
 
-    def cross_value(s: int, t: int, e: np.ndarray, up: bool) -> np.ndarray:
-        """A record moved from stratum s to t: the loss bound (up) or witness (down)."""
-        er = eps_r(e)
-        ds, dt = rd.cross_jumps(s, t)
-        if ds and dt:  # both allocations move: the two changes pair into one replacement
-            both: np.ndarray = np.array(er, dtype=float)
-            return both
-        if not up and not (ds or dt):
-            return _move_witness(float(rd.q_down[s]), float(rd.q_up[t]), er)
-        ed = ed_of(e)
-        first = _step_values(np.asarray(ds), np.asarray(rd.q_down[s]), ed, er, up)
-        second = _step_values(np.asarray(dt), np.asarray(rd.q_up[t]), ed, er, up)
-        # one allocation moves: the sum is attained (docs/stratified.md), so it is both
-        return numeric.round_up(first + second) if up else numeric.round_down(first + second)
+    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim or not pure:
+            return {}
+        assert an.upper is not None and an.lower is not None
+        tt = float(t)
+        cert = numeric.largest_feasible(an.upper, tt, tt / 4, tt)
+        imp = numeric.smallest_reaching(an.lower, tt, tt / 4, tt)
+        return {"strata": alloc.invert_rows(p, p.rates(), rd.steps.at, cert, imp)}
 
-    def replace_one(eps: np.ndarray, up: bool) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        out = _amp(q_within, eps_r(e), up)
-        for s, t in rd.cross:
-            out = np.maximum(out, cross_value(s, t, e, up))
-        return out
+    return invert_details
 
-    def upper(eps: np.ndarray) -> np.ndarray:
-        return replace_one(eps, True) if replace else add_remove(eps, True)
 
-    def lower(eps: np.ndarray) -> np.ndarray:
-        return replace_one(eps, False) if replace else add_remove(eps, False)
+def _stratum_rows(
+    p: Params, rd: _Rounded, mechanism: Mechanism, pure: bool
+) -> Callable[[Analysis, np.ndarray], dict[str, Any]]:
+    """Add-remove ``invert`` rows: per stratum, a step that moves the allocation needs
+    ε <= T, one that keeps it A(q, ratio·ε) <= T (closed form, then certified)."""
+    steps, k = rd.steps, len(p.strata)
+    eps_r = mechanism.epsilon_replace_one_of
+    ratio = Scale.REPLACE_ONE.ratio(mechanism)
 
-    def stratum_values(eps: Any, up: bool) -> np.ndarray:
-        """Stratified add-remove ε′_h: the worse of removing and adding a record of h."""
-        e = np.asarray(eps, dtype=float)  # scalar, or one ε per stratum
-        er = eps_r(e)
-        down = _step_values(steps.down, rd.q_down, e, er, up)
-        add = _step_values(steps.up, rd.q_up, e, er, up)
-        out: np.ndarray = np.maximum(down, add)
-        return out
-
-    def invert_details(target: np.ndarray) -> dict[str, Any]:
+    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
         t = np.asarray(target, dtype=float)
         if t.ndim or not pure:
             return {}
         tt = float(t)
-        if replace or not ed_known:
-            cert = numeric.largest_feasible(upper, tt, tt / 4, tt)
-            imp = numeric.smallest_reaching(lower, tt, tt / 4, tt)
-            return {"strata": alloc.invert_rows(p, r, m, cert, imp)}
-        # closed form per stratum, then certified as evaluated: a step that moves the
-        # allocation needs ε <= T, one that keeps it A(q, ratio·ε) <= T
         tk = np.full(k, tt)
-        ratio = mechanism.replace_one_ratio()
         keep = np.maximum(
             np.where(steps.down == 0, rd.q_down, 0.0), np.where(steps.up == 0, rd.q_up, 0.0)
         )
@@ -277,28 +317,61 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
             imp[finite] = numeric.certify_up(
                 lambda e: sub.values(e, eps_r, False), numeric.round_up(g), t_f
             )
-        return {"strata": alloc.invert_rows(p, r, m, cert, imp)}
+        return {"strata": alloc.invert_rows(p, p.rates(), steps.at, cert, imp)}
 
+    return invert_details
+
+
+def _sensitivity(rd: _Rounded, guarantee: Neighbours) -> tuple[int, int]:
+    """(Δ∞, Δ₁): the largest change of the allocations over the guarantee's pairs."""
+    if guarantee is Neighbours.REPLACE_ONE:
+        pairs = [rd.cross_jumps(s, t) for s, t in rd.cross]
+        linf = max((max(a, b) for a, b in pairs), default=0)
+        l1 = max((a + b for a, b in pairs), default=0)
+        return linf, l1
+    both = int(max(rd.steps.down.max(), rd.steps.up.max()))
+    return both, both
+
+
+def analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Proportional allocation with deterministic rounding, at the stated sizes."""
+    rule = p.rounding or "nearest"
+    r = p.rates()
+    rd = _Rounded.of(p)
+    steps, m = rd.steps, rd.steps.at
+    k = len(p.strata)
+    if guarantee is Neighbours.REPLACE_ONE:
+        result = replace_one_result(rd, p, mechanism)
+    else:
+        result = add_remove_result(rd, mechanism)
+        rows_at = _stratum_rows(p, rd, mechanism, result.pure)
+        result = dataclasses.replace(result, invert_details=rows_at)
+    replace = result.guarantee is Neighbours.REPLACE_ONE
+    ed_known = mechanism.epsilon_add_remove_known()
+    eps_r = mechanism.epsilon_replace_one_of
     eps0 = _scalar_eps(mechanism)
     e0 = np.asarray(eps0)
+    er0 = eps_r(e0)
     rows = alloc.strata_rows(
         p,
         r,
         m,
-        stratum_values(eps0, False) if ed_known else None,
-        stratum_values(eps0, True) if ed_known and pure else None,
+        stratum_epsilon(e0, er0, rd=rd, up=False) if ed_known else None,
+        stratum_epsilon(e0, er0, rd=rd, up=True) if ed_known and result.pure else None,
     )
     for row, removed, added in zip(
         rows, steps.removed.tolist(), steps.added.tolist(), strict=True
     ):
         row["sample_neighbours"] = {"record_removed": removed, "record_added": added}
-    witness = _deterministic_witness(p, rd, replace, eps0, float(eps_r(e0)), cross_value)
-    if replace:
-        pairs = [rd.cross_jumps(s, t) for s, t in rd.cross]
-        linf = max((max(a, b) for a, b in pairs), default=0)
-        l1 = max((a + b for a, b in pairs), default=0)
-    else:
-        linf = l1 = int(max(steps.down.max(), steps.up.max()))
+    witness = _deterministic_witness(
+        p,
+        rd,
+        replace,
+        eps0,
+        float(er0),
+        functools.partial(_cross_at, rd=rd, both=relations(mechanism)),
+    )
+    linf, l1 = _sensitivity(rd, result.guarantee)
     warnings: list[str] = []
     notes: list[str] = []
     # a rounded allocation that moves is a failed guarantee; one that stays is context
@@ -312,33 +385,39 @@ def _analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbour
         "strata": rows,
     }
     _randomized_side(p, mechanism, guarantee, eps0, details, notes)
-    if not pure:
+    if not result.pure:
         warnings.append(
             "the upper bound is for pure ε-DP mechanisms: no upper bound with delta > 0"
         )
-    if replace:
-        notes.append(DETERMINISTIC_REPLACE_NOTE)
-    return Analysis(
-        guarantee_neighbours=guarantee,
-        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
-        upper=upper if pure else None,
-        lower=lower,
-        delta_prime=(lambda e: np.zeros(np.shape(e))) if pure else None,
-        basis=BASIS_DETERMINISTIC,
-        conditions=(
-            "each stratum samples ⌊r·N_h⌉ (or ⌊r·N_h⌋) records without replacement: a "
-            "deterministic function of the stratum size",
-            "bounds at the stated stratum sizes: the pairs are the stated population and "
-            "each of its neighbours",
-            f"M is ε-DP under add-remove (declared: {mechanism.neighbours})"
-            if not replace
-            else f"M's replace-one ε_R (declared: {mechanism.neighbours})",
+    return build(
+        dataclasses.replace(
+            result,
+            conditions=(
+                "each stratum samples ⌊r·N_h⌉ (or ⌊r·N_h⌋) records without replacement: a "
+                "deterministic function of the stratum size",
+                "bounds at the stated stratum sizes: the pairs are the stated population and "
+                "each of its neighbours",
+                *result.conditions,
+            ),
+            warnings=tuple(warnings),
+            notes=(*notes, *result.notes),
+            details=details,
         ),
-        warnings=tuple(warnings),
-        notes=tuple(notes),
-        details=details,
-        invert_details=invert_details,
+        mechanism,
     )
+
+
+def _cross_at(
+    s: int,
+    t: int,
+    e: np.ndarray,
+    up: bool,
+    *,
+    rd: _Rounded,
+    both: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+) -> np.ndarray:
+    """``cross_epsilon`` at a declared ε (the witness's search over moves)."""
+    return cross_epsilon(s, t, *both(e), rd=rd, up=up)
 
 
 def _deterministic_witness(
