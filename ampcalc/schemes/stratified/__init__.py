@@ -37,7 +37,7 @@ from ampcalc.schemes.stratified.accuracy import compare
 from ampcalc.schemes.stratified.deterministic import analyse_deterministic
 from ampcalc.schemes.stratified.fixed import _analyse_fixed, _analyse_poisson
 from ampcalc.schemes.stratified.neyman import (
-    _analyse_neyman,
+    analyse_neyman,
     neyman_allocations,
     neyman_sums_note,
 )
@@ -92,7 +92,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         return _analyse_poisson(params, mechanism, guarantee)
     if params.allocation == "fixed":
         return _analyse_fixed(params, mechanism, guarantee)
-    return _analyse_neyman(params, mechanism, guarantee)
+    return analyse_neyman(params, mechanism, guarantee)
 
 
 SCHEME = Scheme(

@@ -3,6 +3,7 @@ data-dependent, so only lower bounds Δ∞·ε and Δ₁·ε; no upper bound."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.base import Analysis
 from ampcalc.schemes.stratified.common import _scalar_eps
 from ampcalc.schemes.stratified.params import Params
+from ampcalc.schemes.stratified.records import Inverse, Result, build, relations
 
 BASIS_NEYMAN = (cite(BUN_2022, "§7.2"), cite(BUN_2022, "Appendix E.1"), cite(BUN_2022, "§4.1"))
 
@@ -64,58 +66,84 @@ def neyman_allocations(p: Params) -> tuple[np.ndarray, np.ndarray, dict[str, Any
     return m0, m1, info
 
 
-def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+# --- formulas: M's two ε as arrays, the allocation change as keywords --------------------
+
+
+def replace_one_lower(ed: np.ndarray, er: np.ndarray, *, linf: int, l1: int) -> np.ndarray:
+    """Lower bound under replace-one: the sample counts released with Laplace noise.
+
+    One stratum's count + Lap(1/e) is e-DP under both relations: Δ∞·min(ε_D, ε_R);
+    every count + Lap(1/e) is e-DP under add-remove and 2e under replace-one:
+    Δ₁·min(ε_D, ε_R/2) (000 §4.1, §7.2). Rounded down."""
+    one = linf * np.minimum(ed, er)
+    every = l1 * np.minimum(ed, er / 2.0)
+    return numeric.round_down(np.maximum(one, every))
+
+
+def add_remove_lower(ed: np.ndarray, er: np.ndarray, *, linf: int, l1: int) -> np.ndarray:
+    """Lower bound under add-remove: an ε′ add-remove guarantee implies 2ε′ under
+    replace-one, so ε′ >= half the replace-one lower bound. Rounded down."""
+    return numeric.round_down(replace_one_lower(ed, er, linf=linf, l1=l1) / 2.0)
+
+
+# --- results, one record per guarantee (lower bounds only) --------------------------------
+
+
+def neyman_result(guarantee: Neighbours, mechanism: Mechanism, *, linf: int, l1: int) -> Result:
+    """Neyman allocation's lower bound under ``guarantee`` (no upper bound exists)."""
+    notes: tuple[str, ...] = ()
+    if guarantee is Neighbours.REPLACE_ONE:
+        formula = replace_one_lower
+    else:
+        if not mechanism.epsilon_add_remove_known():
+            raise ConditionError(
+                "Neyman allocation with an add-remove guarantee needs M's add-remove ε; "
+                "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`."
+            )
+        formula = add_remove_lower
+        notes = (
+            "the worst neighbour is a replacement (a record moved across strata); under an "
+            "add-remove guarantee ε′ the loss for it is at most 2ε′, so ε′ >= half the "
+            "replace-one lower bound",
+        )
+
+    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        return formula(ed, er, linf=linf, l1=l1)
+
+    both = relations(mechanism)
+
+    def inverse(target: np.ndarray) -> np.ndarray:
+        slope = float(lower(*both(np.asarray(1.0))))  # the lower bound is linear in ε
+        if slope <= 0:
+            return np.full(np.shape(target), np.inf)
+        return np.asarray(target, dtype=float) / slope
+
+    return Result(
+        guarantee=guarantee,
+        upper=None,
+        lower=lower,
+        impossible=Inverse(inverse),
+        pure=False,
+        basis=BASIS_NEYMAN,
+        notes=notes,
+    )
+
+
+def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Neyman allocation: lower bounds Δ∞·ε and Δ₁·ε, no upper bound."""
     m0, m1, info = neyman_allocations(p)
     diff = (m1 - m0).astype(np.int64)
     linf = int(np.max(np.abs(diff)))
     l1 = int(np.sum(np.abs(diff)))
-    e_d_known = mechanism.epsilon_add_remove_known()
-    eps_r = mechanism.epsilon_replace_one_of
-    replace = guarantee is Neighbours.REPLACE_ONE
-
-    def lower_replace(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        er = eps_r(e)
-        ed = e if e_d_known else np.full(e.shape, np.inf)
-        # one stratum's sample count + Lap(1/e): e-DP under both relations -> Δ∞·e;
-        # every count + Lap(1/e): e-DP add-remove, 2e replace-one -> Δ₁·e
-        one = linf * np.minimum(ed, er)
-        every = l1 * np.minimum(ed, er / 2.0)
-        return numeric.round_down(np.maximum(one, every))
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        if replace:
-            return lower_replace(eps)
-        # an ε′ add-remove guarantee implies 2ε′ replace-one: ε′ >= (replace-one loss)/2
-        return numeric.round_down(lower_replace(eps) / 2.0)
-
     k = len(p.strata)
     n = p.strata.size
-
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        t = np.asarray(target, dtype=float)
-        slope = float(lower(np.asarray(1.0)))  # the lower bound is linear in ε
-        if slope <= 0:
-            return np.full(t.shape, np.inf)
-        return numeric.certify_up(lower, numeric.round_up(t / slope), t)
-
-    def invert_details(target: np.ndarray) -> dict[str, Any]:
-        t = np.asarray(target, dtype=float)
-        if t.ndim:
-            return {}
-        imp = impossible_above(t)
-        return {"strata": alloc.invert_rows(p, m0 / np.maximum(n, 1), m0, None, imp)}
-
     eps0 = _scalar_eps(mechanism)
-    lo0 = float(lower(np.asarray(eps0)))
     rows = alloc.strata_rows(p, m0 / np.maximum(n, 1), m0, np.full(k, np.nan), None)
     for row in rows:
         row["epsilon_prime"]["lower"] = None
-    if not e_d_known and not replace:
-        raise ConditionError(
-            "Neyman allocation with an add-remove guarantee needs M's add-remove ε; "
-            "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`."
-        )
+    result = neyman_result(guarantee, mechanism, linf=linf, l1=l1)
+    assert result.lower is not None
+    lo0 = float(result.lower(*relations(mechanism)(np.asarray(eps0))))
     warnings = [
         "degradation: no amplification guarantee exists. The Neyman allocation is a "
         "deterministic function of the data (stratum sizes and SDs); moving one record "
@@ -123,13 +151,7 @@ def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
         f"mechanism releasing the sample counts with Lap(1/ε) loses at least Δ·ε "
         f"({BUN_2022}, §4.1, §7.2).",
     ]
-    notes: list[str] = []
-    if not replace:
-        notes.append(
-            "the worst neighbour is a replacement (a record moved across strata); under an "
-            "add-remove guarantee ε′ the loss for it is at most 2ε′, so ε′ >= half the "
-            "replace-one lower bound"
-        )
+    notes = list(result.notes)
     if p.allocations is None:
         notes.append(
             "allocation rounding (not specified in the paper): largest remainder, capped at "
@@ -148,22 +170,29 @@ def _analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
     }
     if "neighbour" in info:
         details["neighbour"] = info["neighbour"]
-    return Analysis(
-        guarantee_neighbours=guarantee,
-        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
-        upper=None,
-        lower=lower,
-        delta_prime=None,
-        basis=BASIS_NEYMAN,
-        conditions=(
-            "Neyman allocation m_h ∝ N_h·S_h with a fixed total: deterministic and data-dependent",
-            f"lower bound at ε = {eps0:g}: {lo0:.6g}",
+
+    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        assert an.impossible_above is not None
+        imp = an.impossible_above(t)
+        return {"strata": alloc.invert_rows(p, m0 / np.maximum(n, 1), m0, None, imp)}
+
+    return build(
+        dataclasses.replace(
+            result,
+            conditions=(
+                "Neyman allocation m_h ∝ N_h·S_h with a fixed total: deterministic and "
+                "data-dependent",
+                f"lower bound at ε = {eps0:g}: {lo0:.6g}",
+            ),
+            warnings=tuple(warnings),
+            notes=tuple(notes),
+            details=details,
+            invert_details=invert_details,
         ),
-        warnings=tuple(warnings),
-        notes=tuple(notes),
-        details=details,
-        impossible_above=impossible_above,
-        invert_details=invert_details,
+        mechanism,
     )
 
 
