@@ -25,6 +25,15 @@ Basis:
   - fixed: 000 Theorem 2.2 within each stratum (replace-one inside a stratum);
   - neyman: 000 §7.2 and Appendix E.1 (deterministic, data-dependent allocation:
     lower bounds Δ∞·ε and Δ₁·ε, no upper bound).
+
+Layout: one module per allocation family, each reading theorem -> formula (plain
+keyword functions of M's ε) -> one record per (result, guarantee): ``randomized``,
+``deterministic``, ``neyman``, ``fixed`` (the poisson and fixed allocations, through
+the ``poisson`` and ``srswor`` families' results); ``records`` turns a record into
+the analysis (relation reading, reference ε, certified inverses); ``params`` holds
+the fields, the strata readers and the loading rules; ``accuracy`` the
+``ampcalc compare`` hook; ``verify`` the tiny-instance hook. A fixed total
+(``total_sample`` with proportional allocation) is ``schemes._fixed_total``.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from ampcalc.model.references import BUN_2020_WP, BUN_2022, cite
 from ampcalc.schemes.base import Analysis, Scheme
 from ampcalc.schemes.stratified.accuracy import compare
 from ampcalc.schemes.stratified.deterministic import analyse_deterministic
-from ampcalc.schemes.stratified.fixed import _analyse_fixed, _analyse_poisson
+from ampcalc.schemes.stratified.fixed import analyse_fixed, analyse_poisson
 from ampcalc.schemes.stratified.neyman import (
     analyse_neyman,
     neyman_allocations,
@@ -89,9 +98,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             return analyse_randomized(params, mechanism, guarantee)
         return analyse_deterministic(params, mechanism, guarantee)
     if params.allocation == "poisson":
-        return _analyse_poisson(params, mechanism, guarantee)
+        return analyse_poisson(params, mechanism, guarantee)
     if params.allocation == "fixed":
-        return _analyse_fixed(params, mechanism, guarantee)
+        return analyse_fixed(params, mechanism, guarantee)
     return analyse_neyman(params, mechanism, guarantee)
 
 

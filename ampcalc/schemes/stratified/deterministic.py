@@ -23,7 +23,7 @@ from ampcalc.model.references import (
 )
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import _need_add_remove, _scalar_eps
+from ampcalc.schemes.stratified.common import need_add_remove, scalar_eps
 from ampcalc.schemes.stratified.params import Params
 from ampcalc.schemes.stratified.randomized import analyse_randomized
 from ampcalc.schemes.stratified.records import Result, Scale, build, relations
@@ -226,7 +226,7 @@ def stratum_epsilon(ed: Any, er: Any, *, rd: _Rounded, up: bool) -> np.ndarray:
 
 def add_remove_result(rd: _Rounded, mechanism: Mechanism) -> Result:
     """Stratified add-remove DP at the stated sizes (exact)."""
-    _need_add_remove(mechanism, "an add-remove guarantee under deterministic rounding")
+    need_add_remove(mechanism, "an add-remove guarantee under deterministic rounding")
     pure = mechanism.delta == 0.0
     return Result(
         guarantee=Neighbours.ADD_REMOVE,
@@ -349,7 +349,7 @@ def analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbours
     replace = result.guarantee is Neighbours.REPLACE_ONE
     ed_known = mechanism.epsilon_add_remove_known()
     eps_r = mechanism.epsilon_replace_one_of
-    eps0 = _scalar_eps(mechanism)
+    eps0 = scalar_eps(mechanism)
     e0 = np.asarray(eps0)
     er0 = eps_r(e0)
     rows = alloc.strata_rows(

@@ -21,7 +21,7 @@ from ampcalc.model.references import (
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.assembly import assemble
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import _need_add_remove, _per_stratum
+from ampcalc.schemes.stratified.common import need_add_remove, per_stratum
 from ampcalc.schemes.stratified.params import Params
 
 BASIS_POISSON = (cite(BUN_2020_WP, "Lemma 3.3"), cite(BBG18))
@@ -30,7 +30,30 @@ BASIS_POISSON = (cite(BUN_2020_WP, "Lemma 3.3"), cite(BBG18))
 BASIS_FIXED = (cite(BUN_2022, "Theorem 2.2 (per stratum)"),)
 
 
-def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+def _poisson_result(
+    r: np.ndarray, mechanism: Mechanism, guarantee: Neighbours
+) -> tuple[Analysis, float]:
+    """The ``poisson`` family's result at the largest rate for ``guarantee`` (the one
+    place it is read), and the share of a target each stratum's own inverse gets: the
+    whole target under add-remove (Lemma 3.3, tight), half under replace-one (a
+    replacement is a removal in one stratum and an addition in another)."""
+    from ampcalc.schemes import poisson
+
+    r_max = float(r.max())
+    conditions = (
+        "each record of stratum h is kept independently with probability r_h, "
+        "not depending on the data; the sample is secret",
+    )
+    if guarantee is Neighbours.REPLACE_ONE:
+        equal = bool(np.all(r == r_max))
+        return (
+            poisson.replace_one_analysis(r_max, mechanism, conditions=conditions, coupled=equal),
+            2.0,
+        )
+    return assemble(poisson.theorem(r_max, conditions), mechanism), 1.0
+
+
+def analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Stratified Poisson sampling: the ``poisson`` family's results at the largest rate.
 
     A record of stratum h is kept with probability r_h independently of everything
@@ -42,25 +65,17 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
     """
     from ampcalc.schemes import poisson
 
-    _need_add_remove(mechanism, f"Stratified Poisson sampling ({BUN_2020_WP}, Lemma 3.3)")
+    need_add_remove(mechanism, f"Stratified Poisson sampling ({BUN_2020_WP}, Lemma 3.3)")
     r = p.rates()
     n = p.strata.size.astype(float)
     r_max = float(r.max())
-    replace = guarantee is Neighbours.REPLACE_ONE
-    conditions = (
-        "each record of stratum h is kept independently with probability r_h, "
-        "not depending on the data; the sample is secret",
-    )
-    if replace:
-        equal = bool(np.all(r == r_max))
-        base = poisson.replace_one_analysis(r_max, mechanism, conditions=conditions, coupled=equal)
-    else:
-        base = assemble(poisson.theorem(r_max, conditions), mechanism)
-    eps_r = base.reference_epsilon
+    base, share = _poisson_result(r, mechanism, guarantee)
+    # M's ε under the result's relation: the per-stratum rows are Lemma 3.3 there
+    eps_of = base.reference_epsilon
 
     def details_at(eps: np.ndarray) -> dict[str, Any]:
-        rr = _per_stratum(r, eps)
-        e = eps_r(eps) if replace else np.asarray(eps, dtype=float)
+        rr = per_stratum(r, eps)
+        e = eps_of(eps)
         rows = alloc.strata_rows(
             p,
             r,
@@ -77,7 +92,7 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
         t = np.asarray(target, dtype=float)
         if t.ndim:
             return {}
-        tt = float(t) / 2.0 if replace else float(t)
+        tt = float(t) / share
 
         def per(e: Any) -> np.ndarray:
             return numeric.amplification_upper(r, e)
@@ -98,7 +113,7 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
         details={
             "allocation": "poisson",
             "rate_max": r_max,
-            "tight": not replace,
+            "tight": share == 1.0,
             "strata_count": len(p.strata),
         },
         details_at=details_at,
@@ -106,7 +121,7 @@ def _analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> 
     )
 
 
-def _analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+def analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Fixed allocation: the ``srswor`` family's Theorem 2.2 in the stratum of largest
     sampling fraction (a replacement inside a stratum is a simple random sample's)."""
     from ampcalc.schemes import srswor
@@ -126,7 +141,7 @@ def _analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
     eps_r = mechanism.epsilon_replace_one_of
 
     def details_at(eps: np.ndarray) -> dict[str, Any]:
-        qq, e = _per_stratum(q, eps), eps_r(eps)
+        qq, e = per_stratum(q, eps), eps_r(eps)
         rows = alloc.strata_rows(
             p,
             q,

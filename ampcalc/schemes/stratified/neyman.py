@@ -17,7 +17,7 @@ from ampcalc.model.references import (
 )
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import _scalar_eps
+from ampcalc.schemes.stratified.common import scalar_eps
 from ampcalc.schemes.stratified.params import Params
 from ampcalc.schemes.stratified.records import Inverse, Result, build, relations
 
@@ -137,7 +137,7 @@ def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
     l1 = int(np.sum(np.abs(diff)))
     k = len(p.strata)
     n = p.strata.size
-    eps0 = _scalar_eps(mechanism)
+    eps0 = scalar_eps(mechanism)
     rows = alloc.strata_rows(p, m0 / np.maximum(n, 1), m0, np.full(k, np.nan), None)
     for row in rows:
         row["epsilon_prime"]["lower"] = None

@@ -25,7 +25,7 @@ from ampcalc.model.references import (
 )
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import _need_add_remove, _per_stratum, _scalar_eps
+from ampcalc.schemes.stratified.common import need_add_remove, per_stratum, scalar_eps
 from ampcalc.schemes.stratified.params import Params
 from ampcalc.schemes.stratified.records import Inverse, Result, Scale, build, relations
 
@@ -384,7 +384,7 @@ def _stratum_certified(t: Any, d: Rates) -> np.ndarray:
 def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Proportional allocation with randomised rounding (Theorem 7.2 and its derived
     replace-one forms)."""
-    _need_add_remove(mechanism, f"Theorem 7.2 ({BUN_2022})")
+    need_add_remove(mechanism, f"Theorem 7.2 ({BUN_2022})")
     if mechanism.delta > 0:
         raise ConditionError(
             f"Theorem 7.2 ({BUN_2022}) is proved for pure ε-DP mechanisms "
@@ -393,7 +393,7 @@ def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -
     _check_rate_condition(p, p.rates())
     d = Rates.of(p)
     result = _pick(p, d, mechanism, guarantee)
-    eps0 = _scalar_eps(mechanism)
+    eps0 = scalar_eps(mechanism)
     e0 = np.asarray(eps0)
     assert result.upper is not None
     up0 = float(result.upper(*relations(mechanism)(e0)))
@@ -470,13 +470,13 @@ def _details_at(p: Params, d: Rates) -> Callable[[np.ndarray], dict[str, Any]]:
 
     def details_at(eps: np.ndarray) -> dict[str, Any]:
         e = np.asarray(eps, dtype=float)
-        rr, cc = _per_stratum(r, e), _per_stratum(d.census, e) > 0
+        rr, cc = per_stratum(r, e), per_stratum(d.census, e) > 0
         rows = alloc.strata_rows(
             p,
             r,
             r * n,
             np.where(cc, e, lower_epsilon(rr, e)),
-            np.where(cc, e, theorem_4_3(_per_stratum(d.a, e), rr, e)),
+            np.where(cc, e, theorem_4_3(per_stratum(d.a, e), rr, e)),
         )
         approx = 6.0 * d.r_max * e
         exact = np.asarray(upper_epsilon(e, d=d), dtype=float)
