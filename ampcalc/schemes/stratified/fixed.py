@@ -1,0 +1,194 @@
+"""Stratified Poisson and fixed allocations: the ``poisson`` and ``srswor`` families'
+results at the stratum of largest rate (001_4ef689e3bef19c3a.txt Lemma 3.3; 000
+Theorem 2.2 within each stratum)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import (
+    BBG18,
+    BUN_2020_WP,
+    BUN_2022,
+    cite,
+)
+from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.assembly import assemble
+from ampcalc.schemes.base import Analysis
+from ampcalc.schemes.stratified.common import need_add_remove, per_stratum
+from ampcalc.schemes.stratified.params import Params
+
+BASIS_POISSON = (cite(BUN_2020_WP, "Lemma 3.3"), cite(BBG18))
+
+
+BASIS_FIXED = (cite(BUN_2022, "Theorem 2.2 (per stratum)"),)
+
+
+def _poisson_result(
+    r: np.ndarray, mechanism: Mechanism, guarantee: Neighbours
+) -> tuple[Analysis, float]:
+    """The ``poisson`` family's result at the largest rate for ``guarantee`` (the one
+    place it is read), and the share of a target each stratum's own inverse gets: the
+    whole target under add-remove (Lemma 3.3, tight), half under replace-one (a
+    replacement is a removal in one stratum and an addition in another)."""
+    from ampcalc.schemes import poisson
+
+    r_max = float(r.max())
+    conditions = (
+        "each record of stratum h is kept independently with probability r_h, "
+        "not depending on the data; the sample is secret",
+    )
+    if guarantee is Neighbours.REPLACE_ONE:
+        equal = bool(np.all(r == r_max))
+        return (
+            poisson.replace_one_analysis(r_max, mechanism, conditions=conditions, coupled=equal),
+            2.0,
+        )
+    return assemble(poisson.theorem(r_max, conditions), mechanism), 1.0
+
+
+def analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Stratified Poisson sampling: the ``poisson`` family's results at the largest rate.
+
+    A record of stratum h is kept with probability r_h independently of everything
+    else, so an addition or removal is the Poisson case at r_h <= r_max (Lemma 3.3,
+    tight at the stratum of largest rate). A replacement may move a record between
+    strata of different rates, where the inclusion coins cannot be coupled:
+    ``poisson.replace_one_analysis`` without the coupling candidate (with it when all
+    rates are equal, which makes the design one Poisson sample).
+    """
+    from ampcalc.schemes import poisson
+
+    need_add_remove(mechanism, f"Stratified Poisson sampling ({BUN_2020_WP}, Lemma 3.3)")
+    r = p.rates()
+    n = p.strata.size.astype(float)
+    r_max = float(r.max())
+    base, share = _poisson_result(r, mechanism, guarantee)
+    # M's ε under the result's relation: the per-stratum rows are Lemma 3.3 there
+    eps_of = base.reference_epsilon
+
+    def details_at(eps: np.ndarray) -> dict[str, Any]:
+        rr = per_stratum(r, eps)
+        e = eps_of(eps)
+        rows = alloc.strata_rows(
+            p,
+            r,
+            r * n,
+            numeric.amplification_lower(rr, e),
+            numeric.amplification_upper(rr, e),
+        )
+        out: dict[str, Any] = {"strata": rows}
+        if base.details_at is not None:
+            out.update(base.details_at(eps))
+        return out
+
+    def invert_details(target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        tt = float(t) / share
+
+        def per(e: Any) -> np.ndarray:
+            return numeric.amplification_upper(r, e)
+
+        cert = numeric.certify_down(
+            per, numeric.round_down(numeric.amplification_inverse(r, tt)), tt
+        )
+        imp = numeric.certify_up(
+            lambda e: numeric.amplification_lower(r, e),
+            numeric.round_up(numeric.amplification_inverse(r, float(t))),
+            float(t),
+        )
+        return {"strata": alloc.invert_rows(p, r, r * n, cert, imp)}
+
+    return dataclasses.replace(
+        base,
+        basis=(*BASIS_POISSON, *base.basis[len(poisson.BASIS) :]),
+        details={
+            "allocation": "poisson",
+            "rate_max": r_max,
+            "tight": share == 1.0,
+            "strata_count": len(p.strata),
+        },
+        details_at=details_at,
+        invert_details=invert_details,
+    )
+
+
+def analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Fixed allocation: the ``srswor`` family's Theorem 2.2 in the stratum of largest
+    sampling fraction (a replacement inside a stratum is a simple random sample's)."""
+    from ampcalc.schemes import srswor
+
+    if guarantee is not Neighbours.REPLACE_ONE:
+        raise ConditionError(
+            f"fixed allocation: Theorem 2.2 ({BUN_2022}) holds per stratum for "
+            "replace-one neighbours of a stratum of fixed, public size; adding or removing a "
+            "record changes N_h and no theorem covers it. Set `guarantee: replace-one`."
+        )
+    m = p.strata.sample
+    n = p.strata.size.astype(float)
+    q = m / n
+    top = int(np.argmax(q))
+    worst = srswor.theorem(srswor.Params(population=int(p.strata.size[top]), sample=int(m[top])))
+    ratio = mechanism.replace_one_ratio()
+    eps_r = mechanism.epsilon_replace_one_of
+
+    def details_at(eps: np.ndarray) -> dict[str, Any]:
+        qq, e = per_stratum(q, eps), eps_r(eps)
+        rows = alloc.strata_rows(
+            p,
+            q,
+            m.astype(np.int64),
+            numeric.amplification_lower(qq, e),
+            numeric.amplification_upper(qq, e),
+        )
+        return {"strata": rows}
+
+    def invert_details(target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+
+        def per_u(e: Any) -> np.ndarray:
+            return numeric.amplification_upper(q, eps_r(e))
+
+        def per_l(e: Any) -> np.ndarray:
+            return numeric.amplification_lower(q, eps_r(e))
+
+        inv = numeric.amplification_inverse(q, float(t)) / ratio
+        cert = numeric.certify_down(per_u, numeric.round_down(inv), float(t))
+        imp = numeric.certify_up(per_l, numeric.round_up(inv), float(t))
+        return {"strata": alloc.invert_rows(p, q, m.astype(np.int64), cert, imp)}
+
+    theorem = dataclasses.replace(
+        worst,
+        basis=BASIS_FIXED,
+        conditions=(
+            "per-stratum sample sizes m_h fixed in advance (data-independent), strata sizes "
+            "public; simple random sampling without replacement in each stratum",
+        ),
+        relation_words="",
+    )
+    return assemble(
+        theorem,
+        mechanism,
+        details={
+            "allocation": "fixed",
+            "rate_max": float(q[top]),
+            "strata_count": len(p.strata),
+        },
+        details_at=details_at,
+        warnings=(
+            "fixed allocation: the guarantee covers replacing a record by another of the "
+            "same stratum; moving a record across strata changes the public stratum sizes "
+            "and is not covered by any theorem here.",
+        ),
+        invert_details=invert_details,
+    )

@@ -1,0 +1,570 @@
+"""Proportional allocation with randomised rounding: 000_97a39a4c524f603f.txt
+Theorem 7.2 (one stratum: Theorem 4.3; proof in Appendices C and E), its exact
+inverse (spec §5.1), the census case (rate 1) and one stratum under replace-one (a
+mixture of simple random samples)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ampcalc.math import numeric
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.model.references import (
+    BUN_2022,
+    DERIVATIONS,
+    cite,
+    derivation,
+)
+from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.base import Analysis
+from ampcalc.schemes.stratified.common import need_add_remove, per_stratum, scalar_eps
+from ampcalc.schemes.stratified.params import Params
+from ampcalc.schemes.stratified.records import Inverse, Result, Scale, build, relations
+
+BASIS_RANDOMIZED = (
+    cite(BUN_2022, "Theorem 7.2"),
+    cite(BUN_2022, "Theorem 4.3"),
+    cite(BUN_2022, "Appendix E"),
+)
+
+
+REPLACE_ONE_BASIS = derivation("§1.3")
+
+
+REPLACE_ONE_NOTE = (
+    f"replace-one guarantee: derived ({DERIVATIONS}, §1.3), not proved by the papers: a "
+    "replacement "
+    "is a deletion in one stratum plus an addition in the same or another stratum, so "
+    "ε′ <= ε′_s + ε′_{s′} <= 2·max_s ε′_s. Definition 7.1's max{ε′_s, ε′_{s′}} does not "
+    "follow (stratified Poisson with rates 0.5 and 0.01: a replacement inside the 0.5 "
+    "stratum exceeds the sum of the two largest per-stratum values)."
+)
+
+
+def _kernel(q: Any, x: Any) -> np.ndarray:
+    """log(1 + q(e^x − 1)) for any q > 0 (also q > 1, as Theorem 4.3's A(2r, ·) needs).
+
+    ``log1p(q·expm1(x))`` for x <= 700; above, the overflow-free
+    ``x + log q + log1p((1 − q)/q · e^{−x})``.
+    """
+    q, x = np.broadcast_arrays(np.asarray(q, dtype=float), np.asarray(x, dtype=float))
+    out = np.empty(q.shape, dtype=float)
+    small = x <= numeric.LOG_SPACE_FROM
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        out[small] = np.log1p(q[small] * np.expm1(x[small]))
+        big = ~small
+        if np.any(big):
+            qb, xb = q[big], x[big]
+            out[big] = xb + np.log(qb) + np.log1p((1.0 - qb) / qb * np.exp(-xb))
+    return out
+
+
+def _slack(q: Any, x: Any) -> np.ndarray:
+    q, x = np.broadcast_arrays(np.asarray(q, dtype=float), np.asarray(x, dtype=float))
+    scale = np.maximum(np.abs(x), np.abs(np.log(q)))
+    return np.where(x > numeric.LOG_SPACE_FROM, 8.0 * np.spacing(scale), 0.0)
+
+
+def theorem_4_3(a: Any, b: Any, eps: Any) -> np.ndarray:
+    """Upper bound (a guarantee) on one stratum's ε′ under proportional allocation with
+    randomised rounding.
+
+    Basis: 000_97a39a4c524f603f.txt Theorem 4.3 (one stratum), Theorem 7.2 (strata,
+        proof in Appendix E); the tighter form is from the proof of Theorem 4.3 (App. C).
+    Neighbours: M is ε-DP under add-remove; ε′ holds for adding or removing one record
+        in the stratum (stratified add-remove DP, Definition 7.1).
+    Conditions: r·N_h >= 1 (checked by ``analyse``); M pure ε-DP.
+    Formula: ε′ = log(1 + a(e^{2ε} − 1)) + log(1 + b(e^{2ε} − 1)), with a = 2r, b = r
+        (Theorem 4.3) or a = r + 1/N_h, b = r (size-aware, from the proof: |P| + 1 = N_h
+        for the smaller dataset of the worst pair). a may exceed 1: read as the formula.
+    Tightness: not tight (a lower bound is A(r, ε), see ``lower_epsilon``).
+    Numerics: log1p/expm1 up to 2ε = 700, then log-space (``_kernel``); rounded up.
+    """
+    x = 2.0 * np.asarray(eps, dtype=float)
+    raw = _kernel(a, x) + _kernel(b, x) + _slack(a, x) + _slack(b, x)
+    return numeric.round_up(raw)
+
+
+def theorem_4_3_inverse(a: Any, b: Any, target: Any) -> np.ndarray:
+    """The ε with (1 + a·u)(1 + b·u) = e^{T}, u = e^{2ε} − 1: exact closed form (spec §5.1).
+
+    u = 2(e^T − 1) / ((a + b) + √((a + b)² + 4ab(e^T − 1))) (the stable root of
+    ab·u² + (a + b)u + 1 − e^T = 0), ε = ½·log1p(u); for T > 700 the same in logs.
+    Not rounded: callers round down and certify against ``theorem_4_3``.
+    """
+    a, b, t = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, target)))
+    s, p = a + b, a * b
+    out = np.empty(t.shape, dtype=float)
+    small = t <= numeric.LOG_SPACE_FROM
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        em = np.expm1(t[small])
+        ss, ps = s[small], p[small]
+        u = 2.0 * em / (ss + np.sqrt(ss * ss + 4.0 * ps * em))
+        out[small] = 0.5 * np.log1p(u)
+        big = ~small
+        if np.any(big):
+            tb, sb, pb = t[big], s[big], p[big]
+            et = np.exp(-tb)
+            log_den = 0.5 * tb + np.log(
+                sb * np.exp(-0.5 * tb) + np.sqrt(sb * sb * et + 4.0 * pb * (-np.expm1(-tb)))
+            )
+            log_u = np.log(2.0) + tb + np.log1p(-et) - log_den
+            out[big] = 0.5 * (log_u + np.log1p(np.exp(-log_u)))
+    return out
+
+
+def lower_epsilon(rate: Any, eps: Any) -> np.ndarray:
+    """Lower bound on one stratum's ε′ (randomised rounding or Poisson): A(r, ε).
+
+    Witness (derived): M = randomised response (ε) on "the added record x is in the
+    sample", ε-DP under add-remove and under replace-one. Under randomised rounding x
+    is sampled with probability exactly E[m′]/(N + 1) = r; under Poisson with r. So
+    ε′ >= log(1 + r(e^ε − 1)) for the pair (P, P ∪ {x}). Tight for Poisson (001
+    Lemma 3.3). Rounded down.
+    """
+    return numeric.amplification_lower(rate, eps)
+
+
+def _check_rate_condition(p: Params, rates: np.ndarray) -> None:
+    bad = rates * p.strata.size < 1.0
+    if bad.any():
+        idx = np.flatnonzero(bad)
+        i = int(idx[0])
+        more = f" (and {idx.size - 1} more strata)" if idx.size > 1 else ""
+        raise ConditionError(
+            f"Theorem 7.2 ({BUN_2022}): needs r·|S_h| >= 1 in every stratum; "
+            f"stratum {p.strata.names[i]!r} has r·N_h = {rates[i]:g}·{int(p.strata.size[i])} "
+            f"= {rates[i] * p.strata.size[i]:.6g} < 1{more}. Raise the rate or merge the "
+            "small strata."
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Rates:
+    """What every randomised-rounding result reads from the design.
+
+    Attributes:
+        rate: r_h per stratum. size: N_h (float).
+        a: Theorem 4.3's first coefficient per stratum: 2r_h, or r_h + 1/N_h (size-aware).
+        census: r_h = 1: the stratum is sampled whole (its ε′_h is M's ε exactly).
+        front_a, front_b: the Pareto front of (a, r) over the other strata (the largest
+            per-stratum bound is attained there).
+        r_max: the largest rate.
+    """
+
+    rate: np.ndarray
+    size: np.ndarray
+    a: np.ndarray
+    census: np.ndarray
+    front_a: np.ndarray
+    front_b: np.ndarray
+    r_max: float
+
+    @classmethod
+    def of(cls, p: Params) -> Rates:
+        r = p.rates()
+        n = p.strata.size.astype(float)
+        a = r + 1.0 / n if p.size_aware else 2.0 * r
+        census = r >= 1.0
+        fa, fb = alloc.pareto_front(a[~census], r[~census])
+        return cls(r, n, a, census, fa, fb, float(r.max()))
+
+    @property
+    def all_census(self) -> bool:
+        return bool(self.census.all())
+
+    @property
+    def any_census(self) -> bool:
+        return bool(self.census.any())
+
+
+# --- formulas (M's ε as the array argument, the design as keywords) ---------------------
+
+
+def stratum_upper(eps: Any, *, d: Rates) -> np.ndarray:
+    """Each stratum's ε′_h (Theorem 4.3 in the stratum; M's ε in a census stratum)."""
+    e = np.asarray(eps, dtype=float)
+    out: np.ndarray = np.where(d.census, e, theorem_4_3(d.a, d.rate, e))
+    return out
+
+
+def upper_epsilon(eps: Any, *, d: Rates) -> np.ndarray:
+    """Theorem 7.2: the stratified add-remove ε′ = max_h ε′_h (over the Pareto front)."""
+    e = np.asarray(eps, dtype=float)
+    parts = [e.copy()] if d.any_census else []
+    if d.front_a.size:
+        shape = (-1,) + (1,) * e.ndim
+        parts.append(
+            theorem_4_3(d.front_a.reshape(shape), d.front_b.reshape(shape), e).max(axis=0)
+        )
+    worst: np.ndarray = functools.reduce(np.maximum, parts)
+    return worst
+
+
+def upper_inverse(target: Any, *, d: Rates) -> np.ndarray:
+    """The ε with ``upper_epsilon(ε) = target``: the smallest per-stratum closed form
+    (spec §5.1); not rounded."""
+    t = np.asarray(target, dtype=float)
+    shape = (-1,) + (1,) * t.ndim
+    guess: np.ndarray = t.copy()
+    if d.front_a.size:
+        inv = theorem_4_3_inverse(d.front_a.reshape(shape), d.front_b.reshape(shape), t).min(
+            axis=0
+        )
+        guess = np.minimum(guess, inv) if d.any_census else inv
+    return guess
+
+
+def lower_inverse(target: Any, *, d: Rates) -> np.ndarray:
+    """The ε with A(r_max, ε) = target, rounded up (the witness's inverse)."""
+    return numeric.round_up(numeric.amplification_inverse(d.r_max, target))
+
+
+# --- results, one record per (result, guarantee) ------------------------------------------
+
+
+def census_result(d: Rates, guarantee: Neighbours) -> Result:
+    """Rate 1 everywhere: the sample is the population, M∘C = M, so ε′ is M's own ε under
+    the guarantee's relation, exactly."""
+    if guarantee is Neighbours.REPLACE_ONE:
+        return Result(
+            guarantee=guarantee,
+            upper=lambda ed, er: er,
+            lower=lambda ed, er: er,
+            certified=Inverse(lambda t: t, Scale.REPLACE_ONE),
+            basis=BASIS_RANDOMIZED,
+        )
+    return Result(
+        guarantee=guarantee,
+        upper=lambda ed, er: ed.copy(),
+        lower=lambda ed, er: ed.copy(),
+        certified=Inverse(lambda t: t),
+        impossible=Inverse(lambda t: lower_inverse(t, d=d)),
+        basis=BASIS_RANDOMIZED,
+    )
+
+
+def theorem_7_2(d: Rates) -> Result:
+    """Theorem 7.2 (add-remove, stratified DP): max_h ε′_h; witness A(r_max, ε)."""
+
+    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        return ed.copy() if d.any_census else lower_epsilon(d.r_max, ed)
+
+    return Result(
+        guarantee=Neighbours.ADD_REMOVE,
+        upper=lambda ed, er: upper_epsilon(ed, d=d),
+        lower=lower,
+        certified=Inverse(lambda t: upper_inverse(t, d=d)),
+        impossible=Inverse(lambda t: lower_inverse(t, d=d)),
+        basis=BASIS_RANDOMIZED,
+    )
+
+
+def replace_one_doubled(d: Rates) -> Result:
+    """Replace-one from Theorem 7.2 (derived): a replacement is a removal plus an
+    addition, ε′ <= 2·max_h ε′_h; witness A(r_max, min(ε_D, ε_R)) (ε_R itself when a
+    census stratum takes the replacement)."""
+
+    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        lo = lower_epsilon(d.r_max, np.minimum(ed, er))
+        return np.maximum(lo, er) if d.any_census else lo
+
+    return Result(
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=lambda ed, er: numeric.round_up(2.0 * upper_epsilon(ed, d=d)),
+        lower=lower,
+        certified=Inverse(lambda t: upper_inverse(t / 2.0, d=d)),
+        impossible=(
+            None if d.any_census else Inverse(lambda t: lower_inverse(t, d=d), Scale.SMALLER)
+        ),
+        basis=(*BASIS_RANDOMIZED, REPLACE_ONE_BASIS),
+        notes=(REPLACE_ONE_NOTE,),
+    )
+
+
+def replace_one_mixture(d: Rates, mix: _SizeMixture) -> Result:
+    """One stratum under replace-one: a replacement keeps the size distribution, so the
+    design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records."""
+
+    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.maximum(mix.lower(ed, er), lower_epsilon(d.r_max, np.minimum(ed, er)))
+        return out
+
+    return Result(
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=lambda ed, er: mix.upper(er),
+        lower=lower,
+        certified=Inverse(lambda t: numeric.amplification_inverse(mix.q_hi, t), Scale.REPLACE_ONE),
+        basis=(*BASIS_RANDOMIZED, cite(BUN_2022, "Theorem 2.2 (one stratum)")),
+        notes=(
+            "replace-one with one stratum: a replacement keeps the stratum size, so the "
+            "design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records: ε′ <= "
+            f"A(⌈rN⌉/N, ε_R) ({BUN_2022}, Theorem 2.2 at the larger size; "
+            "exact when rN is a whole number, the srswor value)",
+        ),
+    )
+
+
+def _pick(p: Params, d: Rates, mechanism: Mechanism, guarantee: Neighbours) -> Result:
+    """The result for ``guarantee`` (the one place the guarantee is read), with its
+    per-stratum ``invert`` details."""
+    if len(p.strata) == 1 and not d.all_census and guarantee is Neighbours.REPLACE_ONE:
+        mix = _size_mixture(float(d.rate[0]), int(p.strata.size[0]))
+        return dataclasses.replace(replace_one_mixture(d, mix), invert_details=_mixture_rows(p, d))
+    # per-stratum invert details: the stratum target is T over ``up`` and the witness's
+    # inverse is in ε over ``lo`` (both 1 under add-remove)
+    up = lo = 1.0
+    if d.all_census:
+        result = census_result(d, guarantee)
+        if guarantee is Neighbours.REPLACE_ONE:
+            up, lo = Scale.REPLACE_ONE.ratio(mechanism), Scale.SMALLER.ratio(mechanism)
+    elif guarantee is Neighbours.ADD_REMOVE:
+        result = theorem_7_2(d)
+    else:
+        result = replace_one_doubled(d)
+        up, lo = 2.0, Scale.SMALLER.ratio(mechanism)
+    return dataclasses.replace(result, invert_details=_strata_rows(p, d, up, lo))
+
+
+def _mixture_rows(p: Params, d: Rates) -> Callable[[Analysis, np.ndarray], dict[str, Any]]:
+    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        assert an.certified is not None and an.lower is not None
+        one = float(an.certified(t))
+        imp1 = float(numeric.smallest_reaching(an.lower, float(t), one, 2.0 * one + 1.0))
+        return {"strata": alloc.invert_rows(p, d.rate, d.rate * d.size, one, imp1)}
+
+    return invert_details
+
+
+def _strata_rows(
+    p: Params, d: Rates, up: float, lo: float
+) -> Callable[[Analysis, np.ndarray], dict[str, Any]]:
+    """Per-stratum certified ε at the stratum target T/``up`` and the witness's inverse
+    in ε·``lo``."""
+    r = d.rate
+
+    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
+        t = np.asarray(target, dtype=float)
+        if t.ndim:
+            return {}
+        cert = _stratum_certified(float(t) / up, d)
+        shortcut = _shortcut_note(d.r_max, float(t), float(np.min(cert)))
+        imp = numeric.amplification_inverse(r, float(t)) / lo
+        imp = numeric.certify_up(
+            lambda e: lower_epsilon(r, e * lo), numeric.round_up(imp), float(t)
+        )
+        return {
+            "strata": alloc.invert_rows(p, r, r * d.size, cert, imp),
+            "shortcut": shortcut,
+            "notes": (shortcut_note(shortcut, d.r_max, float(t)),),
+        }
+
+    return invert_details
+
+
+def _stratum_certified(t: Any, d: Rates) -> np.ndarray:
+    t = np.asarray(t, dtype=float)
+    guess = numeric.round_down(np.where(d.census, t, theorem_4_3_inverse(d.a, d.rate, t)))
+    return numeric.certify_down(
+        lambda e: stratum_upper(e, d=d), guess, np.broadcast_to(t, guess.shape)
+    )
+
+
+def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Proportional allocation with randomised rounding (Theorem 7.2 and its derived
+    replace-one forms)."""
+    need_add_remove(mechanism, f"Theorem 7.2 ({BUN_2022})")
+    if mechanism.delta > 0:
+        raise ConditionError(
+            f"Theorem 7.2 ({BUN_2022}) is proved for pure ε-DP mechanisms "
+            f"(delta = 0); the declared delta = {mechanism.delta:g} has no proved δ′"
+        )
+    _check_rate_condition(p, p.rates())
+    d = Rates.of(p)
+    result = _pick(p, d, mechanism, guarantee)
+    eps0 = scalar_eps(mechanism)
+    e0 = np.asarray(eps0)
+    assert result.upper is not None
+    up0 = float(result.upper(*relations(mechanism)(e0)))
+    replace = result.guarantee is Neighbours.REPLACE_ONE
+    ratio = (Scale.REPLACE_ONE if replace else Scale.DECLARED).ratio(mechanism)
+    r_max = d.r_max
+    warnings: list[str] = []
+    notes: list[str] = []
+    form = "size-aware form from the proof of Theorem 4.3 (r + 1/N_h in place of 2r)"
+    if p.size_aware:
+        notes.append(f"upper bound: the {form}; labelled 'from proof', not a stated theorem")
+    if p.per_stratum_rates:
+        notes.append(
+            f"per-stratum rates: derived extension of Theorem 7.2 ({DERIVATIONS}, §4.1; the "
+            "proof is "
+            "per stratum, the paper states one common r)"
+        )
+    notes += result.notes
+    if d.any_census:
+        which = [nm for nm, c in zip(p.strata.names, d.census.tolist(), strict=True) if c]
+        shown = ", ".join(repr(x) for x in which[:3]) + (" …" if len(which) > 3 else "")
+        notes.append(
+            "rate 1: the sample is the whole population, M's own ε under the guarantee's "
+            "relation, exactly (Theorem 7.2 would give "
+            f"{float(theorem_4_3(2.0, 1.0, eps0)):.6g} at ε = {eps0:g})"
+            if d.all_census
+            else f"rate 1 in {len(which)} strata ({shown}): each is sampled whole, so its "
+            "ε′_h is M's ε exactly (Theorem 7.2 is not used there)"
+        )
+    if not d.all_census and up0 >= eps0 * ratio:
+        warnings.append(
+            "no amplification is guaranteed at this ε: Theorem 7.2's bound is not below M's ε "
+            "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; "
+            f"{DERIVATIONS}, §4.1)"
+        )
+    if not d.all_census:
+        notes.append(
+            f"{cite(BUN_2022, '§4.3')} and {cite(BUN_2022, '§7.3')} approximate this bound as "
+            f"ε′ ≈ 6rε ({6.0 * r_max * eps0:.6g} at ε = {eps0:g}, r = {r_max:g}; the bound "
+            f"here is {up0:.6g}) and its inverse as λ ≈ ε′/(6r), which hold only for rε ≪ 1; "
+            "ampcalc evaluates and inverts the bound exactly (details.approx_6re; on "
+            "invert, details.shortcut)."
+        )
+    r, n = d.rate, d.size
+    conditions = (
+        f"r·N_h >= 1 in every stratum: smallest r·N_h = {float(np.min(r * n)):.6g}",
+        "strata fixed in advance and public; within each stratum r·N_h is rounded up with "
+        "probability equal to its fractional part, then a simple random sample of that size "
+        "is drawn without replacement, independently across strata; the sample is secret",
+        f"M is ε-DP under add-remove (declared: {mechanism.neighbours}), pure ε",
+    )
+    details: dict[str, Any] = {
+        "allocation": "proportional",
+        "rounding": "randomized",
+        "form": "size-aware (from proof)" if p.size_aware else "Theorem 7.2",
+        "rate_max": r_max,
+        "strata_count": len(p.strata),
+    }
+    return build(
+        dataclasses.replace(
+            result,
+            conditions=conditions,
+            warnings=tuple(warnings),
+            notes=tuple(notes),
+            details=details,
+            details_at=_details_at(p, d),
+        ),
+        mechanism,
+    )
+
+
+def _details_at(p: Params, d: Rates) -> Callable[[np.ndarray], dict[str, Any]]:
+    r, n = d.rate, d.size
+
+    def details_at(eps: np.ndarray) -> dict[str, Any]:
+        e = np.asarray(eps, dtype=float)
+        rr, cc = per_stratum(r, e), per_stratum(d.census, e) > 0
+        rows = alloc.strata_rows(
+            p,
+            r,
+            r * n,
+            np.where(cc, e, lower_epsilon(rr, e)),
+            np.where(cc, e, theorem_4_3(per_stratum(d.a, e), rr, e)),
+        )
+        approx = 6.0 * d.r_max * e
+        exact = np.asarray(upper_epsilon(e, d=d), dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(exact > 0, (approx - exact) / np.where(exact > 0, exact, 1.0), np.nan)
+        return {
+            "approx_6re": approx,
+            "approx_6re_relative_error": rel if rel.ndim else (None if np.isnan(rel) else rel),
+            "census_strata": int(d.census.sum()),
+            "strata": rows,
+        }
+
+    return details_at
+
+
+@dataclass(frozen=True)
+class _SizeMixture:
+    """One stratum under randomised rounding: ⌊rN⌋ or ⌈rN⌉ records, then srswor."""
+
+    n: int
+    sizes: tuple[int, ...]
+    probs: tuple[float, ...]
+
+    @property
+    def q_hi(self) -> float:
+        return max(self.sizes) / self.n
+
+    def upper(self, er: np.ndarray) -> np.ndarray:
+        """A replacement inside the stratum: A(⌈rN⌉/N, ε_R), the per-size bound of 000
+        Theorem 2.2 at the larger size (a mixture with the same weights on both sides
+        is no worse than its worst component)."""
+        return numeric.amplification_upper(self.q_hi, er)
+
+    def lower(self, ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        """Witness Pr[M(S) = 1] ∝ e^{ε_R·[x ∈ S] + c·|S|}, c = ε_D − ε_R: every record's
+        weight is c or ε_R + c, so M is ε_D-DP under add-remove (|c|, |ε_R + c| <= ε_D as
+        ε_R <= 2ε_D) and ε_R-DP under replace-one. Loss: log of the e^{c·m}-weighted mean
+        of 1 + (m/N)(e^{ε_R} − 1) over the sizes m. Rounded down."""
+        e_d, e_r = np.broadcast_arrays(np.asarray(ed, float), np.asarray(er, float))
+        c = e_d - e_r
+        lo = min(self.sizes)
+        logs_w = [
+            math.log(pm) + c * (m - lo) for m, pm in zip(self.sizes, self.probs, strict=True)
+        ]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            num = np.logaddexp.reduce(
+                [
+                    lw + numeric.amplification(m / self.n, e_r)
+                    for lw, m in zip(logs_w, self.sizes, strict=True)
+                ]
+            )
+            den = np.logaddexp.reduce(logs_w)
+        val = num - den
+        slack = 8.0 * np.spacing(np.maximum(np.abs(num), 1.0))
+        out: np.ndarray = numeric.round_down(np.maximum(val - slack, 0.0))
+        return out
+
+
+def _size_mixture(rate: float, n: int) -> _SizeMixture:
+    x = rate * n
+    lo = math.floor(x)
+    frac = x - lo
+    if frac == 0.0:
+        return _SizeMixture(n, (min(lo, n),), (1.0,))
+    return _SizeMixture(n, (lo, min(lo + 1, n)), (1.0 - frac, frac))
+
+
+def shortcut_note(shortcut: Mapping[str, Any], r_max: float, target: float) -> str:
+    """The erratum of 000 §7.3 on ``invert``: λ ≈ ε′/(6r) against the exact inverse."""
+    approx, exact = shortcut["epsilon"], shortcut["exact"]
+    over = (
+        f": the shortcut would spend {approx / exact:.3g} times the certified ε"
+        if exact > 0 and approx > exact
+        else ""
+    )
+    return (
+        f"{cite(BUN_2022, '§7.3')}'s shortcut λ ≈ ε′/(6r) gives ε = {approx:.6g} at ε′ = "
+        f"{target:g}, r = {r_max:g}; the exact inverse of Theorem 7.2 (used here) certifies "
+        f"ε = {exact:.6g}{over} (details.shortcut)."
+    )
+
+
+def _shortcut_note(r_max: float, target: float, exact: float) -> dict[str, Any]:
+    """The paper's shortcut λ ≈ ε′/(6r) (000 §7.3) against the exact inverse (spec §5.1)."""
+    approx = target / (6.0 * r_max)
+    return {
+        "formula": f"ε ≈ ε′/(6r) ({BUN_2022}, §7.3)",
+        "epsilon": approx,
+        "exact": exact,
+        "relative_error": (approx - exact) / exact if exact > 0 else None,
+    }
