@@ -95,13 +95,7 @@ def check_designs(
     *,
     epsilon: float | None = None,
 ) -> list[dict[str, Any]]:
-    """A privacy-budget gate (``ampcalc check``): PASS/FAIL per design.
-
-    A design passes when its upper bound on ε′ is at most ``max_epsilon`` (and, with
-    ``max_delta``, its δ′ at most that). Returns the ``results`` entries of
-    ``check --json`` (``passed``, ``reasons``, ...); ``all(e["passed"] for e in ...)``
-    is the gate.
-    """
+    """``ampcalc.api.check`` (its arguments, returns and errors are documented there)."""
     from ampcalc import engine
     from ampcalc.designs.sources import as_designs
 
@@ -144,11 +138,7 @@ def verify_designs(
     limit: int = 5000,
     epsilon: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Exact worst-case ε′ of tiny designs vs ampcalc's bounds (``ampcalc verify``).
-
-    Returns one dict per design: ``status`` PASS / FAIL (our bound is wrong) /
-    INCONCLUSIVE, ``epsilon_prime_exact``, ``epsilon_prime: {lower, upper}``, ...
-    """
+    """``ampcalc.api.verify`` (documented there)."""
     from ampcalc.designs.sources import as_designs
 
     if pairs not in ("default", "all"):

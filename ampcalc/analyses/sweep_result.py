@@ -131,23 +131,7 @@ def run_sweep(
     target_delta: float | None = None,
     overrides: Sequence[str] = (),
 ) -> SweepResult:
-    """Bounds (or inverses, or plans) over a grid of design values (``ampcalc sweep``).
-
-    Args:
-        design: a path, YAML text or dict (every design it holds is swept), or a
-            ``Design``.
-        vary: one or two fields (the first is the x axis) mapped to their values: a
-            spec string ``"start:stop:steps"``, ``"start:stop:steps:log"``, ``"v1,v2"``,
-            or a sequence/array of numbers. Paths as ``--vary``: ``epsilon`` (=
-            ``mechanism.epsilon``), ``target``, ``sampling.sample``, ``designs[1]...``.
-        of: ``bound``, ``invert`` or ``plan``.
-        target, target_delta: the target for ``of="invert"`` when it is not varied.
-        overrides: ``PATH=VALUE`` strings applied before the grid values.
-    Returns:
-        A ``SweepResult``; points outside their theorem's conditions carry ``error``.
-    Raises:
-        DesignError: a malformed sweep, or a grid point that is not a valid design.
-    """
+    """``ampcalc.api.sweep`` (its arguments, returns and errors are documented there)."""
     from ampcalc.analyses import sweep as sw
     from ampcalc.designs.sources import built_designs, source_document
 

@@ -30,18 +30,7 @@ def is_yaml_text(text: str) -> bool:
 
 
 def load_designs(source: Any = None, *, overrides: Sequence[str] = ()) -> tuple[Design, ...]:
-    """Load and validate every design of a file, YAML text or dict.
-
-    Args:
-        source: a path (``str`` or ``os.PathLike``; default ``ampcalc.yaml``; ``-`` reads
-            standard input), YAML text (a string with a newline, or a one-line flow
-            mapping ``{...}``), a dict as ``yaml.safe_load`` would give, or a ``Design``.
-        overrides: ``PATH=VALUE`` strings, as the CLI's ``--set``.
-    Returns:
-        The validated designs, in file order.
-    Raises:
-        DesignError: the CLI's message, with ``.field`` and ``.line`` where known.
-    """
+    """``ampcalc.api.load_designs`` (its arguments, returns and errors are documented there)."""
     from ampcalc.designs import document as _design
 
     if isinstance(source, Design):

@@ -105,17 +105,7 @@ def pws_estimate_params(
 
 
 def pws_estimate(design: Any, frequencies: Any, estimator: str = "mle") -> dict[str, Any]:
-    """MLE estimate of the sum of frequencies from sanitised frequencies
-    (Cohen et al. 2021, Eq. 9; ``ampcalc pws estimate``).
-
-    Args:
-        design: the pws design the sample was sanitised with.
-        frequencies: the reported (sanitised) frequency of each reported key.
-    Returns:
-        ``estimate``, ``reported_keys``, ``bias_plugin``, ``variance_plugin``,
-        ``nrmse_plugin`` and per-frequency ``frequencies`` rows (``a``, ``bias``,
-        ``variance``, ``mse``, ``nrmse``).
-    """
+    """``ampcalc.api.pws_estimate`` (its arguments, returns and errors are documented there)."""
     from ampcalc.designs.sources import as_designs
 
     _, params = pws_design(as_designs(design))

@@ -39,27 +39,13 @@ def read_rows(
 
 
 def read_columns(
-    path: str, chunk: int
-) -> Iterator[tuple[list[str], Sequence[int], list[list[str]]]]:
+    path: str, chunk: int, *, as_bytes: bool = False
+) -> Iterator[tuple[list[str], Sequence[int], list[Any]]]:
     """The sample CSV in chunks of about ``chunk`` rows, as columns: yields (header,
-    line numbers, list of columns); see ``load.table.stream_columns``."""
-    from ampcalc.load.table import stream_columns
-
-    return stream_columns(
-        path,
-        chunk,
-        what="sample file",
-        expected=EXPECTED,
-        implied=IMPLIED,
-        headerless=_headerless,
-        required=("key", "frequency"),
-    )
-
-
-def read_sample(path: str, chunk: int) -> Iterator[tuple[list[str], Sequence[int], list[Any]]]:
-    """``read_columns`` with the columns of chunks without quotes as
-    ``load.bytecols.ByteColumn`` (byte ranges of the chunk's UTF-8 text, no str per
-    cell); quoted chunks give lists of strings as before."""
+    line numbers, list of columns); see ``load.table.stream_columns``. ``as_bytes``:
+    the columns of chunks without quotes come as ``load.bytecols.ByteColumn`` (byte
+    ranges of the chunk's UTF-8 text, no str per cell); quoted chunks give lists of
+    strings either way."""
     from ampcalc.load.bytecols import split_bytes
     from ampcalc.load.table import stream_columns
 
@@ -71,8 +57,13 @@ def read_sample(path: str, chunk: int) -> Iterator[tuple[list[str], Sequence[int
         implied=IMPLIED,
         headerless=_headerless,
         required=("key", "frequency"),
-        split=split_bytes,
+        split=split_bytes if as_bytes else None,
     )
+
+
+def read_sample(path: str, chunk: int) -> Iterator[tuple[list[str], Sequence[int], list[Any]]]:
+    """``read_columns`` with byte columns where a chunk has no quotes."""
+    return read_columns(path, chunk, as_bytes=True)
 
 
 def bounded_line(fh: Any, cap: int, path: str, line: int) -> str:

@@ -70,21 +70,7 @@ def pws_sanitize(
     report_frequencies: bool = False,
     extend: bool = True,
 ) -> dict[str, Any]:
-    """Sanitise a weighted sample (004 Alg. 2; ``ampcalc pws sanitize``), in memory.
-
-    Args:
-        design: the pws design.
-        keys: the sample's keys (each once).
-        frequencies: each key's frequency (whole numbers >= 1).
-        seed: the sanitiser's seed: key x's uniform is a pure function of (seed, x)
-            (a counter-based hash generator), so the output for a key does not depend
-            on the other keys, their order or chunking; same as the CLI's ``--seed``.
-        report_frequencies: also report sanitised frequencies (Algorithm 4).
-        extend: compute rows above the design's ``max_frequency`` when needed.
-    Returns:
-        ``{"keys": [...reported keys...]}`` plus ``"frequency": [...]`` with
-        ``report_frequencies`` (the CLI's output rows, in input order).
-    """
+    """``ampcalc.api.pws_sanitize`` (its arguments, returns and errors are documented there)."""
     from ampcalc.designs.sources import as_designs
     from ampcalc.math import pws as K
 

@@ -68,17 +68,7 @@ def pws_table(
     verify: bool = False,
     accuracy: bool = False,
 ) -> dict[str, Any]:
-    """Every per-frequency row of a pws design (``ampcalc pws table --json`` payload).
-
-    Returns ``design``, ``epsilon``, ``delta``, ``L``, ``settled_from``,
-    ``privacy_cost_rows`` (with ``verify``: ``verified``, ``max_hockey_stick``,
-    ``keys_only_exact``) and ``frequencies``: rows of ``frequency``, ``q``, ``pi``,
-    ``p``, ``phi_sbh``, ``ratio`` (Cohen et al. 2021 Alg. 3). With
-    ``accuracy`` each row adds the PWS estimators' and SbH's per-key figures
-    (``pws_estimators.accuracy``: ``a_mle``, ``bias_mle``, ``variance_mle``,
-    ``a_unbiased``, ``bias_unbiased``, ``variance_unbiased``, ``bias_sbh``,
-    ``variance_sbh``; Cohen et al. 2021, §7.1, §8.1).
-    """
+    """``ampcalc.api.pws_table`` (its arguments, returns and errors are documented there)."""
     from ampcalc.designs.sources import as_designs
 
     summary, cols = pws_table_columns(design, max_frequency, verify=verify)
