@@ -199,9 +199,9 @@ def test_json_has_notes_and_the_table_prints_them(capsys) -> None:
     assert len(val["results"][0]["notes"]) == 2
 
 
-def _schema_check(capsys, *args: str) -> None:
+def _schema_check(capsys, *args: str, expect: int = 0) -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    doc = json.loads(run_main(capsys, *args, "--json").stdout)
+    doc = json.loads(run_main(capsys, *args, "--json", expect=expect).stdout)
     jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
     for r in doc["results"]:
         assert isinstance(r["notes"], list) and all(isinstance(n, str) for n in r["notes"])
@@ -227,7 +227,10 @@ def test_every_example_validates_against_the_schema(path: Path, capsys) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", example_designs(), ids=lambda p: p.name)
 def test_every_example_inverts_to_the_schema(path: Path, capsys) -> None:
-    _schema_check(capsys, "invert", str(path), "--target", "0.5")
+    # the privacy-constrained Laplace design is rebuilt for ε* = 0.5, which its public
+    # radius cannot meet: a condition failure (exit 2) whose result still fits the schema
+    expect = 2 if path.name == "importance-laplace.yaml" else 0
+    _schema_check(capsys, "invert", str(path), "--target", "0.5", expect=expect)
 
 
 # --- errata, as notes on the designs they concern --------------------------------------
