@@ -5,8 +5,9 @@ chunk (frequencies, scores, the key order of a streamed file), draws every key's
 from its hash (``math.pws``: a pure function of the seed and the key) and yields what to
 write; it raises the first input error, a duplicate key in the chunks before it winning
 (duplicates are found once at the end, by one sort of every key's hash: ``KeyLog``). The
-command writes what it yields; the Dask engine (``distributed``) runs the same steps per
-partition. No printing.
+command writes what it yields. The Dask engine (``distributed``) still checks and
+sanitises each partition from string columns (the same coins: a key's coin is a pure
+function of the seed and the key). No printing.
 """
 
 from __future__ import annotations
