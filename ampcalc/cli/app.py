@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from ampcalc.cli.conventions import AmpcalcGroup, OutputOpt, format_from_suffix, write_output
+from ampcalc.cli.conventions import (
+    AmpcalcGroup,
+    Chunk,
+    OutputOpt,
+    format_from_suffix,
+    write_chunk,
+    write_output,
+)
 from ampcalc.model.errors import AmpcalcError
 
 if TYPE_CHECKING:
@@ -213,11 +220,11 @@ def emit(text: str) -> None:
     emit_chunks((text,))
 
 
-def emit_chunks(chunks: Iterable[str]) -> None:
+def emit_chunks(chunks: Iterable[Chunk]) -> None:
     """Write to standard output, each piece as it comes (a large sweep in chunks)."""
     try:
         for chunk in chunks:
-            sys.stdout.write(chunk)
+            write_chunk(sys.stdout, chunk)
         sys.stdout.flush()
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): keep the exit code of the computation
@@ -264,7 +271,7 @@ def emit_result(
     *,
     csv: CsvRecords | None = None,
     table: TableText | None = None,
-    chunks: Mapping[str, Callable[[], Iterator[str] | None]] | None = None,
+    chunks: Mapping[str, Callable[[], Iterator[Chunk] | None]] | None = None,
     to: str | None = None,
     rows: int | None = None,
 ) -> None:

@@ -55,7 +55,36 @@ def format_from_suffix(path: str | None) -> str | None:
     return {".json": "json", ".csv": "csv"}.get(suffix)
 
 
-def write_output(path: str, chunks: Iterable[str], rows: int | None) -> None:
+Chunk = str | bytes | memoryview
+"""A piece of a command's output: text, or its UTF-8 bytes (large outputs assembled as
+bytes are written without being decoded and encoded again)."""
+
+
+def write_chunk(fh: Any, chunk: Chunk) -> None:
+    """Write one chunk to the text stream ``fh``: bytes go straight to its binary buffer
+    (after what is pending in the text layer) when the stream writes UTF-8 with no
+    newline translation, else as text."""
+    if isinstance(chunk, str):
+        fh.write(chunk)
+        return
+    if _writes_utf8(fh):
+        fh.flush()
+        fh.buffer.write(chunk)
+    else:
+        fh.write(str(chunk, "utf-8"))
+
+
+def _writes_utf8(fh: Any) -> bool:
+    import codecs
+
+    try:
+        encoding = codecs.lookup(fh.encoding).name
+    except (AttributeError, LookupError, TypeError):
+        return False
+    return encoding == "utf-8" and os.linesep == "\n" and hasattr(fh, "buffer")
+
+
+def write_output(path: str, chunks: Iterable[Chunk], rows: int | None) -> None:
     """Write ``chunks`` to ``path`` atomically and say ``wrote N rows to FILE``.
 
     An exception while the chunks are made or written (an interrupt included) leaves
@@ -65,7 +94,7 @@ def write_output(path: str, chunks: Iterable[str], rows: int | None) -> None:
 
     with atomic_write(path) as fh:
         for chunk in chunks:
-            fh.write(chunk)
+            write_chunk(fh, chunk)
     say(wrote_message(path, rows))
 
 

@@ -7,8 +7,9 @@ parses options, renders and chooses the exit code.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,6 +26,9 @@ from ampcalc.cli.app import (
     version,
 )
 from ampcalc.cli.conventions import OutputOpt, progress_bar
+
+if TYPE_CHECKING:
+    from ampcalc.output.columns import Piece
 
 TABLE_ROWS = 200
 PROGRESS_FROM = 20  # grid points
@@ -166,6 +170,11 @@ def sweep(
             of in ("invert", "plan") and v.path == sw.TARGET_PATH
         ):
             total *= len(v.values)
+    rows = math.prod(len(v.values) for v in varies)
+    if output.value in ("json", "csv") and plot is None:
+        from ampcalc.output.columns import prefetch
+
+        prefetch(rows)  # the large-output writer's imports load while the grid is evaluated
     with contextlib.ExitStack() as stack:
         progress = None
         if total >= PROGRESS_FROM:
@@ -234,7 +243,7 @@ def sweep(
     return int(code)
 
 
-def _ahead(chunks: Iterator[str] | None, depth: int = 2) -> Iterator[str] | None:
+def _ahead(chunks: Iterator[Piece] | None, depth: int = 2) -> Iterator[Piece] | None:
     """``chunks``, made in a thread up to ``depth`` ahead of the one being written: the
     write to a file or pipe releases the GIL, so the next chunk is formatted while the
     kernel copies the last one (on a second core). Same chunks, same order; an error
@@ -268,7 +277,7 @@ def _ahead(chunks: Iterator[str] | None, depth: int = 2) -> Iterator[str] | None
             except queue.Full:
                 continue
 
-    def read() -> Iterator[str]:
+    def read() -> Iterator[Piece]:
         worker = threading.Thread(target=make, name="ampcalc-chunks", daemon=True)
         worker.start()
         try:
@@ -285,7 +294,7 @@ def _ahead(chunks: Iterator[str] | None, depth: int = 2) -> Iterator[str] | None
     return read()
 
 
-def _csv_chunks(result: object) -> Iterator[str]:
+def _csv_chunks(result: object) -> Iterator[Piece]:
     from ampcalc.output.columns import csv_chunks
 
     return csv_chunks(result.columns)  # type: ignore[attr-defined]

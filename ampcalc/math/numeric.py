@@ -91,10 +91,10 @@ def amplification(q: ArrayLike, eps: ArrayLike) -> FloatArray:
         if eps.ndim and eps.size and float(eps.max()) <= LOG_SPACE_FROM:
             # every ε in the first branch (NaN fails the test): no masks, same values
             return np.asarray(np.log1p(q * np.expm1(np.ascontiguousarray(eps))), dtype=float)
-        small = eps <= LOG_SPACE_FROM
-        out = np.empty(q.shape, dtype=float)
-        out[small] = np.log1p(q[small] * np.expm1(eps[small]))
-        big = ~small
+        # the first branch everywhere (elementwise, so the same values where it is
+        # used: no gathers of the many small ε), then the few large ε replaced
+        out = np.asarray(np.log1p(q * np.expm1(eps)), dtype=float)
+        big = ~(eps <= LOG_SPACE_FROM)
         if np.any(big):
             out[big] = np.logaddexp(np.log(q[big]) + eps[big], np.log1p(-q[big]))
     return out
@@ -103,9 +103,13 @@ def amplification(q: ArrayLike, eps: ArrayLike) -> FloatArray:
 def _log_space_slack(q: FloatArray, eps: FloatArray) -> FloatArray:
     """Absolute error allowance of the log-space branch (0 where it is not used)."""
     q, eps = np.broadcast_arrays(np.asarray(q, dtype=float), np.asarray(eps, dtype=float))
-    with np.errstate(divide="ignore"):
-        scale = np.maximum(np.abs(eps), np.abs(np.log(q)))
-    return np.where(eps > LOG_SPACE_FROM, 4.0 * np.spacing(scale), 0.0)
+    out = np.zeros(eps.shape, dtype=float)
+    big = eps > LOG_SPACE_FROM
+    if np.any(big):  # only there: log q of the few large ε, not of every point
+        with np.errstate(divide="ignore"):
+            scale = np.maximum(np.abs(eps[big]), np.abs(np.log(q[big])))
+        out[big] = 4.0 * np.spacing(scale)
+    return out
 
 
 def _all_small(eps: ArrayLike) -> bool:

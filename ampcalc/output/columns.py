@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +27,9 @@ from ampcalc.model.results import plain
 
 if TYPE_CHECKING:
     from ampcalc.analyses.sweep import Sweep
+
+#: a piece of output: text, or UTF-8 bytes assembled by arrow (``_rows_arrow``)
+Piece = str | memoryview
 
 #: rows formatted and written at a time (bounded memory: ~7 MB of JSON text per chunk)
 CHUNK = 1 << 14
@@ -127,6 +130,12 @@ _E05 = np.frombuffer(b"e-05", dtype=np.uint8)
 
 
 def _orjson_text(a: np.ndarray) -> str | None:
+    """``_orjson_bytes`` as text."""
+    raw = _orjson_bytes(a)
+    return None if raw is None else raw.decode("ascii")
+
+
+def _orjson_bytes(a: np.ndarray) -> bytes | None:
     """``",".join`` of ``float.__repr__`` of each value of the float64 array ``a``,
     from orjson's shortest round-trip digits (the same digits: both print the
     shortest string that reads back as the same double, the nearest one on a tie),
@@ -140,11 +149,11 @@ def _orjson_text(a: np.ndarray) -> str | None:
     except TypeError:  # orjson.JSONEncodeError: the exact pure-Python path
         return None
     if a.size == 0:
-        return ""
+        return b""
     mag = np.abs(a)
     decade = np.flatnonzero((mag >= 1e-5) & (mag < 1e-4))
     if decade.size == 0 and b"e" not in raw:
-        return raw[1:-1].decode("ascii")
+        return raw[1:-1]
     # "[t,t,…,t]": every text ends in "," or the closing "]"; b[e + 3] exists
     b = np.frombuffer(raw + b"\0\0\0", dtype=np.uint8)
     at: list[np.ndarray] = []
@@ -213,18 +222,19 @@ def _orjson_text(a: np.ndarray) -> str | None:
     slots[new] = False
     out[slots] = b
     out[new] = val
-    return out[1:-4].tobytes().decode("ascii")
+    return out[1:-4].tobytes()
 
 
-def _float_join(arr: np.ndarray, sep: str) -> str | None:
-    """``sep.join`` of the ``repr`` texts of finite floats, without a string per value
-    (orjson's text, respelt, its commas replaced); ``None``: no orjson or not finite."""
+def _float_bytes(arr: np.ndarray, *, counted: bool = False) -> bytes | None:
+    """``",".join`` of the ``repr`` texts of finite floats, as bytes, without a string
+    per value (orjson's text, respelt); ``None``: no orjson or not finite. ``counted``:
+    the caller counts the texts itself (``_texts_array``)."""
     if not _orjson_ok() or not bool(np.isfinite(arr).all()):
         return None
-    text = _orjson_text(np.ascontiguousarray(arr, dtype=np.float64))
-    if text is None or text.count(",") != arr.size - 1:
+    raw = _orjson_bytes(np.ascontiguousarray(arr, dtype=np.float64))
+    if raw is None or (not counted and raw.count(b",") != arr.size - 1):
         return None
-    return text.replace(",", sep)
+    return raw
 
 
 def _column_texts(arr: np.ndarray, kind: str) -> list[str]:
@@ -274,9 +284,9 @@ def _constant(arr: np.ndarray) -> bool:
 Cells = str | tuple[str, list[Any]]
 
 
-#: texts already made for a float list: (start, stop) -> (its bits, its texts joined, the
-#: separator); a column of the same values in the same rows reuses them
-Known = dict[tuple[int, int], tuple[np.ndarray, str, str]]
+#: texts already made for a float list: (start, stop) -> (its bits, its texts joined by
+#: commas); a column of the same values in the same rows reuses them
+Known = dict[tuple[int, int], tuple[np.ndarray, bytes]]
 
 
 def _chunk_cells(
@@ -294,7 +304,7 @@ def _chunk_cells(
         )
         if same is None and made is not None and part.dtype.kind == "f":
             if np.array_equal(made[0], key):  # finite floats: the same texts in JSON and CSV
-                same = ("%s", made[1].split(made[2]))
+                same = ("%s", made[1].decode("ascii").split(","))
                 done.append((part.dtype.str, key, same))
         if same is None:
             if _constant(part):
@@ -336,6 +346,121 @@ def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str, end: s
     return "".join(out)
 
 
+#: outputs of at least this many rows are assembled by pyarrow when it is installed: below
+#: it, importing pyarrow (~0.1 s) costs more than it saves (~0.4 µs a row)
+ARROW_FROM = 200_000
+
+
+def _arrow() -> Any:
+    """``pyarrow.compute`` when installed (the ``parquet`` extra), else ``None``."""
+    import importlib
+
+    try:
+        return importlib.import_module("pyarrow.compute")
+    except ImportError:
+        return None
+
+
+def _pyarrow() -> Any:
+    import importlib
+
+    return importlib.import_module("pyarrow")
+
+
+def prefetch(rows: int) -> None:
+    """Import pyarrow in a background thread when an output of ``rows`` rows will use
+    it, so that the import overlaps the caller's computation (numpy releases the GIL)
+    instead of delaying the first chunk."""
+    if rows >= ARROW_FROM:
+        import threading
+
+        # not a daemon: an early exit waits for the import instead of cutting it short
+        threading.Thread(target=_arrow, name="ampcalc-import").start()
+
+
+def _text_scalar(text: str) -> Any:
+    """An arrow string scalar, made from bytes (``pa.scalar`` of a Python string would
+    import pandas, ~0.3 s, to ask whether the string is a pandas object)."""
+    pa = _pyarrow()
+    data = text.encode()
+    offsets = np.array([0, len(data)], dtype=np.int32)
+    return pa.StringArray.from_buffers(1, pa.py_buffer(offsets), pa.py_buffer(data))[0]
+
+
+def _texts_array(raw: bytes, n: int, comma: bool) -> Any:
+    """An arrow string array of the ``n`` texts in ``raw`` (``t1,t2,…,tn``), each with
+    its trailing comma when ``comma`` (a view of the bytes: no copy), else without."""
+    pa = _pyarrow()
+    data = raw + b","
+    b = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(b == _COMMA)
+    if ends.size != n:
+        raise _NotExact
+    if not comma:
+        keep = np.ones(b.size, dtype=bool)
+        keep[ends] = False
+        data = b[keep].tobytes()
+        ends = ends - np.arange(n)
+    else:
+        ends = ends + 1
+    offsets = np.empty(n + 1, dtype=np.int32)
+    offsets[0] = 0
+    offsets[1:] = ends
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def _rows_arrow(
+    pc: Any,
+    pieces: Sequence[str],
+    columns: Sequence[np.ndarray],
+    start: int,
+    stop: int,
+    kind: str,
+    joiner: str,
+    known: Known | None = None,
+) -> memoryview | None:
+    """``_rows(pieces, _chunk_cells(...), …, joiner)``'s text as UTF-8 bytes (without
+    an ``end``), assembled by arrow's element-wise join from one byte string per column
+    (orjson's texts, respelt) instead of a Python string per cell. Every column of the
+    chunk is constant or finite floats; ``None`` otherwise (the caller takes ``_rows``).
+    A float text keeps its comma when the next piece opens with one (as every JSON field
+    but the last and every CSV cell does)."""
+    n = stop - start
+    made = (known or {}).pop((start, stop), None)
+    consts = [pieces[0]]
+    args: list[Any] = []
+    done: list[tuple[np.ndarray, bytes]] = []
+    for j, col in enumerate(columns):
+        part = col[start:stop]
+        if _constant(part):
+            consts[-1] += _column_texts(part[:1], kind)[0] + pieces[j + 1]
+            continue
+        if part.dtype.kind != "f":
+            return None
+        key = _bits(part)
+        raw = next((r for k, r in done if np.array_equal(k, key)), None)
+        if raw is None and made is not None and np.array_equal(made[0], key):
+            raw = made[1]
+        if raw is None:
+            raw = _float_bytes(part, counted=True)
+            if raw is None:
+                return None
+        done.append((key, raw))
+        follow = pieces[j + 1]
+        comma = follow.startswith(",")
+        args += [_text_scalar(consts[-1]), _texts_array(raw, n, comma)]
+        consts.append(follow[1:] if comma else follow)
+    if not args:
+        return None
+    args += [_text_scalar(consts[-1] + joiner), _text_scalar("")]
+    joined = pc.binary_join_element_wise(*args)
+    offsets = np.frombuffer(
+        joined.buffers()[1], dtype=np.int32, count=n + 1, offset=4 * joined.offset
+    )
+    first, last = int(offsets[0]), int(offsets[-1]) - len(joiner.encode())
+    return memoryview(joined.buffers()[2])[first:last]
+
+
 def _scan(cols: Sequence[np.ndarray]) -> None:
     """Raise ``_NotExact`` unless every cell can be written exactly (checked up front,
     so the output never stops half-way): no infinite float, only scalars in objects."""
@@ -358,7 +483,7 @@ def _scan(cols: Sequence[np.ndarray]) -> None:
 
 def rows_segment(
     columns: Mapping[str, np.ndarray], depth: int, known: Known | None = None
-) -> Iterator[str]:
+) -> Iterator[Piece]:
     """A JSON list of one object per row (keys in column order), its items at ``depth``
     levels of ``indent=2``; raises ``_NotExact`` (before yielding) if it cannot be exact."""
     names = list(columns)
@@ -371,17 +496,22 @@ def rows_segment(
     pieces += [",\n" + pad + "  " + k + ": " for k in keys[1:]]
     pieces.append("\n" + pad + "}")
 
-    def chunks() -> Iterator[str]:
+    def chunks() -> Iterator[Piece]:
         if n == 0:
             yield "[]"
             return
         if not keys:
             yield "[\n" + ",\n".join([pad + "{}"] * n) + "\n" + pad[:-2] + "]"
             return
+        pc = _arrow() if n >= ARROW_FROM else None
         for start in range(0, n, CHUNK):
             stop = min(start + CHUNK, n)
-            cells = _chunk_cells(cols, start, stop, "json", known)
             yield "[\n" if start == 0 else ",\n"
+            fast = pc and _rows_arrow(pc, pieces, cols, start, stop, "json", ",\n", known)
+            if fast:
+                yield fast
+                continue
+            cells = _chunk_cells(cols, start, stop, "json", known)
             yield _rows(pieces, cells, stop - start, ",\n")
         yield "\n" + pad[:-2] + "]"
 
@@ -390,7 +520,7 @@ def rows_segment(
 
 def list_segment(
     values: Sequence[Any], depth: int, array: np.ndarray | None = None, known: Known | None = None
-) -> Iterator[str]:
+) -> Iterator[Piece]:
     """A JSON list of scalars, its items at ``depth`` levels of ``indent=2``, in chunks;
     raises ``_NotExact`` (before yielding) if it cannot be exact. ``array``: the values
     as a float array, when the caller knows that every value is a float."""
@@ -405,18 +535,18 @@ def list_segment(
     pad = " " * (2 * depth)
     n = len(values)
 
-    def chunks() -> Iterator[str]:
+    def chunks() -> Iterator[Piece]:
         if n == 0:
             yield "[]"
             return
         for start in range(0, n, CHUNK):
             stop = min(start + CHUNK, n)
             yield ("[\n" if start == 0 else ",\n") + pad
-            joined = _float_join(arr[start:stop], ",\n" + pad) if arr is not None else None
-            if joined is not None:
+            raw = _float_bytes(arr[start:stop]) if arr is not None else None
+            if raw is not None:
                 if known is not None and arr is not None:  # the rows may show these values
-                    known[(start, stop)] = (_bits(arr[start:stop]), joined, ",\n" + pad)
-                yield joined
+                    known[(start, stop)] = (_bits(arr[start:stop]), raw)
+                yield raw.replace(b",", (",\n" + pad).encode()).decode("ascii")
                 continue
             if arr is not None:
                 texts = _column_texts(arr[start:stop], "json")
@@ -429,8 +559,8 @@ def list_segment(
 
 
 def json_chunks(
-    document: Mapping[str, Any], segments: Mapping[str, Callable[[], Iterator[str]]]
-) -> Iterator[str] | None:
+    document: Mapping[str, Any], segments: Mapping[str, Callable[[], Iterator[Piece]]]
+) -> Iterator[Piece] | None:
     """``render.render_json(document)`` in chunks, where ``document`` holds the keys of
     ``segments`` as placeholder strings and each segment writes the list standing there.
     ``None`` when the chunks could not be the same bytes (render the usual way)."""
@@ -439,7 +569,7 @@ def json_chunks(
         head = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     except ValueError:
         return None
-    parts: list[str | Iterator[str]] = []
+    parts: list[str | Iterator[Piece]] = []
     rest = head
     try:
         for key, make in segments.items():
@@ -452,7 +582,7 @@ def json_chunks(
         return None
     parts.append(rest)
 
-    def chunks() -> Iterator[str]:
+    def chunks() -> Iterator[Piece]:
         for p in parts:
             if isinstance(p, str):
                 yield p
@@ -467,7 +597,7 @@ def placeholder(name: str) -> str:
     return "\x00ampcalc:" + name + "\x00"
 
 
-def csv_chunks(columns: Mapping[str, np.ndarray]) -> Iterator[str]:
+def csv_chunks(columns: Mapping[str, np.ndarray]) -> Iterator[Piece]:
     """``sweep.write_csv``'s text in chunks: a header, then one line per row."""
     names = list(columns)
     cols = [np.asarray(columns[n]) for n in names]
@@ -476,8 +606,14 @@ def csv_chunks(columns: Mapping[str, np.ndarray]) -> Iterator[str]:
     if not cols:
         return
     pieces = ["", *[","] * (len(cols) - 1), ""]
+    pc = _arrow() if n >= ARROW_FROM else None
     for start in range(0, n, CHUNK):
         stop = min(start + CHUNK, n)
+        fast = pc and _rows_arrow(pc, pieces, cols, start, stop, "csv", "\n")
+        if fast:
+            yield fast
+            yield "\n"
+            continue
         yield _rows(pieces, _chunk_cells(cols, start, stop, "csv"), stop - start, "\n", "\n")
 
 
@@ -487,7 +623,7 @@ def table_json_chunks(
     payload: Mapping[str, Any],
     key: str,
     columns: Mapping[str, np.ndarray],
-) -> Iterator[str] | None:
+) -> Iterator[Piece] | None:
     """The JSON envelope of ``{**payload, key: rows}`` with the rows (one object each,
     keys in column order, NaN as null) written from ``columns``; ``None``: render the
     usual way."""
@@ -505,15 +641,20 @@ def sweep_csv(sweep: Sweep, out: Any) -> None:
     """CSV, one row per point (floats as ``repr``; null as an empty cell; RFC 4180
     quoting), written from the columns in chunks (``columns_output.csv_chunks``)."""
     for chunk in csv_chunks(sweep.columns):
-        out.write(chunk)
+        out.write(chunk if isinstance(chunk, str) else str(chunk, "utf-8"))
 
 
-def sweep_json_chunks(sweep: Sweep, version: str) -> Iterator[str] | None:
+def text(pieces: Iterable[Piece]) -> str:
+    """The pieces joined into one text (bytes pieces decoded)."""
+    return "".join(p if isinstance(p, str) else str(p, "utf-8") for p in pieces)
+
+
+def sweep_json_chunks(sweep: Sweep, version: str) -> Iterator[Piece] | None:
     """``render.render_json`` of the sweep's envelope, written from the columns in
     chunks (same bytes, bounded memory); ``None``: render ``document`` the usual way."""
     from ampcalc.output.render import envelope
 
-    segments: dict[str, Callable[[], Iterator[str]]] = {}
+    segments: dict[str, Callable[[], Iterator[Piece]]] = {}
     vary = []
     known: Known = {}  # the first varied values' texts, for the rows that show them
     for i, v in enumerate(sweep.varies):
