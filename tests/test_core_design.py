@@ -126,7 +126,7 @@ def test_one_epsilon_rule_for_file_engine_and_sweep(
     vary = sw.parse_vary(f"mechanism.epsilon=1,{value}")
     with pytest.raises(DesignError) as info:
         sw.evaluate({"mechanism": {"epsilon": 1.0}, "sampling": dict(GOOD_SAMPLING)}, [vary])
-    assert str(info.value) == f"--vary: mechanism.epsilon=1,{value}: {expected}"
+    assert str(info.value) == f"vary: mechanism.epsilon=1,{value}: {expected}"
 
 
 @pytest.mark.parametrize("value", ["1", "1.5", "-1e-9"])

@@ -76,7 +76,7 @@ def test_bad_specs_say_what_was_expected(text, needle) -> None:
     with pytest.raises(DesignError, match=None) as info:
         sw.parse_vary(text)
     assert needle in info.value.message
-    assert str(info.value).startswith("--vary: ")
+    assert str(info.value).startswith("vary: ")
 
 
 # ---- evaluation equals the engine ----------------------------------------------------------
@@ -162,11 +162,11 @@ def test_grid_over_designs_with_an_indexed_path() -> None:
 @pytest.mark.parametrize(
     ("of", "vary", "needle"),
     [
-        ("bound", ["target=1,2"], "vary it with --of invert"),
+        ("bound", ["target=1,2"], 'vary it with of="invert"'),
         ("invert", ["epsilon=1,2"], "vary the target instead"),
         ("bound", [], "nothing to sweep"),
         ("bound", ["epsilon=1,2", "epsilon=3"], "is varied twice"),
-        ("nonsense", ["epsilon=1"], "unknown --of"),
+        ("nonsense", ["epsilon=1"], "unknown `of`"),
     ],
 )
 def test_malformed_sweeps(of, vary, needle) -> None:
@@ -322,7 +322,7 @@ def test_plan_reports_when_the_planner_is_missing() -> None:
     run = run_ampcalc(
         "sweep", str(SRS), "--of", "plan", "--vary", "sampling.sample=10,20", expect=2
     )
-    assert "--of plan needs the accuracy planner" in run.stderr
+    assert 'of="plan" needs the accuracy planner' in run.stderr
 
 
 def test_missing_matplotlib_names_the_extra(tmp_path, capsys, monkeypatch) -> None:

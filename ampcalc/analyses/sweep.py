@@ -107,7 +107,7 @@ class Vary:
 
 
 def _where(text: str) -> Where:
-    return Where(file="--vary", field=text)
+    return Where(file="vary", field=text)
 
 
 def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
@@ -272,27 +272,26 @@ def vector_path(of: str) -> str | None:
 
 def _check_varies(of: str, varies: Sequence[Vary]) -> None:
     if of not in KINDS:
-        raise DesignError(f"unknown --of {of!r}; expected one of {', '.join(KINDS)}")
+        raise DesignError(f"unknown `of` {of!r}; expected one of {', '.join(KINDS)}")
     if not varies:
         raise DesignError(
-            "nothing to sweep: give --vary PATH=SPEC, "
-            "e.g. --vary mechanism.epsilon=0.01:10:100:log"
+            "nothing to sweep: `vary` needs a PATH=SPEC, e.g. mechanism.epsilon=0.01:10:100:log"
         )
     if len(varies) > 2:
-        raise DesignError("at most two --vary options (a grid); got " + str(len(varies)))
+        raise DesignError("at most two varied paths (a grid); got " + str(len(varies)))
     paths = [v.path for v in varies]
     if len(set(paths)) != len(paths):
         raise DesignError(f"{paths[0]!r} is varied twice")
     for v in varies:
         if of == "bound" and v.field == TARGET_PATH:
             raise DesignError(
-                "the target ε′ does not change a bound; vary it with --of invert",
+                'the target ε′ does not change a bound; vary it with of="invert"',
                 where=_where(v.text),
             )
         if of in ("invert", "plan") and v.field == EPSILON_PATH:
             raise DesignError(
-                f"--of {of} starts from a target ε′, not M's ε; vary the target instead "
-                "(--vary target=0.1:2:20)",
+                f"of={of!r} starts from a target ε′, not M's ε; vary the target instead "
+                "(target=0.1:2:20)",
                 where=_where(v.text),
             )
         arr = v.array()
@@ -613,7 +612,7 @@ def _concat(pieces: list[dict[str, Any]]) -> dict[str, np.ndarray]:
 
 
 class PlannerMissing(DesignError):
-    """``--of plan`` asked for, but the accuracy planner is not installed."""
+    """``of="plan"`` asked for, but the accuracy planner is not installed."""
 
 
 PLAN_FUNCTIONS = ("epsilon_sample", "noise_ratio", "q_bound")
@@ -626,14 +625,14 @@ def _planner() -> Any:
 
     if importlib.util.find_spec("ampcalc.math.accuracy") is None:
         raise PlannerMissing(
-            "--of plan needs the accuracy planner (ampcalc.planner), which is not yet "
-            "available in this version; use --of bound or --of invert"
+            'of="plan" needs the accuracy planner (ampcalc.planner), which is not yet '
+            'available in this version; use of="bound" or of="invert"'
         )
     module = importlib.import_module("ampcalc.math.accuracy")
     missing = [f for f in PLAN_FUNCTIONS if not callable(getattr(module, f, None))]
     if missing:
         raise PlannerMissing(
-            "--of plan: the accuracy planner lacks " + ", ".join(missing) + "; this "
+            'of="plan": the accuracy planner lacks ' + ", ".join(missing) + "; this "
             "version cannot sweep it"
         )
     return module
@@ -655,8 +654,8 @@ def _plan_columns(
         target = design.target.epsilon_prime
     if target is None:
         raise DesignError(
-            f"design {design.name!r}: --of plan needs a target ε′: --vary target=..., "
-            "--target T or a `target: {epsilon_prime: T}` block"
+            f'design {design.name!r}: of="plan" needs a target ε′: a varied target=..., '
+            "`target` or a `target: {epsilon_prime: T}` block"
         )
     t = np.atleast_1d(np.asarray(target, dtype=float))
     n = len(t)
@@ -672,7 +671,7 @@ def _plan_columns(
     if design.scheme != "srswor":
         nan = np.full(n, np.nan)
         message = (
-            f"--of plan: the accuracy planner ({HU_2023}, §4) covers simple random samples "
+            f'of="plan": the accuracy planner ({HU_2023}, §4) covers simple random samples '
             f"(scheme srswor), not {design.scheme}"
         )
         return {

@@ -152,43 +152,46 @@ def sweep(
             "nothing to sweep: give --vary PATH=SPEC, e.g. "
             "--vary mechanism.epsilon=0.01:10:100:log"
         )
-    varies = [sw.parse_vary(v) for v in vary]
-    if contour is not None and (plot is None or not heatmap or of != "bound"):
-        raise DesignError("--contour T draws on a figure: add --plot FILE --heatmap (--of bound)")
-    if plot is not None:
-        from ampcalc.load.files import refuse_input_as_output
-        from ampcalc.output.plot import check_output
+    with _vary_flag():  # the library locates a spec in `vary`, the command in --vary
+        varies = [sw.parse_vary(v) for v in vary]
+        if contour is not None and (plot is None or not heatmap or of != "bound"):
+            raise DesignError(
+                "--contour T draws on a figure: add --plot FILE --heatmap (--of bound)"
+            )
+        if plot is not None:
+            from ampcalc.load.files import refuse_input_as_output
+            from ampcalc.output.plot import check_output
 
-        check_output(plot)
-        refuse_input_as_output(plot, [design], option="--plot")
-    text, name = read_source(design)
-    document = parse_yaml(text, filename=name)
+            check_output(plot)
+            refuse_input_as_output(plot, [design], option="--plot")
+        text, name = read_source(design)
+        document = parse_yaml(text, filename=name)
 
-    total = 1
-    for v in varies:
-        if not (of == "bound" and v.path == sw.EPSILON_PATH) and not (
-            of in ("invert", "plan") and v.path == sw.TARGET_PATH
-        ):
-            total *= len(v.values)
-    rows = math.prod(len(v.values) for v in varies)
-    if output.value in ("json", "csv") and plot is None:
-        from ampcalc.output.columns import prefetch
+        total = 1
+        for v in varies:
+            if not (of == "bound" and v.path == sw.EPSILON_PATH) and not (
+                of in ("invert", "plan") and v.path == sw.TARGET_PATH
+            ):
+                total *= len(v.values)
+        rows = math.prod(len(v.values) for v in varies)
+        if output.value in ("json", "csv") and plot is None:
+            from ampcalc.output.columns import prefetch
 
-        prefetch(rows)  # the large-output writer's imports load while the grid is evaluated
-    with contextlib.ExitStack() as stack:
-        progress = None
-        if total >= PROGRESS_FROM:
-            progress = stack.enter_context(progress_bar("sweeping", total))
-        result = sw.evaluate(
-            document,
-            varies,
-            of=of,
-            filename=name,
-            overrides=set_ or (),
-            target=target,
-            target_delta=target_delta,
-            progress=progress,
-        )
+            prefetch(rows)  # the large-output writer's imports load while the grid is evaluated
+        with contextlib.ExitStack() as stack:
+            progress = None
+            if total >= PROGRESS_FROM:
+                progress = stack.enter_context(progress_bar("sweeping", total))
+            result = sw.evaluate(
+                document,
+                varies,
+                of=of,
+                filename=name,
+                overrides=set_ or (),
+                target=target,
+                target_delta=target_delta,
+                progress=progress,
+            )
 
     code = ExitCode.OK
     failed = result.failed_points()
@@ -241,6 +244,21 @@ def sweep(
         rows=len(result),
     )
     return int(code)
+
+
+@contextlib.contextmanager
+def _vary_flag() -> Iterator[None]:
+    """An error the library locates in a ``vary`` spec is located in ``--vary`` here."""
+    import dataclasses
+
+    from ampcalc.model.errors import AmpcalcError
+
+    try:
+        yield
+    except AmpcalcError as err:
+        if err.where is not None and err.where.file == "vary":
+            err.where = dataclasses.replace(err.where, file="--vary")
+        raise
 
 
 def _ahead(chunks: Iterator[Piece] | None, depth: int = 2) -> Iterator[Piece] | None:
