@@ -166,3 +166,17 @@ def test_arrow_assembles_the_float_rows_itself() -> None:
     # an integer column that varies: the Python path writes it
     ints = [np.arange(7)]
     assert columns_output._rows_arrow(pc, ["", ""], ints, 0, 7, "csv", "\n") is None
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_byte_chunks_are_written_in_order_as_the_text_would_be(encoding: str) -> None:
+    """Arrow-assembled chunks are UTF-8 bytes: a UTF-8 stream takes them on its binary
+    buffer after the text written before them; another encoding gets the decoded text."""
+    from ampcalc.cli.conventions import write_chunk
+
+    raw = io.BytesIO()
+    fh = io.TextIOWrapper(raw, encoding=encoding, write_through=False)
+    for piece in ("[\n", memoryview("é 1e-06,\n".encode()), "ü]"):
+        write_chunk(fh, piece)
+    fh.flush()
+    assert raw.getvalue() == "[\né 1e-06,\nü]".encode(encoding)
