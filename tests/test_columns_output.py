@@ -180,3 +180,24 @@ def test_byte_chunks_are_written_in_order_as_the_text_would_be(encoding: str) ->
         write_chunk(fh, piece)
     fh.flush()
     assert raw.getvalue() == "[\né 1e-06,\nü]".encode(encoding)
+
+
+def test_rows_made_ahead_in_threads_come_in_order_and_stop_with_the_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if columns_output._arrow() is None:
+        pytest.skip("pyarrow is not installed")
+    monkeypatch.setattr(columns_output, "ARROW_FROM", 0)
+    monkeypatch.setattr(columns_output, "CHUNK", 3)
+    f = np.geomspace(1e-7, 1e3, 100)
+    cols = {"a": f, "b": np.sqrt(f), "c": np.array(["x"] * 100, dtype=object)}
+    want = "a,b,c\n" + "".join(
+        f"{x!r},{y!r},x\n" for x, y in zip(f.tolist(), np.sqrt(f).tolist(), strict=True)
+    )
+    monkeypatch.setattr(columns_output, "WORKERS", 2)
+    assert columns_output.text(columns_output.csv_chunks(cols)) == want
+    # a reader that stops early (a closed pipe) stops the threads too
+    chunks = columns_output.csv_chunks(cols)
+    assert next(chunks) == "a,b,c\n"
+    assert str(next(chunks), "utf-8") == "\n".join(want.split("\n")[1:4])  # rows 0-2
+    chunks.close()

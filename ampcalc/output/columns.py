@@ -461,6 +461,40 @@ def _rows_arrow(
     return memoryview(joined.buffers()[2])[first:last]
 
 
+#: threads formatting chunks of a large output at once (arrow's join and numpy's loops
+#: release the GIL); 1 formats them in the caller's thread
+WORKERS = 2
+
+
+def _in_order(
+    make: Callable[[int, int], Piece], n: int, parallel: bool
+) -> Iterator[tuple[int, Piece]]:
+    """``(start, make(start, stop))`` for the chunks of ``n`` rows, in order; with
+    ``parallel``, made by ``WORKERS`` threads a few chunks ahead of the one returned."""
+    bounds = [(start, min(start + CHUNK, n)) for start in range(0, n, CHUNK)]
+    if not parallel or WORKERS < 2 or len(bounds) < 2:
+        for start, stop in bounds:
+            yield start, make(start, stop)
+        return
+    import collections
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(WORKERS, thread_name_prefix="ampcalc-rows") as pool:
+        ahead: collections.deque[Any] = collections.deque()
+        try:
+            for start, stop in bounds:
+                ahead.append((start, pool.submit(make, start, stop)))
+                if len(ahead) > 2 * WORKERS:
+                    first, made = ahead.popleft()
+                    yield first, made.result()
+            while ahead:
+                first, made = ahead.popleft()
+                yield first, made.result()
+        finally:  # stopped early (a closed pipe): drop what is not started
+            for _, made in ahead:
+                made.cancel()
+
+
 def _scan(cols: Sequence[np.ndarray]) -> None:
     """Raise ``_NotExact`` unless every cell can be written exactly (checked up front,
     so the output never stops half-way): no infinite float, only scalars in objects."""
@@ -504,15 +538,17 @@ def rows_segment(
             yield "[\n" + ",\n".join([pad + "{}"] * n) + "\n" + pad[:-2] + "]"
             return
         pc = _arrow() if n >= ARROW_FROM else None
-        for start in range(0, n, CHUNK):
-            stop = min(start + CHUNK, n)
-            yield "[\n" if start == 0 else ",\n"
+
+        def rows(start: int, stop: int) -> Piece:
             fast = pc and _rows_arrow(pc, pieces, cols, start, stop, "json", ",\n", known)
             if fast:
-                yield fast
-                continue
+                return fast
             cells = _chunk_cells(cols, start, stop, "json", known)
-            yield _rows(pieces, cells, stop - start, ",\n")
+            return _rows(pieces, cells, stop - start, ",\n")
+
+        for start, text in _in_order(rows, n, pc is not None):
+            yield "[\n" if start == 0 else ",\n"
+            yield text
         yield "\n" + pad[:-2] + "]"
 
     return chunks()
@@ -607,14 +643,16 @@ def csv_chunks(columns: Mapping[str, np.ndarray]) -> Iterator[Piece]:
         return
     pieces = ["", *[","] * (len(cols) - 1), ""]
     pc = _arrow() if n >= ARROW_FROM else None
-    for start in range(0, n, CHUNK):
-        stop = min(start + CHUNK, n)
+
+    def rows(start: int, stop: int) -> Piece:
         fast = pc and _rows_arrow(pc, pieces, cols, start, stop, "csv", "\n")
         if fast:
-            yield fast
-            yield "\n"
-            continue
-        yield _rows(pieces, _chunk_cells(cols, start, stop, "csv"), stop - start, "\n", "\n")
+            return fast
+        return _rows(pieces, _chunk_cells(cols, start, stop, "csv"), stop - start, "\n")
+
+    for _, text in _in_order(rows, n, pc is not None):
+        yield text
+        yield "\n"
 
 
 def table_json_chunks(
