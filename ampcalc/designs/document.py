@@ -593,7 +593,7 @@ def _parse_design(raw: Any, ctx: Reader, name: str, container: Any, key: Any) ->
         )
     elif form == "custom":
         assert scheme.parse_mechanism is not None
-        mechanism = scheme.parse_mechanism(raw["mechanism"], ctx)
+        mechanism = scheme.parse_mechanism(raw["mechanism"], ctx, params)
     else:
         mechanism = parse_mechanism(raw["mechanism"], ctx, scheme, raw, "mechanism")
     guarantee = None

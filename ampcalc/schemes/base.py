@@ -115,9 +115,10 @@ class Scheme:
             passed through raw, with marks, for it to validate); default
             ``params(**values)``.
         parse_mechanism: with ``mechanism_form="custom"``: (raw ``mechanism:``
-            block, Reader) -> the scheme's own mechanism object (e.g. a privacy
-            profile). ``mechanism_form="none"``: no mechanism; the scheme is
-            calibrated to the ``target:`` block (``needs_target=True``).
+            block, Reader, the design's parsed ``Params``) -> the scheme's own mechanism
+            object (e.g. a per-record ε whose domain depends on the sampling block).
+            ``mechanism_form="none"``: no mechanism; the scheme is calibrated to the
+            ``target:`` block (``needs_target=True``).
         needs_target: the design must carry ``target: {epsilon_prime, ...}``.
         supports_group_size: the scheme handles ``mechanism.group_size > 1``.
         bind_target: (params, target) -> params, for schemes calibrated to the
@@ -146,7 +147,7 @@ class Scheme:
     mechanism_form: str = "epsilon"
     max_delta: float = 1.0
     parse_params: Callable[[dict[str, Any], Any], Any] | None = None
-    parse_mechanism: Callable[[Any, Any], Any] | None = None
+    parse_mechanism: Callable[[Any, Any, Any], Any] | None = None
     needs_target: bool = False
     supports_group_size: bool = False
     bind_target: Callable[[Any, Any], Any] | None = None

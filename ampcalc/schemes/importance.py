@@ -48,7 +48,6 @@ BASIS = (
 PROFILES = ("laplace-sum", "dp-lloyd", "constant")
 MODES = ("uniform", "coreset", "privacy-constrained", "column")
 KNOBS = ("scale", "noise_constant", "expected_size")
-_STASH = "_importance_params"
 
 
 # --------------------------------------------------------------------------------------
@@ -168,8 +167,9 @@ _PROFILE_FIELDS = {
 }
 
 
-def parse_mechanism(raw: Any, reader: Any) -> RecordEpsilon:
-    """Validate the ``mechanism:`` profile block (errors name the YAML line)."""
+def parse_mechanism(raw: Any, reader: Any, params: Params) -> RecordEpsilon:
+    """Validate the ``mechanism:`` profile block (errors name the YAML line) against the
+    design's parsed sampling block ``params`` (its radius and record dimension)."""
     from ampcalc.load.fields import describe, mapping
 
     data = mapping(raw, reader, "mechanism", None, None, "a privacy profile")
@@ -192,9 +192,6 @@ def parse_mechanism(raw: Any, reader: Any) -> RecordEpsilon:
             hint=f"did you mean '{close[0]}'?" if close else None,
         )
     values = reader.fields(data, _PROFILE_FIELDS[kind], "mechanism", f"mechanism ({kind})")
-    params: Params | None = reader.__dict__.get(_STASH)
-    if params is None:  # pragma: no cover - the loader reads sampling first
-        raise reader.error("mechanism", "the sampling block must be valid first")
     r, d = params.radius, params.data.dimension
     extra: dict[str, Any] = {}
     if kind == "laplace-sum":
@@ -438,9 +435,7 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
                 "probability_column",
                 f"{path}: record {i} (0-based) has probability {float(p[i])!r}; expected {what}",
             )
-    params = Params(**values, data=data)
-    reader.__dict__[_STASH] = params
-    return params
+    return Params(**values, data=data)
 
 
 def check(params: Params) -> list[Problem]:
