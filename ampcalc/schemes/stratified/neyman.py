@@ -104,13 +104,16 @@ ADD_REMOVE_NOTE = (
 )
 
 
-def neyman_theorem(guarantee: Neighbours, mechanism: Mechanism, *, linf: int, l1: int) -> Theorem:
-    """Neyman allocation's lower bound under ``guarantee`` (no upper bound exists); the
-    bound is linear in M's ε, so its inverse is T over its value at ε = 1."""
-    formula = replace_one_lower if guarantee is Neighbours.REPLACE_ONE else add_remove_lower
-    lower = functools.partial(formula, linf=linf, l1=l1)
+def neyman_theorem(
+    guarantee: Neighbours, mechanism: Mechanism, *, linf: int, l1: int
+) -> tuple[Theorem, tuple[str, ...]]:
+    """Neyman allocation's lower bound under ``guarantee`` (no upper bound exists), and
+    its notes; the bound is linear in M's ε, so its inverse is T over its value at ε = 1."""
+    formula = replace_one_lower
     refusals: tuple[Refusal, ...] = ()
+    notes: tuple[str, ...] = ()
     if guarantee is Neighbours.ADD_REMOVE:
+        formula = add_remove_lower
         refusals = (
             Refusal(
                 Refuses.ADD_REMOVE_UNKNOWN,
@@ -118,7 +121,9 @@ def neyman_theorem(guarantee: Neighbours, mechanism: Mechanism, *, linf: int, l1
                 "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`.",
             ),
         )
-    return Theorem(
+        notes = (ADD_REMOVE_NOTE,)
+    lower = functools.partial(formula, linf=linf, l1=l1)
+    theorem = Theorem(
         name="Neyman allocation",
         basis=BASIS_NEYMAN,
         relation=None,
@@ -129,6 +134,7 @@ def neyman_theorem(guarantee: Neighbours, mechanism: Mechanism, *, linf: int, l1
         tight=None,
         refusals=refusals,
     )
+    return theorem, notes
 
 
 def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -143,7 +149,7 @@ def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
     rows = alloc.strata_rows(p, m0 / np.maximum(n, 1), m0, np.full(k, np.nan), None)
     for row in rows:
         row["epsilon_prime"]["lower"] = None
-    theorem = neyman_theorem(guarantee, mechanism, linf=linf, l1=l1)
+    theorem, notes_of = neyman_theorem(guarantee, mechanism, linf=linf, l1=l1)
     check_refusals(theorem, mechanism)
     assert theorem.lower_both is not None
     lo0 = float(theorem.lower_both(*epsilons(mechanism)))
@@ -154,7 +160,7 @@ def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
         f"mechanism releasing the sample counts with Lap(1/ε) loses at least Δ·ε "
         f"({BUN_2022}, §4.1, §7.2).",
     ]
-    notes = [ADD_REMOVE_NOTE] if guarantee is Neighbours.ADD_REMOVE else []
+    notes = list(notes_of)
     if p.allocations is None:
         notes.append(
             "allocation rounding (not specified in the paper): largest remainder, capped at "
