@@ -51,7 +51,7 @@ def _at(value: Any, k: int) -> Any:
     return value
 
 
-def _follow(design: Any, keys: tuple[str, ...], per_point: tuple[str, ...] = ()) -> dict:
+def _follow(design: Any, keys: tuple[str, ...], per_point: tuple[str, ...] = ()) -> dict[str, Any]:
     """An evaluation on GRID gives, for every ε-dependent key, the single-ε value at each
     point (``per_point`` keys are lists of the per-ε entries; the others hold arrays at
     their leaves)."""

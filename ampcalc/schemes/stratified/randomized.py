@@ -243,7 +243,8 @@ def lower_inverse(target: Any, *, d: Rates) -> np.ndarray:
 
 def _add_remove_eps(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
     """M's own ε under add-remove (a census under an add-remove guarantee)."""
-    return ed.copy()
+    out: np.ndarray = ed.copy()
+    return out
 
 
 def _replace_one_eps(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
