@@ -23,7 +23,9 @@ privacy witness sees the drawn sizes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +36,17 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2020_WP, BUN_2022, DERIVATIONS, STRATIFIED_DOCS, cite
 from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Scale,
+    Theorem,
+    assemble,
+    check_refusals,
+    epsilons,
+)
 from ampcalc.schemes.base import Analysis
+from ampcalc.schemes.stratified.common import linear_inverse
 
 RULES = ("nearest", "floor", "largest-remainder", "huntington-hill")
 """Deterministic apportionment rules for a fixed total (``rounding:``)."""
@@ -328,6 +340,63 @@ def _count_witness(linf: int, l1: int, ed: np.ndarray, er: np.ndarray) -> np.nda
     return out
 
 
+# --- formulas: M's two ε as arrays, the allocation changes as keywords -------------------
+
+
+def replace_one_lower(ed: np.ndarray, er: np.ndarray, *, move: tuple[int, int]) -> np.ndarray:
+    """Lower bound under replace-one: the count witness on the worst move (Δ∞, Δ₁) of a
+    record across strata (a replacement inside a stratum keeps every size). Rounded
+    down."""
+    return numeric.round_down(_count_witness(*move, ed, er))
+
+
+def add_remove_lower(
+    ed: np.ndarray, er: np.ndarray, *, add_remove: tuple[int, int], move: tuple[int, int]
+) -> np.ndarray:
+    """Lower bound under add-remove: the count witness on an added or removed record;
+    a move is a replacement, which an add-remove guarantee ε′ covers with 2ε′, so ε′ >=
+    half its loss. Rounded down."""
+    direct = _count_witness(*add_remove, ed, er)
+    return numeric.round_down(np.maximum(direct, _count_witness(*move, ed, er) / 2.0))
+
+
+# --- results, one theorem record per guarantee (lower bounds only) -----------------------
+
+
+def fixed_total_theorem(
+    guarantee: Neighbours,
+    mechanism: Mechanism,
+    *,
+    add_remove: tuple[int, int],
+    move: tuple[int, int],
+) -> Theorem:
+    """A fixed total's lower bound under ``guarantee`` (no upper bound is known); linear
+    in M's ε, so its inverse is T over its value at ε = 1."""
+    refusals: tuple[Refusal, ...] = ()
+    if guarantee is Neighbours.REPLACE_ONE:
+        lower = functools.partial(replace_one_lower, move=move)
+    else:
+        lower = functools.partial(add_remove_lower, add_remove=add_remove, move=move)
+        refusals = (
+            Refusal(
+                Refuses.ADD_REMOVE_UNKNOWN,
+                "a fixed-total allocation with an add-remove guarantee needs M's add-remove "
+                "ε; `neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`.",
+            ),
+        )
+    return Theorem(
+        name="a fixed total",
+        basis=BASIS,
+        relation=None,
+        guarantee=guarantee,
+        lower_both=lower,
+        lower_inverse=functools.partial(linear_inverse, lower, mechanism),
+        lower_inverse_scale=Scale.DECLARED,
+        tight=None,
+        refusals=refusals,
+    )
+
+
 def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Lower bound (no upper bound) for proportional allocation of a fixed total.
 
@@ -338,55 +407,25 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
     names = strata.names
     n_total = int(p.total_sample)
     sens = sensitivity(strata.size.tolist(), n_total, p.rounding)
-    replace = guarantee is Neighbours.REPLACE_ONE
-    e_d_known = mechanism.epsilon_add_remove_known()
-    eps_r = mechanism.epsilon_replace_one_of
-    if not e_d_known and not replace:
-        raise ConditionError(
-            "a fixed-total allocation with an add-remove guarantee needs M's add-remove ε; "
-            "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`."
-        )
     ar_kinds = ("add", "remove")
     mv_kinds = ("move",)
     ar_l1, ar_l1_nb = sens.worst(ar_kinds, "l1")
     ar_linf, _ = sens.worst(ar_kinds, "linf")
     mv_l1, mv_l1_nb = sens.worst(mv_kinds, "l1")
     mv_linf, _ = sens.worst(mv_kinds, "linf")
-
-    def lower_replace(e: np.ndarray) -> np.ndarray:
-        er = eps_r(e)
-        ed = e if e_d_known else np.full(e.shape, np.inf)
-        return _count_witness(mv_linf, mv_l1, ed, er)
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        if replace:
-            return numeric.round_down(lower_replace(e))
-        er = eps_r(e)
-        # add/remove pairs directly; a move is a replacement, which an add-remove
-        # guarantee ε′ covers with 2ε′, so ε′ >= half its loss
-        direct = _count_witness(ar_linf, ar_l1, e, er)
-        return numeric.round_down(np.maximum(direct, lower_replace(e) / 2.0))
-
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        t = np.asarray(target, dtype=float)
-        slope = float(lower(np.asarray(1.0)))  # the lower bound is linear in ε
-        if slope <= 0:
-            return np.full(t.shape, np.inf)
-        return numeric.certify_up(lower, numeric.round_up(t / slope), t)
+    theorem = fixed_total_theorem(
+        guarantee, mechanism, add_remove=(ar_linf, ar_l1), move=(mv_linf, mv_l1)
+    )
+    check_refusals(theorem, mechanism)
+    replace = theorem.guarantee is Neighbours.REPLACE_ONE
+    assert theorem.lower_both is not None
+    at = functools.partial(_lower_bound_at, theorem.lower_both)
 
     size = strata.size
     m0 = np.asarray(sens.drawn, dtype=float)
-
-    def invert_details(target: np.ndarray) -> dict[str, Any]:
-        t = np.asarray(target, dtype=float)
-        if t.ndim:
-            return {}
-        imp = impossible_above(t)
-        return {"strata": alloc.invert_rows(p, m0 / np.maximum(size, 1), m0, None, imp)}
-
     eps0 = float(mechanism.epsilon)
-    lo0 = float(lower(np.asarray(eps0)))
+    declared = at(*epsilons(mechanism))
+    lo0 = float(declared["lower_bound"])
     rows = alloc.strata_rows(p, m0 / np.maximum(size, 1), m0, np.full(len(strata), np.nan), None)
     for row in rows:
         row["epsilon_prime"]["lower"] = None
@@ -441,6 +480,8 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
             f"2 'under some mild assumptions'; at these sizes {describe(gs_all_nb, names)} "
             f"moves it by {gs_all} (the assumptions are not stated; {STRATIFIED_DOCS})"
         )
+    # ``lower_bound`` at the declared ε (for readers of the analysis that evaluate no ε);
+    # the engine replaces it by its value at each evaluated ε
     details: dict[str, Any] = {
         "allocation": "proportional",
         "rounding": rule,
@@ -463,21 +504,37 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
         "strata_count": len(strata),
         "strata": rows,
     }
-    return Analysis(
-        guarantee_neighbours=guarantee,
-        reference_epsilon=(lambda e: eps_r(e)) if replace else (lambda e: np.asarray(e, float)),
-        upper=None,
-        lower=lower,
-        delta_prime=None,
-        basis=BASIS,
-        conditions=(
-            f"proportional allocation of a fixed total n = {n_total} over the stratum sizes "
-            f"(N = {pop}), rounding `{rule}`: deterministic and data-dependent",
-            f"lower bound at ε = {eps0:g}: {lo0:.6g}",
+    return assemble(
+        dataclasses.replace(
+            theorem,
+            conditions=(
+                f"proportional allocation of a fixed total n = {n_total} over the stratum "
+                f"sizes (N = {pop}), rounding `{rule}`: deterministic and data-dependent",
+                f"lower bound at ε = {eps0:g}: {lo0:.6g}",
+            ),
         ),
+        mechanism,
+        details=details,
+        details_both=at,
         warnings=tuple(warnings),
         notes=tuple(notes),
-        details=details,
-        impossible_above=impossible_above,
-        invert_details=invert_details,
+        invert_details_from=functools.partial(_invert_rows, p, m0),
     )
+
+
+def _lower_bound_at(
+    lower: Callable[[np.ndarray, np.ndarray], np.ndarray], ed: np.ndarray, er: np.ndarray
+) -> dict[str, Any]:
+    """The lower bound at M's (ε_D, ε_R) of each evaluated ε."""
+    return {"lower_bound": lower(ed, er)}
+
+
+def _invert_rows(p: Any, m0: np.ndarray, an: Analysis, target: np.ndarray) -> dict[str, Any]:
+    """Per-stratum rows of ``invert``: the ε past which the lower bound exceeds T."""
+    t = np.asarray(target, dtype=float)
+    if t.ndim:
+        return {}
+    assert an.impossible_above is not None
+    imp = an.impossible_above(t)
+    size = p.strata.size
+    return {"strata": alloc.invert_rows(p, m0 / np.maximum(size, 1), m0, None, imp)}

@@ -18,7 +18,14 @@ the references. ``assemble`` does everything else, the same way for every family
   take ε_D and ε_R), lower bounds proved by witness mechanisms (each run at the largest
   ε every declared relation allows: min(ε_D, ε_R/c) for a witness whose replace-one ε is
   c times its add-remove ε), lower-only results, a δ′ formula δ′(ε, δ), and the
-  theorem's refusals (another guarantee, δ > 0, an unknown add-remove ε) in its order.
+  theorem's refusals (another guarantee, δ > 0, an unknown add-remove ε) in its order;
+* closed-form inverses stated in a ``Scale`` of M's ε (the declared ε, ε_R or
+  min(ε_D, ε_R)): inv(T)/ratio rounded outward once and certified against the bound as
+  evaluated, the lower bound's own inverse beside the upper's (+∞: never reached);
+* a guarantee derived from another relation's result (``doubled``: replace-one
+  ε′ <= 2·ε′ of add-remove, the inverse evaluated at T/2);
+* a family's own wording of the condition on M's relation, and ``invert`` details
+  that see the built analysis.
 
 ε reaches the formulas only as the array argument: nothing here reads
 ``mechanism.epsilon`` except to state a warning's numbers (and ``epsilons``, which
@@ -27,7 +34,9 @@ gives a family (ε_D, ε_R) at the declared ε for its remarks about the declare
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +96,22 @@ class Refusal:
     message: str
 
 
+class Scale(enum.Enum):
+    """Which of M's ε a closed-form inverse is stated in; the declared ε follows by a
+    fixed ratio (``Mechanism.replace_one_ratio``: ε_R/ε, kept fixed while ε varies)."""
+
+    DECLARED = "declared"  # the declared ε itself
+    REPLACE_ONE = "replace-one"  # ε_R = ratio·ε
+    SMALLER = "smaller"  # min(ε_D, ε_R) = min(1, ratio)·ε
+
+    def ratio(self, mechanism: Mechanism) -> float:
+        """ε in this scale / the declared ε."""
+        if self is Scale.DECLARED:
+            return 1.0
+        ratio = mechanism.replace_one_ratio()
+        return ratio if self is Scale.REPLACE_ONE else min(1.0, ratio)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Theorem:
     """A result's formulas under its natural relation, as data.
@@ -138,6 +163,18 @@ class Theorem:
             ``guarantee``; δ > 0 (δ′ = 0 then); an unknown add-remove ε. Without an
             ``ADD_REMOVE_UNKNOWN`` refusal a ``BOTH``/None theorem takes ε_D = +∞ there
             (no add-remove constraint).
+        inverse_scale: ``inverse`` is the upper bound's closed-form inverse stated in
+            this ``Scale`` of M's ε (any ``relation``): the certified declared ε is
+            inv(T)/ratio rounded down once and stepped down until ``upper`` <= T; it
+            is not used for the lower bound. None: ``inverse`` is of the ε of
+            ``relation`` (rounded, divided by the relation's ratio, rounded again).
+        lower_inverse_scale: ``lower_inverse`` is the lower bound's own closed-form
+            inverse in this ``Scale`` (unrounded, or rounded up): inv(T)/ratio rounded
+            up once and stepped up until the lower bound >= T; +∞ (never reached) is
+            kept, and when it is +∞ at every target the lower bound is not evaluated.
+        relation_condition: the stated condition on M's relation in the family's own
+            words (``{declared}``: M's declared relation), in place of the standard one;
+            "" states none.
     """
 
     name: str
@@ -160,6 +197,9 @@ class Theorem:
     refuses_replace_one_only: str = ""
     relation_words: str = ""
     refusals: tuple[Refusal, ...] = ()
+    inverse_scale: Scale | None = None
+    lower_inverse_scale: Scale | None = None
+    relation_condition: str | None = None
 
     def __post_init__(self) -> None:
         if self.upper is not None and self.upper_both is not None:
@@ -169,8 +209,8 @@ class Theorem:
         single = (
             self.upper,
             self.lower,
-            self.inverse,
-            self.lower_inverse,
+            self.inverse if self.inverse_scale is None else None,
+            self.lower_inverse if self.lower_inverse_scale is None else None,
             self.delta_prime,
             self.delta_factor,
         )
@@ -323,6 +363,7 @@ def assemble(
     invert_details: Callable[[FloatArray], Mapping[str, Any]] | None = None,
     notes: tuple[str, ...] = (),
     conditions: tuple[str, ...] = (),
+    invert_details_from: Callable[[Analysis, FloatArray], Mapping[str, Any]] | None = None,
 ) -> Analysis:
     """The analysis of one design under ``theorem`` for the declared ``mechanism``.
 
@@ -339,6 +380,9 @@ def assemble(
         notes: the family's own notes (the relation notes are added here).
         conditions: the family's further conditions, stated after M's relation (e.g.
             M's δ, what a second sampling stage makes of M).
+        invert_details_from: (the built analysis, target ε′) -> extra entries for
+            ``invert`` that use the analysis's own bounds and inverses (in place of
+            ``invert_details``).
 
     Raises:
         ConditionError: one of the theorem's refusals applies (in its order), or the
@@ -376,17 +420,29 @@ def assemble(
     certified: Formula | None = None
     impossible_above: Formula | None = None
     if theorem.inverse is not None and upper is not None:
-        certified = _certified(theorem.inverse, upper, ratio)
-        if lower is not None:
-            impossible_above = _impossible_above(theorem.inverse, lower, ratio)
+        if theorem.inverse_scale is not None:
+            scaled = theorem.inverse_scale.ratio(mechanism)
+            certified = functools.partial(_certified_once, theorem.inverse, upper, scaled)
+        else:
+            certified = _certified(theorem.inverse, upper, ratio)
+            if lower is not None:
+                impossible_above = _impossible_above(theorem.inverse, lower, ratio)
     if theorem.lower_inverse is not None and lower is not None:
-        impossible_above = _impossible_above(theorem.lower_inverse, lower, ratio, start_below=True)
+        if theorem.lower_inverse_scale is not None:
+            scaled = theorem.lower_inverse_scale.ratio(mechanism)
+            impossible_above = functools.partial(
+                _impossible_once, theorem.lower_inverse, lower, scaled
+            )
+        else:
+            impossible_above = _impossible_above(
+                theorem.lower_inverse, lower, ratio, start_below=True
+            )
 
     reference = add_remove if theorem.guarantee is Neighbours.ADD_REMOVE else replace_one
     if theorem.group_size != 1:
         reference = _times(theorem.group_size, reference)
 
-    return Analysis(
+    analysis = Analysis(
         guarantee_neighbours=theorem.guarantee,
         reference_epsilon=reference,
         upper=upper,
@@ -405,6 +461,11 @@ def assemble(
         },
         details_at=_details(details_at, details_both, add_remove, replace_one),
         invert_details=invert_details,
+    )
+    if invert_details_from is None:
+        return analysis
+    return dataclasses.replace(
+        analysis, invert_details=functools.partial(invert_details_from, analysis)
     )
 
 
@@ -426,6 +487,9 @@ def check_refusals(
 
 def _relation_condition(theorem: Theorem, mechanism: Mechanism) -> tuple[str, ...]:
     """The stated condition on M's relation (none for a theorem that puts none)."""
+    if theorem.relation_condition is not None:
+        words = theorem.relation_condition.replace("{declared}", str(mechanism.neighbours))
+        return (words,) if words else ()
     pure = " (δ = 0)" if theorem.pure else ""
     declared = f"(declared: {mechanism.neighbours})"
     if theorem.relation is None:
@@ -581,3 +645,67 @@ def _mechanism_delta(
             return numeric.round_down(target_delta / (factor * (1.0 + np.exp(e))))
 
     return mechanism_delta
+
+
+def _certified_once(
+    inverse: Formula, upper: Formula, ratio: float, target: FloatArray
+) -> FloatArray:
+    """Largest declared ε with upper <= target: inv(T)/ratio (an inverse in a ``Scale``)
+    rounded down once, then stepped down until it holds as evaluated."""
+    t = np.asarray(target, dtype=float)
+    guess = inverse(t) if ratio == 1.0 else inverse(t) / ratio
+    return numeric.certify_down(upper, numeric.round_down(guess), t)
+
+
+def _impossible_once(
+    inverse: Formula, lower: Formula, ratio: float, target: FloatArray
+) -> FloatArray:
+    """Smallest declared ε with lower >= target: inv(T)/ratio (the lower bound's own
+    inverse in a ``Scale``) rounded up once, then stepped up until it holds as
+    evaluated; +∞ (never reached) is kept, without evaluating the lower bound when it
+    is +∞ at every target."""
+    t = np.asarray(target, dtype=float)
+    guess = inverse(t) if ratio == 1.0 else inverse(t) / ratio
+    if np.all(np.isposinf(guess)):
+        return np.asarray(guess, dtype=float)
+    return numeric.certify_up(lower, numeric.round_up(guess), t)
+
+
+def doubled(theorem: Theorem) -> Theorem:
+    """The replace-one guarantee derived from an add-remove result (derivation §1.3): a
+    replacement is a removal and an addition, so ε′ <= 2·ε′ of the result. Its upper
+    bound doubled (rounded up), its inverse evaluated at T/2; its lower parts are
+    dropped (state the replace-one lower bound on the returned record), and a derived
+    bound is not claimed tight.
+    """
+    if theorem.guarantee is not Neighbours.ADD_REMOVE:
+        raise ValueError(f"{theorem.name}: only an add-remove result is doubled")
+    return dataclasses.replace(
+        theorem,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=None if theorem.upper is None else functools.partial(_twice, theorem.upper),
+        upper_both=(
+            None
+            if theorem.upper_both is None
+            else functools.partial(_twice_both, theorem.upper_both)
+        ),
+        inverse=None if theorem.inverse is None else functools.partial(_at_half, theorem.inverse),
+        lower=None,
+        lower_both=None,
+        witnesses=(),
+        lower_inverse=None,
+        lower_inverse_scale=None,
+        tight=None if theorem.tight is None else False,
+    )
+
+
+def _twice(upper: Formula, eps: FloatArray) -> FloatArray:
+    return numeric.round_up(2.0 * upper(eps))
+
+
+def _twice_both(upper: PairFormula, e_d: FloatArray, e_r: FloatArray) -> FloatArray:
+    return numeric.round_up(2.0 * upper(e_d, e_r))
+
+
+def _at_half(inverse: Formula, target: FloatArray) -> FloatArray:
+    return inverse(np.asarray(target, dtype=float) / 2.0)

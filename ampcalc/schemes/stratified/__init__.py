@@ -27,13 +27,15 @@ Basis:
     lower bounds Δ∞·ε and Δ₁·ε, no upper bound).
 
 Layout: one module per allocation family, each reading theorem -> formula (plain
-keyword functions of M's ε) -> one record per (result, guarantee): ``randomized``,
-``deterministic``, ``neyman``, ``fixed`` (the poisson and fixed allocations, through
-the ``poisson`` and ``srswor`` families' results); ``records`` turns a record into
-the analysis (relation reading, reference ε, certified inverses); ``params`` holds
-the fields, the strata readers and the loading rules; ``accuracy`` the
-``ampcalc compare`` hook; ``verify`` the tiny-instance hook. A fixed total
-(``total_sample`` with proportional allocation) is ``schemes._fixed_total``.
+keyword functions of M's ε) -> one ``schemes.assembly.Theorem`` record per (result,
+guarantee), turned into the analysis by ``schemes.assembly.assemble`` (relation
+reading, reference ε, certified inverses, details at each evaluated ε):
+``randomized``, ``deterministic``, ``neyman``, ``fixed`` (the poisson and fixed
+allocations, through the ``poisson`` and ``srswor`` families' results); ``common``
+the stratified refusal wording and shared helpers; ``params`` holds the fields, the
+strata readers and the loading rules; ``accuracy`` the ``ampcalc compare`` hook;
+``verify`` the tiny-instance hook. A fixed total (``total_sample`` with proportional
+allocation) is ``schemes._fixed_total``.
 """
 
 from __future__ import annotations

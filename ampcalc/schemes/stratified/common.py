@@ -2,23 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ampcalc.math.types import FloatArray
 from ampcalc.model.design import Mechanism
 from ampcalc.model.errors import ConditionError
+from ampcalc.schemes.assembly import Refusal, Refuses, epsilons
+
+
+def _needs_add_remove(theorem: str) -> str:
+    return (
+        f"{theorem} needs M's add-remove ε, and `neighbours: replace-one` leaves it "
+        "unknown (stratum sample sizes change with the population). Declare "
+        "`neighbours: add-remove` or `both`."
+    )
+
+
+def add_remove_refusal(theorem: str) -> Refusal:
+    """A theorem's refusal of a mechanism declared under replace-one only: ``theorem``
+    needs its add-remove ε (stratum sample sizes change with the population)."""
+    return Refusal(Refuses.ADD_REMOVE_UNKNOWN, _needs_add_remove(theorem))
 
 
 def need_add_remove(mechanism: Mechanism, theorem: str) -> None:
-    """Refuse a mechanism declared under replace-one only: ``theorem`` needs its
-    add-remove ε (stratum sample sizes change with the population)."""
+    """Raise ``add_remove_refusal(theorem)`` for a mechanism declared under replace-one
+    only."""
     if not mechanism.epsilon_add_remove_known():
-        raise ConditionError(
-            f"{theorem} needs M's add-remove ε, and `neighbours: replace-one` leaves it "
-            "unknown (stratum sample sizes change with the population). Declare "
-            "`neighbours: add-remove` or `both`."
-        )
+        raise ConditionError(_needs_add_remove(theorem))
+
+
+def linear_inverse(
+    formula: Callable[[FloatArray, FloatArray], FloatArray],
+    mechanism: Mechanism,
+    target: FloatArray,
+) -> FloatArray:
+    """The declared ε where a lower bound linear in it (``formula`` of (ε_D, ε_R)) reaches
+    ``target``: T over its value at declared ε = 1, unrounded; +inf where it stays 0."""
+    slope = float(formula(*epsilons(mechanism, 1.0)))
+    if slope <= 0:
+        return np.full(np.shape(target), np.inf)
+    out: FloatArray = np.asarray(target, dtype=float) / slope
+    return out
 
 
 def scalar_eps(mechanism: Mechanism) -> float:

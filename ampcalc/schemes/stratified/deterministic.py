@@ -22,11 +22,19 @@ from ampcalc.model.references import (
     cite,
 )
 from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Scale,
+    Theorem,
+    assemble,
+    check_refusals,
+    epsilons,
+)
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import need_add_remove, scalar_eps
+from ampcalc.schemes.stratified.common import add_remove_refusal, per_stratum, scalar_eps
 from ampcalc.schemes.stratified.params import Params
 from ampcalc.schemes.stratified.randomized import analyse_randomized
-from ampcalc.schemes.stratified.records import Result, Scale, build, relations
 
 BASIS_DETERMINISTIC = (
     cite(BUN_2022, "§4.1"),
@@ -213,113 +221,115 @@ def replace_one_epsilon(ed: np.ndarray, er: np.ndarray, *, rd: _Rounded, up: boo
 
 
 def stratum_epsilon(ed: Any, er: Any, *, rd: _Rounded, up: bool) -> np.ndarray:
-    """Stratified add-remove ε′_h: the worse of removing and adding a record of h."""
+    """Stratified add-remove ε′_h: the worse of removing and adding a record of h, shape
+    (k, *ε.shape)."""
     steps = rd.steps
-    down = _step_values(steps.down, rd.q_down, ed, er, up)
-    add = _step_values(steps.up, rd.q_up, ed, er, up)
+    e = np.asarray(ed)
+    down = _step_values(per_stratum(steps.down, e), per_stratum(rd.q_down, e), ed, er, up)
+    add = _step_values(per_stratum(steps.up, e), per_stratum(rd.q_up, e), ed, er, up)
     out: np.ndarray = np.maximum(down, add)
     return out
 
 
-# --- results, one record per guarantee ---------------------------------------------------
+# --- results, one theorem record per guarantee -------------------------------------------
 
 
-def add_remove_result(rd: _Rounded, mechanism: Mechanism) -> Result:
-    """Stratified add-remove DP at the stated sizes (exact)."""
-    need_add_remove(mechanism, "an add-remove guarantee under deterministic rounding")
-    pure = mechanism.delta == 0.0
-    return Result(
-        guarantee=Neighbours.ADD_REMOVE,
-        upper=(lambda ed, er: add_remove_epsilon(ed, er, rd=rd, up=True)) if pure else None,
-        lower=lambda ed, er: add_remove_epsilon(ed, er, rd=rd, up=False),
-        pure=pure,
+def add_remove_theorem(rd: _Rounded, pure: bool) -> Theorem:
+    """Stratified add-remove DP at the stated sizes (exact; no upper bound with δ > 0)."""
+    return Theorem(
+        name="deterministic rounding (add-remove)",
         basis=BASIS_DETERMINISTIC,
-        conditions=(f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",),
+        relation=Neighbours.BOTH,
+        guarantee=Neighbours.ADD_REMOVE,
+        upper_both=functools.partial(add_remove_epsilon, rd=rd, up=True) if pure else None,
+        lower_both=functools.partial(add_remove_epsilon, rd=rd, up=False),
+        pure=pure,
+        tight=None,
+        refusals=(add_remove_refusal("an add-remove guarantee under deterministic rounding"),),
+        relation_condition="M is ε-DP under add-remove (declared: {declared})",
     )
 
 
-def replace_one_result(rd: _Rounded, p: Params, mechanism: Mechanism) -> Result:
+def replace_one_theorem(rd: _Rounded, p: Params, pure: bool) -> Theorem:
     """Replace-one at the stated sizes: within a stratum and across strata (derived,
-    docs/stratified.md)."""
+    docs/stratified.md). A move that changes one allocation only needs M's add-remove
+    ε (refused when it is unknown); otherwise ε_D = +inf."""
     one_sided = [(s, t) for s, t in rd.cross if rd.cross_jumps(s, t) in ((1, 0), (0, 1))]
-    if not mechanism.epsilon_add_remove_known() and one_sided:
+    refusals: tuple[Refusal, ...] = ()
+    if one_sided:
         s, t = one_sided[0]
         names = p.strata.names
-        raise ConditionError(
-            f"moving a record from stratum {names[s]!r} to {names[t]!r} changes the total "
-            "sample size (deterministic rounding), so M's add-remove ε is needed, and "
-            "`neighbours: replace-one` leaves it unknown. Declare `neighbours: add-remove` "
-            "or `both`."
+        refusals = (
+            Refusal(
+                Refuses.ADD_REMOVE_UNKNOWN,
+                f"moving a record from stratum {names[s]!r} to {names[t]!r} changes the "
+                "total sample size (deterministic rounding), so M's add-remove ε is needed, "
+                "and `neighbours: replace-one` leaves it unknown. Declare `neighbours: "
+                "add-remove` or `both`.",
+            ),
         )
-    pure = mechanism.delta == 0.0
-    return Result(
-        guarantee=Neighbours.REPLACE_ONE,
-        upper=(lambda ed, er: replace_one_epsilon(ed, er, rd=rd, up=True)) if pure else None,
-        lower=lambda ed, er: replace_one_epsilon(ed, er, rd=rd, up=False),
-        pure=pure,
+    return Theorem(
+        name="deterministic rounding (replace-one)",
         basis=BASIS_DETERMINISTIC,
-        conditions=(f"M's replace-one ε_R (declared: {mechanism.neighbours})",),
-        notes=(DETERMINISTIC_REPLACE_NOTE,),
-        invert_details=_searched_rows(p, rd, pure),
+        relation=Neighbours.BOTH,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper_both=functools.partial(replace_one_epsilon, rd=rd, up=True) if pure else None,
+        lower_both=functools.partial(replace_one_epsilon, rd=rd, up=False),
+        pure=pure,
+        tight=None,
+        refusals=refusals,
+        relation_condition="M's replace-one ε_R (declared: {declared})",
     )
 
 
 def _searched_rows(
-    p: Params, rd: _Rounded, pure: bool
-) -> Callable[[Analysis, np.ndarray], dict[str, Any]]:
+    p: Params, rd: _Rounded, pure: bool, an: Analysis, target: np.ndarray
+) -> dict[str, Any]:
     """Replace-one ``invert`` rows: the design's own bounds inverted by search (none
     with δ > 0: no upper bound)."""
-
-    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
-        t = np.asarray(target, dtype=float)
-        if t.ndim or not pure:
-            return {}
-        assert an.upper is not None and an.lower is not None
-        tt = float(t)
-        cert = numeric.largest_feasible(an.upper, tt, tt / 4, tt)
-        imp = numeric.smallest_reaching(an.lower, tt, tt / 4, tt)
-        return {"strata": alloc.invert_rows(p, p.rates(), rd.steps.at, cert, imp)}
-
-    return invert_details
+    t = np.asarray(target, dtype=float)
+    if t.ndim or not pure:
+        return {}
+    assert an.upper is not None and an.lower is not None
+    tt = float(t)
+    cert = numeric.largest_feasible(an.upper, tt, tt / 4, tt)
+    imp = numeric.smallest_reaching(an.lower, tt, tt / 4, tt)
+    return {"strata": alloc.invert_rows(p, p.rates(), rd.steps.at, cert, imp)}
 
 
 def _stratum_rows(
-    p: Params, rd: _Rounded, mechanism: Mechanism, pure: bool
-) -> Callable[[Analysis, np.ndarray], dict[str, Any]]:
+    p: Params, rd: _Rounded, mechanism: Mechanism, pure: bool, an: Analysis, target: np.ndarray
+) -> dict[str, Any]:
     """Add-remove ``invert`` rows: per stratum, a step that moves the allocation needs
     ε <= T, one that keeps it A(q, ratio·ε) <= T (closed form, then certified)."""
     steps, k = rd.steps, len(p.strata)
     eps_r = mechanism.epsilon_replace_one_of
     ratio = Scale.REPLACE_ONE.ratio(mechanism)
-
-    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
-        t = np.asarray(target, dtype=float)
-        if t.ndim or not pure:
-            return {}
-        tt = float(t)
-        tk = np.full(k, tt)
-        keep = np.maximum(
-            np.where(steps.down == 0, rd.q_down, 0.0), np.where(steps.up == 0, rd.q_up, 0.0)
+    t = np.asarray(target, dtype=float)
+    if t.ndim or not pure:
+        return {}
+    tt = float(t)
+    tk = np.full(k, tt)
+    keep = np.maximum(
+        np.where(steps.down == 0, rd.q_down, 0.0), np.where(steps.up == 0, rd.q_up, 0.0)
+    )
+    moves = (steps.down > 0) | (steps.up > 0)
+    with np.errstate(divide="ignore"):
+        inv = np.where(keep > 0, numeric.amplification_inverse(keep, tk) / ratio, np.inf)
+    guess = np.where(moves, np.minimum(tk, inv), inv)
+    finite = np.isfinite(guess)
+    cert = np.full(k, np.inf)
+    imp = np.full(k, np.inf)
+    if finite.any():
+        g, t_f = guess[finite], tk[finite]
+        sub = _Subset(steps, rd, finite)
+        cert[finite] = numeric.certify_down(
+            functools.partial(sub.values, eps_r=eps_r, up=True), numeric.round_down(g), t_f
         )
-        moves = (steps.down > 0) | (steps.up > 0)
-        with np.errstate(divide="ignore"):
-            inv = np.where(keep > 0, numeric.amplification_inverse(keep, tk) / ratio, np.inf)
-        guess = np.where(moves, np.minimum(tk, inv), inv)
-        finite = np.isfinite(guess)
-        cert = np.full(k, np.inf)
-        imp = np.full(k, np.inf)
-        if finite.any():
-            g, t_f = guess[finite], tk[finite]
-            sub = _Subset(steps, rd, finite)
-            cert[finite] = numeric.certify_down(
-                lambda e: sub.values(e, eps_r, True), numeric.round_down(g), t_f
-            )
-            imp[finite] = numeric.certify_up(
-                lambda e: sub.values(e, eps_r, False), numeric.round_up(g), t_f
-            )
-        return {"strata": alloc.invert_rows(p, p.rates(), steps.at, cert, imp)}
-
-    return invert_details
+        imp[finite] = numeric.certify_up(
+            functools.partial(sub.values, eps_r=eps_r, up=False), numeric.round_up(g), t_f
+        )
+    return {"strata": alloc.invert_rows(p, p.rates(), steps.at, cert, imp)}
 
 
 def _sensitivity(rd: _Rounded, guarantee: Neighbours) -> tuple[int, int]:
@@ -336,101 +346,116 @@ def _sensitivity(rd: _Rounded, guarantee: Neighbours) -> tuple[int, int]:
 def analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Proportional allocation with deterministic rounding, at the stated sizes."""
     rule = p.rounding or "nearest"
-    r = p.rates()
     rd = _Rounded.of(p)
-    steps, m = rd.steps, rd.steps.at
     k = len(p.strata)
+    pure = mechanism.delta == 0.0
     if guarantee is Neighbours.REPLACE_ONE:
-        result = replace_one_result(rd, p, mechanism)
+        theorem = replace_one_theorem(rd, p, pure)
+        notes_of: tuple[str, ...] = (DETERMINISTIC_REPLACE_NOTE,)
+        rows_at = functools.partial(_searched_rows, p, rd, pure)
     else:
-        result = add_remove_result(rd, mechanism)
-        rows_at = _stratum_rows(p, rd, mechanism, result.pure)
-        result = dataclasses.replace(result, invert_details=rows_at)
-    replace = result.guarantee is Neighbours.REPLACE_ONE
-    ed_known = mechanism.epsilon_add_remove_known()
-    eps_r = mechanism.epsilon_replace_one_of
+        theorem = add_remove_theorem(rd, pure)
+        notes_of = ()
+        rows_at = functools.partial(_stratum_rows, p, rd, mechanism, pure)
+    theorem = dataclasses.replace(
+        theorem,
+        conditions=(
+            "each stratum samples ⌊r·N_h⌉ (or ⌊r·N_h⌋) records without replacement: a "
+            "deterministic function of the stratum size",
+            "bounds at the stated stratum sizes: the pairs are the stated population and "
+            "each of its neighbours",
+        ),
+    )
+    check_refusals(theorem, mechanism)
+    replace = theorem.guarantee is Neighbours.REPLACE_ONE
     eps0 = scalar_eps(mechanism)
-    e0 = np.asarray(eps0)
-    er0 = eps_r(e0)
-    rows = alloc.strata_rows(
-        p,
-        r,
-        m,
-        stratum_epsilon(e0, er0, rd=rd, up=False) if ed_known else None,
-        stratum_epsilon(e0, er0, rd=rd, up=True) if ed_known and result.pure else None,
-    )
-    for row, removed, added in zip(
-        rows, steps.removed.tolist(), steps.added.tolist(), strict=True
-    ):
-        row["sample_neighbours"] = {"record_removed": removed, "record_added": added}
-    witness = _deterministic_witness(
-        p,
-        rd,
-        replace,
-        eps0,
-        float(er0),
-        functools.partial(_cross_at, rd=rd, both=relations(mechanism)),
-    )
-    linf, l1 = _sensitivity(rd, result.guarantee)
+    at_both = functools.partial(_details_both, p=p, rd=rd, replace=replace, pure=pure)
+    declared = at_both(*epsilons(mechanism))
+    witness = declared["witness"]
+    linf, l1 = _sensitivity(rd, theorem.guarantee)
     warnings: list[str] = []
     notes: list[str] = []
     # a rounded allocation that moves is a failed guarantee; one that stays is context
     (warnings if linf else notes).append(_deterministic_note(rule, witness, linf, replace))
+    side = _randomized_analysis(p, mechanism, guarantee)
+    side_at = None
+    if isinstance(side, ConditionError):
+        side_declared = None
+        notes.append(f"randomised rounding would not be covered either: {side.message}")
+    else:
+        side_at = functools.partial(_randomized_at, side)
+        side_declared = {
+            key: float(v) for key, v in side_at(np.asarray(eps0))["randomized_rounding"].items()
+        }
+        notes.append(
+            f"with randomised rounding the same rates give ε′ in [{side_declared['lower']:.6g}, "
+            f"{side_declared['upper']:.6g}] at ε = {eps0:g}"
+        )
+    # the ε-dependent entries at the declared ε (for readers of the analysis that evaluate
+    # no ε); the engine replaces them by their values at each evaluated ε
     details: dict[str, Any] = {
         "allocation": "proportional",
         "rounding": rule,
         "allocation_sensitivity": {"linf": linf, "l1": l1},
         "witness": witness,
         "strata_count": k,
-        "strata": rows,
+        "strata": declared["strata"],
+        "randomized_rounding": side_declared,
     }
-    _randomized_side(p, mechanism, guarantee, eps0, details, notes)
-    if not result.pure:
+    if not pure:
         warnings.append(
             "the upper bound is for pure ε-DP mechanisms: no upper bound with delta > 0"
         )
-    return build(
-        dataclasses.replace(
-            result,
-            conditions=(
-                "each stratum samples ⌊r·N_h⌉ (or ⌊r·N_h⌋) records without replacement: a "
-                "deterministic function of the stratum size",
-                "bounds at the stated stratum sizes: the pairs are the stated population and "
-                "each of its neighbours",
-                *result.conditions,
-            ),
-            warnings=tuple(warnings),
-            notes=(*notes, *result.notes),
-            details=details,
-        ),
+    return assemble(
+        theorem,
         mechanism,
+        details=details,
+        details_at=side_at,
+        details_both=at_both,
+        warnings=tuple(warnings),
+        notes=(*notes, *notes_of),
+        invert_details_from=rows_at,
     )
 
 
-def _cross_at(
-    s: int,
-    t: int,
-    e: np.ndarray,
-    up: bool,
-    *,
-    rd: _Rounded,
-    both: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
-) -> np.ndarray:
-    """``cross_epsilon`` at a declared ε (the witness's search over moves)."""
-    return cross_epsilon(s, t, *both(e), rd=rd, up=up)
+def _details_both(
+    ed: np.ndarray, er: np.ndarray, *, p: Params, rd: _Rounded, replace: bool, pure: bool
+) -> dict[str, Any]:
+    """The witness and the per-stratum rows at M's (ε_D, ε_R) of each evaluated ε (a
+    stratum's add-remove ε′_h only where ε_D is known, i.e. finite). At an array of ε
+    the witness is an array (nested lists) of the witness at each ε."""
+    steps = rd.steps
+    known = bool(np.all(np.isfinite(ed)))
+    rows = alloc.strata_rows(
+        p,
+        p.rates(),
+        steps.at,
+        stratum_epsilon(ed, er, rd=rd, up=False) if known else None,
+        stratum_epsilon(ed, er, rd=rd, up=True) if known and pure else None,
+    )
+    for row, removed, added in zip(
+        rows, steps.removed.tolist(), steps.added.tolist(), strict=True
+    ):
+        row["sample_neighbours"] = {"record_removed": removed, "record_added": added}
+    witness: Any
+    if np.ndim(ed) == 0:
+        witness = _deterministic_witness(p, rd, replace, ed, er)
+    else:
+        each = np.empty(np.shape(ed), dtype=object)
+        for i in np.ndindex(each.shape):
+            each[i] = _deterministic_witness(p, rd, replace, ed[i], er[i])
+        witness = each.tolist()
+    return {"witness": witness, "strata": rows}
 
 
 def _deterministic_witness(
-    p: Params,
-    rd: _Rounded,
-    replace: bool,
-    eps0: float,
-    er0: float,
-    cross_value: Callable[[int, int, np.ndarray, bool], np.ndarray],
+    p: Params, rd: _Rounded, replace: bool, ed: Any, er: Any
 ) -> dict[str, Any]:
-    """The neighbour of the stated sizes whose witness gives the lower bound at ε."""
+    """The neighbour of the stated sizes whose witness gives the lower bound at M's
+    (ε_D, ε_R) (one ε)."""
     names, size, steps = p.strata.names, rd.size, rd.steps
-    e0 = np.asarray(eps0)
+    e_d = np.asarray(ed, dtype=float)
+    e_r = np.asarray(er, dtype=float)
 
     def stratum(h: int, dn: int) -> dict[str, Any]:
         after = {-1: steps.removed, 0: steps.at, 1: steps.added}[dn]
@@ -456,10 +481,10 @@ def _deterministic_witness(
             "stratum (every allocation unchanged)",
             "strata": [stratum(h, 0)],
             "mechanism": srs if steps.at[h] else empty,
-            "epsilon_prime": float(_amp(rd.q_down[h], er0, False)),
+            "epsilon_prime": float(_amp(rd.q_down[h], e_r, False)),
         }
         for s, t in rd.cross:
-            v = float(cross_value(s, t, e0, False))
+            v = float(cross_epsilon(s, t, e_d, e_r, rd=rd, up=False))
             if v <= best["epsilon_prime"]:
                 continue
             ds, dt = rd.cross_jumps(s, t)
@@ -477,11 +502,10 @@ def _deterministic_witness(
                 "epsilon_prime": v,
             }
         return best
-    er = np.asarray(er0)
     vals = np.stack(
         [
-            _step_values(steps.down, rd.q_down, e0, er, False),
-            _step_values(steps.up, rd.q_up, e0, er, False),
+            _step_values(steps.down, rd.q_down, e_d, e_r, False),
+            _step_values(steps.up, rd.q_up, e_d, e_r, False),
         ]
     )  # (removed, added) x strata
     moves = np.stack([steps.down, steps.up])
@@ -527,17 +551,13 @@ def _deterministic_note(rule: str, witness: dict[str, Any], linf: int, replace: 
     )
 
 
-def _randomized_side(
-    p: Params,
-    mechanism: Mechanism,
-    guarantee: Neighbours,
-    eps0: float,
-    details: dict[str, Any],
-    notes: list[str],
-) -> None:
-    """The same rates with randomised rounding, for comparison (``randomized_rounding``)."""
+def _randomized_analysis(
+    p: Params, mechanism: Mechanism, guarantee: Neighbours
+) -> Analysis | ConditionError:
+    """The same rates with randomised rounding, for comparison (``randomized_rounding``),
+    or why it would not be covered."""
     try:
-        fixed = analyse_randomized(
+        return analyse_randomized(
             Params(allocation="proportional", rounding="randomized", rate=p.rate, strata=p.strata),
             Mechanism(
                 epsilon=mechanism.epsilon,
@@ -546,14 +566,11 @@ def _randomized_side(
             ),
             guarantee,
         )
-        e0 = np.asarray(eps0)
-        assert fixed.upper is not None and fixed.lower is not None
-        side = {"lower": float(fixed.lower(e0)), "upper": float(fixed.upper(e0))}
-        details["randomized_rounding"] = side
-        notes.append(
-            f"with randomised rounding the same rates give ε′ in [{side['lower']:.6g}, "
-            f"{side['upper']:.6g}] at ε = {eps0:g}"
-        )
     except ConditionError as err:
-        details["randomized_rounding"] = None
-        notes.append(f"randomised rounding would not be covered either: {err.message}")
+        return err
+
+
+def _randomized_at(side: Analysis, eps: np.ndarray) -> dict[str, Any]:
+    """Randomised rounding's bounds at each evaluated ε."""
+    assert side.upper is not None and side.lower is not None
+    return {"randomized_rounding": {"lower": side.lower(eps), "upper": side.upper(eps)}}

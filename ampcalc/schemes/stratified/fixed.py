@@ -5,6 +5,8 @@ Theorem 2.2 within each stratum)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -67,46 +69,8 @@ def analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
 
     need_add_remove(mechanism, f"Stratified Poisson sampling ({BUN_2020_WP}, Lemma 3.3)")
     r = p.rates()
-    n = p.strata.size.astype(float)
     r_max = float(r.max())
     base, share = _poisson_result(r, mechanism, guarantee)
-    # M's ε under the result's relation: the per-stratum rows are Lemma 3.3 there
-    eps_of = base.reference_epsilon
-
-    def details_at(eps: np.ndarray) -> dict[str, Any]:
-        rr = per_stratum(r, eps)
-        e = eps_of(eps)
-        rows = alloc.strata_rows(
-            p,
-            r,
-            r * n,
-            numeric.amplification_lower(rr, e),
-            numeric.amplification_upper(rr, e),
-        )
-        out: dict[str, Any] = {"strata": rows}
-        if base.details_at is not None:
-            out.update(base.details_at(eps))
-        return out
-
-    def invert_details(target: np.ndarray) -> dict[str, Any]:
-        t = np.asarray(target, dtype=float)
-        if t.ndim:
-            return {}
-        tt = float(t) / share
-
-        def per(e: Any) -> np.ndarray:
-            return numeric.amplification_upper(r, e)
-
-        cert = numeric.certify_down(
-            per, numeric.round_down(numeric.amplification_inverse(r, tt)), tt
-        )
-        imp = numeric.certify_up(
-            lambda e: numeric.amplification_lower(r, e),
-            numeric.round_up(numeric.amplification_inverse(r, float(t))),
-            float(t),
-        )
-        return {"strata": alloc.invert_rows(p, r, r * n, cert, imp)}
-
     return dataclasses.replace(
         base,
         basis=(*BASIS_POISSON, *base.basis[len(poisson.BASIS) :]),
@@ -116,9 +80,50 @@ def analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
             "tight": share == 1.0,
             "strata_count": len(p.strata),
         },
-        details_at=details_at,
-        invert_details=invert_details,
+        # M's ε under the result's relation: the per-stratum rows are Lemma 3.3 there
+        details_at=functools.partial(_poisson_rows, p, base),
+        invert_details=functools.partial(_poisson_invert_rows, p, share),
     )
+
+
+def _poisson_rows(p: Params, base: Analysis, eps: np.ndarray) -> dict[str, Any]:
+    """Each stratum's Lemma 3.3 bounds at M's ε under the result's relation (the
+    result's reference ε), at each evaluated ε, and the result's own entries."""
+    r = p.rates()
+    rr = per_stratum(r, eps)
+    e = base.reference_epsilon(eps)
+    rows = alloc.strata_rows(
+        p,
+        r,
+        r * p.strata.size.astype(float),
+        numeric.amplification_lower(rr, e),
+        numeric.amplification_upper(rr, e),
+    )
+    out: dict[str, Any] = {"strata": rows}
+    if base.details_at is not None:
+        out.update(base.details_at(eps))
+    return out
+
+
+def _poisson_invert_rows(p: Params, share: float, target: np.ndarray) -> dict[str, Any]:
+    """Per-stratum certified ε at the stratum's share of the target, and the ε past which
+    its witness reaches the target."""
+    t = np.asarray(target, dtype=float)
+    if t.ndim:
+        return {}
+    r = p.rates()
+    tt = float(t) / share
+    cert = numeric.certify_down(
+        functools.partial(numeric.amplification_upper, r),
+        numeric.round_down(numeric.amplification_inverse(r, tt)),
+        tt,
+    )
+    imp = numeric.certify_up(
+        functools.partial(numeric.amplification_lower, r),
+        numeric.round_up(numeric.amplification_inverse(r, float(t))),
+        float(t),
+    )
+    return {"strata": alloc.invert_rows(p, r, r * p.strata.size.astype(float), cert, imp)}
 
 
 def analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -137,36 +142,6 @@ def analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Ana
     q = m / n
     top = int(np.argmax(q))
     worst = srswor.theorem(srswor.Params(population=int(p.strata.size[top]), sample=int(m[top])))
-    ratio = mechanism.replace_one_ratio()
-    eps_r = mechanism.epsilon_replace_one_of
-
-    def details_at(eps: np.ndarray) -> dict[str, Any]:
-        qq, e = per_stratum(q, eps), eps_r(eps)
-        rows = alloc.strata_rows(
-            p,
-            q,
-            m.astype(np.int64),
-            numeric.amplification_lower(qq, e),
-            numeric.amplification_upper(qq, e),
-        )
-        return {"strata": rows}
-
-    def invert_details(target: np.ndarray) -> dict[str, Any]:
-        t = np.asarray(target, dtype=float)
-        if t.ndim:
-            return {}
-
-        def per_u(e: Any) -> np.ndarray:
-            return numeric.amplification_upper(q, eps_r(e))
-
-        def per_l(e: Any) -> np.ndarray:
-            return numeric.amplification_lower(q, eps_r(e))
-
-        inv = numeric.amplification_inverse(q, float(t)) / ratio
-        cert = numeric.certify_down(per_u, numeric.round_down(inv), float(t))
-        imp = numeric.certify_up(per_l, numeric.round_up(inv), float(t))
-        return {"strata": alloc.invert_rows(p, q, m.astype(np.int64), cert, imp)}
-
     theorem = dataclasses.replace(
         worst,
         basis=BASIS_FIXED,
@@ -184,11 +159,49 @@ def analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Ana
             "rate_max": float(q[top]),
             "strata_count": len(p.strata),
         },
-        details_at=details_at,
+        details_at=functools.partial(_fixed_rows, p, mechanism),
         warnings=(
             "fixed allocation: the guarantee covers replacing a record by another of the "
             "same stratum; moving a record across strata changes the public stratum sizes "
             "and is not covered by any theorem here.",
         ),
-        invert_details=invert_details,
+        invert_details=functools.partial(_fixed_invert_rows, p, mechanism),
     )
+
+
+def _fixed_rows(p: Params, mechanism: Mechanism, eps: np.ndarray) -> dict[str, Any]:
+    """Each stratum's Theorem 2.2 bounds A(m_h/N_h, ε_R) at each evaluated ε."""
+    m = p.strata.sample
+    q = m / p.strata.size.astype(float)
+    qq, e = per_stratum(q, eps), mechanism.epsilon_replace_one_of(eps)
+    rows = alloc.strata_rows(
+        p,
+        q,
+        m.astype(np.int64),
+        numeric.amplification_lower(qq, e),
+        numeric.amplification_upper(qq, e),
+    )
+    return {"strata": rows}
+
+
+def _fixed_invert_rows(p: Params, mechanism: Mechanism, target: np.ndarray) -> dict[str, Any]:
+    """Per-stratum certified ε and the ε past which the stratum's witness reaches the
+    target (A(q_h, ε_R) = T, ε_R = ratio·ε)."""
+    t = np.asarray(target, dtype=float)
+    if t.ndim:
+        return {}
+    m = p.strata.sample
+    q = m / p.strata.size.astype(float)
+    per_u = functools.partial(_fixed_stratum, numeric.amplification_upper, q, mechanism)
+    per_l = functools.partial(_fixed_stratum, numeric.amplification_lower, q, mechanism)
+    inv = numeric.amplification_inverse(q, float(t)) / mechanism.replace_one_ratio()
+    cert = numeric.certify_down(per_u, numeric.round_down(inv), float(t))
+    imp = numeric.certify_up(per_l, numeric.round_up(inv), float(t))
+    return {"strata": alloc.invert_rows(p, q, m.astype(np.int64), cert, imp)}
+
+
+def _fixed_stratum(
+    bound: Callable[[Any, Any], np.ndarray], q: np.ndarray, mechanism: Mechanism, eps: Any
+) -> np.ndarray:
+    """A per-stratum bound A(q_h, ε_R) at declared ε."""
+    return bound(q, mechanism.epsilon_replace_one_of(eps))

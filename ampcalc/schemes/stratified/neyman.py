@@ -4,22 +4,30 @@ data-dependent, so only lower bounds Δ∞·ε and Δ₁·ε; no upper bound."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
 
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
-from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import (
     BUN_2022,
     cite,
 )
 from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Scale,
+    Theorem,
+    assemble,
+    check_refusals,
+    epsilons,
+)
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import scalar_eps
+from ampcalc.schemes.stratified.common import linear_inverse, scalar_eps
 from ampcalc.schemes.stratified.params import Params
-from ampcalc.schemes.stratified.records import Inverse, Result, build, relations
 
 BASIS_NEYMAN = (cite(BUN_2022, "§7.2"), cite(BUN_2022, "Appendix E.1"), cite(BUN_2022, "§4.1"))
 
@@ -86,47 +94,47 @@ def add_remove_lower(ed: np.ndarray, er: np.ndarray, *, linf: int, l1: int) -> n
     return numeric.round_down(replace_one_lower(ed, er, linf=linf, l1=l1) / 2.0)
 
 
-# --- results, one record per guarantee (lower bounds only) --------------------------------
+# --- results, one theorem record per guarantee (lower bounds only) -----------------------
 
 
-def neyman_result(guarantee: Neighbours, mechanism: Mechanism, *, linf: int, l1: int) -> Result:
-    """Neyman allocation's lower bound under ``guarantee`` (no upper bound exists)."""
+ADD_REMOVE_NOTE = (
+    "the worst neighbour is a replacement (a record moved across strata); under an "
+    "add-remove guarantee ε′ the loss for it is at most 2ε′, so ε′ >= half the "
+    "replace-one lower bound"
+)
+
+
+def neyman_theorem(
+    guarantee: Neighbours, mechanism: Mechanism, *, linf: int, l1: int
+) -> tuple[Theorem, tuple[str, ...]]:
+    """Neyman allocation's lower bound under ``guarantee`` (no upper bound exists), and
+    its notes; the bound is linear in M's ε, so its inverse is T over its value at ε = 1."""
+    formula = replace_one_lower
+    refusals: tuple[Refusal, ...] = ()
     notes: tuple[str, ...] = ()
-    if guarantee is Neighbours.REPLACE_ONE:
-        formula = replace_one_lower
-    else:
-        if not mechanism.epsilon_add_remove_known():
-            raise ConditionError(
-                "Neyman allocation with an add-remove guarantee needs M's add-remove ε; "
-                "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`."
-            )
+    if guarantee is Neighbours.ADD_REMOVE:
         formula = add_remove_lower
-        notes = (
-            "the worst neighbour is a replacement (a record moved across strata); under an "
-            "add-remove guarantee ε′ the loss for it is at most 2ε′, so ε′ >= half the "
-            "replace-one lower bound",
+        refusals = (
+            Refusal(
+                Refuses.ADD_REMOVE_UNKNOWN,
+                "Neyman allocation with an add-remove guarantee needs M's add-remove ε; "
+                "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`.",
+            ),
         )
-
-    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
-        return formula(ed, er, linf=linf, l1=l1)
-
-    both = relations(mechanism)
-
-    def inverse(target: np.ndarray) -> np.ndarray:
-        slope = float(lower(*both(np.asarray(1.0))))  # the lower bound is linear in ε
-        if slope <= 0:
-            return np.full(np.shape(target), np.inf)
-        return np.asarray(target, dtype=float) / slope
-
-    return Result(
-        guarantee=guarantee,
-        upper=None,
-        lower=lower,
-        impossible=Inverse(inverse),
-        pure=False,
+        notes = (ADD_REMOVE_NOTE,)
+    lower = functools.partial(formula, linf=linf, l1=l1)
+    theorem = Theorem(
+        name="Neyman allocation",
         basis=BASIS_NEYMAN,
-        notes=notes,
+        relation=None,
+        guarantee=guarantee,
+        lower_both=lower,
+        lower_inverse=functools.partial(linear_inverse, lower, mechanism),
+        lower_inverse_scale=Scale.DECLARED,
+        tight=None,
+        refusals=refusals,
     )
+    return theorem, notes
 
 
 def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -141,9 +149,10 @@ def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
     rows = alloc.strata_rows(p, m0 / np.maximum(n, 1), m0, np.full(k, np.nan), None)
     for row in rows:
         row["epsilon_prime"]["lower"] = None
-    result = neyman_result(guarantee, mechanism, linf=linf, l1=l1)
-    assert result.lower is not None
-    lo0 = float(result.lower(*relations(mechanism)(np.asarray(eps0))))
+    theorem, notes_of = neyman_theorem(guarantee, mechanism, linf=linf, l1=l1)
+    check_refusals(theorem, mechanism)
+    assert theorem.lower_both is not None
+    lo0 = float(theorem.lower_both(*epsilons(mechanism)))
     warnings = [
         "degradation: no amplification guarantee exists. The Neyman allocation is a "
         "deterministic function of the data (stratum sizes and SDs); moving one record "
@@ -151,49 +160,59 @@ def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
         f"mechanism releasing the sample counts with Lap(1/ε) loses at least Δ·ε "
         f"({BUN_2022}, §4.1, §7.2).",
     ]
-    notes = list(result.notes)
+    notes = list(notes_of)
     if p.allocations is None:
         notes.append(
             "allocation rounding (not specified in the paper): largest remainder, capped at "
             "N_h; sd taken with divisor N_h − 1"
         )
     notes.append(neyman_sums_note(int(m0.sum()), int(m1.sum()), given=p.allocations is not None))
+    at = functools.partial(_lower_bounds_at, linf=linf, l1=l1)
+    # ``lower_bounds`` at the declared ε (for readers of the analysis that evaluate no ε);
+    # the engine replaces it by its value at each evaluated ε
     details: dict[str, Any] = {
         "allocation": "neyman",
         "allocation_sensitivity": {"linf": linf, "l1": l1},
         "allocations": [m0.tolist(), m1.tolist()],
         "allocation_sums": [int(m0.sum()), int(m1.sum())],
-        "lower_bounds": {"linf": linf * eps0, "l1": l1 * eps0},
+        **at(eps0),
         "allocation_source": info["source"],
         "strata_count": k,
         "strata": rows,
     }
     if "neighbour" in info:
         details["neighbour"] = info["neighbour"]
-
-    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
-        t = np.asarray(target, dtype=float)
-        if t.ndim:
-            return {}
-        assert an.impossible_above is not None
-        imp = an.impossible_above(t)
-        return {"strata": alloc.invert_rows(p, m0 / np.maximum(n, 1), m0, None, imp)}
-
-    return build(
+    return assemble(
         dataclasses.replace(
-            result,
+            theorem,
             conditions=(
                 "Neyman allocation m_h ∝ N_h·S_h with a fixed total: deterministic and "
                 "data-dependent",
                 f"lower bound at ε = {eps0:g}: {lo0:.6g}",
             ),
-            warnings=tuple(warnings),
-            notes=tuple(notes),
-            details=details,
-            invert_details=invert_details,
         ),
         mechanism,
+        details=details,
+        details_at=at,
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+        invert_details_from=functools.partial(_invert_rows, p, m0),
     )
+
+
+def _lower_bounds_at(eps: Any, *, linf: int, l1: int) -> dict[str, Any]:
+    """The paper's two lower bounds Δ∞·ε and Δ₁·ε at each evaluated ε."""
+    return {"lower_bounds": {"linf": linf * eps, "l1": l1 * eps}}
+
+
+def _invert_rows(p: Params, m0: np.ndarray, an: Analysis, target: np.ndarray) -> dict[str, Any]:
+    """Per-stratum rows of ``invert``: the ε past which the lower bound exceeds T."""
+    t = np.asarray(target, dtype=float)
+    if t.ndim:
+        return {}
+    assert an.impossible_above is not None
+    imp = an.impossible_above(t)
+    return {"strata": alloc.invert_rows(p, m0 / np.maximum(p.strata.size, 1), m0, None, imp)}
 
 
 def neyman_sums_note(total_p: int, total_neighbour: int, *, given: bool) -> str:

@@ -24,10 +24,20 @@ from ampcalc.model.references import (
     derivation,
 )
 from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Scale,
+    Theorem,
+    Witness,
+    assemble,
+    check_refusals,
+    doubled,
+    epsilons,
+)
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import need_add_remove, per_stratum, scalar_eps
+from ampcalc.schemes.stratified.common import add_remove_refusal, per_stratum, scalar_eps
 from ampcalc.schemes.stratified.params import Params
-from ampcalc.schemes.stratified.records import Inverse, Result, Scale, build, relations
 
 BASIS_RANDOMIZED = (
     cite(BUN_2022, "Theorem 7.2"),
@@ -228,176 +238,238 @@ def lower_inverse(target: Any, *, d: Rates) -> np.ndarray:
     return numeric.round_up(numeric.amplification_inverse(d.r_max, target))
 
 
-# --- results, one record per (result, guarantee) ------------------------------------------
+# --- results, one theorem record per (result, guarantee) ----------------------------------
 
 
-def census_result(d: Rates, guarantee: Neighbours) -> Result:
+def _add_remove_eps(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+    """M's own ε under add-remove (a census under an add-remove guarantee)."""
+    out: np.ndarray = ed.copy()
+    return out
+
+
+def _replace_one_eps(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+    """M's own ε under replace-one (a census under a replace-one guarantee)."""
+    return er
+
+
+def _identity(target: np.ndarray) -> np.ndarray:
+    return target
+
+
+def census_theorem(d: Rates, guarantee: Neighbours) -> Theorem:
     """Rate 1 everywhere: the sample is the population, M∘C = M, so ε′ is M's own ε under
     the guarantee's relation, exactly."""
     if guarantee is Neighbours.REPLACE_ONE:
-        return Result(
-            guarantee=guarantee,
-            upper=lambda ed, er: er,
-            lower=lambda ed, er: er,
-            certified=Inverse(lambda t: t, Scale.REPLACE_ONE),
+        return Theorem(
+            name="a census",
             basis=BASIS_RANDOMIZED,
+            relation=Neighbours.BOTH,
+            guarantee=guarantee,
+            upper_both=_replace_one_eps,
+            lower_both=_replace_one_eps,
+            inverse=_identity,
+            inverse_scale=Scale.REPLACE_ONE,
+            tight=None,
         )
-    return Result(
+    return Theorem(
+        name="a census",
+        basis=BASIS_RANDOMIZED,
+        relation=Neighbours.BOTH,
         guarantee=guarantee,
-        upper=lambda ed, er: ed.copy(),
-        lower=lambda ed, er: ed.copy(),
-        certified=Inverse(lambda t: t),
-        impossible=Inverse(lambda t: lower_inverse(t, d=d)),
-        basis=BASIS_RANDOMIZED,
+        upper_both=_add_remove_eps,
+        lower_both=_add_remove_eps,
+        inverse=_identity,
+        inverse_scale=Scale.DECLARED,
+        lower_inverse=functools.partial(lower_inverse, d=d),
+        lower_inverse_scale=Scale.DECLARED,
+        tight=None,
     )
 
 
-def theorem_7_2(d: Rates) -> Result:
+def _theorem_7_2_upper(ed: np.ndarray, er: np.ndarray, *, d: Rates) -> np.ndarray:
+    return upper_epsilon(ed, d=d)
+
+
+def _theorem_7_2_lower(ed: np.ndarray, er: np.ndarray, *, d: Rates) -> np.ndarray:
+    """Witness A(r_max, ε) (M's ε itself when a census stratum takes the record)."""
+    return ed.copy() if d.any_census else lower_epsilon(d.r_max, ed)
+
+
+def theorem_7_2(d: Rates) -> Theorem:
     """Theorem 7.2 (add-remove, stratified DP): max_h ε′_h; witness A(r_max, ε)."""
-
-    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
-        return ed.copy() if d.any_census else lower_epsilon(d.r_max, ed)
-
-    return Result(
-        guarantee=Neighbours.ADD_REMOVE,
-        upper=lambda ed, er: upper_epsilon(ed, d=d),
-        lower=lower,
-        certified=Inverse(lambda t: upper_inverse(t, d=d)),
-        impossible=Inverse(lambda t: lower_inverse(t, d=d)),
+    return Theorem(
+        name="Theorem 7.2",
         basis=BASIS_RANDOMIZED,
+        relation=Neighbours.BOTH,
+        guarantee=Neighbours.ADD_REMOVE,
+        upper_both=functools.partial(_theorem_7_2_upper, d=d),
+        lower_both=functools.partial(_theorem_7_2_lower, d=d),
+        inverse=functools.partial(upper_inverse, d=d),
+        inverse_scale=Scale.DECLARED,
+        lower_inverse=functools.partial(lower_inverse, d=d),
+        lower_inverse_scale=Scale.DECLARED,
+        tight=None,
     )
 
 
-def replace_one_doubled(d: Rates) -> Result:
+def replace_one_doubled(d: Rates) -> Theorem:
     """Replace-one from Theorem 7.2 (derived): a replacement is a removal plus an
-    addition, ε′ <= 2·max_h ε′_h; witness A(r_max, min(ε_D, ε_R)) (ε_R itself when a
-    census stratum takes the replacement)."""
-
-    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
-        lo = lower_epsilon(d.r_max, np.minimum(ed, er))
-        return np.maximum(lo, er) if d.any_census else lo
-
-    return Result(
-        guarantee=Neighbours.REPLACE_ONE,
-        upper=lambda ed, er: numeric.round_up(2.0 * upper_epsilon(ed, d=d)),
-        lower=lower,
-        certified=Inverse(lambda t: upper_inverse(t / 2.0, d=d)),
-        impossible=(
-            None if d.any_census else Inverse(lambda t: lower_inverse(t, d=d), Scale.SMALLER)
-        ),
+    addition, ε′ <= 2·max_h ε′_h; witness A(r_max, min(ε_D, ε_R)) (randomised response
+    on "x is in the sample" is as private under both relations; ε_R itself when a census
+    stratum takes the replacement)."""
+    return dataclasses.replace(
+        doubled(theorem_7_2(d)),
         basis=(*BASIS_RANDOMIZED, REPLACE_ONE_BASIS),
-        notes=(REPLACE_ONE_NOTE,),
+        lower_both=_replace_one_eps if d.any_census else None,
+        witnesses=(Witness(bound=functools.partial(lower_epsilon, d.r_max)),),
+        lower_inverse=None if d.any_census else functools.partial(lower_inverse, d=d),
+        lower_inverse_scale=None if d.any_census else Scale.SMALLER,
     )
 
 
-def replace_one_mixture(d: Rates, mix: _SizeMixture) -> Result:
+REPLACE_ONE_MIXTURE_NOTE = (
+    "replace-one with one stratum: a replacement keeps the stratum size, so the "
+    "design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records: ε′ <= "
+    f"A(⌈rN⌉/N, ε_R) ({BUN_2022}, Theorem 2.2 at the larger size; "
+    "exact when rN is a whole number, the srswor value)"
+)
+
+
+def replace_one_mixture(d: Rates, mix: _SizeMixture) -> Theorem:
     """One stratum under replace-one: a replacement keeps the size distribution, so the
     design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records."""
-
-    def lower(ed: np.ndarray, er: np.ndarray) -> np.ndarray:
-        out: np.ndarray = np.maximum(mix.lower(ed, er), lower_epsilon(d.r_max, np.minimum(ed, er)))
-        return out
-
-    return Result(
-        guarantee=Neighbours.REPLACE_ONE,
-        upper=lambda ed, er: mix.upper(er),
-        lower=lower,
-        certified=Inverse(lambda t: numeric.amplification_inverse(mix.q_hi, t), Scale.REPLACE_ONE),
+    return Theorem(
+        name="Theorem 2.2 (one stratum)",
         basis=(*BASIS_RANDOMIZED, cite(BUN_2022, "Theorem 2.2 (one stratum)")),
-        notes=(
-            "replace-one with one stratum: a replacement keeps the stratum size, so the "
-            "design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records: ε′ <= "
-            f"A(⌈rN⌉/N, ε_R) ({BUN_2022}, Theorem 2.2 at the larger size; "
-            "exact when rN is a whole number, the srswor value)",
-        ),
+        relation=Neighbours.BOTH,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper_both=mix.upper_both,
+        lower_both=mix.lower,
+        witnesses=(Witness(bound=functools.partial(lower_epsilon, d.r_max)),),
+        inverse=functools.partial(numeric.amplification_inverse, mix.q_hi),
+        inverse_scale=Scale.REPLACE_ONE,
+        tight=None,
     )
 
 
-def _pick(p: Params, d: Rates, mechanism: Mechanism, guarantee: Neighbours) -> Result:
-    """The result for ``guarantee`` (the one place the guarantee is read), with its
+@dataclass(frozen=True)
+class _Picked:
+    """The theorem for the requested guarantee, its notes and its ``invert`` rows."""
+
+    theorem: Theorem
+    notes: tuple[str, ...]
+    invert_details: Callable[[Analysis, np.ndarray], Mapping[str, Any]]
+
+
+def _pick(p: Params, d: Rates, mechanism: Mechanism, guarantee: Neighbours) -> _Picked:
+    """The theorem for ``guarantee`` (the one place the guarantee is read), with its
     per-stratum ``invert`` details."""
     if len(p.strata) == 1 and not d.all_census and guarantee is Neighbours.REPLACE_ONE:
         mix = _size_mixture(float(d.rate[0]), int(p.strata.size[0]))
-        return dataclasses.replace(replace_one_mixture(d, mix), invert_details=_mixture_rows(p, d))
+        return _Picked(
+            replace_one_mixture(d, mix),
+            (REPLACE_ONE_MIXTURE_NOTE,),
+            functools.partial(_mixture_rows, p, d),
+        )
     # per-stratum invert details: the stratum target is T over ``up`` and the witness's
     # inverse is in ε over ``lo`` (both 1 under add-remove)
     up = lo = 1.0
+    notes: tuple[str, ...] = ()
     if d.all_census:
-        result = census_result(d, guarantee)
+        theorem = census_theorem(d, guarantee)
         if guarantee is Neighbours.REPLACE_ONE:
             up, lo = Scale.REPLACE_ONE.ratio(mechanism), Scale.SMALLER.ratio(mechanism)
     elif guarantee is Neighbours.ADD_REMOVE:
-        result = theorem_7_2(d)
+        theorem = theorem_7_2(d)
     else:
-        result = replace_one_doubled(d)
+        theorem = replace_one_doubled(d)
+        notes = (REPLACE_ONE_NOTE,)
         up, lo = 2.0, Scale.SMALLER.ratio(mechanism)
-    return dataclasses.replace(result, invert_details=_strata_rows(p, d, up, lo))
+    return _Picked(theorem, notes, functools.partial(_strata_rows, p, d, up, lo))
 
 
-def _mixture_rows(p: Params, d: Rates) -> Callable[[Analysis, np.ndarray], dict[str, Any]]:
-    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
-        t = np.asarray(target, dtype=float)
-        if t.ndim:
-            return {}
-        assert an.certified is not None and an.lower is not None
-        one = float(an.certified(t))
-        imp1 = float(numeric.smallest_reaching(an.lower, float(t), one, 2.0 * one + 1.0))
-        return {"strata": alloc.invert_rows(p, d.rate, d.rate * d.size, one, imp1)}
-
-    return invert_details
+def _mixture_rows(p: Params, d: Rates, an: Analysis, target: np.ndarray) -> dict[str, Any]:
+    t = np.asarray(target, dtype=float)
+    if t.ndim:
+        return {}
+    assert an.certified is not None and an.lower is not None
+    one = float(an.certified(t))
+    imp1 = float(numeric.smallest_reaching(an.lower, float(t), one, 2.0 * one + 1.0))
+    return {"strata": alloc.invert_rows(p, d.rate, d.rate * d.size, one, imp1)}
 
 
 def _strata_rows(
-    p: Params, d: Rates, up: float, lo: float
-) -> Callable[[Analysis, np.ndarray], dict[str, Any]]:
+    p: Params, d: Rates, up: float, lo: float, an: Analysis, target: np.ndarray
+) -> dict[str, Any]:
     """Per-stratum certified ε at the stratum target T/``up`` and the witness's inverse
     in ε·``lo``."""
     r = d.rate
+    t = np.asarray(target, dtype=float)
+    if t.ndim:
+        return {}
+    cert = _stratum_certified(float(t) / up, d)
+    shortcut = _shortcut_note(d.r_max, float(t), float(np.min(cert)))
+    imp = numeric.amplification_inverse(r, float(t)) / lo
+    imp = numeric.certify_up(
+        functools.partial(_scaled_lower, r, lo), numeric.round_up(imp), float(t)
+    )
+    return {
+        "strata": alloc.invert_rows(p, r, r * d.size, cert, imp),
+        "shortcut": shortcut,
+        "notes": (shortcut_note(shortcut, d.r_max, float(t)),),
+    }
 
-    def invert_details(an: Analysis, target: np.ndarray) -> dict[str, Any]:
-        t = np.asarray(target, dtype=float)
-        if t.ndim:
-            return {}
-        cert = _stratum_certified(float(t) / up, d)
-        shortcut = _shortcut_note(d.r_max, float(t), float(np.min(cert)))
-        imp = numeric.amplification_inverse(r, float(t)) / lo
-        imp = numeric.certify_up(
-            lambda e: lower_epsilon(r, e * lo), numeric.round_up(imp), float(t)
-        )
-        return {
-            "strata": alloc.invert_rows(p, r, r * d.size, cert, imp),
-            "shortcut": shortcut,
-            "notes": (shortcut_note(shortcut, d.r_max, float(t)),),
-        }
 
-    return invert_details
+def _scaled_lower(rate: np.ndarray, lo: float, eps: np.ndarray) -> np.ndarray:
+    """Each stratum's witness A(r_h, lo·ε)."""
+    return lower_epsilon(rate, eps * lo)
 
 
 def _stratum_certified(t: Any, d: Rates) -> np.ndarray:
     t = np.asarray(t, dtype=float)
     guess = numeric.round_down(np.where(d.census, t, theorem_4_3_inverse(d.a, d.rate, t)))
     return numeric.certify_down(
-        lambda e: stratum_upper(e, d=d), guess, np.broadcast_to(t, guess.shape)
+        functools.partial(stratum_upper, d=d), guess, np.broadcast_to(t, guess.shape)
+    )
+
+
+def _refusals(mechanism: Mechanism) -> tuple[Refusal, ...]:
+    """Theorem 7.2 needs M's add-remove ε, and is proved for pure ε only."""
+    return (
+        add_remove_refusal(f"Theorem 7.2 ({BUN_2022})"),
+        Refusal(
+            Refuses.DELTA,
+            f"Theorem 7.2 ({BUN_2022}) is proved for pure ε-DP mechanisms "
+            f"(delta = 0); the declared delta = {mechanism.delta:g} has no proved δ′",
+        ),
     )
 
 
 def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Proportional allocation with randomised rounding (Theorem 7.2 and its derived
     replace-one forms)."""
-    need_add_remove(mechanism, f"Theorem 7.2 ({BUN_2022})")
-    if mechanism.delta > 0:
-        raise ConditionError(
-            f"Theorem 7.2 ({BUN_2022}) is proved for pure ε-DP mechanisms "
-            f"(delta = 0); the declared delta = {mechanism.delta:g} has no proved δ′"
-        )
-    _check_rate_condition(p, p.rates())
     d = Rates.of(p)
-    result = _pick(p, d, mechanism, guarantee)
+    picked = _pick(p, d, mechanism, guarantee)
+    r, n = d.rate, d.size
+    theorem = dataclasses.replace(
+        picked.theorem,
+        refusals=_refusals(mechanism),
+        pure=True,
+        conditions=(
+            f"r·N_h >= 1 in every stratum: smallest r·N_h = {float(np.min(r * n)):.6g}",
+            "strata fixed in advance and public; within each stratum r·N_h is rounded up "
+            "with probability equal to its fractional part, then a simple random sample of "
+            "that size is drawn without replacement, independently across strata; the "
+            "sample is secret",
+        ),
+        relation_condition="M is ε-DP under add-remove (declared: {declared}), pure ε",
+    )
+    check_refusals(theorem, mechanism)
+    _check_rate_condition(p, p.rates())
     eps0 = scalar_eps(mechanism)
-    e0 = np.asarray(eps0)
-    assert result.upper is not None
-    up0 = float(result.upper(*relations(mechanism)(e0)))
-    replace = result.guarantee is Neighbours.REPLACE_ONE
+    assert theorem.upper_both is not None
+    up0 = float(theorem.upper_both(*epsilons(mechanism)))
+    replace = theorem.guarantee is Neighbours.REPLACE_ONE
     ratio = (Scale.REPLACE_ONE if replace else Scale.DECLARED).ratio(mechanism)
     r_max = d.r_max
     warnings: list[str] = []
@@ -411,7 +483,7 @@ def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -
             "proof is "
             "per stratum, the paper states one common r)"
         )
-    notes += result.notes
+    notes += picked.notes
     if d.any_census:
         which = [nm for nm, c in zip(p.strata.names, d.census.tolist(), strict=True) if c]
         shown = ", ".join(repr(x) for x in which[:3]) + (" …" if len(which) > 3 else "")
@@ -437,14 +509,6 @@ def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -
             "ampcalc evaluates and inverts the bound exactly (details.approx_6re; on "
             "invert, details.shortcut)."
         )
-    r, n = d.rate, d.size
-    conditions = (
-        f"r·N_h >= 1 in every stratum: smallest r·N_h = {float(np.min(r * n)):.6g}",
-        "strata fixed in advance and public; within each stratum r·N_h is rounded up with "
-        "probability equal to its fractional part, then a simple random sample of that size "
-        "is drawn without replacement, independently across strata; the sample is secret",
-        f"M is ε-DP under add-remove (declared: {mechanism.neighbours}), pure ε",
-    )
     details: dict[str, Any] = {
         "allocation": "proportional",
         "rounding": "randomized",
@@ -452,44 +516,39 @@ def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -
         "rate_max": r_max,
         "strata_count": len(p.strata),
     }
-    return build(
-        dataclasses.replace(
-            result,
-            conditions=conditions,
-            warnings=tuple(warnings),
-            notes=tuple(notes),
-            details=details,
-            details_at=_details_at(p, d),
-        ),
+    return assemble(
+        theorem,
         mechanism,
+        details=details,
+        details_at=functools.partial(_details_at, p, d),
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+        invert_details_from=picked.invert_details,
     )
 
 
-def _details_at(p: Params, d: Rates) -> Callable[[np.ndarray], dict[str, Any]]:
+def _details_at(p: Params, d: Rates, eps: np.ndarray) -> dict[str, Any]:
+    """Per-stratum bounds and the paper's 6rε approximation at each evaluated ε."""
     r, n = d.rate, d.size
-
-    def details_at(eps: np.ndarray) -> dict[str, Any]:
-        e = np.asarray(eps, dtype=float)
-        rr, cc = per_stratum(r, e), per_stratum(d.census, e) > 0
-        rows = alloc.strata_rows(
-            p,
-            r,
-            r * n,
-            np.where(cc, e, lower_epsilon(rr, e)),
-            np.where(cc, e, theorem_4_3(per_stratum(d.a, e), rr, e)),
-        )
-        approx = 6.0 * d.r_max * e
-        exact = np.asarray(upper_epsilon(e, d=d), dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(exact > 0, (approx - exact) / np.where(exact > 0, exact, 1.0), np.nan)
-        return {
-            "approx_6re": approx,
-            "approx_6re_relative_error": rel if rel.ndim else (None if np.isnan(rel) else rel),
-            "census_strata": int(d.census.sum()),
-            "strata": rows,
-        }
-
-    return details_at
+    e = np.asarray(eps, dtype=float)
+    rr, cc = per_stratum(r, e), per_stratum(d.census, e) > 0
+    rows = alloc.strata_rows(
+        p,
+        r,
+        r * n,
+        np.where(cc, e, lower_epsilon(rr, e)),
+        np.where(cc, e, theorem_4_3(per_stratum(d.a, e), rr, e)),
+    )
+    approx = 6.0 * d.r_max * e
+    exact = np.asarray(upper_epsilon(e, d=d), dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(exact > 0, (approx - exact) / np.where(exact > 0, exact, 1.0), np.nan)
+    return {
+        "approx_6re": approx,
+        "approx_6re_relative_error": rel if rel.ndim else (None if np.isnan(rel) else rel),
+        "census_strata": int(d.census.sum()),
+        "strata": rows,
+    }
 
 
 @dataclass(frozen=True)
@@ -509,6 +568,10 @@ class _SizeMixture:
         Theorem 2.2 at the larger size (a mixture with the same weights on both sides
         is no worse than its worst component)."""
         return numeric.amplification_upper(self.q_hi, er)
+
+    def upper_both(self, ed: np.ndarray, er: np.ndarray) -> np.ndarray:
+        """``upper`` as a formula of M's two ε (it reads ε_R only)."""
+        return self.upper(er)
 
     def lower(self, ed: np.ndarray, er: np.ndarray) -> np.ndarray:
         """Witness Pr[M(S) = 1] ∝ e^{ε_R·[x ∈ S] + c·|S|}, c = ε_D − ε_R: every record's
