@@ -880,7 +880,8 @@ def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
         arrays = [pa.array(cols[0], type=pa.string())]
         if job.frequencies:
             arrays.append(pa.array(cols[1], type=pa.int64()))
-        arrays += [pa.array(c) for c in cols[1 + job.frequencies :]]
+        # CSV cells are strings (also in an empty partition: not Arrow's null type)
+        arrays += [pa.array(c, type=pa.string()) for c in cols[1 + job.frequencies :]]
         with atomic_write(path, binary=True) as fh:
             pq.write_table(pa.Table.from_arrays(arrays, names=out_header), fh)
     return {
