@@ -12,8 +12,9 @@ Here the same bytes are made column-wise with array arithmetic:
   IEEE operations, which numpy never fuses), x·P_lo rounded. For 10⁻²⁰⁰ <= |x| <= 10²⁰⁰
   the total error is below 10⁻¹⁴ (relative error 2⁻¹⁰⁴ of a value below 2·10¹⁷, plus
   the rounding of the low part, |low| < 40), so N and E are exact wherever |x|·10^k
-  is more than 10⁻⁶ away from a tie (j + 1/2) and from 10¹⁶ and 10¹⁷. 0, −0, ±inf
-  and NaN are spelt as ``%`` spells them. A row holding a value nearer than that
+  is more than 10⁻⁶ away from a tie (j + 1/2); within 10⁻⁶ of 10¹⁶ or 10¹⁷ (exact
+  powers of ten) the text is 1 followed by 16 zeros at the exponent either side gives
+  (``_round17``). 0, −0, ±inf and NaN are spelt as ``%`` spells them. A row holding a value nearer than that
   (exact ties included), or outside that range (subnormals too), is formatted by
   Python's ``%`` itself (``rows_text``): the text is Python's wherever the arithmetic
   could not prove it.
@@ -86,17 +87,14 @@ def _scaled(v: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _significand(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(N, E, ok): 17-digit N = round(v·10^(16−E)) with 10¹⁶ <= N < 10¹⁷, for v in
-    [_LOW, _HIGH]; ``ok`` False where it is not proven (near a tie, or v·10^(16−E) too
-    near 10¹⁶ or 10¹⁷ to tell E)."""
+    [_LOW, _HIGH]; ``ok`` False where it is not proven (near a tie)."""
     e = np.floor(np.log10(v)).astype(np.int64)
-    n, ok, retry = _round17(v, e)
+    n, ok, retry, step = _round17(v, e)
     for _ in range(3):  # log10's estimate is off by one at most
         if retry.size == 0:
             break
-        vr, er = v[retry], e[retry]
-        p, _ = _scaled(vr, 16 - er)
-        er += np.where(p < 1e16, -1, 1)
-        nr, okr, again = _round17(vr, er)
+        vr, er = v[retry], e[retry] + step
+        nr, okr, again, step = _round17(vr, er)
         n[retry], ok[retry], e[retry] = nr, okr, er
         retry = retry[again]
     if retry.size:
@@ -104,9 +102,12 @@ def _significand(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return n, e, ok
 
 
-def _round17(v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _round17(
+    v: np.ndarray, e: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """N = round(v·10^(16−e)) (``e`` is raised by one where the rounding carries), the
-    rows where it is proven, and the rows whose ``e`` is off (10^16 <= y < 10^17 fails)."""
+    rows where it is proven, the rows whose ``e`` is off (10^16 <= y < 10^17 fails) and
+    the step (−1 or +1) that moves their ``e`` toward the right one."""
     p, lo = _scaled(v, 16 - e)  # y = p + lo (to 1e-14), |lo| < 40
     # E is right when 10^16 <= y < 10^17; p >= 10^16 − 64 > 2^53 is an integer there
     fl = np.floor(lo)
@@ -115,17 +116,28 @@ def _round17(v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
         base = p.astype(np.int64)
     base += fl.astype(np.int64)  # floor(y) where p is in range
     off = (p < 1e16 - 64) | (p > 1e17 + 64) | (base < 10**16) | (base >= 10**17)
-    # too near 10^16 or 10^17 to tell (only exact powers of ten reach it): Python's
+    # Within _TIE of 10^16 or 10^17 (exact powers of ten reach it) the side is not
+    # known, but the text is: y just below 10^16 means E is one less, and there
+    # 10·y > 10^17 − 10⁻⁵ rounds up to 10^17, i.e. 1.0000000000000000·10^E again;
+    # y just above 10^17 means E is one more, and y/10 rounds to 10^16 at E + 1, what
+    # rounding y up to 10^17 gives (the carry below). So these rows round as they
+    # are and are not retried.
     edge = ((base == 10**16 - 1) | (base == 10**17 - 1)) & (frac > 1.0 - _TIE)
     edge |= ((base == 10**16) | (base == 10**17)) & (frac < _TIE)
-    ok = ~(np.abs(frac - 0.5) <= _TIE) & ~edge  # near a tie: Python's
+    ok = ~(np.abs(frac - 0.5) <= _TIE)  # near a tie: Python's
+    off &= ~edge
+    retry = np.flatnonzero(off)
+    # the side of the range y is on: from the exact floor(y) where p is near the
+    # range (p alone can round onto 10^16 from below), else from p
+    pr, br = p[retry], base[retry]
+    step = np.where((pr < 1e16 - 64) | ((pr <= 1e17 + 64) & (br < 10**16)), -1, 1)
     base += frac > 0.5
-    carry = base == 10**17  # rounding up to 10^17: 1.0000000000000000e(E+1)
+    # rounding up to 10^17: 1.0000000000000000e(E+1) (rows with ``e`` off are redone)
+    carry = (base == 10**17) & ~off
     if carry.any():
         base[carry] = 10**16
         e += carry
-    retry = np.flatnonzero(off & ~edge)
-    return base, ok, retry
+    return base, ok, retry, step
 
 
 #: the 4 ASCII digits of 0..9999 packed in one little-endian uint32 each
@@ -134,6 +146,8 @@ _QUAD32 = _QUAD.view(np.uint32).ravel()
 _TZ = np.array([4 - len(f"{i:04d}".rstrip("0")) for i in range(10_000)], dtype=np.int64)
 #: the ASCII digit d shifted to the top byte of a little-endian uint32
 _TOP = (_DIGITS.astype(np.uint32) << 24).astype(np.uint32)
+#: a little-endian uint32 mask keeping its first k bytes, k = 0..4
+_WMASK = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
 
 
 def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
@@ -184,9 +198,10 @@ def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         fixed &= fast
         whole &= fast
     sci = ~fixed if all_fast else fast & ~fixed
-    short = np.flatnonzero(shown < 17)
-    if short.size:
-        dig[short] *= np.arange(17) < shown[short, None]
+    # digits past ``shown`` are not printed: each word keeps its first bytes
+    words[:, 0] &= _WMASK[np.minimum(shown, 1) * 4]
+    for j in range(1, 5):
+        words[:, j] &= _WMASK[np.clip(shown - (4 * j - 3), 0, 4)]
     ahead = fixed & (e < 0)  # 0.000ddd
     # the point follows digit j (fixed, e >= 0: j = e; scientific: j = 0) when a
     # digit follows it
