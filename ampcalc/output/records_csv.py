@@ -148,6 +148,10 @@ _TZ = np.array([4 - len(f"{i:04d}".rstrip("0")) for i in range(10_000)], dtype=n
 _TOP = (_DIGITS.astype(np.uint32) << 24).astype(np.uint32)
 #: a little-endian uint32 mask keeping its first k bytes, k = 0..4
 _WMASK = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
+#: _QUAD32 with the trailing zero digits as 0 bytes (0: all four)
+_QUAD32_TRIM = _QUAD32 & _WMASK[4 - _TZ]
+#: _QUAD32, then _QUAD32_TRIM (index g + 10000 where only zero groups follow)
+_QUAD32_BOTH = np.concatenate([_QUAD32, _QUAD32_TRIM])
 
 
 def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
@@ -177,17 +181,19 @@ def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     rest -= g2 * 10**8
     g3 = rest // 10**4
     g4 = rest - g3 * 10**4
+    # significant digits: up to the last non-zero one. A group followed by zero
+    # groups only is written without its trailing zeros (_QUAD32_TRIM: its second
+    # half), so the digits after the last significant one are not printed.
     words = np.empty((n, 5), dtype=np.uint32)
     words[:, 0] = _TOP[d0]
-    for j, g in enumerate((g1, g2, g3, g4)):
-        words[:, j + 1] = _QUAD32[g]
-    dig = words.view(np.uint8)[:, 3:]
-    # significant digits: up to the last non-zero one
+    words[:, 4] = _QUAD32_TRIM[g4]
     tz = _TZ[g4]
     zero = g4 == 0
-    for g in (g3, g2, g1):
+    for j, g in ((3, g3), (2, g2), (1, g1)):
+        words[:, j] = _QUAD32_BOTH[g + zero * 10_000]
         tz += zero * _TZ[g]
         zero &= g == 0
+    dig = words.view(np.uint8)[:, 3:]
     sig = 17 - tz
     fixed = (e >= -4) & (e < 17)
     whole = fixed & (e >= 0)
@@ -197,11 +203,17 @@ def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         shown[~fast] = 0
         fixed &= fast
         whole &= fast
+        words[~fast] = 0
     sci = ~fixed if all_fast else fast & ~fixed
-    # digits past ``shown`` are not printed: each word keeps its first bytes
-    words[:, 0] &= _WMASK[np.minimum(shown, 1) * 4]
-    for j in range(1, 5):
-        words[:, j] &= _WMASK[np.clip(shown - (4 * j - 3), 0, 4)]
+    # integers with zeros at the end of their integer part (440, 1e16): those zeros
+    # are printed
+    pad = np.flatnonzero(shown > sig)
+    if pad.size:
+        full = np.empty((pad.size, 4), dtype=np.uint32)
+        for j, g in enumerate((g1, g2, g3, g4)):
+            full[:, j] = _QUAD32[g[pad]]
+        full &= _WMASK[np.clip(shown[pad, None] - np.array([1, 5, 9, 13]), 0, 4)]
+        words[pad, 1:] = full
     ahead = fixed & (e < 0)  # 0.000ddd
     # the point follows digit j (fixed, e >= 0: j = e; scientific: j = 0) when a
     # digit follows it
