@@ -14,10 +14,12 @@ Here the same bytes are made column-wise with array arithmetic:
   the rounding of the low part, |low| < 40), so N and E are exact wherever |x|·10^k
   is more than 10⁻⁶ away from a tie (j + 1/2); within 10⁻⁶ of 10¹⁶ or 10¹⁷ (exact
   powers of ten) the text is 1 followed by 16 zeros at the exponent either side gives
-  (``_round17``). 0, −0, ±inf and NaN are spelt as ``%`` spells them. A row holding a value nearer than that
-  (exact ties included), or outside that range (subnormals too), is formatted by
-  Python's ``%`` itself (``rows_text``): the text is Python's wherever the arithmetic
-  could not prove it.
+  (``_round17``). 0, −0, ±inf and NaN are spelt as ``%`` spells them. A row holding a
+  value nearer than that to a tie (exact ties included), or outside that range
+  (subnormals too), is formatted by Python's ``%`` itself (``rows_text``): the text is
+  Python's wherever the arithmetic could not prove it.
+* E is first estimated from the binary exponent (a table) and corrected by one where
+  |x|·10^k falls outside [10¹⁶, 10¹⁷).
 * The text is then spelt as Python's ``%g`` spells it (``"%.17g" % x``): fixed notation
   for −4 <= E < 17, otherwise ``d.ddde±XX``; trailing zeros and a bare point removed.
 
@@ -28,6 +30,7 @@ contains a NUL byte. ``tests/test_records_csv.py`` compares the bytes with ``%``
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -35,7 +38,9 @@ import numpy as np
 
 _DIGITS = np.frombuffer(b"0123456789", dtype=np.uint8)
 #: the 4 ASCII digits of 0..9999 (zero-padded), one row each
-_QUAD = np.array([list(f"{i:04d}".encode()) for i in range(10_000)], dtype=np.uint8)
+_QUAD = (np.arange(10_000)[:, None] // np.array([1000, 100, 10, 1]) % 10 + ord("0")).astype(
+    np.uint8
+)
 _LOW, _HIGH = 1e-200, 1e200  # |x| formatted by the arithmetic (else: Python)
 _TIE = 1e-6  # fractions within this of 1/2 go to Python (the error is below 1e-14)
 _K_MIN, _K_MAX = -240, 240  # 10^k held for these k (|x| range above, with margin)
@@ -61,6 +66,12 @@ def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     a_hi = c - (c - a)
     return a_hi, a - a_hi
 
+
+#: by biased binary exponent b (v in [2^(b−1023), 2^(b−1022))): about floor(log10 of
+#: the interval's low end), and the next power of ten as a double (an estimate of E:
+#: one off at most, which the retries settle)
+_E_OF_B = np.floor((np.arange(2048) - 1023) * math.log10(2)).astype(np.int64)
+_TEN_OF_B = 10.0 ** np.minimum(_E_OF_B + 1, 308).astype(float)
 
 _POW: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
@@ -88,7 +99,11 @@ def _scaled(v: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _significand(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(N, E, ok): 17-digit N = round(v·10^(16−E)) with 10¹⁶ <= N < 10¹⁷, for v in
     [_LOW, _HIGH]; ``ok`` False where it is not proven (near a tie)."""
-    e = np.floor(np.log10(v)).astype(np.int64)
+    # E from the binary exponent: floor(log10(2^b)), plus one at or above the next
+    # power of ten (an estimate where 10^j is not a double: the retries settle it)
+    b = v.view(np.uint64) >> np.uint64(52)
+    e = _E_OF_B.take(b)
+    e += v >= _TEN_OF_B.take(b)
     n, ok, retry, step = _round17(v, e)
     for _ in range(3):  # log10's estimate is off by one at most
         if retry.size == 0:
@@ -143,7 +158,7 @@ def _round17(
 #: the 4 ASCII digits of 0..9999 packed in one little-endian uint32 each
 _QUAD32 = _QUAD.view(np.uint32).ravel()
 #: trailing zero digits of 0..9999 written with four digits (0: 4)
-_TZ = np.array([4 - len(f"{i:04d}".rstrip("0")) for i in range(10_000)], dtype=np.int64)
+_TZ = np.cumprod(_QUAD[:, ::-1] == ord("0"), axis=1).sum(axis=1).astype(np.int64)
 #: the ASCII digit d shifted to the top byte of a little-endian uint32
 _TOP = (_DIGITS.astype(np.uint32) << 24).astype(np.uint32)
 #: a little-endian uint32 mask keeping its first k bytes, k = 0..4
