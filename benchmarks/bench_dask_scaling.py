@@ -17,6 +17,7 @@ alternating with this one per repetition (medians of ``--repeat``).
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -76,9 +77,11 @@ def measure(
                 for w in workers:
                     dask = ["--engine", "dask", "--workers", str(w)]
                     t_out = d / f"t{r}-{w}-{rep}"
+                    out = d / f"s-dask-{r}-{w}-{rep}"
+                    for old in (t_out, out):  # a kept --tmp from an earlier run
+                        shutil.rmtree(old, ignore_errors=True)
                     empty = [*exe, "pws", "sanitize", str(tiny), *p, *dask, "-o", str(t_out)]
                     runs.setdefault((r, f"empty{w}"), []).append(run_timed(empty, cwd=root))
-                    out = d / f"s-dask-{r}-{w}-{rep}"
                     job = [*exe, "pws", "sanitize", str(d / "sample-csv"), *p, *dask]
                     runs.setdefault((r, f"dask{w}"), []).append(
                         run_timed([*job, "-o", str(out)], cwd=root)
