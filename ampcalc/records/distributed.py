@@ -2,11 +2,14 @@
 
 The input is a file, a directory or a glob of partitions (Parquet or CSV; ``.npy`` too
 for record files). Each file is one partition, taken in natural name order (``part-2``
-before ``part-10``). The partitions become a ``dask.dataframe`` (``from_map``) and the
-existing per-record kernels run in ``map_partitions``: every task reads its partition
-with the same parser as the one-process path, runs the kernel, writes its part file
-(``part-00000.csv`` … or ``.parquet``) and returns a one-row summary. Only the summaries
-travel back to the client.
+before ``part-10``). For ``weights`` the partitions become a ``dask.dataframe``
+(``from_map``) and the existing per-record kernels run in ``map_partitions``; for
+``pws sanitize`` each partition is one delayed task that runs the one-process byte path
+on its file (``pws_stream.sanitise_sample``; Parquet partitions through string
+columns). Every task reads its partition with the same parser as the one-process path,
+runs the kernel, writes its part file (``part-00000.csv`` … or ``.parquet``) and returns
+a one-row summary (``pws sanitize``: with its keys' hashes, for the duplicate check
+across partitions). Only the summaries travel back to the client.
 
 Random draws do not depend on the partitioning:
 
