@@ -54,6 +54,10 @@ def test_int_column_is_percent_d_of_ints_and_floats() -> None:
     ints = np.concatenate([np.arange(0, 20_000), rng.integers(-(2**53), 2**53, 5_000), [0]])
     x = rng.random(ints.size)
     assert records_csv.rows_text([ints, x], int_first=True) == _python([ints, x], True)
+    # blocks whose numbers all have one digit count (row numbers of a block)
+    for same in (np.arange(5_000_000, 5_003_000), -np.arange(1000, 9000), np.zeros(3, int)):
+        y = rng.random(same.size)
+        assert records_csv.rows_text([same, y], int_first=True) == _python([same, y], True)
     floats = np.concatenate([ints[:1000].astype(float), [-3.7, 2.9, -0.0, 1e15 + 0.5]])
     y = rng.random(floats.size)
     assert records_csv.rows_text([floats, y], int_first=True) == _python([floats, y], True)

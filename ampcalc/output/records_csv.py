@@ -303,9 +303,13 @@ def int_cells(x: np.ndarray) -> np.ndarray:
     # leading zeros are not printed (the last digit always is): digit j of the 4g
     # shown counts from 10^(4g−1−j), printed when a >= that power
     width = 4 * groups
-    shown = a[:, None] >= _POW10[width - 1 :: -1][:width]
-    shown[:, -1] = True
-    dig *= shown
+    low = int(a.min()) if a.size else 0
+    if len(str(low)) == len(str(top)):  # one digit count (a block of row numbers)
+        dig[:, : width - len(str(top))] = 0
+    else:
+        shown = a[:, None] >= _POW10[width - 1 :: -1][:width]
+        shown[:, -1] = True
+        dig *= shown
     if neg.any():
         return np.concatenate([neg.view(np.uint8)[:, None] * np.uint8(ord("-")), dig], 1)
     return dig
