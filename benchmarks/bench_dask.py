@@ -35,10 +35,22 @@ PARTS = 8
 
 def run_measured(cmd: list[str]) -> tuple[float, float]:
     """Wall time (s) and peak RSS summed over the process tree (MB) of a command."""
+    t, _, peak = run_timed(cmd)
+    return t, peak
+
+
+def run_timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, float]:
+    """Wall time (s), CPU time (user + system of the process and the children it
+    waited for: a local cluster's workers included, s) and peak RSS summed over the
+    process tree (MB) of a command."""
+    import os
+
     import psutil
 
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd
+    )
     peak = 0.0
     done = threading.Event()
 
@@ -63,13 +75,16 @@ def run_measured(cmd: list[str]) -> tuple[float, float]:
 
     th = threading.Thread(target=poll, daemon=True)
     th.start()
-    _, err = proc.communicate()
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     t = time.perf_counter() - t0
     done.set()
     th.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{err}")
-    return t, peak
+    return t, usage.ru_utime + usage.ru_stime, peak
 
 
 def rows_hash(files: list[Path]) -> str:

@@ -442,3 +442,116 @@ def test_weights_dask_partitions_must_have_the_design_dimension(
     run = run_main(capsys, *_dask("weights", str(tmp_path / "d.yaml"), *args), expect=2)
     part = tmp_path / "parts" / "a.csv"
     assert f"{part}: 3 record columns (x, y, z); the design's records have 2" in run.stderr
+
+
+# --------------------------------------------------------------------------------------
+# pws sanitize: the partition tasks run the one-process byte path
+# --------------------------------------------------------------------------------------
+
+
+def _sample_text(n: int, quoted: bool) -> tuple[str, list[str]]:
+    """A sample with an extra column; ``quoted``: some keys need quoting (a comma, a
+    quote), so the chunk is read by the csv module instead of as bytes."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(n):
+        key = f"k{i:05d}"
+        if quoted and i % 97 == 3:
+            key = f'"k,{i}"' if i % 2 else f'"k""{i}"'
+        rows.append(f"{key},{int(rng.zipf(1.6)) % 3000 + 1},r{i % 7}")
+    return "key,frequency,region\n", rows
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+@pytest.mark.parametrize("out_fmt", ["csv", "parquet"])
+def test_sanitize_byte_path_partitions_match_one_process(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, quoted: bool, out_fmt: str
+) -> None:
+    """CSV partitions (small chunks: several per partition; one partition empty, one
+    quoted) give the one-process rows, summary and table size, as CSV or Parquet parts."""
+    head, rows = _sample_text(2500, quoted)
+    (tmp_path / "single.csv").write_text(head + "\n".join(rows) + "\n", encoding="utf-8")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for i, (a, b) in enumerate(((0, 900), (900, 900), (900, 901), (901, 2500))):
+        (parts / f"p{i}.csv").write_text(
+            head + "".join(r + "\n" for r in rows[a:b]), encoding="utf-8"
+        )
+    args = ["--design", PWS, "--seed", "5", "--frequencies", "--chunk-size", "256", "--json"]
+    single = tmp_path / "single-out.csv"
+    one = run_main(
+        capsys, "pws", "sanitize", str(tmp_path / "single.csv"), "-o", str(single), *args
+    )
+    out = tmp_path / "o"
+    many = run_main(
+        capsys, "pws", "sanitize", str(parts), "-o", str(out), "--output-format", out_fmt,
+        *_dask(*args),
+    )  # fmt: skip
+    a, b = one.json(), many.json()
+    for key in ("keys", "reported", "rows_computed_up_to"):
+        assert a[key] == b[key], key
+    assert a["rows_computed_up_to"] > 1000  # frequencies above the table: extended
+    if out_fmt == "csv":
+        assert _parts_text(out) == single.read_text(encoding="utf-8")
+    else:
+        import csv
+
+        with open(single, newline="", encoding="utf-8") as fh:
+            want = list(csv.reader(fh))[1:]
+        got = pa.concat_tables([pq.read_table(p) for p in sorted(out.glob("part-*.parquet"))])
+        assert got.column("key").to_pylist() == [w[0] for w in want]
+        assert got.column("frequency").to_pylist() == [int(w[1]) for w in want]
+        assert got.column("region").to_pylist() == [w[2] for w in want]
+
+
+def test_sanitize_duplicate_within_a_partition_as_one_process(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = "key,frequency\nk1,3\nk2,5\nk3,1\nk2,4\n"
+    (tmp_path / "a.csv").write_text(text, encoding="utf-8")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "a.csv").write_text(text, encoding="utf-8")
+    args = ["--design", PWS, "--seed", "1"]
+    one = run_main(capsys, "pws", "sanitize", str(tmp_path / "a.csv"), *args, expect=2)
+    many = run_main(
+        capsys, *_dask("pws", "sanitize", str(parts), *args, "-o", str(tmp_path / "o")),
+        expect=2,
+    )  # fmt: skip
+    msg = f"{tmp_path / 'a.csv'}:5: duplicate key 'k2' (first on line 3)"
+    assert msg in one.stderr
+    assert msg.replace(str(tmp_path / "a.csv"), str(parts / "a.csv")) in many.stderr
+
+
+def test_sanitize_partition_task_does_not_import_the_cli(tmp_path: Path) -> None:
+    """A worker runs ``_sanitize_task`` from the pickled job: neither unpickling nor the
+    task imports ``ampcalc.cli`` (nor typer)."""
+    import pickle
+    import subprocess
+
+    from ampcalc.designs.sources import load_designs
+    from ampcalc.records import distributed
+    from ampcalc.records.pws_sanitise import PwsSanitiser
+    from ampcalc.records.pws_tables import pws_design
+
+    part = tmp_path / "p.csv"
+    part.write_text("key,frequency\nk1,3\nk2,5\n", encoding="utf-8")
+    _, params = pws_design(load_designs(PWS))
+    job = distributed._SanitizeJob(
+        token="t", base=PwsSanitiser(params, True, True), params=params, seed=1,
+        frequencies=True, extend=True, out=str(tmp_path), fmt="csv",
+        header=("key", "frequency"), parts=(distributed.Partition(str(part), "csv"),),
+    )  # fmt: skip
+    (tmp_path / "job.pkl").write_bytes(pickle.dumps(job))
+    code = (
+        "import pickle, sys\n"
+        "from ampcalc.records.distributed import _sanitize_task\n"
+        f"job = pickle.loads(open({str(tmp_path / 'job.pkl')!r}, 'rb').read())\n"
+        "stats = _sanitize_task(0, job)\n"
+        "assert stats['keys'] == 2, stats\n"
+        "bad = [m for m in sys.modules if m.startswith(('ampcalc.cli', 'typer'))]\n"
+        "assert not bad, bad\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", code], cwd=root, check=True)
+    assert (tmp_path / "part-00000.csv").read_text(encoding="utf-8").startswith("key,frequency\n")

@@ -54,6 +54,10 @@ def test_int_column_is_percent_d_of_ints_and_floats() -> None:
     ints = np.concatenate([np.arange(0, 20_000), rng.integers(-(2**53), 2**53, 5_000), [0]])
     x = rng.random(ints.size)
     assert records_csv.rows_text([ints, x], int_first=True) == _python([ints, x], True)
+    # blocks whose numbers all have one digit count (row numbers of a block)
+    for same in (np.arange(5_000_000, 5_003_000), -np.arange(1000, 9000), np.zeros(3, int)):
+        y = rng.random(same.size)
+        assert records_csv.rows_text([same, y], int_first=True) == _python([same, y], True)
     floats = np.concatenate([ints[:1000].astype(float), [-3.7, 2.9, -0.0, 1e15 + 0.5]])
     y = rng.random(floats.size)
     assert records_csv.rows_text([floats, y], int_first=True) == _python([floats, y], True)
@@ -77,3 +81,24 @@ def test_savetxt_rows_is_np_savetxt(int_first: bool) -> None:
     np.savetxt(buf, block, delimiter=",", fmt=fmt)
     assert savetxt_rows(block, int_first=int_first) == buf.getvalue()
     assert savetxt_rows(block[:0], int_first=int_first) == ""
+
+
+def test_powers_of_ten_and_their_neighbours_are_proven() -> None:
+    """Exact and rounded powers of ten, and the doubles next to them, over the whole
+    range the arithmetic formats (10⁻²⁰⁰ .. 10²⁰⁰): the text is ``%``'s, and none
+    but the true ties at the 17th digit is left to Python (values just below a power
+    of ten used to bounce between two exponents and fall back)."""
+    tens = np.array(
+        [10.0**k for k in range(-200, 201)] + [float(f"1e{k}") for k in range(-200, 201)]
+    )
+    near = [np.nextafter(tens, 0.0), np.nextafter(tens, np.inf)]
+    x = np.concatenate([tens, *near, np.nextafter(near[0], 0.0), np.nextafter(near[1], np.inf)])
+    x = np.concatenate([x, -x, 3 * x, x / 3])
+    assert records_csv.rows_text([x], int_first=False) == _python([x], False)
+    v = np.abs(x)
+    _, _, ok = records_csv._significand(v)
+    fmt = [f"{w:.17e}" for w in v[~ok].tolist()]  # what Python was left
+    exact = [f"{w:.40e}" for w in v[~ok].tolist()]
+    # each is a tie: the 18th significant digit is 5 and nothing follows it
+    assert all(e[18] == "5" and set(e[19 : e.index("e")]) <= {"0"} for e in exact), fmt
+    assert ok[: 2 * 401].all()  # every power of ten itself is proven

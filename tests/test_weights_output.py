@@ -57,3 +57,23 @@ def test_parquet_output_holds_the_csv_numbers(
         got = table.column(name).to_numpy()
         want = np.array([float(r[j]) for r in rows[1:]])
         assert np.array_equal(got, want)  # %.17g round-trips float64 exactly
+
+
+def test_file_output_is_the_savetxt_bytes_of_the_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-o file.csv`` is written as bytes (no str round trip) in blocks on threads:
+    the file is ``np.savetxt``'s text of (row, q, w, ε̂), the same as standard output."""
+    from ampcalc.api import weights
+
+    design = str(EXAMPLES / "importance-laplace.yaml")
+    out = tmp_path / "w.csv"
+    run_main(capsys, "weights", design, "-o", str(out))
+    shown = run_main(capsys, "weights", design).stdout
+    fig = weights(design)
+    block = np.column_stack([np.arange(len(fig)), fig.probability, fig.weight, fig.epsilon_hat])
+    buf = io.StringIO()
+    np.savetxt(buf, block, delimiter=",", fmt=["%d"] + ["%.17g"] * 3)
+    want = "row,probability,weight,epsilon_hat\n" + buf.getvalue()
+    assert out.read_bytes() == want.encode("ascii")
+    assert shown == want

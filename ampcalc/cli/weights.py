@@ -187,11 +187,16 @@ def weights(
             assert output is not None
             kept = _write_parquet(output, design, params, fig, seed if sample else None)
         else:
-            if output:
+            if output and sample:
                 write = stack.enter_context(atomic_write(output, inputs=[design])).write
             if not sample:
-                write("row,probability,weight,epsilon_hat\n")
-                _write_rows(write, figs, tick)
+                if output:  # bytes straight to the file (no str round trip)
+                    fh = stack.enter_context(atomic_write(output, binary=True, inputs=[design]))
+                    fh.write(b"row,probability,weight,epsilon_hat\n")
+                    _write_rows(fh.write, figs, tick, binary=True)
+                else:
+                    write("row,probability,weight,epsilon_hat\n")
+                    _write_rows(write, figs, tick)
             else:
                 kept = _write_sample(write, params.data.source, fig, seed, tick)
     if sample:
@@ -218,10 +223,13 @@ def _threads() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-def _write_rows(write: Any, figs: tuple[Any, ...], tick: Progress | None) -> None:
+def _write_rows(
+    write: Any, figs: tuple[Any, ...], tick: Progress | None, *, binary: bool = False
+) -> None:
     """``row,probability,weight,epsilon_hat`` rows: np.savetxt's %d/%.17g text, made
     column-wise (``records_csv.rows_text``, the same bytes) in blocks formatted on
-    threads (numpy releases the GIL in its loops) and written in order."""
+    threads (numpy releases the GIL in its loops) and written in order (``binary``:
+    ``write`` takes the bytes; otherwise str)."""
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
@@ -232,10 +240,11 @@ def _write_rows(write: Any, figs: tuple[Any, ...], tick: Progress | None) -> Non
     size = int(figs[0].size)
     step = 1 << 16
 
-    def text(start: int) -> str:
+    def text(start: int) -> str | bytes:
         stop = min(start + step, size)
         cols = [np.arange(start, stop), *(c[start:stop] for c in figs)]
-        return rows_text(cols, int_first=True).decode("ascii")
+        block = rows_text(cols, int_first=True)
+        return block if binary else block.decode("ascii")
 
     workers = _threads()
     with ThreadPoolExecutor(max_workers=workers) as pool:

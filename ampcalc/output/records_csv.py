@@ -12,11 +12,14 @@ Here the same bytes are made column-wise with array arithmetic:
   IEEE operations, which numpy never fuses), x·P_lo rounded. For 10⁻²⁰⁰ <= |x| <= 10²⁰⁰
   the total error is below 10⁻¹⁴ (relative error 2⁻¹⁰⁴ of a value below 2·10¹⁷, plus
   the rounding of the low part, |low| < 40), so N and E are exact wherever |x|·10^k
-  is more than 10⁻⁶ away from a tie (j + 1/2) and from 10¹⁶ and 10¹⁷. 0, −0, ±inf
-  and NaN are spelt as ``%`` spells them. A row holding a value nearer than that
-  (exact ties included), or outside that range (subnormals too), is formatted by
-  Python's ``%`` itself (``rows_text``): the text is Python's wherever the arithmetic
-  could not prove it.
+  is more than 10⁻⁶ away from a tie (j + 1/2); within 10⁻⁶ of 10¹⁶ or 10¹⁷ (exact
+  powers of ten) the text is 1 followed by 16 zeros at the exponent either side gives
+  (``_round17``). 0, −0, ±inf and NaN are spelt as ``%`` spells them. A row holding a
+  value nearer than that to a tie (exact ties included), or outside that range
+  (subnormals too), is formatted by Python's ``%`` itself (``rows_text``): the text is
+  Python's wherever the arithmetic could not prove it.
+* E is first estimated from the binary exponent (a table) and corrected by one where
+  |x|·10^k falls outside [10¹⁶, 10¹⁷).
 * The text is then spelt as Python's ``%g`` spells it (``"%.17g" % x``): fixed notation
   for −4 <= E < 17, otherwise ``d.ddde±XX``; trailing zeros and a bare point removed.
 
@@ -27,6 +30,7 @@ contains a NUL byte. ``tests/test_records_csv.py`` compares the bytes with ``%``
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -34,7 +38,9 @@ import numpy as np
 
 _DIGITS = np.frombuffer(b"0123456789", dtype=np.uint8)
 #: the 4 ASCII digits of 0..9999 (zero-padded), one row each
-_QUAD = np.array([list(f"{i:04d}".encode()) for i in range(10_000)], dtype=np.uint8)
+_QUAD = (np.arange(10_000)[:, None] // np.array([1000, 100, 10, 1]) % 10 + ord("0")).astype(
+    np.uint8
+)
 _LOW, _HIGH = 1e-200, 1e200  # |x| formatted by the arithmetic (else: Python)
 _TIE = 1e-6  # fractions within this of 1/2 go to Python (the error is below 1e-14)
 _K_MIN, _K_MAX = -240, 240  # 10^k held for these k (|x| range above, with margin)
@@ -61,21 +67,29 @@ def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a_hi, a - a_hi
 
 
-_POW: np.ndarray | None = None
+#: by biased binary exponent b (v in [2^(b−1023), 2^(b−1022))): about floor(log10 of
+#: the interval's low end), and the next power of ten as a double (an estimate of E:
+#: one off at most, which the retries settle)
+_E_OF_B = np.floor((np.arange(2048) - 1023) * math.log10(2)).astype(np.int64)
+_TEN_OF_B = 10.0 ** np.minimum(_E_OF_B + 1, 308).astype(float)
+
+_POW: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
-def _pow() -> np.ndarray:
-    """Rows k − _K_MIN: P_hi, P_lo, and P_hi's Veltkamp halves."""
+def _pow() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """P_hi, P_lo and P_hi's Veltkamp halves, each indexed by k − _K_MIN (four 1-D
+    tables: four ``take`` calls cost a tenth of one gather of rows of a 2-D table)."""
     global _POW
     if _POW is None:
-        _POW = np.stack(_powers(), axis=1)
+        _POW = _powers()
     return _POW
 
 
 def _scaled(v: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(p, lo) with p + lo = v·10^k within 10⁻¹⁴ (v > 0 in range, |v·10^k| ~ 10¹⁶..10¹⁷)."""
-    row = _pow()[k - _K_MIN]
-    ph, pl, phh, phl = row[:, 0], row[:, 1], row[:, 2], row[:, 3]
+    i = k - _K_MIN
+    hi, lo, h_hi, h_lo = _pow()
+    ph, pl, phh, phl = hi.take(i), lo.take(i), h_hi.take(i), h_lo.take(i)
     p = v * ph
     v_hi, v_lo = _split(v)
     err = ((v_hi * phh - p) + v_hi * phl + v_lo * phh) + v_lo * phl  # v·ph − p, exact
@@ -84,17 +98,18 @@ def _scaled(v: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _significand(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(N, E, ok): 17-digit N = round(v·10^(16−E)) with 10¹⁶ <= N < 10¹⁷, for v in
-    [_LOW, _HIGH]; ``ok`` False where it is not proven (near a tie, or v·10^(16−E) too
-    near 10¹⁶ or 10¹⁷ to tell E)."""
-    e = np.floor(np.log10(v)).astype(np.int64)
-    n, ok, retry = _round17(v, e)
+    [_LOW, _HIGH]; ``ok`` False where it is not proven (near a tie)."""
+    # E from the binary exponent: floor(log10(2^b)), plus one at or above the next
+    # power of ten (an estimate where 10^j is not a double: the retries settle it)
+    b = v.view(np.uint64) >> np.uint64(52)
+    e = _E_OF_B.take(b)
+    e += v >= _TEN_OF_B.take(b)
+    n, ok, retry, step = _round17(v, e)
     for _ in range(3):  # log10's estimate is off by one at most
         if retry.size == 0:
             break
-        vr, er = v[retry], e[retry]
-        p, _ = _scaled(vr, 16 - er)
-        er += np.where(p < 1e16, -1, 1)
-        nr, okr, again = _round17(vr, er)
+        vr, er = v[retry], e[retry] + step
+        nr, okr, again, step = _round17(vr, er)
         n[retry], ok[retry], e[retry] = nr, okr, er
         retry = retry[again]
     if retry.size:
@@ -102,9 +117,12 @@ def _significand(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return n, e, ok
 
 
-def _round17(v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _round17(
+    v: np.ndarray, e: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """N = round(v·10^(16−e)) (``e`` is raised by one where the rounding carries), the
-    rows where it is proven, and the rows whose ``e`` is off (10^16 <= y < 10^17 fails)."""
+    rows where it is proven, the rows whose ``e`` is off (10^16 <= y < 10^17 fails) and
+    the step (−1 or +1) that moves their ``e`` toward the right one."""
     p, lo = _scaled(v, 16 - e)  # y = p + lo (to 1e-14), |lo| < 40
     # E is right when 10^16 <= y < 10^17; p >= 10^16 − 64 > 2^53 is an integer there
     fl = np.floor(lo)
@@ -113,25 +131,42 @@ def _round17(v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
         base = p.astype(np.int64)
     base += fl.astype(np.int64)  # floor(y) where p is in range
     off = (p < 1e16 - 64) | (p > 1e17 + 64) | (base < 10**16) | (base >= 10**17)
-    # too near 10^16 or 10^17 to tell (only exact powers of ten reach it): Python's
+    # Within _TIE of 10^16 or 10^17 (exact powers of ten reach it) the side is not
+    # known, but the text is: y just below 10^16 means E is one less, and there
+    # 10·y > 10^17 − 10⁻⁵ rounds up to 10^17, i.e. 1.0000000000000000·10^E again;
+    # y just above 10^17 means E is one more, and y/10 rounds to 10^16 at E + 1, what
+    # rounding y up to 10^17 gives (the carry below). So these rows round as they
+    # are and are not retried.
     edge = ((base == 10**16 - 1) | (base == 10**17 - 1)) & (frac > 1.0 - _TIE)
     edge |= ((base == 10**16) | (base == 10**17)) & (frac < _TIE)
-    ok = ~(np.abs(frac - 0.5) <= _TIE) & ~edge  # near a tie: Python's
+    ok = ~(np.abs(frac - 0.5) <= _TIE)  # near a tie: Python's
+    off &= ~edge
+    retry = np.flatnonzero(off)
+    # the side of the range y is on: from the exact floor(y) where p is near the
+    # range (p alone can round onto 10^16 from below), else from p
+    pr, br = p[retry], base[retry]
+    step = np.where((pr < 1e16 - 64) | ((pr <= 1e17 + 64) & (br < 10**16)), -1, 1)
     base += frac > 0.5
-    carry = base == 10**17  # rounding up to 10^17: 1.0000000000000000e(E+1)
+    # rounding up to 10^17: 1.0000000000000000e(E+1) (rows with ``e`` off are redone)
+    carry = (base == 10**17) & ~off
     if carry.any():
         base[carry] = 10**16
         e += carry
-    retry = np.flatnonzero(off & ~edge)
-    return base, ok, retry
+    return base, ok, retry, step
 
 
 #: the 4 ASCII digits of 0..9999 packed in one little-endian uint32 each
 _QUAD32 = _QUAD.view(np.uint32).ravel()
 #: trailing zero digits of 0..9999 written with four digits (0: 4)
-_TZ = np.array([4 - len(f"{i:04d}".rstrip("0")) for i in range(10_000)], dtype=np.int64)
+_TZ = np.cumprod(_QUAD[:, ::-1] == ord("0"), axis=1).sum(axis=1).astype(np.int64)
 #: the ASCII digit d shifted to the top byte of a little-endian uint32
 _TOP = (_DIGITS.astype(np.uint32) << 24).astype(np.uint32)
+#: a little-endian uint32 mask keeping its first k bytes, k = 0..4
+_WMASK = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
+#: _QUAD32 with the trailing zero digits as 0 bytes (0: all four)
+_QUAD32_TRIM = _QUAD32 & _WMASK[4 - _TZ]
+#: _QUAD32, then _QUAD32_TRIM (index g + 10000 where only zero groups follow)
+_QUAD32_BOTH = np.concatenate([_QUAD32, _QUAD32_TRIM])
 
 
 def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
@@ -161,17 +196,19 @@ def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     rest -= g2 * 10**8
     g3 = rest // 10**4
     g4 = rest - g3 * 10**4
+    # significant digits: up to the last non-zero one. A group followed by zero
+    # groups only is written without its trailing zeros (_QUAD32_TRIM: its second
+    # half), so the digits after the last significant one are not printed.
     words = np.empty((n, 5), dtype=np.uint32)
     words[:, 0] = _TOP[d0]
-    for j, g in enumerate((g1, g2, g3, g4)):
-        words[:, j + 1] = _QUAD32[g]
-    dig = words.view(np.uint8)[:, 3:]
-    # significant digits: up to the last non-zero one
+    words[:, 4] = _QUAD32_TRIM[g4]
     tz = _TZ[g4]
     zero = g4 == 0
-    for g in (g3, g2, g1):
+    for j, g in ((3, g3), (2, g2), (1, g1)):
+        words[:, j] = _QUAD32_BOTH[g + zero * 10_000]
         tz += zero * _TZ[g]
         zero &= g == 0
+    dig = words.view(np.uint8)[:, 3:]
     sig = 17 - tz
     fixed = (e >= -4) & (e < 17)
     whole = fixed & (e >= 0)
@@ -181,10 +218,17 @@ def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         shown[~fast] = 0
         fixed &= fast
         whole &= fast
+        words[~fast] = 0
     sci = ~fixed if all_fast else fast & ~fixed
-    short = np.flatnonzero(shown < 17)
-    if short.size:
-        dig[short] *= np.arange(17) < shown[short, None]
+    # integers with zeros at the end of their integer part (440, 1e16): those zeros
+    # are printed
+    pad = np.flatnonzero(shown > sig)
+    if pad.size:
+        full = np.empty((pad.size, 4), dtype=np.uint32)
+        for j, g in enumerate((g1, g2, g3, g4)):
+            full[:, j] = _QUAD32[g[pad]]
+        full &= _WMASK[np.clip(shown[pad, None] - np.array([1, 5, 9, 13]), 0, 4)]
+        words[pad, 1:] = full
     ahead = fixed & (e < 0)  # 0.000ddd
     # the point follows digit j (fixed, e >= 0: j = e; scientific: j = 0) when a
     # digit follows it
@@ -256,13 +300,16 @@ def int_cells(x: np.ndarray) -> np.ndarray:
         words[:, j] = _QUAD32[rest - q * 10_000]
         rest = q
     dig = words.view(np.uint8)
-    # leading zeros are not printed (the last digit always is)
-    count = np.searchsorted(_POW10, a, side="right")
-    count[count == 0] = 1
-    lead = 4 * groups - count
-    rows = np.flatnonzero(lead > 0)
-    if rows.size:
-        dig[rows] *= np.arange(4 * groups) >= lead[rows, None]
+    # leading zeros are not printed (the last digit always is): digit j of the 4g
+    # shown counts from 10^(4g−1−j), printed when a >= that power
+    width = 4 * groups
+    low = int(a.min()) if a.size else 0
+    if len(str(low)) == len(str(top)):  # one digit count (a block of row numbers)
+        dig[:, : width - len(str(top))] = 0
+    else:
+        shown = a[:, None] >= _POW10[width - 1 :: -1][:width]
+        shown[:, -1] = True
+        dig *= shown
     if neg.any():
         return np.concatenate([neg.view(np.uint8)[:, None] * np.uint8(ord("-")), dig], 1)
     return dig

@@ -2,11 +2,14 @@
 
 The input is a file, a directory or a glob of partitions (Parquet or CSV; ``.npy`` too
 for record files). Each file is one partition, taken in natural name order (``part-2``
-before ``part-10``). The partitions become a ``dask.dataframe`` (``from_map``) and the
-existing per-record kernels run in ``map_partitions``: every task reads its partition
-with the same parser as the one-process path, runs the kernel, writes its part file
-(``part-00000.csv`` … or ``.parquet``) and returns a one-row summary. Only the summaries
-travel back to the client.
+before ``part-10``). For ``weights`` the partitions become a ``dask.dataframe``
+(``from_map``) and the existing per-record kernels run in ``map_partitions``; for
+``pws sanitize`` each partition is one delayed task that runs the one-process byte path
+on its file (``pws_stream.sanitise_sample``; Parquet partitions through string
+columns). Every task reads its partition with the same parser as the one-process path,
+runs the kernel, writes its part file (``part-00000.csv`` … or ``.parquet``) and returns
+a one-row summary (``pws sanitize``: with its keys' hashes, for the duplicate check
+across partitions). Only the summaries travel back to the client.
 
 Random draws do not depend on the partitioning:
 
@@ -695,6 +698,7 @@ class _SanitizeJob:
     fmt: str
     header: tuple[str, ...]
     parts: tuple[Partition, ...]
+    chunk: int = 1 << 20
 
 
 _SANITISERS: dict[str, Any] = {}
@@ -792,20 +796,130 @@ def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = Non
     )
 
 
-def _rows_with_hashes(frame: Any, wanted: np.ndarray, path: str) -> Any:
-    import pandas as pd
+class _SharedSanitiser:
+    """The process's table for a job (``_sanitiser``) as ``pws_stream.sanitise_sample``
+    uses it: ``ensure`` extends it under the lock; ``p`` and ``rows`` are read after."""
 
+    def __init__(self, job: _SanitizeJob) -> None:
+        self.job = job
+        self.san = _sanitiser(job, 0, "")
+        self.top = 0
+
+    def ensure(self, top: int, where: str) -> None:
+        self.san = _sanitiser(self.job, top, where)
+        self.top = max(self.top, top)
+
+    @property
+    def p(self) -> Any:
+        return self.san.p
+
+    @property
+    def rows(self) -> Any:
+        return self.san.rows
+
+
+def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
+    """Partition ``i``: a CSV partition is read, checked, hashed and sanitised by the
+    one-process byte path (``pws_stream.sanitise_sample``: byte columns, vectorised
+    hashes, duplicates by one sort) and written by its writer; a Parquet partition
+    through string columns (``_read_sample``, ``_sanitize_partition``)."""
+    part = job.parts[i]
+    if part.kind != "csv":
+        frame = _read_sample(part, job.header, job.chunk)
+        stats = _sanitize_partition(frame, job, {"number": i})
+        return {c: stats[c].iloc[0] for c in _SANITIZE_STATS}
+    import csv
+
+    from ampcalc.records.pws_stream import cells, sanitise_sample, write_chunk
+
+    header = list(job.header)
+
+    def same_header(head: list[str], extra: list[int]) -> None:
+        if tuple(head) != job.header:
+            raise DesignError(
+                f"{part.path}:1: columns ({excerpt_names(head)}) differ from the first "
+                f"partition's ({excerpt_names(header)})"
+            )
+
+    ki, fi = header.index("key"), header.index("frequency")
+    si = header.index("score") if "score" in header else None
+    extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
+    out_header = ["key", *(["frequency"] if job.frequencies else []), *[header[c] for c in extra]]
+    san = _SharedSanitiser(job)
+    hashes: list[np.ndarray] = []
+    keys = reported = 0
+    path = Path(job.out) / PART_NAME.format(i, job.fmt)
+    chunks = sanitise_sample(
+        part.path, job.chunk, san, job.params, job.seed, on_header=same_header
+    )
+    if job.fmt == "csv":
+        with atomic_write(path, newline="") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(out_header)
+            for chunk in chunks:
+                write_chunk(fh, writer, chunk, job.frequencies)
+                assert chunk.hashes is not None
+                hashes.append(chunk.hashes)
+                keys, reported = chunk.read, reported + int(chunk.kept.size)
+    else:
+        pa = _module("pyarrow")
+        pq = _module("pyarrow.parquet")
+        cols: list[list[Any]] = [[] for _ in out_header]
+        for chunk in chunks:
+            ids = chunk.kept.tolist()
+            kcells = chunk.keys.tolist()
+            block = [[kcells[n] for n in ids]]
+            if job.frequencies:
+                assert chunk.tokens is not None
+                block.append(chunk.tokens[chunk.kept].tolist())
+            for c in extra:
+                values = cells(chunk.columns[c])
+                block.append([values[n] for n in ids])
+            for col, got in zip(cols, block, strict=True):
+                col.extend(got)
+            assert chunk.hashes is not None
+            hashes.append(chunk.hashes)
+            keys, reported = chunk.read, reported + len(ids)
+        arrays = [pa.array(cols[0], type=pa.string())]
+        if job.frequencies:
+            arrays.append(pa.array(cols[1], type=pa.int64()))
+        # CSV cells are strings (also in an empty partition: not Arrow's null type)
+        arrays += [pa.array(c, type=pa.string()) for c in cols[1 + job.frequencies :]]
+        with atomic_write(path, binary=True) as fh:
+            pq.write_table(pa.Table.from_arrays(arrays, names=out_header), fh)
+    return {
+        "keys": keys,
+        "reported": reported,
+        "table": max(job.base.n, san.top),
+        "hashes": np.concatenate(hashes) if hashes else np.zeros(0, np.uint64),
+    }
+
+
+def _hash_hits(i: int, job: _SanitizeJob, wanted: np.ndarray) -> list[tuple[str, int]]:
+    """(key, line) of partition ``i``'s keys whose hash is in ``wanted``."""
     from ampcalc.math import pws as K
 
-    keys = frame["key"].tolist()
-    hit = np.isin(K.key_hashes(keys), wanted) if keys else np.zeros(0, dtype=bool)
-    idx = np.flatnonzero(hit)
-    return pd.DataFrame(
-        {
-            "key": pd.Series([keys[n] for n in idx], dtype=object),
-            "line": frame["__line__"].to_numpy()[idx],
-        }
-    )
+    part = job.parts[i]
+    if part.kind != "csv":
+        frame = _read_sample(part, job.header, job.chunk)
+        keys = frame["key"].tolist()
+        hit = np.isin(K.key_hashes(keys), wanted) if keys else np.zeros(0, dtype=bool)
+        lines = frame["__line__"].tolist()
+        return [(keys[n], int(lines[n])) for n in np.flatnonzero(hit).tolist()]
+    from ampcalc.load.bytecols import ByteColumn
+    from ampcalc.records.pws_files import read_sample
+
+    found: list[tuple[str, int]] = []
+    for head, lines, cols in read_sample(part.path, job.chunk):
+        kcol = cols[list(head).index("key")]
+        if not isinstance(kcol, ByteColumn):
+            kcol = ByteColumn.from_strings(kcol)
+        hit = np.isin(K.byte_key_hashes(kcol.buf, kcol.start, kcol.end), wanted)
+        idx = np.flatnonzero(hit).tolist()
+        if idx:
+            cells = kcol.tolist()
+            found += [(cells[n], int(lines[n])) for n in idx]
+    return found
 
 
 def run_sanitize(
@@ -826,7 +940,6 @@ def run_sanitize(
     (keys, reported keys, the table size the run needed)."""
     require_dask()
     dask = _module("dask")
-    dd = _module("dask.dataframe")
 
     parts = resolve_inputs(sample, ("csv", "parquet"))
     out_fmt = output_format(output or "", fmt, parts[0].kind)
@@ -850,59 +963,44 @@ def run_sanitize(
         fmt=out_fmt,
         header=header,
         parts=tuple(parts),
+        chunk=chunk,
     )
-    meta = {h: "object" for h in header}
-    meta["__line__"] = "int64"
     try:
-        with scheduler(address, workers) as sched, _plain_frames():
-            frame = dd.from_map(
-                _read_sample,
-                parts,
-                header=header,
-                chunk=chunk,
-                meta=_stats_meta(meta),
-                enforce_metadata=False,
-            )
-            stats = frame.map_partitions(
-                _sanitize_partition,
-                dask.delayed(job),
-                meta=_stats_meta(_SANITIZE_STATS),
-                enforce_metadata=False,
-                align_dataframes=False,
-            )
-            (table,) = _compute(sched, stats)
-            hashes = np.sort(np.concatenate([np.asarray(h, np.uint64) for h in table["hashes"]]))
+        with scheduler(address, workers) as sched:
+            shipped = dask.delayed(job, pure=False)
+            tasks = [
+                dask.delayed(_sanitize_task, pure=False)(i, shipped) for i in range(len(parts))
+            ]
+            stats = _compute(sched, *tasks)
+            hashes = np.sort(np.concatenate([np.asarray(t["hashes"], np.uint64) for t in stats]))
             same = np.flatnonzero(hashes[1:] == hashes[:-1])
             if same.size:
-                _cross_duplicates(frame, parts, np.unique(hashes[same]), sched)
+                _cross_duplicates(job, np.unique(hashes[same]), sched)
     except BaseException:
         _remove_parts(out, len(parts), out_fmt)
         raise
     return {
-        "keys": int(table["keys"].sum()),
-        "reported": int(table["reported"].sum()),
-        "rows_computed_up_to": int(table["table"].max()),
+        "keys": sum(int(t["keys"]) for t in stats),
+        "reported": sum(int(t["reported"]) for t in stats),
+        "rows_computed_up_to": max(int(t["table"]) for t in stats),
         "partitions": len(parts),
         "output_format": out_fmt,
         "output": str(out),
     }
 
 
-def _cross_duplicates(frame: Any, parts: list[Partition], wanted: np.ndarray, sched: Any) -> None:
+def _cross_duplicates(job: _SanitizeJob, wanted: np.ndarray, sched: Any) -> None:
     """Name a key listed in two partitions (keys whose 64-bit hashes collide but differ
     are not duplicates)."""
-    found = frame.map_partitions(
-        _rows_with_hashes,
-        wanted,
-        "",
-        meta=_stats_meta({"key": "object", "line": "int64"}),
-        enforce_metadata=False,
-        align_dataframes=False,
+    dask = _module("dask")
+    shipped = dask.delayed(job, pure=False)
+    found = _compute(
+        sched,
+        *[dask.delayed(_hash_hits, pure=False)(i, shipped, wanted) for i in range(len(job.parts))],
     )
-    parts_found = _compute(sched, *found.to_delayed())
     first: dict[str, str] = {}
-    for part, hits in zip(parts, parts_found, strict=True):
-        for key, line in zip(hits["key"], hits["line"], strict=True):
+    for part, hits in zip(job.parts, found, strict=True):
+        for key, line in hits:
             where = f"{part.path}:{int(line)}"
             if key in first:
                 raise DesignError(

@@ -5,9 +5,9 @@ chunk (frequencies, scores, the key order of a streamed file), draws every key's
 from its hash (``math.pws``: a pure function of the seed and the key) and yields what to
 write; it raises the first input error, a duplicate key in the chunks before it winning
 (duplicates are found once at the end, by one sort of every key's hash: ``KeyLog``). The
-command writes what it yields. The Dask engine (``distributed``) still checks and
-sanitises each partition from string columns (the same coins: a key's coin is a pure
-function of the seed and the key). No printing.
+command writes what it yields (``write_chunk``). The Dask engine (``distributed``) runs
+the same reader, checks and writer on each CSV partition in its task (the same coins: a
+key's coin is a pure function of the seed and the key). No printing.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class SanitisedChunk:
         kept: indices (in the chunk) of the keys reported.
         tokens: each key's sanitised frequency (Algorithm 4), or None.
         read: keys read so far, this chunk included.
+        hashes: each key's 64-bit hash (``math.pws.byte_key_hashes``).
+        top: the chunk's largest frequency (0 when empty).
     """
 
     header: list[str]
@@ -47,6 +49,8 @@ class SanitisedChunk:
     kept: np.ndarray
     tokens: np.ndarray | None
     read: int
+    hashes: np.ndarray | None = None
+    top: int = 0
 
 
 def cells(col: Any) -> list[str]:
@@ -98,8 +102,8 @@ def sanitise_sample(
             hashes = K.byte_key_hashes(kcol.buf, kcol.start, kcol.end)
             if not stream:
                 seen.add(hashes, kcol.buf, kcol.start, kcol.end, lines)
+            top = int(freqs.max()) if freqs.size else 0
             if freqs.size:
-                top = int(freqs.max())
                 sanitiser.ensure(top, f"{sample}:{lines[int(np.argmax(freqs))]}")
             kept, tokens = K.sanitize_hashes(
                 hashes, freqs, seed, p=sanitiser.p, rows=sanitiser.rows
@@ -115,6 +119,8 @@ def sanitise_sample(
                 kept=np.flatnonzero(kept),
                 tokens=tokens,
                 read=n_in,
+                hashes=hashes,
+                top=top,
             )
     except DesignError:
         dup = seen.first()
@@ -124,6 +130,29 @@ def sanitise_sample(
     dup = seen.first()
     if dup is not None:
         raise DesignError(duplicate_message(sample, *dup))
+
+
+def write_chunk(out: Any, writer: Any, part: SanitisedChunk, frequencies: bool) -> None:
+    """Write a chunk's kept rows (``key[,frequency][,extra columns]``) to the text
+    handle ``out`` (opened with ``newline=""``), the bytes ``writer`` (a ``csv.writer``
+    on ``out`` with ``lineterminator="\\n"``) would write: from the key bytes where no
+    cell needs quoting, else through ``writer``."""
+    from ampcalc.output.keys_csv import write_key_bytes, write_key_text
+
+    extra, kcol, idx = part.extra, part.keys, part.kept
+    tokens = part.tokens if frequencies else None
+    if not extra and write_key_bytes(out, kcol, idx, tokens):
+        return  # written from the bytes read: no cell needs quoting
+    keys = kcol.tolist()
+    ids = idx.tolist()
+    more = [cells(part.columns[c]) for c in extra]
+    if not more and write_key_text(out, keys, ids, tokens):
+        return  # written directly: no cell needed quoting
+    if tokens is not None:
+        tok = tokens.tolist()
+        writer.writerows([keys[n], tok[n], *[m[n] for m in more]] for n in ids)
+    else:
+        writer.writerows([keys[n], *[m[n] for m in more]] for n in ids)
 
 
 def _check_order(
