@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import mpmath as mp
 import pytest
 
 from ampcalc import engine
 from ampcalc.designs.document import load_designs
+from ampcalc.model.design import Neighbours
+from ampcalc.model.errors import ConditionError
+from ampcalc.schemes import srswor
 
 
 def design(**mechanism):
@@ -55,3 +60,13 @@ def test_group_path_says_how_it_read_an_add_remove_mechanism() -> None:
     )
     both = engine.bound(design(neighbours="both"))
     assert not any("holds under add-remove" in n for n in both.notes)
+
+
+@pytest.mark.parametrize("group_size", [1, 2])
+def test_add_remove_guarantee_is_refused_by_the_theorem(group_size: int) -> None:
+    """The loader refuses `guarantee: add-remove` for srswor; a direct call of the
+    scheme's analyse meets the theorem's own refusal, for a group too."""
+    d = design(neighbours="both")
+    mech = dataclasses.replace(d.mechanism, group_size=group_size)
+    with pytest.raises(ConditionError, match=r"an add-remove guarantee changes N"):
+        srswor.analyse(d.params, mech, Neighbours.ADD_REMOVE)

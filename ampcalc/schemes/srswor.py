@@ -15,7 +15,14 @@ from ampcalc.math import groups, numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2022, DERIVATIONS, HU_2023, cite, derivation
-from ampcalc.schemes.assembly import Theorem, assemble, epsilons
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Theorem,
+    assemble,
+    check_refusals,
+    epsilons,
+)
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 if TYPE_CHECKING:
@@ -111,6 +118,15 @@ def lower_epsilon(eps_replace_one: np.ndarray, *, population: int, sample: int) 
     return numeric.amplification_lower(sample / population, eps_replace_one)
 
 
+REFUSES_ADD_REMOVE = (
+    f"Theorem 2.2 ({BUN_2022}) holds for replace-one neighbours of a "
+    "population of fixed, public size N; an add-remove guarantee changes N and no "
+    "theorem covers it. Use `guarantee: replace-one`, or the `poisson` scheme for "
+    "an add-remove guarantee."
+)
+REFUSALS = (Refusal(Refuses.GUARANTEE, REFUSES_ADD_REMOVE),)
+
+
 def theorem(params: Params) -> Theorem:
     """Theorem 2.2 of 000 for this design, as data (formulas in replace-one ε_R)."""
     n, m = params.population, params.sample
@@ -130,23 +146,19 @@ def theorem(params: Params) -> Theorem:
         ),
         tight=True,
         relation_words=" on samples of size m",
+        refusals=REFUSALS,
     )
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one SRSWOR design (see ``upper_epsilon`` for the theorem)."""
-    if guarantee is not Neighbours.REPLACE_ONE:
-        raise ConditionError(
-            f"Theorem 2.2 ({BUN_2022}) holds for replace-one neighbours of a "
-            "population of fixed, public size N; an add-remove guarantee changes N and no "
-            "theorem covers it. Use `guarantee: replace-one`, or the `poisson` scheme for "
-            "an add-remove guarantee."
-        )
+    thm = theorem(params)
+    check_refusals(thm, mechanism, guarantee)  # before the group case, which refuses it too
     if mechanism.group_size > 1:
         return srswor_group_analysis(params, mechanism)
     n, m = params.population, params.sample
     return assemble(
-        theorem(params),
+        thm,
         mechanism,
         details={"rate": m / n, "population": n, "sample": m},
         notes=(one_in_100_note(),) if 100 * m == n else (),
@@ -263,6 +275,7 @@ def group_theorem(params: Params, group: int, k0: int, log_pmf: np.ndarray) -> T
         pure=True,
         group_size=g,
         relation_words=" on samples of size m",
+        refusals=REFUSALS,
     )
 
 
