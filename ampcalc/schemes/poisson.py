@@ -211,9 +211,9 @@ def replace_one_delta_prime(
     rate: float,
     coupled: bool = True,
 ) -> np.ndarray:
-    """δ′ of the replace-one bound ``upper_epsilon_replace_one`` is (each of its three
-    candidates holds with its own δ′, ``replace_one_candidates``): two steps
-    qδ_D(1 + e^{A(q, ε_D)}), the coupling qδ_R, joint convexity q·max(δ_D, δ_R);
+    """The δ′ that goes with the replace-one bound ``upper_epsilon_replace_one``: that
+    of whichever of its three candidates is smallest (``replace_one_candidates``): two
+    steps qδ_D(1 + e^{A(q, ε_D)}), the coupling qδ_R, joint convexity q·max(δ_D, δ_R);
     rounded up and capped at 1."""
     e_d = np.asarray(eps_add_remove, dtype=float)
     _, which = replace_one_candidates(e_d, eps_replace_one, rate=rate, coupled=coupled)
