@@ -36,7 +36,17 @@ from typing import Any
 import numpy as np
 
 from ampcalc.math import numeric
-from ampcalc.model.references import BUN_2022, DERIVATIONS
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.references import BUN_2022, DERIVATIONS, cite
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Theorem,
+    Witness,
+    assemble,
+    check_refusals,
+    epsilons,
+)
 from ampcalc.schemes.base import Analysis
 
 # φ(u) = log(u² − 1)/u has its maximum at u* (2u²/(u² − 1) = log(u² − 1)); the best
@@ -120,30 +130,46 @@ RELATION_NOTE = (
 )
 
 
-def analyse_proposition_4_2(params: Any, mechanism: Any, guarantee: Any) -> Analysis:
+REFUSES_REPLACE_ONE_ONLY = (
+    "Proposition 4.2's witness is |S| + Lap(1/ε), ε-DP add-remove: M's add-remove ε "
+    "is needed (`neighbours: add-remove` or `both`)"
+)
+
+
+def theorem(sensitivity: float, mse: float) -> Theorem:
+    """Proposition 4.2 (corrected) for this size function, as data: a lower bound by the
+    witness |S| + Lap(1/c), which is c-DP under add-remove and 2c-DP under replace-one
+    (``replace_one_ratio`` 2), so the assembly runs it at c = min(ε_D, ε_R/2), inside
+    M's declared class; the loss is under add-remove (``RELATION_NOTE``)."""
+    return Theorem(
+        name="Proposition 4.2",
+        basis=(cite(BUN_2022, "Proposition 4.2"), cite(BUN_2022, "Appendix F")),
+        relation=None,
+        guarantee=Neighbours.ADD_REMOVE,
+        witnesses=(
+            Witness(bound=lambda c: lower_epsilon(sensitivity, mse, c), replace_one_ratio=2.0),
+        ),
+        conditions=(
+            f"the sample size is a randomised function f̃ of the data with max_P E|f̃(P) − "
+            f"f(P)|² = {mse:g}, f the intended size; one added record moves f by Δ = "
+            f"{sensitivity:g}",
+            "the bound: max_P E|f̃(P) − f(P)|² >= α(ε′) − 2/ε², α(ε′) = max_k (kΔ/2)²/(1 + "
+            "e^{kε′}); the design is not ε′-DP for any smaller ε′",
+        ),
+        tight=None,
+        refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
+    )
+
+
+def analyse_proposition_4_2(params: Any, mechanism: Mechanism, guarantee: Any) -> Analysis:
     """Lower bound on the design's add-remove ε′ from Proposition 4.2 (corrected)."""
-    from ampcalc.model.design import Neighbours
-    from ampcalc.model.errors import ConditionError
-    from ampcalc.model.references import BUN_2022, cite
-
     del guarantee  # always add-remove, as theorem-5.3 (RELATION_NOTE)
-    if not mechanism.epsilon_add_remove_known():
-        raise ConditionError(
-            "Proposition 4.2's witness is |S| + Lap(1/ε), ε-DP add-remove: M's add-remove ε "
-            "is needed (`neighbours: add-remove` or `both`)"
-        )
     delta_f, mse, target = float(params.sensitivity), float(params.mse), params.target_epsilon
-    eps_r = mechanism.epsilon_replace_one_of
-
-    def noise_eps(eps: Any) -> np.ndarray:
-        """ε of the witness's Lap(1/ε): |S| + Lap(1/c) is c-DP add-remove and 2c-DP
-        replace-one, so c = min(ε, ε_R/2) keeps it inside M's declared class."""
-        e = np.asarray(eps, dtype=float)
-        out: np.ndarray = np.minimum(e, eps_r(e) / 2.0)
-        return out
-
-    eps0 = float(mechanism.epsilon)
-    c0 = float(noise_eps(eps0))
+    thm = theorem(delta_f, mse)
+    check_refusals(thm, mechanism)
+    # the witness's ε at the declared ε (the assembly runs it at each evaluated ε)
+    e_d, e_r = epsilons(mechanism)
+    c0 = float(np.minimum(e_d, e_r / thm.witnesses[0].replace_one_ratio))
     details = summary(delta_f, mse, c0, None if target is None else float(target))
     details["witness_epsilon"] = c0
     details["alpha_choice"] = (
@@ -151,31 +177,15 @@ def analyse_proposition_4_2(params: Any, mechanism: Any, guarantee: Any) -> Anal
         "moving f by Δ (group privacy); the paper leaves α open"
     )
     warnings: list[str] = []
-    notes = [CORRECTION_NOTE, RELATION_NOTE]
     if target is not None and details["mse_floor"] > mse:
         warnings.append(
             f"your size function's error {mse:g} is below the floor {details['mse_floor']:.6g} "
             f"at ε′ = {float(target):g}: the design cannot be {float(target):g}-DP"
         )
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        return lower_epsilon(delta_f, mse, noise_eps(eps))
-
-    return Analysis(
-        guarantee_neighbours=Neighbours.ADD_REMOVE,
-        reference_epsilon=lambda eps: np.asarray(eps, dtype=float),
-        upper=None,
-        lower=lower,
-        delta_prime=None,
-        basis=(cite(BUN_2022, "Proposition 4.2"), cite(BUN_2022, "Appendix F")),
-        conditions=(
-            f"the sample size is a randomised function f̃ of the data with max_P E|f̃(P) − "
-            f"f(P)|² = {mse:g}, f the intended size; one added record moves f by Δ = "
-            f"{delta_f:g}",
-            "the bound: max_P E|f̃(P) − f(P)|² >= α(ε′) − 2/ε², α(ε′) = max_k (kΔ/2)²/(1 + "
-            "e^{kε′}); the design is not ε′-DP for any smaller ε′",
-        ),
+    return assemble(
+        thm,
+        mechanism,
         warnings=tuple(warnings),
-        notes=tuple(notes),
+        notes=(CORRECTION_NOTE, RELATION_NOTE),
         details=details,
     )

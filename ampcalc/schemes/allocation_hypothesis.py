@@ -17,8 +17,8 @@ import numpy as np
 
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
-from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2022, cite, derivation
+from ampcalc.schemes.assembly import Refusal, Refuses, Theorem, assemble, check_refusals
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 BASIS = (cite(BUN_2022, "Proposition 4.1"), derivation("§4.2"))
@@ -164,32 +164,48 @@ def best_advantage(p: np.ndarray, q: np.ndarray, eps: float) -> float:
     return max(0.0, value)
 
 
-def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
-    """Lower bound of Proposition 4.1 for one pair of allocation distributions."""
-    if not mechanism.epsilon_add_remove_known():
-        raise ConditionError(
-            f"Proposition 4.1 ({BUN_2022}) is about mechanisms that are ε-DP "
-            "under add-remove; `neighbours: replace-one` leaves that unknown."
-        )
+def lower_epsilon(eps_add_remove: np.ndarray, *, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Lower bound of Proposition 4.1: ε′ >= log(1 + adv*(ε)), adv* the certified best
+    advantage (``best_advantage``) of an e^ε-log-Lipschitz test of the sizes, at each
+    add-remove ε (one LP per point); rounded down."""
+    e = np.asarray(eps_add_remove, dtype=float)
+    out = np.array([best_advantage(p, q, float(x)) for x in e.ravel()])
+    return numeric.round_down(np.log1p(out)).reshape(e.shape)
 
-    def lower(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        out = np.array([best_advantage(params.p, params.q, float(x)) for x in e.ravel()])
-        return numeric.round_down(np.log1p(out)).reshape(e.shape)
 
-    adv = best_advantage(params.p, params.q, mechanism.epsilon)
-    tv = 0.5 * float(np.abs(params.p - params.q).sum())
-    return Analysis(
-        guarantee_neighbours=Neighbours.ADD_REMOVE,
-        reference_epsilon=lambda eps: np.asarray(eps, dtype=float),
-        upper=None,
-        lower=lower,
-        delta_prime=None,
+REFUSES_REPLACE_ONE_ONLY = (
+    f"Proposition 4.1 ({BUN_2022}) is about mechanisms that are ε-DP "
+    "under add-remove; `neighbours: replace-one` leaves that unknown."
+)
+
+
+def theorem(params: Params) -> Theorem:
+    """Proposition 4.1 for this pair of allocation distributions, as data (lower bound
+    only, in M's add-remove ε: a test of the sample size, which a replacement keeps)."""
+    p, q = params.p, params.q
+    return Theorem(
+        name="Proposition 4.1",
         basis=BASIS,
+        relation=Neighbours.ADD_REMOVE,
+        guarantee=Neighbours.ADD_REMOVE,
+        lower=lambda eps: lower_epsilon(eps, p=p, q=q),
         conditions=(
             "the two distributions are those of the allocated size on add-remove neighbours",
-            f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
         ),
+        tight=None,
+        refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
+    )
+
+
+def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Lower bound of Proposition 4.1 for one pair of allocation distributions."""
+    thm = theorem(params)
+    check_refusals(thm, mechanism)
+    adv = best_advantage(params.p, params.q, mechanism.epsilon)
+    tv = 0.5 * float(np.abs(params.p - params.q).sum())
+    return assemble(
+        thm,
+        mechanism,
         warnings=(
             "lower bound only: some ε-DP mechanism loses at least log(1 + adv*) on this pair; "
             "Proposition 4.1 gives no guarantee",

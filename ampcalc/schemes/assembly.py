@@ -175,6 +175,11 @@ class Theorem:
         relation_condition: the stated condition on M's relation in the family's own
             words (``{declared}``: M's declared relation), in place of the standard one;
             "" states none.
+        delta_both: (ε_D, ε_R) -> δ′, rounded up and capped at 1: the δ′ of a result
+            that uses M's ε under both relations (``upper_both``), whose δ′ depends on
+            which of its candidates is smallest (δ′ = 0 when M's δ is 0). The family
+            binds M's δ (and its replace-one δ rule) into it; no mechanism δ is derived
+            from a target δ′.
     """
 
     name: str
@@ -200,6 +205,7 @@ class Theorem:
     inverse_scale: Scale | None = None
     lower_inverse_scale: Scale | None = None
     relation_condition: str | None = None
+    delta_both: PairFormula | None = None
 
     def __post_init__(self) -> None:
         if self.upper is not None and self.upper_both is not None:
@@ -416,6 +422,12 @@ def assemble(
         mechanism_delta = _mechanism_delta(mechanism, theorem.relation, theorem.delta_factor)
     elif theorem.delta_prime is not None:
         delta_prime = _zeros if mechanism.delta == 0.0 else _delta_at(theorem.delta_prime, rel)
+    elif theorem.delta_both is not None:
+        delta_prime = (
+            _zeros
+            if mechanism.delta == 0.0
+            else _at_both(theorem.delta_both, add_remove, replace_one)
+        )
 
     certified: Formula | None = None
     impossible_above: Formula | None = None

@@ -19,9 +19,15 @@ import numpy as np
 
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
-from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2022, cite
 from ampcalc.schemes._cluster_kernels import ratio_lower
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Theorem,
+    Witness,
+    assemble,
+)
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (
@@ -275,6 +281,70 @@ def theorem_5_3_statement(eps2: Any, *, fraction: float, test_epsilon: float) ->
 _KERNELS = {"statement": theorem_5_3_statement, "proof": theorem_5_3}
 
 
+REFUSES_REPLACE_ONE_ONLY = (
+    f"{BUN_2022}, Theorem 5.3 bounds the loss between P and its add-remove neighbour P′ "
+    "(P without x), with ε″ <= M's add-remove ε; `neighbours: replace-one` leaves that ε "
+    "unknown. Declare `neighbours: add-remove` or `both`."
+)
+
+
+REFUSES_ADD_REMOVE = (
+    f"{BUN_2022}, Proposition 6.1 is stated for replace-one "
+    "neighbours P, P′ of the same size; it gives no add-remove bound."
+)
+
+
+def proposition_6_1_theorem(bound_4: float, identity_5: float) -> Theorem:
+    """Proposition 6.1 for the attack's figures ``proposition_6_1``, as data: the larger
+    of bound (4) and identity (5) (and 0), a lower bound that does not depend on M's ε
+    (the attack is the witness), under replace-one; an add-remove guarantee is refused."""
+    best = max(bound_4, identity_5, 0.0)
+    return Theorem(
+        name="Proposition 6.1",
+        basis=(cite(BUN_2022, "Proposition 6.1"),),
+        relation=None,
+        guarantee=Neighbours.REPLACE_ONE,
+        witnesses=(Witness(bound=lambda eps: np.full(np.shape(eps), best)),),
+        conditions=(
+            "P and P′ are replace-one neighbours differing in element i; the figures "
+            "(a, a′, p, p′, q, q′) are those of one event E of your attack",
+        ),
+        tight=None,
+        refusals=(Refusal(Refuses.GUARANTEE, REFUSES_ADD_REMOVE),),
+    )
+
+
+def theorem_5_3_theorem(params: Params) -> Theorem:
+    """Theorem 5.3 in the chosen reading, as data: the test's bound at ε″ capped at M's
+    add-remove ε ε_D (ε″ compares the test event on P and on P′ = P without x), the
+    loss under add-remove; a replace-one-only M (ε_D unknown) is refused."""
+    frac, te, e2, reading = (
+        params.fraction,
+        params.test_epsilon,
+        params.conditional_epsilon,
+        params.reading,
+    )
+    # check() has made them present
+    assert frac is not None and te is not None and e2 is not None and reading is not None
+    kernel = _KERNELS[reading]
+    return Theorem(
+        name="Theorem 5.3",
+        basis=(cite(BUN_2022, "Theorem 5.3"),),
+        relation=None,
+        guarantee=Neighbours.ADD_REMOVE,
+        lower_both=lambda e_d, e_r: kernel(np.minimum(e2, e_d), fraction=frac, test_epsilon=te),
+        conditions=(
+            f"a test H tells whether cluster C_i was sampled, measured on P: "
+            f"Pr(H = 0 | C_i sampled) >= e^{{ε′}}·Pr(H = 0 | C_i not sampled), ε′ = {te:g}; "
+            f"cluster fraction A = {frac:g}",
+            f"reading: {reading}: " + READINGS[reading],
+            f"ε″ = {e2:g} (in [0, ε])",
+        ),
+        tight=None,
+        refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
+    )
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Lower bound only."""
     if params.result == "proposition-4.2":
@@ -282,29 +352,16 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
         return analyse_proposition_4_2(params, mechanism, guarantee)
     if params.result == "proposition-6.1":
-        if guarantee is Neighbours.ADD_REMOVE:  # only when asked for (replace-one is default)
-            raise ConditionError(
-                f"{BUN_2022}, Proposition 6.1 is stated for replace-one "
-                "neighbours P, P′ of the same size; it gives no add-remove bound."
-            )
         a, a_prime, p, p_prime = params.a, params.a_prime, params.p, params.p_prime
         q, q_prime = params.q, params.q_prime
         # check() has made every Proposition 6.1 input present
         assert a is not None and a_prime is not None and p is not None
         assert p_prime is not None and q is not None and q_prime is not None
         b4, b5 = proposition_6_1(a, a_prime, p, p_prime, q, q_prime)
-        best = max(b4, b5, 0.0)
-        return Analysis(
-            guarantee_neighbours=Neighbours.REPLACE_ONE,
-            reference_epsilon=mechanism.epsilon_replace_one_of,
-            upper=None,
-            lower=lambda eps: np.full(np.shape(eps), best),
-            delta_prime=None,
-            basis=(cite(BUN_2022, "Proposition 6.1"),),
-            conditions=(
-                "P and P′ are replace-one neighbours differing in element i; the figures "
-                "(a, a′, p, p′, q, q′) are those of one event E of your attack",
-            ),
+        return assemble(
+            proposition_6_1_theorem(b4, b5),
+            mechanism,
+            guarantee=guarantee,
             notes=(
                 "a lower bound from your own attack's figures (it does not depend on the "
                 f"declared ε); {BUN_2022} calls this result 'Theorem 6.1' in its "
@@ -316,20 +373,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
                 "identity_5": b5 if math.isfinite(b5) else None,
             },
         )
-    frac, te, e2, reading = (
-        params.fraction,
-        params.test_epsilon,
-        params.conditional_epsilon,
-        params.reading,
-    )
-    # check() has made them present
-    assert frac is not None and te is not None and e2 is not None and reading is not None
-    kernel = _KERNELS[reading]
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        use = np.minimum(e2, np.asarray(eps, dtype=float))
-        return kernel(use, fraction=frac, test_epsilon=te)
-
+    thm = theorem_5_3_theorem(params)
+    e2, reading = params.conditional_epsilon, params.reading
+    assert e2 is not None and reading is not None
     warnings: list[str] = []
     notes = [
         f"reading: {reading}: " + READINGS[reading] + ".",
@@ -341,25 +387,15 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     ]
     if e2 > mechanism.epsilon:
         warnings.append(f"conditional_epsilon = {e2:g} exceeds M's ε; ε″ <= ε is used")
-    return Analysis(
-        guarantee_neighbours=Neighbours.ADD_REMOVE,
-        reference_epsilon=lambda eps: np.asarray(eps, dtype=float),
-        upper=None,
-        lower=lower,
-        delta_prime=None,
-        basis=(cite(BUN_2022, "Theorem 5.3"),),
-        conditions=(
-            f"a test H tells whether cluster C_i was sampled, measured on P: "
-            f"Pr(H = 0 | C_i sampled) >= e^{{ε′}}·Pr(H = 0 | C_i not sampled), ε′ = {te:g}; "
-            f"cluster fraction A = {frac:g}",
-            f"reading: {reading}: " + READINGS[reading],
-            f"ε″ = {e2:g} (in [0, ε])",
-        ),
+    return assemble(
+        thm,
+        mechanism,
+        guarantee=guarantee,
         warnings=tuple(warnings),
         notes=tuple(notes),
         details={
-            "fraction": frac,
-            "test_epsilon": te,
+            "fraction": params.fraction,
+            "test_epsilon": params.test_epsilon,
             "conditional_epsilon": e2,
             "reading": reading,
         },

@@ -6,6 +6,7 @@ Lemma 3.3 (stratified Poisson sampling, one stratum). Tight under add-remove.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, DERIVATIONS, cite, derivation
-from ampcalc.schemes.assembly import Theorem, assemble
+from ampcalc.schemes.assembly import Refusal, Refuses, Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
@@ -201,6 +202,75 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     return replace_one_analysis(q, mechanism, conditions=conditions)
 
 
+def replace_one_delta_prime(
+    eps_add_remove: np.ndarray,
+    eps_replace_one: np.ndarray,
+    delta: float,
+    delta_replace_one: np.ndarray,
+    *,
+    rate: float,
+    coupled: bool = True,
+) -> np.ndarray:
+    """The δ′ that goes with the replace-one bound ``upper_epsilon_replace_one``: that
+    of whichever of its three candidates is smallest (``replace_one_candidates``): two
+    steps qδ_D(1 + e^{A(q, ε_D)}), the coupling qδ_R, joint convexity q·max(δ_D, δ_R);
+    rounded up and capped at 1."""
+    e_d = np.asarray(eps_add_remove, dtype=float)
+    _, which = replace_one_candidates(e_d, eps_replace_one, rate=rate, coupled=coupled)
+    a = numeric.amplification_upper(rate, e_d)
+    with np.errstate(over="ignore"):
+        two_steps = rate * delta * (1.0 + np.exp(a))
+    coupled_delta = rate * delta_replace_one
+    convex = rate * np.maximum(delta, delta_replace_one)
+    chosen = np.choose(which, np.broadcast_arrays(two_steps, coupled_delta, convex))
+    # cap after rounding: a probability stays <= 1 (round_up of 1 would pass it)
+    out: np.ndarray = np.minimum(numeric.round_up(chosen), 1.0)
+    return out
+
+
+def replace_one_theorem(
+    rate: float,
+    *,
+    delta: float = 0.0,
+    delta_replace_one: Callable[[np.ndarray], np.ndarray] | None = None,
+    conditions: tuple[str, ...] = (),
+    coupled: bool = True,
+) -> Theorem:
+    """The derived replace-one guarantee (spec §2) at inclusion probability ``rate``, as
+    data: formulas in M's (ε_D, ε_R), M required ε-DP under add-remove.
+
+    ``delta``: M's δ (add-remove); ``delta_replace_one``: ε_D -> M's δ_R (the declared
+    mechanism's rule). With δ > 0 the lower bound is the one at the reported δ′ (no
+    (ε″, δ′) guarantee below it). ``coupled=False``: the replaced and the replacing
+    record may be kept with different probabilities (at most ``rate``), so the coupling
+    candidate is left out (``upper_epsilon_replace_one``).
+    """
+    q = rate
+    delta_r = delta_replace_one
+
+    def delta_prime(e_d: np.ndarray, e_r: np.ndarray) -> np.ndarray:
+        d_r = np.full(np.shape(e_d), delta) if delta_r is None else delta_r(e_d)
+        return replace_one_delta_prime(e_d, e_r, delta, d_r, rate=q, coupled=coupled)
+
+    def lower(e_d: np.ndarray, e_r: np.ndarray) -> np.ndarray:
+        if delta == 0.0:
+            return lower_epsilon_replace_one(e_d, e_r, rate=q)
+        return lower_epsilon_at_delta(e_d, e_r, delta_prime(e_d, e_r), rate=q)
+
+    return Theorem(
+        name="the replace-one guarantee for Poisson sampling",
+        basis=(*BASIS, derivation("§1.2")),
+        relation=Neighbours.ADD_REMOVE,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper_both=lambda e_d, e_r: upper_epsilon_replace_one(e_d, e_r, rate=q, coupled=coupled),
+        lower_both=lower,
+        conditions=conditions,
+        tight=None,
+        refuses_replace_one_only=REFUSES_REPLACE_ONE_ONLY,
+        delta_both=delta_prime,
+    )
+
+
 def replace_one_analysis(
     rate: float,
     mechanism: Mechanism,
@@ -208,16 +278,9 @@ def replace_one_analysis(
     conditions: tuple[str, ...] = (),
     coupled: bool = True,
 ) -> Analysis:
-    """The derived replace-one guarantee (spec §2) at inclusion probability ``rate``.
-
-    ``coupled=False``: the replaced and the replacing record may be kept with
-    different probabilities (at most ``rate``), so the coupling candidate is left out
-    (``upper_epsilon_replace_one``).
-    """
+    """The derived replace-one guarantee (spec §2) at inclusion probability ``rate``
+    (``replace_one_theorem``) for the declared mechanism."""
     q = rate
-    if not mechanism.epsilon_add_remove_known():
-        raise ConditionError(REFUSES_REPLACE_ONE_ONLY)
-    eps_r = mechanism.epsilon_replace_one_of
     notes = [
         "replace-one guarantee for Poisson sampling: derived — min(2·A(q, ε_D), ε_R, "
         f"A(q, max(ε_D, ε_R))): a replacement is a removal plus an addition ({DERIVATIONS}, "
@@ -241,54 +304,19 @@ def replace_one_analysis(
             f"M's replace-one ε taken as ε_R = 2ε = {2 * mechanism.epsilon:g} "
             f"({BUN_2022}, §2.2); the verdict compares against it."
         )
-
-    def upper_r(eps: np.ndarray) -> np.ndarray:
-        return upper_epsilon_replace_one(eps, eps_r(eps), rate=q, coupled=coupled)
-
-    def lower_r(eps: np.ndarray) -> np.ndarray:
-        if mechanism.delta == 0.0:
-            return lower_epsilon_replace_one(eps, eps_r(eps), rate=q)
-        # δ′ > 0: the bound must hold at the reported δ′ (no (ε″, δ′) guarantee below it)
-        return lower_epsilon_at_delta(eps, eps_r(eps), delta_prime_r(eps), rate=q)
-
-    def delta_prime_r(eps: np.ndarray) -> np.ndarray:
-        # the δ′ of the bound the upper ε′ is (each of the three holds with its own δ′)
-        eps = np.asarray(eps, dtype=float)
-        if mechanism.delta == 0.0:
-            return np.zeros(eps.shape)
-        _, which = replace_one_candidates(eps, eps_r(eps), rate=q, coupled=coupled)
-        a = numeric.amplification_upper(q, eps)
-        d_d = mechanism.delta
-        d_r = mechanism.delta_replace_one_of(eps)
-        with np.errstate(over="ignore"):
-            two_steps = q * d_d * (1.0 + np.exp(a))
-        coupled_delta = q * d_r
-        convex = q * np.maximum(d_d, d_r)
-        chosen = np.choose(which, np.broadcast_arrays(two_steps, coupled_delta, convex))
-        # cap after rounding: a probability stays <= 1 (round_up of 1 would pass it)
-        out: np.ndarray = np.minimum(numeric.round_up(chosen), 1.0)
-        return out
-
-    def details_at(eps: np.ndarray) -> dict[str, Any]:
-        return {"tight": bool(np.all(eps_r(eps) <= np.asarray(eps)))}
-
-    return Analysis(
-        guarantee_neighbours=Neighbours.REPLACE_ONE,
-        reference_epsilon=eps_r,
-        upper=upper_r,
-        lower=lower_r,
-        delta_prime=delta_prime_r,
-        basis=(
-            *BASIS,
-            derivation("§1.2"),
-        ),
-        conditions=(
-            *conditions,
-            f"M is ε-DP under add-remove (declared: {mechanism.neighbours})",
-        ),
+    thm = replace_one_theorem(
+        q,
+        delta=mechanism.delta,
+        delta_replace_one=mechanism.delta_replace_one_of,
+        conditions=conditions,
+        coupled=coupled,
+    )
+    return assemble(
+        thm,
+        mechanism,
         notes=tuple(notes),
         details={"rate": q},
-        details_at=details_at,
+        details_both=lambda e_d, e_r: {"tight": bool(np.all(e_r <= e_d))},
     )
 
 
@@ -317,6 +345,56 @@ SCHEME = Scheme(
 # --- group privacy (group_size > 1) --------------------------------------------------
 
 
+REFUSES_GROUP_GUARANTEE = (
+    "group privacy under Poisson sampling is for adding or removing g records "
+    "(add-remove); no replace-one group formula is verified."
+)
+REFUSES_GROUP_REPLACE_ONE_ONLY = (
+    "Poisson group privacy needs M's add-remove ε; declare `neighbours: add-remove` or `both`."
+)
+REFUSES_GROUP_DELTA = (
+    "Poisson group privacy: g·log(1 + q(e^ε − 1)) is for pure ε (δ = 0); no "
+    "verified (ε, δ) group bound is implemented."
+)
+
+
+def group_upper_epsilon(eps_add_remove: np.ndarray, *, rate: float, group: int) -> np.ndarray:
+    """Upper bound on ε′ for Poisson sampling, adding or removing ``group`` records:
+    g·log(1 + q(e^ε − 1)) (g single-record steps), rounded up."""
+    return numeric.round_up(group * numeric.amplification_upper(rate, eps_add_remove))
+
+
+def group_lower_epsilon(eps_add_remove: np.ndarray, *, rate: float, group: int) -> np.ndarray:
+    """Lower bound: the same formula (the count witness attains it), rounded down."""
+    return numeric.round_down(group * numeric.amplification_lower(rate, eps_add_remove))
+
+
+def group_theorem(rate: float, group: int) -> Theorem:
+    """Lemma 3.3 of 001 applied g times (add-remove of g records), as data."""
+    q, g = rate, group
+    return Theorem(
+        name="Lemma 3.3, applied g times",
+        basis=(cite(BUN_2020_WP, "Lemma 3.3, applied g times"), derivation("§3.4")),
+        relation=Neighbours.ADD_REMOVE,
+        guarantee=Neighbours.ADD_REMOVE,
+        upper=lambda eps: group_upper_epsilon(eps, rate=q, group=g),
+        lower=lambda eps: group_lower_epsilon(eps, rate=q, group=g),
+        inverse=lambda target: numeric.amplification_inverse(q, np.asarray(target) / g),
+        conditions=(
+            f"0 < rate <= 1: rate = {q:g}",
+            f"a unit of g = {g} records is added or removed",
+        ),
+        tight=None,  # tight: stated in ``details`` beside the rate and g
+        pure=True,
+        group_size=g,
+        refusals=(
+            Refusal(Refuses.GUARANTEE, REFUSES_GROUP_GUARANTEE),
+            Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_GROUP_REPLACE_ONE_ONLY),
+            Refusal(Refuses.DELTA, REFUSES_GROUP_DELTA),
+        ),
+    )
+
+
 def poisson_group_analysis(
     params: Params, mechanism: Mechanism, guarantee: Neighbours
 ) -> Analysis:
@@ -331,56 +409,12 @@ def poisson_group_analysis(
         −g·log(1 − q(1 − e^{−ε})), smaller; both in details).
     Tightness: tight.
     """
-
     q, g = params.rate, mechanism.group_size
-    if guarantee is not Neighbours.ADD_REMOVE:
-        raise ConditionError(
-            "group privacy under Poisson sampling is for adding or removing g records "
-            "(add-remove); no replace-one group formula is verified."
-        )
-    if not mechanism.epsilon_add_remove_known():
-        raise ConditionError(
-            "Poisson group privacy needs M's add-remove ε; declare `neighbours: add-remove` "
-            "or `both`."
-        )
-    if mechanism.delta > 0:
-        raise ConditionError(
-            "Poisson group privacy: g·log(1 + q(e^ε − 1)) is for pure ε (δ = 0); no "
-            "verified (ε, δ) group bound is implemented."
-        )
-
-    def upper(eps: np.ndarray) -> np.ndarray:
-        return numeric.round_up(g * numeric.amplification_upper(q, eps))
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        return numeric.round_down(g * numeric.amplification_lower(q, eps))
-
-    def certified(target: np.ndarray) -> np.ndarray:
-        guess = numeric.round_down(numeric.amplification_inverse(q, np.asarray(target) / g))
-        return numeric.certify_down(upper, guess, target)
-
-    def impossible_above(target: np.ndarray) -> np.ndarray:
-        guess = numeric.round_up(numeric.amplification_inverse(q, np.asarray(target) / g))
-        return numeric.certify_up(lower, guess, target)
-
     e0 = float(mechanism.epsilon)
-    return Analysis(
-        guarantee_neighbours=Neighbours.ADD_REMOVE,
-        reference_epsilon=lambda eps: g * np.asarray(eps, dtype=float),
-        upper=upper,
-        lower=lower,
-        delta_prime=lambda eps: np.zeros(np.shape(eps)),
-        certified=certified,
-        impossible_above=impossible_above,
-        basis=(
-            cite(BUN_2020_WP, "Lemma 3.3, applied g times"),
-            derivation("§3.4"),
-        ),
-        conditions=(
-            f"0 < rate <= 1: rate = {q:g}",
-            f"a unit of g = {g} records is added or removed",
-            "M is pure ε-DP (δ = 0) under add-remove",
-        ),
+    return assemble(
+        group_theorem(q, g),
+        mechanism,
+        guarantee=guarantee,
         notes=(
             f"group of {g} records under Poisson sampling: g·log(1 + q(e^ε − 1)) is tight "
             "(g single-record steps; the count witness attains it). The remove direction "

@@ -40,7 +40,14 @@ from ampcalc.model.limits import LIMITS
 from ampcalc.model.references import BBG18, BUN_2022, DERIVATIONS, IMPORTANCE, cite
 from ampcalc.schemes import srswor
 from ampcalc.schemes._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
-from ampcalc.schemes.assembly import Theorem, assemble
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Theorem,
+    Witness,
+    assemble,
+    check_refusals,
+)
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 BASIS = (cite(BUN_2022, "§6.1"), cite(BUN_2022, "Proposition 6.1"))
@@ -497,24 +504,12 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             details["certainty_units"] = params.certainty_units
             details["records"] = int(params.inclusion.size)
         return _threshold(params, mechanism, details)
-    if guarantee is Neighbours.ADD_REMOVE:  # only when asked for: replace-one is the default
-        raise ConditionError(
-            f"{BUN_2022}, §6.1 / Proposition 6.1: the PPS lower bound is stated "
-            "for replace-one neighbours, and adding a record re-scales every inclusion "
-            "probability; no add-remove result exists. Use `method: poisson-threshold` with a "
-            "public threshold for an add-remove guarantee."
-        )
     amax, basis, details = inclusion_summary(params)
     details["inclusion_basis"] = basis
+    thm = theorem(amax, fixed_size=basis == "fixed-size")
+    check_refusals(thm, mechanism, guarantee)  # before the simple-random-sample case
     if params.method in SRS_WHEN_EQUAL and _equal_sizes(params):
         return _simple_random_sample(params, mechanism, details)
-    eps_d_known = mechanism.epsilon_add_remove_known()
-    eps_r = mechanism.epsilon_replace_one_of
-
-    def witness_eps(eps: np.ndarray) -> np.ndarray:
-        e = eps_r(eps)
-        return np.minimum(e, np.asarray(eps, dtype=float)) if eps_d_known else e
-
     warnings = [
         f"PPS gives no amplification guarantee ({BUN_2022}, §6.1: it depends "
         "on the implementation, and a record's own size makes its inclusion likely); only "
@@ -540,21 +535,42 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             f"under a πps algorithm {params.certainty_units} record(s) would be certainty "
             "units (a_i = 1, lower bound ε): declare `method: pips` if yours is one"
         )
-    return Analysis(
-        guarantee_neighbours=Neighbours.REPLACE_ONE,
-        reference_epsilon=eps_r,
-        upper=None,
-        lower=lambda eps: lower_epsilon(witness_eps(eps), max_inclusion=amax),
-        delta_prime=None,
-        basis=BASIS,
-        conditions=(
-            "first-order inclusion probabilities a_i of the design"
-            if basis != "fixed-size"
-            else "a sample of (expected) size m: Σ a_i = m",
-        ),
+    return assemble(
+        thm,
+        mechanism,
+        guarantee=guarantee,
         warnings=tuple(warnings),
         notes=tuple(notes),
         details=details,
+    )
+
+
+REFUSES_ADD_REMOVE = (
+    f"{BUN_2022}, §6.1 / Proposition 6.1: the PPS lower bound is stated "
+    "for replace-one neighbours, and adding a record re-scales every inclusion "
+    "probability; no add-remove result exists. Use `method: poisson-threshold` with a "
+    "public threshold for an add-remove guarantee."
+)
+
+
+def theorem(max_inclusion: float, *, fixed_size: bool) -> Theorem:
+    """§6.1 with Proposition 6.1 as data: no upper bound; the lower bound A(a, ε) by a
+    single-inclusion witness (ε-DP under both relations, so it runs at min(ε_D, ε_R),
+    at ε_R where M's add-remove ε is unknown); no add-remove result (refused)."""
+    amax = max_inclusion
+    return Theorem(
+        name="§6.1",
+        basis=BASIS,
+        relation=None,
+        guarantee=Neighbours.REPLACE_ONE,
+        witnesses=(Witness(bound=lambda eps: lower_epsilon(eps, max_inclusion=amax)),),
+        conditions=(
+            "a sample of (expected) size m: Σ a_i = m"
+            if fixed_size
+            else "first-order inclusion probabilities a_i of the design",
+        ),
+        tight=None,
+        refusals=(Refusal(Refuses.GUARANTEE, REFUSES_ADD_REMOVE),),
     )
 
 

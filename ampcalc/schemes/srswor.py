@@ -15,7 +15,14 @@ from ampcalc.math import groups, numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2022, DERIVATIONS, HU_2023, cite, derivation
-from ampcalc.schemes.assembly import Theorem, assemble
+from ampcalc.schemes.assembly import (
+    Refusal,
+    Refuses,
+    Theorem,
+    assemble,
+    check_refusals,
+    epsilons,
+)
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 if TYPE_CHECKING:
@@ -111,6 +118,15 @@ def lower_epsilon(eps_replace_one: np.ndarray, *, population: int, sample: int) 
     return numeric.amplification_lower(sample / population, eps_replace_one)
 
 
+REFUSES_ADD_REMOVE = (
+    f"Theorem 2.2 ({BUN_2022}) holds for replace-one neighbours of a "
+    "population of fixed, public size N; an add-remove guarantee changes N and no "
+    "theorem covers it. Use `guarantee: replace-one`, or the `poisson` scheme for "
+    "an add-remove guarantee."
+)
+REFUSALS = (Refusal(Refuses.GUARANTEE, REFUSES_ADD_REMOVE),)
+
+
 def theorem(params: Params) -> Theorem:
     """Theorem 2.2 of 000 for this design, as data (formulas in replace-one ε_R)."""
     n, m = params.population, params.sample
@@ -130,23 +146,19 @@ def theorem(params: Params) -> Theorem:
         ),
         tight=True,
         relation_words=" on samples of size m",
+        refusals=REFUSALS,
     )
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one SRSWOR design (see ``upper_epsilon`` for the theorem)."""
-    if guarantee is not Neighbours.REPLACE_ONE:
-        raise ConditionError(
-            f"Theorem 2.2 ({BUN_2022}) holds for replace-one neighbours of a "
-            "population of fixed, public size N; an add-remove guarantee changes N and no "
-            "theorem covers it. Use `guarantee: replace-one`, or the `poisson` scheme for "
-            "an add-remove guarantee."
-        )
+    thm = theorem(params)
+    check_refusals(thm, mechanism, guarantee)  # before the group case, which refuses it too
     if mechanism.group_size > 1:
         return srswor_group_analysis(params, mechanism)
     n, m = params.population, params.sample
     return assemble(
-        theorem(params),
+        thm,
         mechanism,
         details={"rate": m / n, "population": n, "sample": m},
         notes=(one_in_100_note(),) if 100 * m == n else (),
@@ -211,18 +223,70 @@ def srswor_group_analysis(params: Params, mechanism: Mechanism) -> Analysis:
     return _srswor_group(params, mechanism)
 
 
-def _srswor_group(params: Params, mechanism: Mechanism) -> Analysis:
+REFUSES_GROUP_DELTA = (
+    "group privacy under srswor: the formula log E[e^{Jε}] is for pure ε (δ = 0); "
+    "no verified (ε, δ) group bound is implemented."
+)
 
+
+def group_lower_epsilon(
+    eps_replace_one: np.ndarray, *, k0: int, log_pmf: np.ndarray
+) -> np.ndarray:
+    """Lower bound on ε′ for a group under srswor: V = log E[e^{Jε_R}], J hypergeometric
+    (support from ``k0``, log pmf ``log_pmf``), by the count witness; rounded down."""
+    return groups.slack_down(groups.log_mgf(k0, log_pmf, eps_replace_one), log_pmf.size)
+
+
+def group_upper_epsilon(
+    eps_replace_one: np.ndarray, *, k0: int, log_pmf: np.ndarray
+) -> np.ndarray:
+    """Upper bound: V where V <= ε_R (the relaxation is tight there), else the larger of
+    V and the relaxation's optimum; k_max·ε_R when no sample avoids the group."""
+    e = np.asarray(eps_replace_one, dtype=float)
+    raw = groups.log_mgf(k0, log_pmf, e)
+    # groups.log_mgf's error is relative (every term nonnegative, in log space)
+    v = numeric.round_up(raw * (1 + groups.REL_SLACK))
+    if k0 > 0:
+        # no sample avoids the group: group privacy over the J <= k_max differing
+        # records (J is constant when k_max = 1 ... then V = ε exactly)
+        k_max = k0 + log_pmf.size - 1
+        out: np.ndarray = np.maximum(v, numeric.round_up(k_max * e))
+        return out
+    relax = groups.slack_up(groups.relaxation(k0, log_pmf, e), log_pmf.size)
+    return np.where(v <= e, v, np.maximum(v, relax))
+
+
+def group_theorem(params: Params, group: int, k0: int, log_pmf: np.ndarray) -> Theorem:
+    """Group privacy under srswor for ``group`` records (J ~ Hyp(N, g, m) from ``k0``
+    with log pmf ``log_pmf``), as data: formulas in ε_R, pure ε, reference g·ε_R."""
+    n, m, g = params.population, params.sample, group
+    return Theorem(
+        name="group privacy under srswor",
+        basis=(derivation("§3.3"), derivation("§3.5")),
+        relation=Neighbours.REPLACE_ONE,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=lambda e_r: group_upper_epsilon(e_r, k0=k0, log_pmf=log_pmf),
+        lower=lambda e_r: group_lower_epsilon(e_r, k0=k0, log_pmf=log_pmf),
+        conditions=(
+            f"1 <= group_size <= population: 1 <= {g} <= {n}",
+            f"1 <= sample <= population: 1 <= {m} <= {n}",
+        ),
+        tight=None,
+        pure=True,
+        group_size=g,
+        relation_words=" on samples of size m",
+        refusals=REFUSALS,
+    )
+
+
+def _srswor_group(params: Params, mechanism: Mechanism) -> Analysis:
     n, m, g = params.population, params.sample, mechanism.group_size
     if g > n:
         raise ConditionError(
             f"group_size {g} is larger than population {n}; expected 1 <= group_size <= population"
         )
     if mechanism.delta > 0:
-        raise ConditionError(
-            "group privacy under srswor: the formula log E[e^{Jε}] is for pure ε (δ = 0); "
-            "no verified (ε, δ) group bound is implemented."
-        )
+        raise ConditionError(REFUSES_GROUP_DELTA)
     size = groups.hypergeom_support(n, g, m)
     if size > groups.MAX_SUPPORT:
         raise ConditionError(
@@ -230,31 +294,10 @@ def _srswor_group(params: Params, mechanism: Mechanism) -> Analysis:
             f"more than {groups.MAX_SUPPORT} (min(g, m) is too large)"
         )
     k0, lp = groups.hypergeom_logpmf(n, g, m)
-    k_max = k0 + lp.size - 1
-    eps_r = mechanism.epsilon_replace_one_of
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        return groups.slack_down(groups.log_mgf(k0, lp, eps_r(eps)), lp.size)
-
-    def upper(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps_r(eps), dtype=float)
-        raw = groups.log_mgf(k0, lp, e)
-        # groups.log_mgf's error is relative (every term nonnegative, in log space)
-        v = numeric.round_up(raw * (1 + groups.REL_SLACK))
-        if k0 > 0:
-            # no sample avoids the group: group privacy over the J <= k_max differing
-            # records (J is constant when k_max = 1 ... then V = ε exactly)
-            out: np.ndarray = np.maximum(v, numeric.round_up(k_max * e))
-            return out
-        relax = groups.slack_up(groups.relaxation(k0, lp, e), lp.size)
-        return np.where(v <= e, v, np.maximum(v, relax))
-
-    def reference(eps: np.ndarray) -> np.ndarray:
-        return g * np.asarray(eps_r(eps), dtype=float)
-
+    thm = group_theorem(params, g, k0, lp)
     e0 = float(mechanism.effective_epsilon_replace_one())
     conservative = float(numeric.amplification_upper(m / n, g * e0))
-    v0 = float(lower(np.asarray(mechanism.epsilon)))
+    v0 = float(group_lower_epsilon(epsilons(mechanism)[1], k0=k0, log_pmf=lp))
     notes = [
         f"group of {g} records under srswor: ε′ = log E[e^{{Jε}}], J ~ Hypergeometric(N, g, m) "
         "— proven as a lower bound (count witness), proven as the upper bound where it is "
@@ -267,18 +310,9 @@ def _srswor_group(params: Params, mechanism: Mechanism) -> Analysis:
             "log E[e^{Jε}] exceeds ε here: the upper bound is the relaxation's optimum "
             "(proven, may be loose); conjectured tight at the lower bound."
         )
-    return Analysis(
-        guarantee_neighbours=Neighbours.REPLACE_ONE,
-        reference_epsilon=reference,
-        upper=upper,
-        lower=lower,
-        delta_prime=lambda eps: np.zeros(np.shape(eps)),
-        basis=(derivation("§3.3"), derivation("§3.5")),
-        conditions=(
-            f"1 <= group_size <= population: 1 <= {g} <= {n}",
-            f"1 <= sample <= population: 1 <= {m} <= {n}",
-            "M is pure ε-DP (δ = 0) under replace-one on samples of size m",
-        ),
+    return assemble(
+        thm,
+        mechanism,
         notes=tuple(notes),
         details={
             "population": n,

@@ -17,7 +17,13 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BBG18, BUN_2022, CLUSTER_DOCS, DERIVATIONS, cite
 from ampcalc.schemes._cluster_kernels import ratio_bound
-from ampcalc.schemes.assembly import Theorem, assemble, relation_of, replace_one_remarks
+from ampcalc.schemes.assembly import (
+    Theorem,
+    assemble,
+    epsilons,
+    relation_of,
+    replace_one_remarks,
+)
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
 BASIS = (cite(BUN_2022, "§6.3"), cite(BUN_2022, "Theorem 2.2"))
@@ -255,39 +261,52 @@ def _analyse_random(params: Params, mechanism: Mechanism) -> Analysis:
     return replace(analysis, lower=lower)
 
 
+def fixed_theorem(params: Params) -> Theorem:
+    """Fixed, known ordering as data: no theorem gives an upper bound; the lower bound is
+    the start-class witness (``fixed_order_lower``) in M's (ε_D, ε_R), ε_D = +∞ where
+    M's add-remove ε is unknown. No condition on M's relation: the witness is built
+    within whatever M declares."""
+    n, k = params.population, params.interval
+    sizes = _class_sizes(n, k)
+    return Theorem(
+        name="the start-class witness",
+        basis=(cite(BUN_2022, "§6.3"), cite(CLUSTER_DOCS, "systematic: the start-class witness")),
+        relation=None,
+        guarantee=Neighbours.REPLACE_ONE,
+        lower_both=lambda e_d, e_r: fixed_order_lower(e_r, e_d, sizes),
+        conditions=(
+            f"2 <= interval <= population: 2 <= {k} <= {n}",
+            "the ordering is fixed and known: no amplification theorem applies",
+        ),
+        tight=None,
+    )
+
+
 def _analyse_fixed(params: Params, mechanism: Mechanism) -> Analysis:
-    """Fixed, known ordering: no theorem gives an upper bound; the lower bound is the
-    start-class witness (``fixed_order_lower``), exact over positions kept by a
-    replacement. It needs both of M's relations, so it is no single-relation theorem."""
+    """Fixed, known ordering (``fixed_theorem``): exact over positions kept by a
+    replacement. It needs both of M's relations, so it is no single-relation theorem,
+    and says itself how an add-remove M reads under replace-one."""
     n, k = params.population, params.interval
     m_lo = n // k
-    name = "the start-class witness"
-    eps_r = mechanism.epsilon_replace_one_of
-    eps_d_known = mechanism.epsilon_add_remove_known()
+    thm = fixed_theorem(params)
     sizes = _class_sizes(n, k)
 
-    def lower(eps: np.ndarray) -> np.ndarray:
-        e = np.asarray(eps, dtype=float)
-        return fixed_order_lower(eps_r(e), e if eps_d_known else None, sizes)
+    def per_size(e_d: np.ndarray, e_r: np.ndarray) -> dict[int, np.ndarray]:
+        return {s: fixed_order_lower(e_r, e_d, {s: sizes[s]}) for s in sizes}
 
-    def per_size(eps: np.ndarray) -> dict[int, np.ndarray]:
-        e = np.asarray(eps, dtype=float)
-        d = e if eps_d_known else None
-        return {s: fixed_order_lower(eps_r(e), d, {s: sizes[s]}) for s in sizes}
-
-    def details_at(eps: np.ndarray) -> Mapping[str, Any]:
-        rows = per_size(eps)
+    def details_both(e_d: np.ndarray, e_r: np.ndarray) -> Mapping[str, Any]:
+        rows = per_size(e_d, e_r)
         keys = list(rows)
         best = np.argmax(np.stack([rows[s] for s in keys]), axis=0)
         return {
             "witness_class_size": np.asarray(keys)[best],
-            "heuristic_cluster_analogy": ratio_bound(1.0 / k, 2 * m_lo, eps_r(eps)),
+            "heuristic_cluster_analogy": ratio_bound(1.0 / k, 2 * m_lo, e_r),
         }
 
-    at_declared = per_size(np.asarray(float(mechanism.epsilon)))
+    at_declared = per_size(*epsilons(mechanism))
     worst = max(at_declared, key=lambda s: float(at_declared[s]))
-    alone = sizes[worst] == 1 and len(sizes) > 1 and not eps_d_known
-    relation_warnings, relation_notes = replace_one_remarks(mechanism, name)
+    alone = sizes[worst] == 1 and len(sizes) > 1 and not mechanism.epsilon_add_remove_known()
+    relation_warnings, relation_notes = replace_one_remarks(mechanism, thm.name)
     warnings = (
         "fixed, known ordering: no theorem gives an upper bound (a record that moves in the "
         f"order shifts every later one; {BUN_2022}, §6.3; {DERIVATIONS}, §4.6). The lower "
@@ -304,17 +323,9 @@ def _analyse_fixed(params: Params, mechanism: Mechanism) -> Analysis:
         + ".",
         *relation_warnings,
     )
-    return Analysis(
-        guarantee_neighbours=Neighbours.REPLACE_ONE,
-        reference_epsilon=eps_r,
-        upper=None,
-        lower=lower,
-        delta_prime=None,
-        basis=(cite(BUN_2022, "§6.3"), cite(CLUSTER_DOCS, "systematic: the start-class witness")),
-        conditions=(
-            f"2 <= interval <= population: 2 <= {k} <= {n}",
-            "the ordering is fixed and known: no amplification theorem applies",
-        ),
+    return assemble(
+        thm,
+        mechanism,
         warnings=warnings,
         notes=(interval_note(n, k), *relation_notes),
         details={
@@ -326,7 +337,7 @@ def _analyse_fixed(params: Params, mechanism: Mechanism) -> Analysis:
                 "'almost' cluster sampling with ℓ = 1), NOT a bound"
             ),
         },
-        details_at=details_at,
+        details_both=details_both,
     )
 
 
@@ -358,14 +369,16 @@ def fixed_order_lower(
         ratio falls in each, so this is the exact worst case over such neighbours (the
         exact LP of ``ampcalc verify`` agrees); distinct records maximise every d_r.
     Neighbours: replace-one keeping positions; M is ε_R-DP under replace-one (and
-        ε_D-DP under add-remove when ``eps_d`` is given). The maximum is over the class
-        size of the position j.
+        ε_D-DP under add-remove when ``eps_d`` is given; None or +∞: M's add-remove ε
+        is unknown). The maximum is over the class size of the position j.
     Formula: max over class sizes s of A(q_s, ε_R), q_s = 1/(1 + Σ_{r≠c} e^{ε_R − d_r});
         q_s >= 1/k, so it is never below the single-inclusion witness A(1/k, ε_R).
     Numerics: every exponent is <= 0 (no overflow); each term is rounded up by its
         exp's relative error (|x| + 4 ulps), q rounded down, A(q, ε_R) rounded down.
     """
     e_r = np.asarray(eps_r, dtype=float)
+    if eps_d is not None and np.all(np.isposinf(eps_d)):
+        eps_d = None  # M declared under replace-one only
     best = np.zeros(e_r.shape)
     for s, count in sizes.items():
         total = np.zeros(e_r.shape)

@@ -1,0 +1,77 @@
+"""Poisson sampling as theorem records assembled by ``schemes.assembly``: the derived
+replace-one guarantee (spec §2, docs/verify.md) and group privacy (001_4ef689e3bef19c3a.txt
+Lemma 3.3 applied g times), against mpmath."""
+
+from __future__ import annotations
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from ampcalc import engine
+from ampcalc.designs.document import load_designs
+from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.schemes import poisson
+
+
+@pytest.fixture(autouse=True)
+def _precision():
+    old = mp.mp.dps
+    mp.mp.dps = 50
+    yield
+    mp.mp.dps = old
+
+
+def amp(q: float, eps) -> mp.mpf:
+    return mp.log(1 + mp.mpf(q) * (mp.exp(mp.mpf(eps)) - 1))
+
+
+def test_replace_one_delta_prime_is_that_of_the_smallest_candidate() -> None:
+    """q = 0.3, M (1, 1e-6)-DP add-remove, ε_R = 2ε: the two-step bound 2·A(q, 1) is the
+    smallest of the three, so δ′ = qδ(1 + e^{A(q, 1)})."""
+    mech = Mechanism(epsilon=1.0, delta=1e-6, neighbours=Neighbours.ADD_REMOVE)
+    a = poisson.replace_one_analysis(0.3, mech)
+    eps = np.asarray(1.0)
+    two_steps = 2 * amp(0.3, 1)
+    assert two_steps < amp(0.3, 2) < 2
+    assert a.upper is not None and a.delta_prime is not None
+    up = float(a.upper(eps))
+    assert up >= two_steps and up - float(two_steps) < 1e-14
+    exact_delta = mp.mpf(0.3) * mp.mpf(1e-6) * (1 + mp.exp(amp(0.3, 1)))
+    dp = float(a.delta_prime(eps))
+    assert dp >= exact_delta and (dp - exact_delta) / exact_delta < 1e-14
+    # the theorem record alone gives the same bounds as the assembled analysis
+    thm = poisson.replace_one_theorem(0.3, delta=1e-6, delta_replace_one=mech.delta_replace_one_of)
+    assert thm.upper_both is not None and thm.delta_both is not None
+    assert float(thm.upper_both(eps, np.asarray(2.0))) == up
+    assert float(thm.delta_both(eps, np.asarray(2.0))) == dp
+
+
+def test_group_bound_and_its_certified_inverse() -> None:
+    """g = 3, q = 0.05, ε = 0.5 (examples/designs/group-household.yaml): ε′ = 3·A(q, ε);
+    the certified ε for a target ε′ = 0.1 solves 3·A(q, ε) = 0.1."""
+    doc = {
+        "mechanism": {"epsilon": 0.5, "neighbours": "add-remove", "group_size": 3},
+        "sampling": {"scheme": "poisson", "rate": 0.05},
+    }
+    d = load_designs(doc)[0]
+    res = engine.bound(d)
+    exact = 3 * amp(0.05, 0.5)
+    assert res.lower <= exact <= res.upper and res.upper - res.lower < 1e-15
+    assert res.details["reference_epsilon"] == 1.5
+    assert res.details["tight"] is True
+    inv = engine.invert(d, 0.1)
+    exact_eps = mp.log(1 + (mp.exp(mp.mpf(0.1) / 3) - 1) / mp.mpf(0.05))
+    assert inv.certified <= exact_eps and float(exact_eps) - inv.certified < 1e-14
+
+
+def test_group_condition_states_the_declared_relation() -> None:
+    """Changed with the assembly: the group path stated "M is pure ε-DP (δ = 0) under
+    add-remove" in its own words, without the declared relation every other path gives;
+    it now reads as the assembled conditions do."""
+    doc = {
+        "mechanism": {"epsilon": 1.0, "neighbours": "both", "group_size": 2},
+        "sampling": {"scheme": "poisson", "rate": 0.3},
+    }
+    res = engine.bound(load_designs(doc)[0])
+    assert res.conditions[-1] == "M is ε-DP (δ = 0) under add-remove (declared: both)"
