@@ -239,19 +239,21 @@ class Sweep:
             yield dict(zip(names, values, strict=True))
 
     def errors(self) -> list[str]:
+        values = self._error_values()
+        return sorted(e for e in set(values) if e) if values else []
+
+    def failed_points(self) -> int:
+        values = self._error_values()
+        return sum(1 for e in values if e) if values else 0
+
+    def _error_values(self) -> list[Any]:
+        """The error column's values, or [] when no point has an error (the usual case,
+        told by ``list.count``, which compares identity first, in C)."""
         err = self.columns.get("error")
         if err is None:
             return []
-        return sorted(e for e in set(err.tolist()) if e)
-
-    def failed_points(self) -> int:
-        err = self.columns.get("error")
-        if err is None:
-            return 0
-        values = err.tolist()
-        if not any(set(values)):  # the usual case: no error anywhere (hashes one None)
-            return 0
-        return sum(1 for e in values if e)
+        values: list[Any] = err.tolist()
+        return [] if values.count(None) == len(values) else values
 
 
 def _plain_list(arr: np.ndarray) -> list[Any]:
