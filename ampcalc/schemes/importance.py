@@ -869,6 +869,9 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
             f"first rows (0-based): {rows}. They are not clipped: their ε̂ is in the "
             "quantiles and may exceed the guarantee"
         )
+    # Built here, not by ``assembly.assemble``: ε′ is a quantile over the records' own
+    # ε̂ (a per-record ε, not one mechanism ε under a relation), and its inverse
+    # recalibrates the design's knob (``_knob_invert``) rather than inverting a formula.
     return Analysis(
         guarantee_neighbours=Neighbours.ADD_REMOVE,
         reference_epsilon=ref,

@@ -369,6 +369,9 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
     def const(v: float) -> Callable[[np.ndarray], np.ndarray]:
         return lambda e: np.full(np.shape(e), v)
 
+    # Built here, not by ``assembly.assemble``: the sanitiser is calibrated to the target
+    # (ε, δ), so there is no declared mechanism ε to convert between relations, no
+    # formula of ε to round or invert, and ε′ = ε at every point.
     return Analysis(
         guarantee_neighbours=Neighbours.ADD_REMOVE,
         reference_epsilon=const(eps),
