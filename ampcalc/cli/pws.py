@@ -314,8 +314,7 @@ def sanitize_cmd(
             d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
             chunk, verify, scheduler, workers, as_json,
         )  # fmt: skip
-    from ampcalc.output.keys_csv import write_key_bytes, write_key_text
-    from ampcalc.records.pws_stream import cells, sanitise_sample
+    from ampcalc.records.pws_stream import sanitise_sample, write_chunk
 
     with contextlib.ExitStack() as stack:
         tick = stack.enter_context(progress_bar("sanitising keys"))
@@ -333,23 +332,9 @@ def sanitize_cmd(
             sample, chunk, san, params, seed, stream=stream, progress=tick, on_header=start
         )
         for part in parts:
-            extra, kcol, idx = part.extra, part.keys, part.kept
-            tokens = part.tokens if frequencies else None
             n_in = part.read
-            if not extra and write_key_bytes(out, kcol, idx, tokens):
-                pass  # written from the bytes read: no cell needs quoting
-            else:
-                keys = kcol.tolist()
-                ids = idx.tolist()
-                more = [cells(part.columns[c]) for c in extra]
-                if not more and write_key_text(out, keys, ids, tokens):
-                    pass  # written directly: no cell needed quoting
-                elif tokens is not None:
-                    tok = tokens.tolist()
-                    writer.writerows([keys[n], tok[n], *[m[n] for m in more]] for n in ids)
-                else:
-                    writer.writerows([keys[n], *[m[n] for m in more]] for n in ids)
-            n_out += int(idx.size)
+            write_chunk(out, writer, part, frequencies)
+            n_out += int(part.kept.size)
     if verify:
         ok, worst, exact = _verify(params, san.q, san.pi, san.rows, frequencies)
         if not ok:
