@@ -37,16 +37,13 @@ from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2020_WP, BUN_2022, DERIVATIONS, STRATIFIED_DOCS, cite
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.assembly import (
-    Refusal,
-    Refuses,
-    Scale,
     Theorem,
     assemble,
     check_refusals,
     epsilons,
 )
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import linear_inverse
+from ampcalc.schemes.stratified.common import linear_lower_theorem
 
 RULES = ("nearest", "floor", "largest-remainder", "huntington-hill")
 """Deterministic apportionment rules for a fixed total (``rounding:``)."""
@@ -372,28 +369,12 @@ def fixed_total_theorem(
 ) -> Theorem:
     """A fixed total's lower bound under ``guarantee`` (no upper bound is known); linear
     in M's ε, so its inverse is T over its value at ε = 1."""
-    refusals: tuple[Refusal, ...] = ()
     if guarantee is Neighbours.REPLACE_ONE:
         lower = functools.partial(replace_one_lower, move=move)
     else:
         lower = functools.partial(add_remove_lower, add_remove=add_remove, move=move)
-        refusals = (
-            Refusal(
-                Refuses.ADD_REMOVE_UNKNOWN,
-                "a fixed-total allocation with an add-remove guarantee needs M's add-remove "
-                "ε; `neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`.",
-            ),
-        )
-    return Theorem(
-        name="a fixed total",
-        basis=BASIS,
-        relation=None,
-        guarantee=guarantee,
-        lower_both=lower,
-        lower_inverse=functools.partial(linear_inverse, lower, mechanism),
-        lower_inverse_scale=Scale.DECLARED,
-        tight=None,
-        refusals=refusals,
+    return linear_lower_theorem(
+        "a fixed total", BASIS, guarantee, mechanism, lower, subject="a fixed-total allocation"
     )
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ampcalc.math.types import FloatArray
-from ampcalc.model.design import Mechanism
+from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
-from ampcalc.schemes.assembly import Refusal, Refuses, epsilons
+from ampcalc.model.references import Citation
+from ampcalc.schemes.assembly import Refusal, Refuses, Scale, Theorem, epsilons
 
 
 def _needs_add_remove(theorem: str) -> str:
@@ -46,6 +48,41 @@ def linear_inverse(
         return np.full(np.shape(target), np.inf)
     out: FloatArray = np.asarray(target, dtype=float) / slope
     return out
+
+
+def linear_lower_theorem(
+    name: str,
+    basis: tuple[Citation, ...],
+    guarantee: Neighbours,
+    mechanism: Mechanism,
+    lower: Callable[[FloatArray, FloatArray], FloatArray],
+    *,
+    subject: str,
+) -> Theorem:
+    """A lower bound of (ε_D, ε_R), linear in M's ε, with no upper bound (Neyman
+    allocation, a fixed total): its inverse is T over its value at declared ε = 1; an
+    add-remove guarantee refuses a mechanism whose add-remove ε is unknown (``subject``
+    names the design in that message)."""
+    refusals: tuple[Refusal, ...] = ()
+    if guarantee is Neighbours.ADD_REMOVE:
+        refusals = (
+            Refusal(
+                Refuses.ADD_REMOVE_UNKNOWN,
+                f"{subject} with an add-remove guarantee needs M's add-remove ε; "
+                "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`.",
+            ),
+        )
+    return Theorem(
+        name=name,
+        basis=basis,
+        relation=None,
+        guarantee=guarantee,
+        lower_both=lower,
+        lower_inverse=functools.partial(linear_inverse, lower, mechanism),
+        lower_inverse_scale=Scale.DECLARED,
+        tight=None,
+        refusals=refusals,
+    )
 
 
 def scalar_eps(mechanism: Mechanism) -> float:

@@ -17,16 +17,13 @@ from ampcalc.model.references import (
 )
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.assembly import (
-    Refusal,
-    Refuses,
-    Scale,
     Theorem,
     assemble,
     check_refusals,
     epsilons,
 )
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import linear_inverse, scalar_eps
+from ampcalc.schemes.stratified.common import linear_lower_theorem, scalar_eps
 from ampcalc.schemes.stratified.params import Params
 
 BASIS_NEYMAN = (cite(BUN_2022, "§7.2"), cite(BUN_2022, "Appendix E.1"), cite(BUN_2022, "§4.1"))
@@ -109,32 +106,14 @@ def neyman_theorem(
 ) -> tuple[Theorem, tuple[str, ...]]:
     """Neyman allocation's lower bound under ``guarantee`` (no upper bound exists), and
     its notes; the bound is linear in M's ε, so its inverse is T over its value at ε = 1."""
-    formula = replace_one_lower
-    refusals: tuple[Refusal, ...] = ()
-    notes: tuple[str, ...] = ()
-    if guarantee is Neighbours.ADD_REMOVE:
-        formula = add_remove_lower
-        refusals = (
-            Refusal(
-                Refuses.ADD_REMOVE_UNKNOWN,
-                "Neyman allocation with an add-remove guarantee needs M's add-remove ε; "
-                "`neighbours: replace-one` leaves it unknown. Use `guarantee: replace-one`.",
-            ),
-        )
-        notes = (ADD_REMOVE_NOTE,)
+    add_remove = guarantee is Neighbours.ADD_REMOVE
+    formula = add_remove_lower if add_remove else replace_one_lower
     lower = functools.partial(formula, linf=linf, l1=l1)
-    theorem = Theorem(
-        name="Neyman allocation",
-        basis=BASIS_NEYMAN,
-        relation=None,
-        guarantee=guarantee,
-        lower_both=lower,
-        lower_inverse=functools.partial(linear_inverse, lower, mechanism),
-        lower_inverse_scale=Scale.DECLARED,
-        tight=None,
-        refusals=refusals,
-    )
-    return theorem, notes
+    theorem = linear_lower_theorem(
+        "Neyman allocation", BASIS_NEYMAN, guarantee, mechanism, lower,
+        subject="Neyman allocation",
+    )  # fmt: skip
+    return theorem, (ADD_REMOVE_NOTE,) if add_remove else ()
 
 
 def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
