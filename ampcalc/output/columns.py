@@ -448,7 +448,11 @@ def _rows_arrow(
         done.append((key, raw))
         follow = pieces[j + 1]
         comma = follow.startswith(",")
-        args += [_text_scalar(consts[-1]), _texts_array(raw, n, comma)]
+        try:
+            texts = _texts_array(raw, n, comma)
+        except _NotExact:  # not one text per value: the Python path writes the chunk
+            return None
+        args += [_text_scalar(consts[-1]), texts]
         consts.append(follow[1:] if comma else follow)
     if not args:
         return None
