@@ -201,3 +201,21 @@ def test_rows_made_ahead_in_threads_come_in_order_and_stop_with_the_reader(
     assert next(chunks) == "a,b,c\n"
     assert str(next(chunks), "utf-8") == "\n".join(want.split("\n")[1:4])  # rows 0-2
     chunks.close()
+
+
+def test_a_chunk_arrow_refuses_is_written_by_the_python_path() -> None:
+    """An arrow error on a chunk (e.g. a chunk past its 2 GiB string offsets) leaves
+    that chunk to ``_rows``: the same text, not a failed output."""
+    if columns_output._arrow() is None:
+        pytest.skip("pyarrow is not installed")
+    import pyarrow as pa
+
+    class Refusing:
+        @staticmethod
+        def binary_join_element_wise(*args: object) -> object:
+            raise pa.ArrowInvalid("offset overflow")
+
+    f = np.array([0.5, 1e-7, 3.0])
+    cols = [f, f * 2]
+    pieces = ["", ",", ""]
+    assert columns_output._rows_arrow(Refusing, pieces, cols, 0, 3, "csv", "\n") is None

@@ -457,7 +457,10 @@ def _rows_arrow(
     if not args:
         return None
     args += [_text_scalar(consts[-1] + joiner), _text_scalar("")]
-    joined = pc.binary_join_element_wise(*args)
+    try:
+        joined = pc.binary_join_element_wise(*args)
+    except _pyarrow().ArrowException:  # e.g. a chunk over arrow's 2 GiB string offsets
+        return None
     offsets = np.frombuffer(
         joined.buffers()[1], dtype=np.int32, count=n + 1, offset=4 * joined.offset
     )
