@@ -174,3 +174,23 @@ def pi_star_closed(eps: float, delta: float, n: int) -> np.ndarray:
     y = (1.0 - pk + kappa) * np.exp(-eps * np.maximum(i - K, 0.0)) - kappa
     second = np.where(y > 0, 1.0 - y, 1.0)
     return np.where(i <= K, first, second)
+
+
+def duplicate_scan(chunks: Sequence[Sequence[str]]) -> str | None:
+    """The duplicate-key error the plain dict scan gives for ``chunks`` of keys read in
+    order from ``s.csv`` (data from line 2), or None: the reference for the sorted-hash
+    checks (``KeyLog``, the byte path)."""
+    from ampcalc.model.errors import DesignError
+    from ampcalc.records.pws_files import check_duplicates
+
+    seen: dict[str, int] = {}
+    line = 2
+    for keys in chunks:
+        lines = range(line, line + len(keys))
+        try:
+            check_duplicates(keys, lines, seen, "s.csv")
+        except DesignError as err:
+            return str(err)
+        seen.update(zip(keys, lines, strict=True))
+        line += len(keys)
+    return None

@@ -10,29 +10,15 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle_pws import duplicate_scan
 
 from ampcalc.load import keyset
-from ampcalc.model.errors import DesignError
-from ampcalc.records.pws_files import check_duplicates, duplicate_message
+from ampcalc.records.pws_files import duplicate_message
 
 KEYS = st.lists(
     st.sampled_from(["a", "b", "a\x00", "", "é", "k1", "k10", "x" * 80, "y" * 80]),
     max_size=30,
 )
-
-
-def _reference(chunks: list[list[str]]) -> str | None:
-    seen: dict[str, int] = {}
-    line = 2
-    for keys in chunks:
-        lines = range(line, line + len(keys))
-        try:
-            check_duplicates(keys, lines, seen, "s.csv")
-        except DesignError as err:
-            return str(err)
-        seen.update(zip(keys, lines, strict=True))
-        line += len(keys)
-    return None
 
 
 def _keyset(chunks: list[list[str]], collide: bool = False) -> str | None:
@@ -53,7 +39,7 @@ def _keyset(chunks: list[list[str]], collide: bool = False) -> str | None:
 @settings(max_examples=200, deadline=None)
 @given(chunks=st.lists(KEYS, max_size=4), collide=st.booleans())
 def test_keyset_reports_the_dict_scan_s_duplicate(chunks, collide) -> None:
-    want = _reference(chunks)
+    want = duplicate_scan(chunks)
     got = _keyset(chunks, collide)
     assert got == (None if want is None else want.removeprefix("error: "))
 

@@ -20,13 +20,13 @@ import pytest
 from conftest import run_ampcalc
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle_pws import duplicate_scan
 
 from ampcalc.load.bytecols import ByteColumn, split_bytes
 from ampcalc.load.keyset import KeyLog
 from ampcalc.math import pws as K
-from ampcalc.model.errors import DesignError
 from ampcalc.output.keys_csv import write_key_bytes
-from ampcalc.records.pws_files import _digits, check_duplicates, duplicate_message
+from ampcalc.records.pws_files import _digits, duplicate_message
 
 ROOT = Path(__file__).resolve().parent.parent
 DESIGN = str(ROOT / "examples/designs/pws.yaml")
@@ -137,20 +137,6 @@ def test_digit_words_pinned() -> None:
     assert _digits(ByteColumn.from_strings(["12345678901234567"])) is None  # 17 digits
 
 
-def _dict_scan(chunks: list[list[str]]) -> str | None:
-    seen: dict[str, int] = {}
-    line = 2
-    for keys in chunks:
-        lines = range(line, line + len(keys))
-        try:
-            check_duplicates(keys, lines, seen, "s.csv")
-        except DesignError as err:
-            return str(err)
-        seen.update(zip(keys, lines, strict=True))
-        line += len(keys)
-    return None
-
-
 @settings(max_examples=150, deadline=None)
 @given(
     chunks=st.lists(
@@ -171,7 +157,7 @@ def test_key_log_reports_the_dict_scan_s_duplicate(chunks: list[list[str]], coll
         line += len(keys)
     dup = log.first()
     got = None if dup is None else duplicate_message("s.csv", *dup)
-    assert got == _dict_scan(chunks)
+    assert got == duplicate_scan(chunks)
 
 
 @settings(max_examples=200, deadline=None)
