@@ -55,6 +55,41 @@ def test_integer_ends_give_whole_numbers_without_repeats() -> None:
     assert e.values == (1.0, 1.5, 2.0)
 
 
+def test_a_float_range_is_a_grid_equal_to_the_tuple_of_its_floats() -> None:
+    v = sw.parse_vary("mechanism.epsilon=1e-6:800:1001:log")
+    expected = np.geomspace(1e-6, 800, 1001)
+    expected[0], expected[-1] = 1e-6, 800.0
+    floats = tuple(expected.tolist())
+    assert isinstance(v.values, sw.FloatGrid)
+    assert v.values == floats and v.values == list(floats) and floats == v.values
+    assert hash(v.values) == hash(floats)
+    assert v.values[3] == floats[3] and type(v.values[3]) is float
+    assert v.values[-2:] == floats[-2:] and list(v.values) == list(floats)
+    assert np.array_equal(np.asarray(v.values), expected)
+    assert np.array_equal(v.floats(), expected) and np.array_equal(v.array(), expected)
+    with pytest.raises(ValueError, match="read-only"):
+        v.floats()[0] = 2.0
+    v.array()[0] = 2.0  # a copy
+    np.asarray(v.values)[0] = 2.0  # a copy
+    assert v.values[0] == 1e-6
+    assert "1001 values" in repr(v.values)
+    # integer ranges and comma lists stay tuples
+    assert isinstance(sw.parse_vary("sampling.sample=1:10:10").values, tuple)
+    assert sw.parse_vary("target=0.1,0.5").floats() is None
+
+
+def test_constant_columns_are_read_only_views_with_the_same_rows() -> None:
+    s = sw.evaluate(doc(COMPARE), [sw.parse_vary("mechanism.epsilon=0.5:2:4")])
+    names = list(dict.fromkeys(s.columns["design"].tolist()))
+    assert len(names) > 1 and s.columns["design"].flags.writeable  # concatenated: a copy
+    one = sw.evaluate(doc(SRS), [sw.parse_vary("mechanism.epsilon=0.5:2:4")])
+    design = one.columns["design"]
+    assert design.strides == (0,) and not design.flags.writeable
+    assert design.tolist() == [one.designs and next(iter(one.designs))] * 4
+    assert one.errors() == [] and one.failed_points() == 0
+    assert [r["error"] for r in one.rows()] == [None] * 4
+
+
 def test_comma_list_and_target_alias() -> None:
     v = sw.parse_vary("target=0.1, 0.5,1")
     assert v.path == "target.epsilon_prime" and v.values == (0.1, 0.5, 1.0)

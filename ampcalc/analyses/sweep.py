@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -63,19 +63,79 @@ _INT_LITERAL = re.compile(r"^\s*[-+]?\d+\s*$")
 _PATH = re.compile(r"(?:designs\[\d+\]\.)?[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*|\[\d+\])*")
 
 
+class FloatGrid(Sequence[float]):
+    """The values of a range of floats (``start:stop:steps[:log]``): a read-only
+    sequence of Python floats over a float array, each made when it is read.
+
+    A sweep of 10⁶ points reads its grid as an array; a tuple of 10⁶ Python floats
+    would cost ~50 ms to build and be walked by every garbage collection. Equal to a
+    tuple or list of the same floats; ``numpy.asarray`` gives the floats without a
+    Python object per value.
+    """
+
+    __slots__ = ("_array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        arr = np.array(array, dtype=float)  # a copy of its own, read-only
+        arr.flags.writeable = False
+        self._array = arr
+
+    @property
+    def array(self) -> np.ndarray:
+        """The values (read-only; not a copy)."""
+        return self._array
+
+    def __len__(self) -> int:
+        return len(self._array)
+
+    @overload
+    def __getitem__(self, index: int) -> float: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[float, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> float | tuple[float, ...]:
+        if isinstance(index, slice):
+            return tuple(self._array[index].tolist())
+        return float(self._array[index])
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self._array.tolist())
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return np.array(self._array, dtype=dtype)  # a copy: the grid stays as it is
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FloatGrid):
+            return bool(np.array_equal(self._array, other._array))
+        if isinstance(other, tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))  # as the equal tuple's
+
+    def __repr__(self) -> str:
+        n = len(self._array)
+        if n <= 6:
+            return f"FloatGrid({tuple(self)!r})"
+        return f"FloatGrid({n} values, {self[0]!r} … {self[-1]!r})"
+
+
 @dataclass(frozen=True)
 class Vary:
     """One varied field: its design path and the values it takes.
 
     Attributes:
         path: the design path (as ``--set``), aliases resolved.
-        values: the values, in order (floats, or ints for whole-number fields).
+        values: the values, in order: a tuple (floats, or ints for whole-number
+            fields), or a ``FloatGrid`` for a range of floats.
         log: the spec asked for log spacing (a hint for the plot's axis).
         text: the option as given.
     """
 
     path: str
-    values: tuple[float | int, ...]
+    values: Sequence[float | int]
     log: bool = False
     text: str = ""
 
@@ -90,20 +150,13 @@ class Vary:
         return int(m.group(1)) if m else None
 
     def floats(self) -> np.ndarray | None:
-        """The values as a float array when ``parse_vary`` made them as one (a range of
-        floats), else ``None``; not a copy: do not change it."""
-        arr: np.ndarray | None = self.__dict__.get("_floats")
-        return arr
+        """The values as a read-only float array when they are a ``FloatGrid`` (a range
+        of floats), else ``None``."""
+        return self.values.array if isinstance(self.values, FloatGrid) else None
 
     def array(self) -> np.ndarray:
-        """The values as a float array (a copy: a long tuple is converted once)."""
-        arr: np.ndarray | None = self.__dict__.get("_floats")
-        if arr is None:
-            arr = self.__dict__.get("_array")
-        if arr is None:
-            arr = np.asarray(self.values, dtype=float)
-            self.__dict__["_array"] = arr
-        return np.array(arr, dtype=float)
+        """The values as a float array (a copy)."""
+        return np.array(self.values, dtype=float)
 
 
 def _where(text: str) -> Where:
@@ -175,8 +228,6 @@ def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
             )
         if integer:
             values = list(dict.fromkeys(round(float(v)) for v in arr))
-        else:
-            values = arr.tolist()  # Python floats, the same values
     else:
         values = []
         for item in spec.split(","):
@@ -191,10 +242,9 @@ def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
                 values.append(int(item))
             else:
                 values.append(float(item))
-    vary = Vary(path=path, values=tuple(values), log=log, text=text)
     if m and not integer:
-        vary.__dict__["_floats"] = arr  # the same floats as ``values``
-    return vary
+        return Vary(path=path, values=FloatGrid(arr), log=log, text=text)
+    return Vary(path=path, values=tuple(values), log=log, text=text)
 
 
 def yaml_scalar(value: float | int) -> str:
@@ -213,7 +263,9 @@ class Sweep:
         varies: the varied fields, in option order (the first is the x axis).
         columns: column name -> array, one entry per row; ``design`` and ``scheme``
             name the design; the varied paths hold the point; then the results
-            (``BOUND_COLUMNS`` / ``INVERT_COLUMNS`` or the planner's), ``error``.
+            (``BOUND_COLUMNS`` / ``INVERT_COLUMNS`` or the planner's), ``error``. A
+            column with one value in every row may be a read-only view (copy it to
+            change it).
         designs: per design name: scheme, basis, guarantee, warnings, notes (of the first
             evaluated point; shared by all points of a design).
         engine_seconds: time spent in engine calls.
@@ -250,8 +302,8 @@ class Sweep:
         """The error column's values, or [] when no point has an error (the usual case,
         told by ``list.count``, which compares identity first, in C)."""
         err = self.columns.get("error")
-        if err is None:
-            return []
+        if err is None or (len(err) and err.strides == (0,) and err[0] is None):
+            return []  # no column, or one error (none) for every row
         values: list[Any] = err.tolist()
         return [] if values.count(None) == len(values) else values
 
@@ -545,11 +597,13 @@ def _meta(res: Any) -> dict[str, Any]:
 
 
 def _objects(n: int, value: Any) -> np.ndarray:
-    """An object column of ``n`` references to ``value`` (``np.full(n, "text",
-    dtype=object)`` would make ``n`` copies of a string, through a unicode array)."""
-    out = np.empty(n, dtype=object)
-    out.fill(value)
-    return out
+    """An object column of ``n`` rows, all ``value``: a read-only view of one element
+    (stride 0), so that a design's name, scheme and error cost no memory per row and a
+    reader tells them constant at once (``np.full(n, "text", dtype=object)`` would make
+    ``n`` copies of a string, through a unicode array)."""
+    one = np.empty(1, dtype=object)
+    one[0] = value
+    return np.broadcast_to(one, (n,))
 
 
 def _as_column(value: Any, n: int, dtype: Any = float) -> np.ndarray:

@@ -56,7 +56,8 @@ class SweepResult:
 
     @property
     def columns(self) -> dict[str, np.ndarray]:
-        """Column name -> numpy array (one entry per row)."""
+        """Column name -> numpy array (one entry per row; a column with one value in
+        every row, such as ``design``, may be a read-only view)."""
         return self.sweep.columns
 
     @property

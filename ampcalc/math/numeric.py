@@ -66,7 +66,8 @@ def round_down(x: ArrayLike, ulps: int = OUTWARD_ULPS) -> FloatArray:
     x = np.asarray(x, dtype=float)
     bits = _sign_clear_bits(x, _INF_BITS)
     if bits is not None:  # all in [+0, inf]: ulps patterns down, floored at +0
-        down: np.ndarray = np.maximum(bits - ulps, 0)
+        down: np.ndarray = bits - ulps
+        np.maximum(down, 0, out=down)  # in place: one array of x's size, not two
         return down.view(np.float64)
     return np.where(x >= 0, np.maximum(_nextafter_n(x, -np.inf, ulps), 0.0), x)
 
@@ -90,13 +91,24 @@ def amplification(q: ArrayLike, eps: ArrayLike) -> FloatArray:
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if eps.ndim and eps.size and float(eps.max()) <= LOG_SPACE_FROM:
             # every ε in the first branch (NaN fails the test): no masks, same values
-            return np.asarray(np.log1p(q * np.expm1(np.ascontiguousarray(eps))), dtype=float)
+            return _log1p_q_expm1(q, eps)
         # the first branch everywhere (elementwise, so the same values where it is
         # used: no gathers of the many small ε), then the few large ε replaced
-        out = np.asarray(np.log1p(q * np.expm1(eps)), dtype=float)
+        out = _log1p_q_expm1(q, eps)
         big = ~(eps <= LOG_SPACE_FROM)
         if np.any(big):
             out[big] = np.logaddexp(np.log(q[big]) + eps[big], np.log1p(-q[big]))
+    return out
+
+
+def _log1p_q_expm1(q: np.ndarray, eps: np.ndarray) -> FloatArray:
+    """``log1p(q * expm1(ε))`` elementwise (q and ε broadcast to one shape), computed in
+    one array of the result's size: the same operations, so the same values."""
+    if eps.ndim == 0:
+        return np.asarray(np.log1p(q * np.expm1(eps)), dtype=float)
+    out: FloatArray = np.expm1(eps, dtype=float)
+    np.multiply(q, out, out=out)
+    np.log1p(out, out=out)
     return out
 
 
