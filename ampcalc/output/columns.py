@@ -127,7 +127,7 @@ def _orjson_texts(arr: np.ndarray) -> tuple[list[str], np.ndarray] | None:
 
 _CLOSE = ord("]")
 _DECADE_HEAD = np.frombuffer(b"0.0000", dtype=np.uint8)
-_E05 = np.frombuffer(b"e-05", dtype=np.uint8)
+_DOT_E05 = np.frombuffer(b".e-05", dtype=np.uint8)
 
 
 def _orjson_text(a: np.ndarray) -> str | None:
@@ -157,8 +157,43 @@ def _orjson_bytes(a: np.ndarray) -> bytes | None:
         return raw[1:-1]
     # "[t,t,…,t]": every text ends in "," or the closing "]"; b[e + 3] exists
     b = np.frombuffer(raw + b"\0\0\0", dtype=np.uint8)
-    at: list[np.ndarray] = []
-    what: list[np.ndarray] = []
+    at: list[np.ndarray] = []  # where bytes are inserted (before the byte there)
+    what: list[np.ndarray] = []  # the bytes inserted
+    gone: list[np.ndarray | int] = []  # bytes dropped before each of them
+    first = np.empty(0, dtype=np.intp)  # the head "0.0000" of each decade text
+    if decade.size:
+        # orjson: [-]0.0000d₁d₂…dₖ, repr: [-]d₁.d₂…dₖe-05 (d₁e-05 for one digit): drop
+        # "0.0000", put "." after d₁ (when more digits follow) and "e-05" before the end
+        ends = np.flatnonzero(b == _COMMA)  # and the closing "]", 4 bytes from the end
+        if ends.size != a.size - 1 or b[-4] != _CLOSE:
+            return None
+        ends = np.append(ends, b.size - 4)
+        stop = ends[decade]
+        first = np.concatenate(([1], ends[:-1] + 1))[decade] + (a[decade] < 0)
+        head = first[:, None] + np.arange(6)
+        if not (
+            bool(np.all(b[head] == _DECADE_HEAD))
+            and bool(np.all(b[first + 6] != _ZERO))
+            and bool(np.all(first + 7 <= stop))
+        ):
+            return None
+        # per decade text, in order: "." after d₁ (when more digits follow), then
+        # "e-05" at its end; the j-th text's own bytes follow its head and the j heads
+        # before it
+        place = np.empty((stop.size, 5), dtype=np.intp)
+        place[:, 0] = first + 7
+        place[:, 1:] = stop[:, None]
+        dropped = 6 * np.arange(1, stop.size + 1)
+        if bool(np.all(place[:, 0] < stop)):  # the usual case: no text of one digit
+            at.append(place.ravel())
+            what.append(np.tile(_DOT_E05, stop.size))
+            gone.append(np.repeat(dropped, 5))
+        else:
+            used = np.ones(place.shape, dtype=bool)
+            used[:, 0] = place[:, 0] < stop
+            at.append(place[used])
+            what.append(np.broadcast_to(_DOT_E05, place.shape)[used])
+            gone.append(np.broadcast_to(dropped[:, None], place.shape)[used])
     # exponents: insert "0" after "e-" before a lone digit, "+" after "e" before a
     # digit, and "0" after that "+" before a lone digit
     e = np.flatnonzero(b == _E)
@@ -177,47 +212,37 @@ def _orjson_bytes(a: np.ndarray) -> bytes | None:
             after = b[eb + 2]
             lone = (after == _COMMA) | (after == _CLOSE)
             # "+" then (before a lone digit) "0", both at eb + 1
-            x = np.repeat(eb + 1, 1 + lone)
-            at.append(x)
-            w = np.full(x.size, _PLUS, np.uint8)
+            y = np.repeat(eb + 1, 1 + lone)
+            at.append(y)
+            w = np.full(y.size, _PLUS, np.uint8)
             w[np.cumsum(1 + lone)[lone] - 1] = _ZERO
             what.append(w)
-    drop = None
-    if decade.size:
-        # orjson: [-]0.0000d₁d₂…dₖ, repr: [-]d₁.d₂…dₖe-05 (d₁e-05 for one digit): drop
-        # "0.0000", put "." after d₁ (when more digits follow) and "e-05" before the end
-        ends = np.flatnonzero((b == _COMMA) | (b == _CLOSE))
-        if ends.size != a.size:
-            return None
-        stop = ends[decade]
-        first = np.concatenate(([1], ends[:-1] + 1))[decade] + (a[decade] < 0)
-        head = first[:, None] + np.arange(6)
-        if not (
-            bool(np.all(b[head] == _DECADE_HEAD))
-            and bool(np.all(b[first + 6] != _ZERO))
-            and bool(np.all(first + 7 <= stop))
-        ):
-            return None
-        drop = head.ravel()
-        dot = first + 7
-        dot = dot[dot < stop]
-        at += [dot, np.repeat(stop, 4)]
-        what += [np.full(dot.size, ord("."), np.uint8), np.tile(_E05, stop.size)]
+        # an exponent text is never a decade text: the heads dropped before it are the
+        # decade texts before it (none when there are none: no search)
+        for z in at[len(gone) :]:
+            gone.append(6 * np.searchsorted(first, z) if first.size else 0)
+    if not at:
+        return raw[1:-1]
     pos = np.concatenate(at) if len(at) > 1 else at[0]
     val = np.concatenate(what) if len(what) > 1 else what[0]
+    less = (
+        np.concatenate([np.broadcast_to(g, z.shape) for g, z in zip(gone, at, strict=True)])
+        if first.size
+        else None
+    )
     if len(at) > 1:
         order = np.argsort(pos, kind="stable")  # in order at the same place
         pos, val = pos[order], val[order]
+        if less is not None:
+            less = less[order]
     # each inserted byte lands at its place plus the bytes inserted before it, less
     # the bytes dropped before it; the kept bytes fill the other places, in order
-    if drop is not None:
+    new = pos + np.arange(pos.size)
+    if less is not None:
         keep = np.ones(b.size, dtype=bool)
-        keep[drop] = False
+        keep[head.ravel()] = False
         b = b[keep]
-        # six bytes dropped at the head of each decade text that starts before
-        new = pos + np.arange(pos.size) - 6 * np.searchsorted(first, pos, side="right")
-    else:
-        new = pos + np.arange(pos.size)
+        new -= less
     out = np.empty(b.size + pos.size, dtype=np.uint8)
     slots = np.ones(out.size, dtype=bool)
     slots[new] = False
@@ -457,7 +482,9 @@ def _rows_arrow(
     made = (known or {}).pop((start, stop), None)
     consts = [pieces[0]]
     args: list[Any] = []
-    done: list[tuple[np.ndarray, bytes]] = []
+    # a column of the same floats as an earlier one (M's ε, the reference ε) shares its
+    # texts and their arrow array: (bits, texts, {comma: array})
+    done: list[tuple[np.ndarray, bytes, dict[bool, Any]]] = []
     for j, col in enumerate(columns):
         part = col[start:stop]
         one = fixed[j] if fixed is not None else None
@@ -471,20 +498,23 @@ def _rows_arrow(
         if part.dtype.kind != "f":
             return None
         key = _bits(part)
-        raw = next((r for k, r in done if np.array_equal(k, key)), None)
-        if raw is None and made is not None and np.array_equal(made[0], key):
-            raw = made[1]
-        if raw is None:
-            raw = _float_bytes(part, counted=True)
+        same = next((d for d in done if np.array_equal(d[0], key)), None)
+        if same is None:
+            raw = made[1] if made is not None and np.array_equal(made[0], key) else None
             if raw is None:
-                return None
-        done.append((key, raw))
+                raw = _float_bytes(part, counted=True)
+                if raw is None:
+                    return None
+            same = (key, raw, {})
+            done.append(same)
         follow = pieces[j + 1]
         comma = follow.startswith(",")
-        try:
-            texts = _texts_array(raw, n, comma)
-        except _NotExact:  # not one text per value: the Python path writes the chunk
-            return None
+        texts = same[2].get(comma)
+        if texts is None:
+            try:
+                texts = same[2][comma] = _texts_array(same[1], n, comma)
+            except _NotExact:  # not one text per value: the Python path writes the chunk
+                return None
         args += [_text_scalar(consts[-1]), texts]
         consts.append(follow[1:] if comma else follow)
     if not args:
