@@ -294,3 +294,32 @@ def test_data_dependent_size_details_describe_the_evaluated_epsilon() -> None:
     assert len(texts) == 3
     for k, eps in enumerate((0.05, 1.0, 3.0)):
         assert texts[k] == engine.bound(d, epsilon=eps).details["lower_witness"]
+
+
+@pytest.mark.parametrize(
+    "sampling",
+    [
+        {"scheme": "srswor", "population": 1000, "sample": 10},
+        {"scheme": "poisson", "rate": 1e-9},
+        {
+            "scheme": "pps",
+            "method": "poisson-threshold",
+            "threshold": 0.001,
+            "max_size_measure": 100,
+            "size_measures": [5, 20, 100, 80, 3],
+        },
+    ],
+)
+def test_bounds_in_one_evaluation_are_the_lower_and_upper_bits(sampling) -> None:
+    """A tight result evaluates its formula once for both bounds (``Analysis.bounds``):
+    the same bits as ``lower`` and ``upper`` apart, in the log-space branch too."""
+    eps = np.concatenate([[0.0, 5e-324, 1e-300, 1e-12], np.geomspace(1e-6, 5e3, 2001)])
+    for mechanism in ({"epsilon": 1.0, "neighbours": "both"}, MECHANISMS[2]):
+        d = _design(mechanism, sampling, None)
+        analysis = engine.analyse(d)
+        assert analysis.bounds is not None
+        lower, upper = analysis.bounds(eps)
+        assert np.array_equal(lower.view(np.int64), analysis.lower(eps).view(np.int64))
+        assert np.array_equal(upper.view(np.int64), analysis.upper(eps).view(np.int64))
+        r = engine.bound(d, epsilon=eps[1:])  # ε = 0 is refused at load time
+        assert np.all(r.lower <= r.upper)

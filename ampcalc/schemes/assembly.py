@@ -53,6 +53,9 @@ from ampcalc.schemes.base import Analysis
 Formula = Callable[[FloatArray], FloatArray]
 """ε of the theorem's relation (array) -> ε′ (array of the same shape)."""
 
+BothFormula = Callable[[FloatArray], tuple[FloatArray, FloatArray]]
+"""ε of the theorem's relation -> (lower, upper) bounds on ε′, from one evaluation."""
+
 PairFormula = Callable[[FloatArray, FloatArray], FloatArray]
 """(M's ε under add-remove, its ε under replace-one) (arrays of one shape) -> ε′ (or
 details): for results that use M's ε under both relations at once."""
@@ -129,6 +132,9 @@ class Theorem:
             compares with (the reference ε) is M's ε under it.
         upper: ε -> ε′ upper bound, already rounded up (a guarantee), or None.
         lower: ε -> ε′ lower bound, rounded down, or None.
+        bounds: ε -> (``lower``, ``upper``) from one evaluation of the formula both round
+            (the same values as the two; a sweep then evaluates it once), or None.
+            Needs ``upper`` and ``lower``; used when ``lower`` is the only lower part.
         upper_both: (ε_D, ε_R) -> ε′ upper bound, rounded up: a result that uses M's ε
             under both relations at once (ε_D = +∞ where M's add-remove ε is unknown
             and not refused). At most one of ``upper`` and ``upper_both``; neither: a
@@ -188,6 +194,7 @@ class Theorem:
     guarantee: Neighbours
     upper: Formula | None = None
     lower: Formula | None = None
+    bounds: BothFormula | None = None
     upper_both: PairFormula | None = None
     lower_both: PairFormula | None = None
     witnesses: tuple[Witness, ...] = ()
@@ -210,6 +217,8 @@ class Theorem:
     def __post_init__(self) -> None:
         if self.upper is not None and self.upper_both is not None:
             raise ValueError(f"{self.name}: give upper or upper_both, not both")
+        if self.bounds is not None and (self.upper is None or self.lower is None):
+            raise ValueError(f"{self.name}: bounds needs upper and lower")
         if self.delta_factor is not None and self.delta_prime is not None:
             raise ValueError(f"{self.name}: give delta_factor or delta_prime, not both")
         single = (
@@ -412,6 +421,9 @@ def assemble(
         parts.append(_at_both(theorem.lower_both, add_remove, replace_one))
     parts += [_at_witness(w, add_remove, replace_one) for w in theorem.witnesses]
     lower = parts[0] if len(parts) == 1 else _largest(tuple(parts)) if parts else None
+    bounds: Callable[[FloatArray], tuple[FloatArray, FloatArray]] | None = None
+    if theorem.bounds is not None and len(parts) == 1 and theorem.lower is not None:
+        bounds = _at_both_bounds(theorem.bounds, eps_of)
 
     delta_prime: Formula | None = None
     mechanism_delta: Callable[[float, FloatArray], FloatArray] | None = None
@@ -459,6 +471,7 @@ def assemble(
         reference_epsilon=reference,
         upper=upper,
         lower=lower,
+        bounds=bounds,
         delta_prime=delta_prime,
         certified=certified,
         impossible_above=impossible_above,
@@ -525,6 +538,17 @@ def _at(formula: Formula, eps_of: Formula) -> Formula:
         return formula(eps_of(eps))
 
     return bound
+
+
+def _at_both_bounds(
+    formula: BothFormula, eps_of: Formula
+) -> Callable[[FloatArray], tuple[FloatArray, FloatArray]]:
+    """``bounds`` of the relation's ε, as a function of the declared ε."""
+
+    def bounds(eps: FloatArray) -> tuple[FloatArray, FloatArray]:
+        return formula(eps_of(eps))
+
+    return bounds
 
 
 def _at_both(formula: PairFormula, add_remove: Formula, replace_one: Formula) -> Formula:

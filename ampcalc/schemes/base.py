@@ -44,6 +44,9 @@ class Analysis:
             verdict), as a function of the declared ε.
         upper: guarantee on ε′ (rounded up), or ``None``: the theory gives none.
         lower: ε′ of some mechanism and neighbouring pair (rounded down), or ``None``.
+        bounds: ε -> (``lower``, ``upper``) from one evaluation, the same values as the
+            two (a tight result rounds one formula both ways), or ``None``. A copy that
+            changes ``upper`` or ``lower`` must set it to ``None``.
         delta_prime: δ′ of the guarantee, or ``None`` where the theory gives none.
         certified: closed-form largest declared ε with upper <= T (rounded down),
             or ``None``: the engine inverts ``upper`` numerically.
@@ -87,6 +90,7 @@ class Analysis:
     details_at: Callable[[FloatArray], Mapping[str, Any]] | None = None
     notes: tuple[str, ...] = ()
     pointwise: bool = False
+    bounds: Callable[[FloatArray], tuple[FloatArray, FloatArray]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

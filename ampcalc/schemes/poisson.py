@@ -177,6 +177,7 @@ def theorem(rate: float, conditions: tuple[str, ...] = ()) -> Theorem:
         guarantee=Neighbours.ADD_REMOVE,
         upper=lambda eps: upper_epsilon(eps, rate=q),
         lower=lambda eps: lower_epsilon(eps, rate=q),
+        bounds=lambda eps: numeric.amplification_bounds(q, eps),
         inverse=lambda target: numeric.amplification_inverse(q, target),
         delta_factor=q,
         conditions=conditions,

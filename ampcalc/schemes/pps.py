@@ -680,6 +680,7 @@ def threshold_theorem(tau: float, worst: float, *, with_delta: bool) -> Theorem:
         guarantee=Neighbours.ADD_REMOVE,
         upper=lambda eps: numeric.amplification_upper(worst, eps),
         lower=lambda eps: numeric.amplification_lower(worst, eps),
+        bounds=lambda eps: numeric.amplification_bounds(worst, eps),
         inverse=lambda target: numeric.amplification_inverse(worst, target),
         delta_factor=worst,
         conditions=(

@@ -138,6 +138,7 @@ def theorem(params: Params) -> Theorem:
         guarantee=Neighbours.REPLACE_ONE,
         upper=lambda eps_r: upper_epsilon(eps_r, population=n, sample=m),
         lower=lambda eps_r: lower_epsilon(eps_r, population=n, sample=m),
+        bounds=lambda eps_r: numeric.amplification_bounds(q, eps_r),
         inverse=lambda target: numeric.amplification_inverse(q, target),
         delta_factor=q,
         conditions=(
