@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,11 @@ def run_cli(root: Path, args: list[str], stdout: Path | None = None) -> tuple[fl
     The peak is the child's ``VmHWM`` (high-water RSS of its own address space, so not
     the parent's RSS a fork starts from), read from ``/proc`` every 20 ms until it exits.
     """
+    if stdout is not None:
+        # the previous run's file (up to 431 MB) is removed and the page cache written
+        # back first: otherwise its writeback runs during this run (0.4-1 s of noise)
+        stdout.unlink(missing_ok=True)
+        os.sync()
     out = open(stdout, "wb") if stdout is not None else subprocess.DEVNULL
     errf = tempfile.TemporaryFile()
     peak = 0.0

@@ -149,8 +149,8 @@ def test_arrow_assembles_the_float_rows_itself() -> None:
     """The arrow path really runs on constant and finite-float columns (it is not a
     silent fallback), keeps each text's comma where the next piece opens with one and
     drops it where it does not, and gives ``_rows``'s bytes."""
-    pc = columns_output._arrow()
-    if pc is None:
+    join = columns_output._arrow()
+    if join is None:
         pytest.skip("pyarrow is not installed")
     f = np.array([1e-06, 3e-05, 0.1, 2.5e16, -0.0, 5e-324, 1.0000000000000002])
     cols = [np.array(["d, ü"] * f.size, dtype=object), f, f.copy(), f[::-1].copy(), np.zeros(7)]
@@ -159,13 +159,13 @@ def test_arrow_assembles_the_float_rows_itself() -> None:
         (["", ",", ",", ",", ",", ""], "csv", "\n"),
         (["<", "|", " ", ";", ",", ">"], "csv", "\n"),  # no comma after a float text
     ):
-        got = columns_output._rows_arrow(pc, pieces, cols, 1, 6, kind, joiner)
+        got = columns_output._rows_arrow(join, pieces, cols, 1, 6, kind, joiner)
         assert got is not None
         cells = columns_output._chunk_cells(cols, 1, 6, kind)
         assert str(got, "utf-8") == columns_output._rows(pieces, cells, 5, joiner)
     # an integer column that varies: the Python path writes it
     ints = [np.arange(7)]
-    assert columns_output._rows_arrow(pc, ["", ""], ints, 0, 7, "csv", "\n") is None
+    assert columns_output._rows_arrow(join, ["", ""], ints, 0, 7, "csv", "\n") is None
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
@@ -210,12 +210,10 @@ def test_a_chunk_arrow_refuses_is_written_by_the_python_path() -> None:
         pytest.skip("pyarrow is not installed")
     import pyarrow as pa
 
-    class Refusing:
-        @staticmethod
-        def binary_join_element_wise(*args: object) -> object:
-            raise pa.ArrowInvalid("offset overflow")
+    def refusing(args: list[object]) -> object:
+        raise pa.ArrowInvalid("offset overflow")
 
     f = np.array([0.5, 1e-7, 3.0])
     cols = [f, f * 2]
     pieces = ["", ",", ""]
-    assert columns_output._rows_arrow(Refusing, pieces, cols, 0, 3, "csv", "\n") is None
+    assert columns_output._rows_arrow(refusing, pieces, cols, 0, 3, "csv", "\n") is None

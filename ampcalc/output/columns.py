@@ -403,14 +403,25 @@ def _rows(pieces: Sequence[str], cells: list[Cells], n: int, joiner: str, end: s
 ARROW_FROM = 200_000
 
 
-def _arrow() -> Any:
-    """``pyarrow.compute`` when installed (the ``parquet`` extra), else ``None``."""
+#: arrow's element-wise join of string arrays and scalars (``_arrow``)
+Join = Callable[[list[Any]], Any]
+
+
+def _arrow() -> Join | None:
+    """Arrow's ``binary_join_element_wise`` when pyarrow is installed (the ``fast`` and
+    ``parquet`` extras), else ``None``. Called through the compute registry
+    (``call_function``, which ``pyarrow.compute`` re-exports from ``pyarrow._compute``):
+    importing ``pyarrow.compute`` itself builds a Python wrapper for each of its ~300
+    functions (~30 ms); it is the fallback should that module move."""
     import importlib
 
-    try:
-        return importlib.import_module("pyarrow.compute")
-    except ImportError:
-        return None
+    for name in ("pyarrow._compute", "pyarrow.compute"):
+        try:
+            call = importlib.import_module(name).call_function
+        except (ImportError, AttributeError):
+            continue
+        return functools.partial(call, "binary_join_element_wise")
+    return None
 
 
 def _pyarrow() -> Any:
@@ -462,7 +473,7 @@ def _texts_array(raw: bytes, n: int, comma: bool) -> Any:
 
 
 def _rows_arrow(
-    pc: Any,
+    join: Join,
     pieces: Sequence[str],
     columns: Sequence[np.ndarray],
     start: int,
@@ -521,7 +532,7 @@ def _rows_arrow(
         return None
     args += [_text_scalar(consts[-1] + joiner), _text_scalar("")]
     try:
-        joined = pc.binary_join_element_wise(*args)
+        joined = join(args)
     except _pyarrow().ArrowException:  # e.g. a chunk over arrow's 2 GiB string offsets
         return None
     offsets = np.frombuffer(
@@ -608,16 +619,18 @@ def rows_segment(
         if not keys:
             yield "[\n" + ",\n".join([pad + "{}"] * n) + "\n" + pad[:-2] + "]"
             return
-        pc = _arrow() if n >= ARROW_FROM else None
+        join = _arrow() if n >= ARROW_FROM else None
 
         def rows(start: int, stop: int) -> Piece:
-            fast = pc and _rows_arrow(pc, pieces, cols, start, stop, "json", ",\n", known, fixed)
+            fast = join and _rows_arrow(
+                join, pieces, cols, start, stop, "json", ",\n", known, fixed
+            )
             if fast:
                 return fast
             cells = _chunk_cells(cols, start, stop, "json", known, fixed)
             return _rows(pieces, cells, stop - start, ",\n")
 
-        for start, text in _in_order(rows, n, pc is not None):
+        for start, text in _in_order(rows, n, join is not None):
             yield "[\n" if start == 0 else ",\n"
             yield text
         yield "\n" + pad[:-2] + "]"
@@ -715,17 +728,17 @@ def csv_chunks(columns: Mapping[str, np.ndarray]) -> Iterator[Piece]:
     if not cols:
         return
     pieces = ["", *[","] * (len(cols) - 1), ""]
-    pc = _arrow() if n >= ARROW_FROM else None
+    join = _arrow() if n >= ARROW_FROM else None
     fixed = _fixed(cols, "csv")
 
     def rows(start: int, stop: int) -> Piece:
-        fast = pc and _rows_arrow(pc, pieces, cols, start, stop, "csv", "\n", None, fixed)
+        fast = join and _rows_arrow(join, pieces, cols, start, stop, "csv", "\n", None, fixed)
         if fast:
             return fast
         cells = _chunk_cells(cols, start, stop, "csv", None, fixed)
         return _rows(pieces, cells, stop - start, "\n")
 
-    for _, text in _in_order(rows, n, pc is not None):
+    for _, text in _in_order(rows, n, join is not None):
         yield text
         yield "\n"
 
