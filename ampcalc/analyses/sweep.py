@@ -75,8 +75,10 @@ class FloatGrid(Sequence[float]):
 
     __slots__ = ("_array",)
 
-    def __init__(self, array: np.ndarray) -> None:
-        arr = np.array(array, dtype=float)  # a copy of its own, read-only
+    def __init__(self, array: np.ndarray, *, copy: bool = True) -> None:
+        """``copy=False``: take a float64 ``array`` itself (made read-only; the caller
+        drops its own reference), as ``parse_vary`` does with the grid it made."""
+        arr = np.array(array, dtype=float) if copy else np.asarray(array, dtype=float)
         arr.flags.writeable = False
         self._array = arr
 
@@ -243,7 +245,7 @@ def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
             else:
                 values.append(float(item))
     if m and not integer:
-        return Vary(path=path, values=FloatGrid(arr), log=log, text=text)
+        return Vary(path=path, values=FloatGrid(arr, copy=False), log=log, text=text)
     return Vary(path=path, values=tuple(values), log=log, text=text)
 
 
@@ -475,7 +477,11 @@ def _grid(
     meta: dict[str, dict[str, Any]] = {}
     seconds = 0.0
     scalar_designs: set[str] = set()
-    vec_values = vec.array() if vec is not None else None
+    vec_values = None
+    if vec is not None:  # the grid's own read-only array when it has one (no copy)
+        vec_values = vec.floats()
+        if vec_values is None:
+            vec_values = vec.array()
     for step, combo in enumerate(grid):
         point = {v.path: val for v, val in zip(others, combo, strict=True)}
         if point:
