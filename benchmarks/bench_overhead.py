@@ -38,10 +38,12 @@ def run_cli(root: Path, args: list[str], stdout: Path | None = None) -> tuple[fl
     the parent's RSS a fork starts from), read from ``/proc`` every 20 ms until it exits.
     """
     if stdout is not None:
-        # the previous run's file (up to 431 MB) is removed and the page cache written
-        # back first: otherwise its writeback runs during this run (0.4-1 s of noise)
-        stdout.unlink(missing_ok=True)
+        # the previous run's file (up to 431 MB) is written back first, then overwritten
+        # as `ampcalc ... > FILE` does: otherwise its writeback runs during this run
+        # (0.4-1 s of noise). A new file after deleting the old one measures 0.3-0.5 s
+        # slower on this disk (see README.md, "Third pass").
         os.sync()
+        time.sleep(0.3)
     out = open(stdout, "wb") if stdout is not None else subprocess.DEVNULL
     errf = tempfile.TemporaryFile()
     peak = 0.0

@@ -350,7 +350,9 @@ def _check_varies(of: str, varies: Sequence[Vary]) -> None:
                 "(target=0.1:2:20)",
                 where=_where(v.text),
             )
-        arr = v.array()
+        arr = v.floats()  # the grid itself (read-only), or a copy of a list's values
+        if arr is None:
+            arr = v.array()
         if v.field == EPSILON_PATH:
             check_epsilon(arr, where=_where(v.text), array=True)
         if v.field == TARGET_PATH and np.any(arr <= 0):
