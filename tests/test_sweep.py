@@ -71,6 +71,7 @@ def test_a_float_range_is_a_grid_equal_to_the_tuple_of_its_floats() -> None:
         v.floats()[0] = 2.0
     v.array()[0] = 2.0  # a copy
     np.asarray(v.values)[0] = 2.0  # a copy
+    assert not np.asarray(v.values, copy=False).flags.writeable  # the grid's own array
     assert v.values[0] == 1e-6
     assert "1001 values" in repr(v.values)
     # integer ranges and comma lists stay tuples

@@ -105,6 +105,8 @@ class FloatGrid(Sequence[float]):
         return iter(self._array.tolist())
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:  # no copy asked for: the read-only array itself
+            return np.asarray(self._array, dtype=dtype)
         return np.array(self._array, dtype=dtype)  # a copy: the grid stays as it is
 
     def __eq__(self, other: object) -> bool:
