@@ -43,7 +43,7 @@ from ampcalc.schemes.assembly import (
     epsilons,
 )
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import linear_lower_theorem
+from ampcalc.schemes.stratified.common import linear_lower_theorem, lower_bound_invert_rows
 
 RULES = ("nearest", "floor", "largest-remainder", "huntington-hill")
 """Deterministic apportionment rules for a fixed total (``rounding:``)."""
@@ -499,7 +499,7 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
         details_both=at,
         warnings=tuple(warnings),
         notes=tuple(notes),
-        invert_details_from=functools.partial(_invert_rows, p, m0),
+        invert_details_from=functools.partial(lower_bound_invert_rows, p, m0),
     )
 
 
@@ -508,14 +508,3 @@ def _lower_bound_at(
 ) -> dict[str, Any]:
     """The lower bound at M's (ε_D, ε_R) of each evaluated ε."""
     return {"lower_bound": lower(ed, er)}
-
-
-def _invert_rows(p: Any, m0: np.ndarray, an: Analysis, target: np.ndarray) -> dict[str, Any]:
-    """Per-stratum rows of ``invert``: the ε past which the lower bound exceeds T."""
-    t = np.asarray(target, dtype=float)
-    if t.ndim:
-        return {}
-    assert an.impossible_above is not None
-    imp = an.impossible_above(t)
-    size = p.strata.size
-    return {"strata": alloc.invert_rows(p, m0 / np.maximum(size, 1), m0, None, imp)}

@@ -12,7 +12,9 @@ from ampcalc.math.types import FloatArray
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import Citation
+from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.assembly import Refusal, Refuses, Scale, Theorem, epsilons
+from ampcalc.schemes.base import Analysis
 
 
 def _needs_add_remove(theorem: str) -> str:
@@ -93,3 +95,17 @@ def scalar_eps(mechanism: Mechanism) -> float:
 def per_stratum(values: Any, eps: Any) -> np.ndarray:
     """Per-stratum values against an evaluated ε of any shape: shape (k, *eps.shape)."""
     return np.asarray(values, dtype=float).reshape((-1,) + (1,) * np.ndim(eps))
+
+
+def lower_bound_invert_rows(
+    p: Any, m0: np.ndarray, an: Analysis, target: np.ndarray
+) -> dict[str, Any]:
+    """Per-stratum rows of ``invert`` for a design whose result is a linear lower bound
+    (``linear_lower_theorem``: Neyman, the fixed total): the ε past which the lower bound
+    exceeds T, beside each stratum's allocation ``m0`` (one target only)."""
+    t = np.asarray(target, dtype=float)
+    if t.ndim:
+        return {}
+    assert an.impossible_above is not None
+    imp = an.impossible_above(t)
+    return {"strata": alloc.invert_rows(p, m0 / np.maximum(p.strata.size, 1), m0, None, imp)}

@@ -23,7 +23,11 @@ from ampcalc.schemes.assembly import (
     epsilons,
 )
 from ampcalc.schemes.base import Analysis
-from ampcalc.schemes.stratified.common import linear_lower_theorem, scalar_eps
+from ampcalc.schemes.stratified.common import (
+    linear_lower_theorem,
+    lower_bound_invert_rows,
+    scalar_eps,
+)
 from ampcalc.schemes.stratified.params import Params
 
 BASIS_NEYMAN = (cite(BUN_2022, "§7.2"), cite(BUN_2022, "Appendix E.1"), cite(BUN_2022, "§4.1"))
@@ -175,23 +179,13 @@ def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
         details_at=at,
         warnings=tuple(warnings),
         notes=tuple(notes),
-        invert_details_from=functools.partial(_invert_rows, p, m0),
+        invert_details_from=functools.partial(lower_bound_invert_rows, p, m0),
     )
 
 
 def _lower_bounds_at(eps: Any, *, linf: int, l1: int) -> dict[str, Any]:
     """The paper's two lower bounds Δ∞·ε and Δ₁·ε at each evaluated ε."""
     return {"lower_bounds": {"linf": linf * eps, "l1": l1 * eps}}
-
-
-def _invert_rows(p: Params, m0: np.ndarray, an: Analysis, target: np.ndarray) -> dict[str, Any]:
-    """Per-stratum rows of ``invert``: the ε past which the lower bound exceeds T."""
-    t = np.asarray(target, dtype=float)
-    if t.ndim:
-        return {}
-    assert an.impossible_above is not None
-    imp = an.impossible_above(t)
-    return {"strata": alloc.invert_rows(p, m0 / np.maximum(p.strata.size, 1), m0, None, imp)}
 
 
 def neyman_sums_note(total_p: int, total_neighbour: int, *, given: bool) -> str:
