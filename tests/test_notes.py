@@ -49,8 +49,8 @@ def in_warnings(res: object, text: str) -> None:
 NOTE_KINDS = [
     ("compare.yaml", "SRS 100 of 10000, add-remove mechanism", "using ε_R = 2ε"),
     ("compare.yaml", "Poisson 1%, replace-one guarantee", "replace-one guarantee for Poisson"),
-    ("cluster-equal.yaml", "10 of 100 households of 5", "is implemented as stated"),
-    ("cluster-equal.yaml", "10 of 100 households of 5", "a simple random/Poisson sample"),
+    ("cluster-equal.yaml", "2 of 20 households of 5", "is implemented as stated"),
+    ("cluster-equal.yaml", "2 of 20 households of 5", "a simple random/Poisson sample"),
     ("data-dependent-size.yaml", None, "Lemma 2.1/3.1 claim"),
     ("data-dependent-size.yaml", None, "moves against the data size"),
     ("general-lower-bound.yaml", "cluster-membership test, as stated", "reading: statement: the"),
@@ -339,3 +339,27 @@ def test_004_sbh_ratio_note() -> None:
     # the paper's claim is about q ≡ 1: no such note on a sampled design
     sampled = results(DESIGNS / "pws.yaml")["pws-queries"]
     assert not any("2/ε]" in n for n in sampled.notes)
+
+
+def test_two_stage_comparison_uses_the_overall_share() -> None:
+    # 20 of 200 schools, each pupil kept with probability 0.2: a record is in the sample with
+    # probability 0.1 · 0.2 = 0.02, so the comparison is A(0.02, ε) and says 0.02, not 0.1
+    d = one(
+        {
+            "name": "20 of 200 schools, 20% within",
+            "mechanism": {"epsilon": 1.0, "neighbours": "add-remove"},
+            "sampling": {
+                "scheme": "cluster",
+                "clusters": {"count": 200, "size": 30},
+                "chosen": 20,
+                "within": {"scheme": "poisson", "rate": 0.2},
+            },
+        }
+    )
+    res = engine.bound(d)
+    oracle = mp.log1p(mp.mpf("0.02") * mp.expm1(1))
+    assert float(oracle) == pytest.approx(0.0337883, rel=1e-6)
+    assert res.details["srs_same_fraction"] == pytest.approx(float(oracle), rel=1e-12)
+    assert res.details["srs_same_fraction"] >= float(oracle)  # rounded up
+    note = in_notes(res, "the same expected share of records (0.02)")
+    assert f"ε′ = {float(oracle):.6g}" in note and "0.1)" not in note

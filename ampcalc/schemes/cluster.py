@@ -403,12 +403,13 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         warnings.append(
             f"no amplification at ε = {eps0:g}: one cluster's output reveals whether it was "
             f"sampled (two largest clusters {n1} + {n2} records), although only {ell} of {k} "
-            f"clusters ({frac:.3g}) are chosen; a simple random sample at the same fraction "
-            f"would give {srs:.6g}."
+            f"clusters ({frac:.3g}) are chosen; a simple random sample of the same expected "
+            f"share of records ({srs_fraction:.3g}) would give {srs:.6g}."
         )
     else:
         notes.append(
-            f"a simple random/Poisson sample at the same fraction {frac:.3g} would give "
+            f"a simple random/Poisson sample of the same expected share of records "
+            f"({srs_fraction:.3g}) would give "
             f"ε′ = {srs:.6g} at ε = {eps0:g} (details.srs_same_fraction), against the cluster "
             f"bound {up0:.6g}."
         )
