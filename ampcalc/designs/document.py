@@ -77,7 +77,7 @@ MECHANISM_KEYS = (
 # The YAML 1.2 core schema (YAML 1.2.2, §10.3.2), the only plain scalars that are not
 # strings. YAML 1.1's extra forms (0b101, 0777 as octal, 1_000, 1:40 in base 60,
 # yes/no/on/off, dates) are strings here; a number field given one says how to write it
-# (``model.errors.describe``). docs/design-files.md states this grammar.
+# (``model.errors.describe``). docs/cli-conventions.md states this grammar.
 _NULL_12 = re.compile(r"^(?:~|null|Null|NULL|)$")
 _BOOL_12 = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _INT_12 = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
