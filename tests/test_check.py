@@ -91,7 +91,7 @@ def test_failed_conditions_exit_2(tmp_path, capsys) -> None:
     ("args", "needle"),
     [
         ([], "--max-epsilon"),
-        (["--max-epsilon", "-1"], "expected a finite number > 0"),
+        (["--max-epsilon", "-1"], "expected a number in (0, inf), got -1.0"),
         (["--max-epsilon", "1", "--max-delta", "2"], "expected a number in [0, 1]"),
     ],
 )

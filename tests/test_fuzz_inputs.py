@@ -10,7 +10,8 @@ in-process (``main``) as a file, through ``--set`` and on standard input. Each c
   above wherever both exist, and a null upper bound only with a reason (a verdict
   ``no-guarantee`` or a warning); or
 - exit 2 with a one-paragraph message on stderr (no traceback, no Python exception class
-  name, no "internal error") that names the file, ``--set``, ``<stdin>`` or a field;
+  name, no "internal error") that names the file, ``--set``, ``<stdin>``, a field or
+  the option at fault (``--fail-above``);
 - spend under ``BUDGET`` seconds of CPU (process time: robust to other work on the
   machine; a hang or a quadratic blow-up shows as CPU).
 
@@ -137,7 +138,7 @@ def run_case(args: list[str], cwd: Path, stdin: bytes | None = None) -> Outcome:
 
 _EXC_NAME = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception|Warning)\b|\bTraceback\b")
 _NAMES_PLACE = re.compile(
-    r"(--set|<stdin>|\.yaml|\.csv|[\w./-]+:\d+: |"
+    r"(--set|--[a-z][a-z-]+|<stdin>|\.yaml|\.csv|[\w./-]+:\d+: |"
     r"\b(?:sampling|mechanism|target|designs|name|guarantee|epsilon|delta|records|size|file)\b)"
 )
 

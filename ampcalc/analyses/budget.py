@@ -89,6 +89,12 @@ class Ledger:
 # --------------------------------------------------------------------------------------
 
 
+#: ``target.epsilon`` (and ``budget --target``): the ε budget
+EPSILON_BUDGET = Field(name="epsilon", kind="float", doc="ε budget", low=0.0, low_open=True)
+#: ``discretization`` (and ``budget --discretization``): the accountant's interval
+DISCRETIZATION = Field(name="discretization", kind="float", doc="interval", low=1e-7, high=0.1)
+
+
 def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
     """Read and validate a budget file (errors: ``DesignError`` at file and line)."""
     from ampcalc.designs import document as design_mod
@@ -124,7 +130,7 @@ def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
         eps_budget = float(
             number(
                 tgt["epsilon"],
-                Field(name="epsilon", kind="float", doc="ε budget", low=0.0, low_open=True),
+                EPSILON_BUDGET,
                 ctx.where("target.epsilon", tgt, "epsilon"),
             )
         )
@@ -147,7 +153,7 @@ def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
         disc = float(
             number(
                 doc["discretization"],
-                Field(name="discretization", kind="float", doc="interval", low=1e-7, high=0.1),
+                DISCRETIZATION,
                 ctx.where("discretization", doc, "discretization"),
             )
         )

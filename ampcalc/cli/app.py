@@ -32,6 +32,7 @@ from ampcalc.cli.conventions import (
 from ampcalc.model.errors import AmpcalcError
 
 if TYPE_CHECKING:
+    from ampcalc.load.fields import Field
     from ampcalc.output.render import CsvRecords, Payload, TableText
 
 # typer may vendor its own click: find its ClickException through a public class.
@@ -201,6 +202,32 @@ EpsilonOpt = Annotated[
     float | None,
     typer.Option("--epsilon", help="Override the mechanism's ε.", show_default=False),
 ]
+
+
+def check_option(value: float | None, option: str, spec: Field | str) -> float | None:
+    """The one check of a numeric threshold or target option: absent, or a finite number
+    in ``spec``'s domain by the rule every design field follows (``load.fields.number``).
+
+    ``spec`` is a ``Field``, or ``"gate"`` (``--fail-above``: a number >= 0), ``"target"``
+    or ``"target_delta"`` (the domains of a design's ``target:`` block). Anything else
+    exits 2 with ``Invalid value for --fail-above: expected a finite number (a number in
+    [0, inf)), got nan``: a NaN compares false with every result, a gate that always passes.
+    """
+    if value is None:
+        return None
+    from ampcalc.load.fields import Field, number
+    from ampcalc.model.errors import DesignError, Where
+
+    if spec == "gate":
+        spec = Field(name="gate", kind="float", doc="threshold", low=0.0)
+    elif isinstance(spec, str):
+        from ampcalc.designs.document import TARGET_FIELDS
+
+        spec = TARGET_FIELDS[0] if spec == "target" else TARGET_FIELDS[1]
+    try:
+        return float(number(value, spec, Where(field=option)))
+    except DesignError as err:
+        raise typer.BadParameter(err.message, param_hint=option) from None
 
 
 def resolve_format(fmt: Format | None, as_json: bool, to: str | None = None) -> Format:
@@ -447,6 +474,7 @@ def bound(
     Example:  ampcalc bound examples/designs/srswor.yaml --json
     """
     output = resolve_format(fmt, as_json, out)
+    check_option(fail_above, "--fail-above", "gate")
     from ampcalc import api
 
     def compute(designs: Sequence[Any]) -> list[dict[str, Any]]:
@@ -519,6 +547,8 @@ def invert(
     Example:  ampcalc invert examples/designs/srswor.yaml --target 1.0
     """
     output = resolve_format(fmt, as_json, out)
+    check_option(target, "--target", "target")
+    check_option(target_delta, "--target-delta", "target_delta")
     from ampcalc import api
 
     if solve is not None:

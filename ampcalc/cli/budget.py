@@ -21,6 +21,7 @@ from ampcalc.cli.app import (
     JsonOpt,
     SetOpt,
     app,
+    check_option,
     emit_result,
     resolve_format,
     say,
@@ -75,6 +76,9 @@ def budget(
     from ampcalc.analyses import budget as budget_mod
 
     output = resolve_format(fmt, as_json, out)
+    check_option(fail_above, "--fail-above", "gate")
+    check_option(target, "--target", budget_mod.EPSILON_BUDGET)
+    check_option(discretization, "--discretization", budget_mod.DISCRETIZATION)
     led = budget_mod.load_ledger(ledger, overrides=set_ or ())
     if discretization is not None:
         led = dataclasses.replace(led, discretization=discretization)

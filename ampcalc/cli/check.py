@@ -19,6 +19,7 @@ from ampcalc.cli.app import (
     JsonOpt,
     SetOpt,
     app,
+    check_option,
     condition_errors,
     emit_result,
     resolve_format,
@@ -76,23 +77,17 @@ def check(
     Example:  ampcalc check examples/designs/srswor.yaml --max-epsilon 0.05
     """
     output = resolve_format(fmt, as_json, out)
-    import math
-
     from ampcalc.api import check as check_designs
     from ampcalc.cli.app import load
+    from ampcalc.load.fields import Field
 
     if max_epsilon is None:
         raise typer.BadParameter(
             "give the budget, e.g. --max-epsilon 1", param_hint="--max-epsilon"
         )
-    if not math.isfinite(max_epsilon) or max_epsilon <= 0:
-        raise typer.BadParameter(
-            f"expected a finite number > 0, got {max_epsilon:g}", param_hint="--max-epsilon"
-        )
-    if max_delta is not None and not 0 <= max_delta <= 1:
-        raise typer.BadParameter(
-            f"expected a number in [0, 1], got {max_delta:g}", param_hint="--max-delta"
-        )
+    budget = Field(name="max_epsilon", kind="float", doc="ε′ budget", low=0.0, low_open=True)
+    check_option(max_epsilon, "--max-epsilon", budget)
+    check_option(max_delta, "--max-delta", "target_delta")
     paths: list[str | None] = list(design) if design else [None]
     designs = [d for path in paths for d in load(path, set_)]
     entries = check_designs(designs, max_epsilon, max_delta, epsilon=epsilon)

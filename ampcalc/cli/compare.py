@@ -36,6 +36,7 @@ from ampcalc.cli.app import (
     JsonOpt,
     SetOpt,
     app,
+    check_option,
     condition_errors,
     emit_result,
     load,
@@ -66,6 +67,7 @@ def compare(
     Example:  ampcalc compare examples/designs/compare.yaml --target 1
     """
     output = resolve_format(fmt, as_json, out)
+    check_option(target, "--target", "target")
     from ampcalc.api import compare as compare_designs
 
     designs = load(design, set_)

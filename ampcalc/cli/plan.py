@@ -16,7 +16,15 @@ from typing import Annotated, Any
 
 import typer
 
-from ampcalc.cli.app import ExitCode, FormatOpt, JsonOpt, app, emit_result, resolve_format
+from ampcalc.cli.app import (
+    ExitCode,
+    FormatOpt,
+    JsonOpt,
+    app,
+    check_option,
+    emit_result,
+    resolve_format,
+)
 from ampcalc.cli.conventions import OutputOpt
 from ampcalc.model.references import DERIVATIONS, HU_2023
 
@@ -122,11 +130,11 @@ def plan(
     Example:  ampcalc plan examples/plans/mean.yaml --variance-share 0.6
     """
     output = resolve_format(fmt, as_json, out)
-    if q is not None and not (0 <= q < 1):
-        raise typer.BadParameter(
-            f"expected a number in [0, 1), got {q:g}", param_hint="--variance-share"
-        )
     from ampcalc.analyses.plan import read_plan
+    from ampcalc.load.fields import Field
+
+    share = Field(name="q", kind="float", doc="variance share", low=0.0, high=1.0, high_open=True)
+    check_option(q, "--variance-share", share)
 
     result = read_plan(design, q).to_dict()
     emit_result(

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from ampcalc.cli.app import ExitCode, SetOpt, app, load, say, version
+from ampcalc.cli.app import ExitCode, SetOpt, app, check_option, load, say, version
 
 
 @app.command()
@@ -61,6 +61,8 @@ def report(
     from ampcalc.model.errors import AmpcalcError
     from ampcalc.output import report as page
 
+    check_option(target, "--target", "target")
+    check_option(target_delta, "--target-delta", "target_delta")
     if output is None:
         raise AmpcalcError("give the page's file name with -o FILE (e.g. -o report.html)")
     files: list[str | None] = [*designs] if designs else [None]

@@ -20,6 +20,7 @@ from ampcalc.cli.app import (
     JsonOpt,
     SetOpt,
     app,
+    check_option,
     emit_result,
     resolve_format,
     say,
@@ -141,7 +142,14 @@ def sweep(
     output = resolve_format(fmt, as_json, out)
     from ampcalc.analyses import sweep as sw
     from ampcalc.designs.document import parse_yaml, read_source
+    from ampcalc.load.fields import Field
     from ampcalc.model.errors import DesignError
+
+    check_option(target, "--target", "target")
+    check_option(target_delta, "--target-delta", "target_delta")
+    check_option(contour, "--contour", "target")
+    scale = Field(name="x_factor", kind="float", doc="x scale", low=0.0, low_open=True)
+    check_option(x_factor, "--x-factor", scale)
 
     if of not in sw.KINDS:
         raise typer.BadParameter(

@@ -1,7 +1,8 @@
 """Load and validate design files: YAML text -> tuple of frozen ``Design`` objects.
 
 The only module that imports yaml. Loading is PyYAML's safe loader, extended to
- - resolve floats the YAML 1.2 way (``1e-6``, ``5e-1`` are numbers, not strings);
+ - resolve plain scalars by the YAML 1.2 core schema (``1e-6`` and ``0100`` are the
+   numbers 1e-06 and 100; ``0b101``, ``1_000``, ``1:40``, ``yes`` and dates are strings);
  - remember the line and column of every mapping key, so errors point at the spot;
  - refuse duplicate keys, alias bombs (> ``MAX_ALIASES`` aliases), huge documents
    (> ``MAX_NODES`` nodes) and files over ``MAX_BYTES``.
@@ -73,10 +74,15 @@ MECHANISM_KEYS = (
 # --------------------------------------------------------------------------------------
 
 
+# The YAML 1.2 core schema (YAML 1.2.2, §10.3.2), the only plain scalars that are not
+# strings. YAML 1.1's extra forms (0b101, 0777 as octal, 1_000, 1:40 in base 60,
+# yes/no/on/off, dates) are strings here; a number field given one says how to write it
+# (``model.errors.describe``). docs/cli-conventions.md states this grammar.
+_NULL_12 = re.compile(r"^(?:~|null|Null|NULL|)$")
+_BOOL_12 = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_INT_12 = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
 _FLOAT_12 = re.compile(
-    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-    |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    r"""^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?
     |[-+]?\.(?:inf|Inf|INF)
     |\.(?:nan|NaN|NAN))$""",
     re.X,
@@ -97,7 +103,7 @@ class _Loader(
     yaml.constructor.SafeConstructor,
     yaml.resolver.Resolver,
 ):
-    """Safe loader with YAML 1.2 floats, marks, and limits (nodes, aliases, depth)."""
+    """Safe loader with the YAML 1.2 core schema, marks, and limits (nodes, aliases, depth)."""
 
     def __init__(self, stream: str) -> None:
         for base in _Scanning:
@@ -145,12 +151,51 @@ class _LimitError(Exception):
         self.mark = mark
 
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:float"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.yaml_constructors = dict(yaml.SafeLoader.yaml_constructors)
+def _construct_null(loader: _Loader, node: yaml.ScalarNode) -> None:
+    _core(loader, node, _NULL_12, "null")
+
+
+def _construct_bool(loader: _Loader, node: yaml.ScalarNode) -> bool:
+    return _core(loader, node, _BOOL_12, "boolean").lower() == "true"
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    text = _core(loader, node, _INT_12, "integer")
+    base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+    return int(text if base == 10 else text[2:], base)
+
+
+def _construct_float(loader: _Loader, node: yaml.ScalarNode) -> float:
+    text = _core(loader, node, _FLOAT_12, "float").lower()
+    if text.endswith(".inf"):
+        return -math.inf if text[0] == "-" else math.inf
+    return math.nan if text == ".nan" else float(text)
+
+
+def _core(loader: _Loader, node: yaml.ScalarNode, rx: re.Pattern[str], kind: str) -> str:
+    """The text of a scalar resolved (or explicitly tagged) as a core-schema ``kind``;
+    a tagged scalar outside the core grammar (``!!int 0b101``) is refused at its place."""
+    text = str(loader.construct_scalar(node))
+    if not rx.match(text):
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{text!r} is not a YAML 1.2 {kind}", node.start_mark
+        )
+    return text
+
+
+# Only the core schema's resolvers, and YAML 1.1's merge key `<<` (designs may share
+# blocks through anchors and merges): no 1.1 bool, int, float, timestamp or value forms.
+_Loader.yaml_implicit_resolvers = {}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:null", _NULL_12, ["~", "n", "N", ""])
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", _BOOL_12, list("tTfF"))
+_Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT_12, list("-+0123456789"))
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+_Loader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
+_Loader.yaml_constructors = dict(yaml.SafeLoader.yaml_constructors)
+_Loader.add_constructor("tag:yaml.org,2002:null", _construct_null)
+_Loader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 
 def _mark(node: yaml.Node) -> tuple[int, int]:
@@ -487,7 +532,8 @@ def parse_mechanism(
     )
 
 
-_TARGET_FIELDS = (
+#: the target block's fields; ``--target``/``--target-delta`` are checked against them too
+TARGET_FIELDS = (
     Field(
         name="epsilon_prime",
         kind="float",
@@ -503,7 +549,7 @@ _TARGET_FIELDS = (
 def parse_target(data: Any, ctx: Reader, container: Any, key: Any) -> Target:
     """Validate a top-level ``target: {epsilon_prime, delta_prime}`` block."""
     data = mapping(data, ctx, "target", container, key, "a target")
-    values = read_fields(data, _TARGET_FIELDS, ctx, "target", "target")
+    values = read_fields(data, TARGET_FIELDS, ctx, "target", "target")
     return Target(epsilon_prime=values["epsilon_prime"], delta_prime=values["delta_prime"])
 
 

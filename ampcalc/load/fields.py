@@ -246,6 +246,17 @@ def number(value: Any, spec: Field, where: Where) -> int | float:
     return num
 
 
+#: YAML 1.1's other booleans: YAML 1.2 (the design loader) reads them as strings
+_YAML11_BOOLS = {
+    "yes": "true",
+    "on": "true",
+    "y": "true",
+    "no": "false",
+    "off": "false",
+    "n": "false",
+}
+
+
 def field_value(spec: Field, value: Any, where: Where) -> Any:
     """Validate a value of any ``Field`` kind."""
     if spec.kind in ("int", "float"):
@@ -265,7 +276,12 @@ def field_value(spec: Field, value: Any, where: Where) -> Any:
         return value
     if spec.kind == "bool":
         if not isinstance(value, bool):
-            raise DesignError(f"expected true or false, got {describe(value)}", where=where)
+            hint = None
+            if isinstance(value, str) and value.lower() in _YAML11_BOOLS:
+                hint = f"YAML 1.2 reads {value} as text: write {_YAML11_BOOLS[value.lower()]}"
+            raise DesignError(
+                f"expected true or false, got {describe(value)}", where=where, hint=hint
+            )
         return value
     return value
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,9 +93,65 @@ def describe(value: Any) -> str:
         # a quote, not a paste: the first line, at most 60 characters
         line = value.split("\n", 1)[0]
         cut = len(line) > 60 or line != value
-        return f"the string {line[:60]!r}" + ("…" if cut else "")
+        advice = number_advice(value)
+        return (
+            f"the string {line[:60]!r}" + ("…" if cut else "") + (f" ({advice})" if advice else "")
+        )
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, Sequence):
         return "a list"
     return repr(value)
+
+
+# YAML 1.1 wrote numbers a YAML 1.2 reader keeps as text (the design loader reads 1.2).
+_SEPARATED = re.compile(r"[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?")
+_THOUSANDS = re.compile(r"[-+]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?")
+_BINARY = re.compile(r"([-+]?)0b([01_]+)")
+_BASED = re.compile(r"([-+]?)0([xXoO])([0-9a-fA-F_]+)")
+_BASE_60 = re.compile(r"([-+]?)([1-9][0-9_]*(?::[0-5]?[0-9])+)(\.[0-9_]*)?")
+
+
+def number_advice(text: str) -> str | None:
+    """How to write the number ``text`` meant, when it is a YAML 1.1 number that YAML 1.2
+    reads as a string (``1_000``, ``1,000``, ``0b101``, ``-0x10``, ``1:40``), else None.
+
+    >>> number_advice("1_000")
+    'YAML numbers have no digit separators: write 1000'
+    >>> number_advice("1:40")
+    'YAML 1.2 reads 1:40 as text, not as the base-60 number 100 of YAML 1.1: write 100'
+    """
+    t = text.strip()
+    if ("_" in t and _SEPARATED.fullmatch(t)) or _THOUSANDS.fullmatch(t):
+        return (
+            f"YAML numbers have no digit separators: write {t.replace('_', '').replace(',', '')}"
+        )
+    if m := _BINARY.fullmatch(t):
+        digits = m.group(2).replace("_", "")
+        if digits:
+            return f"YAML 1.2 has no binary numbers: write {m.group(1)}{int(digits, 2)}"
+    if m := _BASED.fullmatch(t):
+        base = 16 if m.group(2) in "xX" else 8
+        digits = m.group(3).replace("_", "")
+        try:
+            n = int(digits, base)
+        except ValueError:  # 0o9: not a number in any YAML
+            return None
+        prefix = "0x" if base == 16 else "0o"
+        if not m.group(1) and m.group(2) in "xo":  # only separators: 0x_ff
+            return f"YAML numbers have no digit separators: write {prefix}{digits}"
+        return (
+            f"YAML 1.2 reads {prefix} numbers only unsigned and with a lower-case {prefix}: "
+            f"write {m.group(1).replace('+', '')}{n}"
+        )
+    if m := _BASE_60.fullmatch(t):
+        n = 0
+        for part in m.group(2).replace("_", "").split(":"):
+            n = n * 60 + int(part)
+        frac = (m.group(3) or "").replace("_", "")
+        value = f"{m.group(1).replace('+', '')}{n}{frac if frac not in ('', '.') else ''}"
+        return (
+            f"YAML 1.2 reads {t} as text, not as the base-60 number {value} of YAML 1.1: "
+            f"write {value}"
+        )
+    return None
