@@ -412,7 +412,7 @@ def test_hostile_data_file(hostile_dir: Path, kind: str, case: str) -> None:
 def test_excerpt_is_short_and_escaped() -> None:
     assert excerpt("abc") == "'abc'"
     text = excerpt("\x00\x1b[31m" + "x" * 500)
-    assert text.endswith("…") and len(text) < 80 and "\x1b" not in text
+    assert text.endswith("… (506 characters)") and len(text) < 100 and "\x1b" not in text
     assert excerpt(b"\xff\xfe") == "'\\\\xff\\\\xfe'"
 
 
