@@ -252,7 +252,7 @@ def _plain_text(text: str, filename: str) -> DesignError:
     """Several lines of text that YAML reads as one string: not a design (a data file,
     a password or ``.env`` file given by mistake). Its content is not quoted."""
     data = Path(filename).suffix.lower() in (".csv", ".tsv", ".txt")
-    lines = sum(1 for ln in text.splitlines() if ln.strip())
+    lines = sum(1 for ln in text.splitlines() if ln.strip() and ln.lstrip()[0] != "#")
     return not_a_design(
         filename,
         f"it reads as {lines} lines of plain text",
