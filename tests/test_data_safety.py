@@ -348,6 +348,28 @@ def _long_name(d: Path) -> str:
     return str(d / ("n" * 5000 + ".csv"))
 
 
+#: a fake secret: no message may quote any of it
+SECRET = "abcd" + "0123456789abcdef" * 5
+
+
+def _environ(d: Path) -> str:
+    p = d / "environ"
+    p.write_bytes(f"PATH=/usr/bin\x00SECRET_TOKEN={SECRET}\x00HOME=/root\x00".encode())
+    return str(p)
+
+
+def _shadow(d: Path) -> str:
+    p = d / "shadow"
+    p.write_text(f"root:$6${SECRET}{SECRET[:39]}:19000:0:99999:7:::\n")  # 150 characters
+    return str(p)
+
+
+def _dotenv(d: Path) -> str:
+    p = d / ".env"
+    p.write_text(f"SECRET_TOKEN={SECRET}\nDEBUG=1\n")
+    return str(p)
+
+
 HOSTILE: dict[str, tuple[Callable[[Path], str], str]] = {
     "dev-zero": (lambda d: "/dev/zero", "is a character device"),
     "fifo": (_fifo, "is a FIFO"),
@@ -358,6 +380,9 @@ HOSTILE: dict[str, tuple[Callable[[Path], str], str]] = {
     "6-kb-line": (_long_line, ""),
     "passwd": (_passwd, ""),
     "long-name": (_long_name, "File name too long"),
+    "environ": (_environ, ""),
+    "shadow": (_shadow, ""),
+    "dotenv": (_dotenv, ""),
 }
 
 #: the importance reader decodes with replacement (a bad byte is a bad number, named)
@@ -407,12 +432,14 @@ def test_hostile_data_file(hostile_dir: Path, kind: str, case: str) -> None:
     # no more than a short excerpt of the content is quoted
     assert len(err) < 700, err
     assert "h" * 100 not in err
+    # a file that is plainly not a CSV of the expected shape is said so, quoted nowhere
+    assert SECRET[:8] not in err and "SECRET_TOKEN" not in err, err
 
 
 def test_excerpt_is_short_and_escaped() -> None:
     assert excerpt("abc") == "'abc'"
     text = excerpt("\x00\x1b[31m" + "x" * 500)
-    assert text.endswith("…") and len(text) < 80 and "\x1b" not in text
+    assert text.endswith("… (506 characters)") and len(text) < 100 and "\x1b" not in text
     assert excerpt(b"\xff\xfe") == "'\\\\xff\\\\xfe'"
 
 

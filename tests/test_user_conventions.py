@@ -114,22 +114,25 @@ def test_csv_first_column_is_the_same_everywhere(
     assert run.stdout.startswith(first)
 
 
-def test_a_data_file_given_as_the_design_is_quoted_one_line(
+def test_a_data_file_given_as_the_design_is_not_quoted(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """YAML reads a CSV as one long string; the message used to paste all of it."""
+    """YAML reads a CSV as one long string; the message once pasted all of it, then its
+    first line (60 characters of a `.env` file's secret): now it quotes none of it."""
     path = EXAMPLES / "data" / "business-strata.csv"
     run = run_main(capsys, "bound", str(path), expect=2)
     assert run.stderr == (
-        f"{path}:1: expected a design (a YAML mapping with `mechanism:` and `sampling:`), "
-        "got plain text starting 'name,size,mean,sd,min_value' (this looks like a data "
-        "file; a design names its data files in `file:`, `records:` or `data:`)\n"
+        f"{path}: does not look like an ampcalc design (expected a design: a YAML mapping "
+        "with keys such as `mechanism:` and `sampling:`, or `designs:`); it reads as 13 "
+        "lines of plain text (this looks like a data file; a design names its data files "
+        "in `file:`, `records:` or `data:`)\n"
     )
+    assert "min_value" not in run.stderr
 
 
 def test_a_long_string_value_is_quoted_not_pasted() -> None:
     from ampcalc.model.errors import describe
 
-    assert describe("x" * 200) == f"the string {'x' * 60!r}…"
-    assert describe("one\ntwo") == "the string 'one'…"
+    assert describe("x" * 200) == f"the string {'x' * 60!r}… (200 characters)"
+    assert describe("one\ntwo") == "the string 'one\\ntwo'"
     assert describe("one") == "the string 'one'"

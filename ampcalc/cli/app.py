@@ -26,6 +26,7 @@ from ampcalc.cli.conventions import (
     Chunk,
     OutputOpt,
     format_from_suffix,
+    say,
     write_chunk,
     write_output,
 )
@@ -321,10 +322,6 @@ def emit_result(
         write_output(to, pieces, rows)
         return
     emit_chunks(pieces)
-
-
-def say(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
 
 
 def load(design: str | None, overrides: Sequence[str] | None) -> Any:

@@ -25,6 +25,7 @@ from ampcalc.cli.app import (
     resolve_format,
 )
 from ampcalc.cli.conventions import OutputOpt
+from ampcalc.model.errors import printable
 
 
 def line(entry: dict[str, Any]) -> str:
@@ -100,7 +101,7 @@ def check(
         "check",
         lambda: {"passed": all(e["passed"] for e in entries), "results": entries},
         csv=entries,
-        table=lambda _rich: "".join(line(e) + "\n" for e in entries),
+        table=lambda _rich: "".join(printable(line(e)) + "\n" for e in entries),
         to=out,
         rows=len(entries),
     )

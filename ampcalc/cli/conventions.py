@@ -25,7 +25,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperArgument, TyperGroup
 
-from ampcalc.model.errors import AmpcalcError, ConditionError, Where
+from ampcalc.model.errors import AmpcalcError, ConditionError, Where, printable
 
 #: the progress callback library code takes: ``progress(done, total)``
 Progress = Callable[[int, int], None]
@@ -106,8 +106,19 @@ def wrote_message(path: str, rows: int | None) -> str:
     return f"wrote {rows} row{'' if rows == 1 else 's'} to {show_path(path)}"
 
 
+#: longest message line written to stderr; a longer one (some text of a user's that was
+#: not quoted through ``model.errors.quote``) is cut, its length noted
+MESSAGE_CHARS = 4000
+
+
 def say(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
+    """One message on stderr: control and bidirectional characters escaped (a design's
+    name reaches the terminal as text, never as a command to it), at most
+    ``MESSAGE_CHARS`` characters."""
+    text = message.rstrip("\n")
+    if len(text) > MESSAGE_CHARS:
+        text = f"{text[:MESSAGE_CHARS]}… ({len(text):,} characters)"
+    sys.stderr.write(printable(text, keep="\n") + "\n")
 
 
 # ---- progress -----------------------------------------------------------------------------
@@ -246,7 +257,10 @@ def report_error(
     """Print ``message_line`` on stderr and, with ``as_json``, the error document on stdout."""
     say(message_line)
     if as_json:
+        from ampcalc.output.render import json_escape_controls
+
         text = json.dumps(error_document(kind, message, where, hint), ensure_ascii=False)
+        text = json_escape_controls(text)
         with contextlib.suppress(BrokenPipeError, OSError, ValueError):
             sys.stdout.write(text + "\n")
             sys.stdout.flush()

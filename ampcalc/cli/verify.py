@@ -30,6 +30,7 @@ from ampcalc.cli.app import (
     say,
 )
 from ampcalc.cli.conventions import OutputOpt, Progress, progress_bar
+from ampcalc.model.errors import printable
 
 
 class Pairs(str, enum.Enum):
@@ -150,7 +151,7 @@ def verify(
         "verify",
         {"results": rows},
         csv=rows,
-        table=lambda _rich: "".join(_line(r) + "\n" for r in rows),
+        table=lambda _rich: "".join(printable(_line(r)) + "\n" for r in rows),
         to=out,
         rows=len(rows),
     )

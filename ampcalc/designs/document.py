@@ -45,7 +45,7 @@ from ampcalc.model.design import (
     Target,
     check_epsilon,
 )
-from ampcalc.model.errors import AmpcalcError, DesignError, Where
+from ampcalc.model.errors import AmpcalcError, DesignError, Where, quote
 from ampcalc.model.limits import LIMITS, limit
 from ampcalc.schemes.base import Field, Scheme
 
@@ -214,7 +214,7 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Any:
         except TypeError:
             raise _LimitError("a mapping key must be a plain value", key_node.start_mark) from None
         if key in data:
-            raise _LimitError(f"duplicate key {key!r}", key_node.start_mark)
+            raise _LimitError(f"duplicate key {quote(str(key))}", key_node.start_mark)
         data[key] = loader.construct_object(value_node, deep=True)
         data.key_marks[key] = _mark(key_node)
 
@@ -294,17 +294,13 @@ def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
 
 
 def _plain_text(text: str, filename: str) -> DesignError:
-    """Several lines of text that YAML reads as one string: not a design (a data file
-    given by mistake, most often). The message quotes the first line only."""
-    from ampcalc.load.files import excerpt
-
-    lines = text.splitlines()
-    n = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
+    """Several lines of text that YAML reads as one string: not a design (a data file,
+    a password or ``.env`` file given by mistake). Its content is not quoted."""
     data = Path(filename).suffix.lower() in (".csv", ".tsv", ".txt")
-    return DesignError(
-        "expected a design (a YAML mapping with `mechanism:` and `sampling:`), got plain "
-        f"text starting {excerpt(lines[n].strip())}",
-        where=Where(file=filename, line=n + 1),
+    lines = sum(1 for ln in text.splitlines() if ln.strip() and ln.lstrip()[0] != "#")
+    return not_a_design(
+        filename,
+        f"it reads as {lines} lines of plain text",
         hint=(
             "this looks like a data file; a design names its data files in `file:`, "
             "`records:` or `data:`"
@@ -312,6 +308,44 @@ def _plain_text(text: str, filename: str) -> DesignError:
             else None
         ),
     )
+
+
+#: the top-level keys of a design file (one design, or `designs:`) and of an accuracy plan
+TOP_KEYS = (*DESIGN_KEYS, *(k for k in MULTI_KEYS if k not in DESIGN_KEYS), "statistic")
+
+
+def not_a_design(filename: str, got: str, hint: str | None = None) -> DesignError:
+    """The error for a file that is plainly not a design (plain text, a list, a mapping
+    of none of a design's keys): said so, without quoting any of its content."""
+    return DesignError(
+        "does not look like an ampcalc design (expected a design: a YAML mapping with "
+        f"keys such as `mechanism:` and `sampling:`, or `designs:`); {got}",
+        where=Where(file=filename),
+        hint=hint,
+    )
+
+
+def _shape(doc: Any) -> str:
+    """What a document that is not a mapping is, in words (never its content)."""
+    if isinstance(doc, str):
+        return "it reads as plain text"
+    if isinstance(doc, Sequence):
+        return "it is a list"
+    if isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        return "it is a number"
+    return "it is a single value"
+
+
+def _looks_like_a_design(doc: Mapping[Any, Any]) -> bool:
+    """Whether one of the top-level keys is a design's (or close to one: a typo)."""
+    import difflib
+
+    for key in doc:
+        if not isinstance(key, str):
+            continue
+        if key in TOP_KEYS or difflib.get_close_matches(key[:100], TOP_KEYS, n=1, cutoff=0.6):
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------------------
@@ -364,6 +398,12 @@ def read_source(path: str | Path | None) -> tuple[str, str]:
             f"not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start})",
             where=Where(file=name, line=line),
         ) from None
+    if "\x00" in text:  # no text file holds NUL: /proc/self/environ, an .npy array, …
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise DesignError(
+            "a binary file (a NUL byte, U+0000), not YAML text",
+            where=Where(file=name, line=line),
+        )
     return text, name
 
 
@@ -718,7 +758,7 @@ def parse_override(text: str) -> tuple[str, Any]:
         _split_path(path)
     except ValueError:
         raise DesignError(
-            f"{path!r} is not a field path; expected e.g. sampling.sample or "
+            f"{quote(path)} is not a field path; expected e.g. sampling.sample or "
             "designs[1].mechanism.epsilon",
             where=where,
         ) from None
@@ -732,7 +772,7 @@ def _apply(doc: Any, path: str, value: Any) -> None:
     for i, part in enumerate(parts[:-1]):
         if isinstance(node, list) and not isinstance(part, int):
             raise DesignError(
-                f"cannot set key {part!r} inside a list; expected an index [n]",
+                f"cannot set key {quote(str(part))} inside a list; expected an index [n]",
                 where=Where(file="--set", field=path),
             )
         nxt = node[part] if _has(node, part) else None
@@ -754,7 +794,7 @@ def _apply(doc: Any, path: str, value: Any) -> None:
     if isinstance(node, list):
         if not isinstance(last, int):
             raise DesignError(
-                f"cannot set key {last!r} inside a list; expected an index [n]",
+                f"cannot set key {quote(str(last))} inside a list; expected an index [n]",
                 where=Where(file="--set", field=path),
             )
         if not 0 <= last < len(node):
@@ -786,8 +826,11 @@ def load_document(
             "`sampling:`) or `designs:`",
             where=Where(file=filename),
         )
+    if not isinstance(doc, Mapping):
+        raise not_a_design(filename, _shape(doc))
+    if doc and not _looks_like_a_design(doc):  # e.g. a shadow or .env file's `KEY:` lines
+        raise not_a_design(filename, "none of its top-level keys is a design's")
     top = Reader(filename, "", {})
-    doc = mapping(doc, top, "", None, None, "a design (or `designs:`)")
     parsed = [parse_override(o) for o in overrides]
     texts = dict(zip((path for path, _ in parsed), overrides, strict=True))
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ampcalc.model.errors import DesignError, Where
+from ampcalc.model.errors import QUOTE_CHARS, DesignError, Where, quote
 from ampcalc.model.errors import describe as describe  # re-exported: the scheme modules use it
 
 
@@ -176,8 +176,11 @@ def check_keys(
     allowed = tuple(allowed)
     for key in data:
         if key not in allowed:
-            kpath = f"{path}.{key}" if path else str(key)
-            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+            shown = str(key)
+            if len(shown) > QUOTE_CHARS or not shown.isprintable():
+                shown = quote(shown)  # a shadow file's line as a key: quoted, not pasted
+            kpath = f"{path}.{shown}" if path else shown
+            close = difflib.get_close_matches(str(key)[:100], allowed, n=1, cutoff=0.6)
             hint = f"did you mean '{close[0]}'?" if close else None
             raise DesignError(
                 f"unknown key in {what}; expected one of: {', '.join(allowed)}",
@@ -263,7 +266,7 @@ def field_value(spec: Field, value: Any, where: Where) -> Any:
         return number(value, spec, where)
     if spec.kind == "choice":
         if not isinstance(value, str) or value not in spec.choices:
-            close = difflib.get_close_matches(str(value), spec.choices, n=1)
+            close = difflib.get_close_matches(str(value)[:100], spec.choices, n=1)
             raise DesignError(
                 f"expected {spec.domain()}, got {describe(value)}",
                 where=where,

@@ -33,12 +33,12 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-from ampcalc.model.errors import AmpcalcError, DesignError
+from ampcalc.model.errors import QUOTE_CHARS, AmpcalcError, DesignError, printable, quote
 
 ErrorFn = Callable[[str], Exception]
 
 #: longest excerpt of a file's content quoted in a message (characters, before escaping)
-EXCERPT_CHARS = 60
+EXCERPT_CHARS = QUOTE_CHARS
 #: longest path shown whole in a message; longer ones keep their head and tail
 PATH_CHARS = 160
 
@@ -52,16 +52,13 @@ _WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EIO, getattr(errno, "EDQUOT", 
 
 
 def excerpt(text: str | bytes, limit: int = EXCERPT_CHARS) -> str:
-    """At most ``limit`` characters of ``text``, repr-escaped, with "…" when cut.
+    """At most ``limit`` characters of ``text``, escaped, with the full length noted when
+    cut (``model.errors.quote``, the one way a message quotes a user's text).
 
     Content from a user's file (a header line, a cell) goes through this before it is
     quoted in a message, so naming the wrong file never pastes its contents into a log.
     """
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "backslashreplace")
-    cut = len(text) > limit
-    shown = repr(text[:limit])
-    return shown + "…" if cut else shown
+    return quote(text, limit)
 
 
 def excerpt_names(names: Iterable[str], limit: int = EXCERPT_CHARS) -> str:
@@ -74,9 +71,10 @@ def excerpt_names(names: Iterable[str], limit: int = EXCERPT_CHARS) -> str:
 
 
 def show_path(path: str | os.PathLike[str]) -> str:
-    """A path for a message: whole up to ``PATH_CHARS`` characters, else head…tail."""
+    """A path for a message (control characters escaped): whole up to ``PATH_CHARS``
+    characters, else head…tail."""
     text = os.fspath(path)
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = printable(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     if len(text) <= PATH_CHARS:
         return text
     half = PATH_CHARS // 2 - 1

@@ -22,10 +22,12 @@ import numpy as np
 from ampcalc.load.files import open_input
 from ampcalc.load.progress import _PROGRESS, CHUNK_ROWS
 from ampcalc.load.table import (
+    NOT_CSV,
     bad_cell,
     is_number,
     numeric_block,
     pick_column,
+    plainly_not_a_header,
     read_npy,
     sniff_delimiter,
     split_line,
@@ -178,6 +180,11 @@ def open_source(
         cells = split_line(first, delimiter)
         width = len(cells)
         header = None if all(is_number(c) for c in cells) else tuple(cells)
+        if header is not None and plainly_not_a_header(header):
+            raise error(
+                f"{path}:1: {NOT_CSV}: expected one record per row (numbers), under a "
+                "header of column names or none"
+            )
     cols, pcol = select_columns(header, width, columns, probability_column, error, path)
     names = tuple(header[i] if header else str(i) for i in cols)
     return RecordSource(

@@ -27,6 +27,7 @@ import difflib
 import io
 import itertools
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -80,6 +81,24 @@ def split_line(line: str, delimiter: str | None) -> list[str]:
 # --------------------------------------------------------------------------------------
 
 
+#: a column name as a header spells it (letters, digits, spaces, ``_.-()``)
+_COLUMN_NAME = re.compile(r"[\w .()-]{1,60}")
+
+
+def plainly_not_a_header(cells: Sequence[str]) -> bool:
+    """Whether a file's first row is plainly no CSV header: binary (a control character
+    such as NUL, or an undecodable byte) or a single cell that is no column name (a
+    password file's ``root:x:0:0:…``, an ``.env`` file's ``TOKEN=…``). Messages then say
+    the file does not look like a CSV file of the expected shape and quote none of it:
+    the file may be anything."""
+    if any(not c.isprintable() or "\ufffd" in c for c in cells):
+        return True
+    return len(cells) == 1 and _COLUMN_NAME.fullmatch(cells[0].strip()) is None
+
+
+NOT_CSV = "does not look like a CSV file of the expected shape"
+
+
 def did_you_mean(name: str, choices: Sequence[str]) -> str:
     """``"; did you mean 'x'?"`` for the choice closest to ``name`` (case slips
     included), or ``""``."""
@@ -93,6 +112,8 @@ def did_you_mean(name: str, choices: Sequence[str]) -> str:
 def missing_column(required: str, header: Sequence[str]) -> str:
     """The message for a column a file must have and lacks: the columns, and the one
     that looks like a misspelling of it."""
+    if plainly_not_a_header(header):
+        return f"no column {excerpt(required)}: the file {NOT_CSV} (no header of column names)"
     close = did_you_mean(required, header)
     found = close.removeprefix("; did you mean ").removesuffix("?")
     hint = f"; {found} looks like a misspelling of {excerpt(required)}" if close else ""
@@ -570,6 +591,8 @@ def _header(
         header = list(implied[: len(cells)])
     if any(c not in header for c in required):
         want = " and ".join(f"`{c}`" for c in required)
+        if plainly_not_a_header(cells):
+            raise DesignError(f"{path}:1: {NOT_CSV}: expected a header with columns {want}")
         raise DesignError(
             f"{path}:1: expected a header with columns {want} (got {excerpt_names(header)})"
         )

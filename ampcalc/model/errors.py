@@ -1,4 +1,11 @@
-"""The package's single error type and the place in the input it points at."""
+"""The package's single error type, the place in the input it points at, and how a
+user's text is shown in anything a person reads.
+
+``printable`` escapes the characters a terminal would act on instead of showing (C0 and
+C1 controls, ESC, CR, BEL, NUL, DEL, Unicode bidirectional and other format characters,
+line and paragraph separators); ``quote`` is the one way a message quotes text taken
+from a user's input: escaped and at most ``QUOTE_CHARS`` characters long.
+"""
 
 from __future__ import annotations
 
@@ -81,6 +88,48 @@ class ConditionError(AmpcalcError):
     """
 
 
+#: longest quote of a user's text in a message (characters, before escaping)
+QUOTE_CHARS = 60
+
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(ch: str) -> str:
+    named = _NAMED_ESCAPES.get(ch)
+    if named is not None:
+        return named
+    code = ord(ch)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def printable(text: str, *, keep: str = "") -> str:
+    """``text`` safe to write to a terminal: every character that is not printable
+    (``str.isprintable``: C0/C1 controls such as ESC, CR, BEL, NUL and DEL; bidirectional
+    controls U+202A–U+202E, U+2066–U+2069, U+200E/U+200F, U+061C; zero-width and other
+    format characters; line and paragraph separators; lone surrogates) is shown as its
+    escape (``\\x1b``, ``\\r``, ``\\u202e``). Characters in ``keep`` (e.g. ``"\\n"``
+    for a block of lines) are left as they are. Printable text is returned unchanged."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in text)
+
+
+def quote(text: str | bytes, limit: int = QUOTE_CHARS) -> str:
+    """A user's text quoted in a message: ``'...'`` with every non-printable character
+    escaped (as ``repr`` does), cut to ``limit`` characters with the full length noted
+    (``'xxxx'… (5,000,000 characters)``). Bytes are decoded as UTF-8, undecodable bytes
+    shown as ``\\xNN``. Nothing a user gives is pasted into a message any other way."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "backslashreplace")
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text):,} characters)"
+
+
 def describe(value: Any) -> str:
     """An offending input value in words, for messages (``the string 'one'``, ``a list``)."""
     if value is None:
@@ -90,13 +139,9 @@ def describe(value: Any) -> str:
     if isinstance(value, int) and abs(value) >= 10**21:
         return f"an integer of {len(str(abs(value)))} digits"
     if isinstance(value, str):
-        # a quote, not a paste: the first line, at most 60 characters
-        line = value.split("\n", 1)[0]
-        cut = len(line) > 60 or line != value
         advice = number_advice(value)
-        return (
-            f"the string {line[:60]!r}" + ("…" if cut else "") + (f" ({advice})" if advice else "")
-        )
+        # a quote, not a paste: capped and escaped
+        return f"the string {quote(value)}" + (f" ({advice})" if advice else "")
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, Sequence):
@@ -122,6 +167,8 @@ def number_advice(text: str) -> str | None:
     'YAML 1.2 reads 1:40 as text, not as the base-60 number 100 of YAML 1.1: write 100'
     """
     t = text.strip()
+    if len(t) > QUOTE_CHARS:  # no advice that would paste a long input back
+        return None
     if ("_" in t and _SEPARATED.fullmatch(t)) or _THOUSANDS.fullmatch(t):
         return (
             f"YAML numbers have no digit separators: write {t.replace('_', '').replace(',', '')}"

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ampcalc.model.errors import printable
 from ampcalc.model.references import describe_all, references_used
 from ampcalc.model.references import footer as references_footer
 from ampcalc.model.results import plain
@@ -51,10 +52,25 @@ def render_json(document: Mapping[str, Any]) -> str:
     figure inside ``details`` (e.g. a Laplace scale at ε = 5e-324) is written as null."""
     doc = plain(dict(document))
     try:
-        return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
     except ValueError:  # an infinite float: allowed in details only, as null
         doc = _finite_details(doc)
-        return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
+    return json_escape_controls(text) + "\n"
+
+
+#: characters JSON may hold raw in a string that a terminal would act on: DEL, the C1
+#: controls, bidirectional and zero-width format characters, line/paragraph separators
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def json_escape_controls(text: str) -> str:
+    """JSON text with the characters of ``_JSON_UNSAFE`` written as ``\\uXXXX`` escapes
+    (``json.dumps`` escapes only U+0000–U+001F): the same document, value for value, safe
+    to print on a terminal. They can only stand inside strings, so the text stays valid."""
+    if _JSON_UNSAFE.search(text) is None:
+        return text
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _finite_details(value: Any, inside: bool = False) -> Any:
@@ -94,7 +110,9 @@ def _csv_scalar(value: Any) -> str:
 
 
 def render_csv(records: Iterable[Mapping[str, Any]]) -> str:
-    """One row per record, columns in order of first appearance."""
+    """One row per record, columns in order of first appearance. Values are exact (a
+    control character is kept: CSV is for programs); a value holding a line break or a
+    carriage return is quoted, so every record reads back as one row."""
     import csv
 
     rows = [flatten(plain(dict(r))) for r in records]
@@ -107,7 +125,16 @@ def render_csv(records: Iterable[Mapping[str, Any]]) -> str:
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", restval="")
     writer.writeheader()
     for row in rows:
-        writer.writerow(row)
+        if any("\r" in v for v in row.values() if isinstance(v, str)):
+            # a value with a carriage return (a design's name): exact, and quoted, which
+            # the writer does only for its line terminator's characters
+            one = io.StringIO()
+            csv.DictWriter(one, fieldnames=columns, lineterminator="\r\n", restval="").writerow(
+                row
+            )
+            buf.write(one.getvalue()[:-2] + "\n")
+        else:
+            writer.writerow(row)
     return buf.getvalue()
 
 
@@ -712,9 +739,17 @@ def table_lines(
     appear under their row as ``header: value`` (unknown values, ``-``, left out).
     Numbers, verdicts and other single words are never split (only an over-long word
     of the first column is). ``footer`` lines are wrapped at word boundaries, continuation
-    lines indented under their bullet.
+    lines indented under their bullet. Control and bidirectional characters in any of
+    the texts are shown escaped (``model.errors.printable``).
     """
     w = max(MIN_WIDTH, width if width is not None else terminal_width())
+    # a design's name, a stratum's, a warning quoting a file: a person reads these on a
+    # terminal, so no control or bidirectional character reaches it (JSON and CSV keep
+    # the exact text)
+    header = [printable(h) for h in header]
+    rows = [r if "".join(r).isprintable() else [printable(c) for c in r] for r in rows]
+    footer = [printable(f, keep="\n") for f in footer]
+    title = printable(title) if title else title
     out: list[list[tuple[str, str | None]]] = []
     if title:
         out.extend([(t, "bold")] for t in wrap(title, w))

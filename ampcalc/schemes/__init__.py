@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import importlib
 
-from ampcalc.model.errors import AmpcalcError, Where
+from ampcalc.model.errors import AmpcalcError, Where, quote
 from ampcalc.schemes.base import Scheme
 
 _MODULES: dict[str, str] = {
@@ -62,7 +62,7 @@ def get(name: str, *, where: Where | None = None) -> Scheme:
                 else (f"did you mean one of: {described}?")
             )
         raise AmpcalcError(
-            f"unknown scheme {name!r}; known schemes: {', '.join(names())}",
+            f"unknown scheme {quote(str(name))}; known schemes: {', '.join(names())}",
             where=where,
             hint=hint,
         )
@@ -76,7 +76,7 @@ def similar(name: str) -> list[str]:
     """Registered names close to ``name``: a case-insensitive match, names it begins
     (``srs`` -> ``srswor``, ``srswr``), and near spellings, all listed rather than
     one guess, since two close names can be very different designs."""
-    low = name.strip().lower()
+    low = name[:100].strip().lower()  # no scheme name is near a longer text
     if low in _MODULES:
         return [low]
     found = [n for n in names() if low and (n.startswith(low) or low.startswith(n))]

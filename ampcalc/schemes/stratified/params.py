@@ -206,7 +206,7 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
     def err(msg: str) -> Any:
         return reader.error("sampling.strata.file", msg, container=raw, key="file")
 
-    from ampcalc.load.table import did_you_mean, read_table
+    from ampcalc.load.table import NOT_CSV, did_you_mean, plainly_not_a_header, read_table
 
     cap = LIMITS["strata"].value
     table = read_table(
@@ -220,6 +220,11 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
         name=str(path),
     )
     header = list(table.header or ())
+    if plainly_not_a_header(header) and not set(header) & set(STRATUM_KEYS):
+        raise err(
+            f"{path}:{table.header_line}: {NOT_CSV}: expected a header with columns "
+            f"{', '.join(STRATUM_KEYS)}"
+        )
     for h in header:
         if h not in STRATUM_KEYS:
             raise err(
