@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ampcalc import schemes
 
-    hooked = sorted(n for n in schemes.names() if "verify" in schemes.get(n).hooks)
+    hooked = sorted(n for n in schemes.names() if schemes.get(n).verify_plan is not None)
     t0 = time.perf_counter()
     summary, every = [], []
     for scheme in args.only or hooked:

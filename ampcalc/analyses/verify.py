@@ -14,12 +14,15 @@ from ampcalc.model.design import Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.schemes.exact import (
     DEFAULT_LIMIT,
+    EpsilonRangeError,
     Progress,
+    check_epsilon,
     deltas_of,
     for_guarantee,
     judge,
     judge_approx,
     pure_part,
+    relations_of,
     run,
     run_approx,
 )
@@ -81,6 +84,7 @@ def verify_row(
     if epsilon is not None:
         mech, _ = engine.with_epsilon(mech, epsilon)
     try:
+        check_epsilon(relations_of(mech))  # before a hook builds anything at this ε
         asked = Neighbours(res["guarantee_neighbours"])
         if scheme.verify_plan_takes_guarantee:  # the hook lists its pairs
             plan = hook(design.params, pure_part(mech), pairs, limit=limit, guarantee=asked)
@@ -104,9 +108,13 @@ def verify_row(
             )
             if lower is not None:  # the lower bound's witness is a pure ε-DP mechanism
                 pure_out = run(plan, limit=limit)
-                approx = dataclasses.replace(approx, pure_epsilon=pure_out.epsilon_prime)
+                approx = dataclasses.replace(
+                    approx, pure_epsilon=pure_out.epsilon_prime, pure_high=pure_out.epsilon_high
+                )
     except ConditionError as err:
         row["reason"] = err.message
+        if isinstance(err, EpsilonRangeError):
+            row["error"] = err.message  # refused: exit 2, like a design outside its conditions
         return row
     if mech.delta == 0.0 and not delta_prime:
         row["epsilon_prime_exact"] = out.epsilon_prime
@@ -115,7 +123,9 @@ def verify_row(
         if out.status == "INCONCLUSIVE":
             row["reason"] = out.reason
             return row
-        status, tol, why = judge(out.epsilon_prime, lower, upper)
+        status, tol, why = judge(
+            out.epsilon_prime, lower, upper, out.epsilon_low, out.epsilon_high
+        )
     else:
         e = approx.epsilon_at_delta
         row["epsilon_prime_exact"] = None if e is None or math.isinf(e) else e

@@ -41,6 +41,13 @@ LIMITS: dict[str, Limit] = {
         "an ε (mechanism ε, a release's ε, their sum, a target ε′)",
         "an ε this large gives no privacy; the bounds are meaningless above it",
     ),
+    "verify_epsilon": Limit(
+        34,
+        "M's ε under a relation of verify's exact programme (ε_R = 2ε under replace-one "
+        "for an add-remove M)",
+        "the programme's constraints carry e^ε and its solver takes coefficients up to "
+        "10^15 (e^34.5); `ampcalc bound` gives the bounds at any ε",
+    ),
     "releases": Limit(10_000, "releases in `mechanism.releases`"),
     "inline_list": Limit(
         10_000,
