@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -38,8 +37,9 @@ class Run:
 
 
 def _exe() -> list[str]:
-    found = shutil.which("ampcalc")
-    return [found] if found else [sys.executable, "-m", "ampcalc"]
+    """The command that runs ampcalc: this interpreter's ``-m ampcalc``, never a console
+    script found on PATH (which may be absent, or belong to another installation)."""
+    return [sys.executable, "-m", "ampcalc"]
 
 
 def run_ampcalc(
@@ -49,7 +49,7 @@ def run_ampcalc(
     env: dict | None = None,
     cwd: Path | None = None,
 ) -> Run:
-    """Run the installed console script; fail unless it exits with ``expect``."""
+    """Run ``python -m ampcalc`` (``_exe``); fail unless it exits with ``expect``."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("AMPCALC_DEBUG", None)
     proc = subprocess.run(
