@@ -14,6 +14,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
 
 from ampcalc.accounting import fastpld  # noqa: E402

@@ -18,6 +18,8 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.schemes import assembly, poisson, pps, pps_cluster, srswor
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 MECHANISMS = [
     {"epsilon": 1.0, "neighbours": "both"},
     {"epsilon": 1.0, "neighbours": "add-remove"},

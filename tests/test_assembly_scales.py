@@ -20,6 +20,8 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.schemes import assembly
 from ampcalc.schemes.assembly import Scale, Theorem, assemble, doubled, epsilons
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 mp = pytest.importorskip("mpmath")
 
 AR = Mechanism(epsilon=1.0, neighbours=Neighbours.ADD_REMOVE)

@@ -1,4 +1,4 @@
-"""The installed console script: every core command, format and exit code."""
+"""The command line, run as ``python -m ampcalc``: every core command, format and exit code."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import csv
 import io
 import json
 import math
+import shlex
 import subprocess
 import sys
 
 import jsonschema
 import pytest
-from conftest import EXAMPLES, ROOT, run_ampcalc, run_main
+from conftest import EXAMPLES, ROOT, _exe, run_ampcalc, run_main
 
 SRS = str(EXAMPLES / "srswor.yaml")
 COMPARE = str(EXAMPLES / "compare.yaml")
@@ -206,8 +207,11 @@ def test_internal_error_is_reported_not_traced(capsys, monkeypatch) -> None:
 
 
 def test_broken_pipe_keeps_exit_code() -> None:
+    # this interpreter's ampcalc (the console script need not be on PATH)
+    ampcalc = shlex.join(_exe())
     proc = subprocess.run(
-        f"ampcalc bound {COMPARE} --json | head -c 10 > /dev/null; echo ${{PIPESTATUS[0]}}",
+        f"{ampcalc} bound {shlex.quote(str(COMPARE))} --json | head -c 10 > /dev/null;"
+        " echo ${PIPESTATUS[0]}",
         shell=True,
         capture_output=True,
         text=True,

@@ -10,6 +10,8 @@ import pytest
 
 import ampcalc
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 SRS_1PCT = """
 mechanism: {epsilon: 1.0, neighbours: %s}
 sampling: {scheme: srswor, population: 10000, sample: 100}

@@ -7,11 +7,14 @@ import math
 import mpmath as mp
 import numpy as np
 import oracle
+import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 import ampcalc
 from ampcalc import engine
+
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
 
 EPS = st.floats(min_value=1e-12, max_value=700.0)
 NEIGHBOURS = st.sampled_from(["add-remove", "replace-one", "both"])

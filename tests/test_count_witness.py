@@ -10,6 +10,8 @@ from ampcalc import engine
 from ampcalc.designs.document import load_designs
 from ampcalc.schemes import _count_witness as cw
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 
 @pytest.fixture(autouse=True)
 def _restore_mpmath_precision():

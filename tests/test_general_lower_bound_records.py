@@ -13,6 +13,8 @@ from ampcalc import engine, schemes
 from ampcalc.designs.document import load_designs
 from ampcalc.model.errors import ConditionError
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 
 def design(mechanism: dict, **sampling):
     doc = {"mechanism": mechanism, "sampling": {"scheme": "general-lower-bound", **sampling}}

@@ -13,6 +13,8 @@ from ampcalc.designs.document import load_designs
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.schemes import poisson
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 
 @pytest.fixture(autouse=True)
 def _precision():

@@ -12,6 +12,8 @@ from ampcalc.designs.document import load_designs
 from ampcalc.model.errors import DesignError
 from ampcalc.schemes import _estimation_bound as eb
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 
 @pytest.fixture(autouse=True)
 def _restore_mpmath_precision():

@@ -61,6 +61,8 @@ from ampcalc.schemes import (
     systematic,
 )
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 DPS = 60
 FAST_POINTS = 300
 SLOW_POINTS = 10_000

@@ -14,6 +14,8 @@ from ampcalc.model.design import Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.schemes import srswor
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 
 def design(**mechanism):
     doc = {

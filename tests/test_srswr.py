@@ -13,6 +13,8 @@ from oracle_groups import binomial_log_mgf, binomial_pmf, relaxation
 import ampcalc
 from ampcalc.schemes import srswr
 
+pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
+
 BOOT = """
 mechanism: {epsilon: %s, neighbours: %s}
 sampling: {scheme: srswr, population: %d, sample: %d}
