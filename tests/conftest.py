@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import math
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,40 +28,18 @@ settings.register_profile("dev", deadline=None, max_examples=100)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
-#: How far apart two float64 results may be when the two sides run *different* code for
-#: the same formula: ``ampcalc.engine.fastpath`` (Python floats with ``math``, i.e. the C
-#: library's expm1/log1p/exp/log) against the array path (numpy's ufunc loops, which on
-#: an AVX-512 machine are SVML's, elsewhere the C library's). The two implementations of
-#: each of these functions are at most 1 ulp apart (measured over 4e5 arguments, glibc
-#: 2.36 and numpy 2.4's AVX-512 loops); log1p(q·expm1(ε)) and its inverse have condition
-#: number <= 1, so the results are at most ~3 ulps apart (2 seen in 6e4 random designs).
-#: 4 ulps is half the outward rounding (``numeric.OUTWARD_ULPS`` = 8): a lost rounding
-#: step still fails. Where both sides run the same code, tests compare bits instead.
-FAST_PATH_ULPS = 4
+@contextlib.contextmanager
+def array_path_only() -> Iterator[None]:
+    """``engine.bound``/``engine.invert`` answered by the array path alone: the scalar
+    fast path declines every call (what it does for a design it does not cover)."""
+    from ampcalc.engine import fastpath
 
-
-def within_ulps(a: object, b: object, ulps: int = FAST_PATH_ULPS, where: str = "") -> None:
-    """Assert ``a`` and ``b`` (floats, or dicts/lists of them as ``to_dict`` gives) are
-    equal except that floats may be ``ulps`` units in the last place apart (NaN = NaN)."""
-    if isinstance(a, float) and isinstance(b, float):
-        if math.isnan(a) and math.isnan(b):
-            return
-        if a == b:  # and -0.0 is not 0.0
-            assert math.copysign(1.0, a) == math.copysign(1.0, b), (where, a, b)
-            return
-        assert math.isfinite(a) and math.isfinite(b), (where, a, b)
-        gap = abs(a - b) / math.ulp(max(abs(a), abs(b)))
-        assert gap <= ulps, f"{where}: {a!r} and {b!r} are {gap:g} ulps apart (> {ulps})"
-    elif isinstance(a, dict) and isinstance(b, dict):
-        assert list(a) == list(b), (where, list(a), list(b))
-        for key in a:
-            within_ulps(a[key], b[key], ulps, f"{where}.{key}")
-    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        assert type(a) is type(b) and len(a) == len(b), (where, a, b)
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            within_ulps(x, y, ulps, f"{where}[{i}]")
-    else:
-        assert type(a) is type(b) and a == b, (where, a, b)
+    saved = fastpath.bound, fastpath.invert
+    fastpath.bound = fastpath.invert = lambda *args, **kwargs: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        fastpath.bound, fastpath.invert = saved
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import mpmath as mp
 import pytest
-from conftest import ROOT, example_designs, run_main
+from conftest import ROOT, array_path_only, example_designs, run_main
 
 from ampcalc import engine
 from ampcalc.designs.document import load_designs
@@ -142,13 +142,8 @@ def test_invert_notes_and_warnings() -> None:
     # a target δ′ that allows any δ < 1 is context; the fast and the array paths agree
     res = engine.invert(d, target=1.0, target_delta=0.5)
     in_notes(res, "does not constrain M's δ")
-    from ampcalc.engine import fastpath
-
-    fastpath.ENABLED = False
-    try:
+    with array_path_only():
         slow = engine.invert(d, target=1.0, target_delta=0.5)
-    finally:
-        fastpath.ENABLED = True
     assert slow.notes == res.notes and slow.warnings == res.warnings
     # no δ inversion for a design without δ′: a missing answer, a warning
     random_order = one(
