@@ -107,7 +107,24 @@ def wrote_message(path: str, rows: int | None) -> str:
 
 
 def say(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
+    """One line on stderr. A stderr that cannot be written (closed, a full disk) loses
+    the line, never the exit code: there is nowhere else to say it."""
+    try:
+        sys.stderr.write(message.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):
+        silence_stream(sys.stderr)
+
+
+def silence_stream(stream: Any) -> None:
+    """Point ``stream``'s descriptor at the null device (what it still buffers, and
+    anything written later, goes nowhere: the interpreter's last flush cannot fail)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
 
 
 # ---- progress -----------------------------------------------------------------------------
@@ -247,9 +264,11 @@ def report_error(
     say(message_line)
     if as_json:
         text = json.dumps(error_document(kind, message, where, hint), ensure_ascii=False)
-        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+        try:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
+        except (AttributeError, OSError, ValueError):  # stdout closed or full: stderr said it
+            silence_stream(sys.stdout)
 
 
 def click_message(err: Exception) -> str:
