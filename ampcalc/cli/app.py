@@ -395,20 +395,26 @@ def condition_errors(designs: Sequence[Any], dicts: Sequence[Mapping[str, Any]])
     return code
 
 
+def _results_document(dicts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"results": dicts}
+
+
 def emit_files(
     output: Format,
     command: str,
     files: list[FileResults],
     table: Callable[[list[dict[str, Any]]], TableText],
     to: str | None,
+    document: Callable[[list[dict[str, Any]]], dict[str, Any]] = _results_document,
 ) -> None:
     """One file: its result as before. Several: one table (and CSV) of every design, and
     a JSON list of one document per file (``file`` added; an unreadable file's document
-    is ``{"file", "error": {...}}``)."""
+    is ``{"file", "error": {...}}``). ``document`` makes a file's JSON payload from its
+    result dicts (default ``{"results": dicts}``)."""
     dicts = [r for f in files for r in f.dicts]
     if len(files) == 1:
         emit_result(
-            output, command, {"results": dicts}, csv=dicts, table=table(dicts), to=to,
+            output, command, document(dicts), csv=dicts, table=table(dicts), to=to,
             rows=len(dicts),
         )  # fmt: skip
         return
@@ -419,11 +425,16 @@ def emit_files(
     ]
     emit_result(
         output, command, {"results": dicts}, csv=records, table=table(dicts), to=to,
-        rows=len(dicts), chunks={"json": lambda: iter((_json_list(command, files),))},
+        rows=len(dicts),
+        chunks={"json": lambda: iter((_json_list(command, files, document),))},
     )  # fmt: skip
 
 
-def _json_list(command: str, files: list[FileResults]) -> str:
+def _json_list(
+    command: str,
+    files: list[FileResults],
+    document: Callable[[list[dict[str, Any]]], dict[str, Any]] = _results_document,
+) -> str:
     """Several files' JSON: a list of each file's document, ``file`` first."""
     import json
 
@@ -437,7 +448,7 @@ def _json_list(command: str, files: list[FileResults]) -> str:
             doc = error_document(error_kind(err), err.message, err.where, err.hint)
             docs.append({"file": name, **doc})
         else:
-            text = result_text(Format.json, command, {"results": f.dicts})
+            text = result_text(Format.json, command, document(f.dicts))
             docs.append({"file": name, **json.loads(text)})
     return json.dumps(docs, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
