@@ -178,7 +178,7 @@ def test_output_to_dev_null_is_written_directly(sample: Path) -> None:
 
 def test_output_in_a_missing_directory_is_an_input_error(sample: Path) -> None:
     code, _, err = _sanitize(str(sample), "nowhere/out.csv", sample.parent)
-    assert_input_error(code, err, "cannot write 'nowhere/out.csv'", "No such file")
+    assert_input_error(code, err, "cannot write 'nowhere/out.csv'", "no such file")
 
 
 # --------------------------------------------------------------------------------------

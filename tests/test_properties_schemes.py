@@ -561,7 +561,10 @@ COMMANDS: dict[str, list[Callable[[Path], list[str]]]] = {
         lambda t: ["sweep", f"{E}/compare.yaml", "--vary", "mechanism.epsilon=0.1:2:4"],
         lambda t: ["sweep", f"{E}/srswor.yaml", "--vary", "target=0.1,1", "--of", "invert"],
     ],
-    "check": [lambda t: ["check", f"{E}/srswor.yaml", f"{E}/pws.yaml", "--max-epsilon", "0.05"]],
+    "check": [  # one document per file (several files give a list of them)
+        lambda t: ["check", f"{E}/srswor.yaml", "--max-epsilon", "0.05"],
+        lambda t: ["check", f"{E}/pws.yaml", "--max-epsilon", "0.05"],
+    ],
     "compare": [lambda t: ["compare", f"{E}/stratified-business-survey.yaml", "-t", "1"]],
     "budget": [lambda t: ["budget", str(EXAMPLES.parent / "budget" / "year.yaml")]],
     "verify": [lambda t: ["verify", f"{E}/group-verify-tiny.yaml"]],

@@ -99,6 +99,7 @@ def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
     """Read and validate a budget file (errors: ``DesignError`` at file and line)."""
     from ampcalc.designs import document as design_mod
     from ampcalc.load.fields import Reader, check_keys, field_value, mapping, number
+    from ampcalc.load.files import nul_in_name
 
     text, name = design_mod.read_source(path)
     doc = design_mod.parse_yaml(text, filename=name)
@@ -177,6 +178,8 @@ def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
         raw = item["design"]
         dwhere = ctx.where(f"{ipath}.design", item, "design")
         if isinstance(raw, str):
+            if (nul := nul_in_name(raw, "design file")) is not None:
+                raise DesignError(nul, where=dwhere)
             p = Path(raw)
             p = p if p.is_absolute() else base / p
             designs = design_mod.load_designs(str(p), overrides=overrides)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import errno
 import gc
 import os
 import sys
@@ -27,6 +28,7 @@ from ampcalc.cli.conventions import (
     OutputOpt,
     format_from_suffix,
     say,
+    silence_stream,
     write_chunk,
     write_output,
 )
@@ -250,19 +252,30 @@ def emit(text: str) -> None:
 
 
 def emit_chunks(chunks: Iterable[Chunk]) -> None:
-    """Write to standard output, each piece as it comes (a large sweep in chunks)."""
+    """Write to standard output, each piece as it comes (a large sweep in chunks).
+
+    A reader that went away (``| head``) keeps the exit code of the computation; any
+    other failure (a full disk, a closed descriptor) is ``cannot write standard output:
+    REASON`` (exit 2).
+    """
     try:
         for chunk in chunks:
             write_chunk(sys.stdout, chunk)
         sys.stdout.flush()
     except BrokenPipeError:
-        # the reader went away (e.g. `| head`): keep the exit code of the computation
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        silence_stream(sys.stdout)
+    except OSError as exc:
+        from ampcalc.load.files import write_failed
+
+        silence_stream(sys.stdout)
+        raise AmpcalcError(write_failed("standard output", exc)) from None
 
 
 def rich_output() -> bool:
-    return sys.stdout.isatty()
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def result_text(
@@ -401,20 +414,26 @@ def condition_errors(designs: Sequence[Any], dicts: Sequence[Mapping[str, Any]])
     return code
 
 
+def _results_document(dicts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"results": dicts}
+
+
 def emit_files(
     output: Format,
     command: str,
     files: list[FileResults],
     table: Callable[[list[dict[str, Any]]], TableText],
     to: str | None,
+    document: Callable[[list[dict[str, Any]]], dict[str, Any]] = _results_document,
 ) -> None:
     """One file: its result as before. Several: one table (and CSV) of every design, and
     a JSON list of one document per file (``file`` added; an unreadable file's document
-    is ``{"file", "error": {...}}``)."""
+    is ``{"file", "error": {...}}``). ``document`` makes a file's JSON payload from its
+    result dicts (default ``{"results": dicts}``)."""
     dicts = [r for f in files for r in f.dicts]
     if len(files) == 1:
         emit_result(
-            output, command, {"results": dicts}, csv=dicts, table=table(dicts), to=to,
+            output, command, document(dicts), csv=dicts, table=table(dicts), to=to,
             rows=len(dicts),
         )  # fmt: skip
         return
@@ -425,11 +444,16 @@ def emit_files(
     ]
     emit_result(
         output, command, {"results": dicts}, csv=records, table=table(dicts), to=to,
-        rows=len(dicts), chunks={"json": lambda: iter((_json_list(command, files),))},
+        rows=len(dicts),
+        chunks={"json": lambda: iter((_json_list(command, files, document),))},
     )  # fmt: skip
 
 
-def _json_list(command: str, files: list[FileResults]) -> str:
+def _json_list(
+    command: str,
+    files: list[FileResults],
+    document: Callable[[list[dict[str, Any]]], dict[str, Any]] = _results_document,
+) -> str:
     """Several files' JSON: a list of each file's document, ``file`` first."""
     import json
 
@@ -443,7 +467,7 @@ def _json_list(command: str, files: list[FileResults]) -> str:
             doc = error_document(error_kind(err), err.message, err.where, err.hint)
             docs.append({"file": name, **doc})
         else:
-            text = result_text(Format.json, command, {"results": f.dicts})
+            text = result_text(Format.json, command, document(f.dicts))
             docs.append({"file": name, **json.loads(text)})
     return json.dumps(docs, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
@@ -632,8 +656,83 @@ def validate(
 # ---- the boundary -------------------------------------------------------------------------
 
 
+class _ClosedOutput:
+    """Standard output closed by the caller (``>&-``: Python leaves ``sys.stdout``
+    None): writing it fails as a closed descriptor does, so a result that cannot be
+    written is an error (exit 2), not silently lost."""
+
+    encoding = None
+
+    def write(self, _text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def flush(self) -> None:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _Discard:
+    """Standard error closed by the caller (``2>&-``): messages go nowhere, and the
+    exit code still says what happened."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ampcalc with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    """Run ampcalc with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
+
+    Standard output or error closed by the caller (``>&-``, ``2>&-``) stand in as
+    ``_ClosedOutput`` and ``_Discard`` for the run."""
+    stand_ins = {
+        name: stand_in
+        for name, stand_in in (("stdout", _ClosedOutput()), ("stderr", _Discard()))
+        if getattr(sys, name) is None
+    }
+    for name, stand_in in stand_ins.items():
+        setattr(sys, name, stand_in)
+    try:
+        return _main(argv)
+    finally:
+        for name, stand_in in stand_ins.items():
+            if getattr(sys, name) is stand_in:
+                setattr(sys, name, None)
+
+
+#: errors of a write to a stream (no file name): a full disk or quota, a file grown past
+#: its size limit, a closed descriptor, a terminal gone
+_STREAM_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EFBIG, errno.EBADF, errno.EIO, getattr(errno, "EDQUOT", errno.ENOSPC)}
+)
+
+
+def _stdout_failure(err: OSError) -> OSError | None:
+    """Whether ``err`` is standard output failing, for a command that writes it itself
+    (not through ``emit_chunks``): an error of a write to a stream, or standard output
+    failing to flush now. Output files are written by ``atomic_write``, which names
+    them in its own errors."""
+    if err.filename is None and err.errno in _STREAM_ERRNOS:
+        return err
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        return exc
+    except (AttributeError, ValueError):
+        return None
+    return None
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from ampcalc.cli.conventions import (
         click_message,
         click_where,
@@ -658,7 +757,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.BAD_INPUT)
     except _ClickException as err:
         if type(err).__name__ == "NoArgsIsHelpError":
-            err.show()  # type: ignore[attr-defined]  # prints the help, as asked
+            with contextlib.suppress(OSError):  # stdout closed: exit 2 says enough
+                err.show()  # type: ignore[attr-defined]  # prints the help, as asked
             return int(ExitCode.BAD_INPUT)
         # one line, no typer `Usage:` block: the option and what is wrong with its value
         message = click_message(err)
@@ -669,11 +769,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.BAD_INPUT)
     except typer.Exit as err:  # pragma: no cover - typer returns these in non-standalone
         return int(err.exit_code)
-    except Exception:
+    except Exception as err:
+        if isinstance(err, OSError) and (failed := _stdout_failure(err)) is not None:
+            from ampcalc.load.files import write_failed
+
+            silence_stream(sys.stdout)
+            message = write_failed("standard output", failed)
+            report_error(f"ampcalc: error: {message}", as_json, "error", message)
+            return int(ExitCode.BAD_INPUT)
         message = "internal error, please report (set AMPCALC_DEBUG=1 for details)"
         report_error(f"ampcalc: error: {message}", as_json, "internal", message)
         if os.environ.get("AMPCALC_DEBUG") == "1":
-            traceback.print_exc()
+            traceback.print_exc(file=sys.stderr)
         return int(ExitCode.BAD_INPUT)
     if rv is None:
         return int(ExitCode.OK)
@@ -717,6 +824,7 @@ def _only_command(name: str | None) -> Iterator[None]:
 
 def run() -> None:
     """Console-script entry point."""
+    _hold_standard_descriptors()
     code = main()
     # The interpreter's teardown garbage-collects every object still alive, several
     # times: the whole typer/pydantic/numpy stack, 0.05-0.15 s after the command is
@@ -724,6 +832,22 @@ def run() -> None:
     # still flushed, atexit handlers and thread joins still run).
     gc.freeze()
     sys.exit(code)
+
+
+def _hold_standard_descriptors() -> None:
+    """Open the null device on descriptors 0-2 the caller closed (``>&-``): otherwise
+    the next file opened (a design, a temporary output file) takes that number, and
+    anything a library writes to "standard error" at the C level lands in it. Python
+    has already set the closed streams to None, which ``main`` reports."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
 
 
 # ---- invert --solve: noise calibration for named mechanisms -----------------------------

@@ -3,12 +3,16 @@
 A design passes when its *upper* bound on ε′ (the guarantee, rounded outward) is at
 most ``--max-epsilon`` and, with ``--max-delta``, its δ′ is at most that. A design
 with no upper bound (the theory gives none) fails; a design outside its theorem's
-conditions fails with exit 2 (bad input outranks a failed gate).
+conditions fails with exit 2 (bad input outranks a failed gate). Several files are
+checked as ``bound`` reads them (``app.each_file``): a file that cannot be read is
+reported and exits 2, the others are still checked; with ``--json`` a list of one
+document per file.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,12 +24,15 @@ from ampcalc.cli.app import (
     SetOpt,
     app,
     check_option,
-    condition_errors,
-    emit_result,
+    each_file,
+    emit_files,
     resolve_format,
 )
 from ampcalc.cli.conventions import OutputOpt
 from ampcalc.model.errors import printable
+
+if TYPE_CHECKING:
+    from ampcalc.output.render import TableText
 
 
 def line(entry: dict[str, Any]) -> str:
@@ -79,7 +86,6 @@ def check(
     """
     output = resolve_format(fmt, as_json, out)
     from ampcalc.api import check as check_designs
-    from ampcalc.cli.app import load
     from ampcalc.load.fields import Field
 
     if max_epsilon is None:
@@ -89,20 +95,22 @@ def check(
     budget = Field(name="max_epsilon", kind="float", doc="ε′ budget", low=0.0, low_open=True)
     check_option(max_epsilon, "--max-epsilon", budget)
     check_option(max_delta, "--max-delta", "target_delta")
-    paths: list[str | None] = list(design) if design else [None]
-    designs = [d for path in paths for d in load(path, set_)]
-    entries = check_designs(designs, max_epsilon, max_delta, epsilon=epsilon)
-    code = condition_errors(designs, entries)
-    for e in entries:
+
+    def compute(designs: Sequence[Any]) -> list[dict[str, Any]]:
+        return check_designs(designs, max_epsilon, max_delta, epsilon=epsilon)
+
+    # a file that cannot be read is reported and fails the gate (exit 2); the others
+    # are still checked
+    files, code = each_file(design, set_, compute)
+    for e in (e for f in files for e in f.dicts):
         if not e["error"] and not e["passed"]:
             code = max(code, ExitCode.GATE_FAILED)
-    emit_result(
-        output,
-        "check",
-        lambda: {"passed": all(e["passed"] for e in entries), "results": entries},
-        csv=entries,
-        table=lambda _rich: "".join(printable(line(e)) + "\n" for e in entries),
-        to=out,
-        rows=len(entries),
-    )
+
+    def table(entries: list[dict[str, Any]]) -> TableText:
+        return lambda _rich: "".join(printable(line(e)) + "\n" for e in entries)
+
+    def document(entries: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"passed": all(e["passed"] for e in entries), "results": entries}
+
+    emit_files(output, "check", files, table, out, document)
     return int(code)

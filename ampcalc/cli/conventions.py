@@ -114,11 +114,27 @@ MESSAGE_CHARS = 4000
 def say(message: str) -> None:
     """One message on stderr: control and bidirectional characters escaped (a design's
     name reaches the terminal as text, never as a command to it), at most
-    ``MESSAGE_CHARS`` characters."""
+    ``MESSAGE_CHARS`` characters. A stderr that cannot be written (closed, a full disk)
+    loses the message, never the exit code: there is nowhere else to say it."""
     text = message.rstrip("\n")
     if len(text) > MESSAGE_CHARS:
         text = f"{text[:MESSAGE_CHARS]}… ({len(text):,} characters)"
-    sys.stderr.write(printable(text, keep="\n") + "\n")
+    try:
+        sys.stderr.write(printable(text, keep="\n") + "\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):
+        silence_stream(sys.stderr)
+
+
+def silence_stream(stream: Any) -> None:
+    """Point ``stream``'s descriptor at the null device (what it still buffers, and
+    anything written later, goes nowhere: the interpreter's last flush cannot fail)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
 
 
 # ---- progress -----------------------------------------------------------------------------
@@ -261,9 +277,11 @@ def report_error(
 
         text = json.dumps(error_document(kind, message, where, hint), ensure_ascii=False)
         text = json_escape_controls(text)
-        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+        try:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
+        except (AttributeError, OSError, ValueError):  # stdout closed or full: stderr said it
+            silence_stream(sys.stdout)
 
 
 def click_message(err: Exception) -> str:

@@ -168,9 +168,10 @@ def sweep(
             )
         if plot is not None:
             from ampcalc.load.files import refuse_input_as_output
-            from ampcalc.output.plot import check_output
+            from ampcalc.output.plot import check_labels, check_output
 
             check_output(plot)
+            check_labels(title, xlabel, ylabel)  # before the sweep is computed
             refuse_input_as_output(plot, [design], option="--plot")
         text, name = read_source(design)
         document = parse_yaml(text, filename=name)

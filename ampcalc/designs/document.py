@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import math
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from ampcalc.load.fields import (
     number,
     read_fields,
 )
-from ampcalc.load.files import note_stdin, open_input
+from ampcalc.load.files import note_stdin, nul_in_name, open_input, stdin, stdin_unreadable
 from ampcalc.model.design import (
     MAX_EPSILON,
     Design,
@@ -360,9 +359,14 @@ def read_source(path: str | Path | None) -> tuple[str, str]:
     name = str(path)
     if name == "-":
         note_stdin()
-        raw = sys.stdin.buffer.read(MAX_BYTES + 1)
+        try:
+            raw = stdin().buffer.read(MAX_BYTES + 1)
+        except OSError as exc:  # e.g. a descriptor open for writing only
+            raise DesignError(stdin_unreadable(exc)) from None
         name = "<stdin>"
     else:
+        if (nul := nul_in_name(name, "design file")) is not None:
+            raise DesignError(nul)
         p = Path(name)
         try:
             if p.is_dir():

@@ -130,6 +130,42 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+def write_failed(name: str, exc: OSError) -> str:
+    """``cannot write NAME: no space left on device`` (the system's reason, lower case;
+    a descriptor closed or opened for reading only says so)."""
+    if exc.errno == errno.EBADF:
+        reason = "it is closed or not open for writing"
+    else:
+        reason = _os_reason(exc)
+        reason = reason[:1].lower() + reason[1:]
+    return f"cannot write {name}: {reason}"
+
+
+def nul_in_name(path: str | bytes | os.PathLike[Any], what: str) -> str | None:
+    """The message for a file name holding a NUL byte (no system call takes one), else
+    None."""
+    text = os.fspath(path)
+    if (b"\0" if isinstance(text, bytes) else "\0") not in text:
+        return None
+    return f"{what} name {excerpt(text)} contains a NUL byte; no file name can hold one"
+
+
+def stdin_unreadable(exc: BaseException | None = None) -> str:
+    """The message for standard input closed by the caller (``<&-``) or failing."""
+    if exc is None or (isinstance(exc, OSError) and exc.errno == errno.EBADF):
+        return "cannot read standard input: it is closed"
+    reason = _os_reason(exc) if isinstance(exc, OSError) else str(exc)
+    return f"cannot read standard input: {reason[:1].lower() + reason[1:]}"
+
+
+def stdin() -> Any:
+    """``sys.stdin``, or an input error when the caller closed it (``<&-``: Python then
+    leaves ``sys.stdin`` None)."""
+    if sys.stdin is None:
+        raise DesignError(stdin_unreadable())
+    return sys.stdin
+
+
 def open_input(
     path: str | os.PathLike[str],
     *,
@@ -150,6 +186,8 @@ def open_input(
     ``DesignError``); messages name the file and the problem.
     """
     make = error or _default_error
+    if (nul := nul_in_name(path, what)) is not None:
+        raise make(nul)
     name = show_path(path)
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -350,6 +388,8 @@ def atomic_write(
     refused. A symbolic link keeps pointing where it did: its target is replaced.
     """
     shown = show_path(path)
+    if (nul := nul_in_name(path, f"{option} file")) is not None:
+        raise AmpcalcError(nul)
     refuse_input_as_output(path, inputs, option=option)
     target = Path(os.fspath(path))
     st = _stat(target)
@@ -361,9 +401,14 @@ def atomic_write(
         try:
             direct = open(target, mode, **text_args)
         except OSError as exc:
-            raise AmpcalcError(f"cannot write {shown!r}: {_os_reason(exc)}") from None
-        with direct:
-            yield direct
+            raise AmpcalcError(write_failed(repr(shown), exc)) from None
+        try:
+            with direct:  # closing flushes: a full device (/dev/full) fails here
+                yield direct
+        except OSError as exc:
+            if exc.errno in _WRITE_ERRNOS:
+                raise AmpcalcError(write_failed(repr(shown), exc)) from None
+            raise
         return
     if target.is_symlink():
         target = Path(os.path.realpath(target))
@@ -372,7 +417,7 @@ def atomic_write(
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, perms)
     except OSError as exc:
-        raise AmpcalcError(f"cannot write {shown!r}: {_os_reason(exc)}") from None
+        raise AmpcalcError(write_failed(repr(shown), exc)) from None
     try:
         if st is not None:
             with contextlib.suppress(OSError):
@@ -387,7 +432,7 @@ def atomic_write(
             yield fh
         except OSError as exc:
             if exc.errno in _WRITE_ERRNOS:  # the disk filled up under the writes
-                raise AmpcalcError(f"cannot write {shown!r}: {_os_reason(exc)}") from None
+                raise AmpcalcError(write_failed(repr(shown), exc)) from None
             raise
         try:
             fh.flush()
@@ -397,7 +442,7 @@ def atomic_write(
             refuse_input_as_output(path, inputs, option=option)
             os.replace(tmp, target)
         except OSError as exc:
-            raise AmpcalcError(f"cannot write {shown!r}: {_os_reason(exc)}") from None
+            raise AmpcalcError(write_failed(repr(shown), exc)) from None
     except BaseException:
         with contextlib.suppress(OSError):
             fh.close()

@@ -156,8 +156,8 @@ def open_source(
         path.stat()
     except FileNotFoundError:
         raise error(f"record file {str(path)!r} not found") from None
-    except OSError:
-        pass  # a name too long, no permission: open_input says which
+    except (OSError, ValueError):
+        pass  # a name too long, no permission, a NUL byte: open_input says which
     with open_input(path, what="record file", binary=True, error=error):
         pass  # a regular file, readable (np.load and the chunked reader open it again)
     if path.suffix.lower() == ".npy":

@@ -43,6 +43,7 @@ from ampcalc.load.files import (
     note_stdin,
     open_input,
     show_path,
+    stdin,
 )
 from ampcalc.model.errors import DesignError
 from ampcalc.model.limits import LIMITS
@@ -573,7 +574,7 @@ def bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
 def _open_stream(path: str, what: str, newline: str | None) -> Any:
     if path == "-":
         note_stdin()
-        return sys.stdin
+        return stdin()
     return open_input(path, what=what, newline=newline)
 
 

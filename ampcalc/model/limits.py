@@ -83,6 +83,11 @@ LIMITS: dict[str, Limit] = {
         "rows of the PWS table reported by bound/invert (`max_frequency`)",
         "`ampcalc pws table` writes longer tables",
     ),
+    "plot_text": Limit(
+        200,
+        "characters in a figure's title or axis label",
+        "a figure shows it on one line: shorten it",
+    ),
 }
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from ampcalc.analyses.sweep import EPSILON_PATH, TARGET_PATH, Sweep
 from ampcalc.load.files import atomic_write, refuse_input_as_output
 from ampcalc.model.errors import AmpcalcError
+from ampcalc.model.limits import LIMITS
 
 FORMATS = (".png", ".svg", ".pdf")
 SIZE = (7.0, 4.5)  # inches
@@ -85,6 +86,17 @@ def check_output(path: str | Path) -> Path:
     if not p.parent.exists():
         raise AmpcalcError(f"--plot {str(path)!r}: directory {str(p.parent)!r} does not exist")
     return p
+
+
+def check_labels(
+    title: str | None = None, xlabel: str | None = None, ylabel: str | None = None
+) -> None:
+    """Refuse a title or axis label longer than ``LIMITS["plot_text"]`` characters (a
+    figure shows one line; laying out 10⁵ characters takes matplotlib many seconds)."""
+    cap = LIMITS["plot_text"]
+    for option, text in (("--title", title), ("--xlabel", xlabel), ("--ylabel", ylabel)):
+        if text is not None and len(text) > cap.value:
+            raise AmpcalcError(f"{option}: {cap.message(len(text))}")
 
 
 def groups(sweep: Sweep) -> list[tuple[str, dict[str, Any], np.ndarray]]:
@@ -220,7 +232,9 @@ def draw(
     dpi: int = DPI,
 ) -> Any:
     """The matplotlib Figure of ``figure`` (same arguments, no file); the caller closes
-    it (``matplotlib.pyplot.close``)."""
+    it (``matplotlib.pyplot.close``). Titles, labels and legends are drawn as written
+    (``_plain_texts``)."""
+    check_labels(title, xlabel, ylabel)
     plt = _pyplot()
     if contour is not None and not heatmap:
         raise AmpcalcError("--contour draws on a heatmap: add --heatmap (and two --vary options)")
@@ -261,10 +275,26 @@ def draw(
             bottom = 0.13 + 0.035 * lines
             fig.text(0.01, 0.01, wrapped, fontsize=6.5, color="0.3", va="bottom", ha="left")
         fig.subplots_adjust(left=0.1, right=0.97 if not heatmap else 0.9, top=0.92, bottom=bottom)
+        _plain_texts(fig)
     except BaseException:
         plt.close(fig)
         raise
     return fig
+
+
+def _plain_texts(fig: Any) -> None:
+    """Draw the title, axis labels, legends and captions as written: a title, label or
+    design name such as ``$x^$`` or ``cost in $`` is not parsed as mathtext (which
+    refuses some and typesets others). Tick labels keep it (a log axis writes its
+    powers of ten in mathtext)."""
+    texts = list(fig.texts)
+    for ax in fig.axes:
+        texts += [ax.title, ax.xaxis.label, ax.yaxis.label]
+        legend = ax.get_legend()
+        if legend is not None:
+            texts += [legend.get_title(), *legend.get_texts()]
+    for text in texts:
+        text.set_parse_math(False)
 
 
 def _spans_decades(ys: list[np.ndarray]) -> bool:
@@ -603,6 +633,7 @@ def table_figure(
         PlotUnavailable: matplotlib is not installed.
     """
     out = check_output(path)
+    check_labels(title, xlabel, ylabel)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=size, dpi=dpi)
     try:
@@ -631,6 +662,7 @@ def table_figure(
             bottom = 0.13 + 0.035 * (wrapped.count("\n") + 1)
             fig.text(0.01, 0.01, wrapped, fontsize=6.5, color="0.3", va="bottom", ha="left")
         fig.subplots_adjust(left=0.1, right=0.97, top=0.92, bottom=bottom)
+        _plain_texts(fig)
         with atomic_write(out, binary=True, option="--plot") as fh:
             fig.savefig(fh, dpi=dpi, format=out.suffix[1:].lower())
     finally:

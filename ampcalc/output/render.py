@@ -48,14 +48,19 @@ def envelope(command: str, version: str, payload: Mapping[str, Any]) -> dict[str
 
 
 def render_json(document: Mapping[str, Any]) -> str:
-    """Strict JSON (``allow_nan=False``: a NaN can never pass as a number). An infinite
-    figure inside ``details`` (e.g. a Laplace scale at ε = 5e-324) is written as null."""
+    """Strict JSON (``allow_nan=False``: a NaN can never pass as a number).
+
+    JSON has no number for ±inf: such a value (e.g. a Laplace scale, or M's ε, at ε or
+    a scale of 5e-324) is written as null, and the nearest ``notes`` list around it
+    (the result's; else the document's) says which value it was. NaN is "no value"
+    (``plain``): null with no note."""
     doc = plain(dict(document))
     try:
         text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
-    except ValueError:  # an infinite float: allowed in details only, as null
-        doc = _finite_details(doc)
-        text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # an infinite float somewhere: null, with a note
+        finite = _finite_json(doc, "", None)
+        assert isinstance(finite, dict)
+        text = json.dumps(finite, indent=2, ensure_ascii=False, allow_nan=False)
     return json_escape_controls(text) + "\n"
 
 
@@ -73,12 +78,23 @@ def json_escape_controls(text: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _finite_details(value: Any, inside: bool = False) -> Any:
+def _finite_json(value: Any, path: str, found: list[str] | None) -> Any:
+    """``value`` with every infinite float replaced by null; each is listed (its path
+    from the nearest mapping with ``notes``, and its value) in a note of that mapping
+    (the top-level document when there is none)."""
     if isinstance(value, dict):
-        return {k: _finite_details(v, inside or k == "details") for k, v in value.items()}
+        own = found is None or isinstance(value.get("notes"), list)
+        here: list[str] = [] if own else found  # type: ignore[assignment]
+        out = {k: _finite_json(v, k if own else f"{path}.{k}", here) for k, v in value.items()}
+        if own and here:
+            note = "infinite, written as null (JSON has no infinity): " + ", ".join(here)
+            out["notes"] = [*out.get("notes", []), note]
+        return out
     if isinstance(value, list):
-        return [_finite_details(v, inside) for v in value]
-    if inside and isinstance(value, float) and math.isinf(value):
+        return [_finite_json(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        assert found is not None
+        found.append(f"{path} = {value!r}")
         return None
     return value
 
