@@ -12,9 +12,14 @@
   response releases it is a sound upper profile (each is ε₀-DP), not their exact
   composition.
 
+- Pure releases with different ε₀ (none of them Laplace): the composition of binary
+  randomized responses at each ε₀ in closed form (``PureMix``), an upper profile (exact
+  for randomized response); basic composition when the joint outcomes are too many.
+
 Other mixes of Gaussian, Laplace and pure releases are composed by dp_accounting's PLD
-accountant (``AccountantComposition``, the optional extra ``ampcalc[accounting]``);
-anything with zCDP mixed in is refused.
+accountant (``AccountantComposition``, the optional extra ``ampcalc[accounting]``), each
+step checked against the accountant's limits before it is computed; anything with zCDP
+mixed in is refused.
 """
 
 from __future__ import annotations
@@ -97,7 +102,8 @@ class PureComposition:
         eta = (
             profiles._LIBM
             + 32.0 * _U * (float(np.max(np.abs(lgc))) + k * (e0 + 1.0) + 1.0)
-            + 16.0 * _U * (np.abs(e) + 1.0)
+            # beyond the largest loss δ is 0 by selection (ε may be inf there)
+            + 16.0 * _U * (np.minimum(np.abs(e), 2.0 * k * e0) + 1.0)
             + 4.0 * _U * (k + 8)
         )
         if upper:
@@ -135,6 +141,160 @@ class PureComposition:
             "epsilon": self.epsilon,
             "count": self.count,
             "release": self.single.to_dict(),
+            "exact": self.exact,
+        }
+
+
+#: largest number of joint outcomes Π(kᵢ + 1) of the randomized responses composed
+#: exactly by ``PureMix`` (its table is a few arrays of this length)
+MAX_PURE_OUTCOMES = 1_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PureMix:
+    """Pure releases with different ε₀ on one sample: an upper profile in closed form.
+
+    Each ε_g-DP release is dominated by binary randomized response at ε_g (Kairouz, Oh
+    and Viswanath 2015, Theorem 2.4), and composition keeps the domination, so the
+    composition of kᵍ releases at each ε_g is dominated by that of the randomized
+    responses: its privacy loss is L = Σ_g (k_g − 2i_g)ε_g with the i_g independent,
+    Binomial(k_g, 1 − p_g) under P, p_g = e^{ε_g}/(1 + e^{ε_g}), and
+
+        δ(ε) = Σ_{L > ε} P(L)·(1 − e^{ε − L}),
+
+    summed over the Π(k_g + 1) joint outcomes (exact for binary randomized response).
+    Above ``MAX_PURE_OUTCOMES`` outcomes the groups are replaced by one randomized
+    response at Σ k_g ε_g (basic composition: the composition is Σk_gε_g-DP), a looser
+    but still sound upper profile. ``pure_epsilon`` is Σ k_g ε_g either way. The lower
+    profile is the largest of the releases' own lower profiles (dropping the other
+    outputs is post-processing), or the same sum rounded down when every release is
+    binary randomized response.
+
+    Attributes:
+        groups: (ε_g, k_g), the distinct ε₀ and how many releases have it.
+        releases: the releases as given (their lower profiles).
+        exact: every release is binary randomized response and the groups are summed
+            exactly.
+    """
+
+    groups: tuple[tuple[float, int], ...]
+    releases: tuple[tuple[Profile, int], ...]
+    exact: bool = False
+    name: str = "pure-composition"
+    _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @staticmethod
+    def of(releases: list[tuple[Profile, int]]) -> PureMix:
+        """Group the releases by ε₀; one group at the summed ε when the outcomes are
+        too many to enumerate."""
+        by_eps: dict[float, int] = {}
+        for p, c in releases:
+            e0 = p.pure_epsilon
+            assert e0 is not None
+            by_eps[e0] = by_eps.get(e0, 0) + c
+        groups = tuple(sorted(by_eps.items()))
+        outcomes = math.prod(k + 1 for _, k in groups)
+        exact = all(isinstance(p, RandomizedResponse) and p.categories == 2 for p, _ in releases)
+        if outcomes > MAX_PURE_OUTCOMES:
+            total = float(numeric.round_up(math.fsum(k * e for e, k in groups)))
+            return PureMix(groups=((total, 1),), releases=tuple(releases), exact=False)
+        return PureMix(groups=groups, releases=tuple(releases), exact=exact)
+
+    def _loss_error(self) -> float:
+        """A bound on the float error of each computed loss Σ (k_g − 2i_g)ε_g."""
+        g = len(self.groups)
+        return 4.0 * _U * (g + 2) * math.fsum(k * e for e, k in self.groups)
+
+    @property
+    def pure_epsilon(self) -> float | None:
+        top = math.fsum(k * e for e, k in self.groups) + 2.0 * self._loss_error()
+        return float(numeric.round_up(top))
+
+    def _table(self, upper: bool) -> tuple[FloatArray, FloatArray, FloatArray, float]:
+        """(losses descending, cumulative P masses, cumulative Q masses, log-scale) of
+        the joint outcomes, each loss moved by its error bound toward a larger (upper)
+        or smaller δ."""
+        key = f"table-{upper}"
+        if key not in self._cache:
+            loss = np.zeros(1)
+            logp = np.zeros(1)
+            mag = 0.0
+            for e0, k in self.groups:
+                i = np.arange(k + 1, dtype=float)
+                lgc = np.array(
+                    [
+                        math.lgamma(k + 1) - math.lgamma(j + 1) - math.lgamma(k - j + 1)
+                        for j in range(k + 1)
+                    ]
+                )
+                lp = lgc - k * math.log1p(math.exp(-e0)) - i * e0
+                mag += float(np.max(np.abs(lgc))) + k * (e0 + 1.0)
+                loss = (loss[:, None] + ((k - 2.0 * i) * e0)[None, :]).ravel()
+                logp = (logp[:, None] + lp[None, :]).ravel()
+            err = self._loss_error()
+            loss = loss + err if upper else loss - err
+            order = np.argsort(-loss, kind="stable")
+            loss, logp = loss[order], logp[order]
+            with np.errstate(under="ignore", over="ignore"):
+                pm = np.exp(logp)
+                qm = np.exp(np.minimum(logp - loss, 0.0))  # Q's mass of each outcome
+            self._cache[key] = (loss, np.cumsum(pm), np.cumsum(qm), mag)
+        out: tuple[FloatArray, FloatArray, FloatArray, float] = self._cache[key]
+        return out
+
+    def _delta(self, eps: ArrayLike, upper: bool) -> FloatArray:
+        e = profiles._eps(eps)
+        loss, cp, cq, mag = self._table(upper)
+        n = len(loss)
+        # m = the number of outcomes with L > ε (losses are descending)
+        m = n - np.searchsorted(loss[::-1], e, side="right")
+        a = np.where(m > 0, cp[np.maximum(m - 1, 0)], 0.0)
+        b = np.where(m > 0, cq[np.maximum(m - 1, 0)], 0.0)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            eb = np.where(b > 0, np.exp(e + np.log(np.where(b > 0, b, 1.0))), 0.0)
+        val = a - np.minimum(eb, a)
+        # relative error of each mass (exp of a sum of logs) and of the running sums;
+        # δ = A − e^ε·B with e^ε·B <= A, so the error is within η·2A
+        ea = np.where(m > 0, e, 0.0)  # where m = 0, δ is 0 by selection (ε may be inf)
+        eta = profiles._LIBM + 32.0 * _U * (mag + 1.0) + 16.0 * _U * (np.abs(ea) + 1.0)
+        eta = eta + 4.0 * _U * (n + 8)
+        if upper:
+            return profiles._finish_up(np.where(m > 0, val + 2.0 * eta * a, 0.0), positive=False)
+        return profiles._finish_down(val - 2.0 * eta * a)
+
+    def delta(self, eps: ArrayLike) -> FloatArray:
+        return self._delta(eps, True)
+
+    def delta_lower(self, eps: ArrayLike) -> FloatArray:
+        if self.exact:
+            return self._delta(eps, False)
+        e = profiles._eps(eps)
+        out = np.zeros(e.shape)
+        for p, _ in self.releases:
+            out = np.maximum(out, p.delta_lower(e))
+        return out
+
+    def replace_one(self) -> PureMix:
+        # each release is 2ε₀-DP under replace-one (group privacy of two records)
+        rel = tuple((p.replace_one(), c) for p, c in self.releases)
+        groups = tuple((2.0 * e, k) for e, k in self.groups)
+        return PureMix(groups=groups, releases=rel, exact=False, name=self.name)
+
+    def describe(self) -> str:
+        parts = ", ".join(f"{c} × {p.describe()}" for p, c in self.releases)
+        if len(self.groups) == 1 and self.groups[0][1] == 1:
+            how = f"composed as one ε₀ = {self.groups[0][0]:g}-DP release (basic composition)"
+        else:
+            how = "composed optimally as randomized responses at their ε₀" + (
+                "" if self.exact else " (an upper profile: each release is ε₀-DP)"
+            )
+        return f"{parts} {how}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mechanism": "pure-composition",
+            "groups": [{"epsilon": e, "count": k} for e, k in self.groups],
+            "releases": [dict(p.to_dict(), count=c) for p, c in self.releases],
             "exact": self.exact,
         }
 
@@ -203,14 +363,20 @@ class AccountantComposition:
     def _delta(self, eps: ArrayLike, pessimistic: bool) -> FloatArray:
         """The profile is decreasing in ε: between grid points the left value bounds it
         from above (pessimistic side), the right value from below (optimistic side)."""
-        e = np.asarray(eps, dtype=float)
+        e = profiles._eps(eps)
         h, vals = self._table(pessimistic)
         n = len(vals)
+        # grid positions, capped at the table's end before the cast to an index: an ε
+        # beyond the table (up to ε = inf) reads δ at its last point, which bounds the
+        # decreasing profile there from above (it is the mass at an infinite loss once δ
+        # stops falling); the lower side reads 0 there
+        with np.errstate(over="ignore"):
+            pos = np.minimum(e / h, float(n))
         if pessimistic:
-            idx = np.clip(np.floor(e / h * (1.0 + 1e-12)).astype(np.int64), 0, n - 1)
+            idx = np.clip(np.floor(pos * (1.0 + 1e-12)).astype(np.int64), 0, n - 1)
             out = vals[idx]
             return profiles._finish_up(out * (1.0 + 1e-12) + 1e-15, positive=True)
-        idx = np.ceil(e / h * (1.0 - 1e-12)).astype(np.int64)
+        idx = np.ceil(pos * (1.0 - 1e-12)).astype(np.int64)
         out = np.where(idx < n, vals[np.clip(idx, 0, n - 1)], 0.0)
         return profiles._finish_down(out * (1.0 - 1e-12) - 1e-15)
 
@@ -243,7 +409,7 @@ def _accountant_pld(
     releases: tuple[tuple[Profile, int], ...], pessimistic: bool, interval: float
 ) -> Any:
     try:
-        from dp_accounting.pld import privacy_loss_distribution as pld
+        import dp_accounting.pld  # noqa: F401
     except ImportError:
         raise CompositionError(
             "these releases are composed by Google's dp_accounting PLD accountant, which is "
@@ -251,8 +417,11 @@ def _accountant_pld(
         ) from None
     import logging
 
+    from ampcalc.accounting import fastpld
+
     logging.getLogger().setLevel(logging.ERROR)
     total = None
+    kept = []
     for p, count in releases:
         exact_pair = isinstance(p, (Gaussian, profiles.Laplace)) or (
             isinstance(p, RandomizedResponse) and p.categories == 2
@@ -261,27 +430,73 @@ def _accountant_pld(
             # randomized response only dominates this release: for the lower profile it
             # is dropped (the rest is a post-processing of the composition)
             continue
-        kw = {"pessimistic_estimate": pessimistic, "value_discretization_interval": interval}
-        if isinstance(p, Gaussian):
-            one = pld.from_gaussian_mechanism(
-                1.0,
-                sensitivity=p._mu_up() if pessimistic else p._mu_down(),
-                use_connect_dots=pessimistic,
-                **kw,
+        kept.append((p, count))
+    # every release's grid from its loss bounds first (nothing built), then each step
+    # charged before its arrays are allocated: a composition above the accountant's
+    # limits is refused before its memory or time is spent
+    try:
+        pre = fastpld.Meter()
+        for p, _ in kept:
+            pre.charge(_release_points(p, interval), f"{p.describe()}")
+        meter = fastpld.Meter()
+        for p, count in kept:
+            total = fastpld.compose(
+                total, _release_pld(p, count, pessimistic, interval, meter), meter
             )
-        elif isinstance(p, profiles.Laplace):
-            one = pld.from_laplace_mechanism(
-                p.scale, sensitivity=p.sensitivity, use_connect_dots=pessimistic, **kw
-            )
-        else:
-            e0 = p.pure_epsilon
-            assert e0 is not None
-            a = -float(np.logaddexp(0.0, -e0))
-            b = -float(np.logaddexp(0.0, e0))
-            one = pld.from_two_probability_mass_functions({1: b, 2: a}, {1: a, 2: b}, **kw)
-        one = one.self_compose(count) if count > 1 else one
-        total = one if total is None else total.compose(one)
+    except fastpld.CostLimitError as err:
+        raise CompositionError(
+            f"these releases are too many or too large for the PLD accountant at its interval "
+            f"{interval:g}: {err}"
+        ) from None
     return total
+
+
+def _release_points(p: Profile, interval: float) -> float:
+    """Grid points of one release's PLD at ``interval``, from its loss bounds alone."""
+    from dp_accounting.pld import privacy_loss_mechanism as plm
+
+    from ampcalc.accounting import fastpld
+
+    if isinstance(p, Gaussian):
+        pl = plm.GaussianPrivacyLoss(1.0, sensitivity=p._mu_up())
+        return fastpld.loss_points([pl], interval)
+    if isinstance(p, profiles.Laplace):
+        pl = plm.LaplacePrivacyLoss(p.scale, sensitivity=p.sensitivity)
+        return fastpld.loss_points([pl], interval)
+    e0 = p.pure_epsilon
+    assert e0 is not None
+    return fastpld.grid_points(-e0, e0, interval)
+
+
+def _release_pld(p: Profile, count: int, pessimistic: bool, interval: float, meter: Any) -> Any:
+    """One release's PLD (the library's builders), self-composed ``count`` times."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    from ampcalc.accounting import fastpld
+
+    meter.charge(_release_points(p, interval), p.describe())
+    kw = {"pessimistic_estimate": pessimistic, "value_discretization_interval": interval}
+    if isinstance(p, Gaussian):
+        one = pld.from_gaussian_mechanism(
+            1.0,
+            sensitivity=p._mu_up() if pessimistic else p._mu_down(),
+            use_connect_dots=pessimistic,
+            **kw,
+        )
+    elif isinstance(p, profiles.Laplace):
+        one = pld.from_laplace_mechanism(
+            p.scale, sensitivity=p.sensitivity, use_connect_dots=pessimistic, **kw
+        )
+    else:
+        e0 = p.pure_epsilon
+        assert e0 is not None
+        a = -float(np.logaddexp(0.0, -e0))
+        b = -float(np.logaddexp(0.0, e0))
+        one = pld.from_two_probability_mass_functions({1: b, 2: a}, {1: a, 2: b}, **kw)
+    if count > 1:
+        meter.charge(fastpld.self_compose_points(one, count), f"{count} × {p.describe()}")
+        one = one.self_compose(count)
+    return one
 
 
 def compose(releases: list[tuple[Profile, int]]) -> Profile:
@@ -313,12 +528,21 @@ def compose(releases: list[tuple[Profile, int]]) -> Profile:
         assert e0 is not None
         exact = isinstance(first, RandomizedResponse) and first.categories == 2
         return PureComposition(epsilon=e0, count=total, single=first, exact=exact)
+    if all(e is not None for e in pure) and not any(
+        isinstance(p, profiles.Laplace) for p, _ in releases
+    ):
+        # pure releases the accountant would take as randomized responses anyway: their
+        # composition in closed form (Laplace keeps its exact PLD in the accountant)
+        return PureMix.of(releases)
     if all(
         isinstance(p, (Gaussian, profiles.Laplace)) or p.pure_epsilon is not None
         for p, _ in releases
     ):
         comp = AccountantComposition(releases=tuple(releases))
-        comp.delta(0.0)  # builds the accountant's PLDs now: a missing extra is a load error
+        # builds the accountant's PLDs now: a missing extra or a composition above its
+        # limits is a load error
+        comp.delta(0.0)
+        comp.delta_lower(0.0)
         return comp
     names = sorted({p.to_dict()["mechanism"] for p, _ in releases})
     raise CompositionError(

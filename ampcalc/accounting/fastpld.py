@@ -40,16 +40,20 @@ for every real x:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ampcalc.accounting.profiles import gaussian_delta
 from ampcalc.math.types import FloatArray
+from ampcalc.model.limits import LIMITS
 
 _U = 2.0**-53
 #: slack for one libm call (exp, log, log1p, expm1), as in ``profiles._LIBM``
 _LIBM = 1e-13
+#: the library's default tail mass truncation of ``self_compose``
+TAIL_MASS_TRUNCATION = 1e-15
 
 
 def gaussian_delta_signed(mu: float, x: FloatArray) -> FloatArray:
@@ -101,6 +105,90 @@ def add_delta(mu: float, q: float, eps: FloatArray) -> FloatArray:
         val = np.where(v_hi > 0.0, v_hi * dg * (1.0 + 4.0 * _U), 0.0)
     res: FloatArray = np.clip(val, 0.0, 1.0)
     return res
+
+
+# --------------------------------------------------------------------------------------
+# the accountant's cost, checked before each array is allocated
+# --------------------------------------------------------------------------------------
+
+
+class CostLimitError(ValueError):
+    """An accountant step above one of the documented limits (the message names it)."""
+
+
+def _count(points: float) -> int | float:
+    return int(points) if math.isfinite(points) else math.inf
+
+
+@dataclass(slots=True)
+class Meter:
+    """The grid points the accountant handles for one total.
+
+    Every distribution built, self-composed or composed is charged *before* its arrays
+    are allocated: one array above the ``pld_points`` limit, or a running total above
+    the ``accountant_work`` limit, raises ``CostLimitError`` (both in
+    ``ampcalc/model/limits.py``), so a run stops before the memory or the time is spent.
+    """
+
+    used: int = 0
+
+    def charge(self, points: float, what: str) -> None:
+        cap = LIMITS["pld_points"]
+        if not points <= cap.value:  # NaN and inf too
+            raise CostLimitError(f"{what}: {cap.message(_count(points))}")
+        self.used += int(points)
+        work = LIMITS["accountant_work"]
+        if self.used > work.value:
+            raise CostLimitError(f"{what}: {work.message(self.used)}")
+
+
+def grid_points(lower: float, upper: float, h: float) -> float:
+    """Points of the grid h·⌊lower/h⌋, ..., h·⌈upper/h⌉ (``inf`` when not finite)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        a, b = float(lower) / h, float(upper) / h
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return math.inf
+    return float(math.ceil(b) - math.floor(a) + 1)
+
+
+def loss_points(pls: Any, h: float) -> float:
+    """Grid points of the connect-the-dots PMFs of dp_accounting privacy-loss objects
+    (one per direction), from their loss bounds alone: nothing is allocated."""
+    total = 0.0
+    for pl in pls:
+        b = pl.connect_dots_bounds()
+        total += grid_points(b.epsilon_lower, b.epsilon_upper, h)
+    return total
+
+
+def dense_points(pmf: Any) -> int:
+    """Length of the dense array a dp_accounting PMF is (or becomes when composed)."""
+    probs = getattr(pmf, "_probs", None)
+    if probs is not None:
+        return len(probs)
+    keys = list(getattr(pmf, "_loss_probs", {}))
+    return max(keys) - min(keys) + 1 if keys else 1
+
+
+def pld_points(pl: Any) -> int:
+    """Dense grid points of a ``PrivacyLossDistribution`` (both directions)."""
+    n = dense_points(pl._pmf_remove)
+    return n if pl._symmetric else n + dense_points(pl._pmf_add)
+
+
+def self_compose_points(pl: Any, k: int, tail: float = TAIL_MASS_TRUNCATION) -> int:
+    """Grid points of ``pl`` self-composed ``k`` times (both directions), from the
+    library's Chernoff truncation bounds (``common.compute_self_convolve_bounds``),
+    before any FFT."""
+    if k <= 1:
+        return pld_points(pl)
+    total = 0
+    pmfs = (pl._pmf_remove,) if pl._symmetric else (pl._pmf_remove, pl._pmf_add)
+    for pmf in pmfs:
+        probs = np.asarray(pmf.to_dense_pmf()._probs, dtype=float)
+        lo, hi = _self_convolve_bounds(probs, k, tail)
+        total += max(hi - lo + 1, len(probs))
+    return total
 
 
 def _privacy_loss_objects(sigma: float, sens: float, q: float, pessimistic: bool) -> Any:
@@ -212,18 +300,29 @@ def _privacy_buckets_optimistic(pl: Any, q: float, h: float, remove: bool) -> An
 
 
 def sampled_gaussian_pld(
-    sigma: float, sensitivity: float, q: float, interval: float, *, pessimistic: bool
+    sigma: float,
+    sensitivity: float,
+    q: float,
+    interval: float,
+    *,
+    pessimistic: bool,
+    meter: Meter | None = None,
 ) -> Any:
     """The Poisson-subsampled Gaussian's ``PrivacyLossDistribution`` (both directions).
 
     ``pessimistic``: the connect-the-dots PMFs from ampcalc's upper profile values (as
     ``from_gaussian_mechanism(..., use_connect_dots=True)``); otherwise the optimistic
     privacy-buckets PMFs (as ``pessimistic_estimate=False, use_connect_dots=False``).
+    ``meter``: charged with the grid's size (from the loss bounds) before it is built.
     """
     from dp_accounting.pld import privacy_loss_distribution as pld
     from dp_accounting.pld import privacy_loss_mechanism as plm
 
     pls = _privacy_loss_objects(sigma, sensitivity, q, pessimistic)
+    if meter is not None:
+        meter.charge(
+            loss_points(pls.values(), interval), "the sampled Gaussian's privacy-loss grid"
+        )
     rem, add = pls[plm.AdjacencyType.REMOVE], pls[plm.AdjacencyType.ADD]
     if q >= 1.0:
         return pld.from_gaussian_mechanism(
@@ -248,9 +347,6 @@ def sampled_gaussian_pld(
 # --------------------------------------------------------------------------------------
 # the library's dense-PMF self-composition and ε-for-δ scan, vectorised
 # --------------------------------------------------------------------------------------
-
-#: the library's default tail mass truncation of ``self_compose``
-TAIL_MASS_TRUNCATION = 1e-15
 
 
 def _self_convolve_bounds(probs: FloatArray, k: int, tail: float) -> tuple[int, int]:
@@ -283,7 +379,7 @@ def _self_convolve_bounds(probs: FloatArray, k: int, tail: float) -> tuple[int, 
     return lower, upper
 
 
-def _self_compose_pmf(pmf: Any, k: int, tail: float) -> Any:
+def _self_compose_pmf(pmf: Any, k: int, tail: float, meter: Meter | None = None) -> Any:
     from dp_accounting.pld import pld_pmf
     from scipy import fft
 
@@ -291,6 +387,8 @@ def _self_compose_pmf(pmf: Any, k: int, tail: float) -> Any:
     probs = np.asarray(pmf._probs, dtype=float)
     lo, hi = _self_convolve_bounds(probs, k, tail)
     out_len = hi - lo + 1
+    if meter is not None:
+        meter.charge(max(out_len, len(probs)), f"{k} releases self-composed")
     n = fft.next_fast_len(max(out_len, len(probs)))
     conv = fft.irfft(fft.rfft(probs, n) ** k, n)
     out = np.roll(conv, -lo)[:out_len]
@@ -300,16 +398,81 @@ def _self_compose_pmf(pmf: Any, k: int, tail: float) -> Any:
     )
 
 
-def self_compose(pl: Any, k: int, tail: float = TAIL_MASS_TRUNCATION) -> Any:
-    """``pl.self_compose(k)`` (a ``PrivacyLossDistribution``), vectorised."""
+def self_compose(
+    pl: Any, k: int, tail: float = TAIL_MASS_TRUNCATION, meter: Meter | None = None
+) -> Any:
+    """``pl.self_compose(k)`` (a ``PrivacyLossDistribution``), vectorised; ``meter`` is
+    charged with each output's length before its FFT."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     if k == 1:
         return pl
-    rem = _self_compose_pmf(pl._pmf_remove, k, tail)
+    rem = _self_compose_pmf(pl._pmf_remove, k, tail, meter)
     if pl._symmetric:
         return pld.PrivacyLossDistribution(rem)
-    return pld.PrivacyLossDistribution(rem, _self_compose_pmf(pl._pmf_add, k, tail))
+    return pld.PrivacyLossDistribution(rem, _self_compose_pmf(pl._pmf_add, k, tail, meter))
+
+
+def _prefix_to_truncate(arr: FloatArray, threshold: float) -> int:
+    """The library's ``_find_prefix_to_truncate`` (its running sum, element by element, is
+    ``np.cumsum``'s: the same float additions in the same order)."""
+    over = np.cumsum(arr) > threshold
+    return int(np.argmax(over)) if over.any() else len(arr)
+
+
+def _truncate_tails(probs: FloatArray, tail: float, pessimistic: bool) -> tuple[int, Any, float]:
+    """``pld_pmf._truncate_tails`` with its two Python loops as array operations."""
+    if tail == 0:
+        return 0, probs, 0.0
+    left = _prefix_to_truncate(probs, tail / 2)
+    right = len(probs) - _prefix_to_truncate(np.flip(probs), tail / 2)
+    right = max(right, left + 1)
+    left_mass = np.sum(probs[:left])
+    right_mass = np.sum(probs[right:])
+    out = probs[left:right]
+    if pessimistic:
+        out[0] += left_mass
+        return left, out, right_mass
+    out[-1] += right_mass
+    return left, out, 0.0
+
+
+def _compose_pmfs(a: Any, b: Any, tail: float) -> Any:
+    """``pld_pmf.compose_pmfs(a, b, tail)``: the library's dense composition (the same
+    ``fftconvolve``) with its tail truncation vectorised; small sparse pairs go to the
+    library."""
+    from dp_accounting.pld import pld_pmf
+    from scipy import signal
+
+    if isinstance(a, pld_pmf.SparsePLDPmf) and isinstance(b, pld_pmf.SparsePLDPmf):
+        return pld_pmf.compose_pmfs(a, b, tail)
+    a, b = a.to_dense_pmf(), b.to_dense_pmf()
+    a.validate_composable(b)
+    lower = a._lower_loss + b._lower_loss
+    probs = signal.fftconvolve(a._probs, b._probs)
+    inf = a._infinity_mass + b._infinity_mass - a._infinity_mass * b._infinity_mass
+    offset, probs, right = _truncate_tails(probs, tail, a._pessimistic_estimate)
+    return pld_pmf.DensePLDPmf(
+        a._discretization, lower + offset, probs, inf + right, a._pessimistic_estimate
+    )
+
+
+def compose(
+    total: Any, one: Any, meter: Meter | None = None, tail: float = TAIL_MASS_TRUNCATION
+) -> Any:
+    """``total.compose(one)`` (``PrivacyLossDistribution``s; ``total`` may be ``None``),
+    the library's algorithm with array operations; ``meter`` is charged with the
+    convolution's length (the two dense lengths, per direction) before it is computed."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    if total is None:
+        return one
+    if meter is not None:
+        meter.charge(pld_points(total) + pld_points(one), "the running total composed")
+    rem = _compose_pmfs(total._pmf_remove, one._pmf_remove, tail)
+    if total._symmetric and one._symmetric:
+        return pld.PrivacyLossDistribution(rem)
+    return pld.PrivacyLossDistribution(rem, _compose_pmfs(total._pmf_add, one._pmf_add, tail))
 
 
 def _epsilon_for_delta_pmf(pmf: Any, delta: float) -> float:

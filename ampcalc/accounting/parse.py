@@ -17,6 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ampcalc.accounting import compose
 from ampcalc.accounting.names import MECHANISM_NAMES
 from ampcalc.accounting.profiles import (
@@ -33,7 +35,7 @@ from ampcalc.accounting.profiles import (
 from ampcalc.load.fields import Reader, check_keys, field_value, mapping, number
 from ampcalc.model.design import Mechanism, Neighbours, check_epsilon
 from ampcalc.model.errors import DesignError
-from ampcalc.model.limits import limit
+from ampcalc.model.limits import LIMITS, limit
 from ampcalc.schemes.base import Field
 
 #: keys a named ``mechanism:`` block may hold besides the mechanism's name
@@ -103,6 +105,20 @@ PARAMS: dict[str, tuple[Field, ...]] = {
 }
 
 
+def _check_implied_epsilon(
+    name: str, vals: dict[str, Any], ctx: Reader, path: str, block: Any
+) -> None:
+    """The ε₀ = sensitivity/scale a Laplace mechanism implies is held to the ε limit."""
+    with np.errstate(over="ignore"):
+        eps0 = float(np.float64(vals["sensitivity"]) / np.float64(vals["scale"]))
+    if not eps0 <= limit("epsilon"):  # inf (a scale that underflows the ratio) too
+        raise DesignError(
+            f"the {name} mechanism's ε₀ = sensitivity/scale = "
+            f"{vals['sensitivity']:g}/{vals['scale']:g}: " + LIMITS["epsilon"].message(eps0),
+            where=ctx.where(f"{path}.scale", block, "scale"),
+        )
+
+
 def _one(name: str, block: Any, ctx: Reader, path: str, container: Any) -> Profile:
     """One named mechanism from ``{name: {params}}``."""
     block = mapping(block, ctx, path, container, name, f"the {name} mechanism's parameters")
@@ -122,6 +138,8 @@ def _one(name: str, block: Any, ctx: Reader, path: str, container: Any) -> Profi
             )
         else:
             vals[spec.name] = spec.default
+    if name in ("laplace", "discrete-laplace"):
+        _check_implied_epsilon(name, vals, ctx, path, block)
     if name == "laplace":
         return Laplace(scale=vals["scale"], sensitivity=vals["sensitivity"])
     if name == "gaussian":
@@ -242,6 +260,13 @@ def parse_named(data: Mapping[Any, Any], ctx: Reader, container: Any, key: Any) 
             str(err), where=ctx.where(f"{path}.releases", data, "releases")
         ) from None
     pure = profile.pure_epsilon
+    # (pure_epsilon is rounded up a few ulps: the limit is held up to that rounding)
+    if has_rel and pure is not None and not pure <= limit("epsilon") * (1.0 + 1e-12):
+        raise DesignError(
+            "the releases' composed ε (Σ count·ε₀ of pure releases): "
+            + LIMITS["epsilon"].message(pure),
+            where=ctx.where(f"{path}.releases", data, "releases"),
+        )
     return Mechanism(
         epsilon=pure if pure is not None else math.nan,
         delta=0.0,

@@ -437,7 +437,8 @@ class DiscreteLaplace:
                 total = total + np.where(e < loss, term, 0.0)
         # relative error: each term a few roundings, exponents of size <= kt + ε,
         # and the ulp of t itself moves every exponent by <= (kt + ε)·u
-        eta = _LIBM + 16.0 * _U * (k + 4) + 8.0 * _U * (e0 + e + 1.0)
+        # (ε is capped at ε₀: beyond it δ is 0 by selection, and ε may be inf there)
+        eta = _LIBM + 16.0 * _U * (k + 4) + 8.0 * _U * (e0 + np.minimum(e, e0) + 1.0)
         if upper:
             return _finish_up(total * (1.0 + eta), positive=False)
         return _finish_down(total * (1.0 - eta))

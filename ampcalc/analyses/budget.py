@@ -51,6 +51,8 @@ from ampcalc.schemes.base import Field
 
 #: the accountant's default discretisation interval (dp_accounting's default)
 DEFAULT_DISCRETIZATION = 1e-4
+#: the intervals accepted (the ledger's ``discretization:`` and ``--discretization``)
+DISCRETIZATION_RANGE = (1e-7, 0.1)
 EXTRA = "ampcalc[accounting]"
 
 LEDGER_KEYS = ("target", "neighbours", "discretization", "entries", "name")
@@ -59,6 +61,10 @@ ENTRY_KEYS = ("name", "design", "index", "count", "delta_prime")
 
 class MissingAccountant(AmpcalcError):
     """The ledger needs dp_accounting and it is not installed."""
+
+
+class CostLimit(DesignError):
+    """The ledger's composition is above the accountant's limits (exit 2)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -238,6 +244,22 @@ def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
     )
 
 
+def with_discretization(ledger: Ledger, value: float) -> Ledger:
+    """The ledger at the accountant's interval ``value`` (``--discretization``).
+
+    Raises:
+        DesignError: ``value`` is not a finite number in ``DISCRETIZATION_RANGE``.
+    """
+    lo, hi = DISCRETIZATION_RANGE
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise DesignError(
+            f"--discretization: expected the accountant's interval, a number in [{lo:g}, "
+            f"{hi:g}], got {value!r} (smaller is tighter and slower: each release's grid "
+            "has about its loss range / interval points)"
+        )
+    return dataclasses.replace(ledger, discretization=float(value))
+
+
 # --------------------------------------------------------------------------------------
 # per-entry amplification
 # --------------------------------------------------------------------------------------
@@ -314,6 +336,10 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
             progress(done, steps)
 
     total_count = sum(e.count for e in ledger.entries)
+    # the sampled Gaussian and Laplace entries' grids are known from the design alone:
+    # a ledger whose accountant would exceed its limits is refused before any bound
+    natives = [(e, None, _native(e)) for e in ledger.entries]
+    check_cost([p for p in natives if p[2] is not None], ledger.discretization)
     # δ′ at which named mechanisms off the native path are taken: a tenth of the
     # total δ spread over every release (the accountant adds them up)
     delta_entry = ledger.delta / (10.0 * total_count) if ledger.delta > 0 else 0.0
@@ -419,22 +445,86 @@ def _closed_form_pure(eps: float, k: int, delta: float) -> dict[str, Any]:
 FFT_DELTA = 1e-5
 
 
+def _laplace_losses(scale: float, sens: float, q: float) -> Any:
+    from dp_accounting.pld import privacy_loss_mechanism as plm
+
+    return [
+        plm.LaplacePrivacyLoss(scale, sensitivity=sens, sampling_prob=q, adjacency_type=kind)
+        for kind in (plm.AdjacencyType.REMOVE, plm.AdjacencyType.ADD)
+    ]
+
+
+def _entry_points(res: Any, native: tuple[str, float, float, float] | None, di: float) -> float:
+    """Grid points of one entry's PLD before self-composition, from its loss bounds alone
+    (nothing is built): what the accountant allocates for it at the interval ``di``."""
+    from ampcalc.accounting import fastpld
+
+    _import_pld()
+    if native is not None:
+        kind, scale, sens, q = native
+        if kind == "gaussian":
+            pls = fastpld._privacy_loss_objects(scale, sens, q, True).values()
+        else:
+            pls = _laplace_losses(scale, sens, q)
+        return fastpld.loss_points(pls, di)
+    eps = float(res.upper)
+    return fastpld.grid_points(-eps, eps, di)
+
+
+def _refuse(err: Exception, where: Where | None = None) -> CostLimit:
+    """A cost limit met while composing the ledger, as an input error (exit 2)."""
+    return CostLimit(f"the ledger's composition is too large to compute: {err}", where=where)
+
+
+def check_cost(pairs: Sequence[tuple[Entry, Any, Any]], di: float) -> None:
+    """Refuse a ledger whose entries' distributions alone exceed the accountant's limits
+    (before anything is built: the limits in ``ampcalc/model/limits.py``).
+
+    Raises:
+        CostLimit: the cost is above ``pld_points`` or ``accountant_work``.
+    """
+    from ampcalc.accounting import fastpld
+
+    pre = fastpld.Meter()
+    for entry, res, native in pairs:
+        try:
+            pre.charge(_entry_points(res, native, di), f"entry {entry.name!r}")
+        except fastpld.CostLimitError as err:
+            raise _refuse(err, entry.where) from None
+
+
+def _pairs_infinity_mass(pairs: Sequence[tuple[Entry, Any, Any]]) -> float:
+    """1 − Π(1 − δ′ᵢ)^{countᵢ} over the entries composed as (ε′, δ′) pairs: a lower bound
+    on the composed PLD's mass at an infinite loss (each pair puts δ′ there), so on its δ
+    at every ε (rounded down)."""
+    s = math.fsum(
+        e.count * math.log1p(-float(r.delta_prime or 0.0)) for e, r, n in pairs if n is None
+    )
+    return -math.expm1(s) * (1.0 - 1e-12)
+
+
 def _entry_pld(
     entry: Entry,
     res: Any,
     native: tuple[str, float, float, float] | None,
     di: float,
     pessimistic: bool,
+    meter: Any = None,
 ) -> Any:
-    """One entry's PLD, self-composed ``count`` times."""
+    """One entry's PLD, self-composed ``count`` times (each step charged to ``meter``, a
+    ``fastpld.Meter``, before it is computed)."""
     from ampcalc.accounting import fastpld
 
     pld = _import_pld()
+    if meter is not None and not (native is not None and native[0] == "gaussian"):
+        meter.charge(_entry_points(res, native, di), f"entry {entry.name!r}")
     if native is not None:
         kind, scale, sens, q = native
         if kind == "gaussian":
             # the library's construction, vectorised (accounting.fastpld)
-            one = fastpld.sampled_gaussian_pld(scale, sens, q, di, pessimistic=pessimistic)
+            one = fastpld.sampled_gaussian_pld(
+                scale, sens, q, di, pessimistic=pessimistic, meter=meter
+            )
         else:
             one = pld.from_laplace_mechanism(
                 scale,
@@ -449,7 +539,7 @@ def _entry_pld(
         one = pld.from_two_probability_mass_functions(
             q_pmf, p_pmf, pessimistic_estimate=pessimistic, value_discretization_interval=di
         )
-    return fastpld.self_compose(one, entry.count)
+    return fastpld.self_compose(one, entry.count, meter=meter)
 
 
 def accountant_side(
@@ -461,16 +551,33 @@ def accountant_side(
 ) -> float:
     """The composed ledger's ε at ``delta``: the pessimistic estimate rounded up (read at
     δ less the FFT allowance), or the optimistic one rounded down (at δ plus it); ``inf``
-    when none is finite."""
+    when none is finite.
+
+    Every step is charged to a ``fastpld.Meter`` before it is computed: a composition
+    above the accountant's limits (``pld_points``, ``accountant_work``) is refused
+    (``DesignError``, exit 2) before its memory or time is spent. When the pairs' mass
+    at an infinite loss alone is above the δ read, ε is ``inf`` without composing.
+
+    Raises:
+        CostLimit: the composition is above the accountant's limits.
+    """
     import logging
 
     from ampcalc.accounting import fastpld
 
+    at = delta * (1.0 - FFT_DELTA) if pessimistic else delta * (1.0 + FFT_DELTA)
+    if _pairs_infinity_mass(pairs) > at:
+        return math.inf  # δ(ε) >= the infinity mass > δ at every ε, as composed below
+    check_cost(pairs, di)
     logging.getLogger().setLevel(logging.ERROR)  # the library's notes on its own choices
+    meter = fastpld.Meter()
     total = None
     for entry, res, native in pairs:
-        one = _entry_pld(entry, res, native, di, pessimistic)
-        total = one if total is None else total.compose(one)
+        try:
+            one = _entry_pld(entry, res, native, di, pessimistic, meter)
+            total = fastpld.compose(total, one, meter)
+        except fastpld.CostLimitError as err:
+            raise _refuse(err, entry.where) from None
         step()
     noise = fastpld.fft_noise(total)
     if pessimistic:
@@ -493,8 +600,9 @@ def _accountant(
     lo = accountant_side(pairs, ledger.delta, di, False, step)
     up = up_f if math.isfinite(up_f) else None
     lo = min(lo, up if up is not None else math.inf)
+    lo_out = lo if math.isfinite(lo) else None  # no finite ε at δ: JSON has no inf
     return {
-        "lower": lo,
+        "lower": lo_out,
         "upper": up,
         "delta": ledger.delta,
         "verdict": None if up is not None else "no-guarantee",

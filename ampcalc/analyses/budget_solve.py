@@ -34,6 +34,7 @@ from typing import Any
 
 from ampcalc.analyses import budget as B
 from ampcalc.model.errors import DesignError
+from ampcalc.model.limits import LIMITS, limit
 
 KNOBS = {
     "sigma": ("gaussian", "discrete-gaussian"),
@@ -170,6 +171,7 @@ def _fine_side(
     *,
     upper: bool,
     hi: float,
+    lo: float = 0.0,
     first: tuple[float, float] | None = None,
     evals: int = 4,
 ) -> tuple[float, float] | None:
@@ -205,8 +207,8 @@ def _fine_side(
         x = xb + (math.log(t) - math.log(yb)) / sl + sgn * REL
         if m is not None and fl is not None and not (min(m, fl) < x < max(m, fl)):
             x = 0.5 * (m + fl)
-        if math.exp(x) > hi:
-            break
+        if not lo < math.exp(x) <= hi:  # a step out of the searched range (e.g. a
+            break  # total of 0 on one side: the log-secant has no slope to follow)
         y = f(math.exp(x))
         pts.append((x, y))
         if ok(y) and (best is None or (x < math.log(best[0]) if upper else x > math.log(best[0]))):
@@ -217,7 +219,7 @@ def _fine_side(
     x = pts[-1][0]
     for k in range(40):
         x += sgn * 1e-3 * 2.0**k
-        if math.exp(x) > hi:
+        if not lo < math.exp(x) <= hi:
             return None
         y = f(math.exp(x))
         if ok(y):
@@ -239,6 +241,18 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
             "solving a ledger for its noise needs the ε budget: `target: {epsilon: ..., "
             "delta: ...}` in the ledger, or a `target`"
         )
+    if t > limit("epsilon"):
+        raise DesignError(f"--solve {knob}: the target ε: " + LIMITS["epsilon"].message(t))
+    if t < ledger.discretization:
+        # the accountant rounds every loss by up to one interval: a total below it is
+        # inside its own rounding, and the search cannot tell the scales apart
+        raise DesignError(
+            f"--solve {knob}: the target ε = {t:g} is below the accountant's discretization "
+            f"interval {ledger.discretization:g} (each privacy loss is rounded by up to one "
+            "interval, so totals this small are inside its rounding); solve for a target of "
+            f"at least {ledger.discretization:g}, or give a smaller --discretization "
+            f"(down to {B.DISCRETIZATION_RANGE[0]:g})"
+        )
     idx = _knob_entries(ledger, knob)
     if not idx:
         raise DesignError(
@@ -254,7 +268,16 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
     coarse = min(10.0 * di, 1e-2)
 
     def total(v: float, pessimistic: bool, h: float) -> float:
-        return side_total(_with_value(ledger, idx, v), pessimistic, h)
+        try:
+            return side_total(_with_value(ledger, idx, v), pessimistic, h)
+        except B.CostLimit as err:
+            raise DesignError(
+                f"--solve {knob} with the target ε = {t:g}: the search needs the total at "
+                f"{knob} = {v:.6g}, and there {err.message}; a target this large needs so "
+                "little noise that the accountant cannot resolve it (a smaller target, or a "
+                "coarser discretization)",
+                where=err.where,
+            ) from None
 
     warnings: list[str] = []
     certified: float | None = None
@@ -271,7 +294,7 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
 
         # each side at the ledger's interval: secant steps from the coarse crossing
         # (the coarse slope first, then the two latest points), each checked
-        up = _fine_side(lambda v: total(v, True, di), t, v_c, slope, upper=True, hi=hi)
+        up = _fine_side(lambda v: total(v, True, di), t, v_c, slope, upper=True, hi=hi, lo=lo)
         if up is not None:
             certified, up_at = up
             low0 = total(certified, False, di)
@@ -282,6 +305,7 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
                 slope,
                 upper=False,
                 hi=hi,
+                lo=lo,
                 first=(certified, low0),
             )
             if lw is not None:

@@ -71,8 +71,6 @@ def budget(
 
     Example:  ampcalc budget examples/budget/year.yaml --fail-above 3
     """
-    import dataclasses
-
     from ampcalc.analyses import budget as budget_mod
 
     output = resolve_format(fmt, as_json, out)
@@ -81,7 +79,7 @@ def budget(
     check_option(discretization, "--discretization", budget_mod.DISCRETIZATION)
     led = budget_mod.load_ledger(ledger, overrides=set_ or ())
     if discretization is not None:
-        led = dataclasses.replace(led, discretization=discretization)
+        led = budget_mod.with_discretization(led, discretization)
     if solve is not None:
         return _run_solve(led, solve, target, output)
     with progress_bar("composing the budget") as progress:

@@ -68,6 +68,20 @@ LIMITS: dict[str, Limit] = {
         "forms with no limit",
     ),
     "strata": Limit(100_000, "strata in a stratified design"),
+    "pld_points": Limit(
+        10_000_000,
+        "grid points of one privacy-loss distribution of the PLD accountant (a release, "
+        "its self-composition or a running total)",
+        "fewer releases, or a coarser discretization interval (`budget --discretization`, "
+        "the ledger's `discretization:`)",
+    ),
+    "accountant_work": Limit(
+        40_000_000,
+        "grid points the PLD accountant builds, self-composes and composes in one total "
+        "(summed over the releases or ledger entries)",
+        "fewer or grouped entries (one entry with `count: k` for identical releases), or a "
+        "coarser discretization interval (`budget --discretization`)",
+    ),
     "line_chars": Limit(
         1024 * 1024,
         "characters in one line of a pws sample (its header, or a line read to complete a chunk)",
