@@ -44,7 +44,11 @@ def test_readme_output_blocks_are_real() -> None:
         text=True,
         cwd=ROOT,
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, (
+        proc.stderr + "(a new or changed scheme changes `ampcalc schemes`: regenerate "
+        "docs/schemes.md with python scripts/readme.py docs/schemes.md; see "
+        "docs/contributing.md, step 8)"
+    )
 
 
 def test_readme_check_forgives_only_the_last_units_of_full_precision_numbers() -> None:

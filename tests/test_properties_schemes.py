@@ -377,7 +377,12 @@ def test_calibrated_pws_certifies_nothing_and_meets_its_target() -> None:
 
 def test_every_scheme_has_a_seed() -> None:
     missing = [n for n in schemes.names() if not seeds_of(n)]
-    assert not missing, f"schemes without an example design in examples/designs/: {missing}"
+    assert not missing, (
+        f"schemes without an example design in examples/designs/: {missing}. Add a design "
+        "file for each (e.g. examples/designs/<scheme>.yaml with `sampling: {scheme: <scheme>, "
+        "...}`); every test over the examples then runs it. See docs/contributing.md, step 3 "
+        "(an example design)."
+    )
 
 
 def test_allocation_test_seed_matches_its_closed_form() -> None:

@@ -263,8 +263,10 @@ def audit(f: Formula, n: int, seed: int = 20261123, *, fast: bool = False) -> Au
 def check(f: Formula, n: int, *, fast: bool = False) -> Audit:
     result = audit(f, n, fast=fast)
     assert not result.violations, (
-        f"{f.name}: {len(result.violations)} of {result.points} points fail; first:\n"
-        + "\n".join(result.violations[:5])
+        f"{f.name}: {len(result.violations)} of {result.points} points fail (a bound on the "
+        "wrong side of the exact value, or further from it than the entry's rel_tol: check "
+        "the formula and its outward rounding, and that the oracle states the paper's "
+        "formula; docs/contributing.md, step 4); first:\n" + "\n".join(result.violations[:5])
     )
     return result
 
@@ -2218,10 +2220,39 @@ assert len(BY_NAME) == len(INVENTORY), "duplicate inventory names"
 # --------------------------------------------------------------------------------------
 
 
+#: where a contributor reads how to add inventory entries
+_GUIDE = "docs/contributing.md, step 4 (the soundness audit: four `Formula` entries)"
+
+#: an example entry of each kind, for the failure messages ({s}: the scheme, {m}: its module)
+_EXAMPLE_ENTRY = {
+    "upper": 'Formula("{m}.upper_epsilon", "{s}", "upper", gen_q_eps(...), oracle_fn)',
+    "lower": 'Formula("{m}.lower_epsilon", "{s}", "lower", gen_q_eps(...), oracle_fn)',
+    "certified": (
+        'Formula("{s} certified", "{s}", "certified", gen_{m}_inverse("certified"), '
+        "inverse_oracle(exact_upper_at, exact_inverse))"
+    ),
+}
+
+
+def _missing_entry(name: str, kind: str, what: str) -> str:
+    """The failure message for a scheme whose ``kind`` of formula is not audited."""
+    line = _EXAMPLE_ENTRY[kind].format(s=name, m=name.replace("-", "_"))
+    return (
+        f"{name}: the analysis of its SCHEME.example has {what}, which no INVENTORY entry "
+        f'audits: add a Formula(kind="{kind}") for scheme "{name}" to INVENTORY in '
+        f"tests/test_soundness.py, e.g.\n    {line}\n(the oracle: an exact mpmath formula "
+        f"from tests/oracle*.py; the poisson entries are a model). See {_GUIDE}."
+    )
+
+
 def test_every_registered_scheme_is_audited() -> None:
     covered = {f.scheme for f in INVENTORY}
     missing = [name for name in schemes.names() if name not in covered]
-    assert not missing, f"schemes without a soundness-audit entry: {missing}"
+    assert not missing, (
+        f"schemes without a soundness-audit entry: {missing}. Add Formula entries for "
+        "each (kinds upper, lower, certified and impossible, one per formula the scheme "
+        f"evaluates) to INVENTORY in tests/test_soundness.py. See {_GUIDE}."
+    )
 
 
 #: what each scheme's example analysis evaluates, and the inventory kinds that audit it
@@ -2236,15 +2267,21 @@ def test_each_bound_a_scheme_reports_is_audited(name: str) -> None:
     scheme = schemes.get(name)
     kinds = {f.kind for f in INVENTORY if f.scheme == name}
     if name in _CALIBRATED or scheme.mechanism_form != "epsilon" or not scheme.example:
-        assert kinds, name
+        assert kinds, (
+            f"{name}: no INVENTORY entry in tests/test_soundness.py audits this scheme "
+            '(a calibrated scheme is audited as Formula(kind="calibrated"), see the pws '
+            f"entries). See {_GUIDE}."
+        )
         return
     d = design({"scheme": name, **scheme.example}, "add-remove")
     a = engine.analyse(d)
     if a.upper is not None:
-        assert "upper" in kinds, f"{name}: upper bound not audited"
-        assert "certified" in kinds, f"{name}: certified inverse not audited"
+        assert "upper" in kinds, _missing_entry(name, "upper", "an upper bound")
+        assert "certified" in kinds, _missing_entry(
+            name, "certified", "an upper bound, so `invert` certifies an ε from it"
+        )
     if a.lower is not None:
-        assert "lower" in kinds, f"{name}: lower bound not audited"
+        assert "lower" in kinds, _missing_entry(name, "lower", "a lower bound")
 
 
 @pytest.mark.parametrize("name", [f.name for f in INVENTORY])

@@ -106,7 +106,12 @@ def sampling(rng: random.Random, scheme: str) -> dict[str, Any]:
         if rng.random() < 0.7:
             out["max_size_measure"] = rng.choice([2.0, 5.0])
         return out
-    raise AssertionError(f"no generator for the {scheme} scheme's verify hook")
+    raise AssertionError(
+        f"no generator for the {scheme} scheme's verify hook: add a branch "
+        f'`if scheme == "{scheme}": return {{...}}` with tiny parameters (populations of at '
+        "most 8 records) to sampling() in tests/test_verify_sweep.py. See "
+        "docs/contributing.md, step 5 (`ampcalc verify` and its sweep)."
+    )
 
 
 def design(seed: int, scheme: str) -> dict[str, Any]:
