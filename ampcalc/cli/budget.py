@@ -24,9 +24,8 @@ from ampcalc.cli.app import (
     check_option,
     emit_result,
     resolve_format,
-    say,
 )
-from ampcalc.cli.conventions import OutputOpt, progress_bar
+from ampcalc.cli.conventions import OutputOpt, progress_bar, say
 
 
 @app.command()

@@ -29,10 +29,9 @@ from ampcalc.cli.app import (
     load,
     resolve_format,
     result_text,
-    say,
     version,
 )
-from ampcalc.cli.conventions import OutputOpt, progress_bar, wrote_message
+from ampcalc.cli.conventions import OutputOpt, progress_bar, say, wrote_message
 from ampcalc.load.files import excerpt
 from ampcalc.model.references import PWS
 from ampcalc.records.pws_files import (

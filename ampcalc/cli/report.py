@@ -13,7 +13,8 @@ from typing import Annotated
 
 import typer
 
-from ampcalc.cli.app import ExitCode, SetOpt, app, check_option, load, say, version
+from ampcalc.cli.app import ExitCode, SetOpt, app, check_option, load, version
+from ampcalc.cli.conventions import say
 
 
 @app.command()

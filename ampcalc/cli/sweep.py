@@ -23,10 +23,9 @@ from ampcalc.cli.app import (
     check_option,
     emit_result,
     resolve_format,
-    say,
     version,
 )
-from ampcalc.cli.conventions import OutputOpt, progress_bar
+from ampcalc.cli.conventions import OutputOpt, progress_bar, say
 
 if TYPE_CHECKING:
     from ampcalc.output.columns import Piece

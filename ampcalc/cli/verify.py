@@ -27,9 +27,8 @@ from ampcalc.cli.app import (
     app,
     emit_result,
     resolve_format,
-    say,
 )
-from ampcalc.cli.conventions import OutputOpt, Progress, progress_bar
+from ampcalc.cli.conventions import OutputOpt, Progress, progress_bar, say
 from ampcalc.model.errors import printable
 
 

@@ -23,9 +23,8 @@ from ampcalc.cli.app import (
     emit_result,
     load,
     result_text,
-    say,
 )
-from ampcalc.cli.conventions import Progress, progress_bar, wrote_message
+from ampcalc.cli.conventions import Progress, progress_bar, say, wrote_message
 from ampcalc.load.files import atomic_write, refuse_input_as_output
 from ampcalc.model.references import DERIVATIONS
 

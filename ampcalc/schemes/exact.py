@@ -526,7 +526,7 @@ def _envelope(y: np.ndarray, pairs: Pairs) -> np.ndarray | None:
         ),
         shape=(n + 1, n + 1),
     ).tocsr()
-    u = 1.0 - dijkstra(graph, directed=True, indices=n)[:n]
+    u: np.ndarray = 1.0 - dijkstra(graph, directed=True, indices=n)[:n]
     if not np.all(np.isfinite(u)):
         return None  # a sample no neighbour path reaches
     if np.any(np.abs(u[ij[:, 0]] - u[ij[:, 1]]) > eps - margin / 2.0):
@@ -619,7 +619,10 @@ def _solve_pure(a: np.ndarray, b: np.ndarray, pairs: Pairs) -> Solved:
     from scipy.optimize import linprog
 
     n = a.size
-    value, low, high, reason = None, None, None, None
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    reason: str | None = None
     for scaled in (False, True):
         mat, eps, w = _cone_rows(pairs, n, scaled)
         zeros = np.zeros(mat.shape[0])
@@ -653,9 +656,9 @@ def _solve_pure(a: np.ndarray, b: np.ndarray, pairs: Pairs) -> Solved:
                 low = got if low is None else max(low, got)
             marg = getattr(getattr(res, "ineqlin", None), "marginals", None)
             if marg is not None:
-                got = _dual_bound(a, b, pairs, eps, w, -np.asarray(marg, dtype=float))
-                if got is not None:
-                    high = got if high is None else min(high, got)
+                dual = _dual_bound(a, b, pairs, eps, w, -np.asarray(marg, dtype=float))
+                if dual is not None:
+                    high = dual if high is None else min(high, dual)
             if low is not None and high is not None and high - low <= CERTIFIED_GAP:
                 # settled: the solver's ratio, kept inside the certified ends
                 return Solved(min(max(this, low), high), low, high, None)
