@@ -169,7 +169,7 @@ class KeyLog:
         self._set = _SortedRuns()
         self._hashes: list[np.ndarray] = []  # each chunk's hashes, in file order
         self._keys: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # buf, start, end
-        self._lines: list[Sequence[int]] = []
+        self._lines: list[Sequence[int] | np.ndarray] = []
         self._dup: tuple[str, int, int] | None = None
 
     def add(

@@ -149,7 +149,8 @@ def reporting_probabilities(
     pi: np.ndarray = q.copy()
     idx = np.flatnonzero(binds)
     k = 0
-    base, ql = 0, []  # q[base : base + len(ql)] as Python floats, a block at a time
+    base = 0
+    ql: list[float] = []  # q[base : base + len(ql)] as Python floats, a block at a time
     while k < idx.size:
         i = int(idx[k])
         p = 0.0 if i == 0 else float(q[i - 1])
@@ -319,6 +320,7 @@ def frequency_rows(
     pi: np.ndarray | None = None,
     *,
     max_entries: int | None = None,
+    repeats: bool = True,
 ) -> Rows:
     """Algorithm 4 of 004 (spec B6): rows π_{i,•} over j = 0..i, banded.
 
@@ -336,6 +338,7 @@ def frequency_rows(
         not computed; ``Rows`` gives them (the same floats a computation would give).
     ``max_entries``: raise ``RowsTooLong`` once more band entries than this were
         computed without a repeat (the caller's cost limit).
+    ``repeats=False``: compute every row (the reference the repeats are tested against).
     """
     q = np.asarray(q, dtype=float)
     if pi is None:
@@ -344,7 +347,7 @@ def frequency_rows(
     zero = [1.0]
     lo = [1]
     band: list[np.ndarray] = [np.zeros(0)]
-    steady = constant_from(np.asarray(pi, dtype=float))
+    steady = constant_from(np.asarray(pi, dtype=float)) if repeats else q.size + 1
     seen: dict[tuple[int, float, int], int] = {}
     entries = 0
     n = q.size
