@@ -270,6 +270,13 @@ def sanitize_cmd(
             show_default=False,
         ),
     ] = None,
+    dashboard: Annotated[
+        bool,
+        typer.Option(
+            "--dashboard",
+            help="Dask engine: start the cluster's dashboard on 127.0.0.1 and print its address.",
+        ),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the run's summary as JSON (needs --output).")
     ] = False,
@@ -311,7 +318,7 @@ def sanitize_cmd(
     if engine == "dask":
         return _sanitize_dask(
             d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
-            chunk, verify, scheduler, workers, as_json,
+            chunk, verify, scheduler, workers, as_json, dashboard,
         )  # fmt: skip
     from ampcalc.records.pws_stream import sanitise_sample, write_chunk
 
@@ -375,14 +382,16 @@ def _sanitize_dask(
     d: Any, params: Any, san: PwsSanitiser, sample: str, output: str | None,
     output_fmt: str | None, seed: int, frequencies: bool, no_extend: bool, chunk: int,
     verify: bool, scheduler: str | None, workers: int, as_json: bool,
+    dashboard: bool = False,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same checks and summary."""
+    from ampcalc.cli.weights import dashboard_note
     from ampcalc.records import distributed
 
     t = distributed.run_sanitize(
         params, san, sample=sample, output=output, fmt=output_fmt, seed=seed,
         frequencies=frequencies, extend=not no_extend, chunk=chunk, address=scheduler,
-        workers=workers,
+        workers=workers, dashboard=dashboard_note if dashboard else None,
     )  # fmt: skip
     n = t["rows_computed_up_to"]
     if verify:

@@ -47,6 +47,13 @@ SchedulerOpt = Annotated[
         show_default=False,
     ),
 ]
+DashboardOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dashboard",
+        help="Dask engine: start the cluster's dashboard on 127.0.0.1 and print its address.",
+    ),
+]
 OutputFormatOpt = Annotated[
     str | None,
     typer.Option(
@@ -99,6 +106,7 @@ def weights(
     output_fmt: OutputFormatOpt = None,
     workers: WorkersOpt = 2,
     scheduler: SchedulerOpt = None,
+    dashboard: DashboardOpt = False,
     as_json: SummaryJsonOpt = False,
 ) -> int:
     """Per-record probabilities q*(x) and weights w*(x) of an importance design (CSV).
@@ -163,7 +171,7 @@ def weights(
     if dask:
         return _weights_dask(
             d, params, profile, k0, eps_star, inputs, output, output_fmt, sample, seed,
-            scheduler, workers, as_json,
+            scheduler, workers, as_json, dashboard,
         )  # fmt: skip
     if fig.outside.any():
         rows = ", ".join(str(int(i)) for i in np.flatnonzero(fig.outside)[:10])
@@ -351,6 +359,7 @@ def _weights_dask(
     d: Any, params: Any, profile: Any, k0: float, eps_star: float | None,
     inputs: str | None, output: str | None, output_fmt: str | None, sample: bool,
     seed: int | None, scheduler: str | None, workers: int, as_json: bool,
+    dashboard: bool = False,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same warnings and summary."""
     from ampcalc.records import distributed
@@ -359,6 +368,7 @@ def _weights_dask(
     t = distributed.run_weights(
         params, profile, k0, eps_star, inputs=source, output=output, fmt=output_fmt,
         sample=sample, seed=seed, address=scheduler, workers=workers,
+        dashboard=dashboard_note if dashboard else None,
     )  # fmt: skip
     if t["outside"]:
         rows = ", ".join(str(i) for i in t["outside_rows"])
@@ -388,3 +398,8 @@ def _weights_dask(
     if as_json:
         emit(text)
     return int(ExitCode.OK)
+
+
+def dashboard_note(url: str) -> None:
+    """``--dashboard``: where the Dask dashboard is (stderr)."""
+    say(f"Dask dashboard: {url}")

@@ -6,9 +6,9 @@ repeat and of the first occurrence. A dict of every key with its line cost most 
 key hash, ``math.pws.key_hashes``, computed once for the coins and this) and compared
 as strings only where a hash ties: with 64-bit hashes a tie between different keys is
 a ~n²/2⁶⁵ event, so the keys are kept compactly (UTF-8 bytes in numpy arrays) and read
-only then. ``KeyLog`` (what ``pws sanitize`` uses) sorts all hashes once, at the end;
-``KeySet`` keeps them sorted as chunks arrive (one merge per chunk) and reports a
-duplicate at the chunk that holds it.
+only then. ``KeyLog`` (what ``pws sanitize`` uses) keeps the hashes seen in sorted runs
+and reports a duplicate at the chunk that holds it; ``KeySet`` keeps them in one
+sorted array (one merge of everything per chunk).
 """
 
 from __future__ import annotations
@@ -88,18 +88,89 @@ class KeySet:
         return None
 
 
-class KeyLog:
-    """Keys of a whole sample, checked for duplicates once, at the end (``first``).
+#: runs of a size merged into one (``_SortedRuns``)
+_FAN = 4
 
-    Each chunk adds its keys' 64-bit hashes and the keys themselves as byte ranges of
-    its UTF-8 text (``load.bytecols.ByteColumn``); ``first`` sorts all hashes once and
-    compares keys only where hashes tie. A merge per chunk (``KeySet``) cost a pass over
-    every hash seen so far for each chunk."""
+
+class _SortedRuns:
+    """A set of 64-bit values: sorted runs of growing sizes (``_FAN`` runs of a size
+    merged into one, as a counter in base ``_FAN`` carries: O(log) runs, each value
+    re-sorted O(log) times) behind a bit array indexed by a value's top bits (8 to 64
+    bits a value, so most values not in the set are told apart there, without a binary
+    search in every run). The values are the sanitiser's mixed hashes, so their top
+    bits are uniform."""
 
     def __init__(self) -> None:
-        self._hashes: list[np.ndarray] = []
-        self._keys: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._lines: list[Sequence[int]] = []
+        self._runs: list[np.ndarray] = []
+        self._count = 0
+        self._k = 16
+        self._bits = np.zeros(1 << (self._k - 3), dtype=np.uint8)
+
+    def contains(self, values: np.ndarray) -> np.ndarray:
+        """Which of ``values`` (uint64, sorted) are in the set."""
+        out = np.zeros(values.size, dtype=bool)
+        if not self._runs:
+            return out
+        b = values >> np.uint64(64 - self._k)
+        maybe = np.flatnonzero(
+            (self._bits[b >> np.uint64(3)] >> (b & np.uint64(7)).astype(np.uint8)) & 1
+        )
+        if maybe.size:
+            sub = values[maybe]
+            hit = np.zeros(sub.size, dtype=bool)
+            for run in self._runs:
+                pos = np.searchsorted(run, sub)
+                np.minimum(pos, run.size - 1, out=pos)
+                hit |= run[pos] == sub
+            out[maybe[hit]] = True
+        return out
+
+    def add(self, values: np.ndarray) -> None:
+        """Add ``values`` (uint64, sorted, distinct, none in the set yet)."""
+        if not values.size:
+            return
+        self._count += values.size
+        if self._count * 8 > 1 << self._k:  # rebuilt at 32 to 64 bits a value
+            self._k = min(40, (self._count * 32).bit_length())
+            self._bits = np.zeros(1 << (self._k - 3), dtype=np.uint8)
+            for run in self._runs:
+                self._mark(run)
+        self._mark(values)
+        runs = self._runs
+        runs.append(values)
+        while len(runs) >= _FAN and runs[-_FAN].size <= runs[-1].size:
+            merged = np.concatenate(runs[-_FAN:])
+            merged.sort()
+            runs[-_FAN:] = [merged]
+
+    def _mark(self, values: np.ndarray) -> None:
+        """Set the bits of ``values`` (sorted: their bytes come in runs)."""
+        if not values.size:
+            return
+        b = values >> np.uint64(64 - self._k)
+        byte = b >> np.uint64(3)
+        bit = np.left_shift(1, (b & np.uint64(7)).astype(np.uint8), dtype=np.uint8)
+        first = np.flatnonzero(np.concatenate(([True], byte[1:] != byte[:-1])))
+        self._bits[byte[first]] |= np.bitwise_or.reduceat(bit, first)
+
+
+class KeyLog:
+    """Keys of a sample read chunk by chunk, each chunk checked for a duplicate as it is
+    added (``add``): the first repeat is reported at the chunk that holds it, before
+    the rest of the input is read.
+
+    Kept per key seen: its 64-bit hash (twice: in the sorted runs of ``_SortedRuns``
+    and in file order per chunk), its UTF-8 bytes (the chunk's text, or the keys'
+    bytes copied out of it where the other columns take most of it) and its line. Keys
+    are compared as bytes only where hashes tie, so different keys with one hash are
+    not duplicates. About 26 bytes a key plus the keys' bytes."""
+
+    def __init__(self) -> None:
+        self._set = _SortedRuns()
+        self._hashes: list[np.ndarray] = []  # each chunk's hashes, in file order
+        self._keys: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # buf, start, end
+        self._lines: list[Sequence[int] | np.ndarray] = []
+        self._dup: tuple[str, int, int] | None = None
 
     def add(
         self,
@@ -108,35 +179,84 @@ class KeyLog:
         start: np.ndarray,
         end: np.ndarray,
         lines: Sequence[int],
-    ) -> None:
+    ) -> tuple[str, int, int] | None:
         """A chunk's keys ``buf[start[i]:end[i]]`` at file lines ``lines``, with their
-        ``math.pws.key_hashes``."""
-        small = np.int32 if buf.size < 2**31 else np.int64
-        self._hashes.append(np.asarray(hashes, dtype=np.uint64).view(np.int64))
-        self._keys.append((buf, start.astype(small), end.astype(small)))
-        self._lines.append(lines)
+        ``math.pws.key_hashes``: the first of them (in file order) that repeats an
+        earlier key, as (key, its line, the line of its first occurrence), or ``None``
+        (the chunk is then kept). After a duplicate, further chunks are not looked at."""
+        if self._dup is not None:
+            return self._dup
+        if len(start) == 0:
+            return None
+        h = np.asarray(hashes, dtype=np.uint64)
+        distinct = np.sort(h)
+        tie = distinct[1:] == distinct[:-1]
+        seen = self._set.contains(distinct)  # a hash seen in an earlier chunk
+        cand = np.isin(h, distinct[seen]) if seen.any() else np.zeros(h.size, dtype=bool)
+        if tie.any():  # a hash twice in this chunk
+            cand |= np.isin(h, distinct[1:][tie])
+            distinct = np.unique(distinct)
+        if cand.any():
+            for i in np.flatnonzero(cand).tolist():
+                key = buf[int(start[i]) : int(end[i])].tobytes()
+                first = self._earlier(key, h[i], h[:i], buf, start, end, lines)
+                if first is not None:
+                    self._dup = (key.decode(), int(lines[i]), first)
+                    return self._dup
+            distinct = distinct[~self._set.contains(distinct)]
+        self._set.add(distinct)
+        self._keep(h, buf, start, end, lines)
+        return None
 
     def first(self) -> tuple[str, int, int] | None:
-        """The first key (in file order) that repeats an earlier one, as (key, its
-        line, the line of its first occurrence), or ``None``."""
-        if not self._hashes:
-            return None
-        every = np.concatenate(self._hashes)
-        every.sort()
-        tie = every[1:] == every[:-1]
-        if not tie.any():
-            return None
-        tied = np.unique(every[1:][tie])
-        del every
-        seen: dict[bytes, int] = {}
-        for h, (buf, start, end), lines in zip(self._hashes, self._keys, self._lines, strict=True):
-            for j in np.flatnonzero(np.isin(h, tied)).tolist():
-                key = buf[int(start[j]) : int(end[j])].tobytes()
-                earlier = seen.get(key)
-                if earlier is not None:
-                    return key.decode(), int(lines[j]), earlier
-                seen[key] = int(lines[j])
+        """The duplicate ``add`` found, or ``None``."""
+        return self._dup
+
+    def _earlier(
+        self,
+        key: bytes,
+        value: np.uint64,
+        before: np.ndarray,
+        buf: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        lines: Sequence[int],
+    ) -> int | None:
+        """The line of ``key`` in an earlier chunk (keys kept are distinct) or earlier
+        in this one (``before``: the hashes of the chunk's keys before it)."""
+        for hashes, (kb, ks, ke), lns in zip(self._hashes, self._keys, self._lines, strict=True):
+            for j in np.flatnonzero(hashes == value).tolist():
+                if kb[int(ks[j]) : int(ke[j])].tobytes() == key:
+                    return int(lns[j])
+        for j in np.flatnonzero(before == value).tolist():
+            if buf[int(start[j]) : int(end[j])].tobytes() == key:
+                return int(lines[j])
         return None
+
+    def _keep(
+        self,
+        h: np.ndarray,
+        buf: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        lines: Sequence[int],
+    ) -> None:
+        start = np.asarray(start, dtype=np.int64)
+        end = np.asarray(end, dtype=np.int64)
+        width = end - start
+        total = int(width.sum())
+        if 2 * total < buf.size:
+            # the other columns take most of the text: copy the keys' bytes back to back
+            # (byte k of the copy is byte k + (start − where the key lands) of the text)
+            end = np.cumsum(width)
+            shift = np.repeat(start - (end - width), width)
+            shift += np.arange(total, dtype=np.int64)
+            buf, start = buf[shift], end - width
+            del shift
+        small = np.int32 if buf.size < 2**31 else np.int64
+        self._keys.append((buf, start.astype(small), end.astype(small)))
+        self._hashes.append(h)
+        self._lines.append(lines if isinstance(lines, range) else np.asarray(lines, np.int64))
 
 
 def _compact(keys: list[str], raw: np.ndarray | None) -> np.ndarray:

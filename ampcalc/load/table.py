@@ -541,7 +541,8 @@ def first_header(
     """The stripped cells of a CSV file's first line (its header)."""
     make = error or _default_error
     with open_input(path, what=what, error=make) as fh:
-        return [c.strip() for c in next(csv.reader([fh.readline()]), [])]
+        first = fh.readline().removeprefix(_BOM)
+        return [c.strip() for c in next(csv.reader([first]), [])]
 
 
 def count_rows(path: str | os.PathLike[str], *, header: bool, what: str = "data file") -> int:
@@ -560,6 +561,8 @@ def count_rows(path: str | os.PathLike[str], *, header: bool, what: str = "data 
 # --------------------------------------------------------------------------------------
 
 Rows = Iterator[tuple[list[str], Sequence[int], list[list[str]]]]
+
+_BOM = "\ufeff"  # a UTF-8 byte-order mark, as decoded
 
 
 def bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
@@ -618,8 +621,10 @@ def stream_rows(
     cap = LIMITS["line_chars"].value
 
     def lines() -> Iterator[str]:
-        while text := bounded_line(fh, cap, path, start):
+        text = bounded_line(fh, cap, path, start).removeprefix(_BOM)
+        while text:
             yield text
+            text = bounded_line(fh, cap, path, start)
 
     try:
         reader = csv.reader(lines())
@@ -663,12 +668,15 @@ def stream_columns(
     chunks go through the csv module; blank lines are skipped. Every row must have the
     header's width. ``split(text, width)``: the columns of a chunk without quotes in
     another form, one entry a line (``load.bytecols.split_bytes``), or ``None`` to
-    split it here (it must for blank lines)."""
+    split it here (it must for blank lines). A UTF-8 byte-order mark before the first
+    line is dropped. A header and no rows yields one chunk of no rows (the caller learns
+    the header: ``pws sanitize`` writes it)."""
     start = 1
+    yielded = 0
     fh = _open_stream(path, what, None)
     try:
         cap = LIMITS["line_chars"].value
-        first = bounded_line(fh, cap, path, 1)
+        first = bounded_line(fh, cap, path, 1).removeprefix(_BOM)
         if not first.strip():
             raise DesignError(f"{path}: empty file (expected {expected})")
         parsed = next(csv.reader([first]))
@@ -680,6 +688,8 @@ def stream_columns(
             text = pending + fh.read(size)
             pending = ""
             if not text:
+                if not yielded:
+                    yield header, range(start, start), [[] for _ in header]
                 break
             if not text.endswith("\n"):
                 more = fh.readline(cap + 1)
@@ -695,6 +705,7 @@ def stream_columns(
             if split is not None and text and '"' not in text:
                 if (parts := split(text, width)) is not None:
                     n = len(parts[0])
+                    yielded += n
                     yield header, range(start, start + n), parts
                     start += n
                     continue
@@ -714,6 +725,7 @@ def stream_columns(
                     lns.append(start + rdr.line_num - 1)
                 start += text.count("\n") + 1
                 if rows:
+                    yielded += len(rows)
                     yield header, lns, [list(c) for c in zip(*rows, strict=True)]
                 continue
             lines = text.split("\n")
@@ -728,6 +740,7 @@ def stream_columns(
                             f"({excerpt_names(header)}), got {got}"
                         )
             cols = [flat[c::width] for c in range(width)]
+            yielded += n
             yield header, range(start, start + n), cols
             start += n
     except UnicodeDecodeError:

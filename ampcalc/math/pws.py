@@ -18,13 +18,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
 METHODS = ("ppswor", "priority", "none")
+_T = TypeVar("_T")
 
 
 def inclusion_probabilities(
@@ -41,7 +44,9 @@ def inclusion_probabilities(
     with np.errstate(over="ignore"):  # f = inf gives q = 1, as it should
         f = i if weight_power == 1 else i**weight_power
     if method == "ppswor":
-        return -np.expm1(-threshold * f)
+        x = np.multiply(f, -threshold, out=f if f is i else None)
+        np.expm1(x, out=x)
+        return np.negative(x, out=x)
     if method == "priority":
         return np.minimum(1.0, threshold * f)
     raise ValueError(f"unknown method {method!r}")
@@ -65,6 +70,7 @@ def _step_consts(eps: float) -> tuple[float, float]:
 
 
 _U = 2.0**-53  # unit roundoff
+_BLOCK = 1 << 16  # q values converted to Python floats at a time by the scalar steps
 
 
 def _alg3_step(p: float, qi: float, e_dn: float, en_up: float, delta: float) -> float:
@@ -127,21 +133,32 @@ def reporting_probabilities(
     en_up = math.nextafter(e_neg, math.inf)
     qprev = np.concatenate(([0.0], q[:-1]))
     with np.errstate(over="ignore", invalid="ignore"):
-        g = np.minimum(e_pos * qprev + delta, 1.0 + e_neg * (qprev + delta - 1.0))
-        g = g * (1.0 - 64.0 * _U) - 2.0**-50  # below the scalar step's terms
+        # g = min(e^ε q_{i−1} + δ, 1 + e^{−ε}(q_{i−1} + δ − 1)), in place (two arrays of n)
+        g = np.multiply(qprev, e_pos)
+        g += delta
+        qprev += delta
+        qprev -= 1.0
+        qprev *= e_neg
+        qprev += 1.0
+        np.minimum(g, qprev, out=g)
+        del qprev
+        g *= 1.0 - 64.0 * _U
+        g -= 2.0**-50  # below the scalar step's terms
     binds = q > g  # π_i < q_i may happen when π_{i−1} = q_{i−1}
+    del g
     pi: np.ndarray = q.copy()
     idx = np.flatnonzero(binds)
     k = 0
-    ql = None
+    base = 0
+    ql: list[float] = []  # q[base : base + len(ql)] as Python floats, a block at a time
     while k < idx.size:
         i = int(idx[k])
-        if ql is None:
-            ql = q.tolist()
-        p = 0.0 if i == 0 else ql[i - 1]
+        p = 0.0 if i == 0 else float(q[i - 1])
         start = True  # π_{i−1} = q_{i−1} (or i = 1)
         while i < n:
-            qi = ql[i]
+            if not base <= i < base + len(ql):
+                base, ql = i, q[i : i + _BLOCK].tolist()
+            qi = ql[i - base]
             p = _alg3_step(p, qi, e_dn, en_up, delta)
             if start and p < qi and exact is not None:
                 if _keeps_exact(exact, i + 1, e_dn, en_up, delta):
@@ -171,32 +188,97 @@ def settled_index(q: np.ndarray, pi: np.ndarray) -> int | None:
 # --------------------------------------------------------------------------------------
 
 
+class _Repeating(Sequence[_T]):
+    """A list of Algorithm 4's per-row values (``zero``, ``lo`` or ``band``): the rows
+    computed, then rows ``start``.. ``start + period − 1`` repeated up to row ``size − 1``
+    (``lo`` shifted along: ``shift``). See ``frequency_rows``."""
+
+    __slots__ = ("_head", "_period", "_shift", "_size", "_start")
+
+    def __init__(self, head: list[Any], size: int, start: int, period: int, shift: bool) -> None:
+        self._head = head
+        self._size = size
+        self._start = start
+        self._period = period
+        self._shift = shift
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, i: int) -> _T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[_T]: ...
+    def __getitem__(self, i: int | slice) -> _T | list[_T]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._size))]
+        k = operator.index(i)
+        if k < 0:
+            k += self._size
+        if not 0 <= k < self._size:
+            raise IndexError(i)
+        if k < len(self._head):
+            return self._head[k]  # type: ignore[no-any-return]
+        base = self._start + (k - self._start) % self._period
+        value = self._head[base]
+        return value + (k - base) if self._shift else value  # type: ignore[no-any-return]
+
+    def base(self, k: int) -> int:
+        """The computed row that row ``k`` repeats (``k`` itself if computed)."""
+        if k < len(self._head):
+            return k
+        return self._start + (k - self._start) % self._period
+
+
 @dataclass
 class Rows:
     """Banded rows of Algorithm 4: row i has π_{i,0} = ``zero[i]`` and entries
-    π_{i,j} for j = ``lo[i]`` .. ``lo[i] + len(band[i]) − 1`` (index 0 is i = 0)."""
+    π_{i,j} for j = ``lo[i]`` .. ``lo[i] + len(band[i]) − 1`` (index 0 is i = 0).
+
+    ``computed``: rows 0..computed − 1 were computed one by one; every later row is one
+    of the last ``period`` of them moved up (``frequency_rows``), so they are not
+    stored. ``computed`` is n + 1 when no row repeats."""
 
     eps: float
     delta: float
     q: np.ndarray  # q_1..q_n
     pi: np.ndarray  # π_1..π_n
-    zero: list[float]
-    lo: list[int]
-    band: list[np.ndarray]
+    zero: Sequence[float]
+    lo: Sequence[int]
+    band: Sequence[np.ndarray]
+    computed: int = -1
+    period: int = 0
     #: ``token_cdf`` of the rows asked for so far
-    _cdf: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _cdf: dict[tuple[int, float], np.ndarray] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if self.computed < 0:
+            self.computed = len(self.band)
 
     @property
     def n(self) -> int:
         return len(self.band) - 1
 
+    @property
+    def width(self) -> int:
+        """The widest band (of the rows computed: the others repeat them)."""
+        return max(self.band[i].size for i in range(self.computed))
+
+    def _base(self, i: int) -> int:
+        band = self.band
+        return band.base(i) if isinstance(band, _Repeating) else i
+
     def token_cdf(self, w: int) -> np.ndarray:
         """Cumulative sums of row w's band over q_w, from its top entry down (what the
-        sanitiser's tokens invert); computed once per row."""
-        cum = self._cdf.get(w)
+        sanitiser's tokens invert); computed once per row (once for the rows that repeat
+        one row at the same q_w)."""
+        key = (self._base(w), float(self.q[w - 1]))
+        cum = self._cdf.get(key)
         if cum is None:
             b = self.band[w] / self.q[w - 1]
-            cum = self._cdf[w] = np.cumsum(b[::-1])
+            cum = self._cdf[key] = np.cumsum(b[::-1])
         return cum
 
     def dense(self, i: int) -> np.ndarray:
@@ -204,7 +286,8 @@ class Rows:
         out = np.zeros(i + 1)
         out[0] = self.zero[i]
         b = self.band[i]
-        out[self.lo[i] : self.lo[i] + b.size] = b
+        lo = self.lo[i]
+        out[lo : lo + b.size] = b
         return out
 
     def entry(self, i: int, j: int) -> float:
@@ -213,7 +296,32 @@ class Rows:
         return float(b[j - lo]) if lo <= j < lo + b.size else 0.0
 
 
-def frequency_rows(q: np.ndarray, eps: float, delta: float, pi: np.ndarray | None = None) -> Rows:
+class RowsTooLong(ValueError):
+    """``frequency_rows`` stopped: computing the rows one by one would take more than
+    ``max_entries`` band entries (``entries`` so far, at row ``row``)."""
+
+    def __init__(self, entries: int, row: int) -> None:
+        super().__init__(f"{entries} band entries computed by row {row}")
+        self.entries = entries
+        self.row = row
+
+
+def constant_from(pi: np.ndarray) -> int:
+    """The smallest c (1-based) with π_i = π_c for every i >= c in the array (1 for an
+    empty or constant array): from there on Algorithm 4's rows can repeat."""
+    change = np.flatnonzero(pi[1:] != pi[:-1])
+    return int(change[-1]) + 2 if change.size else 1
+
+
+def frequency_rows(
+    q: np.ndarray,
+    eps: float,
+    delta: float,
+    pi: np.ndarray | None = None,
+    *,
+    max_entries: int | None = None,
+    repeats: bool = True,
+) -> Rows:
     """Algorithm 4 of 004 (spec B6): rows π_{i,•} over j = 0..i, banded.
 
     Basis: 004_219872908bad6779.txt Alg. 4, Thm. 5.1 (within outputs j <= i).
@@ -222,6 +330,15 @@ def frequency_rows(q: np.ndarray, eps: float, delta: float, pi: np.ndarray | Non
         for j < i; then the rest R = π_i − S_{i−1} pushed to high j while the suffix
         constraint T_j <= e^ε Σ_{h>=j} π_{i−1,h} + δ allows.
     Numerics: differences of prefix sums; the DP self-check ``dp_check`` verifies it.
+    Repeats: row i is a function of π_i, π_{i−1} and row i − 1 taken relative to i
+        (its band and lo − i), the same float operations wherever the row sits. So once
+        π is constant (from ``constant_from(pi)``), a row equal to an earlier one of that
+        stretch, bit for bit and relative to its index, starts a cycle: every later row
+        is the row ``period`` places before it, moved up by ``period``. Those rows are
+        not computed; ``Rows`` gives them (the same floats a computation would give).
+    ``max_entries``: raise ``RowsTooLong`` once more band entries than this were
+        computed without a repeat (the caller's cost limit).
+    ``repeats=False``: compute every row (the reference the repeats are tested against).
     """
     q = np.asarray(q, dtype=float)
     if pi is None:
@@ -230,7 +347,12 @@ def frequency_rows(q: np.ndarray, eps: float, delta: float, pi: np.ndarray | Non
     zero = [1.0]
     lo = [1]
     band: list[np.ndarray] = [np.zeros(0)]
-    for i in range(1, q.size + 1):
+    steady = constant_from(np.asarray(pi, dtype=float)) if repeats else q.size + 1
+    seen: dict[tuple[int, float, int], int] = {}
+    entries = 0
+    n = q.size
+    repeat: tuple[int, int] | None = None  # (first row of the cycle, period)
+    for i in range(1, n + 1):
         p_i = float(pi[i - 1])
         z = 1.0 - p_i
         prev_lo, prev = lo[-1], band[-1]
@@ -239,6 +361,9 @@ def frequency_rows(q: np.ndarray, eps: float, delta: float, pi: np.ndarray | Non
         if prev.size == 0:
             start = i
         width = i - start + 1
+        entries += width
+        if max_entries is not None and entries > max_entries:
+            raise RowsTooLong(entries, i)
         prev_full = np.zeros(width)  # π_{i−1,j} for j = start..i (j = i is 0)
         off = prev_lo - start
         if prev.size:
@@ -273,11 +398,31 @@ def frequency_rows(q: np.ndarray, eps: float, delta: float, pi: np.ndarray | Non
         else:
             row = np.zeros(0)
             new_lo = i
+        if i >= steady:
+            key = (new_lo - i, z, hash(row.tobytes()))
+            j = seen.get(key)
+            if j is not None and band[j].tobytes() == row.tobytes():
+                repeat = (j, i - j)
+                break
+            seen[key] = i
         zero.append(z)
         lo.append(new_lo)
         band.append(row)
+    if repeat is None:
+        return Rows(eps=eps, delta=delta, q=q, pi=np.asarray(pi, dtype=float), zero=zero,
+                    lo=lo, band=band)  # fmt: skip
+    first, period = repeat
+    size = n + 1
     return Rows(
-        eps=eps, delta=delta, q=q, pi=np.asarray(pi, dtype=float), zero=zero, lo=lo, band=band
+        eps=eps,
+        delta=delta,
+        q=q,
+        pi=np.asarray(pi, dtype=float),
+        zero=_Repeating(zero, size, first, period, shift=False),
+        lo=_Repeating(lo, size, first, period, shift=True),
+        band=_Repeating(band, size, first, period, shift=False),
+        computed=len(band),
+        period=period,
     )
 
 
@@ -293,10 +438,12 @@ def hockey_stick(p: np.ndarray, r: np.ndarray, eps: float) -> float:
 
 def dp_check(rows: Rows) -> float:
     """Largest hockey-stick divergence between consecutive rows, both directions
-    (spec B1: exact accounting; must be <= δ)."""
+    (spec B1: exact accounting; must be <= δ). Rows that repeat earlier ones
+    (``frequency_rows``) pair up as the rows they repeat, moved up: the pairs up to the
+    first repeated row are all the pairs there are."""
     worst = 0.0
     prev = np.array([1.0])
-    for i in range(1, rows.n + 1):
+    for i in range(1, min(rows.n, rows.computed) + 1):
         cur = rows.dense(i)
         worst = max(worst, hockey_stick(cur, prev, rows.eps), hockey_stick(prev, cur, rows.eps))
         prev = cur

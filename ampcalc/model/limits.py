@@ -92,6 +92,13 @@ LIMITS: dict[str, Limit] = {
         "largest frequency the sanitiser extends its table to (rows above max_frequency)",
         "check the frequency column: a key's frequency counts its elements",
     ),
+    "pws_row_entries": Limit(
+        100_000_000,
+        "entries of Algorithm 4's rows computed one by one by `pws sanitize --frequencies` "
+        "(rows up to where π_i stops changing, about 2L(ε, δ) + 2 entries each)",
+        "drop --frequencies (keys only), or use a design whose q_i reaches 1 at a lower "
+        "frequency (a larger threshold τ or weight_power)",
+    ),
     "pws_rows": Limit(
         10_000,
         "rows of the PWS table reported by bound/invert (`max_frequency`)",

@@ -33,7 +33,7 @@ import math
 import re
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,14 +194,27 @@ _MMAP_THRESHOLD = 1 << 28
 
 
 @contextlib.contextmanager
-def scheduler(address: str | None, workers: int) -> Iterator[Any]:
+def scheduler(
+    address: str | None, workers: int, dashboard: Callable[[str], None] | None = None
+) -> Iterator[Any]:
     """What ``dask.compute(..., scheduler=...)`` gets.
 
     ``None``: a ``distributed.LocalCluster`` of ``workers`` processes (one thread each),
-    closed afterwards. ``synchronous``/``threads``/``processes``: dask's local
-    schedulers. Anything else: the address of a running scheduler.
+    closed afterwards. It listens on the loopback interface only (scheduler, its HTTP
+    server, nanny and worker ports) and starts no dashboard unless ``dashboard`` is
+    given, which is then called with the dashboard's address (127.0.0.1, a free port);
+    without it the scheduler's HTTP server has no routes. Its worker processes
+    ignore SIGINT: a Ctrl-C reaches the whole terminal's process group, and only the
+    client handles it (stops the run, closes the cluster). ``synchronous``/``threads``/
+    ``processes``: dask's local schedulers. Anything else: the address of a running
+    scheduler (``dashboard`` gets its dashboard's address, if it has one).
     """
     if address in LOCAL_SCHEDULERS:
+        if dashboard is not None:
+            raise DesignError(
+                f"--dashboard: the {address!r} scheduler has no dashboard (it needs a "
+                "cluster: drop --scheduler for a local one)"
+            )
         yield address
         return
     try:
@@ -219,6 +232,9 @@ def scheduler(address: str | None, workers: int) -> Iterator[Any]:
                 f"--scheduler: cannot connect to a Dask scheduler at {address!r} ({exc})"
             ) from None
         with client:
+            link = getattr(client, "dashboard_link", None)
+            if dashboard is not None and link:
+                dashboard(str(link))
             yield client
         return
     if workers < 1:
@@ -228,14 +244,23 @@ def scheduler(address: str | None, workers: int) -> Iterator[Any]:
         # threshold at 128 KiB: every large temporary array becomes a fresh mmap and is
         # page-faulted in (pws sanitize at 10⁷ keys: 81 s of system time, twice the wall
         # time). A higher mmap threshold keeps such arrays on the heap.
-        with _module("dask").config.set(
-            {"distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": _MMAP_THRESHOLD}
-        ):
+        settings = {
+            "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": _MMAP_THRESHOLD,
+            # a worker the nanny restarts later ignores SIGINT too (``dask_setup``)
+            "distributed.worker.preload": [__name__],
+        }
+        if dashboard is None:
+            # the scheduler serves HTTP in any case (JSON, metrics): with no routes it
+            # answers nothing (and its port, on 127.0.0.1, is a free one, not 8787)
+            settings["distributed.scheduler.http.routes"] = []
+        with _module("dask").config.set(settings), _sigint_ignored():
             cluster = distributed.LocalCluster(
                 n_workers=workers,
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=":0",
+                host=LOOPBACK,
+                dashboard_address=f"{LOOPBACK}:0" if dashboard is not None else None,
+                scheduler_kwargs={"dashboard_address": f"{LOOPBACK}:0"},
                 silence_logs=logging.CRITICAL,
             )
     except Exception as exc:
@@ -247,7 +272,40 @@ def scheduler(address: str | None, workers: int) -> Iterator[Any]:
         cluster,
         distributed.Client(cluster, set_as_default=False) as client,
     ):
+        if dashboard is not None:
+            dashboard(str(cluster.dashboard_link))
         yield client
+
+
+#: the interface the local cluster listens on
+LOOPBACK = "127.0.0.1"
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while the local cluster starts its worker processes: a signal
+    ignored at exec stays ignored in the child (Python installs its KeyboardInterrupt
+    handler only where SIGINT is at its default), so a Ctrl-C during the run reaches
+    the client alone. A Ctrl-C during the start-up itself (2–3 s) is lost."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def dask_setup(worker: Any) -> None:
+    """Worker preload (``distributed.worker.preload``): ignore SIGINT, as the workers
+    started with the cluster do (``_sigint_ignored``)."""
+    import signal
+
+    with contextlib.suppress(ValueError):  # only the main thread may set it
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextlib.contextmanager
@@ -508,6 +566,7 @@ def run_weights(
     seed: int | None,
     address: str | None,
     workers: int,
+    dashboard: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """``ampcalc weights --engine dask``: part files in ``output`` and the run's totals
     (records, kept, expected size, outside records and their first rows)."""
@@ -533,7 +592,7 @@ def run_weights(
         )
     out = prepare_output(output)
     try:
-        with scheduler(address, workers) as sched, _plain_frames():
+        with scheduler(address, workers, dashboard) as sched, _plain_frames():
             lengths = _compute(sched, *[dask.delayed(_count_records)(rp) for rp in rparts])
             total = int(sum(lengths))
             if total == 0:
@@ -935,6 +994,7 @@ def run_sanitize(
     chunk: int,
     address: str | None,
     workers: int,
+    dashboard: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """``ampcalc pws sanitize --engine dask``: part files in ``output`` and the totals
     (keys, reported keys, the table size the run needed)."""
@@ -966,7 +1026,7 @@ def run_sanitize(
         chunk=chunk,
     )
     try:
-        with scheduler(address, workers) as sched:
+        with scheduler(address, workers, dashboard) as sched:
             shipped = dask.delayed(job, pure=False)
             tasks = [
                 dask.delayed(_sanitize_task, pure=False)(i, shipped) for i in range(len(parts))

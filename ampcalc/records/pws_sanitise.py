@@ -9,6 +9,7 @@ or drops each key with ``ampcalc.math.pws.sanitize_keys``. No printing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,21 +31,32 @@ class PwsSanitiser:
         self.extend = extend
         self.table = pws.compute_table(params)
         self.n = self.table.n
-        self._build(self.n)
+        self._build(self.n, f"the design's table ({self.n} rows)")
 
-    def _build(self, n: int) -> None:
+    def _build(self, n: int, where: str) -> None:
         from ampcalc.math import pws as K
         from ampcalc.schemes import pws
 
-        self.q = pws.q_of(self.params, n)
-        self.pi = pws.reporting(self.params, self.q)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self.p = np.where(self.q > 0, self.pi / self.q, 0.0)
-        self.rows = (
-            K.frequency_rows(self.q, self.params.epsilon, self.params.delta, self.pi)
-            if self.frequencies
-            else None
-        )
+        q = pws.q_of(self.params, n)
+        pi = pws.reporting(self.params, q)
+        rows = None
+        if self.frequencies:
+            # the rows are computed one by one until π_i stops changing and a row repeats
+            # (``frequency_rows``): refuse a cost above the limit before paying it
+            cap = LIMITS["pws_row_entries"]
+            eps, delta = self.params.epsilon, self.params.delta
+            wide = 2 * math.ceil(min(K.L_eps_delta(eps, delta), 1e12)) + 2
+            steady = K.constant_from(pi)
+            if steady * wide > cap.value:
+                how = f"up to row {steady:,}, where π_i stops changing; about {wide:,} each"
+                raise DesignError(f"{where}: {_cost(n, how, steady * wide, cap)}")
+            try:
+                rows = K.frequency_rows(q, eps, delta, pi, max_entries=cap.value)
+            except K.RowsTooLong as exc:
+                how = f"{exc.row:,} rows without a repeat"
+                raise DesignError(f"{where}: {_cost(n, how, exc.entries, cap)}") from None
+        self.q, self.pi, self.rows = q, pi, rows
+        self.p = np.divide(pi, q, out=np.zeros_like(q), where=q > 0)  # π_i/q_i, 0 at q = 0
         self.n = n
 
     def ensure(self, top: int, where: str) -> None:
@@ -58,7 +70,14 @@ class PwsSanitiser:
         cap = LIMITS["pws_extend"]
         if top > cap.value:
             raise DesignError(f"{where}: {cap.message(top)}")
-        self._build(top)
+        self._build(top, where)
+
+
+def _cost(n: int, how: str, entries: int, cap: Any) -> str:
+    return (
+        f"frequency {n:,} needs Algorithm 4's rows computed one by one ({how}): "
+        f"{entries:,} entries, above the limit of {cap.value:,}; {cap.alternative}"
+    )
 
 
 def pws_sanitize(

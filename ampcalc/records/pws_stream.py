@@ -1,10 +1,10 @@
 """``pws sanitize`` over a sample file, chunk by chunk (one process).
 
 ``sanitise_sample`` reads the sample (``records.pws_files.read_sample``), checks each
-chunk (frequencies, scores, the key order of a streamed file), draws every key's coin
-from its hash (``math.pws``: a pure function of the seed and the key) and yields what to
-write; it raises the first input error, a duplicate key in the chunks before it winning
-(duplicates are found once at the end, by one sort of every key's hash: ``KeyLog``). The
+chunk (frequencies, scores, then duplicate keys against every key before them, or the
+key order of a streamed file), draws every key's coin from its hash (``math.pws``: a
+pure function of the seed and the key) and yields what to write; it raises the first
+input error at the chunk that holds it (``KeyLog``: the hashes of the keys seen). The
 command writes what it yields (``write_chunk``). The Dask engine (``distributed``) runs
 the same reader, checks and writer on each CSV partition in its task (the same coins: a
 key's coin is a pure function of the seed and the key). No printing.
@@ -83,53 +83,44 @@ def sanitise_sample(
     seen = KeyLog()
     prev: tuple[str, int] | None = None
     n_in = 0
-    try:
-        for header, lines, cols in read_sample(sample, chunk):
-            ki, fi = header.index("key"), header.index("frequency")
-            si = header.index("score") if "score" in header else None
-            extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
-            if on_header is not None and n_in == 0:
-                on_header(header, extra)
-            kcol = cols[ki]
-            if not isinstance(kcol, ByteColumn):
-                kcol = ByteColumn.from_strings(kcol)
-            freqs = parse_freqs(cols[fi], sample, lines)
-            if si is not None:
-                for n, v in enumerate(cells(cols[si])):
-                    check_score(v, params, int(freqs[n]), sample, lines[n])
-            if stream:
-                prev = _check_order(kcol.tolist(), lines, prev, sample)
-            hashes = K.byte_key_hashes(kcol.buf, kcol.start, kcol.end)
-            if not stream:
-                seen.add(hashes, kcol.buf, kcol.start, kcol.end, lines)
-            top = int(freqs.max()) if freqs.size else 0
-            if freqs.size:
-                sanitiser.ensure(top, f"{sample}:{lines[int(np.argmax(freqs))]}")
-            kept, tokens = K.sanitize_hashes(
-                hashes, freqs, seed, p=sanitiser.p, rows=sanitiser.rows
-            )
-            n_in += len(kcol)
-            if progress is not None:
-                progress(n_in, 0)  # keys so far; the file's count is not known ahead
-            yield SanitisedChunk(
-                header=header,
-                extra=extra,
-                keys=kcol,
-                columns=cols,
-                kept=np.flatnonzero(kept),
-                tokens=tokens,
-                read=n_in,
-                hashes=hashes,
-                top=top,
-            )
-    except DesignError:
-        dup = seen.first()
-        if dup is not None:
-            raise DesignError(duplicate_message(sample, *dup)) from None
-        raise
-    dup = seen.first()
-    if dup is not None:
-        raise DesignError(duplicate_message(sample, *dup))
+    for header, lines, cols in read_sample(sample, chunk):
+        ki, fi = header.index("key"), header.index("frequency")
+        si = header.index("score") if "score" in header else None
+        extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
+        if on_header is not None and n_in == 0:
+            on_header(header, extra)
+        kcol = cols[ki]
+        if not isinstance(kcol, ByteColumn):
+            kcol = ByteColumn.from_strings(kcol)
+        freqs = parse_freqs(cols[fi], sample, lines)
+        if si is not None:
+            for n, v in enumerate(cells(cols[si])):
+                check_score(v, params, int(freqs[n]), sample, lines[n])
+        if stream:
+            prev = _check_order(kcol.tolist(), lines, prev, sample)
+        hashes = K.byte_key_hashes(kcol.buf, kcol.start, kcol.end)
+        if not stream:
+            dup = seen.add(hashes, kcol.buf, kcol.start, kcol.end, lines)
+            if dup is not None:
+                raise DesignError(duplicate_message(sample, *dup))
+        top = int(freqs.max()) if freqs.size else 0
+        if freqs.size:
+            sanitiser.ensure(top, f"{sample}:{lines[int(np.argmax(freqs))]}")
+        kept, tokens = K.sanitize_hashes(hashes, freqs, seed, p=sanitiser.p, rows=sanitiser.rows)
+        n_in += len(kcol)
+        if progress is not None:
+            progress(n_in, 0)  # keys so far; the file's count is not known ahead
+        yield SanitisedChunk(
+            header=header,
+            extra=extra,
+            keys=kcol,
+            columns=cols,
+            kept=np.flatnonzero(kept),
+            tokens=tokens,
+            read=n_in,
+            hashes=hashes,
+            top=top,
+        )
 
 
 def write_chunk(out: Any, writer: Any, part: SanitisedChunk, frequencies: bool) -> None:

@@ -56,7 +56,7 @@ def pws_self_check(
     if rows is None:
         rows = K.frequency_rows(q, eps, delta, pi)
     freq = K.dp_check(rows)
-    width = max(b.size for b in rows.band)
+    width = rows.width
     ok = ok and freq <= delta + K.dp_tolerance(delta, width, eps)
     return ok, max(keys, freq), exact
 
