@@ -71,6 +71,12 @@ LIMITS: dict[str, Limit] = {
         "largest frequency the sanitiser extends its table to (rows above max_frequency)",
         "check the frequency column: a key's frequency counts its elements",
     ),
+    "plot_points": Limit(
+        1_000_000,
+        "grid points drawn by `sweep --plot`",
+        "draw a coarser grid (a figure shows a few thousand points at most); the rows of "
+        "the full grid are written without --plot",
+    ),
     "pws_rows": Limit(
         10_000,
         "rows of the PWS table reported by bound/invert (`max_frequency`)",
