@@ -46,7 +46,7 @@ ROWS_BLOCK = 1 << 14
 #: a sweep of more rows than this is written by the command as it is evaluated
 #: (``evaluate_stream``), in blocks of ``STREAM_BLOCK`` values of the vectorised axis
 STREAM_FROM = 1 << 21
-STREAM_BLOCK = 1 << 20
+STREAM_BLOCK = 1 << 18
 
 BOUND_COLUMNS = (
     "epsilon",
