@@ -95,17 +95,22 @@ def test_a_streamed_sweep_written_to_a_file_is_the_same_file(
 
 
 @pytest.mark.parametrize("chart", [[], ["--chart"]])
+@pytest.mark.parametrize(
+    ("design", "more"),
+    [(COMPARE, "... 1000 more rows (1200 in all)"), (SRS, "... 100 more rows (300 in all)")],
+)
 def test_a_streamed_table_shows_the_first_rows_and_the_same_chart(
-    monkeypatch, capsys, chart
+    monkeypatch, capsys, chart, design, more
 ) -> None:
-    args = ["sweep", str(COMPARE), "--vary", "epsilon=0.01:10:300:log", *chart]
+    args = ["sweep", str(design), "--vary", "epsilon=0.01:10:300:log", *chart]
     whole = run_main(capsys, *args)
     _tiny(monkeypatch, False)
     made = _streamed(monkeypatch)
     streamed = run_main(capsys, *args)
     assert [type(r) for r in made] == [sw.SweepStream]
     assert streamed.stdout == whole.stdout
-    assert "... 1000 more rows (1200 in all)" in streamed.stdout
+    assert more in streamed.stdout
+    assert ("x: mechanism ε" in streamed.stdout) == bool(chart)
 
 
 def test_points_outside_their_conditions_are_evaluated_in_one_piece(
@@ -255,3 +260,23 @@ def test_plot_refuses_more_points_than_a_figure_draws(capsys, tmp_path) -> None:
         in run.stderr
     )
     assert not out.exists()
+
+
+def test_the_head_and_the_chart_columns_of_a_stream(monkeypatch) -> None:
+    doc = parse_yaml(SRS.read_text(), filename=str(SRS))
+    vary = [sw.parse_vary("epsilon=0.001:50:999:log")]
+    whole = sw.evaluate(doc, vary)
+    monkeypatch.setattr(sw, "STREAM_FROM", 5)
+    monkeypatch.setattr(sw, "STREAM_BLOCK", 100)
+    stream = sw.evaluate_stream(doc, vary)
+    assert isinstance(stream, sw.SweepStream)
+    head = stream.head(250)
+    assert len(head) == 250
+    assert list(head.rows()) == list(whole.rows())[:250]
+    drawn = stream.select(["design", "epsilon_prime.upper"])
+    assert list(drawn.columns) == ["design", "epsilon_prime.upper"]
+    assert drawn.columns["design"].strides == (0,)  # one name: one view, not 999 references
+    assert drawn.columns["design"].tolist() == whole.columns["design"].tolist()
+    assert np.array_equal(
+        drawn.columns["epsilon_prime.upper"], whole.columns["epsilon_prime.upper"]
+    )

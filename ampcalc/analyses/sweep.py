@@ -745,8 +745,21 @@ class SweepStream:
         return self._sweep([{k: b[k] for k in self.names if k in names} for b in self.blocks()])
 
     def _sweep(self, parts: list[dict[str, np.ndarray]]) -> Sweep:
-        columns = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
+        columns = {k: _join([p[k] for p in parts]) for k in parts[0]} if parts else {}
         return Sweep(of=self.of, varies=self.varies, columns=columns, designs=self.designs)
+
+
+def _join(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts one after the other; parts that are views of one object (a design's
+    name, ``_objects``) stay one view."""
+    filled = [p for p in parts if len(p)]
+    if (
+        filled
+        and filled[0].dtype.kind == "O"
+        and all(p.strides == (0,) and p[0] is filled[0][0] for p in filled)
+    ):
+        return _objects(sum(len(p) for p in filled), filled[0][0])
+    return np.concatenate(parts)
 
 
 def evaluate_stream(
