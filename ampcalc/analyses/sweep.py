@@ -304,11 +304,17 @@ def _size(spec: _Spec) -> int:
         return len(spec.items)
     if not spec.integer:
         return spec.span[2]
-    whole = np.rint(_range_array(*spec.span, log=spec.log))
-    step = np.diff(whole)
-    if bool(np.all(step >= 0)) or bool(np.all(step <= 0)):  # in order: repeats are runs
-        return 1 + int(np.count_nonzero(step))
-    return int(np.unique(whole).size)
+    values = _range_array(*spec.span, log=spec.log)
+    changes, rising, falling = 0, True, True
+    for lo in range(0, len(values), 1 << 20):  # a block at a time: no second 80 MB array
+        whole = np.rint(values[max(lo - 1, 0) : lo + (1 << 20)])
+        step = np.diff(whole)
+        changes += int(np.count_nonzero(step))
+        rising = rising and bool(np.all(step >= 0))
+        falling = falling and bool(np.all(step <= 0))
+    if rising or falling:  # in order: repeats are runs
+        return 1 + changes
+    return int(np.unique(np.rint(values)).size)
 
 
 def yaml_scalar(value: float | int) -> str:
