@@ -41,6 +41,12 @@ ALIASES = {
 }
 MAX_POINTS = 10_000_000
 MAX_STEPS = 10_000_000
+#: rows turned into dicts at a time by ``Sweep.rows``
+ROWS_BLOCK = 1 << 14
+#: a sweep of more rows than this is written by the command as it is evaluated
+#: (``evaluate_stream``), in blocks of ``STREAM_BLOCK`` values of the vectorised axis
+STREAM_FROM = 1 << 21
+STREAM_BLOCK = 1 << 18
 
 BOUND_COLUMNS = (
     "epsilon",
@@ -182,6 +188,49 @@ def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
     Raises:
         DesignError: a malformed spec, with an example of a good one.
     """
+    spec = _read_spec(text, integer)
+    if spec.span is None:
+        return Vary(path=spec.path, values=tuple(spec.items), log=spec.log, text=text)
+    arr = _range_array(*spec.span, log=spec.log)
+    if spec.integer:
+        values = list(dict.fromkeys(round(float(v)) for v in arr))
+        return Vary(path=spec.path, values=tuple(values), log=spec.log, text=text)
+    return Vary(path=spec.path, values=FloatGrid(arr, copy=False), log=spec.log, text=text)
+
+
+def parse_varies(texts: Sequence[str]) -> list[Vary]:
+    """``parse_vary`` of each of one or two options; a grid of more than ``MAX_POINTS``
+    points is refused before any of its values are made (from the specs: ``steps``
+    values of a float range, the whole numbers of a rounded range, a list's items).
+
+    Raises:
+        DesignError: a malformed spec (the first, in option order), or too many points.
+    """
+    specs = [_read_spec(t, None) for t in texts]
+    if len(specs) <= 2:
+        total = math.prod(_size(s) for s in specs)
+        if total > MAX_POINTS:
+            raise DesignError(_too_many(total))
+    return [parse_vary(t) for t in texts]
+
+
+def _too_many(total: int) -> str:
+    return f"{total:,} grid points is more than the limit of {MAX_POINTS:,}"
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """A checked ``PATH=SPEC``: a range (``span``: start, stop, steps) or a list."""
+
+    path: str
+    log: bool
+    span: tuple[float, float, int] | None
+    integer: bool
+    items: tuple[float | int, ...] = ()
+
+
+def _read_spec(text: str, integer: bool | None) -> _Spec:
+    """``PATH=SPEC`` checked, without making a range's values (``parse_vary``)."""
     if "=" not in text:
         raise DesignError(
             "expected PATH=SPEC, e.g. mechanism.epsilon=0.01:10:200:log or sampling.sample=50,100",
@@ -197,8 +246,6 @@ def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
         )
     floats_only = path.endswith(EPSILON_PATH) or path == TARGET_PATH or "delta" in path
     m = _RANGE.match(spec)
-    log = False
-    values: list[float | int]
     if m:
         start, stop, steps = float(m.group(1)), float(m.group(2)), int(m.group(3))
         how = m.group(4)
@@ -214,41 +261,60 @@ def parse_vary(text: str, *, integer: bool | None = None) -> Vary:
                 f"steps must be between 1 and {MAX_STEPS:,}; got {steps}", where=_where(text)
             )
         log = how == "log"
-        if log:
-            if start <= 0 or stop <= 0:
-                raise DesignError(
-                    "a log range needs ends > 0, e.g. 0.001:1:50:log", where=_where(text)
-                )
-            arr = np.geomspace(start, stop, steps)
-        else:
-            arr = np.linspace(start, stop, steps)
-        if steps > 1:  # exact ends (linspace/geomspace may round the last one)
-            arr[0], arr[-1] = start, stop
+        if log and (start <= 0 or stop <= 0):
+            raise DesignError(
+                "a log range needs ends > 0, e.g. 0.001:1:50:log", where=_where(text)
+            )
         if integer is None:
             integer = (
                 not floats_only
                 and bool(_INT_LITERAL.match(m.group(1)))
                 and bool(_INT_LITERAL.match(m.group(2)))
             )
-        if integer:
-            values = list(dict.fromkeys(round(float(v)) for v in arr))
-    else:
-        values = []
-        for item in spec.split(","):
-            item = item.strip()
-            if not re.fullmatch(_NUMBER, item):
-                raise DesignError(
-                    f"{item!r} is not a number; expected start:stop:steps, "
-                    "start:stop:steps:log or a comma list such as 0.1,0.5,1",
-                    where=_where(text),
-                )
-            if _INT_LITERAL.match(item) and not floats_only:
-                values.append(int(item))
-            else:
-                values.append(float(item))
-    if m and not integer:
-        return Vary(path=path, values=FloatGrid(arr, copy=False), log=log, text=text)
-    return Vary(path=path, values=tuple(values), log=log, text=text)
+        return _Spec(path, log, (start, stop, steps), bool(integer))
+    values: list[float | int] = []
+    for item in spec.split(","):
+        item = item.strip()
+        if not re.fullmatch(_NUMBER, item):
+            raise DesignError(
+                f"{item!r} is not a number; expected start:stop:steps, "
+                "start:stop:steps:log or a comma list such as 0.1,0.5,1",
+                where=_where(text),
+            )
+        if _INT_LITERAL.match(item) and not floats_only:
+            values.append(int(item))
+        else:
+            values.append(float(item))
+    return _Spec(path, False, None, False, tuple(values))
+
+
+def _range_array(start: float, stop: float, steps: int, *, log: bool) -> np.ndarray:
+    """A range's values: ``steps`` evenly (``log``: geometrically) spaced, exact ends."""
+    arr = np.geomspace(start, stop, steps) if log else np.linspace(start, stop, steps)
+    if steps > 1:  # exact ends (linspace/geomspace may round the last one)
+        arr[0], arr[-1] = start, stop
+    return arr
+
+
+def _size(spec: _Spec) -> int:
+    """How many values ``parse_vary`` makes of ``spec``, without a Python object per
+    value: a rounded range counts its distinct whole numbers in a float array (Python's
+    ``round`` and ``numpy.rint`` both round half to even)."""
+    if spec.span is None:
+        return len(spec.items)
+    if not spec.integer:
+        return spec.span[2]
+    values = _range_array(*spec.span, log=spec.log)
+    changes, rising, falling = 0, True, True
+    for lo in range(0, len(values), 1 << 20):  # a block at a time: no second 80 MB array
+        whole = np.rint(values[max(lo - 1, 0) : lo + (1 << 20)])
+        step = np.diff(whole)
+        changes += int(np.count_nonzero(step))
+        rising = rising and bool(np.all(step >= 0))
+        falling = falling and bool(np.all(step <= 0))
+    if rising or falling:  # in order: repeats are runs
+        return 1 + changes
+    return int(np.unique(np.rint(values)).size)
 
 
 def yaml_scalar(value: float | int) -> str:
@@ -288,11 +354,14 @@ class Sweep:
         return list(self.columns)
 
     def rows(self) -> Iterator[dict[str, Any]]:
-        """Rows as dicts of plain Python values (NaN -> None)."""
+        """Rows as dicts of plain Python values (NaN -> None), made a block at a time
+        (the first rows of 10⁷ cost no list of 10⁷ Python values per column)."""
         names = self.column_names()
-        cols = [_plain_list(self.columns[n]) for n in names]
-        for values in zip(*cols, strict=True):
-            yield dict(zip(names, values, strict=True))
+        n = len(self)
+        for lo in range(0, n, ROWS_BLOCK):
+            cols = [_plain_list(self.columns[k][lo : lo + ROWS_BLOCK]) for k in names]
+            for values in zip(*cols, strict=True):
+                yield dict(zip(names, values, strict=True))
 
     def errors(self) -> list[str]:
         values = self._error_values()
@@ -363,7 +432,7 @@ def _check_varies(of: str, varies: Sequence[Vary]) -> None:
             )
     total = math.prod(len(v.values) for v in varies)
     if total > MAX_POINTS:
-        raise DesignError(f"{total:,} grid points is more than the limit of {MAX_POINTS:,}")
+        raise DesignError(_too_many(total))
 
 
 def _overrides(base: Sequence[str], point: Mapping[str, float | int]) -> list[str]:
@@ -450,7 +519,18 @@ def evaluate_designs(
     return _grid(tuple(designs), load_point, varies, of, target, target_delta, progress)
 
 
-def _grid(
+@dataclass
+class _Piece:
+    """The rows of one design at one point of the other axis (or a block of them)."""
+
+    design: Design
+    res: Any  # the engine's result (None for ``plan``)
+    data: dict[str, Any] | None  # the planner's design entry (``plan``)
+    columns: dict[str, np.ndarray]
+    pointwise: bool  # a failed vectorised call spread over the grid, point by point
+
+
+def _pieces(
     base_designs: tuple[Design, ...],
     load_point: Callable[[Mapping[str, float | int]], tuple[Design, ...]],
     varies: tuple[Vary, ...],
@@ -458,8 +538,12 @@ def _grid(
     target: float | None,
     target_delta: float | None,
     progress: Callable[[int, int], None] | None,
-) -> Sweep:
-    """The grid of ``varies`` over the designs; ``load_point`` builds a point's designs."""
+    block: int | None = None,
+    seconds: list[float] | None = None,
+) -> Iterator[_Piece]:
+    """The grid's rows, in order: per point of the other axis, per design, the
+    vectorised axis in one engine call (``block``: in calls of at most ``block``
+    values). ``seconds[0]`` accumulates the time spent in engine calls."""
     import time
 
     vec_path = vector_path(of)
@@ -477,15 +561,17 @@ def _grid(
         planner = _planner()
 
     grid = list(itertools.product(*(v.values for v in others))) if others else [()]
-    pieces: list[dict[str, Any]] = []
-    meta: dict[str, dict[str, Any]] = {}
-    seconds = 0.0
-    scalar_designs: set[str] = set()
     vec_values = None
     if vec is not None:  # the grid's own read-only array when it has one (no copy)
         vec_values = vec.floats()
         if vec_values is None:
             vec_values = vec.array()
+    spans: list[tuple[int, int] | None] = [None]
+    if block is not None and vec_values is not None and len(vec_values) > block:
+        spans = [(lo, min(lo + block, len(vec_values))) for lo in range(0, len(vec_values), block)]
+    kinds = {
+        v.path: np.int64 if all(isinstance(x, int) for x in v.values) else float for v in others
+    }
     for step, combo in enumerate(grid):
         point = {v.path: val for v, val in zip(others, combo, strict=True)}
         if point:
@@ -514,47 +600,305 @@ def _grid(
         else:
             designs = base_designs
         for d in designs:
-            t0 = time.perf_counter()
-            if of == "plan":
-                res = None
-                cols, data = _plan_columns(
-                    planner, d, vec_values if vec_values is not None else target
-                )
-            else:
-                data = None
-                res, cols = _evaluate(d, of, vec_values, target, target_delta)
-                if vec_values is not None and len(vec_values) > 1 and res.error is not None:
-                    res, cols, vectorised = _per_point(d, of, vec_values, target_delta, res, cols)
-                    scalar_designs.update([] if vectorised else [d.name])
-            t1 = time.perf_counter()
-            seconds += t1 - t0
-            n = len(next(iter(cols.values())))
-            piece: dict[str, Any] = {
-                "design": _objects(n, d.name),
-                "scheme": _objects(n, d.scheme),
-            }
-            for v in varies:
-                if v is vec:
-                    piece[v.path] = np.asarray(vec_values, dtype=float)
+            for span in spans:
+                values = vec_values if span is None else vec_values[span[0] : span[1]]  # type: ignore[index]
+                t0 = time.perf_counter()
+                pointwise = False
+                if of == "plan":
+                    res = None
+                    cols, data = _plan_columns(
+                        planner, d, values if values is not None else target
+                    )
                 else:
-                    kind = np.int64 if all(isinstance(x, int) for x in v.values) else float
-                    piece[v.path] = np.full(n, point[v.path], dtype=kind)
-            piece.update(cols)
-            pieces.append(piece)
-            if d.name not in meta and res is not None:
-                meta[d.name] = _meta(res)
-            elif d.name not in meta and data is not None:
-                meta[d.name] = data
+                    data = None
+                    res, cols = _evaluate(d, of, values, target, target_delta)
+                    if values is not None and len(values) > 1 and res.error is not None:
+                        res, cols, vectorised = _per_point(d, of, values, target_delta, res, cols)
+                        pointwise = not vectorised
+                if seconds is not None:
+                    seconds[0] += time.perf_counter() - t0
+                n = len(next(iter(cols.values())))
+                piece: dict[str, Any] = {
+                    "design": _objects(n, d.name),
+                    "scheme": _objects(n, d.scheme),
+                }
+                for v in varies:
+                    if v is vec:
+                        piece[v.path] = np.asarray(values, dtype=float)
+                    else:
+                        piece[v.path] = np.full(n, point[v.path], dtype=kinds[v.path])
+                piece.update(cols)
+                yield _Piece(d, res, data, piece, pointwise)
         if progress is not None:
             progress(step + 1, len(grid))
+
+
+def _grid(
+    base_designs: tuple[Design, ...],
+    load_point: Callable[[Mapping[str, float | int]], tuple[Design, ...]],
+    varies: tuple[Vary, ...],
+    of: str,
+    target: float | None,
+    target_delta: float | None,
+    progress: Callable[[int, int], None] | None,
+) -> Sweep:
+    """The grid of ``varies`` over the designs; ``load_point`` builds a point's designs."""
+    pieces: list[dict[str, Any]] = []
+    meta: dict[str, dict[str, Any]] = {}
+    seconds = [0.0]
+    scalar_designs: set[str] = set()
+    for p in _pieces(
+        base_designs, load_point, varies, of, target, target_delta, progress, seconds=seconds
+    ):
+        if p.pointwise:
+            scalar_designs.add(p.design.name)
+        pieces.append(p.columns)
+        _first_meta(meta, p)
     columns = _concat(pieces)
+    _per_point_notes(meta, scalar_designs)
+    return Sweep(of=of, varies=varies, columns=columns, designs=meta, engine_seconds=seconds[0])
+
+
+def _first_meta(meta: dict[str, dict[str, Any]], p: _Piece) -> None:
+    """A design's entry: that of its first evaluated point."""
+    name = p.design.name
+    if name not in meta and p.res is not None:
+        meta[name] = _meta(p.res)
+    elif name not in meta and p.data is not None:
+        meta[name] = p.data
+
+
+def _per_point_notes(meta: dict[str, dict[str, Any]], scalar_designs: set[str]) -> None:
     for name in scalar_designs:
         meta[name]["evaluation"] = "per point"
         meta[name].setdefault("notes", []).append(
             "evaluated one point at a time: the theorem's conditions depend on M's ε and "
             "fail at some points of the grid (see each row's error)"
         )
-    return Sweep(of=of, varies=varies, columns=columns, designs=meta, engine_seconds=seconds)
+
+
+# ---------------------------------------------------------------------------------------
+# streamed evaluation: bounded memory for the largest grids
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepStream:
+    """A checked sweep too large to hold: its rows are evaluated again, a block at a
+    time, each time they are read (``blocks``), with the same values as ``evaluate``'s
+    columns (every scheme's vectorised bounds give at each point the bits of a single
+    call, ``tests/test_pointwise.py``).
+
+    Made by ``evaluate_stream`` only when a first pass over the blocks found what
+    evaluating in blocks reproduces exactly: no point outside its theorem's
+    conditions, the same design entry from every block, the same columns and types
+    in every block, and only values JSON writes as they are (no ±inf). Its
+    ``designs`` are those of ``evaluate``.
+    """
+
+    of: str
+    varies: tuple[Vary, ...]
+    names: list[str]
+    designs: dict[str, dict[str, Any]]
+    size: int
+    make: Callable[[], Iterator[_Piece]]
+    engine_seconds: float = 0.0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def column_names(self) -> list[str]:
+        return list(self.names)
+
+    def errors(self) -> list[str]:
+        return []  # checked: no point has an error
+
+    def failed_points(self) -> int:
+        return 0
+
+    def blocks(self) -> Iterator[dict[str, np.ndarray]]:
+        """The columns of successive rows (at least ``STREAM_BLOCK`` rows a block but
+        the last; every block has every column), evaluated again."""
+        pending: list[dict[str, Any]] = []
+        count = 0
+        for p in self.make():
+            pending.append(p.columns)
+            count += len(p.columns["design"])
+            if count >= STREAM_BLOCK:
+                yield _concat(pending)
+                pending, count = [], 0
+        if pending:
+            yield _concat(pending)
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Rows as dicts of plain Python values (``Sweep.rows``)."""
+        for block in self.blocks():
+            yield from Sweep(of=self.of, varies=self.varies, columns=block).rows()
+
+    def head(self, rows: int) -> Sweep:
+        """The first ``rows`` rows as a ``Sweep`` (every column)."""
+        parts: list[dict[str, np.ndarray]] = []
+        got = 0
+        for block in self.blocks():
+            parts.append({k: v[: rows - got] for k, v in block.items()})
+            got += len(parts[-1]["design"])
+            if got >= rows:
+                break
+        return self._sweep(parts)
+
+    def select(self, names: Sequence[str]) -> Sweep:
+        """Every row of the columns ``names`` as a ``Sweep`` (e.g. what a chart reads)."""
+        return self._sweep([{k: b[k] for k in self.names if k in names} for b in self.blocks()])
+
+    def _sweep(self, parts: list[dict[str, np.ndarray]]) -> Sweep:
+        columns = {k: _join([p[k] for p in parts]) for k in parts[0]} if parts else {}
+        return Sweep(of=self.of, varies=self.varies, columns=columns, designs=self.designs)
+
+
+def _join(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts one after the other; parts that are views of one object (a design's
+    name, ``_objects``) stay one view."""
+    filled = [p for p in parts if len(p)]
+    if (
+        filled
+        and filled[0].dtype.kind == "O"
+        and all(p.strides == (0,) and p[0] is filled[0][0] for p in filled)
+    ):
+        return _objects(sum(len(p) for p in filled), filled[0][0])
+    return np.concatenate(parts)
+
+
+def evaluate_stream(
+    document: Any,
+    varies: Sequence[Vary],
+    *,
+    of: str = "bound",
+    filename: str = "<string>",
+    overrides: Sequence[str] = (),
+    target: float | None = None,
+    target_delta: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Sweep | SweepStream:
+    """``evaluate``, in bounded memory: a grid of more than ``STREAM_FROM`` rows is
+    evaluated once in blocks of
+    ``STREAM_BLOCK`` values of the vectorised axis and checked (``SweepStream``), and
+    its rows are evaluated again when they are read. A sweep the blocks cannot
+    reproduce exactly (a point outside its theorem's conditions, a design entry that
+    depends on the values, ±inf) is evaluated in one piece, as ``evaluate`` does, and
+    returned as a ``Sweep``.
+
+    Raises:
+        DesignError: as ``evaluate``.
+    """
+    from ampcalc.designs.document import load_document
+
+    varies = tuple(varies)
+    _check_varies(of, varies)
+    base_designs = load_document(document, filename=filename, overrides=overrides)
+
+    def load_point(point: Mapping[str, float | int]) -> tuple[Design, ...]:
+        return load_document(document, filename=filename, overrides=_overrides(overrides, point))
+
+    def make(
+        report: Callable[[int, int], None] | None = None, seconds: list[float] | None = None
+    ) -> Iterator[_Piece]:
+        return _pieces(
+            base_designs,
+            load_point,
+            varies,
+            of,
+            target,
+            target_delta,
+            report,
+            STREAM_BLOCK,
+            seconds,
+        )
+
+    if math.prod(len(v.values) for v in varies) * len(base_designs) <= STREAM_FROM:
+        return _grid(base_designs, load_point, varies, of, target, target_delta, progress)
+    seconds = [0.0]
+    checked = _checked(make(progress, seconds))
+    if checked is None:
+        return _grid(base_designs, load_point, varies, of, target, target_delta, None)
+    names, meta, rows = checked
+    return SweepStream(
+        of=of,
+        varies=varies,
+        names=names,
+        designs=meta,
+        size=rows,
+        make=make,
+        engine_seconds=seconds[0],
+    )
+
+
+def _checked(
+    pieces: Iterator[_Piece],
+) -> tuple[list[str], dict[str, dict[str, Any]], int] | None:
+    """The column names, design entries and rows of ``pieces`` when evaluating them in
+    blocks gives what one piece per design and point gives (``SweepStream``); else
+    ``None``."""
+    meta: dict[str, dict[str, Any]] = {}
+    layout: list[tuple[str, str]] | None = None
+    rows = 0
+    last: tuple[Design, dict[str, Any]] | None = None
+    for p in pieces:
+        if p.pointwise:
+            return None
+        cols = p.columns
+        shape = [(k, v.dtype.str) for k, v in cols.items()]
+        if layout is None:
+            layout = shape
+        elif shape != layout:
+            return None
+        if "error" not in cols or not _no_error(cols["error"]):
+            return None
+        if not all(_plain_values(c) for c in cols.values()):
+            return None
+        # the blocks of one design at one point: one entry (a warning of the whole
+        # array is a warning of every block, or of none when they agree)
+        entry = _meta(p.res) if p.res is not None else p.data
+        if last is not None and last[0] is p.design:
+            if entry != last[1]:
+                return None
+        else:
+            last = (p.design, entry or {})
+        _first_meta(meta, p)
+        rows += len(cols["design"])
+    if layout is None:
+        return None
+    names = [k for k, _ in layout if k != "error"] + ["error"]
+    return names, meta, rows
+
+
+def _no_error(err: np.ndarray) -> bool:
+    if len(err) and err.strides == (0,):
+        return err[0] is None
+    values: list[Any] = err.tolist()
+    return values.count(None) == len(values)
+
+
+def _plain_values(col: np.ndarray) -> bool:
+    """Every value is one JSON writes as it is: a finite float or NaN, an integer, a
+    string, a boolean or None."""
+    kind = col.dtype.kind
+    if kind == "f":
+        return not bool(np.isinf(col).any())
+    if kind in "iub":
+        return True
+    if kind != "O":
+        return False
+    if len(col) and col.strides == (0,):
+        distinct: Any = col[:1].tolist()
+    else:
+        try:
+            distinct = set(col.tolist())
+        except TypeError:  # unhashable: a list or a mapping
+            return False
+    return all(
+        v is None or isinstance(v, (str, bool, int)) or (isinstance(v, float) and math.isfinite(v))
+        for v in distinct
+    )
 
 
 def _evaluate(
@@ -764,7 +1108,7 @@ def _plan_columns(
 # ---------------------------------------------------------------------------------------
 
 
-def document(sweep: Sweep) -> dict[str, Any]:
+def document(sweep: Sweep | SweepStream) -> dict[str, Any]:
     """The JSON payload (the ``ampcalc sweep --format json`` document, minus envelope)."""
     return {
         "of": sweep.of,

@@ -142,7 +142,7 @@ def run_sweep(
         raise DesignError(
             "nothing to sweep: give vary={PATH: SPEC}, e.g. vary={'epsilon': '0.01:10:100:log'}"
         )
-    varies = [sw.parse_vary(spec_text(str(path), spec)) for path, spec in vary.items()]
+    varies = sw.parse_varies([spec_text(str(path), spec) for path, spec in vary.items()])
     built = built_designs(design)
     if (
         built is not None and not overrides and {v.path for v in varies} <= {sw.vector_path(of)}

@@ -142,7 +142,8 @@ def sweep(
     from ampcalc.analyses import sweep as sw
     from ampcalc.designs.document import parse_yaml, read_source
     from ampcalc.load.fields import Field
-    from ampcalc.model.errors import DesignError
+    from ampcalc.model.errors import DesignError, Where
+    from ampcalc.model.limits import LIMITS, limit
 
     check_option(target, "--target", "target")
     check_option(target_delta, "--target-delta", "target_delta")
@@ -160,7 +161,7 @@ def sweep(
             "--vary mechanism.epsilon=0.01:10:100:log"
         )
     with _vary_flag():  # the library locates a spec in `vary`, the command in --vary
-        varies = [sw.parse_vary(v) for v in vary]
+        varies = sw.parse_varies(vary)
         if contour is not None and (plot is None or not heatmap or of != "bound"):
             raise DesignError(
                 "--contour T draws on a figure: add --plot FILE --heatmap (--of bound)"
@@ -182,6 +183,8 @@ def sweep(
             ):
                 total *= len(v.values)
         rows = math.prod(len(v.values) for v in varies)
+        if plot is not None and rows > limit("plot_points"):
+            raise DesignError(LIMITS["plot_points"].message(rows), where=Where(file="--plot"))
         if output.value in ("json", "csv") and plot is None:
             from ampcalc.output.columns import prefetch
 
@@ -190,7 +193,9 @@ def sweep(
             progress = None
             if total >= PROGRESS_FROM:
                 progress = stack.enter_context(progress_bar("sweeping", total))
-            result = sw.evaluate(
+            # without a figure, a large grid is written as it is evaluated (bounded memory)
+            evaluate = sw.evaluate if plot is not None else sw.evaluate_stream
+            result = evaluate(
                 document,
                 varies,
                 of=of,
@@ -213,6 +218,8 @@ def sweep(
     if plot is not None:
         from ampcalc.output.plot import figure
 
+        # a sweep with --plot is never streamed (at most LIMITS["plot_points"] points)
+        assert isinstance(result, sw.Sweep)
         figure(
             result,
             plot,
@@ -320,20 +327,22 @@ def _ahead(chunks: Iterator[Piece] | None, depth: int = 2) -> Iterator[Piece] | 
     return read()
 
 
-def _csv_chunks(result: object) -> Iterator[Piece]:
-    from ampcalc.output.columns import csv_chunks
+def _csv_chunks(result: Any) -> Iterator[Piece]:
+    from ampcalc.output.columns import csv_chunks, sweep_columns
 
-    return csv_chunks(result.columns)  # type: ignore[attr-defined]
+    return csv_chunks(sweep_columns(result))
 
 
 def _table(result: object, *, rich: bool, chart: bool | None) -> str:
-    from ampcalc.analyses.sweep import Sweep
+    from ampcalc.analyses.sweep import Sweep, SweepStream
     from ampcalc.model.references import describe_all
     from ampcalc.model.references import footer as references_footer
     from ampcalc.output import render
     from ampcalc.output.plot import label, text_chart
 
-    assert isinstance(result, Sweep)
+    assert isinstance(result, Sweep | SweepStream)
+    # a streamed sweep: its first rows, and (for the chart) the columns the chart draws
+    head = result.head(TABLE_ROWS) if isinstance(result, SweepStream) else result
     vary_cols = [v.path for v in result.varies]
     if result.of == "bound":
         shown = [
@@ -357,7 +366,7 @@ def _table(result: object, *, rich: bool, chart: bool | None) -> str:
         shown = [(c, c) for c in result.column_names() if c not in skip]
     header = ["design", *(label(c).split(" (")[0] for c in vary_cols), *(h for _, h in shown)]
     rows = []
-    for i, row in enumerate(result.rows()):
+    for i, row in enumerate(head.rows()):
         if i >= TABLE_ROWS:
             break
         cells = [str(row["design"])]
@@ -385,7 +394,17 @@ def _table(result: object, *, rich: bool, chart: bool | None) -> str:
     footer += references_footer(list(result.designs.values()))
     text = render.render_table(header, rows, footer, rich_output=rich)
     if chart if chart is not None else rich:
-        drawn = text_chart(result)
+        drawn = text_chart(_drawn(result))
         if drawn:
             text += "\n" + drawn
     return text
+
+
+def _drawn(result: Any) -> Any:
+    """What ``text_chart`` draws: the sweep, or the columns it reads of a streamed one."""
+    from ampcalc.analyses.sweep import SweepStream
+
+    if not isinstance(result, SweepStream) or result.of not in ("bound", "invert"):
+        return result
+    key = "epsilon_prime.upper" if result.of == "bound" else "epsilon.certified"
+    return result.select(["design", *(v.path for v in result.varies), key])

@@ -99,6 +99,12 @@ LIMITS: dict[str, Limit] = {
         "drop --frequencies (keys only), or use a design whose q_i reaches 1 at a lower "
         "frequency (a larger threshold τ or weight_power)",
     ),
+    "plot_points": Limit(
+        1_000_000,
+        "grid points drawn by `sweep --plot`",
+        "draw a coarser grid (a figure shows a few thousand points at most); the rows of "
+        "the full grid are written without --plot",
+    ),
     "pws_rows": Limit(
         10_000,
         "rows of the PWS table reported by bound/invert (`max_frequency`)",

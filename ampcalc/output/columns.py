@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +27,7 @@ import numpy as np
 from ampcalc.model.results import plain
 
 if TYPE_CHECKING:
-    from ampcalc.analyses.sweep import Sweep
+    from ampcalc.analyses.sweep import Sweep, SweepStream
 
 #: a piece of output: text, or UTF-8 bytes (assembled by arrow in ``_rows_arrow``, or
 #: orjson's respelt floats)
@@ -34,6 +35,10 @@ Piece = str | bytes | memoryview
 
 #: rows formatted and written at a time (bounded memory: ~7 MB of JSON text per chunk)
 CHUNK = 1 << 14
+
+#: a grid's JSON list keeps the texts of its first values this far, for the rows that
+#: show them (~40 MB: a longer grid's later rows format their own)
+KNOWN_ROWS = 1 << 21
 
 
 class _NotExact(Exception):
@@ -340,11 +345,13 @@ def _chunk_cells(
     kind: str,
     known: Known | None = None,
     fixed: Fixed | None = None,
+    at: int = 0,
 ) -> list[Cells]:
-    """Per column: the texts (or floats) of rows [start, stop), or one text if constant."""
+    """Per column: the texts (or floats) of rows [start, stop), or one text if constant
+    (``at``: the row of the output where ``columns`` start, for ``known``)."""
     out: list[Cells] = []
     done: list[tuple[str, np.ndarray, Cells]] = []
-    made = (known or {}).pop((start, stop), None)
+    made = (known or {}).pop((at + start, at + stop), None)
     for j, col in enumerate(columns):
         if fixed is not None and fixed[j] is not None:
             out.append(fixed[j])  # type: ignore[arg-type]  # not None: checked
@@ -482,6 +489,7 @@ def _rows_arrow(
     joiner: str,
     known: Known | None = None,
     fixed: Fixed | None = None,
+    at: int = 0,
 ) -> memoryview | None:
     """``_rows(pieces, _chunk_cells(...), …, joiner)``'s text as UTF-8 bytes (without
     an ``end``), assembled by arrow's element-wise join from one byte string per column
@@ -490,7 +498,7 @@ def _rows_arrow(
     A float text keeps its comma when the next piece opens with one (as every JSON field
     but the last and every CSV cell does)."""
     n = stop - start
-    made = (known or {}).pop((start, stop), None)
+    made = (known or {}).pop((at + start, at + stop), None)
     consts = [pieces[0]]
     args: list[Any] = []
     # a column of the same floats as an earlier one (M's ε, the reference ε) shares its
@@ -553,9 +561,19 @@ def _in_order(
     """``(start, make(start, stop))`` for the chunks of ``n`` rows, in order; with
     ``parallel``, made by ``WORKERS`` threads a few chunks ahead of the one returned."""
     bounds = [(start, min(start + CHUNK, n)) for start in range(0, n, CHUNK)]
-    if not parallel or WORKERS < 2 or len(bounds) < 2:
-        for start, stop in bounds:
-            yield start, make(start, stop)
+    for (start, _), text in _ordered(lambda b: make(*b), bounds, parallel and len(bounds) >= 2):
+        yield start, text
+
+
+def _ordered(
+    make: Callable[[Any], Piece], tasks: Iterable[Any], parallel: bool
+) -> Iterator[tuple[Any, Piece]]:
+    """``(task, make(task))`` for each of ``tasks``, in order; with ``parallel``, made by
+    ``WORKERS`` threads a few tasks ahead of the one returned (``tasks`` is read as
+    far ahead: a lazy iterator makes its items no earlier than that)."""
+    if not parallel or WORKERS < 2:
+        for task in tasks:
+            yield task, make(task)
         return
     import collections
     from concurrent.futures import ThreadPoolExecutor
@@ -563,8 +581,8 @@ def _in_order(
     with ThreadPoolExecutor(WORKERS, thread_name_prefix="ampcalc-rows") as pool:
         ahead: collections.deque[Any] = collections.deque()
         try:
-            for start, stop in bounds:
-                ahead.append((start, pool.submit(make, start, stop)))
+            for task in tasks:
+                ahead.append((task, pool.submit(make, task)))
                 if len(ahead) > 2 * WORKERS:
                     first, made = ahead.popleft()
                     yield first, made.result()
@@ -574,6 +592,57 @@ def _in_order(
         finally:  # stopped early (a closed pipe): drop what is not started
             for _, made in ahead:
                 made.cancel()
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Columns too large to hold at once: their ``names``, the number of ``rows``, and
+    ``make()``, which gives the rows again as successive blocks (each a mapping of
+    every name to that block's values). The caller has checked that every value can
+    be written exactly (``_scan``)."""
+
+    names: Sequence[str]
+    rows: int
+    make: Callable[[], Iterable[Mapping[str, np.ndarray]]]
+
+
+#: a chunk of rows to format: the block's columns, the block's first row in the
+#: output, and the chunk's rows [start, stop) in the block
+Task = tuple[Sequence[np.ndarray], int, int, int]
+
+
+def _tasks(blocks: Iterable[Sequence[np.ndarray]]) -> Iterator[Task]:
+    """The chunks of ``CHUNK`` rows of each block in turn (a block is made when the
+    chunks before it are handed out)."""
+    at = 0
+    for cols in blocks:
+        m = len(cols[0]) if cols else 0
+        for start in range(0, m, CHUNK):
+            yield cols, at, start, min(start + CHUNK, m)
+        at += m
+
+
+def _source(
+    columns: Mapping[str, np.ndarray] | Blocks, kind: str
+) -> tuple[list[str], int, Fixed | None, Callable[[], Iterator[Task]]]:
+    """Names, rows, ``Fixed`` and the chunks of ``columns`` (held or in ``Blocks``);
+    raises ``_NotExact`` for JSON held columns the writer cannot reproduce."""
+    if isinstance(columns, Blocks):
+        blocks = columns
+        names = list(blocks.names)
+
+        def each() -> Iterator[list[np.ndarray]]:
+            for block in blocks.make():
+                yield [np.asarray(block[k]) for k in names]
+
+        return names, blocks.rows, None, lambda: _tasks(each())
+    names = list(columns)
+    cols = [np.asarray(columns[k]) for k in names]
+    n = len(cols[0]) if cols else 0
+    fixed = _fixed(cols, kind)
+    if kind == "json":
+        _scan([c for c, one in zip(cols, fixed, strict=True) if one is None])
+    return names, n, fixed, lambda: _tasks([cols])
 
 
 def _scan(cols: Sequence[np.ndarray]) -> None:
@@ -597,15 +666,11 @@ def _scan(cols: Sequence[np.ndarray]) -> None:
 
 
 def rows_segment(
-    columns: Mapping[str, np.ndarray], depth: int, known: Known | None = None
+    columns: Mapping[str, np.ndarray] | Blocks, depth: int, known: Known | None = None
 ) -> Iterator[Piece]:
     """A JSON list of one object per row (keys in column order), its items at ``depth``
     levels of ``indent=2``; raises ``_NotExact`` (before yielding) if it cannot be exact."""
-    names = list(columns)
-    cols = [np.asarray(columns[k]) for k in names]
-    fixed = _fixed(cols, "json")
-    _scan([c for c, one in zip(cols, fixed, strict=True) if one is None])
-    n = len(cols[0]) if cols else 0
+    names, n, fixed, tasks = _source(columns, "json")
     pad = " " * (2 * depth)
     keys = [json.dumps(k, ensure_ascii=False) for k in names]
     pieces = [pad + "{\n" + pad + "  " + keys[0] + ": "] if keys else []
@@ -621,18 +686,21 @@ def rows_segment(
             return
         join = _arrow() if n >= ARROW_FROM else None
 
-        def rows(start: int, stop: int) -> Piece:
+        def rows(task: Task) -> Piece:
+            cols, at, start, stop = task
             fast = join and _rows_arrow(
-                join, pieces, cols, start, stop, "json", ",\n", known, fixed
+                join, pieces, cols, start, stop, "json", ",\n", known, fixed, at
             )
             if fast:
                 return fast
-            cells = _chunk_cells(cols, start, stop, "json", known, fixed)
+            cells = _chunk_cells(cols, start, stop, "json", known, fixed, at)
             return _rows(pieces, cells, stop - start, ",\n")
 
-        for start, text in _in_order(rows, n, join is not None):
-            yield "[\n" if start == 0 else ",\n"
+        first = True
+        for _, text in _ordered(rows, tasks(), join is not None and n > CHUNK):
+            yield "[\n" if first else ",\n"
             yield text
+            first = False
         yield "\n" + pad[:-2] + "]"
 
     return chunks()
@@ -660,8 +728,8 @@ def list_segment(
     def items(start: int, stop: int) -> Piece:
         raw = _float_bytes(arr[start:stop]) if arr is not None else None
         if raw is not None:
-            if known is not None and arr is not None:  # the rows may show these values
-                known[(start, stop)] = (_bits(arr[start:stop]), raw)
+            if known is not None and arr is not None and start < KNOWN_ROWS:
+                known[(start, stop)] = (_bits(arr[start:stop]), raw)  # the rows may show them
             return raw.replace(b",", between.encode())
         if arr is not None:
             return between.join(_column_texts(arr[start:stop], "json"))
@@ -719,26 +787,24 @@ def placeholder(name: str) -> str:
     return "\x00ampcalc:" + name + "\x00"
 
 
-def csv_chunks(columns: Mapping[str, np.ndarray]) -> Iterator[Piece]:
+def csv_chunks(columns: Mapping[str, np.ndarray] | Blocks) -> Iterator[Piece]:
     """``sweep.write_csv``'s text in chunks: a header, then one line per row."""
-    names = list(columns)
-    cols = [np.asarray(columns[n]) for n in names]
-    yield ",".join(_csv_cell(n) for n in names) + "\n"
-    n = len(cols[0]) if cols else 0
-    if not cols:
+    names, n, fixed, tasks = _source(columns, "csv")
+    yield ",".join(_csv_cell(k) for k in names) + "\n"
+    if not names:
         return
-    pieces = ["", *[","] * (len(cols) - 1), ""]
+    pieces = ["", *[","] * (len(names) - 1), ""]
     join = _arrow() if n >= ARROW_FROM else None
-    fixed = _fixed(cols, "csv")
 
-    def rows(start: int, stop: int) -> Piece:
+    def rows(task: Task) -> Piece:
+        cols, _, start, stop = task
         fast = join and _rows_arrow(join, pieces, cols, start, stop, "csv", "\n", None, fixed)
         if fast:
             return fast
         cells = _chunk_cells(cols, start, stop, "csv", None, fixed)
         return _rows(pieces, cells, stop - start, "\n")
 
-    for _, text in _in_order(rows, n, join is not None):
+    for _, text in _ordered(rows, tasks(), join is not None and n > CHUNK):
         yield text
         yield "\n"
 
@@ -763,10 +829,10 @@ def table_json_chunks(
 # --- a sweep's CSV and JSON, from its columns --------------------------------------------
 
 
-def sweep_csv(sweep: Sweep, out: Any) -> None:
+def sweep_csv(sweep: Sweep | SweepStream, out: Any) -> None:
     """CSV, one row per point (floats as ``repr``; null as an empty cell; RFC 4180
     quoting), written from the columns in chunks (``columns_output.csv_chunks``)."""
-    for chunk in csv_chunks(sweep.columns):
+    for chunk in csv_chunks(sweep_columns(sweep)):
         out.write(chunk if isinstance(chunk, str) else str(chunk, "utf-8"))
 
 
@@ -775,7 +841,17 @@ def text(pieces: Iterable[Piece]) -> str:
     return "".join(p if isinstance(p, str) else str(p, "utf-8") for p in pieces)
 
 
-def sweep_json_chunks(sweep: Sweep, version: str) -> Iterator[Piece] | None:
+def sweep_columns(sweep: Sweep | SweepStream) -> Mapping[str, np.ndarray] | Blocks:
+    """A sweep's columns: held (``Sweep``), or made again a block at a time as they are
+    written (``SweepStream``, checked to be exact when it was made)."""
+    from ampcalc.analyses.sweep import SweepStream
+
+    if isinstance(sweep, SweepStream):
+        return Blocks(sweep.column_names(), len(sweep), sweep.blocks)
+    return sweep.columns
+
+
+def sweep_json_chunks(sweep: Sweep | SweepStream, version: str) -> Iterator[Piece] | None:
     """``render.render_json`` of the sweep's envelope, written from the columns in
     chunks (same bytes, bounded memory); ``None``: render ``document`` the usual way."""
     from ampcalc.output.render import envelope
@@ -789,7 +865,7 @@ def sweep_json_chunks(sweep: Sweep, version: str) -> Iterator[Piece] | None:
         segments[key] = functools.partial(list_segment, v.values, 4, v.floats(), shared)
         vary.append({"path": v.path, "values": key, "log": v.log})
     rows = placeholder("rows")
-    segments[rows] = lambda: rows_segment(sweep.columns, 2, known)
+    segments[rows] = lambda: rows_segment(sweep_columns(sweep), 2, known)
     doc = {
         "of": sweep.of,
         "vary": vary,

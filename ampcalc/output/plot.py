@@ -584,12 +584,14 @@ def text_chart(
     marks = "*o+x"
     legend = []
     for k, (name, _, idx) in enumerate(curves):
-        for xv, yv in zip(xs_all[idx].tolist(), ys_all[idx].tolist(), strict=True):
-            if yv != yv:
-                continue
-            col = round((fx(xv) - x_lo) / (x_hi - x_lo) * (width - 1))
-            row = height - 1 - round((fy(yv) - y_lo_t) / (y_hi_t - y_lo_t) * (height - 1))
-            canvas[row][col] = marks[k]
+        for lo in range(0, len(idx), 1 << 16):  # a block at a time: no list of 10⁷ floats
+            part = idx[lo : lo + (1 << 16)]
+            for xv, yv in zip(xs_all[part].tolist(), ys_all[part].tolist(), strict=True):
+                if yv != yv:
+                    continue
+                col = round((fx(xv) - x_lo) / (x_hi - x_lo) * (width - 1))
+                row = height - 1 - round((fy(yv) - y_lo_t) / (y_hi_t - y_lo_t) * (height - 1))
+                canvas[row][col] = marks[k]
         legend.append(f"{marks[k]} {name or key}")
     lines = [(f"{y_hi:>10.4g} |" + "".join(canvas[0])).rstrip()]
     lines += [("           |" + "".join(r)).rstrip() for r in canvas[1:-1]]
