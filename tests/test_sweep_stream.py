@@ -14,7 +14,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, run_main
+from conftest import EXAMPLES, run_ampcalc, run_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -280,3 +280,25 @@ def test_the_head_and_the_chart_columns_of_a_stream(monkeypatch) -> None:
     assert np.array_equal(
         drawn.columns["epsilon_prime.upper"], whole.columns["epsilon_prime.upper"]
     )
+
+
+def test_a_sweep_of_too_many_design_points_is_refused_before_it_starts() -> None:
+    # 2·10⁶ rates: each point re-reads the design (~0.2–0.5 ms), about 10 minutes of work;
+    # refused at once, naming the limit, while 2·10⁶ values of M's ε are one call
+    import resource
+
+    from ampcalc.model.limits import LIMITS
+
+    t0 = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+    run = run_ampcalc(
+        "sweep",
+        str(EXAMPLES / "poisson.yaml"),
+        "--vary",
+        "sampling.rate=0.001:0.5:2000000",
+        "--format",
+        "csv",
+        expect=2,
+    )
+    assert f"limit of {LIMITS['sweep_design_points'].value:,}" in run.stderr
+    assert "sampling.rate" in run.stderr and run.stdout == ""
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - t0 < 5  # CPU seconds

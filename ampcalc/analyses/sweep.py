@@ -28,6 +28,7 @@ import numpy as np
 
 from ampcalc.model.design import Design, check_epsilon
 from ampcalc.model.errors import DesignError, Where
+from ampcalc.model.limits import LIMITS, limit
 from ampcalc.model.references import HU_2023, cite
 
 KINDS = ("bound", "invert", "plan")
@@ -560,6 +561,11 @@ def _pieces(
     if of == "plan":
         planner = _planner()
 
+    per_point = math.prod(len(v.values) for v in others)
+    if per_point > limit("sweep_design_points"):  # before the grid is built
+        raise DesignError(
+            LIMITS["sweep_design_points"].message(per_point), where=_where(others[0].text)
+        )
     grid = list(itertools.product(*(v.values for v in others))) if others else [()]
     vec_values = None
     if vec is not None:  # the grid's own read-only array when it has one (no copy)

@@ -99,6 +99,12 @@ LIMITS: dict[str, Limit] = {
         "drop --frequencies (keys only), or use a design whose q_i reaches 1 at a lower "
         "frequency (a larger threshold τ or weight_power)",
     ),
+    "sweep_design_points": Limit(
+        1_000_000,
+        "grid points of `sweep` axes other than M's ε (or the target of `--of invert`/"
+        "`plan`): each re-reads the design and is evaluated on its own, about 0.2-0.5 ms",
+        "sweep M's ε (or the target) over the long axis: it is evaluated in one call",
+    ),
     "plot_points": Limit(
         1_000_000,
         "grid points drawn by `sweep --plot`",
