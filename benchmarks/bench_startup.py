@@ -28,17 +28,24 @@ def timed(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def interleaved_medians(first: list[str], second: list[str], runs: int) -> tuple[float, float]:
+    """The median wall times of two commands over ``runs`` runs each, alternating them
+    (after one warm-up run each for the file cache), so that a burst of load on a shared
+    machine falls on both sides rather than on one."""
+    timed(first), timed(second)
+    t_first, t_second = [], []
+    for _ in range(runs):
+        t_first.append(timed(first))
+        t_second.append(timed(second))
+    return statistics.median(t_first), statistics.median(t_second)
+
+
 def timings(runs: int) -> dict[str, float]:
     exe = shutil.which("ampcalc")
     tool = [exe] if exe else [sys.executable, "-m", "ampcalc"]
     tool += ["bound", str(DESIGN), "--json"]
     base = [sys.executable, str(ROOT / "benchmarks" / "baseline_cli.py"), str(DESIGN)]
-    timed(tool), timed(base)  # warm the file cache
-    t_tool, t_base = [], []
-    for _ in range(runs):
-        t_tool.append(timed(tool))
-        t_base.append(timed(base))
-    med_tool, med_base = statistics.median(t_tool), statistics.median(t_base)
+    med_tool, med_base = interleaved_medians(tool, base, runs)
     return {
         "ampcalc_bound_json_s": med_tool,
         "baseline_stack_s": med_base,

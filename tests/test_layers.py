@@ -3,23 +3,43 @@
 The rules (README, "How the code is organised"):
 
 1. imports only go downward: each package may import the packages listed for it in
-   ``ALLOWED`` and nothing above;
+   ``ALLOWED`` and nothing above; the README's picture draws every package below the
+   ones that may import it;
 2. only ``cli/`` imports typer; only ``cli/`` and ``output/`` import rich and jinja2
    (the template engine of the optional report, with its markupsafe);
 3. no module imports another package's ``_private`` module or name;
 4. no import circles between modules (imports inside functions and under
-   ``TYPE_CHECKING`` count: a circle is a circle however late it closes).
+   ``TYPE_CHECKING`` count: a circle is a circle however late it closes);
+5. inside ``schemes/``: ``base``, ``assembly`` and ``exact`` import only each other; the
+   private kernel modules (``_cluster_kernels``, ``_allocation``, ...) import those and
+   each other; a family module (one the registry names, or a module of a family's
+   package) imports those and its own family, another family only as listed in
+   ``SCHEMES_CROSS`` (with the reason); the registry imports families by name only;
+6. inside ``cli/``: ``conventions`` imports no other command-line module, ``app`` only
+   ``conventions`` (the command modules through its lazy loader, by name), a command
+   module only ``app`` and ``conventions``, another command only as listed in
+   ``CLI_CROSS``;
+7. inside ``analyses/``: a module imports another analysis only as listed in
+   ``ANALYSES_EDGES`` (with the reason).
 
-Each broken rule is reported with its number, the file and line, and the import.
+An import is an ``import`` or ``from ... import`` statement, and a call of
+``importlib.import_module`` or ``__import__`` with a literal name (an f-string whose
+unknown part follows ``"ampcalc.pkg."`` counts as an import of ``ampcalc.pkg`` for
+rules 1 to 3). Each broken rule is reported with its number, the file and line, and
+the import.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent / "ampcalc"
+README = ROOT.parent / "README.md"
 
 #: package (or top-level module) -> the ampcalc packages it may import.
 ALLOWED: dict[str, set[str]] = {
@@ -31,8 +51,10 @@ ALLOWED: dict[str, set[str]] = {
     "designs": {"accounting", "schemes", "load", "model", "math"},
     "engine": {"designs", "accounting", "schemes", "load", "model", "math"},
     "analyses": {"engine", "designs", "accounting", "schemes", "load", "model", "math"},
-    "records": {"output", "engine", "designs", "schemes", "load", "model", "math"},
+    # output/ draws analyses/ results (sweeps, the report's curves): it sits above analyses/
     "output": {"analyses", "load", "model", "math"},
+    # records/ writes its tables through output/'s column writers: it sits above output/
+    "records": {"output", "engine", "designs", "schemes", "load", "model", "math"},
     "kernels": {"math", "model"},
     "api": {
         "accounting",
@@ -71,6 +93,82 @@ TYPER = {"cli"}
 RICH = {"cli", "output"}
 TEMPLATES = {"cli", "output"}
 
+# --- rule 5: inside schemes/ ---------------------------------------------------------------
+
+#: what every scheme is built from; these import only each other.
+SCHEMES_FOUNDATION = {"ampcalc.schemes.base", "ampcalc.schemes.assembly", "ampcalc.schemes.exact"}
+# the private kernel modules are the ``_``-named modules directly in schemes/ (``_kernel``)
+
+#: (importer, imported) -> why a family (or kernel) module imports another family's module.
+SCHEMES_CROSS: dict[tuple[str, str], str] = {
+    ("ampcalc.schemes.pps", "ampcalc.schemes.srswor"): (
+        "with equal size measures PPS sampling is simple random sampling without "
+        "replacement (Bun et al. 2022, §6.1): srswor's Theorem 2.2 is the bound"
+    ),
+    ("ampcalc.schemes.pps_cluster", "ampcalc.schemes.pps"): (
+        "PPS cluster sampling draws whole clusters by pps's methods: its method names "
+        "and successive-sampling inclusion probabilities"
+    ),
+    ("ampcalc.schemes.stratified.fixed", "ampcalc.schemes.poisson"): (
+        "stratified Poisson sampling is the poisson family's result at the largest rate "
+        "(Bun et al. 2020, working paper, Lemma 3.3)"
+    ),
+    ("ampcalc.schemes.stratified.fixed", "ampcalc.schemes.srswor"): (
+        "fixed allocation is srswor's Theorem 2.2 in the stratum of the largest sampling "
+        "fraction (a replacement inside a stratum is a simple random sample's)"
+    ),
+    ("ampcalc.schemes.systematic", "ampcalc.schemes.random_size"): (
+        "systematic sampling's size is random (floor or ceiling of N/k): random_size's "
+        "Theorem 3.1 witness and size-mixture plan"
+    ),
+    ("ampcalc.schemes._fixed_total", "ampcalc.schemes.stratified.common"): (
+        "the fixed-total allocation belongs to the stratified family alone (only "
+        "stratified/ imports it) and states its lower-only theorem with the package's "
+        "shared helper; moving it into stratified/ would drop this exception"
+    ),
+}
+
+# --- rule 6: inside cli/ -------------------------------------------------------------------
+
+CLI_SHARED = {"ampcalc.cli.app", "ampcalc.cli.conventions"}
+#: (importer, imported) -> why a command module imports another command module.
+CLI_CROSS: dict[tuple[str, str], str] = {
+    ("ampcalc.cli.pws_keys", "ampcalc.cli.pws"): (
+        "``pws keys`` is a subcommand: it adds itself to the pws group"
+    ),
+}
+
+# --- rule 7: inside analyses/ --------------------------------------------------------------
+
+#: (importer, imported) -> why one analysis imports another; every other analysis
+#: module imports no other (they share engine/, designs/ and model/, not each other).
+ANALYSES_EDGES: dict[tuple[str, str], str] = {
+    ("ampcalc.analyses.budget_solve", "ampcalc.analyses.budget"): (
+        "solving for a budget's unknown re-evaluates budget's ledger"
+    ),
+    ("ampcalc.analyses.budget_solve", "ampcalc.analyses.calibrate"): (
+        "an unknown noise scale is set through calibrate's noise for a target"
+    ),
+    ("ampcalc.analyses.checks", "ampcalc.analyses.verify"): (
+        "validate's exact check on tiny designs is verify's row"
+    ),
+    ("ampcalc.analyses.report", "ampcalc.analyses.sweep"): (
+        "the report's curve is a sweep of the design along ε"
+    ),
+    ("ampcalc.analyses.sweep_result", "ampcalc.analyses.sweep"): (
+        "the Python API's sweep wraps the sweep the command evaluates"
+    ),
+}
+
+
+class Import(NamedTuple):
+    """One import: a statement, a call with a literal name, or an f-string's package."""
+
+    line: int
+    module: str
+    name: str | None
+    how: str  # "statement", "call" or "prefix" (only the package before an f-string's hole)
+
 
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
@@ -85,15 +183,101 @@ def unit_of(module: str) -> str:
     return "__init__" if len(parts) == 1 else parts[1]
 
 
-def imports(path: Path, root: Path) -> Iterator[tuple[int, str, str | None]]:
-    """(line, imported module, imported name or None) for every import in the file."""
+def _relative(name: str, package: str) -> str:
+    """``importlib``'s resolution of ``.name`` / ``..name`` against ``package``."""
+    level = len(name) - len(name.lstrip("."))
+    if not level:
+        return name
+    base = package.rsplit(".", level - 1)[0] if level > 1 else package
+    rest = name[level:]
+    return f"{base}.{rest}" if rest else base
+
+
+def _text(node: ast.expr | None, here: str, package: str) -> tuple[str, bool] | None:
+    """A name argument's text and whether it is whole: a literal, ``__name__``,
+    ``__package__``, or an f-string of those (cut at its first other hole)."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value, True
+    if isinstance(node, ast.Name) and node.id in ("__name__", "__package__"):
+        return (here if node.id == "__name__" else package), True
+    if isinstance(node, ast.JoinedStr):
+        text = ""
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                text += str(part.value)
+                continue
+            known = (
+                _text(part.value, here, package) if isinstance(part, ast.FormattedValue) else None
+            )
+            if known is None or part.format_spec is not None:
+                return text, False
+            text += known[0]
+        return text, True
+    return None
+
+
+def _dynamic(tree: ast.Module, here: str, package: str) -> Iterator[Import]:
+    """``importlib.import_module(...)`` and ``__import__(...)`` calls as imports."""
+    modules: set[str] = set()
+    functions = {"__import__": "__import__"}  # a name called -> what it is
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name == "importlib"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "importlib":
+            functions |= {
+                a.asname or a.name: a.name
+                for a in node.names
+                if a.name in ("import_module", "__import__")
+            }
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in functions:
+            kind = functions[f.id]
+        elif (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id in modules
+            and f.attr in ("import_module", "__import__")
+        ):
+            kind = f.attr
+        else:
+            continue
+        found = _text(node.args[0], here, package)
+        if found is None:
+            continue  # a name only known at run time: the start-up test sees those
+        name, whole = found
+        keywords = {k.arg: k.value for k in node.keywords}
+        if kind == "import_module":
+            anchor = _text(
+                node.args[1] if len(node.args) > 1 else keywords.get("package"), here, package
+            )
+            if name.startswith(".") and anchor is not None and anchor[1]:
+                name = _relative(name, anchor[0])
+        else:
+            level = node.args[4] if len(node.args) > 4 else keywords.get("level")
+            if isinstance(level, ast.Constant) and isinstance(level.value, int) and level.value:
+                name = _relative("." * level.value + name, package)
+        if name.startswith("."):
+            continue
+        if whole:
+            yield Import(node.lineno, name, None, "call")
+        elif "." in name:
+            yield Import(node.lineno, name.rpartition(".")[0], None, "prefix")
+
+
+def imports(path: Path, root: Path) -> Iterator[Import]:
+    """Every import in the file (statements and calls with a literal name)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     here = module_name(path, root)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield node.lineno, alias.name, None
+                yield Import(node.lineno, alias.name, None, "statement")
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -102,7 +286,8 @@ def imports(path: Path, root: Path) -> Iterator[tuple[int, str, str | None]]:
             else:
                 module = node.module or ""
             for alias in node.names:
-                yield node.lineno, module, alias.name
+                yield Import(node.lineno, module, alias.name, "statement")
+    yield from _dynamic(tree, here, package)
 
 
 def resolve(module: str, name: str | None, known: set[str]) -> str:
@@ -112,35 +297,120 @@ def resolve(module: str, name: str | None, known: set[str]) -> str:
     return module
 
 
-def check(root: Path = ROOT) -> list[str]:
-    """Every broken rule in the package at ``root``, one message each."""
+def scheme_families(root: Path) -> set[str]:
+    """The family modules the registry names (``_MODULES`` in ``schemes/__init__.py``)."""
+    init = root / "schemes" / "__init__.py"
+    if not init.exists():
+        return set()
+    for node in ast.walk(ast.parse(init.read_text(encoding="utf-8"))):
+        target = getattr(node, "target", None) or (getattr(node, "targets", None) or [None])[0]
+        if isinstance(target, ast.Name) and target.id == "_MODULES":
+            value = ast.literal_eval(node.value)  # type: ignore[attr-defined]
+            return {f"{root.name}.schemes.{m}" for m in value.values()}
+    return set()
+
+
+def _family(module: str, families: set[str]) -> str | None:
+    """The family a schemes module belongs to (a family package's modules are its own)."""
+    for f in families:
+        if module == f or module.startswith(f + "."):
+            return f
+    return None
+
+
+def _kernel(module: str) -> bool:
+    """A private kernel module: a ``_``-named module directly in schemes/."""
+    parts = module.split(".")
+    return len(parts) == 3 and parts[2].startswith("_") and not parts[2].startswith("__")
+
+
+def _inside(here: str, target: str, families: set[str], top: str) -> tuple[str | None, str]:
+    """Rules 5 to 7 for one import inside a package: (the rule, why) when it is broken;
+    (None, "") when it keeps them; (None, "listed") when it is a listed exception."""
+    pair = (here.replace(f"{top}.", "ampcalc.", 1), target.replace(f"{top}.", "ampcalc.", 1))
+    unit = unit_of(here)
+    if unit == "schemes":
+        registry, (a, b) = f"{top}.schemes", pair
+        if here == registry:
+            if b in SCHEMES_FOUNDATION:
+                return None, ""
+            return (
+                "rule 5",
+                "the registry imports only base, assembly and exact (families by name)",
+            )
+        if target == registry:
+            return "rule 5", "imports the registry, which is above every scheme module"
+        if a in SCHEMES_FOUNDATION:
+            if b in SCHEMES_FOUNDATION:
+                return None, ""
+            return "rule 5", "base, assembly and exact import only each other"
+        if b in SCHEMES_FOUNDATION or _kernel(target):
+            return None, ""
+        if pair in SCHEMES_CROSS:
+            return None, "listed"
+        if _kernel(here):
+            return "rule 5", "a private kernel module imports a family module (see SCHEMES_CROSS)"
+        own = _family(here, families)
+        if own is None or _family(target, families) != own:
+            return "rule 5", "a family imports another family's module (see SCHEMES_CROSS)"
+        return None, ""
+    if unit == "cli":
+        if pair[0] == "ampcalc.cli.conventions":
+            return "rule 6", "cli.conventions imports no other command-line module"
+        if pair[0] == "ampcalc.cli.app":
+            if pair[1] == "ampcalc.cli.conventions":
+                return None, ""
+            return "rule 6", "cli.app imports only conventions (the commands through its loader)"
+        if pair == ("ampcalc.cli", "ampcalc.cli.app") or pair[1] in CLI_SHARED:
+            return None, ""
+        if pair in CLI_CROSS:
+            return None, "listed"
+        return "rule 6", "a command module imports another command module (see CLI_CROSS)"
+    if unit == "analyses":
+        if pair in ANALYSES_EDGES:
+            return None, "listed"
+        if pair[0] == "ampcalc.analyses":
+            return None, ""
+        return "rule 7", "an analysis imports another analysis (see ANALYSES_EDGES)"
+    return None, ""
+
+
+def scan(root: Path = ROOT) -> tuple[list[str], set[tuple[str, str]]]:
+    """Every broken rule in the package at ``root``, one message each, and the listed
+    exceptions (rules 5 to 7) some import uses."""
     files = sorted(root.rglob("*.py"))
     known = {module_name(f, root) for f in files}
     top = root.name
+    families = scheme_families(root)
     broken: list[str] = []
-    graph: dict[str, set[str]] = {m: set() for m in known}
+    used: set[tuple[str, str]] = set()
+    graph: dict[str, dict[str, str]] = {m: {} for m in known}
     for path in files:
         here = module_name(path, root)
         unit = unit_of(here)
         where = f"{path.relative_to(root.parent)}"
-        for line, module, name in imports(path, root):
+        for line, module, name, how in imports(path, root):
             head = module.split(".")[0]
+            seen = "" if how == "statement" else f" (through a {how} import)"
             if head == "typer" and unit not in TYPER:
-                broken.append(f"rule 2: {where}:{line}: imports typer outside cli/")
+                broken.append(f"rule 2: {where}:{line}: imports typer outside cli/{seen}")
             if head == "rich" and unit not in RICH:
-                broken.append(f"rule 2: {where}:{line}: imports rich outside cli/ and output/")
+                broken.append(
+                    f"rule 2: {where}:{line}: imports rich outside cli/ and output/{seen}"
+                )
             if head in ("jinja2", "markupsafe") and unit not in TEMPLATES:
-                broken.append(f"rule 2: {where}:{line}: imports {head} outside cli/ and output/")
+                broken.append(
+                    f"rule 2: {where}:{line}: imports {head} outside cli/ and output/{seen}"
+                )
             if head != top:
                 continue
             target = resolve(module, name, known)
             if target not in known:
                 continue
-            graph[here].add(target)
             other = unit_of(target)
             if other != unit and other not in ALLOWED.get(unit, set()):
                 broken.append(
-                    f"rule 1: {where}:{line}: {unit}/ imports {target} ({other}/ is not "
+                    f"rule 1: {where}:{line}: {unit}/ imports {target}{seen} ({other}/ is not "
                     f"below {unit}/; allowed: {', '.join(sorted(ALLOWED.get(unit, ()))) or '-'})"
                 )
             if other != unit:
@@ -152,8 +422,55 @@ def check(root: Path = ROOT) -> list[str]:
                         broken.append(
                             f"rule 3: {where}:{line}: imports {shown}, private to {other}/"
                         )
-    broken += [f"rule 4: import circle: {' -> '.join(c)}" for c in circles(graph)]
-    return broken
+            if how == "prefix" or target == here:
+                continue  # only the package is known, or a module's own name
+            graph[here].setdefault(target, f"{where}:{line}")
+            if other == unit:
+                rule, why = _inside(here, target, families, top)
+                if rule is not None:
+                    broken.append(f"{rule}: {where}:{line}: {here} imports {target}{seen}: {why}")
+                elif why:
+                    used.add((here, target))
+    for path in files:
+        m = module_name(path, root)
+        if unit_of(m) != "schemes" or m == f"{top}.schemes" or _kernel(m):
+            continue
+        if m.replace(f"{top}.", "ampcalc.", 1) in SCHEMES_FOUNDATION:
+            continue
+        if _family(m, families) is None:
+            broken.append(
+                f"rule 5: {path.relative_to(root.parent)}:1: neither a family the registry "
+                "names (_MODULES), a private kernel module (_name) nor base/assembly/exact"
+            )
+    for comp in circles({m: set(t) for m, t in graph.items()}):
+        path = cycle(comp, graph)
+        edges = ", ".join(graph[a][b] for a, b in itertools.pairwise(path))
+        broken.append(f"rule 4: import circle: {' -> '.join(path)} ({edges})")
+    return broken, used
+
+
+def check(root: Path = ROOT) -> list[str]:
+    """Every broken rule in the package at ``root``, one message each."""
+    return scan(root)[0]
+
+
+def cycle(comp: list[str], graph: dict[str, dict[str, str]]) -> list[str]:
+    """One circle through the component's first module (breadth first, so a short one)."""
+    start, inside = comp[0], set(comp)
+    before: dict[str, str] = {}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(graph[v]):
+            if w == start:
+                path = [v]
+                while path[-1] != start:
+                    path.append(before[path[-1]])
+                return [*reversed(path), start]
+            if w in inside and w not in before:
+                before[w] = v
+                queue.append(w)
+    return [*comp, comp[0]]
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -193,6 +510,15 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def picture(readme: Path = README) -> list[str]:
+    """The packages and modules the README's picture draws, top to bottom."""
+    text = readme.read_text(encoding="utf-8")
+    section = text[text.index("### How the code is organised") :]
+    block = section[section.index("```") + 3 :]
+    block = block[: block.index("```")]
+    return re.findall(r"^([a-z_]+)(?:/|\.py)\s", block, flags=re.MULTILINE)
+
+
 # --- the tests ----------------------------------------------------------------------------
 
 
@@ -207,8 +533,46 @@ def test_every_package_says_its_job_and_what_it_may_import() -> None:
         assert doc and "import" in doc, f"{init}: docstring must say what it may import"
 
 
+def test_the_readme_picture_draws_the_allowed_table() -> None:
+    """Rule 1 as drawn: every package sits above each package it may import, and every
+    package of the table is in the picture (top-level modules other than api.py and
+    kernels.py are the package's own face and left out)."""
+    drawn = picture()
+    assert len(drawn) == len(set(drawn)), f"README picture draws a package twice: {drawn}"
+    where = {u: i for i, u in enumerate(drawn)}
+    broken = [
+        f"rule 1: README.md picture: {u} may import {v} but is drawn below it"
+        for u in drawn
+        for v in sorted(ALLOWED[u])
+        if v in where and where[v] < where[u]
+    ]
+    missing = set(ALLOWED) - set(drawn) - {"__init__", "__main__", "_version"}
+    assert not missing, f"rule 1: README.md picture leaves out {sorted(missing)}"
+    assert set(drawn) <= set(ALLOWED), f"picture draws {set(drawn) - set(ALLOWED)}"
+    assert broken == []
+
+
+def test_records_is_above_output_and_output_never_imports_records() -> None:
+    # records/ writes through output/'s column writers (so output/ must not import it)
+    assert "output" in ALLOWED["records"] and "records" not in ALLOWED["output"]
+    drawn = picture()
+    assert drawn.index("records") < drawn.index("output") < drawn.index("analyses")
+
+
 def test_the_layer_rules_hold() -> None:
     assert check() == []
+
+
+def test_every_listed_exception_is_still_needed() -> None:
+    _, used = scan()
+    listed = set(SCHEMES_CROSS) | set(CLI_CROSS) | set(ANALYSES_EDGES)
+    assert sorted(listed - used) == [], "listed exceptions no import needs any more"
+
+
+def test_the_registry_names_the_families() -> None:
+    families = scheme_families(ROOT)
+    assert {"ampcalc.schemes.srswor", "ampcalc.schemes.stratified"} <= families
+    assert not any(_kernel(f) for f in families)
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -236,7 +600,10 @@ def test_a_deliberate_upward_import_is_named(tmp_path: Path) -> None:
         m.startswith("rule 1: ampcalc/math/numeric.py:1: math/ imports ampcalc.schemes.srswor")
         for m in broken
     ), broken
-    assert any(m.startswith("rule 4: import circle: ampcalc.math.numeric") for m in broken)
+    assert (
+        "rule 4: import circle: ampcalc.math.numeric -> ampcalc.schemes.srswor -> "
+        "ampcalc.math.numeric (ampcalc/math/numeric.py:1, ampcalc/schemes/srswor.py:1)"
+    ) in broken, broken
 
 
 def test_a_deliberate_typer_private_and_relative_import_is_named(tmp_path: Path) -> None:
@@ -256,3 +623,151 @@ def test_a_deliberate_typer_private_and_relative_import_is_named(tmp_path: Path)
     assert any(m.startswith("rule 3: ampcalc/engine.py:2:") for m in broken), broken
     assert "rule 2: ampcalc/engine.py:3: imports jinja2 outside cli/ and output/" in broken
     assert any(m.startswith("rule 1: ampcalc/output/render.py:1:") for m in broken), broken
+
+
+def test_import_module_and_dunder_import_calls_count(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "math/__init__.py": "",
+            "math/numeric.py": (
+                "import importlib\n"
+                "def f():\n"
+                "    return importlib.import_module('ampcalc.engine.core')\n"
+                "def g():\n"
+                "    return __import__('ampcalc.output.render')\n"
+                "def h(name):\n"
+                "    return importlib.import_module(f'ampcalc.cli.{name}')\n"
+                "def i(name):\n"
+                "    return importlib.import_module(name)\n"
+            ),
+            "math/types.py": (
+                "from importlib import import_module as _m\n"
+                "x = _m('..engine.core', __package__)\n"
+                "y = _m('rich')\n"
+            ),
+            "engine/__init__.py": "",
+            "engine/core.py": "",
+            "output/__init__.py": "",
+            "output/render.py": "",
+            "cli/__init__.py": "",
+        },
+    )
+    broken = check(root)
+    assert any(
+        m.startswith(
+            "rule 1: ampcalc/math/numeric.py:3: math/ imports ampcalc.engine.core "
+            "(through a call import)"
+        )
+        for m in broken
+    ), broken
+    assert any(
+        m.startswith("rule 1: ampcalc/math/numeric.py:5: math/ imports ampcalc.output.render")
+        for m in broken
+    ), broken
+    assert any(
+        m.startswith(
+            "rule 1: ampcalc/math/numeric.py:7: math/ imports ampcalc.cli (through a prefix"
+        )
+        for m in broken
+    ), broken
+    assert not any("numeric.py:9" in m for m in broken), broken  # a run-time name
+    # relative to the package argument, as importlib resolves it: ampcalc.engine.core
+    assert any(
+        m.startswith("rule 1: ampcalc/math/types.py:2: math/ imports ampcalc.engine.core")
+        for m in broken
+    ), broken
+    assert (
+        "rule 2: ampcalc/math/types.py:3: imports rich outside cli/ and output/ "
+        "(through a call import)"
+    ) in broken
+
+
+def _schemes(extra: dict[str, str]) -> dict[str, str]:
+    files = {
+        "__init__.py": "",
+        "schemes/__init__.py": (
+            "from ampcalc.schemes.base import Scheme\n"
+            "_MODULES = {'a': 'fam_a', 'b': 'fam_b', 'st': 'strat'}\n"
+        ),
+        "schemes/base.py": "",
+        "schemes/assembly.py": "from ampcalc.schemes.base import x\n",
+        "schemes/exact.py": "",
+        "schemes/_kern.py": "from ampcalc.schemes import assembly\n",
+        "schemes/fam_a.py": "from ampcalc.schemes import _kern, base, exact\n",
+        "schemes/fam_b.py": "",
+        "schemes/strat/__init__.py": "from ampcalc.schemes.strat import common\n",
+        "schemes/strat/common.py": "from ampcalc.schemes import _kern\n",
+    }
+    files.update(extra)
+    return files
+
+
+def test_a_tidy_schemes_package_keeps_rule_5(tmp_path: Path) -> None:
+    assert check(_tree(tmp_path, _schemes({}))) == []
+
+
+def test_schemes_inner_rules_are_named(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        _schemes(
+            {
+                "schemes/base.py": "from ampcalc.schemes import fam_b\n",
+                "schemes/_kern.py": (
+                    "import importlib\nimportlib.import_module('ampcalc.schemes.fam_b')\n"
+                ),
+                "schemes/fam_a.py": "from ampcalc.schemes.strat import common\n",
+                "schemes/loose.py": "",
+                "schemes/__init__.py": (
+                    "from ampcalc.schemes import fam_a\n"
+                    "_MODULES = {'a': 'fam_a', 'b': 'fam_b', 'st': 'strat'}\n"
+                ),
+            }
+        ),
+    )
+    broken = check(root)
+    expected = [
+        "rule 5: ampcalc/schemes/base.py:1: ampcalc.schemes.base imports ampcalc.schemes.fam_b",
+        "rule 5: ampcalc/schemes/_kern.py:2: ampcalc.schemes._kern imports ampcalc.schemes.fam_b",
+        "rule 5: ampcalc/schemes/fam_a.py:1: ampcalc.schemes.fam_a imports "
+        "ampcalc.schemes.strat.common",
+        "rule 5: ampcalc/schemes/__init__.py:1: ampcalc.schemes imports ampcalc.schemes.fam_a",
+        "rule 5: ampcalc/schemes/loose.py:1: neither a family",
+    ]
+    for start in expected:
+        assert any(m.startswith(start) for m in broken), (start, broken)
+    assert len(broken) == len(expected), broken
+
+
+def test_cli_and_analyses_inner_rules_are_named(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "cli/__init__.py": "from ampcalc.cli import app\n",
+            "cli/app.py": "from ampcalc.cli import conventions\nfrom ampcalc.cli import sweep\n",
+            "cli/conventions.py": "from ampcalc.cli import app\n",
+            "cli/sweep.py": "from ampcalc.cli import app, conventions\n",
+            "cli/plan.py": "from ampcalc.cli import app\nfrom ampcalc.cli.sweep import f\n",
+            "cli/pws.py": "",
+            "cli/pws_keys.py": "from ampcalc.cli import pws\n",
+            "analyses/__init__.py": "",
+            "analyses/report.py": "from ampcalc.analyses import sweep\n",
+            "analyses/sweep.py": "",
+            "analyses/plan.py": "from ampcalc.analyses.sweep import g\n",
+        },
+    )
+    broken = check(root)
+    expected = [
+        "rule 6: ampcalc/cli/app.py:2: ampcalc.cli.app imports ampcalc.cli.sweep",
+        "rule 6: ampcalc/cli/conventions.py:1: ampcalc.cli.conventions imports ampcalc.cli.app",
+        "rule 6: ampcalc/cli/plan.py:2: ampcalc.cli.plan imports ampcalc.cli.sweep",
+        "rule 7: ampcalc/analyses/plan.py:1: ampcalc.analyses.plan imports ampcalc.analyses.sweep",
+    ]
+    for start in expected:
+        assert any(m.startswith(start) for m in broken), (start, broken)
+    # the rest are rule 4's circles (app -> conventions -> app, app -> sweep -> app)
+    rest = [m for m in broken if not any(m.startswith(e) for e in expected)]
+    assert rest and all(m.startswith("rule 4: import circle: ampcalc.cli.") for m in rest), rest
+    assert len(broken) == len(expected) + len(rest)

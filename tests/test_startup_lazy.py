@@ -1,17 +1,102 @@
 """Start-up: ``ampcalc bound`` builds only its own command and imports none of the
 further command modules; every other way of reading the command line sees all the
-commands, in the order of an eager import, and the same help."""
+commands, in the order of an eager import, and the same help.
+
+The lazy-import policy: the third-party modules in ``LAZY`` (optional extras, or more
+than about 20 ms to import once numpy, typer and rich are loaded) are imported only
+inside the functions that need them: never at a module's top level, and not by
+``ampcalc --version`` nor by ``ampcalc bound`` on a closed-form design. And the budget:
+``ampcalc --version`` starts within 1.2 times a minimal typer app's time.
+"""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, ROOT
 
 from ampcalc.cli.app import COMMAND_MODULES, app, main
+
+#: module -> why it stays inside functions. A name covers its submodules (every
+#: ``scipy.*``). Import times are ``python -X importtime`` cumulative figures after
+#: numpy, typer and rich are loaded, on the 2-core development machine.
+LAZY: dict[str, str] = {
+    "scipy": "root finders and special functions: scipy.optimize alone takes ~0.34 s",
+    "pandas": "DataFrames for the Python API and the Dask engine: ~0.6 s",
+    "mpmath": "arbitrary precision (scipy's and the tests' oracles): ~70 ms",
+    "dp_accounting": "the PLD accountant, an optional extra: ~1.9 s",
+    "matplotlib": "plots and the report's figures, an optional extra: ~0.3 s",
+    "dask": "the Dask engine, an optional extra: ~0.2 s",
+    "distributed": "the Dask cluster client, an optional extra: ~0.6 s",
+    "pyarrow": "Parquet and Arrow joins, an optional extra: ~60 ms",
+    "jinja2": "the HTML report's templates, an optional extra: ~45 ms",
+    "html5lib": "checking the HTML report: ~30 ms",
+}
+# orjson is left out: it takes ~2 ms to import.
+
+#: ``ampcalc --version`` may take this many times a minimal typer app, plus SLACK_S.
+BUDGET = 1.2
+#: Absolute slack for a noisy shared machine (2 cores, other jobs): the medians of
+#: interleaved runs still move by 10-20 ms from one measurement to the next.
+SLACK_S = 0.030
+RUNS = 7
+
+MINIMAL_TYPER_APP = """
+import typer
+
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def main(version: bool = typer.Option(False, "--version")) -> None:
+    print("0.0")
+
+
+app()
+"""
+
+
+def lazy(module: str) -> str | None:
+    """The ``LAZY`` entry covering ``module`` (itself or a package above it), if any."""
+    parts = module.split(".")
+    for i in range(len(parts), 0, -1):
+        if ".".join(parts[:i]) in LAZY:
+            return ".".join(parts[:i])
+    return None
+
+
+#: Runs ``python -m ampcalc ARGS`` in this interpreter and writes the names of every
+#: module loaded by the end (``run()`` ends in ``sys.exit``) to stderr. sys.modules
+#: rather than ``-X importtime``: importtime times import statements only, and misses
+#: ``importlib.import_module`` (the command modules, pyarrow, dask are loaded that way).
+HARNESS = """
+import atexit, json, runpy, sys
+{prelude}
+sys.argv = ["ampcalc", *{args!r}]
+atexit.register(lambda: sys.stderr.write("\\n@@modules " + json.dumps(sorted(sys.modules))))
+runpy.run_module("ampcalc", run_name="__main__", alter_sys=True)
+"""
+
+
+def loaded_by(
+    args: list[str], prelude: str = ""
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """The run of ``ampcalc ARGS`` in a fresh interpreter, and every module it loaded."""
+    run = subprocess.run(
+        [sys.executable, "-c", HARNESS.format(args=args, prelude=prelude)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    _, _, tail = run.stderr.rpartition("@@modules ")
+    return run, json.loads(tail)
 
 
 def test_bound_imports_no_further_command_module() -> None:
@@ -44,3 +129,113 @@ def test_the_whole_command_line_is_there_in_the_eager_order(
     modules = [m for m in COMMAND_MODULES if m not in ("pws", "pws_keys")]
     assert names[4:] == [*modules, "pws"]
     assert "keys" in typer.main.get_command(app).commands["pws"].commands  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--version"], ["bound", str(EXAMPLES / "srswor.yaml"), "--json"]],
+    ids=["version", "bound-closed-form"],
+)
+def test_start_up_imports_no_lazy_module(args: list[str]) -> None:
+    run, modules = loaded_by(args)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "ampcalc.cli.app" in modules and "typer" in modules
+    assert args[0] != "bound" or json.loads(run.stdout)["command"] == "bound"
+    eager = sorted({str(lazy(m)) for m in modules if lazy(m)})
+    assert eager == [], f"ampcalc {' '.join(args)} imports lazy modules: {eager}"
+
+
+def test_the_start_up_check_sees_a_module_loaded_by_name() -> None:
+    """The check's own control: a lazy module loaded through ``importlib.import_module``
+    (invisible to ``-X importtime``) before the command runs is seen."""
+    present = next(
+        (m for m in ("jinja2", "pyarrow", "scipy") if importlib.util.find_spec(m)), None
+    )
+    if present is None:
+        pytest.skip("none of jinja2, pyarrow, scipy is installed")
+    prelude = f"import importlib; importlib.import_module({present!r})"
+    run, modules = loaded_by(["--version"], prelude)
+    assert run.returncode == 0 and run.stdout.startswith("ampcalc ")
+    assert present in modules and lazy(present) == present
+    assert lazy(f"{present}.x.y") == present and lazy(f"{present}x") is None
+
+
+def _top_level_imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, module) of the imports a module runs when it is imported: outside function
+    bodies and ``if TYPE_CHECKING:`` blocks (class bodies and ``try:`` blocks count)."""
+    found: list[tuple[int, str]] = []
+
+    def walk(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                walk(node.orelse)
+                continue
+            if isinstance(node, ast.Import):
+                found.extend((node.lineno, a.name) for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                found.append((node.lineno, node.module))
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                walk(getattr(node, field, []))
+
+    walk(tree.body)
+    return found
+
+
+def test_no_module_imports_a_lazy_module_at_its_top_level() -> None:
+    package = Path(__file__).resolve().parent.parent / "ampcalc"
+    broken = [
+        f"{path.relative_to(package.parent)}:{line}: imports {module} at the top level "
+        f"(keep it inside the function: {LAZY[lazy(module)]})"  # type: ignore[index]
+        for path in sorted(package.rglob("*.py"))
+        for line, module in _top_level_imports(ast.parse(path.read_text(encoding="utf-8")))
+        if lazy(module)
+    ]
+    assert broken == []
+
+
+def test_the_top_level_reader_skips_functions_and_type_checking() -> None:
+    tree = ast.parse(
+        "import scipy\n"
+        "if TYPE_CHECKING:\n    import pandas\n"
+        "def f():\n    import dask\n"
+        "try:\n    import pyarrow\nexcept ImportError:\n    import jinja2\n"
+        "class C:\n    import mpmath\n"
+    )
+    assert _top_level_imports(tree) == [
+        (1, "scipy"),
+        (7, "pyarrow"),
+        (9, "jinja2"),
+        (11, "mpmath"),
+    ]
+
+
+def _medians() -> tuple[float, float]:
+    """Medians of ``ampcalc --version`` and of the minimal typer app, RUNS runs each,
+    alternating (``benchmarks/bench_startup.py``'s measurement)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from bench_startup import interleaved_medians
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    tool = [sys.executable, "-m", "ampcalc", "--version"]
+    base = [sys.executable, "-c", MINIMAL_TYPER_APP, "--version"]
+    return interleaved_medians(tool, base, RUNS)
+
+
+def test_version_starts_within_the_budget_of_a_minimal_typer_app() -> None:
+    """``ampcalc --version`` <= BUDGET x a one-command typer app + SLACK_S, comparing the
+    medians of RUNS interleaved runs each. A burst of load from other jobs can still
+    tip one measurement, so a miss is measured once more and both must miss to fail."""
+    tries = []
+    for _ in range(2):
+        tool, base = _medians()
+        tries.append((tool, base))
+        if tool <= BUDGET * base + SLACK_S:
+            return
+    shown = "; ".join(f"{t * 1000:.0f} ms vs {b * 1000:.0f} ms" for t, b in tries)
+    pytest.fail(
+        f"ampcalc --version takes more than {BUDGET} x a minimal typer app + "
+        f"{SLACK_S * 1000:.0f} ms (medians of {RUNS} interleaved runs: {shown})"
+    )
