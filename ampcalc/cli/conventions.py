@@ -126,6 +126,11 @@ def say(message: str) -> None:
         silence_stream(sys.stderr)
 
 
+def dashboard_note(url: str) -> None:
+    """``--dashboard`` of the Dask engine: where the dashboard is (stderr)."""
+    say(f"Dask dashboard: {url}")
+
+
 def silence_stream(stream: Any) -> None:
     """Point ``stream``'s descriptor at the null device (what it still buffers, and
     anything written later, goes nowhere: the interpreter's last flush cannot fail)."""

@@ -385,7 +385,7 @@ def _sanitize_dask(
     dashboard: bool = False,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same checks and summary."""
-    from ampcalc.cli.weights import dashboard_note
+    from ampcalc.cli.conventions import dashboard_note
     from ampcalc.records import distributed
 
     t = distributed.run_sanitize(

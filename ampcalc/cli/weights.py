@@ -24,7 +24,7 @@ from ampcalc.cli.app import (
     load,
     result_text,
 )
-from ampcalc.cli.conventions import Progress, progress_bar, say, wrote_message
+from ampcalc.cli.conventions import Progress, dashboard_note, progress_bar, say, wrote_message
 from ampcalc.load.files import atomic_write, refuse_input_as_output
 from ampcalc.model.references import DERIVATIONS
 
@@ -398,8 +398,3 @@ def _weights_dask(
     if as_json:
         emit(text)
     return int(ExitCode.OK)
-
-
-def dashboard_note(url: str) -> None:
-    """``--dashboard``: where the Dask dashboard is (stderr)."""
-    say(f"Dask dashboard: {url}")
