@@ -561,15 +561,12 @@ def accountant_side(
     Raises:
         CostLimit: the composition is above the accountant's limits.
     """
-    import logging
-
     from ampcalc.accounting import fastpld
 
     at = delta * (1.0 - FFT_DELTA) if pessimistic else delta * (1.0 + FFT_DELTA)
     if _pairs_infinity_mass(pairs) > at:
         return math.inf  # δ(ε) >= the infinity mass > δ at every ε, as composed below
     check_cost(pairs, di)
-    logging.getLogger().setLevel(logging.ERROR)  # the library's notes on its own choices
     meter = fastpld.Meter()
     total = None
     for entry, res, native in pairs:
