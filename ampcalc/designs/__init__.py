@@ -5,7 +5,8 @@ validates each block through the scheme registry; ``sources`` takes whatever the
 API accepts as a design (a ``Design``, a path, YAML text, a dict) to ``Design`` objects
 and a built ``Design`` back to its document; ``catalogue`` lists every scheme's fields
 (``ampcalc schemes``); ``ledger`` reads a budget ledger (``ampcalc budget``) into a
-``Ledger``; this module offers the same designs without YAML. May import
+``Ledger``, ``plan`` a planner design (``ampcalc plan``) into a ``PlannerDesign``; this
+module offers the same designs without YAML. May import
 ``accounting``, ``schemes``, ``load``, ``model`` and ``math``.
 
 Direct constructors: designs without YAML, validated exactly as a design file is.
