@@ -33,12 +33,6 @@ import numpy as np
 from ampcalc.model.errors import AmpcalcError
 from ampcalc.model.references import PWS, SU16
 
-_PROFILE_KEYS = {
-    "laplace-sum": ("scale",),
-    "dp-lloyd": ("iterations", "count_scale", "sum_scale", "noise_constant", "norm"),
-    "constant": ("epsilon",),
-}
-
 
 def _positive(value: Any, name: str) -> float:
     try:
@@ -62,8 +56,11 @@ def _records(X: Any) -> np.ndarray:
 
 
 def _coefficients(profile: Mapping[str, Any], dimension: int, radius: float | None) -> Any:
-    """(LinearCoefficients, norm, linear) of a profile dict (as the loader builds them)."""
-    from ampcalc.math.importance import LinearCoefficients, lloyd_noise_scales
+    """(LinearCoefficients, norm, linear) of a profile dict: its arguments checked here
+    (errors name the argument), its meaning the design loader's
+    (``math.importance.profile_coefficients``)."""
+    from ampcalc.math.importance import PROFILE_PARAMETERS as KEYS
+    from ampcalc.math.importance import profile_coefficients
 
     if not isinstance(profile, Mapping) or "profile" not in profile:
         raise AmpcalcError(
@@ -71,28 +68,34 @@ def _coefficients(profile: Mapping[str, Any], dimension: int, radius: float | No
             "its parameters, e.g. {'profile': 'laplace-sum', 'scale': 4.0}"
         )
     kind = profile["profile"]
-    if kind not in _PROFILE_KEYS:
-        raise AmpcalcError(
-            f"profile.profile: expected one of {', '.join(_PROFILE_KEYS)}, got {kind!r}"
-        )
-    unknown = sorted(set(profile) - {"profile", *_PROFILE_KEYS[kind]})
+    if kind not in KEYS:
+        raise AmpcalcError(f"profile.profile: expected one of {', '.join(KEYS)}, got {kind!r}")
+    unknown = sorted(set(profile) - {"profile", *KEYS[kind]})
     if unknown:
         raise AmpcalcError(
             f"profile: unknown key(s) {', '.join(map(repr, unknown))} for {kind}; expected "
-            + ", ".join(_PROFILE_KEYS[kind])
+            + ", ".join(KEYS[kind])
         )
+    values: dict[str, Any] = {}
     if kind == "laplace-sum":
-        scale = _positive(profile.get("scale"), "profile.scale")
-        return LinearCoefficients(0.0, 1.0 / scale), "l1", True
-    if kind == "constant":
-        eps0 = _positive(profile.get("epsilon"), "profile.epsilon")
-        return LinearCoefficients(eps0, 0.0), "l2", False
+        values["scale"] = _positive(profile.get("scale"), "profile.scale")
+    elif kind == "constant":
+        values["epsilon"] = _positive(profile.get("epsilon"), "profile.epsilon")
+    else:
+        values = _lloyd_values(profile, radius)
+    coef, norm, _ = profile_coefficients(kind, values, dimension, radius)
+    return coef, norm, kind != "constant"
+
+
+def _lloyd_values(profile: Mapping[str, Any], radius: float | None) -> dict[str, Any]:
+    """A dp-lloyd profile's checked parameters (``noise_constant`` B, or both scales)."""
     t = profile.get("iterations")
     if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 1:
         raise AmpcalcError(f"profile.iterations: expected a whole number >= 1, got {t!r}")
     norm = profile.get("norm", "l2")
     if norm not in ("l1", "l2"):
         raise AmpcalcError(f"profile.norm: expected l1 or l2, got {norm!r}")
+    values: dict[str, Any] = {"iterations": int(t), "norm": norm}
     if profile.get("noise_constant") is not None:
         if "count_scale" in profile or "sum_scale" in profile:
             raise AmpcalcError(
@@ -102,12 +105,11 @@ def _coefficients(profile: Mapping[str, Any], dimension: int, radius: float | No
             raise AmpcalcError(
                 f"profile.noise_constant: the {SU16} scales need the public radius r: pass radius="
             )
-        b = _positive(profile["noise_constant"], "profile.noise_constant")
-        bs, bc = lloyd_noise_scales(b, dimension, radius, int(t))
+        values["noise_constant"] = _positive(profile["noise_constant"], "profile.noise_constant")
     else:
-        bc = _positive(profile.get("count_scale"), "profile.count_scale")
-        bs = _positive(profile.get("sum_scale"), "profile.sum_scale")
-    return LinearCoefficients(int(t) / bc, int(t) / bs), norm, True
+        values["count_scale"] = _positive(profile.get("count_scale"), "profile.count_scale")
+        values["sum_scale"] = _positive(profile.get("sum_scale"), "profile.sum_scale")
+    return values
 
 
 def _unsampled_epsilon(

@@ -415,11 +415,8 @@ def _accountant_pld(
             "these releases are composed by Google's dp_accounting PLD accountant, which is "
             f"not installed; install the optional extra: pip install '{EXTRA}'"
         ) from None
-    import logging
-
     from ampcalc.accounting import fastpld
 
-    logging.getLogger().setLevel(logging.ERROR)
     total = None
     kept = []
     for p, count in releases:
@@ -476,6 +473,8 @@ def _release_pld(p: Profile, count: int, pessimistic: bool, interval: float, met
 
     meter.charge(_release_points(p, interval), p.describe())
     kw = {"pessimistic_estimate": pessimistic, "value_discretization_interval": interval}
+    # connect-the-dots only with the pessimistic estimate: the other pairing makes the
+    # library log a warning on the root logger (and install a handler there)
     if isinstance(p, Gaussian):
         one = pld.from_gaussian_mechanism(
             1.0,

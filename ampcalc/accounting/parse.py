@@ -33,9 +33,9 @@ from ampcalc.accounting.profiles import (
     Zcdp,
 )
 from ampcalc.load.fields import Reader, check_keys, field_value, mapping, number
-from ampcalc.model.design import Mechanism, Neighbours, check_epsilon
+from ampcalc.model.design import Mechanism, Neighbours, check_epsilon, check_epsilon_limit
 from ampcalc.model.errors import DesignError
-from ampcalc.model.limits import LIMITS, limit
+from ampcalc.model.limits import limit
 from ampcalc.schemes.base import Field
 
 #: keys a named ``mechanism:`` block may hold besides the mechanism's name
@@ -111,12 +111,12 @@ def _check_implied_epsilon(
     """The ε₀ = sensitivity/scale a Laplace mechanism implies is held to the ε limit."""
     with np.errstate(over="ignore"):
         eps0 = float(np.float64(vals["sensitivity"]) / np.float64(vals["scale"]))
-    if not eps0 <= limit("epsilon"):  # inf (a scale that underflows the ratio) too
-        raise DesignError(
-            f"the {name} mechanism's ε₀ = sensitivity/scale = "
-            f"{vals['sensitivity']:g}/{vals['scale']:g}: " + LIMITS["epsilon"].message(eps0),
-            where=ctx.where(f"{path}.scale", block, "scale"),
-        )
+    check_epsilon_limit(  # inf (a scale that underflows the ratio) too
+        eps0,
+        where=ctx.where(f"{path}.scale", block, "scale"),
+        what=f"the {name} mechanism's ε₀ = sensitivity/scale = "
+        f"{vals['sensitivity']:g}/{vals['scale']:g}",
+    )
 
 
 def _one(name: str, block: Any, ctx: Reader, path: str, container: Any) -> Profile:
@@ -261,11 +261,12 @@ def parse_named(data: Mapping[Any, Any], ctx: Reader, container: Any, key: Any) 
         ) from None
     pure = profile.pure_epsilon
     # (pure_epsilon is rounded up a few ulps: the limit is held up to that rounding)
-    if has_rel and pure is not None and not pure <= limit("epsilon") * (1.0 + 1e-12):
-        raise DesignError(
-            "the releases' composed ε (Σ count·ε₀ of pure releases): "
-            + LIMITS["epsilon"].message(pure),
+    if has_rel and pure is not None:
+        check_epsilon_limit(
+            pure,
             where=ctx.where(f"{path}.releases", data, "releases"),
+            what="the releases' composed ε (Σ count·ε₀ of pure releases)",
+            slack=1e-12,
         )
     return Mechanism(
         epsilon=pure if pure is not None else math.nan,

@@ -1,15 +1,8 @@
 """A privacy budget across independently drawn samples: a ledger of releases.
 
-A ledger lists entries, each a design (a path to a design file, or inline) with a
-``count`` of identical releases, each release on its own, independently drawn sample::
-
-    target: {epsilon: 3.0, delta: 1e-6}   # the budget; epsilon is optional
-    neighbours: add-remove                # one relation for every entry
-    discretization: 1e-4                  # the accountant's interval (optional)
-    entries:
-      - {name: monthly wave, design: wave.yaml, count: 12}
-      - design: {mechanism: {gaussian: {sigma: 1.0}}, sampling: {scheme: poisson, rate: 0.01}}
-        count: 1000
+A ledger (``ampcalc.designs.ledger`` reads and validates it into a ``Ledger``) lists
+entries, each a design with a ``count`` of identical releases, each release on its own,
+independently drawn sample, and the total δ (and optionally the ε budget) to report at.
 
 Composition (``run``):
 
@@ -35,28 +28,29 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ampcalc.accounting.profiles import Gaussian, Laplace, Profile, epsilon_at_delta
+
+# the ledger is read in the designs layer; its names stay importable from here
+from ampcalc.designs.ledger import DEFAULT_DISCRETIZATION as DEFAULT_DISCRETIZATION
+from ampcalc.designs.ledger import DISCRETIZATION as DISCRETIZATION
+from ampcalc.designs.ledger import DISCRETIZATION_RANGE as DISCRETIZATION_RANGE
+from ampcalc.designs.ledger import ENTRY_KEYS as ENTRY_KEYS
+from ampcalc.designs.ledger import EPSILON_BUDGET as EPSILON_BUDGET
+from ampcalc.designs.ledger import LEDGER_KEYS as LEDGER_KEYS
+from ampcalc.designs.ledger import Entry as Entry
+from ampcalc.designs.ledger import Ledger as Ledger
+from ampcalc.designs.ledger import load_ledger as load_ledger
 from ampcalc.math import numeric
-from ampcalc.model.design import Design, Neighbours, Target
+from ampcalc.model.design import Neighbours, Target
 from ampcalc.model.errors import AmpcalcError, DesignError, Where
 from ampcalc.model.references import KOV15
-from ampcalc.schemes.base import Field
 
-#: the accountant's default discretisation interval (dp_accounting's default)
-DEFAULT_DISCRETIZATION = 1e-4
-#: the intervals accepted (the ledger's ``discretization:`` and ``--discretization``)
-DISCRETIZATION_RANGE = (1e-7, 0.1)
 EXTRA = "ampcalc[accounting]"
-
-LEDGER_KEYS = ("target", "neighbours", "discretization", "entries", "name")
-ENTRY_KEYS = ("name", "design", "index", "count", "delta_prime")
 
 
 class MissingAccountant(AmpcalcError):
@@ -65,183 +59,6 @@ class MissingAccountant(AmpcalcError):
 
 class CostLimit(DesignError):
     """The ledger's composition is above the accountant's limits (exit 2)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Entry:
-    """One ledger line: ``count`` releases of ``design``, each on its own sample."""
-
-    name: str
-    design: Design
-    count: int
-    delta_prime: float | None = None
-    where: Where | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Ledger:
-    """A validated budget file."""
-
-    name: str
-    entries: tuple[Entry, ...]
-    delta: float
-    epsilon: float | None
-    neighbours: Neighbours
-    discretization: float
-
-
-# --------------------------------------------------------------------------------------
-# loading
-# --------------------------------------------------------------------------------------
-
-
-#: ``target.epsilon`` (and ``budget --target``): the ε budget
-EPSILON_BUDGET = Field(name="epsilon", kind="float", doc="ε budget", low=0.0, low_open=True)
-#: ``discretization`` (and ``budget --discretization``): the accountant's interval
-DISCRETIZATION = Field(name="discretization", kind="float", doc="interval", low=1e-7, high=0.1)
-
-
-def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
-    """Read and validate a budget file (errors: ``DesignError`` at file and line)."""
-    from ampcalc.designs import document as design_mod
-    from ampcalc.load.fields import Reader, check_keys, field_value, mapping, number
-    from ampcalc.load.files import nul_in_name
-
-    text, name = design_mod.read_source(path)
-    doc = design_mod.parse_yaml(text, filename=name)
-    ctx = Reader(name, "", {})
-    doc = mapping(doc, ctx, "", None, None, "a budget ledger (`entries:` and `target:`)")
-    check_keys(doc, LEDGER_KEYS, ctx, "", "a budget ledger")
-    if "target" not in doc:
-        raise DesignError(
-            "missing required key 'target' ({delta: ..., epsilon: ...}: the total δ, and "
-            "optionally the ε budget)",
-            where=ctx.where("", doc),
-        )
-    tgt = mapping(doc["target"], ctx, "target", doc, "target", "the budget target")
-    check_keys(tgt, ("epsilon", "delta"), ctx, "target", "the budget target")
-    if "delta" not in tgt:
-        raise DesignError(
-            "missing required key 'delta' (the total δ the ε is reported at)",
-            where=ctx.where("target", doc, "target"),
-        )
-    delta = float(
-        number(
-            tgt["delta"],
-            Field(name="delta", kind="float", doc="total δ", low=0.0, high=1.0, high_open=True),
-            ctx.where("target.delta", tgt, "delta"),
-        )
-    )
-    eps_budget = None
-    if "epsilon" in tgt:
-        eps_budget = float(
-            number(
-                tgt["epsilon"],
-                EPSILON_BUDGET,
-                ctx.where("target.epsilon", tgt, "epsilon"),
-            )
-        )
-    neighbours = Neighbours.ADD_REMOVE
-    if "neighbours" in doc:
-        neighbours = Neighbours(
-            field_value(
-                Field(
-                    name="neighbours",
-                    kind="choice",
-                    doc="relation of the total",
-                    choices=("add-remove", "replace-one"),
-                ),
-                doc["neighbours"],
-                ctx.where("neighbours", doc, "neighbours"),
-            )
-        )
-    disc = DEFAULT_DISCRETIZATION
-    if "discretization" in doc:
-        disc = float(
-            number(
-                doc["discretization"],
-                DISCRETIZATION,
-                ctx.where("discretization", doc, "discretization"),
-            )
-        )
-    items = doc.get("entries")
-    if not isinstance(items, list) or not items:
-        raise DesignError(
-            "expected `entries:`, a non-empty list of {design: ..., count: k}",
-            where=ctx.where("entries", doc, "entries"),
-        )
-    entries: list[Entry] = []
-    base = Path(name).parent if not name.startswith("<") else Path(".")
-    for i, item in enumerate(items):
-        ipath = f"entries[{i}]"
-        item = mapping(item, ctx, ipath, items, i, "a ledger entry ({design: ..., count: k})")
-        check_keys(item, ENTRY_KEYS, ctx, ipath, "a ledger entry")
-        if "design" not in item:
-            raise DesignError(
-                "missing required key 'design' (a design file's path, or a design inline)",
-                where=ctx.where(ipath, items, i),
-            )
-        raw = item["design"]
-        dwhere = ctx.where(f"{ipath}.design", item, "design")
-        if isinstance(raw, str):
-            if (nul := nul_in_name(raw, "design file")) is not None:
-                raise DesignError(nul, where=dwhere)
-            p = Path(raw)
-            p = p if p.is_absolute() else base / p
-            designs = design_mod.load_designs(str(p), overrides=overrides)
-        elif isinstance(raw, Mapping):
-            designs = design_mod.load_document(raw, filename=name, overrides=overrides)
-        else:
-            raise DesignError(
-                "expected a design file's path or an inline design mapping", where=dwhere
-            )
-        if "index" in item:
-            k = int(
-                number(
-                    item["index"],
-                    Field(
-                        name="index", kind="int", doc="design index", low=0, high=len(designs) - 1
-                    ),
-                    ctx.where(f"{ipath}.index", item, "index"),
-                )
-            )
-            designs = (designs[k],)
-        if len(designs) != 1:
-            raise DesignError(
-                f"an entry holds one design; this file holds {len(designs)}: choose one "
-                "with `index:` (0 for the first)",
-                where=dwhere,
-            )
-        count = 1
-        if "count" in item:
-            count = int(
-                number(
-                    item["count"],
-                    Field(name="count", kind="int", doc="releases", low=1, high=10**7),
-                    ctx.where(f"{ipath}.count", item, "count"),
-                )
-            )
-        dp = None
-        if "delta_prime" in item:
-            dp = float(
-                number(
-                    item["delta_prime"],
-                    Field(name="delta_prime", kind="float", doc="δ′", low=0.0, high=1.0),
-                    ctx.where(f"{ipath}.delta_prime", item, "delta_prime"),
-                )
-            )
-        nm = str(item.get("name", designs[0].name))
-        entries.append(
-            Entry(name=nm, design=designs[0], count=count, delta_prime=dp, where=dwhere)
-        )
-    return Ledger(
-        name=str(doc.get("name", Path(name).stem)),
-        entries=tuple(entries),
-        delta=delta,
-        epsilon=eps_budget,
-        neighbours=neighbours,
-        discretization=disc,
-    )
 
 
 def with_discretization(ledger: Ledger, value: float) -> Ledger:
@@ -561,15 +378,12 @@ def accountant_side(
     Raises:
         CostLimit: the composition is above the accountant's limits.
     """
-    import logging
-
     from ampcalc.accounting import fastpld
 
     at = delta * (1.0 - FFT_DELTA) if pessimistic else delta * (1.0 + FFT_DELTA)
     if _pairs_infinity_mass(pairs) > at:
         return math.inf  # δ(ε) >= the infinity mass > δ at every ε, as composed below
     check_cost(pairs, di)
-    logging.getLogger().setLevel(logging.ERROR)  # the library's notes on its own choices
     meter = fastpld.Meter()
     total = None
     for entry, res, native in pairs:

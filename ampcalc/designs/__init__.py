@@ -4,7 +4,9 @@ Job: ``document`` reads a design file (YAML with line marks, ``--set`` overrides
 validates each block through the scheme registry; ``sources`` takes whatever the Python
 API accepts as a design (a ``Design``, a path, YAML text, a dict) to ``Design`` objects
 and a built ``Design`` back to its document; ``catalogue`` lists every scheme's fields
-(``ampcalc schemes``); this module offers the same designs without YAML. May import
+(``ampcalc schemes``); ``ledger`` reads a budget ledger (``ampcalc budget``) into a
+``Ledger``, ``plan`` a planner design (``ampcalc plan``) into a ``PlannerDesign``; this
+module offers the same designs without YAML. May import
 ``accounting``, ``schemes``, ``load``, ``model`` and ``math``.
 
 Direct constructors: designs without YAML, validated exactly as a design file is.

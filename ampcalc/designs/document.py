@@ -43,6 +43,7 @@ from ampcalc.model.design import (
     Release,
     Target,
     check_epsilon,
+    check_epsilon_limit,
 )
 from ampcalc.model.errors import AmpcalcError, DesignError, Where, quote
 from ampcalc.model.limits import LIMITS, limit
@@ -511,10 +512,7 @@ def parse_mechanism(
             )
         releases = tuple(items)
         eps = math.fsum(r.epsilon for r in items)
-        if eps > MAX_EPSILON:
-            raise DesignError(
-                LIMITS["epsilon"].message(eps), where=ctx.where(rpath, data, "releases")
-            )
+        check_epsilon_limit(eps, where=ctx.where(rpath, data, "releases"))
         delta = math.fsum(r.delta for r in items)
         if not delta < getattr(scheme, "max_delta", 1.0):
             raise DesignError(

@@ -15,8 +15,9 @@ DP-Lloyd), or *constant*, ε(w, x) = ε0 (a mechanism that ignores weights).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -92,6 +93,50 @@ def lloyd_noise_scales(
 def lloyd_noise_constant(beta_sum: float, d: int, r: float, iterations: int) -> float:
     """The B whose Su et al. sum scale is β_sum (inverse of ``lloyd_noise_scales``)."""
     return float(iterations * r * (d / (2 * LLOYD_RHO)) ** (2 / 3) / beta_sum**2)
+
+
+#: The privacy profiles ε(w, x) an importance design's ``mechanism:`` may name, each with
+#: its parameters (besides ``profile:``) in the order they are documented: the one list
+#: the design loader (``schemes.importance``) and ``ampcalc.kernels`` both read.
+PROFILE_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "laplace-sum": ("scale",),
+    "dp-lloyd": ("iterations", "count_scale", "sum_scale", "noise_constant", "norm"),
+    "constant": ("epsilon",),
+}
+
+
+def profile_coefficients(
+    kind: str, values: Mapping[str, Any], dimension: int, radius: float | None
+) -> tuple[LinearCoefficients, str, tuple[float, float] | None]:
+    """ε(1, x) of a checked profile as coefficients, its norm, and DP-Lloyd's scales.
+
+    Basis: 003_e3b635228222e4e2.txt Prop. 3 (constant), Prop. 13 (DP-Lloyd); the
+        Laplace weighted sum ε(w, x) = w‖x‖₁/β.
+    Formula: laplace-sum: ε(1, x) = ‖x‖₁/β (ℓ1); constant: ε(1, x) = ε0 (weight-free;
+        ℓ2, unused); dp-lloyd: ε(1, x) = T/β_count + T‖x‖/β_sum in the given ``norm``
+        (default ℓ2), the scales given or set from the noise constant B by
+        ``lloyd_noise_scales`` (needs ``dimension`` and ``radius``).
+
+    Args:
+        kind: a key of ``PROFILE_PARAMETERS``.
+        values: its parameters, already checked (absent or ``None``: not given).
+        dimension: the records' dimension d; radius: the public bound r on ‖x‖.
+    Returns:
+        (coefficients, norm, (β_count, β_sum) for dp-lloyd, else ``None``).
+    """
+    if kind == "laplace-sum":
+        return LinearCoefficients(0.0, 1.0 / values["scale"]), "l1", None
+    if kind == "constant":
+        return LinearCoefficients(values["epsilon"], 0.0), "l2", None
+    t = values["iterations"]
+    b = values.get("noise_constant")
+    if b is not None:
+        assert radius is not None, "B sets the scales from the public radius r"
+        bs, bc = lloyd_noise_scales(b, dimension, radius, t)
+    else:
+        bs, bc = values["sum_scale"], values["count_scale"]
+    norm = values.get("norm") or "l2"
+    return LinearCoefficients(t / bc, t / bs), norm, (bc, bs)
 
 
 # --------------------------------------------------------------------------------------

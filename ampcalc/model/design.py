@@ -2,7 +2,8 @@
 
 A design states everything a bound needs (the ``dp_accounting`` rule: events are
 plain data; the engine interprets them). Nothing here computes a bound. ``check_epsilon``
-is the one rule for a valid ε, called wherever an ε enters.
+is the one rule for a valid ε, called wherever an ε enters; ``check_epsilon_limit`` holds
+an ε derived from others (a sum, a composition) to the same limit.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc.model.errors import DesignError, Where, describe
-from ampcalc.model.limits import limit
+from ampcalc.model.limits import LIMITS, limit
 
 #: The largest ε accepted anywhere (``limits.LIMITS["epsilon"]``).
 MAX_EPSILON = float(limit("epsilon"))
@@ -74,6 +75,29 @@ def _check_epsilon_value(num: float, given: Any, where: Where | None) -> None:
         raise DesignError(f"expected a finite number ({EPSILON_DOMAIN}), got {shown}", where=where)
     if not 0.0 < num <= MAX_EPSILON:
         raise DesignError(f"expected {EPSILON_DOMAIN}, got {describe(num)}", where=where)
+
+
+def check_epsilon_limit(
+    value: float, *, where: Where | None = None, what: str = "", slack: float = 0.0
+) -> None:
+    """An ε derived from others held to the same limit as ``check_epsilon``'s: the sum of
+    a mechanism's releases' ε, a composition's ε, a Laplace mechanism's ε₀ = Δ/b.
+
+    Every loader that derives an ε calls this, so each refuses the same values with the
+    limit's own message (``LIMITS["epsilon"]``).
+
+    Args:
+        value: the derived ε (NaN and ∞ fail).
+        where: the place in the input it comes from.
+        what: how it was derived, said before the limit (``"the releases' composed ε
+            (...)"``); empty: the limit's message alone.
+        slack: relative allowance for a value rounded up a few ulps (a composition's).
+    Raises:
+        DesignError: ``[what: ]an ε (...): 2e+06 is above the limit of 1,000,000; ...``.
+    """
+    if not value <= MAX_EPSILON * (1.0 + slack):
+        prefix = f"{what}: " if what else ""
+        raise DesignError(prefix + LIMITS["epsilon"].message(value), where=where)
 
 
 class Neighbours(str, enum.Enum):

@@ -24,15 +24,16 @@ import numpy as np
 from ampcalc.load.records import RecordNorms, open_source, read_norms
 from ampcalc.math import numeric
 from ampcalc.math.importance import (
+    PROFILE_PARAMETERS,
     LinearCoefficients,
     domain_supremum,
     laplace_sum_mse,
     largest_feasible_radius,
     lloyd_noise_constant,
-    lloyd_noise_scales,
     personalised_epsilon,
     privacy_constrained,
     privacy_constrained_weights,
+    profile_coefficients,
     var_opt_probabilities,
 )
 from ampcalc.model.design import Neighbours
@@ -45,7 +46,7 @@ BASIS = (
     cite(IMPORTANCE, "Theorem 10"),
     derivation("§4.7"),
 )
-PROFILES = ("laplace-sum", "dp-lloyd", "constant")
+PROFILES = tuple(PROFILE_PARAMETERS)  # laplace-sum, dp-lloyd, constant
 MODES = ("uniform", "coreset", "privacy-constrained", "column")
 KNOBS = ("scale", "noise_constant", "expected_size")
 
@@ -193,13 +194,7 @@ def parse_mechanism(raw: Any, reader: Any, params: Params) -> RecordEpsilon:
         )
     values = reader.fields(data, _PROFILE_FIELDS[kind], "mechanism", f"mechanism ({kind})")
     r, d = params.radius, params.data.dimension
-    extra: dict[str, Any] = {}
-    if kind == "laplace-sum":
-        coef = LinearCoefficients(0.0, 1.0 / values["scale"])
-        norm = "l1"
-        extra["scale"] = values["scale"]
-    elif kind == "dp-lloyd":
-        t = values["iterations"]
+    if kind == "dp-lloyd":
         given = [values[k] is not None for k in ("count_scale", "sum_scale")]
         b = values["noise_constant"]
         if b is not None and any(given):
@@ -225,17 +220,16 @@ def parse_mechanism(raw: Any, reader: Any, params: Params) -> RecordEpsilon:
                 container=data,
                 key="noise_constant",
             )
-        if b is not None:
-            bs, bc = lloyd_noise_scales(b, d, r, t)
-        else:
-            bs, bc = values["sum_scale"], values["count_scale"]
+    coef, norm, scales = profile_coefficients(kind, values, d, r)
+    extra: dict[str, Any] = {}
+    if kind == "laplace-sum":
+        extra["scale"] = values["scale"]
+    if scales is not None:  # dp-lloyd: both scales and B, whichever was given
+        t, (bc, bs) = values["iterations"], scales
+        b = values["noise_constant"]
+        if b is None:
             b = lloyd_noise_constant(bs, d, r, t)
-        coef = LinearCoefficients(t / bc, t / bs)
-        norm = values["norm"]
         extra.update(iterations=t, count_scale=bc, sum_scale=bs, noise_constant=b)
-    else:
-        coef = LinearCoefficients(values["epsilon"], 0.0)
-        norm = "l2"
     natural = float(coef.at(r))
     return RecordEpsilon(
         kind=kind,
