@@ -8,7 +8,12 @@ A block in README.md or docs/*.md of the form
     ...output...
     ```
 
-is regenerated from a real run (stdout, not a terminal, so plain text). Usage:
+is regenerated from a real run (stdout, not a terminal, so plain text). The README's blocks
+are rendered at 80 columns, the width a pipe or an unset ``COLUMNS`` gives, so a reader sees
+what their own first run prints; the pages in docs/ at 120, where wide tables (``compare``,
+``sweep``, ``schemes``) keep one line per row. Tables adapt to the width (at 80 a column
+holding one value in every row becomes an "… in every row" line, a long one is folded under
+its row): docs/cli-conventions.md says so. Usage:
 ``python scripts/readme.py`` rewrites the files; ``--check`` exits 1 if any block differs
 (the test suite runs the check).
 
@@ -37,6 +42,15 @@ def documents() -> list[Path]:
     return [README, *sorted((ROOT / "docs").glob("*.md"))]
 
 
+#: the terminal width (COLUMNS) a document's blocks are rendered at (module docstring)
+README_COLUMNS = 80
+DOCS_COLUMNS = 120
+
+
+def columns(path: Path) -> int:
+    return README_COLUMNS if path.resolve() == README else DOCS_COLUMNS
+
+
 NUMBER = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+[eE][-+]?\d+")
 LAST_UNITS = 1e-13
 
@@ -60,8 +74,8 @@ def same_output(old: str, new: str) -> bool:
 BLOCK = re.compile(r"(<!-- run: (?P<cmd>.+?) -->\n```console\n)(?P<body>.*?)(```)", re.DOTALL)
 
 
-def run(cmd: str) -> str:
-    env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
+def run(cmd: str, width: int = DOCS_COLUMNS) -> str:
+    env = {**os.environ, "COLUMNS": str(width), "NO_COLOR": "1"}
     env.pop("AMPCALC_DEBUG", None)
     args = shlex.split(cmd)
     if args[0] == "ampcalc":
@@ -81,20 +95,32 @@ BROKEN = re.compile(
 )
 
 
-def broken(outputs: dict[str, str]) -> list[str]:
+Outputs = dict[tuple[str, int], str]
+
+
+def broken(outputs: Outputs) -> list[str]:
     """The marked commands whose run failed on their own command line or a missing file."""
-    return [cmd for cmd, out in outputs.items() if "[exit " in out and BROKEN.search(out)]
+    return sorted(
+        {cmd for (cmd, _), out in outputs.items() if "[exit " in out and BROKEN.search(out)}
+    )
 
 
-def render(text: str, outputs: dict[str, str]) -> str:
-    return BLOCK.sub(lambda m: m.group(1) + outputs[m.group("cmd")] + m.group(4), text)
+def render(text: str, outputs: Outputs, width: int = DOCS_COLUMNS) -> str:
+    return BLOCK.sub(lambda m: m.group(1) + outputs[m.group("cmd"), width] + m.group(4), text)
 
 
-def run_all(texts: list[str]) -> dict[str, str]:
-    """Run every marked command once, on all cores: the commands are independent."""
-    commands = sorted({m.group("cmd") for text in texts for m in BLOCK.finditer(text)})
+def run_all(texts: list[str], widths: list[int] | None = None) -> Outputs:
+    """Run every marked command once per width, on all cores: the runs are independent."""
+    widths = widths or [DOCS_COLUMNS] * len(texts)
+    runs = sorted(
+        {
+            (m.group("cmd"), w)
+            for text, w in zip(texts, widths, strict=True)
+            for m in BLOCK.finditer(text)
+        }
+    )
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        return dict(zip(commands, pool.map(run, commands), strict=True))
+        return dict(zip(runs, pool.map(lambda r: run(*r), runs), strict=True))
 
 
 def main() -> int:
@@ -105,14 +131,16 @@ def main() -> int:
     stale = []
     paths = args.files or documents()
     texts = [path.read_text(encoding="utf-8") for path in paths]
-    outputs = run_all(texts)
+    widths = [columns(path) for path in paths]
+    outputs = run_all(texts, widths)
     bad = broken(outputs)
     if bad:
+        first = {cmd: out for (cmd, _), out in outputs.items()}
         sys.stderr.write("broken example commands (fix the command, not the output):\n")
-        sys.stderr.writelines(f"  {cmd}\n  -> {outputs[cmd].splitlines()[1]}\n" for cmd in bad)
+        sys.stderr.writelines(f"  {cmd}\n  -> {first[cmd].splitlines()[1]}\n" for cmd in bad)
         return 1
-    for path, old in zip(paths, texts, strict=True):
-        new = render(old, outputs)
+    for path, old, width in zip(paths, texts, widths, strict=True):
+        new = render(old, outputs, width)
         if same_output(old, new):
             continue
         if args.check:

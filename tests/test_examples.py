@@ -69,3 +69,29 @@ def test_readme_check_forgives_only_the_last_units_of_full_precision_numbers() -
 def test_bad_example_is_reported_with_its_line() -> None:
     run = run_ampcalc("bound", "examples/bad/typo.yaml", expect=2)
     assert run.stderr.startswith("examples/bad/typo.yaml:9:3: sampling.sampel: unknown key")
+
+
+def test_readme_is_short_and_its_tables_are_80_columns() -> None:
+    """The README reads in ten minutes; its output blocks are what a pipe shows (80 columns)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import readme
+    finally:
+        sys.path.pop(0)
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300
+    # the quick start is a contract: these two commands, exactly
+    assert "\npip install . && ampcalc bound examples/designs/srswor.yaml\n" in text
+    assert "\npip install '.[test]' && pytest\n" in text
+    assert readme.columns(ROOT / "README.md") == 80
+    assert readme.columns(ROOT / "docs" / "sweep.md") == 120
+    tables = [
+        m
+        for m in readme.BLOCK.finditer(text)
+        if m.group("cmd").split()[1] in {"bound", "invert", "budget"}
+    ]
+    assert len(tables) >= 3
+    for m in tables:
+        body = m.group("body").splitlines()[1:]  # after the `$ command` line
+        wide = [line for line in body if len(line) > 80]
+        assert not wide, (m.group("cmd"), wide)

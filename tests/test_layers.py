@@ -1,9 +1,9 @@
 """The package's layer rules, checked over the import statements of every module.
 
-The rules (README, "How the code is organised"):
+The rules (docs/architecture.md, "How the code is organised"):
 
 1. imports only go downward: each package may import the packages listed for it in
-   ``ALLOWED`` and nothing above; the README's picture draws every package below the
+   ``ALLOWED`` and nothing above; docs/architecture.md's picture draws every package below the
    ones that may import it;
 2. only ``cli/`` imports typer; only ``cli/`` and ``output/`` import rich and jinja2
    (the template engine of the optional report, with its markupsafe);
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent / "ampcalc"
-README = ROOT.parent / "README.md"
+PICTURE = ROOT.parent / "docs" / "architecture.md"
 
 #: package (or top-level module) -> the ampcalc packages it may import.
 ALLOWED: dict[str, set[str]] = {
@@ -510,10 +510,10 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def picture(readme: Path = README) -> list[str]:
-    """The packages and modules the README's picture draws, top to bottom."""
-    text = readme.read_text(encoding="utf-8")
-    section = text[text.index("### How the code is organised") :]
+def picture(page: Path = PICTURE) -> list[str]:
+    """The packages and modules the layer picture draws, top to bottom."""
+    text = page.read_text(encoding="utf-8")
+    section = text[text.index("# How the code is organised") :]
     block = section[section.index("```") + 3 :]
     block = block[: block.index("```")]
     return re.findall(r"^([a-z_]+)(?:/|\.py)\s", block, flags=re.MULTILINE)
@@ -538,16 +538,16 @@ def test_the_readme_picture_draws_the_allowed_table() -> None:
     package of the table is in the picture (top-level modules other than api.py and
     kernels.py are the package's own face and left out)."""
     drawn = picture()
-    assert len(drawn) == len(set(drawn)), f"README picture draws a package twice: {drawn}"
+    assert len(drawn) == len(set(drawn)), f"the layer picture draws a package twice: {drawn}"
     where = {u: i for i, u in enumerate(drawn)}
     broken = [
-        f"rule 1: README.md picture: {u} may import {v} but is drawn below it"
+        f"rule 1: docs/architecture.md picture: {u} may import {v} but is drawn below it"
         for u in drawn
         for v in sorted(ALLOWED[u])
         if v in where and where[v] < where[u]
     ]
     missing = set(ALLOWED) - set(drawn) - {"__init__", "__main__", "_version"}
-    assert not missing, f"rule 1: README.md picture leaves out {sorted(missing)}"
+    assert not missing, f"rule 1: docs/architecture.md picture leaves out {sorted(missing)}"
     assert set(drawn) <= set(ALLOWED), f"picture draws {set(drawn) - set(ALLOWED)}"
     assert broken == []
 

@@ -241,7 +241,12 @@ def test_000_section_2_4_one_in_100_note() -> None:
     assert mp.nstr(eps_prime, 5) == "0.017037" and mp.nstr(eps_for_1, 5) == "5.1523"
     assert mp.nstr(at_100, 5) == "95.395"
     note = in_notes(results(DESIGNS / "srswor.yaml")["1% secret simple random sample"], "§2.4")
-    assert "ε′ = 0.017037 and ε = 5.1523" in note and "ε′ = 95.395" in note
+    # one short line: the paper's figures, the exact ones, and where the full account is
+    assert "ε′ = 0.01 and ε = 100 for ε′ = 1" in note
+    assert "Theorem 2.2 gives 0.017037 and 5.1523 (docs/corrections.md)" in note
+    corrections = (ROOT / "docs" / "corrections.md").read_text(encoding="utf-8")
+    assert "= 0.017037 at ε = 1" in corrections and "ε = 5.1523 reaches ε′ = 1" in corrections
+    assert "ε′ = 95.395" in corrections
     inv = engine.invert(load_designs(DESIGNS / "srswor.yaml")[0], target=1.0)
     assert any("§2.4" in n for n in inv.notes)
     assert float(mp.mpf(inv.certified)) == pytest.approx(float(eps_for_1), rel=1e-14)

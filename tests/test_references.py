@@ -2,7 +2,7 @@
 
 Every example's JSON validates against the schema, cites only listed works and carries
 their full references; no output names a file of the project's private sources; the
-README's "References" section is the list's own text; every cited section of
+list in docs/references.md ("The works cited") is the list's own text; every cited section of
 docs/derivations.md exists.
 """
 
@@ -38,19 +38,20 @@ SCHEMA = json.loads((ROOT / "ampcalc" / "schema" / "result.schema.json").read_te
 FORBIDDEN = re.compile(r"\.txt\b|spec §|spec [AB]\d|exact-lp|\b00[0-4]_[0-9a-f]{16}")
 
 
-# The generators of the README's list and docs/references.md's table (the documents
-# hold their output; the tests below keep them equal to ampcalc/model/references.py).
+# The generators of docs/references.md's list and table (the page holds their output;
+# the tests below keep them equal to ampcalc/model/references.py).
 
 
 def _markdown_full(ref: Reference) -> str:
     text = ref.full()
     if ref.url is not None and not ref.url.startswith("http"):  # a page of this repository
-        text = text.replace(f"<{ref.url}>", f"[{ref.url}]({ref.url})")
+        # linked from docs/references.md, so relative to docs/
+        text = text.replace(f"<{ref.url}>", f"[{ref.url}]({ref.url.removeprefix('docs/')})")
     return text
 
 
 def markdown() -> str:
-    """The README's "References" list (a test keeps the two identical)."""
+    """docs/references.md's list, "The works cited" (a test keeps the two identical)."""
     lines = []
     for ref in REFERENCES.values():
         lead = "" if ref.short == ref.title else f"**{ref.short}** — "
@@ -221,14 +222,14 @@ def test_math_layer_spells_the_short_forms_of_the_list() -> None:
     assert accuracy.DERIVATIONS == DERIVATIONS.short
 
 
-def test_readme_references_section_is_the_list() -> None:
-    readme = (ROOT / "README.md").read_text()
-    m = re.search(r"^## References\n\n(.*?)\n(?=## )", readme, re.S | re.M)
-    assert m, "README has no '## References' section"
+def test_docs_references_list_is_the_list() -> None:
+    doc = (ROOT / "docs" / "references.md").read_text()
+    m = re.search(r"^## The works cited\n\n(.*?)\n(?=## )", doc, re.S | re.M)
+    assert m, "docs/references.md has no '## The works cited' section"
     body = m.group(1)
     listed = "".join(line + "\n" for line in body.splitlines() if line.startswith("- "))
     assert listed == markdown(), (
-        "README's References list differs from ampcalc/model/references.py; regenerate it "
+        "docs/references.md's list differs from ampcalc/model/references.py; regenerate it "
         "with: PYTHONPATH=tests python -c 'from test_references import markdown; "
         'print(markdown(), end="")\''
     )

@@ -84,7 +84,7 @@ class Reference:
         return out
 
     def full(self) -> str:
-        """The full reference on one line (README, table footers)."""
+        """The full reference on one line (docs/references.md, table footers)."""
         parts = []
         if self.authors:
             parts.append(", ".join(self.authors) + ".")
@@ -323,7 +323,7 @@ STRATIFIED_DOCS = Reference(
     source="this repository",
 )
 
-#: Every reference, in the order the README lists them.
+#: Every reference, in the order docs/references.md lists them.
 REFERENCES: dict[str, Reference] = {
     r.key: r
     for r in (

@@ -1,4 +1,4 @@
-"""Result objects. ``to_dict()`` *is* the JSON contract (README, "JSON contract").
+"""Result objects. ``to_dict()`` *is* the JSON contract (docs/json.md).
 
 Bounds are ``None`` where the theory gives none: never NaN, never infinity standing
 in for "unknown". Fields may hold numpy arrays when the engine was called with an

@@ -171,16 +171,15 @@ def one_in_100_note() -> str:
 
     The paper prints ε′ = 0.01 for ε = 1 and ε = 100 for ε′ = 1 (noise scale 1/(100n));
     Theorem 2.2 gives A(0.01, 1) = 0.017037 and A⁻¹(0.01, 1) = 5.1523 (spec §1, §11).
+    One short line: the full account (ε = 100 would give ε′ = 95.395) is in
+    docs/corrections.md.
     """
     q = 0.01
     one = float(numeric.amplification(q, np.asarray(1.0)))
     inverse = float(numeric.amplification_inverse(q, np.asarray(1.0)))
-    at_100 = float(numeric.amplification(q, np.asarray(100.0)))
     return (
-        f"{cite(BUN_2022, '§2.4')}'s example of a secret 1/100 sample prints ε′ = 0.01 for "
-        "ε = 1 and, for ε′ = 1, ε = 100 (noise scale 1/(100n)); Theorem 2.2 (used here) "
-        f"gives ε′ = {one:.5g} and ε = {inverse:.5g} (ε = 100 would give ε′ = "
-        f"{at_100:.5g}): 0.01 is the linear approximation (m/N)·ε."
+        f"{cite(BUN_2022, '§2.4')} prints the linear approximations ε′ = 0.01 and ε = 100 "
+        f"for ε′ = 1; Theorem 2.2 gives {one:.5g} and {inverse:.5g} (docs/corrections.md)."
     )
 
 
