@@ -124,6 +124,8 @@ def test_log_axis_over_a_decade_has_plain_ticks(drawn) -> None:
     assert ax.get_xscale() == "log"
     assert tick_texts(ax.xaxis) == ["0.5", "1", "2", "5"]
     assert all(t.get_text() == "" for t in ax.xaxis.get_minorticklabels())
+    narrow = drawn(evaluate(SRS, "epsilon=0.9:1.1:5:log")).axes[0]
+    assert tick_texts(narrow.xaxis) == ["0.9", "0.95", "1", "1.05", "1.1"]
 
 
 def test_log_axis_over_three_decades_is_plain_and_wider_is_powers_of_ten(drawn) -> None:

@@ -69,7 +69,8 @@ def sweep(
             "--plot",
             help=(
                 "Draw the sweep to this file (.png, .svg, .pdf; needs the plot extra: "
-                "pip install ampcalc\\[plot])."
+                "pip install ampcalc\\[plot]). The figure replaces the table; --format "
+                "csv/--json still write the rows."
             ),
             show_default=False,
         ),

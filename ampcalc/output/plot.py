@@ -371,12 +371,13 @@ PLAIN_DECADES = 3.0
 def plain_log_ticks(ax: Any) -> None:
     """Tick each log axis of ``ax`` that spans at most ``PLAIN_DECADES`` decades in
     plain numbers: 0.5, 1, 2, 5 (1-2-5 in each decade; 1-3 over more than two
-    decades, finer below one), no minor labels such as ``6×10⁻¹``. A wider axis keeps
+    decades, finer below one, evenly spaced over a narrow range such as 0.9 to 1.1),
+    no minor labels such as ``6×10⁻¹``. A wider axis keeps
     matplotlib's powers of ten, and so does one with ticks below 10⁻⁴ or from 10⁶ on
     (too long written out)."""
     import math
 
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
     for axis, limits, margin in (
         (ax.xaxis, ax.get_xlim(), ax.margins()[0]),
@@ -390,8 +391,10 @@ def plain_log_ticks(ax: Any) -> None:
         span = math.log10(hi / lo) / (1 + 2 * margin)  # the data's span, without margins
         if span > PLAIN_DECADES + 1e-9:
             continue
-        subs = ("1", "1.5", "2", "3", "4", "5", "6", "8") if span < 0.6 else ("1", "2", "5")
-        if span > 2.2:
+        subs: tuple[str, ...] = ("1", "2", "5")
+        if span < 0.6:
+            subs = ("1", "1.5", "2", "3", "4", "5", "6", "8")
+        elif span > 2.2:
             subs = ("1", "3")
         first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
         ticks = [
@@ -400,6 +403,12 @@ def plain_log_ticks(ax: Any) -> None:
             for t in (float(f"{m}e{k}") for m in subs)
             if lo <= t <= hi
         ]
+        if len(ticks) < 3:  # a narrow axis (0.9 to 1.1): evenly spaced round numbers
+            ticks = [
+                float(t)
+                for t in MaxNLocator(nbins=5, steps=[1, 2, 5, 10]).tick_values(lo, hi)
+                if lo <= t <= hi
+            ]
         if len(ticks) < 2 or ticks[0] < 1e-4 or ticks[-1] >= 1e6:
             continue
         axis.set_major_locator(FixedLocator(ticks))
