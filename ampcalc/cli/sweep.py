@@ -69,7 +69,8 @@ def sweep(
             "--plot",
             help=(
                 "Draw the sweep to this file (.png, .svg, .pdf; needs the plot extra: "
-                "pip install ampcalc\\[plot])."
+                "pip install ampcalc\\[plot]). The figure replaces the table; --format "
+                "csv/--json still write the rows."
             ),
             show_default=False,
         ),
@@ -216,7 +217,7 @@ def sweep(
             code = ExitCode.BAD_INPUT
 
     if plot is not None:
-        from ampcalc.output.plot import figure
+        from ampcalc.output.plot import caption, figure
 
         # a sweep with --plot is never streamed (at most LIMITS["plot_points"] points)
         assert isinstance(result, sw.Sweep)
@@ -233,7 +234,13 @@ def sweep(
             y_column=y_column,
             contour=contour,
         )
-        say(f"wrote {plot}")
+        names = list(result.designs)
+        which = f"design: {names[0]}" if len(names) == 1 else f"designs: {'; '.join(names)}"
+        say(f"wrote {plot} ({rows:,} points; {which})")
+        if caption(result):  # the theorems behind the curves, also in the file's metadata
+            say(caption(result))
+        if output.value == "table" and fmt is None and out is None:
+            return int(code)  # the figure is the result; --format/--json/-o also write rows
 
     from ampcalc.output import columns
 

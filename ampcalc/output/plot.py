@@ -5,10 +5,14 @@ per value of a second varied field) the lower and upper bound on ε′ as a shad
 (upper solid, lower dashed), the no-sampling line dotted (ε′ = ε, or 2ε where the
 guarantee charges an add-remove mechanism for a replacement; the legend says which),
 a curve identical to an earlier one dashed with markers and labelled as such, a log y
-axis when the values span more than two decades, labelled axes, the theorems in the
-caption; or, with ``heatmap=True`` and two varied fields, the upper bound (or certified
-ε) over the grid, optionally with the contour of a target ε′. The figure has a fixed pixel size
-(``size`` × ``dpi``), whatever its content, so a figure can be checked by its size.
+axis when the values span more than two decades, axes labelled in words (the y axis
+says at which δ′ the ε′ holds), a legend of the lines drawn and no others; or, with
+``heatmap=True`` and two varied fields, the upper bound (or certified ε) over the grid,
+optionally with the contour of a target ε′. A log axis over at most three decades is
+ticked in plain numbers (0.5, 1, 2, 5), a wider one in powers of ten. The theorems
+the curves rest on (``caption``) are written into the file's metadata, not drawn. The
+figure has a fixed pixel size (``size`` × ``dpi``), whatever its content, so a figure
+can be checked by its size.
 
 matplotlib is imported inside the functions; without it, ``PlotUnavailable``
 names the extra to install. ``text_chart`` is the dependency-free terminal chart.
@@ -16,7 +20,6 @@ names the extra to install. ``text_chart`` is the dependency-free terminal chart
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +32,52 @@ from ampcalc.model.limits import LIMITS
 
 FORMATS = (".png", ".svg", ".pdf")
 SIZE = (7.0, 4.5)  # inches
-DPI = 150  # -> 1050 x 675 pixels
+DPI = 300  # -> 2100 x 1350 pixels (print quality)
 
+#: Axis labels of the design paths a sweep varies (without a ``designs[i].`` prefix);
+#: the words before `` (`` also head the sweep's table. A path not listed is shown as
+#: written.
 LABELS = {
     EPSILON_PATH: "mechanism ε (M's own privacy parameter)",
+    "mechanism.delta": "mechanism δ",
+    "mechanism.epsilon_replace_one": "mechanism ε under replace-one (ε_R)",
+    "mechanism.delta_replace_one": "mechanism δ under replace-one",
+    "mechanism.gaussian.sigma": "noise scale σ of the Gaussian mechanism",
+    "mechanism.gaussian.sensitivity": "sensitivity Δ of the Gaussian mechanism",
+    "mechanism.laplace.scale": "noise scale b of the Laplace mechanism",
+    "mechanism.laplace.sensitivity": "sensitivity Δ of the Laplace mechanism",
+    "mechanism.discrete-gaussian.sigma": "noise scale σ of the discrete Gaussian mechanism",
+    "mechanism.discrete-gaussian.sensitivity": "sensitivity Δ of the discrete Gaussian mechanism",
+    "mechanism.discrete-laplace.scale": "noise scale b of the discrete Laplace mechanism",
+    "mechanism.discrete-laplace.sensitivity": "sensitivity Δ of the discrete Laplace mechanism",
+    "mechanism.randomized-response.epsilon": "ε of randomized response",
+    "mechanism.randomized-response.categories": "categories of randomized response",
+    "mechanism.zcdp.rho": "zCDP parameter ρ of the mechanism",
     TARGET_PATH: "target ε′ for the population",
+    "target.delta_prime": "target δ′ for the population",
     "sampling.rate": "sampling rate q",
     "sampling.sample": "sample size m (records)",
     "sampling.population": "population size N (records)",
-    "sampling.size.sd": "sample-size standard deviation σ (records)",
+    "sampling.size.sd": "standard deviation of the sample size (records)",
     "sampling.size.mean": "mean sample size (records)",
     "sampling.chosen": "clusters chosen ℓ",
     "sampling.clusters.size": "cluster size (records)",
+    "sampling.clusters.count": "number of clusters k",
     "sampling.clusters.chosen": "clusters chosen ℓ",
-    "mechanism.delta": "mechanism δ",
+}
+#: y axis labels of a result column drawn with ``--y``.
+COLUMN_LABELS = {
+    "epsilon_prime.upper": "upper bound on the population ε′",
+    "epsilon_prime.lower": "lower bound on the population ε′",
+    "delta_prime": "population δ′",
+    "epsilon": "mechanism ε",
+    "reference_epsilon": "ε′ without sampling",
+    "epsilon.certified": "certified mechanism ε",
+    "epsilon.impossible_above": "mechanism ε past which the target fails",
+    "plan.variance_share_max": "variance share max (largest Var(g(S)) / V_N for a gain)",
 }
 Y_LABELS = {
-    "bound": "population ε′ (amplified by sampling)",
+    "bound": "population ε′",
     "invert": "mechanism ε the sample may spend",
     "plan": "variance share max (largest Var(g(S)) / V_N for a gain)",
 }
@@ -151,6 +183,56 @@ def caption(sweep: Sweep) -> str:
     return ("Basis: " + "; ".join(seen)) if seen else ""
 
 
+def metadata(fmt: str, *, title: str | None = None, caption_text: str = "") -> dict[str, str]:
+    """What a figure file says about itself (``savefig(metadata=...)``): the title and
+    the caption (the theorems behind the curves), in the keys of the format: PNG text
+    chunks ``Title``, ``Description``, ``Source``; PDF ``Title``, ``Subject``,
+    ``Creator``; SVG ``Title``, ``Description``, ``Source``."""
+    from ampcalc._version import __version__
+
+    source = f"ampcalc {__version__}"
+    keys = {
+        "png": ("Title", "Description", "Source"),
+        "svg": ("Title", "Description", "Source"),
+        "pdf": ("Title", "Subject", "Creator"),
+    }[fmt]
+    out = {keys[2]: source}
+    if title:
+        out[keys[0]] = title
+    if caption_text:
+        out[keys[1]] = caption_text
+    return out
+
+
+def _number(v: float) -> str:
+    """``v`` for a label: 0, 0.05, 10⁻⁶, 2.5×10⁻⁸."""
+    text = f"{v:.4g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    power = "10" + str(int(exponent)).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return power if mantissa == "1" else f"{mantissa}×{power}"
+
+
+def y_label(sweep: Sweep, y_column: str | None = None) -> str:
+    """The y axis label: what is drawn, and for ε′ the δ′ it holds at (one value, or
+    the range when the curves hold at several)."""
+    key = y_column or ("epsilon_prime.upper" if sweep.of == "bound" else None)
+    if y_column is not None:
+        text = COLUMN_LABELS.get(y_column, y_column)
+    else:
+        text = Y_LABELS[sweep.of]
+    if key in ("epsilon_prime.upper", "epsilon_prime.lower") and "delta_prime" in sweep.columns:
+        values = np.asarray(sweep.columns[key], dtype=float)
+        delta = np.asarray(sweep.columns["delta_prime"], dtype=float)[np.isfinite(values)]
+        delta = delta[np.isfinite(delta)]
+        if delta.size and delta.min() == delta.max():
+            text += f" at δ′ = {_number(float(delta[0]))}"
+        elif delta.size:
+            text += f" at δ′ = {_number(float(delta.min()))} … {_number(float(delta.max()))}"
+    return text
+
+
 def figure(
     sweep: Sweep,
     path: str | Path,
@@ -204,9 +286,15 @@ def figure(
         size=size,
         dpi=dpi,
     )
+    fmt = out.suffix[1:].lower()
     try:
         with atomic_write(out, binary=True, option="--plot") as fh:
-            fig.savefig(fh, dpi=dpi, format=out.suffix[1:].lower())
+            fig.savefig(
+                fh,
+                dpi=dpi,
+                format=fmt,
+                metadata=metadata(fmt, title=title, caption_text=caption(sweep)),
+            )
     finally:
         plt.close(fig)
     return out
@@ -262,24 +350,70 @@ def draw(
                 ax.legend(fontsize=8, loc="best", framealpha=0.85)
         ax.set_xlabel(xlabel or label(first.path))
         if not heatmap:
-            ax.set_ylabel(ylabel or (y_column or Y_LABELS[sweep.of]))
+            ax.set_ylabel(ylabel or y_label(sweep, y_column))
         elif ylabel or len(sweep.varies) > 1:
             ax.set_ylabel(ylabel or label(sweep.varies[1].path))
         if title:
             ax.set_title(title, fontsize=11)
-        text = caption(sweep)
-        bottom = 0.13
-        if text:
-            wrapped = textwrap.fill(text, width=int(size[0] * 17))
-            lines = wrapped.count("\n") + 1
-            bottom = 0.13 + 0.035 * lines
-            fig.text(0.01, 0.01, wrapped, fontsize=6.5, color="0.3", va="bottom", ha="left")
-        fig.subplots_adjust(left=0.1, right=0.97 if not heatmap else 0.9, top=0.92, bottom=bottom)
+        plain_log_ticks(ax)
+        fig.subplots_adjust(left=0.1, right=0.97 if not heatmap else 0.9, top=0.92, bottom=0.13)
         _plain_texts(fig)
     except BaseException:
         plt.close(fig)
         raise
     return fig
+
+
+#: A log axis whose values span at most this many decades is ticked in plain numbers.
+PLAIN_DECADES = 3.0
+
+
+def plain_log_ticks(ax: Any) -> None:
+    """Tick each log axis of ``ax`` that spans at most ``PLAIN_DECADES`` decades in
+    plain numbers: 0.5, 1, 2, 5 (1-2-5 in each decade; 1-3 over more than two
+    decades, finer below one, evenly spaced over a narrow range such as 0.9 to 1.1),
+    no minor labels such as ``6×10⁻¹``. A wider axis keeps
+    matplotlib's powers of ten, and so does one with ticks below 10⁻⁴ or from 10⁶ on
+    (too long written out)."""
+    import math
+
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
+
+    for axis, limits, margin in (
+        (ax.xaxis, ax.get_xlim(), ax.margins()[0]),
+        (ax.yaxis, ax.get_ylim(), ax.margins()[1]),
+    ):
+        if axis.get_scale() != "log":
+            continue
+        lo, hi = sorted(limits)
+        if not (lo > 0 and math.isfinite(hi) and hi > lo):
+            continue
+        span = math.log10(hi / lo) / (1 + 2 * margin)  # the data's span, without margins
+        if span > PLAIN_DECADES + 1e-9:
+            continue
+        subs: tuple[str, ...] = ("1", "2", "5")
+        if span < 0.6:
+            subs = ("1", "1.5", "2", "3", "4", "5", "6", "8")
+        elif span > 2.2:
+            subs = ("1", "3")
+        first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+        ticks = [
+            t
+            for k in range(first, last + 1)
+            for t in (float(f"{m}e{k}") for m in subs)
+            if lo <= t <= hi
+        ]
+        if len(ticks) < 3:  # a narrow axis (0.9 to 1.1): evenly spaced round numbers
+            ticks = [
+                float(t)
+                for t in MaxNLocator(nbins=5, steps=[1, 2, 5, 10]).tick_values(lo, hi)
+                if lo <= t <= hi
+            ]
+        if len(ticks) < 2 or ticks[0] < 1e-4 or ticks[-1] >= 1e6:
+            continue
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.6g}"))
+        axis.set_minor_formatter(NullFormatter())
 
 
 def _plain_texts(fig: Any) -> None:
@@ -349,6 +483,7 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> l
     reference_styles: dict[str, Any] = {}  # legend text -> dot pattern
     values: list[np.ndarray] = []
     curves: list[tuple[str, list[np.ndarray]]] = []  # (label, [x, y...]) drawn so far
+    kinds: set[str] = set()  # the kinds of line drawn: "main", "other", "tight"
     for i, (name, _, idx) in enumerate(groups(sweep)):
         c = colours[i % len(colours)]
         x = x_all[idx]
@@ -383,11 +518,14 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> l
         main, other = (hi, lo) if sweep.of == "bound" else (lo, hi)
         values.extend((hi, lo))
         style, shown = _distinct(curves, name, [x, hi, lo])
-        if _finite(hi) and _finite(lo) and not style:
+        # the bounds meet (tight): the dashed line would lie under the solid one unseen
+        tight = _finite(main) and _same_curve([main], [other])
+        if _finite(hi) and _finite(lo) and not style and not tight:
             ax.fill_between(x, lo, hi, color=c, alpha=0.22, lw=0)
         if _finite(main):
             ax.plot(x, main, color=c, lw=1.6, label=shown or None, **style)
-        if _finite(other):
+            kinds.add("tight" if tight else "main")
+        if _finite(other) and not tight:
             ax.plot(
                 x,
                 other,
@@ -397,6 +535,7 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> l
                 label=None if _finite(main) else shown,
                 **{k: v for k, v in style.items() if k != "ls"},
             )
+            kinds.add("other")
         drawn = drawn or _finite(hi) or _finite(lo)
         if ref is not None and _finite(ref):
             if not any(_same_curve([rx, ry], [x, ref]) for rx, ry in references):
@@ -408,17 +547,29 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> l
 
     styles = (
         {
-            "bound": ("upper bound (guarantee)", "lower bound (some M is this bad)"),
-            "invert": ("certified mechanism ε", "ε past which the target surely fails"),
+            "bound": (
+                "upper bound (guarantee)",
+                "lower bound (some M is this bad)",
+                "upper bound = lower bound (tight)",
+            ),
+            "invert": (
+                "certified mechanism ε",
+                "ε past which the target surely fails",
+                "certified ε (tight: the target fails above it)",
+            ),
         }[sweep.of]
         if sweep.of in ("bound", "invert") and y_column is None
         else None
     )
     if styles is not None:
-        extra = [
-            Line2D([], [], color="0.35", lw=1.6, label=styles[0]),
-            Line2D([], [], color="0.35", lw=1.1, ls="--", label=styles[1]),
-        ]
+        # a key entry for each kind of line drawn, and none for a line not drawn
+        extra = []
+        if "main" in kinds or ("tight" in kinds and "other" in kinds):
+            extra.append(Line2D([], [], color="0.35", lw=1.6, label=styles[0]))
+        if "other" in kinds:
+            extra.append(Line2D([], [], color="0.35", lw=1.1, ls="--", label=styles[1]))
+        if "tight" in kinds and "other" not in kinds:
+            extra.append(Line2D([], [], color="0.35", lw=1.6, label=styles[2]))
         for text, ls in reference_styles.items():
             extra.append(Line2D([], [], color="0.2", lw=1.0, ls=ls, label=text))
         handles = ax.get_legend_handles_labels()[0]
@@ -501,7 +652,7 @@ def _heatmap(
         norm = LogNorm(vmin=finite.min(), vmax=finite.max())
     mesh = ax.pcolormesh(xs * x_factor, ys, grid, shading="nearest", cmap="viridis", norm=norm)
     bar = fig.colorbar(mesh, ax=ax)
-    bar.set_label(Y_LABELS[sweep.of] if sweep.of != "plan" else key, fontsize=8)
+    bar.set_label(y_label(sweep) if sweep.of != "plan" else key, fontsize=8)
     if contour is not None:
         _contour(ax, xs * x_factor, ys, grid, contour)
     if log_x:
@@ -629,7 +780,8 @@ def table_figure(
 ) -> Path:
     """Draw curves given as data (``{"x", "y", "label", "colour", "dashed"}``) in the
     house style (same size, caption and legend as ``figure``); for tables a result
-    carries in its ``details`` rather than a sweep.
+    carries in its ``details`` rather than a sweep. ``caption_text`` (the basis) goes
+    into the file's metadata, as ``figure``'s caption does.
 
     Raises:
         PlotUnavailable: matplotlib is not installed.
@@ -658,15 +810,17 @@ def table_figure(
         ax.set_ylabel(ylabel)
         if title:
             ax.set_title(title, fontsize=11)
-        bottom = 0.13
-        if caption_text:
-            wrapped = textwrap.fill(caption_text, width=int(size[0] * 17))
-            bottom = 0.13 + 0.035 * (wrapped.count("\n") + 1)
-            fig.text(0.01, 0.01, wrapped, fontsize=6.5, color="0.3", va="bottom", ha="left")
-        fig.subplots_adjust(left=0.1, right=0.97, top=0.92, bottom=bottom)
+        plain_log_ticks(ax)
+        fig.subplots_adjust(left=0.1, right=0.97, top=0.92, bottom=0.13)
         _plain_texts(fig)
+        fmt = out.suffix[1:].lower()
         with atomic_write(out, binary=True, option="--plot") as fh:
-            fig.savefig(fh, dpi=dpi, format=out.suffix[1:].lower())
+            fig.savefig(
+                fh,
+                dpi=dpi,
+                format=fmt,
+                metadata=metadata(fmt, title=title, caption_text=caption_text),
+            )
     finally:
         plt.close(fig)
     return out

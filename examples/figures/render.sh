@@ -4,7 +4,9 @@
 # Needs the plot extra (pip install 'ampcalc[plot]'). Each figure also leaves its
 # data as CSV next to the PNG (one row per point, the columns of `ampcalc sweep`).
 # tests/test_figures.py runs every `ampcalc sweep` line below and checks its data
-# against the engine, and the PNG's pixel size.
+# against the engine, and the PNG's pixel size; tests/test_figures_committed.py checks
+# that the committed CSVs equal a fresh run (run this script after a change to the
+# engine). docs/sweep.md (and README.md) show each line exactly as written here.
 set -eu
 cd "$(dirname "$0")"
 
