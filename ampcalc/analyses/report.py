@@ -300,10 +300,12 @@ FIELD_WORDS: dict[tuple[str, str], tuple[str, str]] = {
 
 def reader_text(text: str) -> str:
     """Engine text as a report's reader wants it: no references to result fields
-    (``(details.x)``), no code quotes, ≤ and ≥ for ``<=`` and ``>=``."""
+    (``(details.x)``), no code quotes, ≤ and ≥ for ``<=`` and ``>=``, exponents in
+    parentheses rather than braces."""
     text = re.sub(r"\s*\((?:details|knob)\.[A-Za-z_.]+\)", "", text)
     text = text.replace("`", "").replace("<=", "≤").replace(">=", "≥")
-    return text
+    # exponents as plain text: e^{−Kε} reads e^(−Kε)
+    return re.sub(r"\^\{([^{}]*)\}", r"^(\1)", text)
 
 
 def _clusters_text(value: Any, design: Design) -> str | None:
@@ -387,8 +389,8 @@ def mechanism_rows(design: Design, bound: Mapping[str, Any]) -> list[tuple[str, 
         if m.profile_releases:
             rows.append(("releases", f"{m.profile_releases} releases composed into one profile"))
     else:
-        rows.append(("ε", number(m.epsilon)))
-        rows.append(("δ", number(m.delta)))
+        rows.append(("ε (M's privacy parameter)", number(m.epsilon)))
+        rows.append(("δ (the chance M's ε may fail)", number(m.delta)))
     rows.append(("holds under", _RELATION[Neighbours(m.neighbours)]))
     if m.epsilon_replace_one is not None:
         rows.append(("ε under replace-one", number(m.epsilon_replace_one)))
