@@ -424,7 +424,7 @@ def profile_figure_svg(report: DesignReport, index: int) -> str:
             ax,
             index=index,
             label=f"δ′ against ε′ for {report.name}",
-            legend="upper right",
+            legend="lower left",
         )
 
 
