@@ -99,7 +99,7 @@ def test_the_page_parses_strictly_with_a_section_table_and_figure_per_design(
             assert svgs[0].get("aria-label") == f"ε′ against ε for {name}"
             assert svgs[0].get("viewBox"), "the figure scales by its viewBox"
         else:
-            assert "No curve: the scheme calibrates its mechanism to the target ε′" in text_of(s)
+            assert "No figure: the scheme calibrates its mechanism to the target ε′" in text_of(s)
         assert s.find(".//ul[@class='conditions']") is not None, name
     # one inline <svg> per figure, as the header says, and nothing else drawn
     figures = sum(1 for _, has in DESIGNS if has)
@@ -124,7 +124,7 @@ def test_the_numbers_are_the_engines_paper_000_section_2_4(made: dict[str, Any])
     assert bounds["ε′ lower bound (some M is this bad)"] == "0.0170369"
     assert bounds["verdict"].startswith("amplifies ")
     inverse = rows(table(srs, "inverse"))
-    assert inverse["target ε′ (--target)"] == "1"
+    assert inverse["target ε′ (given for this report)"] == "1"
     assert inverse["certified ε (largest M's ε that meets the target)"] == "5.1523"
     assert f"{float(certified):.6g}" == "5.1523"
     # the summary repeats the table's figures
@@ -139,13 +139,13 @@ def test_the_numbers_are_the_engines_paper_000_section_2_4(made: dict[str, Any])
 def test_mechanism_and_sampling_are_in_words(made: dict[str, Any]) -> None:
     srs = sections(parse(made["text"]))[0]
     assert rows(table(srs, "mechanism")) == {
-        "ε": "1",
-        "δ": "0",
+        "ε (M's privacy parameter)": "1",
+        "δ (the chance M's ε may fail)": "0",
         "holds under": "both add-remove and replace-one",
     }
     sampling = rows(table(srs, "sampling"))
     assert sampling["population"] == "10,000 population size N (public)"
-    assert sampling["sample"] == "100 sample size m, 1 <= m <= N"
+    assert sampling["sample"] == "100 sample size m, at most N"
     assert "Simple random sample of m of N records without replacement" in text_of(srs)
     pws = sections(parse(made["text"]))[-1]
     assert rows(table(pws, "mechanism"))["mechanism"] == (
@@ -247,7 +247,7 @@ def test_no_target_and_a_design_outside_its_conditions(
     assert not list(s.iter(f"{SVG}svg"))
     assert main(["report", str(FILES[0]), "-o", str(out)]) == 0
     s = sections(parse(out.read_text(encoding="utf-8")))[0]
-    assert "No target: give --target or a target: block" in text_of(s)
+    assert "No target: no target ε′ was given for this report or in the design" in text_of(s)
     assert len(list(s.iter(f"{SVG}svg"))) == 1
 
 

@@ -61,6 +61,15 @@ def _with_noise(design: Design, profile: Any, value: float) -> Design:
     return dataclasses.replace(design, mechanism=dataclasses.replace(mech, profile=new))
 
 
+def with_noise(design: Design, value: float) -> Design:
+    """The design with its named mechanism's noise scale (σ, or the scale b) set to
+    ``value``: the design ``solve`` evaluates at ``value``."""
+    mech = design.mechanism
+    if mech is None or not isinstance(mech.profile, (*KNOBS["sigma"], *KNOBS["scale"])):
+        raise DesignError(f"design {design.name!r} has no named mechanism with a noise scale")
+    return _with_noise(design, mech.profile, value)
+
+
 def solve(
     design: Design, knob: str, target: float, target_delta: float | None = None
 ) -> dict[str, Any]:

@@ -51,6 +51,24 @@ def report(
         typer.Option("--target-delta", help="Target δ′ for the inverse.", show_default=False),
     ] = None,
     title: Annotated[str, typer.Option("--title", help="The page's title.")] = "Privacy report",
+    organisation: Annotated[
+        str | None,
+        typer.Option(
+            "--organisation",
+            help="Who publishes the release (shown on every page).",
+            show_default=False,
+        ),
+    ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option("--dataset", help="The dataset the release comes from.", show_default=False),
+    ] = None,
+    release: Annotated[
+        str | None,
+        typer.Option(
+            "--release", help="The release (a name, version or date).", show_default=False
+        ),
+    ] = None,
     set_: SetOpt = None,
 ) -> int:
     """A self-contained HTML page to attach to a data release: bounds, figures, references.
@@ -80,6 +98,9 @@ def report(
         title=title,
         sources=[f if f is not None else "ampcalc.yaml" for f in files],
         version=version(),
+        organisation=organisation,
+        dataset=dataset,
+        release=release,
     )
     if output == "-":
         sys.stdout.write(html)
