@@ -160,8 +160,6 @@ class Theorem:
             no mechanism δ follows from a target δ′.
         group_size: ε′ protects a group of this many records (the unsampled loss the
             verdict compares with is group_size·ε of the relation).
-        refuses_replace_one_only: message for a mechanism declared only under
-            replace-one when ``relation`` is add-remove (its add-remove ε is unknown).
         relation_words: what follows the relation in the stated condition "M is ε-DP
             under <relation><relation_words>", e.g. " on samples of size m".
         refusals: what the theorem refuses outright, checked in this order before
@@ -206,7 +204,6 @@ class Theorem:
     tight: bool | None = False
     pure: bool = False
     group_size: int = 1
-    refuses_replace_one_only: str = ""
     relation_words: str = ""
     refusals: tuple[Refusal, ...] = ()
     inverse_scale: Scale | None = None

@@ -182,7 +182,7 @@ def theorem(rate: float, conditions: tuple[str, ...] = ()) -> Theorem:
         delta_factor=q,
         conditions=conditions,
         tight=True,
-        refuses_replace_one_only=REFUSES_REPLACE_ONE_ONLY,
+        refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
     )
 
 
@@ -267,7 +267,7 @@ def replace_one_theorem(
         lower_both=lower,
         conditions=conditions,
         tight=None,
-        refuses_replace_one_only=REFUSES_REPLACE_ONE_ONLY,
+        refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
         delta_both=delta_prime,
     )
 

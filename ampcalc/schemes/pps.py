@@ -689,9 +689,12 @@ def threshold_theorem(tau: float, worst: float, *, with_delta: bool) -> Theorem:
             "M's output does not depend on sampling weights",
         ),
         tight=None,
-        refuses_replace_one_only=(
-            f"Poisson threshold sampling ({IMPORTANCE}, Theorem 6) needs M's "
-            "add-remove ε; declare `neighbours: add-remove` or `both`."
+        refusals=(
+            Refusal(
+                Refuses.ADD_REMOVE_UNKNOWN,
+                f"Poisson threshold sampling ({IMPORTANCE}, Theorem 6) needs M's "
+                "add-remove ε; declare `neighbours: add-remove` or `both`.",
+            ),
         ),
     )
 
