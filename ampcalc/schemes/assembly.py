@@ -48,7 +48,7 @@ from ampcalc.math.types import FloatArray
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2022, Citation
-from ampcalc.schemes.base import Analysis
+from ampcalc.schemes.base import Analysis, Bounds
 
 Formula = Callable[[FloatArray], FloatArray]
 """ε of the theorem's relation (array) -> ε′ (array of the same shape)."""
@@ -268,7 +268,6 @@ def _unbounded(eps: FloatArray) -> FloatArray:
 def _refuse_replace_one_only(theorem: Theorem) -> ConditionError:
     return ConditionError(
         theorem.refusal(Refuses.ADD_REMOVE_UNKNOWN)
-        or theorem.refuses_replace_one_only
         or (
             f"{theorem.name} needs M's add-remove ε, and `neighbours: replace-one` "
             "leaves it unknown. Declare `neighbours: add-remove` or `both`."
@@ -418,9 +417,10 @@ def assemble(
         parts.append(_at_both(theorem.lower_both, add_remove, replace_one))
     parts += [_at_witness(w, add_remove, replace_one) for w in theorem.witnesses]
     lower = parts[0] if len(parts) == 1 else _largest(tuple(parts)) if parts else None
-    bounds: Callable[[FloatArray], tuple[FloatArray, FloatArray]] | None = None
+    bounds: Bounds | None = None
     if theorem.bounds is not None and len(parts) == 1 and theorem.lower is not None:
-        bounds = _at_both_bounds(theorem.bounds, eps_of)
+        assert upper is not None and lower is not None
+        bounds = Bounds(lower=lower, upper=upper, both=_at_both_bounds(theorem.bounds, eps_of))
 
     delta_prime: Formula | None = None
     mechanism_delta: Callable[[float, FloatArray], FloatArray] | None = None

@@ -258,7 +258,7 @@ def _analyse_random(params: Params, mechanism: Mechanism) -> Analysis:
     def lower(eps: np.ndarray) -> np.ndarray:
         return _lower_size_hidden(np.asarray(eps, dtype=float), eps_r(eps), n, k)
 
-    return replace(analysis, lower=lower, bounds=None)
+    return replace(analysis, lower=lower)
 
 
 def fixed_theorem(params: Params) -> Theorem:
