@@ -23,6 +23,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2020_WP, BUN_2022, DERIVATIONS, cite
 from ampcalc.schemes.assembly import (
+    OfPair,
     Refusal,
     Refuses,
     Theorem,
@@ -338,8 +339,8 @@ def theorem(params: Params) -> Theorem:
         relation=Neighbours.ADD_REMOVE,
         guarantee=Neighbours.ADD_REMOVE,
         upper=lambda eps: upper_epsilon(eps, population=n, sample=m, sensitivity=d),
-        lower_both=lambda e_d, e_r: scalar_lower_epsilon(
-            e_d, e_r, population=n, sample=m, sensitivity=d
+        lower=OfPair(
+            lambda e_d, e_r: scalar_lower_epsilon(e_d, e_r, population=n, sample=m, sensitivity=d)
         ),
         conditions=conditions(params),
         tight=None,

@@ -22,6 +22,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BUN_2022, cite
 from ampcalc.schemes._cluster_kernels import ratio_lower
 from ampcalc.schemes.assembly import (
+    OfPair,
     Refusal,
     Refuses,
     Theorem,
@@ -332,7 +333,7 @@ def theorem_5_3_theorem(params: Params) -> Theorem:
         basis=(cite(BUN_2022, "Theorem 5.3"),),
         relation=None,
         guarantee=Neighbours.ADD_REMOVE,
-        lower_both=lambda e_d, e_r: kernel(np.minimum(e2, e_d), fraction=frac, test_epsilon=te),
+        lower=OfPair(lambda e_d, e_r: kernel(np.minimum(e2, e_d), fraction=frac, test_epsilon=te)),
         conditions=(
             f"a test H tells whether cluster C_i was sampled, measured on P: "
             f"Pr(H = 0 | C_i sampled) >= e^{{ε′}}·Pr(H = 0 | C_i not sampled), ε′ = {te:g}; "

@@ -16,7 +16,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, DERIVATIONS, cite, derivation
-from ampcalc.schemes.assembly import Refusal, Refuses, Theorem, assemble
+from ampcalc.schemes.assembly import OfPair, Proportional, Refusal, Refuses, Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ def theorem(rate: float, conditions: tuple[str, ...] = ()) -> Theorem:
         lower=lambda eps: lower_epsilon(eps, rate=q),
         bounds=lambda eps: numeric.amplification_bounds(q, eps),
         inverse=lambda target: numeric.amplification_inverse(q, target),
-        delta_factor=q,
+        delta_prime=Proportional(q),
         conditions=conditions,
         tight=True,
         refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
@@ -263,12 +263,14 @@ def replace_one_theorem(
         basis=(*BASIS, derivation("§1.2")),
         relation=Neighbours.ADD_REMOVE,
         guarantee=Neighbours.REPLACE_ONE,
-        upper_both=lambda e_d, e_r: upper_epsilon_replace_one(e_d, e_r, rate=q, coupled=coupled),
-        lower_both=lower,
+        upper=OfPair(
+            lambda e_d, e_r: upper_epsilon_replace_one(e_d, e_r, rate=q, coupled=coupled)
+        ),
+        lower=OfPair(lower),
         conditions=conditions,
         tight=None,
         refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
-        delta_both=delta_prime,
+        delta_prime=OfPair(delta_prime),
     )
 
 

@@ -41,6 +41,7 @@ from ampcalc.model.references import BBG18, BUN_2022, DERIVATIONS, IMPORTANCE, c
 from ampcalc.schemes import srswor
 from ampcalc.schemes._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
 from ampcalc.schemes.assembly import (
+    Proportional,
     Refusal,
     Refuses,
     Theorem,
@@ -682,7 +683,7 @@ def threshold_theorem(tau: float, worst: float, *, with_delta: bool) -> Theorem:
         lower=lambda eps: numeric.amplification_lower(worst, eps),
         bounds=lambda eps: numeric.amplification_bounds(worst, eps),
         inverse=lambda target: numeric.amplification_inverse(worst, target),
-        delta_factor=worst,
+        delta_prime=Proportional(worst),
         conditions=(
             f"threshold τ = {tau:g} public and data-independent; each record's inclusion "
             "decided from its own size only",

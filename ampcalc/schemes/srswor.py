@@ -16,6 +16,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2022, DERIVATIONS, HU_2023, cite, derivation
 from ampcalc.schemes.assembly import (
+    Proportional,
     Refusal,
     Refuses,
     Theorem,
@@ -140,7 +141,7 @@ def theorem(params: Params) -> Theorem:
         lower=lambda eps_r: lower_epsilon(eps_r, population=n, sample=m),
         bounds=lambda eps_r: numeric.amplification_bounds(q, eps_r),
         inverse=lambda target: numeric.amplification_inverse(q, target),
-        delta_factor=q,
+        delta_prime=Proportional(q),
         conditions=(
             f"1 <= sample <= population: 1 <= {m} <= {n}",
             "the population size N is fixed and public; which records were sampled is secret",

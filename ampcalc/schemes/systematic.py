@@ -18,6 +18,8 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BBG18, BUN_2022, CLUSTER_DOCS, DERIVATIONS, cite
 from ampcalc.schemes._cluster_kernels import ratio_bound
 from ampcalc.schemes.assembly import (
+    OfPair,
+    Proportional,
     Theorem,
     assemble,
     epsilons,
@@ -169,7 +171,7 @@ def theorem(params: Params, *, size_hidden: bool) -> Theorem:
         upper=lambda eps_r: upper_epsilon(eps_r, population=n, interval=k),
         lower=None if size_hidden else (lambda eps_r: numeric.amplification_lower(q, eps_r)),
         inverse=lambda target: numeric.amplification_inverse(q, target),
-        delta_factor=1.0 / k,
+        delta_prime=Proportional(1.0 / k),
         conditions=(
             f"2 <= interval <= population: 2 <= {k} <= {n}",
             "the ordering is uniformly random and secret",
@@ -273,7 +275,7 @@ def fixed_theorem(params: Params) -> Theorem:
         basis=(cite(BUN_2022, "§6.3"), cite(CLUSTER_DOCS, "systematic: the start-class witness")),
         relation=None,
         guarantee=Neighbours.REPLACE_ONE,
-        lower_both=lambda e_d, e_r: fixed_order_lower(e_r, e_d, sizes),
+        lower=OfPair(lambda e_d, e_r: fixed_order_lower(e_r, e_d, sizes)),
         conditions=(
             f"2 <= interval <= population: 2 <= {k} <= {n}",
             "the ordering is fixed and known: no amplification theorem applies",
