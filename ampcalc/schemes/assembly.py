@@ -38,7 +38,7 @@ import dataclasses
 import enum
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -216,6 +216,10 @@ class Theorem:
         relation_condition: the stated condition on M's relation in the family's own
             words (``{declared}``: M's declared relation), in place of the standard one;
             "" states none.
+        params: the family's parameters for this design, passed by keyword to every
+            formula after its ε (bounds, inverses, δ′ rules; not witnesses), so a family
+            names its module-level formulas (``upper=upper_epsilon``, ``params={"rate":
+            q}``) instead of closing over them; ``assemble`` binds them once.
     """
 
     name: str
@@ -236,6 +240,7 @@ class Theorem:
     relation_words: str = ""
     refusals: tuple[Refusal, ...] = ()
     relation_condition: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.bounds is not None and not (_plain(self.upper) and _plain(self.lower)):
@@ -247,12 +252,39 @@ class Theorem:
                 "replace-one"
             )
 
+    def bind(self) -> Theorem:
+        """This theorem with ``params`` bound into its formulas (and none left)."""
+        if not self.params:
+            return self
+        kw = dict(self.params)
+        return dataclasses.replace(
+            self,
+            upper=_bind(self.upper, kw),
+            lower=_bind(self.lower, kw),
+            bounds=None if self.bounds is None else functools.partial(self.bounds, **kw),
+            inverse=_bind(self.inverse, kw),
+            lower_inverse=_bind(self.lower_inverse, kw),
+            delta_prime=_bind(self.delta_prime, kw),
+            params={},
+        )
+
     def refusal(self, refuses: Refuses) -> str | None:
         """The message of the theorem's refusal of ``refuses``, or None."""
         for r in self.refusals:
             if r.refuses is refuses:
                 return r.message
         return None
+
+
+def _bind(spec: Any, params: dict[str, Any]) -> Any:
+    """A formula (plain, ``OfPair`` or ``InScale``) with the family's parameters bound."""
+    if spec is None or isinstance(spec, Proportional):
+        return spec
+    if isinstance(spec, OfPair):
+        return OfPair(functools.partial(spec.formula, **params))
+    if isinstance(spec, InScale):
+        return InScale(spec.scale, functools.partial(spec.formula, **params))
+    return functools.partial(spec, **params)
 
 
 def _plain(spec: object) -> bool:
@@ -419,6 +451,7 @@ def assemble(
         ConditionError: one of the theorem's refusals applies (in its order), or the
             theorem needs M's add-remove ε and M is declared under replace-one only.
     """
+    theorem = theorem.bind()
     check_refusals(theorem, mechanism, guarantee)
     rel = relation_of(mechanism, theorem)
     upper = _upper(theorem, rel)
@@ -765,6 +798,7 @@ def doubled(theorem: Theorem) -> Theorem:
     """
     if theorem.guarantee is not Neighbours.ADD_REMOVE:
         raise ValueError(f"{theorem.name}: only an add-remove result is doubled")
+    theorem = theorem.bind()
     upper, inverse = theorem.upper, theorem.inverse
     if isinstance(upper, OfPair):
         upper = OfPair(functools.partial(_twice_both, upper.formula))

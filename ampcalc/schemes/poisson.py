@@ -71,6 +71,17 @@ def lower_epsilon(eps_add_remove: np.ndarray, *, rate: float) -> np.ndarray:
     return numeric.amplification_lower(rate, eps_add_remove)
 
 
+def bounds_epsilon(eps_add_remove: np.ndarray, *, rate: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower_epsilon, upper_epsilon)`` from one evaluation of their formula."""
+    return numeric.amplification_bounds(rate, eps_add_remove)
+
+
+def inverse_epsilon(target: np.ndarray, *, rate: float) -> np.ndarray:
+    """The ε at which ``upper_epsilon`` (and ``lower_epsilon``) reach ``target``,
+    unrounded: ε = log(1 + (e^T − 1)/q) (the assembly rounds and certifies)."""
+    return numeric.amplification_inverse(rate, target)
+
+
 def upper_epsilon_replace_one(
     eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float, coupled: bool = True
 ) -> np.ndarray:
@@ -169,17 +180,17 @@ REFUSES_REPLACE_ONE_ONLY = (
 
 def theorem(rate: float, conditions: tuple[str, ...] = ()) -> Theorem:
     """Lemma 3.3 of 001 (add-remove) at inclusion probability ``rate``, as data."""
-    q = rate
     return Theorem(
         name="Lemma 3.3",
         basis=BASIS,
         relation=Neighbours.ADD_REMOVE,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=lambda eps: upper_epsilon(eps, rate=q),
-        lower=lambda eps: lower_epsilon(eps, rate=q),
-        bounds=lambda eps: numeric.amplification_bounds(q, eps),
-        inverse=lambda target: numeric.amplification_inverse(q, target),
-        delta_prime=Proportional(q),
+        upper=upper_epsilon,
+        lower=lower_epsilon,
+        bounds=bounds_epsilon,
+        inverse=inverse_epsilon,
+        params={"rate": rate},
+        delta_prime=Proportional(rate),
         conditions=conditions,
         tight=True,
         refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
@@ -372,6 +383,12 @@ def group_lower_epsilon(eps_add_remove: np.ndarray, *, rate: float, group: int) 
     return numeric.round_down(group * numeric.amplification_lower(rate, eps_add_remove))
 
 
+def group_inverse_epsilon(target: np.ndarray, *, rate: float, group: int) -> np.ndarray:
+    """The ε at which ``group_upper_epsilon`` reaches ``target``, unrounded: the
+    single-record inverse at T/g (the assembly rounds and certifies)."""
+    return numeric.amplification_inverse(rate, np.asarray(target) / group)
+
+
 def group_theorem(rate: float, group: int) -> Theorem:
     """Lemma 3.3 of 001 applied g times (add-remove of g records), as data."""
     q, g = rate, group
@@ -380,9 +397,10 @@ def group_theorem(rate: float, group: int) -> Theorem:
         basis=(cite(BUN_2020_WP, "Lemma 3.3, applied g times"), derivation("§3.4")),
         relation=Neighbours.ADD_REMOVE,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=lambda eps: group_upper_epsilon(eps, rate=q, group=g),
-        lower=lambda eps: group_lower_epsilon(eps, rate=q, group=g),
-        inverse=lambda target: numeric.amplification_inverse(q, np.asarray(target) / g),
+        upper=group_upper_epsilon,
+        lower=group_lower_epsilon,
+        inverse=group_inverse_epsilon,
+        params={"rate": q, "group": g},
         conditions=(
             f"0 < rate <= 1: rate = {q:g}",
             f"a unit of g = {g} records is added or removed",

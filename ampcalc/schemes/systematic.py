@@ -107,6 +107,20 @@ def upper_epsilon(eps_replace_one: np.ndarray, *, population: int, interval: int
     return numeric.amplification_upper(m / population, eps_replace_one)
 
 
+def lower_epsilon(eps_replace_one: np.ndarray, *, population: int, interval: int) -> np.ndarray:
+    """Lower bound: ``upper_epsilon``'s formula A(⌈N/k⌉/N, ε_R), rounded down (the
+    larger-size simple random sample is a witness when k divides N)."""
+    m = -(-population // interval)
+    return numeric.amplification_lower(m / population, eps_replace_one)
+
+
+def inverse_epsilon(target: np.ndarray, *, population: int, interval: int) -> np.ndarray:
+    """The ε_R at which ``upper_epsilon`` reaches ``target``, unrounded (the assembly
+    rounds and certifies)."""
+    m = -(-population // interval)
+    return numeric.amplification_inverse(m / population, target)
+
+
 def delta_prime_of(delta_replace_one: np.ndarray, *, interval: int) -> np.ndarray:
     """δ′ of systematic sampling over a random, secret ordering, paired with
     ``upper_epsilon``'s ε′ = A(⌈N/k⌉/N, ε_R).
@@ -162,15 +176,15 @@ def theorem(params: Params, *, size_hidden: bool) -> Theorem:
     theorem states none and ``analyse`` adds it.
     """
     n, k = params.population, params.interval
-    q = -(-n // k) / n
     return Theorem(
         name="Theorem 2.2",
         basis=BASIS,
         relation=Neighbours.REPLACE_ONE,
         guarantee=Neighbours.REPLACE_ONE,
-        upper=lambda eps_r: upper_epsilon(eps_r, population=n, interval=k),
-        lower=None if size_hidden else (lambda eps_r: numeric.amplification_lower(q, eps_r)),
-        inverse=lambda target: numeric.amplification_inverse(q, target),
+        upper=upper_epsilon,
+        lower=None if size_hidden else lower_epsilon,
+        inverse=inverse_epsilon,
+        params={"population": n, "interval": k},
         delta_prime=Proportional(1.0 / k),
         conditions=(
             f"2 <= interval <= population: 2 <= {k} <= {n}",
