@@ -9,6 +9,7 @@ it was sampled.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -319,11 +320,10 @@ def theorem(params: Params, *, reduced: bool, delta: bool) -> Theorem:
     frac = params.chosen / cl.count
     n1, n2 = cl.largest
     k_up, k_low, r = n1 + n2, n1 + cl.smallest, params.within_rate
-    single = Witness(
-        bound=lambda e: single_inclusion_lower(e, inclusion=frac * (1.0 if r is None else r))
-    )
+    inclusion = frac * (1.0 if r is None else r)
+    single = Witness(bound=functools.partial(single_inclusion_lower, inclusion=inclusion))
     theorem_5_1 = Witness(
-        bound=lambda e: lower_epsilon(e, fraction=frac, k_sum=k_low),
+        bound=functools.partial(lower_epsilon, fraction=frac, k_sum=k_low),
         replace_one_ratio=WITNESS_RATIO,
     )
     basis: tuple[Citation, ...] = BASIS
@@ -334,11 +334,12 @@ def theorem(params: Params, *, reduced: bool, delta: bool) -> Theorem:
         basis=(*basis, DELTA_BASIS) if delta else basis,
         relation=Neighbours.ADD_REMOVE,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=lambda eps: upper_epsilon(eps, fraction=frac, k_sum=k_up, within_rate=r),
+        upper=upper_epsilon,
         witnesses=(
             (single,) if r is not None else (theorem_5_1, single) if reduced else (theorem_5_1,)
         ),
-        delta_prime=lambda eps, d: delta_prime(eps, d, fraction=frac, k_sum=k_up, within_rate=r),
+        delta_prime=delta_prime,
+        params={"fraction": frac, "k_sum": k_up, "within_rate": r},
         conditions=conditions(params),
         tight=None,  # ``details.tight`` is the family's (equal clusters, no second stage)
         refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
