@@ -560,7 +560,7 @@ def _inverses(
     if inverse is not None and upper is not None:
         if isinstance(inverse, InScale):
             scaled = inverse.scale.ratio(mechanism)
-            certified = functools.partial(_certified_once, inverse.formula, upper, scaled)
+            certified = functools.partial(certify_inverse, inverse.formula, upper, scaled)
         else:
             certified = _certified(inverse, upper, rel.ratio)
             if lower is not None:
@@ -569,7 +569,7 @@ def _inverses(
         if isinstance(lower_inverse, InScale):
             scaled = lower_inverse.scale.ratio(mechanism)
             impossible_above = functools.partial(
-                _impossible_once, lower_inverse.formula, lower, scaled
+                certify_lower_inverse, lower_inverse.formula, lower, scaled
             )
         else:
             impossible_above = _impossible_above(lower_inverse, lower, rel.ratio, start_below=True)
@@ -765,7 +765,7 @@ def _mechanism_delta(
     return mechanism_delta
 
 
-def _certified_once(
+def certify_inverse(
     inverse: Formula, upper: Formula, ratio: float, target: FloatArray
 ) -> FloatArray:
     """Largest declared ε with upper <= target: inv(T)/ratio (an inverse in a ``Scale``)
@@ -775,7 +775,7 @@ def _certified_once(
     return numeric.certify_down(upper, numeric.round_down(guess), t)
 
 
-def _impossible_once(
+def certify_lower_inverse(
     inverse: Formula, lower: Formula, ratio: float, target: FloatArray
 ) -> FloatArray:
     """Smallest declared ε with lower >= target: inv(T)/ratio (the lower bound's own
