@@ -130,7 +130,9 @@ class Scheme:
         summary: one line for ``ampcalc schemes``.
         params: the frozen ``Params`` dataclass built from ``sampling:``.
         fields: the keys of ``sampling:`` (besides ``scheme``).
-        mechanism_relation: in words, the relation M's ε must hold under.
+        mechanism_relation: the relation the family's theorems take M's ε under (the
+            ``relation`` of its ``Theorem`` records), None where they put no condition
+            on it, or words where neither says it (``mechanism_relation_words``).
         guarantees: relations a guarantee can be asked for; the first is natural.
         basis: the papers and theorems behind it.
         analyse: (params, mechanism, guarantee) -> Analysis; raises
@@ -170,7 +172,7 @@ class Scheme:
     summary: str
     params: type
     fields: tuple[Field, ...]
-    mechanism_relation: str
+    mechanism_relation: Neighbours | str | None
     guarantees: tuple[Neighbours, ...]
     basis: tuple[Citation, ...]
     analyse: Callable[[Any, Any, Neighbours], Analysis]
@@ -187,3 +189,14 @@ class Scheme:
     verify_plan: Callable[..., Any] | None = None
     verify_plan_takes_guarantee: bool = False
     compare: Callable[[Any, float, Any], Mapping[str, Any]] | None = None
+
+    def mechanism_relation_words(self) -> str:
+        """The relation M's ε must hold under, in words (``ampcalc schemes``)."""
+        relation = self.mechanism_relation
+        if relation is None:
+            return "replace-one or add-remove"
+        if relation is Neighbours.ADD_REMOVE:
+            return "add-remove (or both)"
+        if relation is Neighbours.REPLACE_ONE:
+            return "replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)"
+        return str(relation)

@@ -309,6 +309,10 @@ REFUSES_REPLACE_ONE_ONLY = (
 )
 
 
+RELATION = Neighbours.ADD_REMOVE
+"""The relation the family's theorems take M's ε under."""
+
+
 def theorem(params: Params, *, reduced: bool, delta: bool) -> Theorem:
     """Theorems 5.2 (upper) and 5.1 (lower) for this design, as data (in M's add-remove ε).
 
@@ -332,7 +336,7 @@ def theorem(params: Params, *, reduced: bool, delta: bool) -> Theorem:
     return Theorem(
         name="Theorem 5.2",
         basis=(*basis, DELTA_BASIS) if delta else basis,
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
         upper=upper_epsilon,
         witnesses=(
@@ -534,7 +538,7 @@ SCHEME = Scheme(
     summary="ℓ of k clusters chosen without replacement, whole clusters (or Poisson within)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="add-remove (or both)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE,),
     basis=BASIS,
     analyse=analyse,

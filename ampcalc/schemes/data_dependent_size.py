@@ -310,6 +310,10 @@ REFUSALS = (
 )
 
 
+RELATION = Neighbours.ADD_REMOVE
+"""The relation the family's theorems take M's ε under."""
+
+
 def theorem(params: Params) -> Theorem:
     """Lemma B.1 (upper) and the §4.1 witnesses (lower) for this design, as data.
 
@@ -336,7 +340,7 @@ def theorem(params: Params) -> Theorem:
     return Theorem(
         name="Lemma B.1",
         basis=BASIS,
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
         upper=lambda eps: upper_epsilon(eps, population=n, sample=m, sensitivity=d),
         lower=OfPair(
@@ -541,7 +545,7 @@ SCHEME = Scheme(
     summary="sample of a data-dependent size f(P) (deterministic allocation, sensitivity Δ)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="add-remove (or both)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE,),
     basis=BASIS,
     analyse=analyse,

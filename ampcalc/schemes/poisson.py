@@ -178,12 +178,16 @@ REFUSES_REPLACE_ONE_ONLY = (
 )
 
 
+RELATION = Neighbours.ADD_REMOVE
+"""The relation the family's theorems take M's ε under."""
+
+
 def theorem(rate: float, conditions: tuple[str, ...] = ()) -> Theorem:
     """Lemma 3.3 of 001 (add-remove) at inclusion probability ``rate``, as data."""
     return Theorem(
         name="Lemma 3.3",
         basis=BASIS,
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
         upper=upper_epsilon,
         lower=lower_epsilon,
@@ -272,7 +276,7 @@ def replace_one_theorem(
     return Theorem(
         name="the replace-one guarantee for Poisson sampling",
         basis=(*BASIS, derivation("§1.2")),
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
         upper=OfPair(
             lambda e_d, e_r: upper_epsilon_replace_one(e_d, e_r, rate=q, coupled=coupled)
@@ -346,7 +350,7 @@ SCHEME = Scheme(
     summary="Poisson sample: each record kept independently with probability q",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="add-remove (or both)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE, Neighbours.REPLACE_ONE),
     basis=BASIS,
     analyse=analyse,
@@ -395,7 +399,7 @@ def group_theorem(rate: float, group: int) -> Theorem:
     return Theorem(
         name="Lemma 3.3, applied g times",
         basis=(cite(BUN_2020_WP, "Lemma 3.3, applied g times"), derivation("§3.4")),
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
         upper=group_upper_epsilon,
         lower=group_lower_epsilon,

@@ -141,13 +141,18 @@ REFUSES_ADD_REMOVE = (
 REFUSALS = (Refusal(Refuses.GUARANTEE, REFUSES_ADD_REMOVE),)
 
 
+RELATION = Neighbours.REPLACE_ONE
+"""The relation the family's theorems take M's ε under (an add-remove M is
+read under it by the assembly)."""
+
+
 def theorem(params: Params) -> Theorem:
     """Theorem 2.2 of 000 for this design, as data (formulas in replace-one ε_R)."""
     n, m = params.population, params.sample
     return Theorem(
         name="Theorem 2.2",
         basis=BASIS,
-        relation=Neighbours.REPLACE_ONE,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
         upper=upper_epsilon,
         lower=lower_epsilon,
@@ -210,7 +215,7 @@ SCHEME = Scheme(
     summary="simple random sample of m of N records without replacement (secret sample)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,
@@ -278,7 +283,7 @@ def group_theorem(params: Params, group: int, k0: int, log_pmf: np.ndarray) -> T
     return Theorem(
         name="group privacy under srswor",
         basis=(derivation("§3.3"), derivation("§3.5")),
-        relation=Neighbours.REPLACE_ONE,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
         upper=group_upper_epsilon,
         lower=group_lower_epsilon,

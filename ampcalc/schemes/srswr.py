@@ -142,13 +142,18 @@ def without_replacement_same_rate(
     return numeric.amplification_upper(sample / population, eps_r)
 
 
+RELATION = Neighbours.REPLACE_ONE
+"""The relation the family's theorems take M's ε under (an add-remove M is
+read under it by the assembly)."""
+
+
 def theorem(params: Params, group: int = 1) -> Theorem:
     """The count-witness / relaxation result for this design, as data (in ε_R)."""
     n, m, g = params.population, params.sample, group
     return Theorem(
         name="sampling with replacement",
         basis=BASIS,
-        relation=Neighbours.REPLACE_ONE,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
         upper=lambda eps_r: upper_epsilon(eps_r, population=n, sample=m, group=g),
         lower=lambda eps_r: lower_epsilon(eps_r, population=n, sample=m, group=g),
@@ -247,7 +252,7 @@ SCHEME = Scheme(
     summary="m draws with replacement from N records (bootstrap); pure ε only",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,

@@ -168,6 +168,11 @@ def _lower_size_hidden(eps_d: np.ndarray, eps_r: np.ndarray, n: int, k: int) -> 
     return out
 
 
+RELATION = Neighbours.REPLACE_ONE
+"""The relation Theorem 2.2 takes M's ε under (an add-remove M is read under it by the
+assembly); the fixed ordering's witness puts no condition on it."""
+
+
 def theorem(params: Params, *, size_hidden: bool) -> Theorem:
     """Theorem 2.2 of 000 over a random, secret ordering, at the larger fraction ⌈N/k⌉/N.
 
@@ -179,7 +184,7 @@ def theorem(params: Params, *, size_hidden: bool) -> Theorem:
     return Theorem(
         name="Theorem 2.2",
         basis=BASIS,
-        relation=Neighbours.REPLACE_ONE,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
         upper=upper_epsilon,
         lower=None if size_hidden else lower_epsilon,
@@ -528,7 +533,7 @@ SCHEME = Scheme(
     summary="every k-th record from a random start (random secret or fixed known order)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,
