@@ -142,13 +142,16 @@ class Proportional:
     factor: float
 
 
-Bound = Formula | OfPair
+ParamFormula = Callable[..., FloatArray]
+"""A family's formula: ε (array) first, then the theorem's ``params`` by keyword."""
+
+Bound = ParamFormula | OfPair
 """A bound of the relation's ε, or of M's (ε_D, ε_R) (``OfPair``)."""
 
-Inverse = Formula | InScale
+Inverse = ParamFormula | InScale
 """An inverse of the relation's ε, or stated in a ``Scale`` of M's ε (``InScale``)."""
 
-DeltaSpec = Proportional | DeltaFormula | OfPair
+DeltaSpec = Proportional | Callable[..., FloatArray] | OfPair
 """How δ′ follows from M's δ: a multiple of it, δ′(ε, δ) of the relation, or δ′ of M's
 (ε_D, ε_R) with M's δ bound in by the family."""
 
@@ -228,7 +231,7 @@ class Theorem:
     guarantee: Neighbours
     upper: Bound | None = None
     lower: Bound | None = None
-    bounds: BothFormula | None = None
+    bounds: Callable[..., tuple[FloatArray, FloatArray]] | None = None
     witnesses: tuple[Witness, ...] = ()
     inverse: Inverse | None = None
     lower_inverse: Inverse | None = None
@@ -766,7 +769,7 @@ def _mechanism_delta(
 
 
 def certify_inverse(
-    inverse: Formula, upper: Formula, ratio: float, target: FloatArray
+    inverse: Formula, upper: Formula, ratio: float, target: FloatArray | float
 ) -> FloatArray:
     """Largest declared ε with upper <= target: inv(T)/ratio (an inverse in a ``Scale``)
     rounded down once, then stepped down until it holds as evaluated."""
@@ -776,7 +779,7 @@ def certify_inverse(
 
 
 def certify_lower_inverse(
-    inverse: Formula, lower: Formula, ratio: float, target: FloatArray
+    inverse: Formula, lower: Formula, ratio: float, target: FloatArray | float
 ) -> FloatArray:
     """Smallest declared ε with lower >= target: inv(T)/ratio (the lower bound's own
     inverse in a ``Scale``) rounded up once, then stepped up until it holds as

@@ -20,7 +20,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import DERIVATIONS, derivation
-from ampcalc.schemes.assembly import Theorem, assemble, relation_of
+from ampcalc.schemes.assembly import OfPair, Theorem, assemble, relation_of
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
@@ -193,7 +193,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     rel = relation_of(mechanism, thm)
     # the warnings describe the declared design, at the declared ε
     er0 = rel.epsilon(np.asarray(mechanism.epsilon, dtype=float))
-    v0 = float(thm.lower(er0)) if thm.lower is not None else 0.0
+    lower = thm.bind().lower
+    assert not isinstance(lower, OfPair)  # a formula of ε_R
+    v0 = float(lower(er0)) if lower is not None else 0.0
     warnings: list[str] = []
     notes: list[str] = []
     details: dict[str, Any] = {"population": n, "sample": m, "group_size": g}
