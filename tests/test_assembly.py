@@ -7,6 +7,7 @@ the relation conversion and its notes are stated once.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -320,8 +321,40 @@ def test_bounds_in_one_evaluation_are_the_lower_and_upper_bits(sampling) -> None
         d = _design(mechanism, sampling, None)
         analysis = engine.analyse(d)
         assert analysis.bounds is not None
-        lower, upper = analysis.bounds(eps)
+        lower, upper = analysis.bounds.both(eps)
         assert np.array_equal(lower.view(np.int64), analysis.lower(eps).view(np.int64))
         assert np.array_equal(upper.view(np.int64), analysis.upper(eps).view(np.int64))
         r = engine.bound(d, epsilon=eps[1:])  # ε = 0 is refused at load time
         assert np.all(r.lower <= r.upper)
+
+
+def test_a_copy_that_changes_a_bound_does_not_read_the_joint_bounds() -> None:
+    """``Analysis.bounds`` stands for the two functions it was made with: a copy with
+    another lower bound evaluates that one (and the upper bound alone), never the stale
+    pair."""
+    d = _design(MECHANISMS[0], {"scheme": "srswor", "population": 1000, "sample": 10}, None)
+    analysis = engine.analyse(d)
+    assert analysis.bounds is not None
+    eps = np.array([0.5, 1.0, 3.0])
+    copy = dataclasses.replace(analysis, lower=lambda e: np.zeros(np.shape(e)))
+    lower, upper = copy.bounds_at(eps)
+    assert lower is not None and np.all(lower == 0.0)
+    assert np.array_equal(upper, analysis.upper(eps))
+    assert np.all(analysis.bounds_at(eps)[0] > 0.0)
+
+
+def test_a_theorem_states_its_formulas_once_and_the_assembly_binds_its_parameters() -> None:
+    """srswor's Theorem 2.2 names its module-level formulas and its parameters; bound,
+    each is the formula at those parameters (A(m/N, ε_R), the closed form)."""
+    thm = srswor.theorem(srswor.Params(population=1000, sample=10))
+    assert thm.upper is srswor.upper_epsilon and thm.params == {"population": 1000, "sample": 10}
+    bound = thm.bind()
+    assert bound.params == {}
+    eps = np.array([0.1, 1.0, 5.0])
+    exact = np.log1p(0.01 * np.expm1(eps))
+    up, lo = bound.upper(eps), bound.lower(eps)
+    assert np.array_equal(up, srswor.upper_epsilon(eps, population=1000, sample=10))
+    assert np.array_equal(lo, srswor.lower_epsilon(eps, population=1000, sample=10))
+    assert np.all(lo <= up) and np.allclose(up, exact, rtol=1e-14, atol=0)
+    t = np.asarray(0.02)
+    assert float(bound.inverse(t)) == pytest.approx(math.log1p(math.expm1(0.02) / 0.01), rel=1e-14)

@@ -18,7 +18,7 @@ import pytest
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.schemes import assembly
-from ampcalc.schemes.assembly import Scale, Theorem, assemble, doubled, epsilons
+from ampcalc.schemes.assembly import InScale, OfPair, Scale, Theorem, assemble, doubled, epsilons
 
 pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
 
@@ -83,10 +83,9 @@ def test_an_inverse_in_replace_one_epsilon_is_rounded_once_and_certified() -> No
         basis=(),
         relation=Neighbours.BOTH,
         guarantee=Neighbours.REPLACE_ONE,
-        upper_both=_upper_r(q),
-        lower_both=_lower_r(q),
-        inverse=lambda t: numeric.amplification_inverse(q, t),
-        inverse_scale=Scale.REPLACE_ONE,
+        upper=OfPair(_upper_r(q)),
+        lower=OfPair(_lower_r(q)),
+        inverse=InScale(Scale.REPLACE_ONE, lambda t: numeric.amplification_inverse(q, t)),
         pure=True,
         tight=None,
     )
@@ -118,9 +117,8 @@ def test_lower_only_inverse_never_reached_is_inf_without_evaluating_the_lower_bo
         basis=(),
         relation=None,
         guarantee=Neighbours.ADD_REMOVE,
-        lower_both=lower,
-        lower_inverse=lambda t: np.full(np.shape(t), np.inf),
-        lower_inverse_scale=Scale.DECLARED,
+        lower=OfPair(lower),
+        lower_inverse=InScale(Scale.DECLARED, lambda t: np.full(np.shape(t), np.inf)),
         tight=None,
     )
     an = assemble(theorem, AR)
@@ -140,8 +138,7 @@ def test_a_lower_inverse_in_the_smaller_epsilon_is_rounded_up_once() -> None:
         relation=None,
         guarantee=Neighbours.REPLACE_ONE,
         witnesses=(assembly.Witness(bound=lambda e: numeric.amplification_lower(q, e)),),
-        lower_inverse=lambda t: numeric.amplification_inverse(q, t),
-        lower_inverse_scale=Scale.SMALLER,
+        lower_inverse=InScale(Scale.SMALLER, lambda t: numeric.amplification_inverse(q, t)),
         tight=None,
     )
     an = assemble(theorem, AR_STATED)
@@ -171,7 +168,7 @@ def test_doubled_is_twice_the_add_remove_bound_inverted_at_half_the_target() -> 
     )
     two = doubled(base)
     assert two.guarantee is Neighbours.REPLACE_ONE
-    assert two.lower is None and two.lower_both is None and two.witnesses == ()
+    assert two.lower is None and two.witnesses == ()
     assert two.tight is False
     an = assemble(two, AR)
     assert an.lower is None and an.impossible_above is None
@@ -192,7 +189,7 @@ def test_the_family_states_its_own_condition_on_m() -> None:
         basis=(),
         relation=Neighbours.BOTH,
         guarantee=Neighbours.ADD_REMOVE,
-        upper_both=lambda ed, er: ed.copy(),
+        upper=OfPair(lambda ed, er: ed.copy()),
         conditions=("first",),
         relation_condition="M is ε-DP under add-remove (declared: {declared}), pure ε",
         tight=None,
@@ -209,7 +206,7 @@ def test_the_family_states_its_own_condition_on_m() -> None:
             basis=(),
             relation=Neighbours.BOTH,
             guarantee=Neighbours.ADD_REMOVE,
-            upper_both=lambda ed, er: ed.copy(),
+            upper=OfPair(lambda ed, er: ed.copy()),
             relation_condition="",
         ),
         AR,
@@ -224,7 +221,7 @@ def test_an_inverse_of_both_relations_needs_its_scale() -> None:
             basis=(),
             relation=Neighbours.BOTH,
             guarantee=Neighbours.ADD_REMOVE,
-            upper_both=lambda ed, er: ed.copy(),
+            upper=OfPair(lambda ed, er: ed.copy()),
             inverse=lambda t: t,
         )
 
@@ -242,7 +239,7 @@ def test_invert_details_see_the_built_analysis() -> None:
         basis=(),
         relation=Neighbours.BOTH,
         guarantee=Neighbours.ADD_REMOVE,
-        upper_both=lambda ed, er: ed.copy(),
+        upper=OfPair(lambda ed, er: ed.copy()),
         tight=None,
     )
     an = assemble(theorem, AR, invert_details_from=more)

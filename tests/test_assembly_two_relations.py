@@ -18,8 +18,12 @@ from ampcalc import engine
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.schemes.assembly import (
+    InScale,
+    OfPair,
+    Proportional,
     Refusal,
     Refuses,
+    Scale,
     Theorem,
     Witness,
     assemble,
@@ -67,7 +71,7 @@ def _recording() -> tuple[list[tuple[float, ...]], Theorem]:
         basis=(),
         relation=Neighbours.BOTH,
         guarantee=Neighbours.REPLACE_ONE,
-        upper_both=pair,
+        upper=OfPair(pair),
         witnesses=(Witness(bound=witness, replace_one_ratio=2.0),),
     )
     return seen, thm
@@ -121,7 +125,7 @@ def test_refusals_are_checked_in_the_theorem_order() -> None:
             basis=(),
             relation=Neighbours.BOTH,
             guarantee=Neighbours.REPLACE_ONE,
-            upper_both=upper,
+            upper=OfPair(upper),
             refusals=refusals,
         )
         with pytest.raises(ConditionError, match=f"^{first}$"):
@@ -159,23 +163,48 @@ def test_delta_formula_gets_the_relations_delta_and_no_mechanism_delta() -> None
 
 
 def test_a_theorem_takes_one_form_of_each_part() -> None:
+    """Each part has one field (a formula of one relation's ε or ``OfPair``), so two
+    forms of one part cannot be given; what is left to check is refused."""
+
     def f(e: np.ndarray) -> np.ndarray:
         return e
 
     def f2(e_d: np.ndarray, e_r: np.ndarray) -> np.ndarray:
         return e_r
 
-    with pytest.raises(ValueError, match="upper or upper_both"):
+    def both(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return e, e
+
+    with pytest.raises(ValueError, match="bounds needs upper and lower of one relation"):
         Theorem(
             name="T",
             basis=(),
             relation=Neighbours.ADD_REMOVE,
             guarantee=Neighbours.ADD_REMOVE,
-            upper=f,
-            upper_both=f2,
+            upper=OfPair(f2),
+            lower=f,
+            bounds=both,
         )
     with pytest.raises(ValueError, match="one relation's ε"):
         Theorem(name="T", basis=(), relation=None, guarantee=Neighbours.REPLACE_ONE, lower=f)
+    with pytest.raises(ValueError, match="one relation's ε"):
+        Theorem(
+            name="T",
+            basis=(),
+            relation=Neighbours.BOTH,
+            guarantee=Neighbours.REPLACE_ONE,
+            upper=OfPair(f2),
+            delta_prime=Proportional(0.5),
+        )
+    ok = Theorem(
+        name="T",
+        basis=(),
+        relation=Neighbours.BOTH,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=OfPair(f2),
+        inverse=InScale(Scale.REPLACE_ONE, f),
+    )
+    assert isinstance(ok.upper, OfPair) and isinstance(ok.inverse, InScale)
 
 
 def test_lower_only_theorem_with_its_own_inverse_finds_the_first_float() -> None:

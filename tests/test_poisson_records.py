@@ -12,6 +12,7 @@ from ampcalc import engine
 from ampcalc.designs.document import load_designs
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.schemes import poisson
+from ampcalc.schemes.assembly import OfPair
 
 pytestmark = pytest.mark.float_kernels  # .ci/run runs these again on narrowed numpy
 
@@ -44,9 +45,9 @@ def test_replace_one_delta_prime_is_that_of_the_smallest_candidate() -> None:
     assert dp >= exact_delta and (dp - exact_delta) / exact_delta < 1e-14
     # the theorem record alone gives the same bounds as the assembled analysis
     thm = poisson.replace_one_theorem(0.3, delta=1e-6, delta_replace_one=mech.delta_replace_one_of)
-    assert thm.upper_both is not None and thm.delta_both is not None
-    assert float(thm.upper_both(eps, np.asarray(2.0))) == up
-    assert float(thm.delta_both(eps, np.asarray(2.0))) == dp
+    assert isinstance(thm.upper, OfPair) and isinstance(thm.delta_prime, OfPair)
+    assert float(thm.upper.formula(eps, np.asarray(2.0))) == up
+    assert float(thm.delta_prime.formula(eps, np.asarray(2.0))) == dp
 
 
 def test_group_bound_and_its_certified_inverse() -> None:

@@ -28,7 +28,7 @@ def scheme_catalogue() -> list[dict[str, Any]]:
                 }
                 for f in s.fields
             ],
-            "mechanism_neighbours": s.mechanism_relation,
+            "mechanism_neighbours": s.mechanism_relation_words(),
             "guarantee_neighbours": [str(g) for g in s.guarantees],
             "basis": [c.to_dict() for c in s.basis],
         }

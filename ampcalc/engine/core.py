@@ -25,7 +25,6 @@ from ampcalc.engine.analysis import (
     with_epsilon,
 )
 from ampcalc.math import numeric
-from ampcalc.math.types import FloatArray
 from ampcalc.model.design import (
     MAX_EPSILON,
     Design,
@@ -214,13 +213,7 @@ def _bound(design: Design, epsilon: Any) -> BoundResult:
         eps = np.asarray(epsilon if epsilon is not None else mech.epsilon, dtype=float)
     else:
         eps = np.asarray(np.nan)
-    upper: FloatArray | None
-    lower: FloatArray | None
-    if analysis.bounds is not None:  # one formula rounded both ways: evaluated once
-        lower, upper = analysis.bounds(eps)
-    else:
-        upper = analysis.upper(eps) if analysis.upper is not None else None
-        lower = analysis.lower(eps) if analysis.lower is not None else None
+    lower, upper = analysis.bounds_at(eps)
     delta_prime = analysis.delta_prime(eps) if analysis.delta_prime is not None else None
     lower, delta_prime = in_range(lower, delta_prime)
     reference = analysis.reference_epsilon(eps)

@@ -37,6 +37,7 @@ from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2020_WP, BUN_2022, DERIVATIONS, STRATIFIED_DOCS, cite
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.assembly import (
+    OfPair,
     Theorem,
     assemble,
     check_refusals,
@@ -399,8 +400,8 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
     )
     check_refusals(theorem, mechanism)
     replace = theorem.guarantee is Neighbours.REPLACE_ONE
-    assert theorem.lower_both is not None
-    at = functools.partial(_lower_bound_at, theorem.lower_both)
+    assert isinstance(theorem.lower, OfPair)
+    at = functools.partial(_lower_bound_at, theorem.lower.formula)
 
     size = strata.size
     m0 = np.asarray(sens.drawn, dtype=float)

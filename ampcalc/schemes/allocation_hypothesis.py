@@ -179,6 +179,10 @@ REFUSES_REPLACE_ONE_ONLY = (
 )
 
 
+RELATION = Neighbours.ADD_REMOVE
+"""The relation the family's theorems take M's ε under."""
+
+
 def theorem(params: Params) -> Theorem:
     """Proposition 4.1 for this pair of allocation distributions, as data (lower bound
     only, in M's add-remove ε: a test of the sample size, which a replacement keeps)."""
@@ -186,7 +190,7 @@ def theorem(params: Params) -> Theorem:
     return Theorem(
         name="Proposition 4.1",
         basis=BASIS,
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
         lower=lambda eps: lower_epsilon(eps, p=p, q=q),
         conditions=(
@@ -220,7 +224,7 @@ SCHEME = Scheme(
     "sample-size distributions on two neighbours",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="add-remove (or both)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE,),
     basis=BASIS,
     analyse=analyse,

@@ -14,7 +14,7 @@ the references. ``assemble`` does everything else, the same way for every family
   is checked against the upper bound, the impossible-above ε against the lower);
 * the inverse δ map (the mechanism δ that meets a target δ′);
 * details computed at each evaluated ε (``details_at``), never at the declared one;
-* results that use M's ε under both relations at once (``upper_both``/``lower_both``
+* results that use M's ε under both relations at once (``OfPair`` bounds
   take ε_D and ε_R), lower bounds proved by witness mechanisms (each run at the largest
   ε every declared relation allows: min(ε_D, ε_R/c) for a witness whose replace-one ε is
   c times its add-remove ε), lower-only results, a δ′ formula δ′(ε, δ), and the
@@ -38,7 +38,7 @@ import dataclasses
 import enum
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,7 +48,7 @@ from ampcalc.math.types import FloatArray
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2022, Citation
-from ampcalc.schemes.base import Analysis
+from ampcalc.schemes.base import Analysis, Bounds
 
 Formula = Callable[[FloatArray], FloatArray]
 """ε of the theorem's relation (array) -> ε′ (array of the same shape)."""
@@ -115,6 +115,47 @@ class Scale(enum.Enum):
         return ratio if self is Scale.REPLACE_ONE else min(1.0, ratio)
 
 
+@dataclass(frozen=True)
+class OfPair:
+    """A formula of M's ε under both relations at once: (ε_D, ε_R) -> ε′ (or δ′), for a
+    result that uses both (ε_D = +∞ where M's add-remove ε is unknown and not refused).
+    """
+
+    formula: PairFormula
+
+
+@dataclass(frozen=True)
+class InScale:
+    """A closed-form inverse stated in a ``Scale`` of M's ε (for a theorem of any
+    relation): the declared ε is inv(T)/ratio, rounded outward once and certified
+    against the bound as evaluated."""
+
+    scale: Scale
+    formula: Formula
+
+
+@dataclass(frozen=True)
+class Proportional:
+    """δ′ = factor·δ of the theorem's relation, rounded up and capped at 1; a target δ′
+    gives back the mechanism δ that meets it."""
+
+    factor: float
+
+
+ParamFormula = Callable[..., FloatArray]
+"""A family's formula: ε (array) first, then the theorem's ``params`` by keyword."""
+
+Bound = ParamFormula | OfPair
+"""A bound of the relation's ε, or of M's (ε_D, ε_R) (``OfPair``)."""
+
+Inverse = ParamFormula | InScale
+"""An inverse of the relation's ε, or stated in a ``Scale`` of M's ε (``InScale``)."""
+
+DeltaSpec = Proportional | Callable[..., FloatArray] | OfPair
+"""How δ′ follows from M's δ: a multiple of it, δ′(ε, δ) of the relation, or δ′ of M's
+(ε_D, ε_R) with M's δ bound in by the family."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Theorem:
     """A result's formulas under its natural relation, as data.
@@ -122,37 +163,45 @@ class Theorem:
     Attributes:
         name: how the result is cited in messages, e.g. ``"Theorem 2.2"``.
         basis: the references (``references.cite`` items).
-        relation: the relation M's ε must hold under for the theorem; ``upper``,
-            ``lower``, ``inverse`` and ``delta_prime`` take the ε of it. ``BOTH``: M's
-            ε under each relation enters (only ``upper_both``/``lower_both``/
-            ``witnesses``), the condition stated is "ε_D-DP under add-remove and ε_R-DP
-            under replace-one". None: no condition on M's relation (a lower bound by
-            witnesses only, run at whatever ε the declared relations allow).
+        relation: the relation M's ε must hold under for the theorem; plain ``upper``,
+            ``lower``, ``inverse``, ``lower_inverse`` and ``delta_prime`` formulas take
+            the ε of it. ``BOTH``: M's ε under each relation enters (only ``OfPair``
+            formulas, ``InScale`` inverses and ``witnesses``), the condition stated is
+            "ε_D-DP under add-remove and ε_R-DP under replace-one". None: no condition
+            on M's relation (e.g. a lower bound by witnesses only, run at whatever ε the
+            declared relations allow).
         guarantee: the relation ε′ holds under; the unsampled loss the verdict
             compares with (the reference ε) is M's ε under it.
-        upper: ε -> ε′ upper bound, already rounded up (a guarantee), or None.
-        lower: ε -> ε′ lower bound, rounded down, or None.
+        upper: ε -> ε′ upper bound, already rounded up (a guarantee); ``OfPair``: of
+            (ε_D, ε_R), rounded up, a result that uses M's ε under both relations at
+            once; None: a lower-only result (verdict no-guarantee).
+        lower: ε -> ε′ lower bound, rounded down (``OfPair``: of (ε_D, ε_R)), or None.
         bounds: ε -> (``lower``, ``upper``) from one evaluation of the formula both round
             (the same values as the two; a sweep then evaluates it once), or None.
-            Needs ``upper`` and ``lower``; used when ``lower`` is the only lower part.
-        upper_both: (ε_D, ε_R) -> ε′ upper bound, rounded up: a result that uses M's ε
-            under both relations at once (ε_D = +∞ where M's add-remove ε is unknown
-            and not refused). At most one of ``upper`` and ``upper_both``; neither: a
-            lower-only result (verdict no-guarantee).
-        lower_both: (ε_D, ε_R) -> ε′ lower bound, rounded down.
+            Needs plain ``upper`` and ``lower``; used when ``lower`` is the only lower
+            part.
         witnesses: lower bounds by witness mechanisms, each run at min(ε_D, ε_R/c).
-            The analysis's lower bound is the largest of ``lower``, ``lower_both`` and
-            the witnesses.
+            The analysis's lower bound is the largest of ``lower`` and the witnesses.
         inverse: target ε′ -> ε, the unrounded closed-form inverse of ``upper`` (and of
-            ``lower`` when they share a formula), or None.
+            ``lower`` when they share a formula), or None. ``InScale``: the upper
+            bound's inverse in a ``Scale`` of M's ε: the certified declared ε is
+            inv(T)/ratio rounded down once and stepped down until ``upper`` <= T; it is
+            not used for the lower bound. A plain one is of the ε of ``relation``
+            (rounded, divided by the relation's ratio, rounded again).
         lower_inverse: target ε′ -> ε at or just below where ``lower`` (the only lower
             part) reaches it, when it differs from ``upper``'s (+∞: never); the
             assembly rounds it down and steps it up until ``lower`` >= target.
-        delta_factor: δ′ = delta_factor·δ (δ of ``relation``), or None when the
-            theorem gives no δ′ (pure ε only).
-        delta_prime: δ′(ε, δ) of the ε and δ of ``relation``, rounded up (a δ′ that is
-            not a constant multiple of δ); at most one of it and ``delta_factor``. No
-            mechanism δ is derived from a target δ′ then.
+            ``InScale``: the lower bound's own inverse in a ``Scale`` (unrounded, or
+            rounded up): inv(T)/ratio rounded up once and stepped up until the lower
+            bound >= T; +∞ (never reached) is kept, and when it is +∞ at every target
+            the lower bound is not evaluated.
+        delta_prime: how δ′ follows from M's δ (``DeltaSpec``), or None when the
+            theorem gives no δ′ (pure ε only): ``Proportional(factor)``: δ′ =
+            factor·δ of ``relation`` (a target δ′ gives the mechanism δ); a function
+            (ε, δ of ``relation``) -> δ′, rounded up (no mechanism δ is derived from a
+            target δ′); ``OfPair``: (ε_D, ε_R) -> δ′, rounded up and capped at 1, for a
+            result whose δ′ depends on which of its candidates is smallest, with M's δ
+            (and its replace-one δ rule) bound in by the family. δ′ = 0 when M's δ is 0.
         conditions: the theorem's conditions, in words, with the design's values.
         tight: the bounds meet (up to rounding); None: ``details`` states nothing
             about tightness.
@@ -160,8 +209,6 @@ class Theorem:
             no mechanism δ follows from a target δ′.
         group_size: ε′ protects a group of this many records (the unsampled loss the
             verdict compares with is group_size·ε of the relation).
-        refuses_replace_one_only: message for a mechanism declared only under
-            replace-one when ``relation`` is add-remove (its add-remove ε is unknown).
         relation_words: what follows the relation in the stated condition "M is ε-DP
             under <relation><relation_words>", e.g. " on samples of size m".
         refusals: what the theorem refuses outright, checked in this order before
@@ -169,71 +216,60 @@ class Theorem:
             ``guarantee``; δ > 0 (δ′ = 0 then); an unknown add-remove ε. Without an
             ``ADD_REMOVE_UNKNOWN`` refusal a ``BOTH``/None theorem takes ε_D = +∞ there
             (no add-remove constraint).
-        inverse_scale: ``inverse`` is the upper bound's closed-form inverse stated in
-            this ``Scale`` of M's ε (any ``relation``): the certified declared ε is
-            inv(T)/ratio rounded down once and stepped down until ``upper`` <= T; it
-            is not used for the lower bound. None: ``inverse`` is of the ε of
-            ``relation`` (rounded, divided by the relation's ratio, rounded again).
-        lower_inverse_scale: ``lower_inverse`` is the lower bound's own closed-form
-            inverse in this ``Scale`` (unrounded, or rounded up): inv(T)/ratio rounded
-            up once and stepped up until the lower bound >= T; +∞ (never reached) is
-            kept, and when it is +∞ at every target the lower bound is not evaluated.
         relation_condition: the stated condition on M's relation in the family's own
             words (``{declared}``: M's declared relation), in place of the standard one;
             "" states none.
-        delta_both: (ε_D, ε_R) -> δ′, rounded up and capped at 1: the δ′ of a result
-            that uses M's ε under both relations (``upper_both``), whose δ′ depends on
-            which of its candidates is smallest (δ′ = 0 when M's δ is 0). The family
-            binds M's δ (and its replace-one δ rule) into it; no mechanism δ is derived
-            from a target δ′.
+        params: the family's parameters for this design, passed by keyword to every
+            formula after its ε (bounds, inverses, δ′ rules; not witnesses), so a family
+            names its module-level formulas (``upper=upper_epsilon``, ``params={"rate":
+            q}``) instead of closing over them; ``assemble`` binds them once.
     """
 
     name: str
     basis: tuple[Citation, ...]
     relation: Neighbours | None
     guarantee: Neighbours
-    upper: Formula | None = None
-    lower: Formula | None = None
-    bounds: BothFormula | None = None
-    upper_both: PairFormula | None = None
-    lower_both: PairFormula | None = None
+    upper: Bound | None = None
+    lower: Bound | None = None
+    bounds: Callable[..., tuple[FloatArray, FloatArray]] | None = None
     witnesses: tuple[Witness, ...] = ()
-    inverse: Formula | None = None
-    lower_inverse: Formula | None = None
-    delta_factor: float | None = None
-    delta_prime: DeltaFormula | None = None
+    inverse: Inverse | None = None
+    lower_inverse: Inverse | None = None
+    delta_prime: DeltaSpec | None = None
     conditions: tuple[str, ...] = ()
     tight: bool | None = False
     pure: bool = False
     group_size: int = 1
-    refuses_replace_one_only: str = ""
     relation_words: str = ""
     refusals: tuple[Refusal, ...] = ()
-    inverse_scale: Scale | None = None
-    lower_inverse_scale: Scale | None = None
     relation_condition: str | None = None
-    delta_both: PairFormula | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.upper is not None and self.upper_both is not None:
-            raise ValueError(f"{self.name}: give upper or upper_both, not both")
-        if self.bounds is not None and (self.upper is None or self.lower is None):
-            raise ValueError(f"{self.name}: bounds needs upper and lower")
-        if self.delta_factor is not None and self.delta_prime is not None:
-            raise ValueError(f"{self.name}: give delta_factor or delta_prime, not both")
-        single = (
-            self.upper,
-            self.lower,
-            self.inverse if self.inverse_scale is None else None,
-            self.lower_inverse if self.lower_inverse_scale is None else None,
-            self.delta_prime,
-            self.delta_factor,
-        )
-        if self.relation in (None, Neighbours.BOTH) and any(f is not None for f in single):
+        if self.bounds is not None and not (_plain(self.upper) and _plain(self.lower)):
+            raise ValueError(f"{self.name}: bounds needs upper and lower of one relation")
+        single = (self.upper, self.lower, self.inverse, self.lower_inverse, self.delta_prime)
+        if self.relation in (None, Neighbours.BOTH) and any(_plain(f) for f in single):
             raise ValueError(
                 f"{self.name}: formulas of one relation's ε need relation add-remove or "
                 "replace-one"
             )
+
+    def bind(self) -> Theorem:
+        """This theorem with ``params`` bound into its formulas (and none left)."""
+        if not self.params:
+            return self
+        kw = dict(self.params)
+        return dataclasses.replace(
+            self,
+            upper=_bind(self.upper, kw),
+            lower=_bind(self.lower, kw),
+            bounds=None if self.bounds is None else functools.partial(self.bounds, **kw),
+            inverse=_bind(self.inverse, kw),
+            lower_inverse=_bind(self.lower_inverse, kw),
+            delta_prime=_bind(self.delta_prime, kw),
+            params={},
+        )
 
     def refusal(self, refuses: Refuses) -> str | None:
         """The message of the theorem's refusal of ``refuses``, or None."""
@@ -241,6 +277,22 @@ class Theorem:
             if r.refuses is refuses:
                 return r.message
         return None
+
+
+def _bind(spec: Any, params: dict[str, Any]) -> Any:
+    """A formula (plain, ``OfPair`` or ``InScale``) with the family's parameters bound."""
+    if spec is None or isinstance(spec, Proportional):
+        return spec
+    if isinstance(spec, OfPair):
+        return OfPair(functools.partial(spec.formula, **params))
+    if isinstance(spec, InScale):
+        return InScale(spec.scale, functools.partial(spec.formula, **params))
+    return functools.partial(spec, **params)
+
+
+def _plain(spec: object) -> bool:
+    """A formula (or δ′ rule) of the ε of the theorem's one relation."""
+    return spec is not None and not isinstance(spec, OfPair | InScale)
 
 
 @dataclass(frozen=True)
@@ -255,9 +307,9 @@ class Relation:
     ratio: float  # ε of the relation / declared ε (inversions divide by it)
     delta: Formula  # declared ε -> δ of the relation
     warnings: tuple[str, ...]
+    add_remove: Formula  # declared ε -> ε_D (+∞ where unknown)
+    replace_one: Formula  # declared ε -> ε_R
     notes: tuple[str, ...] = ()
-    add_remove: Formula | None = None  # declared ε -> ε_D (+∞ where unknown)
-    replace_one: Formula | None = None  # declared ε -> ε_R
 
 
 def _same(eps: FloatArray) -> FloatArray:
@@ -271,7 +323,6 @@ def _unbounded(eps: FloatArray) -> FloatArray:
 def _refuse_replace_one_only(theorem: Theorem) -> ConditionError:
     return ConditionError(
         theorem.refusal(Refuses.ADD_REMOVE_UNKNOWN)
-        or theorem.refuses_replace_one_only
         or (
             f"{theorem.name} needs M's add-remove ε, and `neighbours: replace-one` "
             "leaves it unknown. Declare `neighbours: add-remove` or `both`."
@@ -403,66 +454,14 @@ def assemble(
         ConditionError: one of the theorem's refusals applies (in its order), or the
             theorem needs M's add-remove ε and M is declared under replace-one only.
     """
+    theorem = theorem.bind()
     check_refusals(theorem, mechanism, guarantee)
     rel = relation_of(mechanism, theorem)
-    eps_of, ratio = rel.epsilon, rel.ratio
-    add_remove = rel.add_remove or _same
-    replace_one = rel.replace_one or mechanism.epsilon_replace_one_of
-
-    upper: Formula | None = None
-    if theorem.upper is not None:
-        upper = _at(theorem.upper, eps_of)
-    elif theorem.upper_both is not None:
-        upper = _at_both(theorem.upper_both, add_remove, replace_one)
-    parts: list[Formula] = []
-    if theorem.lower is not None:
-        parts.append(_at(theorem.lower, eps_of))
-    if theorem.lower_both is not None:
-        parts.append(_at_both(theorem.lower_both, add_remove, replace_one))
-    parts += [_at_witness(w, add_remove, replace_one) for w in theorem.witnesses]
-    lower = parts[0] if len(parts) == 1 else _largest(tuple(parts)) if parts else None
-    bounds: Callable[[FloatArray], tuple[FloatArray, FloatArray]] | None = None
-    if theorem.bounds is not None and len(parts) == 1 and theorem.lower is not None:
-        bounds = _at_both_bounds(theorem.bounds, eps_of)
-
-    delta_prime: Formula | None = None
-    mechanism_delta: Callable[[float, FloatArray], FloatArray] | None = None
-    if theorem.pure or theorem.refusal(Refuses.DELTA) is not None:
-        delta_prime = _zeros
-    elif theorem.delta_factor is not None:
-        delta_prime = _scaled_delta(float(theorem.delta_factor), rel, mechanism.delta == 0.0)
-        mechanism_delta = _mechanism_delta(mechanism, theorem.relation, theorem.delta_factor)
-    elif theorem.delta_prime is not None:
-        delta_prime = _zeros if mechanism.delta == 0.0 else _delta_at(theorem.delta_prime, rel)
-    elif theorem.delta_both is not None:
-        delta_prime = (
-            _zeros
-            if mechanism.delta == 0.0
-            else _at_both(theorem.delta_both, add_remove, replace_one)
-        )
-
-    certified: Formula | None = None
-    impossible_above: Formula | None = None
-    if theorem.inverse is not None and upper is not None:
-        if theorem.inverse_scale is not None:
-            scaled = theorem.inverse_scale.ratio(mechanism)
-            certified = functools.partial(_certified_once, theorem.inverse, upper, scaled)
-        else:
-            certified = _certified(theorem.inverse, upper, ratio)
-            if lower is not None:
-                impossible_above = _impossible_above(theorem.inverse, lower, ratio)
-    if theorem.lower_inverse is not None and lower is not None:
-        if theorem.lower_inverse_scale is not None:
-            scaled = theorem.lower_inverse_scale.ratio(mechanism)
-            impossible_above = functools.partial(
-                _impossible_once, theorem.lower_inverse, lower, scaled
-            )
-        else:
-            impossible_above = _impossible_above(
-                theorem.lower_inverse, lower, ratio, start_below=True
-            )
-
-    reference = add_remove if theorem.guarantee is Neighbours.ADD_REMOVE else replace_one
+    upper = _upper(theorem, rel)
+    lower, bounds = _lower(theorem, rel, upper)
+    delta_prime, mechanism_delta = _delta(theorem, mechanism, rel)
+    certified, impossible_above = _inverses(theorem, mechanism, rel, upper, lower)
+    reference = rel.add_remove if theorem.guarantee is Neighbours.ADD_REMOVE else rel.replace_one
     if theorem.group_size != 1:
         reference = _times(theorem.group_size, reference)
 
@@ -484,7 +483,7 @@ def assemble(
             **(details or {}),
             **({} if theorem.tight is None else {"tight": theorem.tight}),
         },
-        details_at=_details(details_at, details_both, add_remove, replace_one),
+        details_at=_details(details_at, details_both, rel.add_remove, rel.replace_one),
         invert_details=invert_details,
     )
     if invert_details_from is None:
@@ -492,6 +491,92 @@ def assemble(
     return dataclasses.replace(
         analysis, invert_details=functools.partial(invert_details_from, analysis)
     )
+
+
+def _bound(spec: Bound, rel: Relation) -> Formula:
+    """A bound of the theorem, as a function of the declared ε."""
+    if isinstance(spec, OfPair):
+        return _at_both(spec.formula, rel.add_remove, rel.replace_one)
+    return _at(spec, rel.epsilon)
+
+
+def _upper(theorem: Theorem, rel: Relation) -> Formula | None:
+    """The upper bound as a function of the declared ε (None: a lower-only result)."""
+    return None if theorem.upper is None else _bound(theorem.upper, rel)
+
+
+def _lower(
+    theorem: Theorem, rel: Relation, upper: Formula | None
+) -> tuple[Formula | None, Bounds | None]:
+    """The lower bound as a function of the declared ε, the largest of the theorem's
+    lower parts (``lower`` and the witnesses), and both bounds from one evaluation where
+    one formula gives both."""
+    parts: list[Formula] = []
+    if theorem.lower is not None:
+        parts.append(_bound(theorem.lower, rel))
+    parts += [_at_witness(w, rel.add_remove, rel.replace_one) for w in theorem.witnesses]
+    lower = parts[0] if len(parts) == 1 else _largest(tuple(parts)) if parts else None
+    if theorem.bounds is None or len(parts) != 1 or theorem.lower is None:
+        return lower, None
+    assert upper is not None and lower is not None
+    return lower, Bounds(
+        lower=lower, upper=upper, both=_at_both_bounds(theorem.bounds, rel.epsilon)
+    )
+
+
+def _delta(
+    theorem: Theorem, mechanism: Mechanism, rel: Relation
+) -> tuple[Formula | None, Callable[[float, FloatArray], FloatArray] | None]:
+    """δ′ as a function of the declared ε, and the inverse δ map (target δ′ -> M's δ)
+    where δ′ is a multiple of M's δ."""
+    spec = theorem.delta_prime
+    if theorem.pure or theorem.refusal(Refuses.DELTA) is not None:
+        return _zeros, None
+    if spec is None:
+        return None, None
+    if isinstance(spec, Proportional):
+        factor = float(spec.factor)
+        return (
+            _scaled_delta(factor, rel, mechanism.delta == 0.0),
+            _mechanism_delta(mechanism, theorem.relation, spec.factor),
+        )
+    if mechanism.delta == 0.0:
+        return _zeros, None
+    if isinstance(spec, OfPair):
+        return _at_both(spec.formula, rel.add_remove, rel.replace_one), None
+    return _delta_at(spec, rel), None
+
+
+def _inverses(
+    theorem: Theorem,
+    mechanism: Mechanism,
+    rel: Relation,
+    upper: Formula | None,
+    lower: Formula | None,
+) -> tuple[Formula | None, Formula | None]:
+    """The certified ε (from ``inverse``) and the impossible-above ε (from
+    ``lower_inverse``, else from a plain ``inverse`` the two bounds share), each rounded
+    outward and certified against the bound as evaluated."""
+    certified: Formula | None = None
+    impossible_above: Formula | None = None
+    inverse, lower_inverse = theorem.inverse, theorem.lower_inverse
+    if inverse is not None and upper is not None:
+        if isinstance(inverse, InScale):
+            scaled = inverse.scale.ratio(mechanism)
+            certified = functools.partial(certify_inverse, inverse.formula, upper, scaled)
+        else:
+            certified = _certified(inverse, upper, rel.ratio)
+            if lower is not None:
+                impossible_above = _impossible_above(inverse, lower, rel.ratio)
+    if lower_inverse is not None and lower is not None:
+        if isinstance(lower_inverse, InScale):
+            scaled = lower_inverse.scale.ratio(mechanism)
+            impossible_above = functools.partial(
+                certify_lower_inverse, lower_inverse.formula, lower, scaled
+            )
+        else:
+            impossible_above = _impossible_above(lower_inverse, lower, rel.ratio, start_below=True)
+    return certified, impossible_above
 
 
 def check_refusals(
@@ -683,8 +768,8 @@ def _mechanism_delta(
     return mechanism_delta
 
 
-def _certified_once(
-    inverse: Formula, upper: Formula, ratio: float, target: FloatArray
+def certify_inverse(
+    inverse: Formula, upper: Formula, ratio: float, target: FloatArray | float
 ) -> FloatArray:
     """Largest declared ε with upper <= target: inv(T)/ratio (an inverse in a ``Scale``)
     rounded down once, then stepped down until it holds as evaluated."""
@@ -693,8 +778,8 @@ def _certified_once(
     return numeric.certify_down(upper, numeric.round_down(guess), t)
 
 
-def _impossible_once(
-    inverse: Formula, lower: Formula, ratio: float, target: FloatArray
+def certify_lower_inverse(
+    inverse: Formula, lower: Formula, ratio: float, target: FloatArray | float
 ) -> FloatArray:
     """Smallest declared ε with lower >= target: inv(T)/ratio (the lower bound's own
     inverse in a ``Scale``) rounded up once, then stepped up until it holds as
@@ -716,21 +801,25 @@ def doubled(theorem: Theorem) -> Theorem:
     """
     if theorem.guarantee is not Neighbours.ADD_REMOVE:
         raise ValueError(f"{theorem.name}: only an add-remove result is doubled")
+    theorem = theorem.bind()
+    upper, inverse = theorem.upper, theorem.inverse
+    if isinstance(upper, OfPair):
+        upper = OfPair(functools.partial(_twice_both, upper.formula))
+    elif upper is not None:
+        upper = functools.partial(_twice, upper)
+    if isinstance(inverse, InScale):
+        inverse = InScale(inverse.scale, functools.partial(_at_half, inverse.formula))
+    elif inverse is not None:
+        inverse = functools.partial(_at_half, inverse)
     return dataclasses.replace(
         theorem,
         guarantee=Neighbours.REPLACE_ONE,
-        upper=None if theorem.upper is None else functools.partial(_twice, theorem.upper),
-        upper_both=(
-            None
-            if theorem.upper_both is None
-            else functools.partial(_twice_both, theorem.upper_both)
-        ),
-        inverse=None if theorem.inverse is None else functools.partial(_at_half, theorem.inverse),
+        upper=upper,
+        inverse=inverse,
         lower=None,
-        lower_both=None,
+        bounds=None,
         witnesses=(),
         lower_inverse=None,
-        lower_inverse_scale=None,
         tight=None if theorem.tight is None else False,
     )
 

@@ -34,6 +34,24 @@ class Problem:
     message: str
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """A lower and an upper bound that one formula gives, rounded both ways.
+
+    Attributes:
+        lower: the lower bound alone (ε -> ε′, rounded down).
+        upper: the upper bound alone (ε -> ε′, rounded up).
+        both: ε -> (``lower``, ``upper``) from one evaluation, the same values as the two.
+
+    It names the two functions it stands for, so an ``Analysis`` copy that changes
+    either bound no longer uses it (``Analysis.bounds_at``): it cannot go stale.
+    """
+
+    lower: BoundFn
+    upper: BoundFn
+    both: Callable[[FloatArray], tuple[FloatArray, FloatArray]]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Analysis:
     """A scheme's answer for one design: bounds as pure functions of the declared ε.
@@ -44,9 +62,9 @@ class Analysis:
             verdict), as a function of the declared ε.
         upper: guarantee on ε′ (rounded up), or ``None``: the theory gives none.
         lower: ε′ of some mechanism and neighbouring pair (rounded down), or ``None``.
-        bounds: ε -> (``lower``, ``upper``) from one evaluation, the same values as the
-            two (a tight result rounds one formula both ways), or ``None``. A copy that
-            changes ``upper`` or ``lower`` must set it to ``None``.
+        bounds: ``lower`` and ``upper`` from one evaluation (a tight result rounds one
+            formula both ways), or ``None``; read through ``bounds_at``, which uses it
+            only while ``lower`` and ``upper`` are the two it was made for.
         delta_prime: δ′ of the guarantee, or ``None`` where the theory gives none.
         certified: closed-form largest declared ε with upper <= T (rounded down),
             or ``None``: the engine inverts ``upper`` numerically.
@@ -90,7 +108,17 @@ class Analysis:
     details_at: Callable[[FloatArray], Mapping[str, Any]] | None = None
     notes: tuple[str, ...] = ()
     pointwise: bool = False
-    bounds: Callable[[FloatArray], tuple[FloatArray, FloatArray]] | None = None
+    bounds: Bounds | None = None
+
+    def bounds_at(self, eps: FloatArray) -> tuple[FloatArray | None, FloatArray | None]:
+        """``(lower, upper)`` at ``eps`` (``None`` where the theory gives none): one
+        evaluation when both round one formula."""
+        joint = self.bounds
+        if joint is not None and joint.lower is self.lower and joint.upper is self.upper:
+            return joint.both(eps)
+        upper = self.upper(eps) if self.upper is not None else None
+        lower = self.lower(eps) if self.lower is not None else None
+        return lower, upper
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,7 +130,9 @@ class Scheme:
         summary: one line for ``ampcalc schemes``.
         params: the frozen ``Params`` dataclass built from ``sampling:``.
         fields: the keys of ``sampling:`` (besides ``scheme``).
-        mechanism_relation: in words, the relation M's ε must hold under.
+        mechanism_relation: the relation the family's theorems take M's ε under (the
+            ``relation`` of its ``Theorem`` records), None where they put no condition
+            on it, or words where neither says it (``mechanism_relation_words``).
         guarantees: relations a guarantee can be asked for; the first is natural.
         basis: the papers and theorems behind it.
         analyse: (params, mechanism, guarantee) -> Analysis; raises
@@ -142,7 +172,7 @@ class Scheme:
     summary: str
     params: type
     fields: tuple[Field, ...]
-    mechanism_relation: str
+    mechanism_relation: Neighbours | str | None
     guarantees: tuple[Neighbours, ...]
     basis: tuple[Citation, ...]
     analyse: Callable[[Any, Any, Neighbours], Analysis]
@@ -159,3 +189,14 @@ class Scheme:
     verify_plan: Callable[..., Any] | None = None
     verify_plan_takes_guarantee: bool = False
     compare: Callable[[Any, float, Any], Mapping[str, Any]] | None = None
+
+    def mechanism_relation_words(self) -> str:
+        """The relation M's ε must hold under, in words (``ampcalc schemes``)."""
+        relation = self.mechanism_relation
+        if relation is None:
+            return "replace-one or add-remove"
+        if relation is Neighbours.ADD_REMOVE:
+            return "add-remove (or both)"
+        if relation is Neighbours.REPLACE_ONE:
+            return "replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)"
+        return str(relation)

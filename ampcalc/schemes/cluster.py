@@ -9,6 +9,7 @@ it was sampled.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -308,6 +309,10 @@ REFUSES_REPLACE_ONE_ONLY = (
 )
 
 
+RELATION = Neighbours.ADD_REMOVE
+"""The relation the family's theorems take M's ε under."""
+
+
 def theorem(params: Params, *, reduced: bool, delta: bool) -> Theorem:
     """Theorems 5.2 (upper) and 5.1 (lower) for this design, as data (in M's add-remove ε).
 
@@ -319,11 +324,10 @@ def theorem(params: Params, *, reduced: bool, delta: bool) -> Theorem:
     frac = params.chosen / cl.count
     n1, n2 = cl.largest
     k_up, k_low, r = n1 + n2, n1 + cl.smallest, params.within_rate
-    single = Witness(
-        bound=lambda e: single_inclusion_lower(e, inclusion=frac * (1.0 if r is None else r))
-    )
+    inclusion = frac * (1.0 if r is None else r)
+    single = Witness(bound=functools.partial(single_inclusion_lower, inclusion=inclusion))
     theorem_5_1 = Witness(
-        bound=lambda e: lower_epsilon(e, fraction=frac, k_sum=k_low),
+        bound=functools.partial(lower_epsilon, fraction=frac, k_sum=k_low),
         replace_one_ratio=WITNESS_RATIO,
     )
     basis: tuple[Citation, ...] = BASIS
@@ -332,13 +336,14 @@ def theorem(params: Params, *, reduced: bool, delta: bool) -> Theorem:
     return Theorem(
         name="Theorem 5.2",
         basis=(*basis, DELTA_BASIS) if delta else basis,
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=lambda eps: upper_epsilon(eps, fraction=frac, k_sum=k_up, within_rate=r),
+        upper=upper_epsilon,
         witnesses=(
             (single,) if r is not None else (theorem_5_1, single) if reduced else (theorem_5_1,)
         ),
-        delta_prime=lambda eps, d: delta_prime(eps, d, fraction=frac, k_sum=k_up, within_rate=r),
+        delta_prime=delta_prime,
+        params={"fraction": frac, "k_sum": k_up, "within_rate": r},
         conditions=conditions(params),
         tight=None,  # ``details.tight`` is the family's (equal clusters, no second stage)
         refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
@@ -533,7 +538,7 @@ SCHEME = Scheme(
     summary="ℓ of k clusters chosen without replacement, whole clusters (or Poisson within)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="add-remove (or both)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE,),
     basis=BASIS,
     analyse=analyse,

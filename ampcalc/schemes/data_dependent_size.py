@@ -23,6 +23,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2020_WP, BUN_2022, DERIVATIONS, cite
 from ampcalc.schemes.assembly import (
+    OfPair,
     Refusal,
     Refuses,
     Theorem,
@@ -309,6 +310,10 @@ REFUSALS = (
 )
 
 
+RELATION = Neighbours.ADD_REMOVE
+"""The relation the family's theorems take M's ε under."""
+
+
 def theorem(params: Params) -> Theorem:
     """Lemma B.1 (upper) and the §4.1 witnesses (lower) for this design, as data.
 
@@ -335,11 +340,11 @@ def theorem(params: Params) -> Theorem:
     return Theorem(
         name="Lemma B.1",
         basis=BASIS,
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
         upper=lambda eps: upper_epsilon(eps, population=n, sample=m, sensitivity=d),
-        lower_both=lambda e_d, e_r: scalar_lower_epsilon(
-            e_d, e_r, population=n, sample=m, sensitivity=d
+        lower=OfPair(
+            lambda e_d, e_r: scalar_lower_epsilon(e_d, e_r, population=n, sample=m, sensitivity=d)
         ),
         conditions=conditions(params),
         tight=None,
@@ -540,7 +545,7 @@ SCHEME = Scheme(
     summary="sample of a data-dependent size f(P) (deterministic allocation, sensitivity Δ)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="add-remove (or both)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE,),
     basis=BASIS,
     analyse=analyse,

@@ -22,6 +22,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BUN_2022, cite
 from ampcalc.schemes._cluster_kernels import ratio_lower
 from ampcalc.schemes.assembly import (
+    OfPair,
     Refusal,
     Refuses,
     Theorem,
@@ -294,6 +295,11 @@ REFUSES_ADD_REMOVE = (
 )
 
 
+RELATION = None
+"""The family's theorems put no condition on M's relation (their witnesses run
+at whatever ε the declared relations allow)."""
+
+
 def proposition_6_1_theorem(bound_4: float, identity_5: float) -> Theorem:
     """Proposition 6.1 for the attack's figures ``proposition_6_1``, as data: the larger
     of bound (4) and identity (5) (and 0), a lower bound that does not depend on M's ε
@@ -302,7 +308,7 @@ def proposition_6_1_theorem(bound_4: float, identity_5: float) -> Theorem:
     return Theorem(
         name="Proposition 6.1",
         basis=(cite(BUN_2022, "Proposition 6.1"),),
-        relation=None,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
         witnesses=(Witness(bound=lambda eps: np.full(np.shape(eps), best)),),
         conditions=(
@@ -330,9 +336,9 @@ def theorem_5_3_theorem(params: Params) -> Theorem:
     return Theorem(
         name="Theorem 5.3",
         basis=(cite(BUN_2022, "Theorem 5.3"),),
-        relation=None,
+        relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
-        lower_both=lambda e_d, e_r: kernel(np.minimum(e2, e_d), fraction=frac, test_epsilon=te),
+        lower=OfPair(lambda e_d, e_r: kernel(np.minimum(e2, e_d), fraction=frac, test_epsilon=te)),
         conditions=(
             f"a test H tells whether cluster C_i was sampled, measured on P: "
             f"Pr(H = 0 | C_i sampled) >= e^{{ε′}}·Pr(H = 0 | C_i not sampled), ε′ = {te:g}; "
@@ -410,7 +416,7 @@ SCHEME = Scheme(
     ),
     params=Params,
     fields=FIELDS,
-    mechanism_relation="replace-one or add-remove",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE, Neighbours.ADD_REMOVE),
     basis=BASIS,
     analyse=analyse,

@@ -16,7 +16,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, DERIVATIONS, cite, derivation
-from ampcalc.schemes.assembly import Refusal, Refuses, Theorem, assemble
+from ampcalc.schemes.assembly import OfPair, Proportional, Refusal, Refuses, Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
@@ -69,6 +69,17 @@ def upper_epsilon(eps_add_remove: np.ndarray, *, rate: float) -> np.ndarray:
 def lower_epsilon(eps_add_remove: np.ndarray, *, rate: float) -> np.ndarray:
     """Lower bound on ε′ for Poisson sampling, add-remove: same formula, rounded down."""
     return numeric.amplification_lower(rate, eps_add_remove)
+
+
+def bounds_epsilon(eps_add_remove: np.ndarray, *, rate: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower_epsilon, upper_epsilon)`` from one evaluation of their formula."""
+    return numeric.amplification_bounds(rate, eps_add_remove)
+
+
+def inverse_epsilon(target: np.ndarray, *, rate: float) -> np.ndarray:
+    """The ε at which ``upper_epsilon`` (and ``lower_epsilon``) reach ``target``,
+    unrounded: ε = log(1 + (e^T − 1)/q) (the assembly rounds and certifies)."""
+    return numeric.amplification_inverse(rate, target)
 
 
 def upper_epsilon_replace_one(
@@ -167,22 +178,26 @@ REFUSES_REPLACE_ONE_ONLY = (
 )
 
 
+RELATION = Neighbours.ADD_REMOVE
+"""The relation the family's theorems take M's ε under."""
+
+
 def theorem(rate: float, conditions: tuple[str, ...] = ()) -> Theorem:
     """Lemma 3.3 of 001 (add-remove) at inclusion probability ``rate``, as data."""
-    q = rate
     return Theorem(
         name="Lemma 3.3",
         basis=BASIS,
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=lambda eps: upper_epsilon(eps, rate=q),
-        lower=lambda eps: lower_epsilon(eps, rate=q),
-        bounds=lambda eps: numeric.amplification_bounds(q, eps),
-        inverse=lambda target: numeric.amplification_inverse(q, target),
-        delta_factor=q,
+        upper=upper_epsilon,
+        lower=lower_epsilon,
+        bounds=bounds_epsilon,
+        inverse=inverse_epsilon,
+        params={"rate": rate},
+        delta_prime=Proportional(rate),
         conditions=conditions,
         tight=True,
-        refuses_replace_one_only=REFUSES_REPLACE_ONE_ONLY,
+        refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
     )
 
 
@@ -261,14 +276,16 @@ def replace_one_theorem(
     return Theorem(
         name="the replace-one guarantee for Poisson sampling",
         basis=(*BASIS, derivation("§1.2")),
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
-        upper_both=lambda e_d, e_r: upper_epsilon_replace_one(e_d, e_r, rate=q, coupled=coupled),
-        lower_both=lower,
+        upper=OfPair(
+            lambda e_d, e_r: upper_epsilon_replace_one(e_d, e_r, rate=q, coupled=coupled)
+        ),
+        lower=OfPair(lower),
         conditions=conditions,
         tight=None,
-        refuses_replace_one_only=REFUSES_REPLACE_ONE_ONLY,
-        delta_both=delta_prime,
+        refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
+        delta_prime=OfPair(delta_prime),
     )
 
 
@@ -333,7 +350,7 @@ SCHEME = Scheme(
     summary="Poisson sample: each record kept independently with probability q",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="add-remove (or both)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE, Neighbours.REPLACE_ONE),
     basis=BASIS,
     analyse=analyse,
@@ -370,17 +387,24 @@ def group_lower_epsilon(eps_add_remove: np.ndarray, *, rate: float, group: int) 
     return numeric.round_down(group * numeric.amplification_lower(rate, eps_add_remove))
 
 
+def group_inverse_epsilon(target: np.ndarray, *, rate: float, group: int) -> np.ndarray:
+    """The ε at which ``group_upper_epsilon`` reaches ``target``, unrounded: the
+    single-record inverse at T/g (the assembly rounds and certifies)."""
+    return numeric.amplification_inverse(rate, np.asarray(target) / group)
+
+
 def group_theorem(rate: float, group: int) -> Theorem:
     """Lemma 3.3 of 001 applied g times (add-remove of g records), as data."""
     q, g = rate, group
     return Theorem(
         name="Lemma 3.3, applied g times",
         basis=(cite(BUN_2020_WP, "Lemma 3.3, applied g times"), derivation("§3.4")),
-        relation=Neighbours.ADD_REMOVE,
+        relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=lambda eps: group_upper_epsilon(eps, rate=q, group=g),
-        lower=lambda eps: group_lower_epsilon(eps, rate=q, group=g),
-        inverse=lambda target: numeric.amplification_inverse(q, np.asarray(target) / g),
+        upper=group_upper_epsilon,
+        lower=group_lower_epsilon,
+        inverse=group_inverse_epsilon,
+        params={"rate": q, "group": g},
         conditions=(
             f"0 < rate <= 1: rate = {q:g}",
             f"a unit of g = {g} records is added or removed",

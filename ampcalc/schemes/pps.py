@@ -38,9 +38,10 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
 from ampcalc.model.references import BBG18, BUN_2022, DERIVATIONS, IMPORTANCE, cite
-from ampcalc.schemes import srswor
+from ampcalc.schemes import poisson, srswor
 from ampcalc.schemes._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
 from ampcalc.schemes.assembly import (
+    Proportional,
     Refusal,
     Refuses,
     Theorem,
@@ -678,20 +679,24 @@ def threshold_theorem(tau: float, worst: float, *, with_delta: bool) -> Theorem:
         + ((cite(BBG18),) if with_delta else ()),
         relation=Neighbours.ADD_REMOVE,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=lambda eps: numeric.amplification_upper(worst, eps),
-        lower=lambda eps: numeric.amplification_lower(worst, eps),
-        bounds=lambda eps: numeric.amplification_bounds(worst, eps),
-        inverse=lambda target: numeric.amplification_inverse(worst, target),
-        delta_factor=worst,
+        upper=poisson.upper_epsilon,  # Poisson sampling at rate a (Lemma 3.3)
+        lower=poisson.lower_epsilon,
+        bounds=poisson.bounds_epsilon,
+        inverse=poisson.inverse_epsilon,
+        params={"rate": worst},
+        delta_prime=Proportional(worst),
         conditions=(
             f"threshold τ = {tau:g} public and data-independent; each record's inclusion "
             "decided from its own size only",
             "M's output does not depend on sampling weights",
         ),
         tight=None,
-        refuses_replace_one_only=(
-            f"Poisson threshold sampling ({IMPORTANCE}, Theorem 6) needs M's "
-            "add-remove ε; declare `neighbours: add-remove` or `both`."
+        refusals=(
+            Refusal(
+                Refuses.ADD_REMOVE_UNKNOWN,
+                f"Poisson threshold sampling ({IMPORTANCE}, Theorem 6) needs M's "
+                "add-remove ε; declare `neighbours: add-remove` or `both`.",
+            ),
         ),
     )
 
@@ -967,7 +972,7 @@ SCHEME = Scheme(
     summary="probability proportional to size, element level (lower bound only)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="replace-one or add-remove",
+    mechanism_relation=None,  # each method's theorem states its own
     guarantees=(Neighbours.REPLACE_ONE, Neighbours.ADD_REMOVE),
     basis=BASIS,
     analyse=analyse,

@@ -184,6 +184,11 @@ def conditions(params: Params) -> tuple[str, ...]:
     return (f"1 <= chosen < k: 1 <= {params.chosen} < {params.clusters.count}",)
 
 
+RELATION = None
+"""The family's theorems put no condition on M's relation (their witnesses run
+at whatever ε the declared relations allow)."""
+
+
 def theorem(params: Params, max_inclusion: float) -> Theorem:
     """The lower bound A(max π_i, ε) for this design, as data: a single-inclusion
     witness (ε-DP under both relations), no upper bound, no condition on M's relation
@@ -192,7 +197,7 @@ def theorem(params: Params, max_inclusion: float) -> Theorem:
     return Theorem(
         name="§6.2",
         basis=BASIS,
-        relation=None,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
         witnesses=(Witness(bound=lambda eps: lower_epsilon(eps, max_inclusion=amax)),),
         conditions=conditions(params),
@@ -290,7 +295,7 @@ SCHEME = Scheme(
     summary="clusters drawn with probability proportional to size (lower bound only)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="replace-one or add-remove",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,

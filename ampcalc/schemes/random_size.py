@@ -24,7 +24,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import DesignError, Where
 from ampcalc.model.limits import LIMITS
 from ampcalc.model.references import BUN_2022, DERIVATIONS, cite, derivation
-from ampcalc.schemes.assembly import Refusal, Refuses, Theorem, assemble
+from ampcalc.schemes.assembly import OfPair, Refusal, Refuses, Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 MAX_EXACT_INT = 2**53
@@ -787,8 +787,8 @@ def theorem(params: Params, *, untilted_lo: float | None = None) -> Theorem:
         basis=BASIS,
         relation=Neighbours.BOTH,
         guarantee=Neighbours.REPLACE_ONE,
-        upper_both=lambda e_d, e_r: upper_epsilon(e_d, e_r, params=params),
-        lower_both=lambda e_d, e_r: lower_epsilon(e_d, e_r, params=params, untilted_lo=lo),
+        upper=OfPair(lambda e_d, e_r: upper_epsilon(e_d, e_r, params=params)),
+        lower=OfPair(lambda e_d, e_r: lower_epsilon(e_d, e_r, params=params, untilted_lo=lo)),
         conditions=conditions(params),
         tight=None,
         refusals=tuple(refusals),

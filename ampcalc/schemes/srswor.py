@@ -16,6 +16,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BUN_2022, DERIVATIONS, HU_2023, cite, derivation
 from ampcalc.schemes.assembly import (
+    Proportional,
     Refusal,
     Refuses,
     Theorem,
@@ -118,6 +119,19 @@ def lower_epsilon(eps_replace_one: np.ndarray, *, population: int, sample: int) 
     return numeric.amplification_lower(sample / population, eps_replace_one)
 
 
+def bounds_epsilon(
+    eps_replace_one: np.ndarray, *, population: int, sample: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower_epsilon, upper_epsilon)`` from one evaluation of their formula."""
+    return numeric.amplification_bounds(sample / population, eps_replace_one)
+
+
+def inverse_epsilon(target: np.ndarray, *, population: int, sample: int) -> np.ndarray:
+    """The ε_R at which ``upper_epsilon`` (and ``lower_epsilon``) reach ``target``,
+    unrounded: ε_R = log(1 + (e^T − 1)/q), q = m/N (the assembly rounds and certifies)."""
+    return numeric.amplification_inverse(sample / population, target)
+
+
 REFUSES_ADD_REMOVE = (
     f"Theorem 2.2 ({BUN_2022}) holds for replace-one neighbours of a "
     "population of fixed, public size N; an add-remove guarantee changes N and no "
@@ -127,20 +141,25 @@ REFUSES_ADD_REMOVE = (
 REFUSALS = (Refusal(Refuses.GUARANTEE, REFUSES_ADD_REMOVE),)
 
 
+RELATION = Neighbours.REPLACE_ONE
+"""The relation the family's theorems take M's ε under (an add-remove M is
+read under it by the assembly)."""
+
+
 def theorem(params: Params) -> Theorem:
     """Theorem 2.2 of 000 for this design, as data (formulas in replace-one ε_R)."""
     n, m = params.population, params.sample
-    q = m / n
     return Theorem(
         name="Theorem 2.2",
         basis=BASIS,
-        relation=Neighbours.REPLACE_ONE,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
-        upper=lambda eps_r: upper_epsilon(eps_r, population=n, sample=m),
-        lower=lambda eps_r: lower_epsilon(eps_r, population=n, sample=m),
-        bounds=lambda eps_r: numeric.amplification_bounds(q, eps_r),
-        inverse=lambda target: numeric.amplification_inverse(q, target),
-        delta_factor=q,
+        upper=upper_epsilon,
+        lower=lower_epsilon,
+        bounds=bounds_epsilon,
+        inverse=inverse_epsilon,
+        params={"population": n, "sample": m},
+        delta_prime=Proportional(m / n),
         conditions=(
             f"1 <= sample <= population: 1 <= {m} <= {n}",
             "the population size N is fixed and public; which records were sampled is secret",
@@ -195,7 +214,7 @@ SCHEME = Scheme(
     summary="simple random sample of m of N records without replacement (secret sample)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,
@@ -263,10 +282,11 @@ def group_theorem(params: Params, group: int, k0: int, log_pmf: np.ndarray) -> T
     return Theorem(
         name="group privacy under srswor",
         basis=(derivation("§3.3"), derivation("§3.5")),
-        relation=Neighbours.REPLACE_ONE,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
-        upper=lambda e_r: group_upper_epsilon(e_r, k0=k0, log_pmf=log_pmf),
-        lower=lambda e_r: group_lower_epsilon(e_r, k0=k0, log_pmf=log_pmf),
+        upper=group_upper_epsilon,
+        lower=group_lower_epsilon,
+        params={"k0": k0, "log_pmf": log_pmf},
         conditions=(
             f"1 <= group_size <= population: 1 <= {g} <= {n}",
             f"1 <= sample <= population: 1 <= {m} <= {n}",

@@ -20,7 +20,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import DERIVATIONS, derivation
-from ampcalc.schemes.assembly import Theorem, assemble, relation_of
+from ampcalc.schemes.assembly import OfPair, Theorem, assemble, relation_of
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
 if TYPE_CHECKING:
@@ -142,13 +142,18 @@ def without_replacement_same_rate(
     return numeric.amplification_upper(sample / population, eps_r)
 
 
+RELATION = Neighbours.REPLACE_ONE
+"""The relation the family's theorems take M's ε under (an add-remove M is
+read under it by the assembly)."""
+
+
 def theorem(params: Params, group: int = 1) -> Theorem:
     """The count-witness / relaxation result for this design, as data (in ε_R)."""
     n, m, g = params.population, params.sample, group
     return Theorem(
         name="sampling with replacement",
         basis=BASIS,
-        relation=Neighbours.REPLACE_ONE,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
         upper=lambda eps_r: upper_epsilon(eps_r, population=n, sample=m, group=g),
         lower=lambda eps_r: lower_epsilon(eps_r, population=n, sample=m, group=g),
@@ -188,7 +193,9 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     rel = relation_of(mechanism, thm)
     # the warnings describe the declared design, at the declared ε
     er0 = rel.epsilon(np.asarray(mechanism.epsilon, dtype=float))
-    v0 = float(thm.lower(er0)) if thm.lower is not None else 0.0
+    lower = thm.bind().lower
+    assert not isinstance(lower, OfPair)  # a formula of ε_R
+    v0 = float(lower(er0)) if lower is not None else 0.0
     warnings: list[str] = []
     notes: list[str] = []
     details: dict[str, Any] = {"population": n, "sample": m, "group_size": g}
@@ -247,7 +254,7 @@ SCHEME = Scheme(
     summary="m draws with replacement from N records (bootstrap); pure ε only",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,

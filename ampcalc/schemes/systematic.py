@@ -18,6 +18,8 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BBG18, BUN_2022, CLUSTER_DOCS, DERIVATIONS, cite
 from ampcalc.schemes._cluster_kernels import ratio_bound
 from ampcalc.schemes.assembly import (
+    OfPair,
+    Proportional,
     Theorem,
     assemble,
     epsilons,
@@ -105,6 +107,20 @@ def upper_epsilon(eps_replace_one: np.ndarray, *, population: int, interval: int
     return numeric.amplification_upper(m / population, eps_replace_one)
 
 
+def lower_epsilon(eps_replace_one: np.ndarray, *, population: int, interval: int) -> np.ndarray:
+    """Lower bound: ``upper_epsilon``'s formula A(⌈N/k⌉/N, ε_R), rounded down (the
+    larger-size simple random sample is a witness when k divides N)."""
+    m = -(-population // interval)
+    return numeric.amplification_lower(m / population, eps_replace_one)
+
+
+def inverse_epsilon(target: np.ndarray, *, population: int, interval: int) -> np.ndarray:
+    """The ε_R at which ``upper_epsilon`` reaches ``target``, unrounded (the assembly
+    rounds and certifies)."""
+    m = -(-population // interval)
+    return numeric.amplification_inverse(m / population, target)
+
+
 def delta_prime_of(delta_replace_one: np.ndarray, *, interval: int) -> np.ndarray:
     """δ′ of systematic sampling over a random, secret ordering, paired with
     ``upper_epsilon``'s ε′ = A(⌈N/k⌉/N, ε_R).
@@ -152,6 +168,11 @@ def _lower_size_hidden(eps_d: np.ndarray, eps_r: np.ndarray, n: int, k: int) -> 
     return out
 
 
+RELATION = Neighbours.REPLACE_ONE
+"""The relation Theorem 2.2 takes M's ε under (an add-remove M is read under it by the
+assembly); the fixed ordering's witness puts no condition on it."""
+
+
 def theorem(params: Params, *, size_hidden: bool) -> Theorem:
     """Theorem 2.2 of 000 over a random, secret ordering, at the larger fraction ⌈N/k⌉/N.
 
@@ -160,16 +181,16 @@ def theorem(params: Params, *, size_hidden: bool) -> Theorem:
     theorem states none and ``analyse`` adds it.
     """
     n, k = params.population, params.interval
-    q = -(-n // k) / n
     return Theorem(
         name="Theorem 2.2",
         basis=BASIS,
-        relation=Neighbours.REPLACE_ONE,
+        relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
-        upper=lambda eps_r: upper_epsilon(eps_r, population=n, interval=k),
-        lower=None if size_hidden else (lambda eps_r: numeric.amplification_lower(q, eps_r)),
-        inverse=lambda target: numeric.amplification_inverse(q, target),
-        delta_factor=1.0 / k,
+        upper=upper_epsilon,
+        lower=None if size_hidden else lower_epsilon,
+        inverse=inverse_epsilon,
+        params={"population": n, "interval": k},
+        delta_prime=Proportional(1.0 / k),
         conditions=(
             f"2 <= interval <= population: 2 <= {k} <= {n}",
             "the ordering is uniformly random and secret",
@@ -258,7 +279,7 @@ def _analyse_random(params: Params, mechanism: Mechanism) -> Analysis:
     def lower(eps: np.ndarray) -> np.ndarray:
         return _lower_size_hidden(np.asarray(eps, dtype=float), eps_r(eps), n, k)
 
-    return replace(analysis, lower=lower, bounds=None)
+    return replace(analysis, lower=lower)
 
 
 def fixed_theorem(params: Params) -> Theorem:
@@ -273,7 +294,7 @@ def fixed_theorem(params: Params) -> Theorem:
         basis=(cite(BUN_2022, "§6.3"), cite(CLUSTER_DOCS, "systematic: the start-class witness")),
         relation=None,
         guarantee=Neighbours.REPLACE_ONE,
-        lower_both=lambda e_d, e_r: fixed_order_lower(e_r, e_d, sizes),
+        lower=OfPair(lambda e_d, e_r: fixed_order_lower(e_r, e_d, sizes)),
         conditions=(
             f"2 <= interval <= population: 2 <= {k} <= {n}",
             "the ordering is fixed and known: no amplification theorem applies",
@@ -512,7 +533,7 @@ SCHEME = Scheme(
     summary="every k-th record from a random start (random secret or fixed known order)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)",
+    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,

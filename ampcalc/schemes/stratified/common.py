@@ -13,7 +13,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import Citation
 from ampcalc.schemes import _allocation as alloc
-from ampcalc.schemes.assembly import Refusal, Refuses, Scale, Theorem, epsilons
+from ampcalc.schemes.assembly import InScale, OfPair, Refusal, Refuses, Scale, Theorem, epsilons
 from ampcalc.schemes.base import Analysis
 
 
@@ -79,9 +79,8 @@ def linear_lower_theorem(
         basis=basis,
         relation=None,
         guarantee=guarantee,
-        lower_both=lower,
-        lower_inverse=functools.partial(linear_inverse, lower, mechanism),
-        lower_inverse_scale=Scale.DECLARED,
+        lower=OfPair(lower),
+        lower_inverse=InScale(Scale.DECLARED, functools.partial(linear_inverse, lower, mechanism)),
         tight=None,
         refusals=refusals,
     )

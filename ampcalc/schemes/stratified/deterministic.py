@@ -23,6 +23,7 @@ from ampcalc.model.references import (
 )
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.assembly import (
+    OfPair,
     Refusal,
     Refuses,
     Scale,
@@ -241,8 +242,8 @@ def add_remove_theorem(rd: _Rounded, pure: bool) -> Theorem:
         basis=BASIS_DETERMINISTIC,
         relation=Neighbours.BOTH,
         guarantee=Neighbours.ADD_REMOVE,
-        upper_both=functools.partial(add_remove_epsilon, rd=rd, up=True) if pure else None,
-        lower_both=functools.partial(add_remove_epsilon, rd=rd, up=False),
+        upper=OfPair(functools.partial(add_remove_epsilon, rd=rd, up=True)) if pure else None,
+        lower=OfPair(functools.partial(add_remove_epsilon, rd=rd, up=False)),
         pure=pure,
         tight=None,
         refusals=(add_remove_refusal("an add-remove guarantee under deterministic rounding"),),
@@ -273,8 +274,8 @@ def replace_one_theorem(rd: _Rounded, p: Params, pure: bool) -> Theorem:
         basis=BASIS_DETERMINISTIC,
         relation=Neighbours.BOTH,
         guarantee=Neighbours.REPLACE_ONE,
-        upper_both=functools.partial(replace_one_epsilon, rd=rd, up=True) if pure else None,
-        lower_both=functools.partial(replace_one_epsilon, rd=rd, up=False),
+        upper=OfPair(functools.partial(replace_one_epsilon, rd=rd, up=True)) if pure else None,
+        lower=OfPair(functools.partial(replace_one_epsilon, rd=rd, up=False)),
         pure=pure,
         tight=None,
         refusals=refusals,

@@ -21,7 +21,12 @@ from ampcalc.model.references import (
     cite,
 )
 from ampcalc.schemes import _allocation as alloc
-from ampcalc.schemes.assembly import assemble
+from ampcalc.schemes.assembly import (
+    assemble,
+    certify_inverse,
+    certify_lower_inverse,
+    relation_of,
+)
 from ampcalc.schemes.base import Analysis
 from ampcalc.schemes.stratified.common import need_add_remove, per_stratum
 from ampcalc.schemes.stratified.params import Params
@@ -112,17 +117,11 @@ def _poisson_invert_rows(p: Params, share: float, target: np.ndarray) -> dict[st
     if t.ndim:
         return {}
     r = p.rates()
-    tt = float(t) / share
-    cert = numeric.certify_down(
-        functools.partial(numeric.amplification_upper, r),
-        numeric.round_down(numeric.amplification_inverse(r, tt)),
-        tt,
-    )
-    imp = numeric.certify_up(
-        functools.partial(numeric.amplification_lower, r),
-        numeric.round_up(numeric.amplification_inverse(r, float(t))),
-        float(t),
-    )
+    inverse = functools.partial(numeric.amplification_inverse, r)
+    upper = functools.partial(numeric.amplification_upper, r)
+    lower = functools.partial(numeric.amplification_lower, r)
+    cert = certify_inverse(inverse, upper, 1.0, float(t) / share)
+    imp = certify_lower_inverse(inverse, lower, 1.0, float(t))
     return {"strata": alloc.invert_rows(p, r, r * p.strata.size.astype(float), cert, imp)}
 
 
@@ -151,6 +150,9 @@ def analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Ana
         ),
         relation_words="",
     )
+    # M's ε under the theorem's relation, as the assembly reads it, for the rows
+    rel = relation_of(mechanism, theorem)
+    eps_r, ratio = rel.epsilon, rel.ratio
     return assemble(
         theorem,
         mechanism,
@@ -159,21 +161,22 @@ def analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Ana
             "rate_max": float(q[top]),
             "strata_count": len(p.strata),
         },
-        details_at=functools.partial(_fixed_rows, p, mechanism),
+        details_at=functools.partial(_fixed_rows, p, eps_r),
         warnings=(
             "fixed allocation: the guarantee covers replacing a record by another of the "
             "same stratum; moving a record across strata changes the public stratum sizes "
             "and is not covered by any theorem here.",
         ),
-        invert_details=functools.partial(_fixed_invert_rows, p, mechanism),
+        invert_details=functools.partial(_fixed_invert_rows, p, eps_r, ratio),
     )
 
 
-def _fixed_rows(p: Params, mechanism: Mechanism, eps: np.ndarray) -> dict[str, Any]:
-    """Each stratum's Theorem 2.2 bounds A(m_h/N_h, ε_R) at each evaluated ε."""
+def _fixed_rows(p: Params, eps_r: Callable[[Any], Any], eps: np.ndarray) -> dict[str, Any]:
+    """Each stratum's Theorem 2.2 bounds A(m_h/N_h, ε_R) at each evaluated ε (``eps_r``:
+    declared ε -> ε_R)."""
     m = p.strata.sample
     q = m / p.strata.size.astype(float)
-    qq, e = per_stratum(q, eps), mechanism.epsilon_replace_one_of(eps)
+    qq, e = per_stratum(q, eps), eps_r(eps)
     rows = alloc.strata_rows(
         p,
         q,
@@ -184,24 +187,30 @@ def _fixed_rows(p: Params, mechanism: Mechanism, eps: np.ndarray) -> dict[str, A
     return {"strata": rows}
 
 
-def _fixed_invert_rows(p: Params, mechanism: Mechanism, target: np.ndarray) -> dict[str, Any]:
+def _fixed_invert_rows(
+    p: Params, eps_r: Callable[[Any], Any], ratio: float, target: np.ndarray
+) -> dict[str, Any]:
     """Per-stratum certified ε and the ε past which the stratum's witness reaches the
-    target (A(q_h, ε_R) = T, ε_R = ratio·ε)."""
+    target (A(q_h, ε_R) = T, ε_R = ratio·ε), certified as the assembly certifies an
+    inverse in M's replace-one ε."""
     t = np.asarray(target, dtype=float)
     if t.ndim:
         return {}
     m = p.strata.sample
     q = m / p.strata.size.astype(float)
-    per_u = functools.partial(_fixed_stratum, numeric.amplification_upper, q, mechanism)
-    per_l = functools.partial(_fixed_stratum, numeric.amplification_lower, q, mechanism)
-    inv = numeric.amplification_inverse(q, float(t)) / mechanism.replace_one_ratio()
-    cert = numeric.certify_down(per_u, numeric.round_down(inv), float(t))
-    imp = numeric.certify_up(per_l, numeric.round_up(inv), float(t))
+    per_u = functools.partial(_fixed_stratum, numeric.amplification_upper, q, eps_r)
+    per_l = functools.partial(_fixed_stratum, numeric.amplification_lower, q, eps_r)
+    inverse = functools.partial(numeric.amplification_inverse, q)
+    cert = certify_inverse(inverse, per_u, ratio, float(t))
+    imp = certify_lower_inverse(inverse, per_l, ratio, float(t))
     return {"strata": alloc.invert_rows(p, q, m.astype(np.int64), cert, imp)}
 
 
 def _fixed_stratum(
-    bound: Callable[[Any, Any], np.ndarray], q: np.ndarray, mechanism: Mechanism, eps: Any
+    bound: Callable[[Any, Any], np.ndarray],
+    q: np.ndarray,
+    eps_r: Callable[[Any], Any],
+    eps: Any,
 ) -> np.ndarray:
     """A per-stratum bound A(q_h, ε_R) at declared ε."""
-    return bound(q, mechanism.epsilon_replace_one_of(eps))
+    return bound(q, eps_r(eps))

@@ -17,6 +17,7 @@ from ampcalc.model.references import (
 )
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.assembly import (
+    OfPair,
     Theorem,
     assemble,
     check_refusals,
@@ -134,8 +135,8 @@ def analyse_neyman(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> An
         row["epsilon_prime"]["lower"] = None
     theorem, notes_of = neyman_theorem(guarantee, mechanism, linf=linf, l1=l1)
     check_refusals(theorem, mechanism)
-    assert theorem.lower_both is not None
-    lo0 = float(theorem.lower_both(*epsilons(mechanism)))
+    assert isinstance(theorem.lower, OfPair)
+    lo0 = float(theorem.lower.formula(*epsilons(mechanism)))
     warnings = [
         "degradation: no amplification guarantee exists. The Neyman allocation is a "
         "deterministic function of the data (stratum sizes and SDs); moving one record "

@@ -25,6 +25,8 @@ from ampcalc.model.references import (
 )
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.assembly import (
+    InScale,
+    OfPair,
     Refusal,
     Refuses,
     Scale,
@@ -265,10 +267,9 @@ def census_theorem(d: Rates, guarantee: Neighbours) -> Theorem:
             basis=BASIS_RANDOMIZED,
             relation=Neighbours.BOTH,
             guarantee=guarantee,
-            upper_both=_replace_one_eps,
-            lower_both=_replace_one_eps,
-            inverse=_identity,
-            inverse_scale=Scale.REPLACE_ONE,
+            upper=OfPair(_replace_one_eps),
+            lower=OfPair(_replace_one_eps),
+            inverse=InScale(Scale.REPLACE_ONE, _identity),
             tight=None,
         )
     return Theorem(
@@ -276,12 +277,10 @@ def census_theorem(d: Rates, guarantee: Neighbours) -> Theorem:
         basis=BASIS_RANDOMIZED,
         relation=Neighbours.BOTH,
         guarantee=guarantee,
-        upper_both=_add_remove_eps,
-        lower_both=_add_remove_eps,
-        inverse=_identity,
-        inverse_scale=Scale.DECLARED,
-        lower_inverse=functools.partial(lower_inverse, d=d),
-        lower_inverse_scale=Scale.DECLARED,
+        upper=OfPair(_add_remove_eps),
+        lower=OfPair(_add_remove_eps),
+        inverse=InScale(Scale.DECLARED, _identity),
+        lower_inverse=InScale(Scale.DECLARED, functools.partial(lower_inverse, d=d)),
         tight=None,
     )
 
@@ -302,12 +301,10 @@ def theorem_7_2(d: Rates) -> Theorem:
         basis=BASIS_RANDOMIZED,
         relation=Neighbours.BOTH,
         guarantee=Neighbours.ADD_REMOVE,
-        upper_both=functools.partial(_theorem_7_2_upper, d=d),
-        lower_both=functools.partial(_theorem_7_2_lower, d=d),
-        inverse=functools.partial(upper_inverse, d=d),
-        inverse_scale=Scale.DECLARED,
-        lower_inverse=functools.partial(lower_inverse, d=d),
-        lower_inverse_scale=Scale.DECLARED,
+        upper=OfPair(functools.partial(_theorem_7_2_upper, d=d)),
+        lower=OfPair(functools.partial(_theorem_7_2_lower, d=d)),
+        inverse=InScale(Scale.DECLARED, functools.partial(upper_inverse, d=d)),
+        lower_inverse=InScale(Scale.DECLARED, functools.partial(lower_inverse, d=d)),
         tight=None,
     )
 
@@ -320,10 +317,11 @@ def replace_one_doubled(d: Rates) -> Theorem:
     return dataclasses.replace(
         doubled(theorem_7_2(d)),
         basis=(*BASIS_RANDOMIZED, REPLACE_ONE_BASIS),
-        lower_both=_replace_one_eps if d.any_census else None,
+        lower=OfPair(_replace_one_eps) if d.any_census else None,
         witnesses=(Witness(bound=functools.partial(lower_epsilon, d.r_max)),),
-        lower_inverse=None if d.any_census else functools.partial(lower_inverse, d=d),
-        lower_inverse_scale=None if d.any_census else Scale.SMALLER,
+        lower_inverse=(
+            None if d.any_census else InScale(Scale.SMALLER, functools.partial(lower_inverse, d=d))
+        ),
     )
 
 
@@ -343,11 +341,12 @@ def replace_one_mixture(d: Rates, mix: _SizeMixture) -> Theorem:
         basis=(*BASIS_RANDOMIZED, cite(BUN_2022, "Theorem 2.2 (one stratum)")),
         relation=Neighbours.BOTH,
         guarantee=Neighbours.REPLACE_ONE,
-        upper_both=mix.upper_both,
-        lower_both=mix.lower,
+        upper=OfPair(mix.upper_both),
+        lower=OfPair(mix.lower),
         witnesses=(Witness(bound=functools.partial(lower_epsilon, d.r_max)),),
-        inverse=functools.partial(numeric.amplification_inverse, mix.q_hi),
-        inverse_scale=Scale.REPLACE_ONE,
+        inverse=InScale(
+            Scale.REPLACE_ONE, functools.partial(numeric.amplification_inverse, mix.q_hi)
+        ),
         tight=None,
     )
 
@@ -467,8 +466,8 @@ def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -
     check_refusals(theorem, mechanism)
     _check_rate_condition(p, p.rates())
     eps0 = scalar_eps(mechanism)
-    assert theorem.upper_both is not None
-    up0 = float(theorem.upper_both(*epsilons(mechanism)))
+    assert isinstance(theorem.upper, OfPair)
+    up0 = float(theorem.upper.formula(*epsilons(mechanism)))
     replace = theorem.guarantee is Neighbours.REPLACE_ONE
     ratio = (Scale.REPLACE_ONE if replace else Scale.DECLARED).ratio(mechanism)
     r_max = d.r_max
