@@ -7,11 +7,12 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
-import click
 import pytest
 import typer.main
 from conftest import EXAMPLES, ROOT, run_main
+from typer.core import TyperArgument, TyperGroup, TyperOption
 from typer.testing import CliRunner
 
 from ampcalc.cli.app import app
@@ -309,13 +310,18 @@ def test_failed_condition_is_said_once_at_its_design(mixed: Path, capsys) -> Non
 # ---- 4. --help ----
 
 
-def _all_commands() -> list[tuple[list[str], click.Command]]:
+def _all_commands() -> list[tuple[list[str], Any]]:
     root = typer.main.get_command(app)
-    out: list[tuple[list[str], click.Command]] = [([], root)]
+    out: list[tuple[list[str], Any]] = [([], root)]
     stack = [([], root)]
     while stack:
         path, cmd = stack.pop()
-        for name, sub in getattr(cmd, "commands", {}).items():
+        if not isinstance(cmd, TyperGroup):
+            continue
+        ctx = typer.Context(cmd)
+        for name in cmd.list_commands(ctx):  # the lazily built command line, all of it
+            sub = cmd.get_command(ctx, name)
+            assert sub is not None, name
             out.append(([*path, name], sub))
             stack.append(([*path, name], sub))
     return out
@@ -345,9 +351,9 @@ def test_help_flags_and_metavars() -> None:
         for param in cmd.params:
             opts = [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]
             assert "-v" not in opts, path  # reserved for a verbose flag
-            if isinstance(param, click.Argument) and param.name in ("design", "designs"):
+            if isinstance(param, TyperArgument) and param.name in ("design", "designs"):
                 assert param.metavar == "DESIGN", path
-            if isinstance(param, click.Option) and param.name == "design":
+            if isinstance(param, TyperOption) and param.name == "design":
                 assert param.metavar == "DESIGN", path
             if "--target" in opts:  # one spelling of the same flag on every command
                 assert "-t" in opts, path

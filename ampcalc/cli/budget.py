@@ -29,7 +29,7 @@ from ampcalc.cli.app import (
 from ampcalc.cli.conventions import OutputOpt, progress_bar
 
 
-@app.command()
+@app.command(rich_help_panel="Budget and planning")
 def budget(
     ledger: Annotated[str, typer.Argument(help="Budget ledger (YAML).", show_default=False)],
     fmt: FormatOpt = None,

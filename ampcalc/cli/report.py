@@ -16,7 +16,7 @@ import typer
 from ampcalc.cli.app import ExitCode, SetOpt, app, check_option, load, say, version
 
 
-@app.command()
+@app.command(rich_help_panel="Budget and planning")
 def report(
     designs: Annotated[
         list[str] | None,

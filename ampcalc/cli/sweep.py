@@ -35,7 +35,7 @@ TABLE_ROWS = 200
 PROGRESS_FROM = 20  # grid points
 
 
-@app.command()
+@app.command(rich_help_panel="Bounds")
 def sweep(
     design: DesignArg = None,
     vary: Annotated[

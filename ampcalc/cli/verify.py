@@ -82,7 +82,7 @@ def _line(r: dict[str, Any]) -> str:
     return text
 
 
-@app.command()
+@app.command(rich_help_panel="Checks and reference")
 def verify(
     design: DesignArg = None,
     exact: Annotated[

@@ -63,7 +63,7 @@ SummaryJsonOpt = Annotated[
 ]
 
 
-@app.command()
+@app.command(rich_help_panel="Records")
 def weights(
     design: DesignArg = None,
     output: Annotated[
