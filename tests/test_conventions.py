@@ -346,6 +346,41 @@ def test_help_at_80_columns(path: list[str]) -> None:
     assert examples and all(e.startswith(" ".join(["ampcalc", *path])) for e in examples)
 
 
+def test_option_values_are_named_not_typed() -> None:
+    """Every option that takes a value names it (FILE, FLOAT, TEXT, PATH=VALUE, FORMAT),
+    never by a Python type (``<str>``, ``<list[str]>``); a choice's help lists its
+    choices."""
+    for path, cmd in _all_commands():
+        for param in cmd.params:
+            if not isinstance(param, TyperOption) or param.is_flag:
+                continue
+            assert param.metavar and re.fullmatch(r"[A-Z][A-Z_]*(=[A-Z]+)?", param.metavar), (
+                path,
+                param.opts,
+                param.metavar,
+            )
+            choices = getattr(getattr(param, "type_descriptor", None), "choices", None)
+            if choices:
+                assert param.metavar == max(param.opts, key=len)[2:].upper().replace("-", "_")
+                for choice in choices:
+                    assert choice.value in (param.help or ""), (path, param.opts, choice)
+    runner = CliRunner()
+    for path in (["bound"], ["sweep"], ["verify"]):
+        text = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"}).output
+        options = text[text.index("Options") :]
+        assert not re.search(r"<(str|float|int|list|table)", options), path
+        assert "--epsilon" not in text or re.search(r"--epsilon +FLOAT ", text)
+
+
+def test_sweep_help_is_readable_at_80_columns() -> None:
+    text = CliRunner().invoke(app, ["sweep", "--help"], env={"COLUMNS": "80"}).output
+    row = next(line for line in text.splitlines() if "--target-delta" in line)
+    assert len(row) == 80
+    assert 80 - row.index("Target δ′") - 2 >= 30  # the help column (it was 24)
+    assert re.search(r"--vary +PATH=SPEC ", text) and re.search(r"--plot +FILE ", text)
+    assert "pip install 'ampcalc[plot]'" in " ".join(text.replace("│", "").split())
+
+
 def test_help_flags_and_metavars() -> None:
     for path, cmd in _all_commands():
         for param in cmd.params:

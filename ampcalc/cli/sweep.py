@@ -43,10 +43,11 @@ def sweep(
         typer.Option(
             "--vary",
             help=(
-                "PATH=SPEC: a numeric design field and its values, start:stop:steps, "
+                "A numeric design field and its values, start:stop:steps, "
                 "start:stop:steps:log or a comma list (see the examples below). Twice for "
                 "a grid."
             ),
+            metavar="PATH=SPEC",
             show_default=False,
         ),
     ] = None,
@@ -70,8 +71,9 @@ def sweep(
             "--plot",
             help=(
                 "Draw the sweep to this file (.png, .svg, .pdf; needs the plot extra: "
-                "pip install ampcalc\\[plot])."
+                "pip install 'ampcalc\\[plot]')."
             ),
+            metavar="FILE",
             show_default=False,
         ),
     ] = None,
