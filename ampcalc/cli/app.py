@@ -794,7 +794,7 @@ def run_solve(
     to: str | None = None,
 ) -> int:
     """Calibrate every design's noise to the target and print the results."""
-    from ampcalc.analyses.calibrate import solve
+    from ampcalc import api
     from ampcalc.model.errors import DesignError
 
     results = []
@@ -806,7 +806,7 @@ def run_solve(
             raise DesignError(
                 f"design {d.name!r}: no target; give --target T or `target: {{epsilon_prime: T}}`"
             )
-        results.append(solve(d, knob, float(t), target_delta))
+        results.append(api.calibrate(d, knob, float(t), target_delta))
     code = ExitCode.OK
     for r in results:
         if r["knob"]["value"] is None:
