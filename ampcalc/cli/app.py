@@ -73,12 +73,12 @@ class CommandLine(AmpcalcGroup):
     """ampcalc's root command: the commands of ``COMMANDS``, listed in its order (the
     top-level help groups them into panels by task, each command's ``rich_help_panel``).
 
-    Only what a run asks for is imported and built: the command line starts with the
-    commands of this module, and a command defined in a further module is imported
-    and built the first time it is asked for (``ampcalc bound`` imports none of them,
-    ``ampcalc sweep`` only ``cli/sweep.py``). Listing the commands (the top-level help,
-    shell completion) and a name that is no command (the suggestions for a typo)
-    import them all.
+    Only what a run asks for is imported and built: a command is built the first time
+    it is asked for, and a further module's commands are imported then too (``ampcalc
+    bound`` builds this module's four and imports no further module, ``ampcalc sweep``
+    imports and builds only ``cli/sweep.py``'s). Listing the commands (the top-level
+    help, shell completion) and a name that is no command (the suggestions for a typo)
+    build them all.
     """
 
     def list_commands(self, ctx: Any) -> list[str]:
@@ -92,7 +92,7 @@ class CommandLine(AmpcalcGroup):
         return self.commands.get(cmd_name)
 
     def _build(self, names: Iterable[str]) -> None:
-        """Import the modules of the ``names`` not built yet and add their commands."""
+        """Add the commands of the ``names`` not built yet (importing their modules)."""
         missing = [name for name in names if name not in self.commands]
         if not missing:
             return
@@ -100,12 +100,22 @@ class CommandLine(AmpcalcGroup):
 
         import typer.main
 
-        for module in dict.fromkeys(m for name in missing for m in COMMANDS.get(name, ())):
-            importlib.import_module(f"ampcalc.cli.{module}")
-        # typer builds the command line of every command registered by now
-        for name, command in typer.main.get_group(app).commands.items():
-            self.commands.setdefault(name, command)
+        modules = dict.fromkeys(m for name in missing for m in COMMANDS.get(name, ()))
+        sources = [core] if "app" in modules else []
+        if any(module != "app" for module in modules):
+            for module in modules:
+                importlib.import_module(f"ampcalc.cli.{module}")
+            sources.append(app)  # the further modules' commands attach to ``app``
+        for source in sources:
+            # typer builds the commands registered there by now (an ``AmpcalcGroup``
+            # gives them the help conventions)
+            for name, command in typer.main.get_group(source).commands.items():
+                self.commands.setdefault(name, command)
 
+
+#: this module's commands (bound, invert, validate, schemes), added to the command line
+#: by ``CommandLine`` as the further modules' are
+core = typer.Typer(cls=AmpcalcGroup)
 
 app = typer.Typer(
     name="ampcalc",
@@ -436,7 +446,7 @@ def _json_list(
     return json.dumps(docs, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-@app.command(rich_help_panel="Bounds")
+@core.command(rich_help_panel="Bounds")
 def bound(
     design: DesignsArg = None,
     fmt: FormatOpt = None,
@@ -494,7 +504,7 @@ def _results_table(dicts: list[dict[str, Any]], kind: str, details: bool = False
     return table
 
 
-@app.command(rich_help_panel="Bounds")
+@core.command(rich_help_panel="Bounds")
 def invert(
     design: DesignsArg = None,
     target: Annotated[
@@ -549,7 +559,7 @@ def invert(
     return int(code)
 
 
-@app.command("schemes", rich_help_panel="Checks and reference")
+@core.command("schemes", rich_help_panel="Checks and reference")
 def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False, out: OutputOpt = None) -> int:
     """Every sampling scheme: its parameters, the relation M must satisfy, its basis.
 
@@ -586,7 +596,7 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False, out: OutputOpt 
     return int(ExitCode.OK)
 
 
-@app.command(rich_help_panel="Checks and reference")
+@core.command(rich_help_panel="Checks and reference")
 def validate(
     design: DesignsArg = None,
     fmt: FormatOpt = None,
@@ -849,11 +859,11 @@ def _table(results: list[dict[str, Any]], rich: bool) -> str:
 
 
 # Every command, in the order of ``ampcalc --help``, with the modules (ampcalc/cli/NAME.py)
-# that define it; "app" is this module. A further module attaches its commands to
-# ``app`` when imported (each imports its heavy dependencies inside the command function
-# and prints through ``emit_result``), and is imported only when one of its commands is
-# asked for (``CommandLine``). To add a command, add its row here and name its panel
-# with ``@app.command(rich_help_panel=...)``.
+# that define it; "app" is this module (its commands are on ``core``). A further module
+# attaches its commands to ``app`` when imported (each imports its heavy dependencies
+# inside the command function and prints through ``emit_result``), and is imported only
+# when one of its commands is asked for (``CommandLine``). To add a command, add its row
+# here and name its panel with ``@app.command(rich_help_panel=...)``.
 COMMANDS: dict[str, tuple[str, ...]] = {
     # Bounds
     "bound": ("app",),
