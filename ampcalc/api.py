@@ -11,7 +11,10 @@ Every command of the CLI has an equivalent here that returns data instead of tex
 ``compare``        ``compare(designs, target=None)`` -> list of dicts
 ``check``          ``check(designs, max_epsilon=..., max_delta=None)`` -> list of dicts
 ``verify``         ``verify(designs, pairs="default", limit=5000)`` -> list of dicts
+``invert --solve`` ``calibrate(design, knob, target, target_delta=None)`` -> dict
 ``plan``           ``plan(source, q=None)`` -> ``ampcalc.math.accuracy.Plan``
+``budget``         ``budget(load_ledger(path))`` -> dict; ``budget_solve(ledger, knob)``
+``report``         ``report(designs, target=None)`` -> list of ``DesignReport``
 ``weights``        ``weights(design)`` -> ``Weights`` (``.sample(seed)`` for ``--sample``)
 ``pws table``      ``pws_table(design, max_frequency=None, verify=False)`` -> dict
 ``pws sanitize``   ``pws_sanitize(design, keys, frequencies, seed)`` -> dict
@@ -39,6 +42,8 @@ from typing import TYPE_CHECKING, Any, Union
 from ampcalc.model.design import Design
 
 if TYPE_CHECKING:
+    from ampcalc.analyses.budget import Ledger
+    from ampcalc.analyses.report import DesignReport
     from ampcalc.analyses.sweep_result import SweepResult
     from ampcalc.math.accuracy import Plan
     from ampcalc.model.results import BoundResult, InvertResult
@@ -159,6 +164,32 @@ def invert(design: Any, target: Any = None, target_delta: float | None = None) -
     return engine.invert(
         design if isinstance(design, Design) else load_design(design), target, target_delta
     )
+
+
+def calibrate(
+    design: Any, knob: str, target: float, target_delta: float | None = None
+) -> dict[str, Any]:
+    """The noise of a design's named mechanism calibrated to a target ε′
+    (``ampcalc invert --solve``).
+
+    Args:
+        design: a ``Design`` with one named Gaussian or Laplace mechanism (discrete ones
+            too), or a path / YAML text / dict holding one.
+        knob: ``"sigma"`` (Gaussian) or ``"scale"`` (Laplace).
+        target: the population target ε′ (finite, > 0).
+        target_delta: the population target δ′ (default: the design's).
+    Returns:
+        One ``results`` entry of ``invert --solve --json``: ``invert``'s fields (M's
+        ``epsilon`` null) and ``knob: {name, mechanism, sensitivity, value,
+        impossible_below, epsilon_prime_at_value}`` (``value`` None when nothing in the
+        searched range meets the target; ``details.inverse`` says how it was found).
+    Raises:
+        DesignError: no such named mechanism, or a target that is not finite and > 0.
+    """
+    from ampcalc.analyses.calibrate import solve
+    from ampcalc.designs.sources import as_design
+
+    return solve(as_design(design), knob, target, target_delta)
 
 
 def validate(designs: Any) -> list[dict[str, Any]]:
@@ -302,6 +333,83 @@ def plan(source: Any, q: float | None = None) -> Plan:
 
 
 # --------------------------------------------------------------------------------------
+# budget / report
+# --------------------------------------------------------------------------------------
+
+
+def load_ledger(
+    path: str, *, overrides: Sequence[str] = (), discretization: float | None = None
+) -> Ledger:
+    """Read and validate a budget ledger (``ampcalc budget LEDGER``).
+
+    Args:
+        path: the ledger file (``-`` reads standard input).
+        overrides: ``PATH=VALUE`` strings, as the CLI's ``--set``.
+        discretization: the accountant's value discretization interval instead of the
+            ledger's (``--discretization``; in [1e-7, 0.1]).
+    Returns:
+        The ``Ledger``: its ``entries`` (each ``count`` releases of a ``design``), its
+        target and relation.
+    Raises:
+        DesignError: the CLI's message, at the ledger's file and line.
+    """
+    from ampcalc.analyses import budget as budgets
+
+    ledger = budgets.load_ledger(path, overrides=overrides)
+    if discretization is not None:
+        ledger = budgets.with_discretization(ledger, discretization)
+    return ledger
+
+
+def budget(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Total ε′ of a ledger's releases, each on an independently drawn sample
+    (``ampcalc budget``; ``progress(done, total)`` is called as entries compose).
+
+    Returns:
+        The payload of ``budget --json``: ``name``, ``target``, ``neighbours``,
+        ``entries`` (each entry's ``epsilon_prime``, ``delta_prime``, ``composed_as``),
+        ``total: {lower, upper, delta, accountant, ...}`` and ``remaining``.
+    Raises:
+        MissingAccountant: the ledger needs the optional extra ``ampcalc[accounting]``.
+    """
+    from ampcalc.analyses import budget as budgets
+
+    return budgets.run(ledger, progress)
+
+
+def budget_solve(ledger: Ledger, knob: str, target: float | None = None) -> dict[str, Any]:
+    """One common noise scale for a ledger's Gaussian (``knob="sigma"``) or Laplace
+    (``"scale"``) entries, calibrated to the total ε budget (``ampcalc budget --solve``;
+    ``target`` replaces the ledger's ``target.epsilon``).
+
+    Returns:
+        The payload of ``budget --solve --json``: ``knob: {value, impossible_below,
+        width, ...}``, ``target``, ``discretization``, ``warnings``.
+    Raises:
+        DesignError: no target, no entry with that knob, or a knob other than these two.
+    """
+    from ampcalc.analyses import budget_solve as solver
+
+    return solver.solve(ledger, knob, target)
+
+
+def report(
+    designs: Any, *, target: float | None = None, target_delta: float | None = None
+) -> list[DesignReport]:
+    """What ``ampcalc report``'s HTML page shows, design by design: bounds, the inverse
+    at ``target`` (default: each design's ``target:``), curves and references.
+
+    Returns:
+        One ``DesignReport`` per design (``error`` set for a design outside its
+        theorem's conditions, which then has no curve).
+    """
+    from ampcalc.analyses.report import evaluate
+    from ampcalc.designs.sources import as_designs
+
+    return evaluate(as_designs(designs), target=target, target_delta=target_delta)
+
+
+# --------------------------------------------------------------------------------------
 # weights (importance sampling) and pws (private weighted sampling)
 # --------------------------------------------------------------------------------------
 
@@ -400,15 +508,20 @@ __all__ = [
     "SweepResult",
     "Weights",
     "bound",
+    "budget",
+    "budget_solve",
+    "calibrate",
     "check",
     "compare",
     "invert",
     "load_design",
     "load_designs",
+    "load_ledger",
     "plan",
     "pws_estimate",
     "pws_sanitize",
     "pws_table",
+    "report",
     "schemes",
     "sweep",
     "validate",

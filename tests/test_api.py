@@ -315,6 +315,43 @@ def test_plan_same_as_cli(capsys: pytest.CaptureFixture[str], monkeypatch) -> No
     assert same(ampcalc.plan(PLAN_MEAN.read_text(), q=0.6).to_dict())["rows"] == cli["rows"]
 
 
+GAUSSIAN = ROOT / "examples" / "mechanisms" / "gaussian-poisson.yaml"
+LEDGER = ROOT / "examples" / "budget" / "year.yaml"
+
+
+def test_calibrate_same_as_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    cli = cli_json(capsys, "invert", str(GAUSSIAN), "--solve", "sigma", "-t", "1")["results"]
+    api = ampcalc.api.calibrate(GAUSSIAN, "sigma", 1.0)
+    assert same([api]) == cli
+    knob = api["knob"]
+    # the certified σ meets the target, and a σ below impossible_below surely breaks it
+    assert knob["epsilon_prime_at_value"] <= 1.0
+    assert knob["impossible_below"] <= knob["value"]
+
+
+def test_budget_same_as_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    cli = cli_json(capsys, "budget", str(LEDGER), "--discretization", "1e-3")
+    ledger = ampcalc.api.load_ledger(str(LEDGER), discretization=1e-3)
+    api = ampcalc.api.budget(ledger)
+    assert same(api) == {k: v for k, v in cli.items() if k not in ("ampcalc_version", "command")}
+    total = api["total"]
+    assert total["lower"] <= total["upper"]
+    assert api["remaining"] == pytest.approx(2.0 - total["upper"], abs=1e-12)
+    cli = cli_json(capsys, "budget", str(LEDGER), "--solve", "scale")
+    solved = ampcalc.api.budget_solve(ampcalc.api.load_ledger(str(LEDGER)), "scale")
+    assert same(solved) == {
+        k: v for k, v in cli.items() if k not in ("ampcalc_version", "command")
+    }
+    assert solved["knob"]["epsilon_upper_at_value"] <= 2.0  # the budget, met
+
+
+def test_report_evaluates_as_bound_and_invert() -> None:
+    [page] = ampcalc.api.report(SRSWOR, target=1.0)
+    assert page.bound == ampcalc.bound(SRSWOR).to_dict()
+    assert page.inverse is not None
+    assert page.inverse == ampcalc.invert(SRSWOR, target=1.0).to_dict()
+
+
 # --------------------------------------------------------------------------------------
 # weights
 # --------------------------------------------------------------------------------------

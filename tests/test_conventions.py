@@ -7,11 +7,12 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
-import click
 import pytest
 import typer.main
 from conftest import EXAMPLES, ROOT, run_main
+from typer.core import TyperArgument, TyperGroup, TyperOption
 from typer.testing import CliRunner
 
 from ampcalc.cli.app import app
@@ -309,13 +310,18 @@ def test_failed_condition_is_said_once_at_its_design(mixed: Path, capsys) -> Non
 # ---- 4. --help ----
 
 
-def _all_commands() -> list[tuple[list[str], click.Command]]:
+def _all_commands() -> list[tuple[list[str], Any]]:
     root = typer.main.get_command(app)
-    out: list[tuple[list[str], click.Command]] = [([], root)]
+    out: list[tuple[list[str], Any]] = [([], root)]
     stack = [([], root)]
     while stack:
         path, cmd = stack.pop()
-        for name, sub in getattr(cmd, "commands", {}).items():
+        if not isinstance(cmd, TyperGroup):
+            continue
+        ctx = typer.Context(cmd)
+        for name in cmd.list_commands(ctx):  # the lazily built command line, all of it
+            sub = cmd.get_command(ctx, name)
+            assert sub is not None, name
             out.append(([*path, name], sub))
             stack.append(([*path, name], sub))
     return out
@@ -340,14 +346,49 @@ def test_help_at_80_columns(path: list[str]) -> None:
     assert examples and all(e.startswith(" ".join(["ampcalc", *path])) for e in examples)
 
 
+def test_option_values_are_named_not_typed() -> None:
+    """Every option that takes a value names it (FILE, FLOAT, TEXT, PATH=VALUE, FORMAT),
+    never by a Python type (``<str>``, ``<list[str]>``); a choice's help lists its
+    choices."""
+    for path, cmd in _all_commands():
+        for param in cmd.params:
+            if not isinstance(param, TyperOption) or param.is_flag:
+                continue
+            assert param.metavar and re.fullmatch(r"[A-Z][A-Z_]*(=[A-Z]+)?", param.metavar), (
+                path,
+                param.opts,
+                param.metavar,
+            )
+            choices = getattr(getattr(param, "type_descriptor", None), "choices", None)
+            if choices:
+                assert param.metavar == max(param.opts, key=len)[2:].upper().replace("-", "_")
+                for choice in choices:
+                    assert choice.value in (param.help or ""), (path, param.opts, choice)
+    runner = CliRunner()
+    for path in (["bound"], ["sweep"], ["verify"]):
+        text = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"}).output
+        options = text[text.index("Options") :]
+        assert not re.search(r"<(str|float|int|list|table)", options), path
+        assert "--epsilon" not in text or re.search(r"--epsilon +FLOAT ", text)
+
+
+def test_sweep_help_is_readable_at_80_columns() -> None:
+    text = CliRunner().invoke(app, ["sweep", "--help"], env={"COLUMNS": "80"}).output
+    row = next(line for line in text.splitlines() if "--target-delta" in line)
+    assert len(row) == 80
+    assert 80 - row.index("Target δ′") - 2 >= 30  # the help column (it was 24)
+    assert re.search(r"--vary +PATH=SPEC ", text) and re.search(r"--plot +FILE ", text)
+    assert "pip install 'ampcalc[plot]'" in " ".join(text.replace("│", "").split())
+
+
 def test_help_flags_and_metavars() -> None:
     for path, cmd in _all_commands():
         for param in cmd.params:
             opts = [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]
             assert "-v" not in opts, path  # reserved for a verbose flag
-            if isinstance(param, click.Argument) and param.name in ("design", "designs"):
+            if isinstance(param, TyperArgument) and param.name in ("design", "designs"):
                 assert param.metavar == "DESIGN", path
-            if isinstance(param, click.Option) and param.name == "design":
+            if isinstance(param, TyperOption) and param.name == "design":
                 assert param.metavar == "DESIGN", path
             if "--target" in opts:  # one spelling of the same flag on every command
                 assert "-t" in opts, path

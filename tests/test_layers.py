@@ -52,7 +52,8 @@ ALLOWED: dict[str, set[str]] = {
     "engine": {"designs", "accounting", "schemes", "load", "model", "math"},
     "analyses": {"engine", "designs", "accounting", "schemes", "load", "model", "math"},
     # output/ draws analyses/ results (sweeps, the report's curves): it sits above analyses/
-    "output": {"analyses", "load", "model", "math"},
+    # (and the version, which a figure file names in its metadata)
+    "output": {"analyses", "load", "model", "math", "_version"},
     # records/ writes its tables through output/'s column writers: it sits above output/
     "records": {"output", "engine", "designs", "schemes", "load", "model", "math"},
     "kernels": {"math", "model"},
@@ -105,6 +106,11 @@ SCHEMES_CROSS: dict[tuple[str, str], str] = {
         "with equal size measures PPS sampling is simple random sampling without "
         "replacement (Bun et al. 2022, §6.1): srswor's Theorem 2.2 is the bound"
     ),
+    ("ampcalc.schemes.pps", "ampcalc.schemes.poisson"): (
+        "threshold PPS (each record kept independently with probability min(1, x/τ)) "
+        "is bounded by Poisson sampling at the largest inclusion probability (Bun et al. "
+        "2020, working paper, Lemma 3.3): poisson's formulas are the theorem's"
+    ),
     ("ampcalc.schemes.pps_cluster", "ampcalc.schemes.pps"): (
         "PPS cluster sampling draws whole clusters by pps's methods: its method names "
         "and successive-sampling inclusion probabilities"
@@ -151,6 +157,10 @@ ANALYSES_EDGES: dict[tuple[str, str], str] = {
     ),
     ("ampcalc.analyses.checks", "ampcalc.analyses.verify"): (
         "validate's exact check on tiny designs is verify's row"
+    ),
+    ("ampcalc.analyses.report", "ampcalc.analyses.calibrate"): (
+        "a named mechanism's report calibrates its noise to the target, as `invert "
+        "--solve sigma` does"
     ),
     ("ampcalc.analyses.report", "ampcalc.analyses.sweep"): (
         "the report's curve is a sweep of the design along ε"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import io
 import json
 import math
@@ -607,19 +606,23 @@ COMMANDS: dict[str, list[Callable[[Path], list[str]]]] = {
 
 def json_commands() -> set[str]:
     """Every CLI command (``pws table`` for a subcommand) that takes ``--json``."""
+    import typer.main
+    from typer.core import TyperGroup
+
     from ampcalc.cli import app as cli
 
     found: set[str] = set()
 
-    def visit(app: Any, prefix: str) -> None:
-        for info in app.registered_commands:
-            name = info.name or info.callback.__name__.replace("_", "-")
-            if "as_json" in inspect.signature(info.callback).parameters:
+    def visit(group: Any, prefix: str) -> None:
+        ctx = typer.Context(group)
+        for name in group.list_commands(ctx):  # the lazily built command line, all of it
+            command = group.get_command(ctx, name)
+            if isinstance(command, TyperGroup):
+                visit(command, f"{prefix}{name} ")
+            elif "--json" in [o for p in command.params for o in getattr(p, "opts", ())]:
                 found.add(f"{prefix}{name}")
-        for group in app.registered_groups:
-            visit(group.typer_instance, f"{prefix}{group.name} ")
 
-    visit(cli.app, "")
+    visit(typer.main.get_command(cli.app), "")
     return found
 
 

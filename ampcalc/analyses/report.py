@@ -497,7 +497,7 @@ def noise_curve(design: Design, calibrated: float | None) -> tuple[NoiseCurve | 
         return None, "this mechanism has no single noise scale to vary"
     knob, symbol = NOISE_KNOBS[kind]
     at = getattr(profile, knob, None)
-    if not isinstance(at, numbers.Real) or not at > 0:
+    if not isinstance(at, numbers.Real) or not float(at) > 0:
         return None, "this mechanism has no single noise scale to vary"
     through = [float(at)] + ([float(calibrated)] if calibrated else [])
     lo_cap = float(profile.sensitivity) * RANGE[0]

@@ -18,7 +18,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -69,81 +69,55 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit(0)
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+class CommandLine(AmpcalcGroup):
+    """ampcalc's root command: the commands of ``COMMANDS``, listed in its order (the
+    top-level help groups them into panels by task, each command's ``rich_help_panel``).
 
+    Only what a run asks for is imported and built: a command is built the first time
+    it is asked for, and a further module's commands are imported then too (``ampcalc
+    bound`` builds this module's four and imports no further module, ``ampcalc sweep``
+    imports and builds only ``cli/sweep.py``'s). Listing the commands (the top-level
+    help, shell completion) and a name that is no command (the suggestions for a typo)
+    build them all.
+    """
 
-class _App(typer.Typer):
-    """The typer app, its further commands (``COMMAND_MODULES``) imported the first time
-    its commands are read rather than at start-up: ``ampcalc bound`` needs none of them
-    (``_only_command``). The order of the commands is the order of an eager import."""
+    def list_commands(self, ctx: Any) -> list[str]:
+        self._build(COMMANDS)
+        listed = [name for name in COMMANDS if name in self.commands]
+        return [*listed, *(name for name in self.commands if name not in COMMANDS)]
 
-    _ready = False  # set at the end of this module: reading the commands imports them
-    _loaded = False
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands:
+            self._build([cmd_name] if cmd_name in COMMANDS else COMMANDS)
+        return self.commands.get(cmd_name)
 
-    def _load(self) -> None:
-        if not self._ready:
+    def _build(self, names: Iterable[str]) -> None:
+        """Add the commands of the ``names`` not built yet (importing their modules)."""
+        missing = [name for name in names if name not in self.commands]
+        if not missing:
             return
-        if not self._loaded:
-            self._loaded = True
-            import importlib
+        import importlib
 
-            for name in COMMAND_MODULES:
-                importlib.import_module(f"ampcalc.cli.{name}")
-        # a command module imported on its own registers first: keep the eager order
-        place = {f"ampcalc.cli.{name}": i for i, name in enumerate(COMMAND_MODULES)}
+        import typer.main
 
-        def order(info: Any) -> int:  # this module's first, then by COMMAND_MODULES
-            module = getattr(info.callback, "__module__", None)
-            if module is None and getattr(info, "typer_instance", None) is not None:
-                module = getattr(info.typer_instance.registered_callback, "callback", None)
-                module = getattr(module, "__module__", None)
-            return place.get(str(module), -1)
-
-        self._commands.sort(key=order)
-        self._groups.sort(key=order)
-
-    @contextlib.contextmanager
-    def _registering(self) -> Iterator[None]:
-        # a command module registering itself imports none of the others
-        ready, self._ready = self._ready, False
-        try:
-            yield
-        finally:
-            self._ready = ready
-
-    def command(self, *args: Any, **kwargs: Any) -> Callable[[_F], _F]:
-        register = super().command(*args, **kwargs)
-
-        def decorator(f: _F) -> _F:
-            with self._registering():
-                return register(f)
-
-        return decorator
-
-    def add_typer(self, *args: Any, **kwargs: Any) -> None:
-        with self._registering():
-            super().add_typer(*args, **kwargs)
-
-    @property
-    def registered_commands(self) -> list[Any]:
-        self._load()
-        return self._commands
-
-    @registered_commands.setter
-    def registered_commands(self, value: list[Any]) -> None:
-        self._commands = value
-
-    @property
-    def registered_groups(self) -> list[Any]:
-        self._load()
-        return self._groups
-
-    @registered_groups.setter
-    def registered_groups(self, value: list[Any]) -> None:
-        self._groups = value
+        modules = dict.fromkeys(m for name in missing for m in COMMANDS.get(name, ()))
+        sources = [core] if "app" in modules else []
+        if any(module != "app" for module in modules):
+            for module in modules:
+                importlib.import_module(f"ampcalc.cli.{module}")
+            sources.append(app)  # the further modules' commands attach to ``app``
+        for source in sources:
+            # typer builds the commands registered there by now (an ``AmpcalcGroup``
+            # gives them the help conventions)
+            for name, command in typer.main.get_group(source).commands.items():
+                self.commands.setdefault(name, command)
 
 
-app = _App(
+#: this module's commands (bound, invert, validate, schemes), added to the command line
+#: by ``CommandLine`` as the further modules' are
+core = typer.Typer(cls=AmpcalcGroup)
+
+app = typer.Typer(
     name="ampcalc",
     help=(
         "Privacy amplification by sampling: sound upper and lower bounds on the "
@@ -153,7 +127,7 @@ app = _App(
     add_completion=True,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
-    cls=AmpcalcGroup,
+    cls=CommandLine,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -472,7 +446,7 @@ def _json_list(
     return json.dumps(docs, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-@app.command()
+@core.command(rich_help_panel="Bounds")
 def bound(
     design: DesignsArg = None,
     fmt: FormatOpt = None,
@@ -530,7 +504,7 @@ def _results_table(dicts: list[dict[str, Any]], kind: str, details: bool = False
     return table
 
 
-@app.command()
+@core.command(rich_help_panel="Bounds")
 def invert(
     design: DesignsArg = None,
     target: Annotated[
@@ -585,7 +559,7 @@ def invert(
     return int(code)
 
 
-@app.command("schemes")
+@core.command("schemes", rich_help_panel="Checks and reference")
 def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False, out: OutputOpt = None) -> int:
     """Every sampling scheme: its parameters, the relation M must satisfy, its basis.
 
@@ -622,7 +596,7 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False, out: OutputOpt 
     return int(ExitCode.OK)
 
 
-@app.command()
+@core.command(rich_help_panel="Checks and reference")
 def validate(
     design: DesignsArg = None,
     fmt: FormatOpt = None,
@@ -747,7 +721,7 @@ def _main(argv: Sequence[str] | None) -> int:
     as_json = json_requested(args)
     reset_inputs()
     try:
-        with interruptible(), _only_command(args[0] if args else None):
+        with interruptible():
             rv = app(args=args, prog_name="ampcalc", standalone_mode=False)
     except Interrupted as sig:
         report_error(sig.message(), as_json, "interrupted", sig.message())
@@ -785,41 +759,6 @@ def _main(argv: Sequence[str] | None) -> int:
     if rv is None:
         return int(ExitCode.OK)
     return int(rv)
-
-
-@contextlib.contextmanager
-def _only_command(name: str | None) -> Iterator[None]:
-    """Build only the command being run (when ``name`` is exactly one command or group):
-    typer evaluates every command's option annotations each time it builds the
-    command line, tens of milliseconds for all of them, and only the top-level help
-    and the suggestions for a mistyped name need them all."""
-    from typer.main import get_command_name
-
-    def named(commands: list[Any]) -> list[Any]:
-        return [
-            c
-            for c in commands
-            if c.callback is not None and (c.name or get_command_name(c.callback.__name__)) == name
-        ]
-
-    ready = app._ready
-    own = named(app._commands) if not app._loaded else []  # one of this module's commands
-    if own and len(own) == 1:
-        app._ready = False  # and none of the further ones are imported
-    commands, groups = app.registered_commands, app.registered_groups
-    keep_commands = named(commands)
-    keep_groups = [g for g in groups if isinstance(g.name, str) and g.name == name]
-    nameless = any(not isinstance(g.name, str) for g in groups)  # its commands merge in
-    if name is None or nameless or len(keep_commands) + len(keep_groups) != 1:
-        app._ready = ready
-        yield
-        return
-    app.registered_commands, app.registered_groups = keep_commands, keep_groups
-    try:
-        yield
-    finally:
-        app.registered_commands, app.registered_groups = commands, groups
-        app._ready = ready
 
 
 def run() -> None:
@@ -865,7 +804,7 @@ def run_solve(
     to: str | None = None,
 ) -> int:
     """Calibrate every design's noise to the target and print the results."""
-    from ampcalc.analyses.calibrate import solve
+    from ampcalc import api
     from ampcalc.model.errors import DesignError
 
     results = []
@@ -877,7 +816,7 @@ def run_solve(
             raise DesignError(
                 f"design {d.name!r}: no target; give --target T or `target: {{epsilon_prime: T}}`"
             )
-        results.append(solve(d, knob, float(t), target_delta))
+        results.append(api.calibrate(d, knob, float(t), target_delta))
     code = ExitCode.OK
     for r in results:
         if r["knob"]["value"] is None:
@@ -919,23 +858,29 @@ def _table(results: list[dict[str, Any]], rich: bool) -> str:
     return render_table(header, rows, footer, rich_output=rich)
 
 
-# Further commands live in ampcalc/cli/<name>.py, one module per command, and attach
-# themselves to ``app`` when imported (each imports its heavy dependencies inside the
-# command function and prints through ``emit_result``). To add one, append its module
-# name here.
-COMMAND_MODULES: tuple[str, ...] = (
-    "sweep",
-    "check",
-    "weights",
-    "completion",
-    "compare",
-    "pws",
-    "verify",
-    "plan",
-    "budget",
-    "pws_keys",
-    "report",
-)
-
-
-app._ready = True  # the further commands are imported when the commands are first read
+# Every command, in the order of ``ampcalc --help``, with the modules (ampcalc/cli/NAME.py)
+# that define it; "app" is this module (its commands are on ``core``). A further module
+# attaches its commands to ``app`` when imported (each imports its heavy dependencies
+# inside the command function and prints through ``emit_result``), and is imported only
+# when one of its commands is asked for (``CommandLine``). To add a command, add its row
+# here and name its panel with ``@app.command(rich_help_panel=...)``.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    # Bounds
+    "bound": ("app",),
+    "invert": ("app",),
+    "check": ("check",),
+    "sweep": ("sweep",),
+    "compare": ("compare",),
+    # Budget and planning
+    "budget": ("budget",),
+    "plan": ("plan",),
+    "report": ("report",),
+    # Records
+    "weights": ("weights",),
+    "pws": ("pws", "pws_keys"),
+    # Checks and reference
+    "verify": ("verify",),
+    "validate": ("app",),
+    "schemes": ("app",),
+    "completion": ("completion",),
+}

@@ -1,6 +1,7 @@
 """``ampcalc budget``: total ε of a ledger of releases, each on its own sample.
 
-See ``ampcalc.analyses.budget`` for the ledger format and how it is composed.
+The computation is ``ampcalc.api.budget`` (``ampcalc.analyses.budget`` documents the
+ledger format and how it is composed).
 
 JSON: ``{"ampcalc_version", "command": "budget", "name", "target": {"epsilon",
 "delta"}, "neighbours", "entries": [{"name", "scheme", "count", "epsilon_prime":
@@ -28,7 +29,7 @@ from ampcalc.cli.app import (
 from ampcalc.cli.conventions import OutputOpt, progress_bar, say
 
 
-@app.command()
+@app.command(rich_help_panel="Budget and planning")
 def budget(
     ledger: Annotated[str, typer.Argument(help="Budget ledger (YAML).", show_default=False)],
     fmt: FormatOpt = None,
@@ -70,19 +71,18 @@ def budget(
 
     Example:  ampcalc budget examples/budget/year.yaml --fail-above 3
     """
-    from ampcalc.analyses import budget as budget_mod
+    from ampcalc import api
+    from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET
 
     output = resolve_format(fmt, as_json, out)
     check_option(fail_above, "--fail-above", "gate")
-    check_option(target, "--target", budget_mod.EPSILON_BUDGET)
-    check_option(discretization, "--discretization", budget_mod.DISCRETIZATION)
-    led = budget_mod.load_ledger(ledger, overrides=set_ or ())
-    if discretization is not None:
-        led = budget_mod.with_discretization(led, discretization)
+    check_option(target, "--target", EPSILON_BUDGET)
+    check_option(discretization, "--discretization", DISCRETIZATION)
+    led = api.load_ledger(ledger, overrides=set_ or (), discretization=discretization)
     if solve is not None:
         return _run_solve(led, solve, target, output)
     with progress_bar("composing the budget") as progress:
-        payload = budget_mod.run(led, progress)
+        payload = api.budget(led, progress)
     code = ExitCode.OK
     for row, entry in zip(payload["entries"], led.entries, strict=True):
         if row.get("error"):  # said once, at the entry's place in the ledger
@@ -186,14 +186,14 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
 # "neighbours", "discretization", "search_discretization", "warnings", "knob": {"name",
 # "mechanism", "entries", "sensitivity", "value", "impossible_below", "width",
 # "epsilon_upper_at_value", "epsilon_lower_at_impossible"}}`` (see
-# ``ampcalc.analyses.budget_solve``). Exit 0, as ``invert --solve``; a note on stderr when
+# ``ampcalc.api.budget_solve``). Exit 0, as ``invert --solve``; a note on stderr when
 # no value meets the target.
 
 
 def _run_solve(led: Any, knob: str, target: float | None, output: Any) -> int:
-    from ampcalc.analyses import budget_solve
+    from ampcalc import api
 
-    payload = budget_solve.solve(led, knob, target)
+    payload = api.budget_solve(led, knob, target)
     k = payload["knob"]
     if k["value"] is None:
         say(f"{payload['name']}: no {knob} meets the target ε in the searched range")

@@ -59,7 +59,7 @@ DesignsArg = Annotated[
 ]
 
 
-@app.command()
+@app.command(rich_help_panel="Bounds")
 def check(
     design: DesignsArg = None,
     max_epsilon: Annotated[

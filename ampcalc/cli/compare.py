@@ -45,7 +45,7 @@ from ampcalc.cli.app import (
 from ampcalc.cli.conventions import OutputOpt
 
 
-@app.command()
+@app.command(rich_help_panel="Bounds")
 def compare(
     design: DesignArg = None,
     target: Annotated[

@@ -30,7 +30,7 @@ if COMPLETE_VAR in os.environ:  # a completion request from the shell
     completion_init()
 
 
-@app.command()
+@app.command(rich_help_panel="Checks and reference")
 def completion(
     shell: Annotated[
         str,

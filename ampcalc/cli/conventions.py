@@ -10,7 +10,8 @@
   errors, ``ampcalc: error: message`` for everything else, and with ``--json`` the same
   error as ``{"error": {...}}`` on standard output.
 - ``AmpcalcGroup``: the help conventions (no ``<bool>`` after flags, upper-case
-  argument names, the example paragraph as the epilog), applied to every command once.
+  argument names, values named ``FILE``, ``FLOAT``, ``TEXT``, ``FORMAT`` rather than by
+  Python type, the example paragraph as the epilog), applied to every command once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import contextlib
 import json
 import os
 import sys
+import typing
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Annotated, Any
 
@@ -325,6 +327,45 @@ def _split_example(help_text: str) -> tuple[str, str | None]:
     return help_text, None
 
 
+#: the value an option takes, by its type's name, as the help shows it (never a Python
+#: type such as ``<str>`` or ``<list[str]>``)
+VALUE_NAMES = {
+    "str": "TEXT",
+    "text": "TEXT",
+    "float": "FLOAT",
+    "float range": "FLOAT",
+    "int": "INTEGER",
+    "integer": "INTEGER",
+    "integer range": "INTEGER",
+    "path": "PATH",
+    "filename": "FILE",
+}
+
+
+def value_name(param: Any) -> str | None:
+    """The help's name for an option's value: its long name upper-cased for a choice
+    (``--format FORMAT``: the option's help lists the choices), else ``VALUE_NAMES``
+    of its type (``TEXT``, ``FLOAT``, ``INTEGER``; a repeatable option's element type);
+    None when the type is not known there."""
+    click_type = getattr(param, "type", None)  # typer on click: click's parameter type
+    described = getattr(param, "type_descriptor", None)  # typer with its own parser
+    source = click_type if click_type is not None else described
+    if source is None:
+        return None
+    if getattr(source, "choices", None) is not None:
+        longest: str = max(param.opts, key=len)
+        return longest.lstrip("-").replace("-", "_").upper()
+    if click_type is not None:
+        type_name = str(getattr(click_type, "name", ""))
+    else:
+        assert described is not None  # source is one of the two
+        annotation = described.annotation
+        if typing.get_origin(annotation) is list and typing.get_args(annotation):
+            annotation = typing.get_args(annotation)[0]
+        type_name = str(getattr(annotation, "__name__", ""))
+    return VALUE_NAMES.get(type_name.lower())
+
+
 def _fix_params(command: Any) -> None:
     for param in getattr(command, "params", []):
         if isinstance(param, TyperArgument):
@@ -332,10 +373,14 @@ def _fix_params(command: Any) -> None:
                 param.metavar = param.name.upper()  # DESIGN, SAMPLE, LEDGER, SHELL
         elif getattr(param, "is_flag", False) or getattr(param, "count", False):
             param.metavar = ""  # a flag takes no value: no "<bool>" after it
-        elif param.name == "design" and param.metavar is None:
+        elif param.metavar is not None:
+            continue
+        elif param.name == "design":
             param.metavar = "DESIGN"  # `pws ... --design DESIGN`, as the argument
-        elif param.name == "output" and param.metavar is None:
+        elif param.name == "output":
             param.metavar = "FILE"  # `-o FILE` everywhere
+        else:
+            param.metavar = value_name(param)  # FLOAT, TEXT, FORMAT: no Python types
 
 
 def _flag_help_option(command: Any) -> None:

@@ -103,7 +103,7 @@ def table(plan: dict[str, Any], rich: bool) -> str:
     return render_table(head, body, lines, rich_output=rich, title=title)
 
 
-@app.command()
+@app.command(rich_help_panel="Budget and planning")
 def plan(
     design: Annotated[
         str | None,

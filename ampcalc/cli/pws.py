@@ -47,7 +47,7 @@ pws_app = typer.Typer(
     "Example:  ampcalc pws table examples/designs/pws.yaml",
     no_args_is_help=True,
 )
-app.add_typer(pws_app, name="pws")
+app.add_typer(pws_app, name="pws", rich_help_panel="Records")
 
 DesignOpt = Annotated[
     str, typer.Option("--design", "-d", help="The pws design (YAML).", show_default=False)

@@ -1,6 +1,6 @@
 """``ampcalc report``: a self-contained HTML privacy report of one or more design files.
 
-The evaluation is ``ampcalc.analyses.report``; the page is ``ampcalc.output.report``
+The evaluation is ``ampcalc.api.report``; the page is ``ampcalc.output.report``
 (Jinja2 and matplotlib, the optional extra ``ampcalc[report]``, imported only when the
 command runs). This module only parses options, writes the file and chooses the exit
 code.
@@ -17,7 +17,7 @@ from ampcalc.cli.app import ExitCode, SetOpt, app, check_option, load, version
 from ampcalc.cli.conventions import say
 
 
-@app.command()
+@app.command(rich_help_panel="Budget and planning")
 def report(
     designs: Annotated[
         list[str] | None,
@@ -75,7 +75,7 @@ def report(
 
     Example:  ampcalc report examples/designs/srswor.yaml -o report.html
     """
-    from ampcalc.analyses.report import evaluate
+    from ampcalc import api
     from ampcalc.load.files import refuse_input_as_output
     from ampcalc.model.errors import AmpcalcError
     from ampcalc.output import report as page
@@ -87,7 +87,7 @@ def report(
     files: list[str | None] = [*designs] if designs else [None]
     refuse_input_as_output(output, [f for f in files if f is not None], option="--output")
     loaded = [d for f in files for d in load(f, set_)]
-    reports = evaluate(loaded, target=target, target_delta=target_delta)
+    reports = api.report(loaded, target=target, target_delta=target_delta)
     code = ExitCode.OK
     for r in reports:
         if r.error:

@@ -34,7 +34,7 @@ TABLE_ROWS = 200
 PROGRESS_FROM = 20  # grid points
 
 
-@app.command()
+@app.command(rich_help_panel="Bounds")
 def sweep(
     design: DesignArg = None,
     vary: Annotated[
@@ -42,10 +42,11 @@ def sweep(
         typer.Option(
             "--vary",
             help=(
-                "PATH=SPEC: a numeric design field and its values, start:stop:steps, "
+                "A numeric design field and its values, start:stop:steps, "
                 "start:stop:steps:log or a comma list (see the examples below). Twice for "
                 "a grid."
             ),
+            metavar="PATH=SPEC",
             show_default=False,
         ),
     ] = None,
@@ -69,9 +70,10 @@ def sweep(
             "--plot",
             help=(
                 "Draw the sweep to this file (.png, .svg, .pdf; needs the plot extra: "
-                "pip install ampcalc\\[plot]). The figure replaces the table; --format "
+                "pip install 'ampcalc\\[plot]'). The figure replaces the table; --format "
                 "csv/--json still write the rows."
             ),
+            metavar="FILE",
             show_default=False,
         ),
     ] = None,

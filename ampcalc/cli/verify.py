@@ -44,10 +44,10 @@ def verify_design(
     epsilon: float | None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """One row of ``verify --json`` for a loaded design (``analyses.checks.verify_design``)."""
-    from ampcalc.analyses.checks import verify_design as run_one
+    """One row of ``verify --json`` for a loaded design (``api.verify_design``)."""
+    from ampcalc import api
 
-    return run_one(design, pairs, limit, epsilon, progress)
+    return api.verify_design(design, pairs, limit, epsilon, progress)
 
 
 def too_large(row: dict[str, Any]) -> bool:
@@ -81,7 +81,7 @@ def _line(r: dict[str, Any]) -> str:
     return text
 
 
-@app.command()
+@app.command(rich_help_panel="Checks and reference")
 def verify(
     design: DesignArg = None,
     exact: Annotated[

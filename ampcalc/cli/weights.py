@@ -69,7 +69,7 @@ SummaryJsonOpt = Annotated[
 ]
 
 
-@app.command()
+@app.command(rich_help_panel="Records")
 def weights(
     design: DesignArg = None,
     output: Annotated[
