@@ -138,6 +138,14 @@ def resolve_inputs(spec: str, allowed: Sequence[str] = ("csv", "parquet")) -> li
     return parts
 
 
+def anchored(parts: list[Partition], address: str | None) -> list[Partition]:
+    """For a running scheduler (``--scheduler ADDRESS``): the partitions' absolute paths,
+    since the workers resolve a relative path against their own working directory."""
+    if not address or address in LOCAL_SCHEDULERS:
+        return parts
+    return [dataclasses.replace(p, path=str(Path(p.path).absolute())) for p in parts]
+
+
 def output_format(output: str, fmt: str | None, default: str) -> str:
     """``--output-format``, else the output directory's suffix, else ``default``."""
     if fmt is not None:
@@ -574,7 +582,7 @@ def run_weights(
     dask = _module("dask")
     dd = _module("dask.dataframe")
 
-    parts = resolve_inputs(inputs, ("csv", "parquet", "npy"))
+    parts = anchored(resolve_inputs(inputs, ("csv", "parquet", "npy")), address)
     out_fmt = output_format(output or "", fmt, "csv")
     rparts = [_record_part(p, params.columns, params.probability_column) for p in parts]
     first = rparts[0]
@@ -608,7 +616,7 @@ def run_weights(
                 eps_star=eps_star,
                 sample=sample,
                 seed=int(seed or 0),
-                out=str(out),
+                out=str(out.resolve()),  # a cluster's workers have their own working directory
                 fmt=out_fmt,
                 parts=tuple(rparts),
                 offsets=offsets,
@@ -1001,7 +1009,7 @@ def run_sanitize(
     require_dask()
     dask = _module("dask")
 
-    parts = resolve_inputs(sample, ("csv", "parquet"))
+    parts = anchored(resolve_inputs(sample, ("csv", "parquet")), address)
     out_fmt = output_format(output or "", fmt, parts[0].kind)
     header = tuple(_sample_header(parts[0]))
     for p in parts[1:]:
@@ -1019,7 +1027,7 @@ def run_sanitize(
         seed=int(seed),
         frequencies=frequencies,
         extend=extend,
-        out=str(out),
+        out=str(out.resolve()),  # a cluster's workers have their own working directory
         fmt=out_fmt,
         header=header,
         parts=tuple(parts),
