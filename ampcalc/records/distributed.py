@@ -5,8 +5,8 @@ for record files). Each file is one partition, taken in natural name order (``pa
 before ``part-10``). For ``weights`` the partitions become a ``dask.dataframe``
 (``from_map``) and the existing per-record kernels run in ``map_partitions``; for
 ``pws sanitize`` each partition is one delayed task that runs the one-process byte path
-on its file (``pws_stream.sanitise_sample``; Parquet partitions through string
-columns). Every task reads its partition with the same parser as the one-process path,
+on its file (``pws_stream.sanitise_sample``; Parquet partitions from Arrow's buffers,
+``_parquet_chunk``). Every task reads its partition with the same parser as the one-process path,
 runs the kernel, writes its part file (``part-00000.csv`` … or ``.parquet``) and returns
 a one-row summary (``pws sanitize``: with its keys' hashes, for the duplicate check
 across partitions). Only the summaries travel back to the client.
