@@ -311,11 +311,13 @@ _TUNED: list[bool] = []
 
 
 def _tune_worker_malloc() -> None:
-    """In a worker of a cluster started by other means (``--scheduler ADDRESS``), once:
+    """In a Dask worker (a local cluster's, or one of ``--scheduler ADDRESS``), once:
     the mmap threshold the local cluster sets through ``MALLOC_MMAP_THRESHOLD_``, here
     with glibc's ``mallopt`` (distributed's nannies set ``MALLOC_TRIM_THRESHOLD_``,
     which pins the threshold at 128 KiB, so every large temporary array is a fresh
-    mmap, page-faulted in: about half a worker's CPU time on ``pws sanitize``).
+    mmap, page-faulted in: about half a worker's CPU time on ``pws sanitize``), and
+    freed heap kept up to twice that (the 64 KiB trim threshold returns every freed page
+    after a task, and the next task faults them in again).
     glibc caps the value at 32 MiB (64-bit); other C libraries: nothing is done."""
     if _TUNED:
         return
@@ -333,9 +335,12 @@ def _tune_worker_malloc() -> None:
 
     with contextlib.suppress(OSError, AttributeError, TypeError):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        m_mmap_threshold = -3
+        m_trim_threshold, m_mmap_threshold = -1, -3
         for value in (_MMAP_THRESHOLD, 1 << 25):  # the second: glibc's cap
             if libc.mallopt(m_mmap_threshold, value) == 1:
+                # and keep up to twice that of freed heap for the next task, as glibc's
+                # own adjustment does (distributed's 64 KiB returns every page)
+                libc.mallopt(m_trim_threshold, 2 * value)
                 break
 
 
