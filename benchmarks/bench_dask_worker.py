@@ -13,8 +13,9 @@ long-running cluster sees). One process: the same job on the whole CSV file, CPU
 command beyond that of a one-key job (the interpreter's start-up and imports).
 
 Outputs are checked to be the one-process rows (CSV parts byte for byte; the Parquet
-parts' keys and frequencies). Peaks of load average are printed as comments: the figures
-are CPU times, so a busy machine inflates them less than wall times, but still.
+parts' keys and frequencies). Each job's CPU split and the load average are printed on
+stderr: the figures are CPU times, so a busy machine inflates them less than wall times,
+but still.
 
     python benchmarks/bench_dask_worker.py [--rows 10000000] [--workers 2] [--repeat 1]
 """
@@ -160,64 +161,62 @@ def measure(
             jobs = [("sample-csv", "csv", "fresh", 1), ("sample-csv", "csv", "warm", repeat)]
             jobs.append(("sample-pq", "parquet", "warm", repeat))
             for src, fmt, state, times in jobs:
-                if True:
-                    per: list[float] = []
-                    client: list[float] = []
-                    for rep in range(times):
-                        out = d / f"out-{src}-{state}-{rep}"
-                        shutil.rmtree(out, ignore_errors=True)
-                        before = {pid: _cpu(pid) for pid in [sched, *pids]}
-                        sys0 = sum(_times(pid)[1] for pid in pids)
-                        _, cpu_client, _ = run_timed(
-                            [*exe, "pws", "sanitize", str(d / src), *p, "--engine", "dask",
-                             "--scheduler", address, "-o", str(out), "--output-format", fmt],
-                            cwd=ROOT,
-                        )  # fmt: skip
-                        spent = {pid: _cpu(pid) - t for pid, t in before.items()}
-                        work = sum(v for pid, v in spent.items() if pid != sched)
-                        system = sum(_times(pid)[1] for pid in pids) - sys0
-                        busy = [f"{v:.2f}" for pid, v in spent.items() if pid != sched]
-                        per.append(n / max(work, 1e-9))
-                        client.append(cpu_client)
-                        print(
-                            f"# {src} {state}: workers' CPU {work:.2f} s "
-                            f"({', '.join(busy)}; system {system:.2f} s)"
-                            f", scheduler {spent[sched]:.2f} s, client {cpu_client:.2f} s, "
-                            f"load {_load():.1f}",
-                            file=sys.stderr,
-                        )
-                        parts = sorted(out.glob("part-*"))
-                        if fmt == "csv":
-                            same = rows_hash(parts) == want
-                        else:
-                            import pyarrow as pa
-
-                            t = pa.concat_tables([pq.read_table(f) for f in parts])
-                            text = "".join(
-                                f"{k},{v}\n"
-                                for k, v in zip(
-                                    t.column("key").to_pylist(),
-                                    t.column("frequency").to_pylist(),
-                                    strict=True,
-                                )
-                            )
-                            import hashlib
-
-                            same = hashlib.sha256(text.encode()).hexdigest() == want
-                        if not same:
-                            raise RuntimeError(f"{src}: output differs from one process")
-                    rw = statistics.median(per)
-                    label = "CSV" if fmt == "csv" else "Parquet"
-                    rows.append(
-                        row(
-                            f"  a worker, {PARTS} {label} partitions, {state} workers: "
-                            "keys per CPU s",
-                            rw,
-                            "keys/s",
-                            note=f"{r1 / rw:.2f}x fewer than one process; client CPU "
-                            f"{statistics.median(client):.2f} s",
-                        )
+                per: list[float] = []
+                client: list[float] = []
+                for rep in range(times):
+                    out = d / f"out-{src}-{state}-{rep}"
+                    shutil.rmtree(out, ignore_errors=True)
+                    before = {pid: _cpu(pid) for pid in [sched, *pids]}
+                    sys0 = sum(_times(pid)[1] for pid in pids)
+                    _, cpu_client, _ = run_timed(
+                        [*exe, "pws", "sanitize", str(d / src), *p, "--engine", "dask",
+                         "--scheduler", address, "-o", str(out), "--output-format", fmt],
+                        cwd=ROOT,
+                    )  # fmt: skip
+                    spent = {pid: _cpu(pid) - t for pid, t in before.items()}
+                    work = sum(v for pid, v in spent.items() if pid != sched)
+                    system = sum(_times(pid)[1] for pid in pids) - sys0
+                    busy = [f"{v:.2f}" for pid, v in spent.items() if pid != sched]
+                    per.append(n / max(work, 1e-9))
+                    client.append(cpu_client)
+                    print(
+                        f"# {src} {state}: workers' CPU {work:.2f} s "
+                        f"({', '.join(busy)}; system {system:.2f} s)"
+                        f", scheduler {spent[sched]:.2f} s, client {cpu_client:.2f} s, "
+                        f"load {_load():.1f}",
+                        file=sys.stderr,
                     )
+                    parts = sorted(out.glob("part-*"))
+                    if fmt == "csv":
+                        same = rows_hash(parts) == want
+                    else:
+                        import pyarrow as pa
+
+                        t = pa.concat_tables([pq.read_table(f) for f in parts])
+                        text = "".join(
+                            f"{k},{v}\n"
+                            for k, v in zip(
+                                t.column("key").to_pylist(),
+                                t.column("frequency").to_pylist(),
+                                strict=True,
+                            )
+                        )
+                        import hashlib
+
+                        same = hashlib.sha256(text.encode()).hexdigest() == want
+                    if not same:
+                        raise RuntimeError(f"{src}: output differs from one process")
+                rw = statistics.median(per)
+                label = "CSV" if fmt == "csv" else "Parquet"
+                rows.append(
+                    row(
+                        f"  a worker, {PARTS} {label} partitions, {state} workers: keys per CPU s",
+                        rw,
+                        "keys/s",
+                        note=f"{r1 / rw:.2f}x fewer than one process; client CPU "
+                        f"{statistics.median(client):.2f} s",
+                    )
+                )
     return rows
 
 

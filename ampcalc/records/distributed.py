@@ -873,7 +873,7 @@ def _parquet_chunk(part: Partition, job: _SanitizeJob, san: Any) -> Any:
     si = header.index("score") if "score" in header else None
     extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
     kcol = cols[ki]
-    lines = np.arange(1, len(kcol) + 1)
+    lines = range(1, len(kcol) + 1)
     freqs = parse_freqs(cols[fi], part.path, lines)
     if si is not None:
         for n, v in enumerate(cols[si]):
