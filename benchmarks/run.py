@@ -51,6 +51,7 @@ BENCHES: list[tuple[str, str, str]] = [
     ("accounting", "bench_accounting", "named mechanisms, composition, budgets vs dp_accounting"),
     ("overhead", "bench_overhead", "Python overhead: one call, big outputs, PWS, weights"),
     ("dask-scaling", "bench_dask_scaling", "Dask: 1 and 2 workers against one process"),
+    ("dask-worker", "bench_dask_worker", "Dask: keys per CPU second of a worker (a cluster)"),
 ]
 MARK = "@@ampcalc-bench-rows@@"
 CHILD = (

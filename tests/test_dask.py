@@ -8,6 +8,7 @@ schedulers run in-process; one test starts a 2-worker ``LocalCluster``.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import sys
@@ -555,3 +556,105 @@ def test_sanitize_partition_task_does_not_import_the_cli(tmp_path: Path) -> None
     root = Path(__file__).resolve().parent.parent
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True)
     assert (tmp_path / "part-00000.csv").read_text(encoding="utf-8").startswith("key,frequency\n")
+
+
+def test_sanitize_parquet_byte_path_matches_one_process(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Parquet partitions read from Arrow's buffers: integer keys (their decimal
+    strings), a large-string frequency column, keys that need quoting or are not ASCII,
+    several row groups, extra columns of other types; the CSV parts are the one-process
+    output of the same rows as CSV, byte for byte, and the Parquet parts hold them."""
+    import csv
+    import io
+
+    rng = np.random.default_rng(20260109)
+    n = 5000
+    freqs = rng.zipf(1.7, n).clip(1, 2000)
+    keys = [f"k{i}" + ("é" if i % 3 == 0 else "") + ("," if i % 11 == 0 else "") for i in range(n)]
+    keys[7] = 'q"uote'
+    other = np.arange(n, dtype=np.int32) - 40
+    score = np.round(rng.uniform(0, 0.009, n), 6)
+    text = io.StringIO()
+    w = csv.writer(text, lineterminator="\n")
+    w.writerow(["key", "frequency", "score", "n"])
+    w.writerows(zip(keys, freqs.tolist(), score.tolist(), other.tolist(), strict=True))
+    (tmp_path / "all.csv").write_text(text.getvalue(), encoding="utf-8")
+    (tmp_path / "pq").mkdir()
+    for i, (a, b) in enumerate(((0, 1700), (1700, 1700), (1700, n))):
+        cols = {
+            "key": pa.array(keys[a:b], pa.large_string()),
+            "frequency": pa.array([str(v) for v in freqs[a:b]], pa.large_string()),
+            "score": pa.array(score[a:b]),
+            "n": pa.array(other[a:b]),
+        }
+        pq.write_table(pa.table(cols), tmp_path / "pq" / f"p{i}.parquet", row_group_size=600)
+    common = ["--design", PWS, "--seed", "12", "--frequencies"]
+    one = tmp_path / "one.csv"
+    run_main(capsys, "pws", "sanitize", str(tmp_path / "all.csv"), *common, "-o", str(one))
+    want = one.read_text(encoding="utf-8")
+    assert want.count('"') > 10  # kept keys that csv.writer quotes
+    dask = ["--engine", "dask", "--scheduler", "synchronous"]
+    out = tmp_path / "out"
+    run_main(capsys, "pws", "sanitize", str(tmp_path / "pq"), *common, *dask, "-o", str(out),
+             "--output-format", "csv")  # fmt: skip
+    assert _parts_text(out) == want
+    out_pq = tmp_path / "out-pq"
+    run_main(capsys, "pws", "sanitize", str(tmp_path / "pq"), *common, *dask, "-o", str(out_pq))
+    tables = [pq.read_table(p) for p in sorted(out_pq.glob("part-*.parquet"))]
+    assert [t.num_rows for t in tables][1] == 0  # the empty partition's part
+    got = pa.concat_tables([t for t in tables if t.num_rows])
+    rows = list(csv.reader(io.StringIO(want)))[1:]
+    assert got.column("key").to_pylist() == [r[0] for r in rows]
+    assert got.column("frequency").to_pylist() == [int(r[1]) for r in rows]
+    assert got.column("n").type == pa.int64()  # passed through as Python ints
+    assert got.column("n").to_pylist() == [int(r[2]) for r in rows]
+
+    # integer keys are their decimal strings: the same draws as in a CSV
+    (tmp_path / "ints").mkdir()
+    ints = np.arange(n, dtype=np.int64) * 13 - 77
+    pq.write_table(
+        pa.table({"key": ints, "frequency": freqs.astype(np.int16)}),
+        tmp_path / "ints" / "p.parquet",
+    )
+    (tmp_path / "ints.csv").write_text(
+        "key,frequency\n" + "".join(f"{k},{f}\n" for k, f in zip(ints, freqs, strict=True)),
+        encoding="utf-8",
+    )
+    one_i = tmp_path / "one-i.csv"
+    run_main(capsys, "pws", "sanitize", str(tmp_path / "ints.csv"), *common, "-o", str(one_i))
+    out_i = tmp_path / "out-i"
+    run_main(capsys, "pws", "sanitize", str(tmp_path / "ints"), *common, *dask, "-o", str(out_i),
+             "--output-format", "csv")  # fmt: skip
+    assert (out_i / "part-00000.csv").read_text(encoding="utf-8") == one_i.read_text("utf-8")
+
+
+def test_sanitize_parquet_null_key_names_its_row(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "pq").mkdir()
+    keys = pa.array(["a", "b", None, "d"], pa.string())
+    pq.write_table(
+        pa.table({"key": keys, "frequency": [1, 2, 3, 4]}), tmp_path / "pq" / "p.parquet"
+    )
+    run = run_main(
+        capsys, "pws", "sanitize", str(tmp_path / "pq"), "--design", PWS, "--seed", "1",
+        "--engine", "dask", "--scheduler", "synchronous", "-o", str(tmp_path / "o"), expect=2,
+    )  # fmt: skip
+    assert f"{tmp_path / 'pq' / 'p.parquet'}:3: column 'key' is empty (null)" in run.stderr
+
+
+def test_table_token_names_a_design_and_its_options() -> None:
+    """A worker reuses the pws tables of an earlier job only for the same design and
+    options: the token is the same for equal designs and differs otherwise."""
+    from ampcalc.designs.sources import load_designs
+    from ampcalc.records import distributed
+    from ampcalc.records.pws_tables import pws_design
+
+    _, a = pws_design(load_designs(PWS))
+    _, b = pws_design(load_designs(PWS))
+    t = distributed.table_token
+    assert t(a, True, True) == t(b, True, True)
+    assert len({t(a, True, True), t(a, False, True), t(a, True, False)}) == 3
+    other = dataclasses.replace(a, threshold=a.threshold * 2)  # another table
+    assert t(other, True, True) != t(a, True, True)

@@ -35,11 +35,11 @@ def write_key_bytes(out: Any, col: Any, idx: Any, tokens: Any) -> bool:
         parts.append((digits.view(np.uint8), np.arange(tok.size) * wide, tsize))
     line = np.frombuffer(b"\n", dtype=np.uint8)
     parts.append((line, np.zeros(idx.size, dtype=np.int64), np.ones(idx.size, np.int64)))
-    out.write(_gather(parts).tobytes().decode())
+    out.write(gather_rows(parts).tobytes().decode())
     return True
 
 
-def _gather(parts: list[tuple[Any, Any, Any]]) -> Any:
+def gather_rows(parts: list[tuple[Any, Any, Any]]) -> Any:
     """Rows made of pieces: row i is ``buf[start[i]:start[i] + size[i]]`` of each part
     in turn, all rows one after another (one ``uint8`` array)."""
     row = sum(size for _, _, size in parts)

@@ -5,8 +5,8 @@ for record files). Each file is one partition, taken in natural name order (``pa
 before ``part-10``). For ``weights`` the partitions become a ``dask.dataframe``
 (``from_map``) and the existing per-record kernels run in ``map_partitions``; for
 ``pws sanitize`` each partition is one delayed task that runs the one-process byte path
-on its file (``pws_stream.sanitise_sample``; Parquet partitions through string
-columns). Every task reads its partition with the same parser as the one-process path,
+on its file (``pws_stream.sanitise_sample``; Parquet partitions from Arrow's buffers,
+``_parquet_chunk``). Every task reads its partition with the same parser as the one-process path,
 runs the kernel, writes its part file (``part-00000.csv`` … or ``.parquet``) and returns
 a one-row summary (``pws sanitize``: with its keys' hashes, for the duplicate check
 across partitions). Only the summaries travel back to the client.
@@ -136,6 +136,14 @@ def resolve_inputs(spec: str, allowed: Sequence[str] = ("csv", "parquet")) -> li
     if len(kinds) > 1:
         raise DesignError(f"{spec!r} mixes {' and '.join(kinds)} partitions; use one format")
     return parts
+
+
+def anchored(parts: list[Partition], address: str | None) -> list[Partition]:
+    """For a running scheduler (``--scheduler ADDRESS``): the partitions' absolute paths,
+    since the workers resolve a relative path against their own working directory."""
+    if not address or address in LOCAL_SCHEDULERS:
+        return parts
+    return [dataclasses.replace(p, path=str(Path(p.path).absolute())) for p in parts]
 
 
 def output_format(output: str, fmt: str | None, default: str) -> str:
@@ -297,6 +305,43 @@ def _sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+_TUNED: list[bool] = []
+
+
+def _tune_worker_malloc() -> None:
+    """In a Dask worker (a local cluster's, or one of ``--scheduler ADDRESS``), once:
+    the mmap threshold the local cluster sets through ``MALLOC_MMAP_THRESHOLD_``, here
+    with glibc's ``mallopt`` (distributed's nannies set ``MALLOC_TRIM_THRESHOLD_``,
+    which pins the threshold at 128 KiB, so every large temporary array is a fresh
+    mmap, page-faulted in: about half a worker's CPU time on ``pws sanitize``), and
+    freed heap kept up to twice that (the 64 KiB trim threshold returns every freed page
+    after a task, and the next task faults them in again).
+    glibc caps the value at 32 MiB (64-bit); other C libraries: nothing is done."""
+    if _TUNED:
+        return
+    _TUNED.append(True)
+    import sys
+
+    if "distributed" not in sys.modules or not sys.platform.startswith("linux"):
+        return
+    try:
+        sys.modules["distributed"].get_worker()
+    except ValueError:
+        return  # not in a worker (dask's local schedulers run in the client)
+    import ctypes
+    import ctypes.util
+
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        for value in (_MMAP_THRESHOLD, 1 << 25):  # the second: glibc's cap
+            if libc.mallopt(m_mmap_threshold, value) == 1:
+                # and keep up to twice that of freed heap for the next task, as glibc's
+                # own adjustment does (distributed's 64 KiB returns every page)
+                libc.mallopt(m_trim_threshold, 2 * value)
+                break
 
 
 def dask_setup(worker: Any) -> None:
@@ -487,6 +532,7 @@ def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None)
     from ampcalc.math.importance import uniforms
     from ampcalc.schemes import importance as imp
 
+    _tune_worker_malloc()
     i = int(partition_info["number"]) if partition_info else 0
     rp, start = job.parts[i], job.offsets[i]
     d = len(rp.names)
@@ -574,7 +620,7 @@ def run_weights(
     dask = _module("dask")
     dd = _module("dask.dataframe")
 
-    parts = resolve_inputs(inputs, ("csv", "parquet", "npy"))
+    parts = anchored(resolve_inputs(inputs, ("csv", "parquet", "npy")), address)
     out_fmt = output_format(output or "", fmt, "csv")
     rparts = [_record_part(p, params.columns, params.probability_column) for p in parts]
     first = rparts[0]
@@ -608,7 +654,7 @@ def run_weights(
                 eps_star=eps_star,
                 sample=sample,
                 seed=int(seed or 0),
-                out=str(out),
+                out=str(out.resolve()),  # a cluster's workers have their own working directory
                 fmt=out_fmt,
                 parts=tuple(rparts),
                 offsets=offsets,
@@ -674,80 +720,9 @@ def _sample_header(part: Partition) -> list[str]:
     return list(header)
 
 
-def _read_sample(part: Partition, header: tuple[str, ...], chunk: int) -> Any:
-    """A sample partition as a DataFrame of Python objects (strings for CSV, as the
-    one-process path reads them) with its line numbers in ``__line__``."""
-    import pandas as pd
-
-    cols: list[list[Any]] = [[] for _ in header]
-    lines: list[int] = []
-    if part.kind == "parquet":
-        cols, lines = _read_parquet_sample(part, header)
-    else:
-        from ampcalc.records.pws_files import read_columns
-
-        for head, lns, chunk_cols in read_columns(part.path, chunk):
-            if tuple(head) != header:
-                raise DesignError(
-                    f"{part.path}:1: columns ({excerpt_names(head)}) differ from the first "
-                    f"partition's ({excerpt_names(header)})"
-                )
-            for c, values in zip(cols, chunk_cols, strict=True):
-                c.extend(values)
-            lines.extend(lns)
-    frame = {
-        h: pd.Series(np.array(c, dtype=object), dtype=object)
-        for h, c in zip(header, cols, strict=True)
-    }
-    frame["__line__"] = pd.Series(np.asarray(lines, dtype=np.int64))
-    return pd.DataFrame(frame)
-
-
-def _read_parquet_sample(
-    part: Partition, header: tuple[str, ...]
-) -> tuple[list[list[Any]], list[int]]:
-    from ampcalc.load.table import read_parquet
-
-    pa = _module("pyarrow")
-    table = read_parquet(part.path)
-    if tuple(table.column_names) != header:
-        raise DesignError(
-            f"{part.path}: columns ({excerpt_names(table.column_names)}) differ from the "
-            f"first partition's ({excerpt_names(header)})"
-        )
-    cols: list[list[Any]] = []
-    for name in header:
-        col = table.column(name)
-        if col.null_count:
-            k = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            raise DesignError(f"{part.path}:{k + 1}: column {name!r} is empty (null)")
-        if name == "key":
-            if pa.types.is_integer(col.type):
-                values = [str(v) for v in col.to_pylist()]
-            elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-                values = col.to_pylist()
-            else:
-                raise DesignError(
-                    f"{part.path}: column 'key' is {col.type}; expected strings or integers"
-                )
-        elif name == "frequency":
-            if pa.types.is_integer(col.type):
-                values = col.to_numpy().astype(np.int64).tolist()
-            elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-                values = col.to_pylist()
-            else:
-                raise DesignError(
-                    f"{part.path}: column 'frequency' is {col.type}; expected whole numbers"
-                )
-        else:
-            values = col.to_pylist()
-        cols.append(values)
-    return cols, list(range(1, table.num_rows + 1))
-
-
 @dataclass(frozen=True)
 class _SanitizeJob:
-    token: str
+    token: str  # names the job's tables in a worker (``_sanitiser``; ``table_token``)
     base: Any  # records.pws_sanitise.PwsSanitiser at the design's table size
     params: Any
     seed: int
@@ -763,12 +738,21 @@ class _SanitizeJob:
 _SANITISERS: dict[str, Any] = {}
 _SANITISER_LOCK = threading.Lock()
 
-_SANITIZE_STATS = {
-    "keys": "int64",
-    "reported": "int64",
-    "table": "int64",
-    "hashes": "object",
-}
+
+def table_token(params: Any, frequencies: bool, extend: bool) -> str:
+    """A name for a design's pws tables, the same in every run of that design: a worker
+    of a running cluster keeps the tables it extended (``_sanitiser``, the last 4) for
+    the next job of the design instead of computing the rows again. Rows depend only on
+    the design (and earlier rows), so tables extended by another job give the same
+    rows."""
+    import hashlib
+    import pickle
+
+    try:
+        blob = pickle.dumps((params, bool(frequencies), bool(extend)), protocol=4)
+    except Exception:  # a design that does not pickle alike: no sharing
+        return uuid.uuid4().hex
+    return hashlib.sha256(blob).hexdigest()
 
 
 def _sanitiser(job: _SanitizeJob, top: int, where: str) -> Any:
@@ -786,73 +770,6 @@ def _sanitiser(job: _SanitizeJob, top: int, where: str) -> Any:
             job.base.ensure(top, where)  # raises: the row was not computed
         san.ensure(top, where)
         return san
-
-
-def _sanitize_partition(frame: Any, job: _SanitizeJob, partition_info: Any = None) -> Any:
-    """Algorithm 2 of 004 on one partition (``pws_kernels.sanitize_keys``); writes its part."""
-    import pandas as pd
-
-    from ampcalc.math import pws as K
-    from ampcalc.records.pws_files import check_duplicates, check_score, parse_freqs
-
-    i = int(partition_info["number"]) if partition_info else 0
-    part = job.parts[i]
-    header = list(job.header)
-    ki, fi = header.index("key"), header.index("frequency")
-    si = header.index("score") if "score" in header else None
-    extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
-    lines = frame["__line__"].tolist()
-    keys = frame["key"].tolist()
-    freqs = parse_freqs(frame["frequency"].tolist(), part.path, lines)
-    if si is not None:
-        for n, v in enumerate(frame["score"].tolist()):
-            check_score(v, job.params, int(freqs[n]), part.path, lines[n])
-    chunk_keys = dict(zip(keys, lines, strict=True))
-    if len(chunk_keys) != len(keys):
-        check_duplicates(keys, lines, {}, part.path)
-    top = int(freqs.max()) if freqs.size else 0
-    san = _sanitiser(job, top, f"{part.path}:{lines[int(np.argmax(freqs))]}" if top else "")
-    if freqs.size:
-        kept, tokens = K.sanitize_keys(keys, freqs, job.seed, p=san.p, rows=san.rows)
-    else:
-        kept, tokens = np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
-    idx = np.flatnonzero(kept)
-    out_header = ["key", *(["frequency"] if job.frequencies else []), *[header[c] for c in extra]]
-    out_cols: list[list[Any]] = [[keys[n] for n in idx.tolist()]]
-    if job.frequencies:
-        assert tokens is not None
-        out_cols.append(tokens[idx].tolist())
-    for c in extra:
-        values = frame[header[c]].tolist()
-        out_cols.append([values[n] for n in idx.tolist()])
-    path = Path(job.out) / PART_NAME.format(i, job.fmt)
-    if job.fmt == "csv":
-        import csv
-
-        with atomic_write(path, newline="") as fh:
-            writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(out_header)
-            writer.writerows(zip(*out_cols, strict=True))
-    else:
-        pa = _module("pyarrow")
-        pq = _module("pyarrow.parquet")
-
-        arrays = [pa.array(out_cols[0], type=pa.string())]
-        if job.frequencies:
-            arrays.append(pa.array(out_cols[1], type=pa.int64()))
-        arrays += [pa.array(c) for c in out_cols[1 + job.frequencies :]]
-        with atomic_write(path, binary=True) as fh:
-            pq.write_table(pa.Table.from_arrays(arrays, names=out_header), fh)
-    # keys are distinct within the partition (checked above); the client sorts the hashes
-    hashes = K.key_hashes(keys) if keys else np.zeros(0, np.uint64)
-    return pd.DataFrame(
-        {
-            "keys": [len(keys)],
-            "reported": [int(idx.size)],
-            "table": [max(job.base.n, top)],
-            "hashes": [hashes],
-        }
-    )
 
 
 class _SharedSanitiser:
@@ -877,20 +794,138 @@ class _SharedSanitiser:
         return self.san.rows
 
 
+def _arrow_bytes(arr: Any) -> Any:
+    """A ``pyarrow`` string (or large string) array, without nulls, as a
+    ``load.bytecols.ByteColumn`` over its own data buffer (no str per cell)."""
+    from ampcalc.load.bytecols import ByteColumn
+
+    n = len(arr)
+    _, offsets, data = arr.buffers()
+    wide = np.int64 if _module("pyarrow").types.is_large_string(arr.type) else np.int32
+    if n == 0 or offsets is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return ByteColumn(np.zeros(0, dtype=np.uint8), empty, empty, plain=True)
+    at = np.frombuffer(offsets, dtype=wide)[arr.offset : arr.offset + n + 1].astype(np.int64)
+    buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    used = buf[int(at[0]) : int(at[-1])]
+    # no comma, quote or line break: csv.writer writes each cell as it is
+    plain = not bool(((used == 44) | (used == 34) | (used == 13) | (used == 10)).any())
+    return ByteColumn(buf, at[:-1], at[1:], plain=plain)
+
+
+def _parquet_columns(part: Partition, header: tuple[str, ...]) -> list[Any]:
+    """A Parquet sample partition's columns: ``key`` (integers as their decimal strings)
+    and a string ``frequency`` as ``load.bytecols.ByteColumn`` s over Arrow's buffers, an
+    integer ``frequency`` as int64, other columns as Python values. Nulls, a column of
+    another type, and columns that differ from the first partition's are errors."""
+    from ampcalc.load.table import read_parquet
+
+    pa = _module("pyarrow")
+    table = read_parquet(part.path)
+    if tuple(table.column_names) != header:
+        raise DesignError(
+            f"{part.path}: columns ({excerpt_names(table.column_names)}) differ from the "
+            f"first partition's ({excerpt_names(header)})"
+        )
+    cols: list[Any] = []
+    for name in header:
+        col = table.column(name)
+        if col.null_count:
+            k = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise DesignError(f"{part.path}:{k + 1}: column {name!r} is empty (null)")
+        text = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+        if name == "key":
+            if pa.types.is_integer(col.type):
+                col = col.cast(pa.string())  # its decimal string, as str(int)
+            elif not text:
+                raise DesignError(
+                    f"{part.path}: column 'key' is {col.type}; expected strings or integers"
+                )
+            cols.append(_arrow_bytes(col.combine_chunks()))
+        elif name == "frequency":
+            if pa.types.is_integer(col.type):
+                cols.append(col.to_numpy().astype(np.int64))
+            elif text:
+                cols.append(_arrow_bytes(col.combine_chunks()))
+            else:
+                raise DesignError(
+                    f"{part.path}: column 'frequency' is {col.type}; expected whole numbers"
+                )
+        else:
+            cols.append(col.to_pylist())
+    return cols
+
+
+def _parquet_chunk(part: Partition, job: _SanitizeJob, san: Any) -> Any:
+    """A Parquet partition as one ``pws_stream.SanitisedChunk``: the checks, coins and
+    draws of ``pws_stream.sanitise_sample`` (one chunk), the key (and a string
+    frequency) read from Arrow's buffers. Integer keys are their decimal strings;
+    other columns are passed through as Python values (as the one-process CSV reader
+    gives them, strings there)."""
+    from ampcalc.load.keyset import KeyLog
+    from ampcalc.math import pws as K
+    from ampcalc.records.pws_files import check_score, duplicate_message, parse_freqs
+    from ampcalc.records.pws_stream import SanitisedChunk
+
+    header = list(job.header)
+    cols = _parquet_columns(part, job.header)
+    ki, fi = header.index("key"), header.index("frequency")
+    si = header.index("score") if "score" in header else None
+    extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
+    kcol = cols[ki]
+    lines = range(1, len(kcol) + 1)
+    freqs = parse_freqs(cols[fi], part.path, lines)
+    if si is not None:
+        for n, v in enumerate(cols[si]):
+            check_score(v, job.params, int(freqs[n]), part.path, int(lines[n]))
+    hashes = K.byte_key_hashes(kcol.buf, kcol.start, kcol.end)
+    dup = KeyLog().add(hashes, kcol.buf, kcol.start, kcol.end, lines)
+    if dup is not None:
+        raise DesignError(duplicate_message(part.path, *dup))
+    top = int(freqs.max()) if freqs.size else 0
+    if freqs.size:
+        san.ensure(top, f"{part.path}:{lines[int(np.argmax(freqs))]}")
+    kept, tokens = K.sanitize_hashes(hashes, freqs, job.seed, p=san.p, rows=san.rows)
+    return SanitisedChunk(
+        header=header,
+        extra=extra,
+        keys=kcol,
+        columns=cols,
+        kept=np.flatnonzero(kept),
+        tokens=tokens,
+        read=len(kcol),
+        hashes=hashes,
+        top=top,
+    )
+
+
+def _arrow_keys(kcol: Any, idx: np.ndarray) -> Any:
+    """The keys ``idx`` of a ``ByteColumn`` as an Arrow string array, from the bytes."""
+    from ampcalc.output.keys_csv import gather_rows as gather  # rows of pieces of one buffer
+
+    pa = _module("pyarrow")
+    start = kcol.start[idx]
+    size = kcol.end[idx] - start
+    offsets = np.zeros(idx.size + 1, dtype=np.int32 if size.sum() < 2**31 else np.int64)
+    np.cumsum(size, out=offsets[1:])
+    data = gather([(kcol.buf, start, size)]) if idx.size else np.zeros(0, np.uint8)
+    kind = pa.string() if offsets.dtype == np.int32 else pa.large_string()
+    arr = pa.Array.from_buffers(kind, idx.size, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return arr.cast(pa.string()) if kind != pa.string() else arr
+
+
 def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
-    """Partition ``i``: a CSV partition is read, checked, hashed and sanitised by the
-    one-process byte path (``pws_stream.sanitise_sample``: byte columns, vectorised
-    hashes, duplicates by one sort) and written by its writer; a Parquet partition
-    through string columns (``_read_sample``, ``_sanitize_partition``)."""
-    part = job.parts[i]
-    if part.kind != "csv":
-        frame = _read_sample(part, job.header, job.chunk)
-        stats = _sanitize_partition(frame, job, {"number": i})
-        return {c: stats[c].iloc[0] for c in _SANITIZE_STATS}
+    """Partition ``i``, read, checked, hashed and sanitised as in one process: a CSV
+    partition by the one-process byte path (``pws_stream.sanitise_sample``: byte
+    columns, vectorised hashes, duplicates by one sort), a Parquet partition from
+    Arrow's buffers (``_parquet_chunk``: the same checks and draws); its part written
+    by the one-process CSV writer or from the key bytes (Parquet)."""
+    _tune_worker_malloc()
     import csv
 
     from ampcalc.records.pws_stream import cells, sanitise_sample, write_chunk
 
+    part = job.parts[i]
     header = list(job.header)
 
     def same_header(head: list[str], extra: list[int]) -> None:
@@ -908,9 +943,12 @@ def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
     hashes: list[np.ndarray] = []
     keys = reported = 0
     path = Path(job.out) / PART_NAME.format(i, job.fmt)
-    chunks = sanitise_sample(
-        part.path, job.chunk, san, job.params, job.seed, on_header=same_header
-    )
+    if part.kind == "csv":
+        chunks: Any = sanitise_sample(
+            part.path, job.chunk, san, job.params, job.seed, on_header=same_header
+        )
+    else:
+        chunks = iter([_parquet_chunk(part, job, san)])
     if job.fmt == "csv":
         with atomic_write(path, newline="") as fh:
             writer = csv.writer(fh, lineterminator="\n")
@@ -923,27 +961,32 @@ def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
     else:
         pa = _module("pyarrow")
         pq = _module("pyarrow.parquet")
-        cols: list[list[Any]] = [[] for _ in out_header]
+        blocks: list[list[Any]] = [[] for _ in out_header]
         for chunk in chunks:
             ids = chunk.kept.tolist()
-            kcells = chunk.keys.tolist()
-            block = [[kcells[n] for n in ids]]
+            block: list[Any] = [_arrow_keys(chunk.keys, chunk.kept)]
             if job.frequencies:
                 assert chunk.tokens is not None
-                block.append(chunk.tokens[chunk.kept].tolist())
+                block.append(pa.array(chunk.tokens[chunk.kept], type=pa.int64()))
             for c in extra:
                 values = cells(chunk.columns[c])
                 block.append([values[n] for n in ids])
-            for col, got in zip(cols, block, strict=True):
-                col.extend(got)
+            for col, got in zip(blocks, block, strict=True):
+                col.append(got)
             assert chunk.hashes is not None
             hashes.append(chunk.hashes)
             keys, reported = chunk.read, reported + len(ids)
-        arrays = [pa.array(cols[0], type=pa.string())]
-        if job.frequencies:
-            arrays.append(pa.array(cols[1], type=pa.int64()))
-        # CSV cells are strings (also in an empty partition: not Arrow's null type)
-        arrays += [pa.array(c, type=pa.string()) for c in cols[1 + job.frequencies :]]
+        n_fixed = 1 + job.frequencies
+        arrays = [
+            pa.concat_arrays(blocks[0]) if blocks[0] else pa.array([], type=pa.string()),
+            *([pa.concat_arrays(blocks[1]) if blocks[1] else pa.array([], pa.int64())]
+              if job.frequencies else []),
+        ]  # fmt: skip
+        for col in blocks[n_fixed:]:
+            values = [v for got in col for v in got]
+            # CSV cells are strings (also in an empty partition: not Arrow's null type);
+            # Parquet columns pass through with the types Arrow infers from their values
+            arrays.append(pa.array(values, type=pa.string() if part.kind == "csv" else None))
         with atomic_write(path, binary=True) as fh:
             pq.write_table(pa.Table.from_arrays(arrays, names=out_header), fh)
     return {
@@ -956,20 +999,18 @@ def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
 
 def _hash_hits(i: int, job: _SanitizeJob, wanted: np.ndarray) -> list[tuple[str, int]]:
     """(key, line) of partition ``i``'s keys whose hash is in ``wanted``."""
+    from ampcalc.load.bytecols import ByteColumn
     from ampcalc.math import pws as K
+    from ampcalc.records.pws_files import read_sample
 
     part = job.parts[i]
     if part.kind != "csv":
-        frame = _read_sample(part, job.header, job.chunk)
-        keys = frame["key"].tolist()
-        hit = np.isin(K.key_hashes(keys), wanted) if keys else np.zeros(0, dtype=bool)
-        lines = frame["__line__"].tolist()
-        return [(keys[n], int(lines[n])) for n in np.flatnonzero(hit).tolist()]
-    from ampcalc.load.bytecols import ByteColumn
-    from ampcalc.records.pws_files import read_sample
-
+        cols = _parquet_columns(part, job.header)
+        chunks: Any = [(list(job.header), range(1, len(cols[0]) + 1), cols)]
+    else:
+        chunks = read_sample(part.path, job.chunk)
     found: list[tuple[str, int]] = []
-    for head, lines, cols in read_sample(part.path, job.chunk):
+    for head, lines, cols in chunks:
         kcol = cols[list(head).index("key")]
         if not isinstance(kcol, ByteColumn):
             kcol = ByteColumn.from_strings(kcol)
@@ -1001,7 +1042,7 @@ def run_sanitize(
     require_dask()
     dask = _module("dask")
 
-    parts = resolve_inputs(sample, ("csv", "parquet"))
+    parts = anchored(resolve_inputs(sample, ("csv", "parquet")), address)
     out_fmt = output_format(output or "", fmt, parts[0].kind)
     header = tuple(_sample_header(parts[0]))
     for p in parts[1:]:
@@ -1013,13 +1054,13 @@ def run_sanitize(
             )
     out = prepare_output(output)
     job = _SanitizeJob(
-        token=uuid.uuid4().hex,
+        token=table_token(params, frequencies, extend),
         base=base,
         params=params,
         seed=int(seed),
         frequencies=frequencies,
         extend=extend,
-        out=str(out),
+        out=str(out.resolve()),  # a cluster's workers have their own working directory
         fmt=out_fmt,
         header=header,
         parts=tuple(parts),
