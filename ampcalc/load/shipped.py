@@ -26,7 +26,7 @@ DOC_SUFFIX = ".md"
 
 
 def _share(part: str) -> Traversable:
-    return resources.files("ampcalc").joinpath("share", part)
+    return resources.files("ampcalc").joinpath("share").joinpath(part)  # one name a call (3.10)
 
 
 def _walk(root: Traversable, prefix: str = "") -> dict[str, Traversable]:
