@@ -208,6 +208,35 @@ def test_missing_accountant_names_the_extra(tmp_path: Path, monkeypatch) -> None
         budget.run(budget.load_ledger(str(path)))
 
 
+def test_budget_says_a_missing_accountant_before_any_bar(capsys, monkeypatch) -> None:
+    """Without dp_accounting ``ampcalc budget`` fails on a clean line before drawing its
+    bar (which it draws on a terminal when the accountant is there)."""
+    from conftest import run_main
+
+    from ampcalc.cli import budget as cli_budget
+    from ampcalc.cli import conventions
+
+    monkeypatch.setattr(conventions, "progress_enabled", lambda: True)
+    bars: list[str] = []
+    real = cli_budget.progress_bar
+    monkeypatch.setattr(cli_budget, "progress_bar", lambda d, *a: (bars.append(d), real(d))[1])
+    year = str(ROOT / "examples" / "budget" / "year.yaml")
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "dp_accounting", None)
+        m.setitem(sys.modules, "dp_accounting.pld", None)
+        for args in ([year], [year, "--solve", "scale"]):
+            run = run_main(capsys, "budget", *args, expect=2)
+            assert bars == []
+            assert run.stdout == ""
+            assert run.stderr == (
+                "ampcalc: error: ampcalc budget composes with Google's dp_accounting PLD "
+                "accountant, which is not installed; install it with: "
+                "pip install 'ampcalc[accounting]'\n"
+            )
+    run_main(capsys, "budget", year)
+    assert bars == ["composing the budget"]
+
+
 def test_mixed_relations_are_refused(tmp_path: Path) -> None:
     e = (
         "  - design: {mechanism: {epsilon: 1.0, neighbours: both}, sampling: {scheme: srswor, "

@@ -114,6 +114,23 @@ def _entry_bound(entry: Entry, delta_entry: float) -> Any:
     return engine.bound(d)
 
 
+def require_accountant() -> None:
+    """Fail before any work (and before a progress bar is drawn) when dp_accounting, the
+    accountant ``ampcalc budget`` composes with, is not installed.
+
+    Raises:
+        MissingAccountant: it is not installed (it is one of ampcalc's dependencies; an
+            installation without it was made with ``--no-deps`` or had it removed).
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("dp_accounting") is None:
+        raise MissingAccountant(
+            "ampcalc budget composes with Google's dp_accounting PLD accountant, which is "
+            f"not installed; install it with: pip install '{EXTRA}'"
+        )
+
+
 def _import_pld() -> Any:
     try:
         from dp_accounting.pld import privacy_loss_distribution as pld
@@ -143,6 +160,7 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
     ``progress(done, total)`` is called as the work advances: one step per entry's bound,
     then one per entry in each of the accountant's two compositions (upper and lower).
     """
+    require_accountant()
     steps = 3 * len(ledger.entries)
     done = 0
 

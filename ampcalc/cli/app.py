@@ -122,7 +122,9 @@ app = typer.Typer(
     help=(
         "Privacy amplification by sampling: sound upper and lower bounds on the "
         "population-level ε′ of an ε-DP mechanism run on a sample, and their inverses.\n\n"
-        "Example:  ampcalc bound examples/designs/srswor.yaml"
+        "Example:  ampcalc bound examples/designs/srswor.yaml\n\n"
+        "Copy the examples here first:  ampcalc examples examples\n\n"
+        "A page a result cites:  ampcalc docs derivations"
     ),
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -882,5 +884,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "verify": ("verify",),
     "validate": ("app",),
     "schemes": ("app",),
+    "examples": ("shipped",),
+    "docs": ("shipped",),
     "completion": ("completion",),
 }

@@ -72,13 +72,14 @@ def budget(
     Example:  ampcalc budget examples/budget/year.yaml --fail-above 3
     """
     from ampcalc import api
-    from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET
+    from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET, require_accountant
 
     output = resolve_format(fmt, as_json, out)
     check_option(fail_above, "--fail-above", "gate")
     check_option(target, "--target", EPSILON_BUDGET)
     check_option(discretization, "--discretization", DISCRETIZATION)
     led = api.load_ledger(ledger, overrides=set_ or (), discretization=discretization)
+    require_accountant()  # before any work or bar: a missing dependency said on its own
     if solve is not None:
         return _run_solve(led, solve, target, output)
     with progress_bar("composing the budget") as progress:
