@@ -2,8 +2,8 @@
 
 A sweep varies one or two numeric design fields (``--vary PATH=SPEC``) and evaluates
 ``bound`` (ε′ against the varied values), ``invert`` (the certified mechanism ε
-against a target ε′ or a design field) or ``plan`` (the accuracy planner, when it is
-installed) at every grid point, for every design of the file.
+against a target ε′ or a design field) or ``plan`` (the accuracy planner's figures,
+``math.accuracy``) at every grid point, for every design of the file.
 
 The axis along M's ε (``mechanism.epsilon``, for ``bound``) or along the target ε′
 (``target``, for ``invert``) is evaluated in one vectorised engine call per design;
@@ -558,9 +558,6 @@ def _pieces(
                 f"the file holds {n_designs} design(s); there is no designs[{idx}]",
                 where=_where(v.text),
             )
-    if of == "plan":
-        planner = _planner()
-
     per_point = math.prod(len(v.values) for v in others)
     if per_point > limit("sweep_design_points"):  # before the grid is built
         raise DesignError(
@@ -612,9 +609,7 @@ def _pieces(
                 pointwise = False
                 if of == "plan":
                     res = None
-                    cols, data = _plan_columns(
-                        planner, d, values if values is not None else target
-                    )
+                    cols, data = _plan_columns(d, values if values is not None else target)
                 else:
                     data = None
                     res, cols = _evaluate(d, of, values, target, target_delta)
@@ -1023,40 +1018,11 @@ def _concat(pieces: list[dict[str, Any]]) -> dict[str, np.ndarray]:
 
 
 # ---------------------------------------------------------------------------------------
-# the planner (optional module)
+# the accuracy planner's columns
 # ---------------------------------------------------------------------------------------
 
 
-class PlannerMissing(DesignError):
-    """``of="plan"`` asked for, but the accuracy planner is not installed."""
-
-
-PLAN_FUNCTIONS = ("epsilon_sample", "noise_ratio", "q_bound")
-
-
-def _planner() -> Any:
-    """The accuracy planner module (``ampcalc.planner``), checked for what ``plan`` uses."""
-    import importlib
-    import importlib.util
-
-    if importlib.util.find_spec("ampcalc.math.accuracy") is None:
-        raise PlannerMissing(
-            'of="plan" needs the accuracy planner (ampcalc.planner), which is not yet '
-            'available in this version; use of="bound" or of="invert"'
-        )
-    module = importlib.import_module("ampcalc.math.accuracy")
-    missing = [f for f in PLAN_FUNCTIONS if not callable(getattr(module, f, None))]
-    if missing:
-        raise PlannerMissing(
-            'of="plan": the accuracy planner lacks ' + ", ".join(missing) + "; this "
-            "version cannot sweep it"
-        )
-    return module
-
-
-def _plan_columns(
-    planner: Any, design: Any, target: Any
-) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def _plan_columns(design: Any, target: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The planner's accuracy figures for one SRSWOR design at target ε′ (vectorised).
 
     Columns: ``target.epsilon_prime``; ``plan.rate`` (n/N); ``plan.epsilon_sample``
