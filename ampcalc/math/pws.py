@@ -5,13 +5,13 @@
 - ``reporting_probabilities``: Algorithm 3 (optimal key-reporting probabilities π_i),
   exact recursion in O(N): vectorised where π_i = q_i, scalar steps only where privacy
   binds (at most 2⌈L⌉ per binding stretch, spec B4/B5).
-- ``frequency_rows``: Algorithm 4 (sanitised frequencies j ≤ i), banded sparse rows.
+- ``frequency_rows``: Algorithm 4 (sanitized frequencies j ≤ i), banded sparse rows.
 - ``hockey_stick``/``dp_check``: exact DP self-check between consecutive rows.
 - ``sbh_phi``: stability-based histogram reporting probability (spec B9), sampled
   when q < 1.
 - ``mle_estimates``/``bias_variance``: the MLE estimator a_j and per-frequency
   bias, variance and MSE (spec B8, Eq. 9).
-- ``key_uniforms``/``sanitize_keys``: the sanitiser (Alg. 2) with a counter-based
+- ``key_uniforms``/``sanitize_keys``: the sanitizer (Alg. 2) with a counter-based
   per-key generator, so chunked, streamed and distributed runs agree.
 """
 
@@ -184,7 +184,7 @@ def settled_index(q: np.ndarray, pi: np.ndarray) -> int | None:
 
 
 # --------------------------------------------------------------------------------------
-# Algorithm 4: sanitised frequencies
+# Algorithm 4: sanitized frequencies
 # --------------------------------------------------------------------------------------
 
 
@@ -272,7 +272,7 @@ class Rows:
 
     def token_cdf(self, w: int) -> np.ndarray:
         """Cumulative sums of row w's band over q_w, from its top entry down (what the
-        sanitiser's tokens invert); computed once per row (once for the rows that repeat
+        sanitizer's tokens invert); computed once per row (once for the rows that repeat
         one row at the same q_w)."""
         key = (self._base(w), float(self.q[w - 1]))
         cum = self._cdf.get(key)
@@ -794,7 +794,7 @@ def bias_variance(
 
 
 # --------------------------------------------------------------------------------------
-# Sanitiser (Alg. 2) with a counter-based per-key generator
+# Sanitizer (Alg. 2) with a counter-based per-key generator
 # --------------------------------------------------------------------------------------
 
 
