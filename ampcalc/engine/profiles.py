@@ -90,30 +90,30 @@ def _meets_or_raises(cached: Any, eps: float, target_delta: float) -> bool:
     return bool(cached(eps)[1] <= target_delta)
 
 
-def _first_near(meets: Any, hint: float | None, cap: float) -> float | None:
-    """The smallest float ε near ``hint`` at which ``meets`` turns true (exact to the
+def _first_near(meets: Any, guess: float | None, cap: float) -> float | None:
+    """The smallest float ε near ``guess`` at which ``meets`` turns true (exact to the
     last bit for the predicate as evaluated, like ``numeric.first_true``), found from a
-    bracket of a few ulps around the hint; ``None`` when no bracket within a relative
-    1e-6 of the hint has ``meets`` false at its bottom and true at its top (the caller
+    bracket of a few ulps around the guess; ``None`` when no bracket within a relative
+    1e-6 of the guess has ``meets`` false at its bottom and true at its top (the caller
     then bisects from 1e-300)."""
-    if hint is None or not (0.0 < hint <= cap):
+    if guess is None or not (0.0 < guess <= cap):
         return None
 
     def ok(x: float) -> bool:
         return bool(meets(np.asarray(x)).item())
 
     r = 1e-15
-    if ok(hint):
+    if ok(guess):
         while r < 1e-6:
-            lo = hint * (1.0 - r)
+            lo = guess * (1.0 - r)
             if not ok(lo):
-                return float(numeric.first_true(meets, lo, hint))
+                return float(numeric.first_true(meets, lo, guess))
             r *= 16.0
         return None
     while r < 1e-6:
-        hi = min(hint * (1.0 + r), cap)
+        hi = min(guess * (1.0 + r), cap)
         if ok(hi):
-            return float(numeric.first_true(meets, hint, hi))
+            return float(numeric.first_true(meets, guess, hi))
         if hi >= cap:
             return None
         r *= 16.0
@@ -150,7 +150,7 @@ def bound_profile(
         )
     target_delta = 0.0 if target is None else float(target)
 
-    def image(eps: float) -> tuple[float, float, Any]:
+    def amplified(eps: float) -> tuple[float, float, Any]:
         """(ε′, δ′, analysis) of the profile point at ε, via the scheme's theorem."""
         point = point_mechanism(mech, eps, replace_one=guarantee is not Neighbours.ADD_REMOVE)
         analysis = analyse(design, point)
@@ -161,31 +161,31 @@ def bound_profile(
         dp = float(np.clip(analysis.delta_prime(e), 0.0, 1.0))
         return up, dp, analysis
 
-    hints: list[float | None] = []
+    poisson_guesses: list[float | None] = []
 
-    def hint() -> float | None:
+    def poisson_guess() -> float | None:
         """Where M's point meets δ′ for Poisson sampling under add-remove (δ′ = q·δ_M(ε)
         there): M's ε at δ′/q; ``_first_near`` checks it as evaluated."""
-        if hints:
-            return hints[0]
+        if poisson_guesses:
+            return poisson_guesses[0]
         h: float | None = None
         q = float(design.params.rate) if design.scheme == "poisson" else 0.0
         if guarantee is Neighbours.ADD_REMOVE and 0.0 < q <= 1.0 and 0.0 < target_delta < q:
             h = float(epsilon_at_delta(profile, target_delta / q))
             h = h if math.isfinite(h) and h > 0.0 else None
-        hints.append(h)
+        poisson_guesses.append(h)
         return h
 
     # a profile point with δ > 0 needs the scheme's (ε, δ) theorem
     try:
         if pure is None:
-            probe_eps = hint()
+            probe_eps = poisson_guess()
             if probe_eps is None:
                 probe_eps = float(epsilon_at_delta(profile, 1e-6))
         else:
             probe_eps = pure
         if pure is None:
-            image(max(probe_eps, 1e-6))
+            amplified(max(probe_eps, 1e-6))
     except ConditionError as err:
         return _refusal(
             design,
@@ -202,7 +202,7 @@ def bound_profile(
 
     def cached(eps: float) -> tuple[float, float, Any]:
         if eps not in cache:
-            cache[eps] = image(eps)
+            cache[eps] = amplified(eps)
         return cache[eps]
 
     def meets(x: np.ndarray) -> np.ndarray:
@@ -226,11 +226,11 @@ def bound_profile(
             chosen = pure
             cached(pure)  # the scheme's refusal of the pure point is the answer
             if target_delta > 0.0:
-                near = _first_near(meets, hint(), pure)
+                near = _first_near(meets, poisson_guess(), pure)
                 chosen = (
                     near if near is not None else float(numeric.first_true(meets, 1e-300, pure))
                 )
-        elif (near := _first_near(meets, hint(), math.inf)) is not None:
+        elif (near := _first_near(meets, poisson_guess(), math.inf)) is not None:
             chosen = near
         else:
             hi = float(epsilon_at_delta(profile, target_delta))
