@@ -415,20 +415,17 @@ Join = Callable[[list[Any]], Any]
 
 
 def _arrow() -> Join | None:
-    """Arrow's ``binary_join_element_wise`` when pyarrow is installed (the ``fast`` and
-    ``parquet`` extras), else ``None``. Called through the compute registry
-    (``call_function``, which ``pyarrow.compute`` re-exports from ``pyarrow._compute``):
-    importing ``pyarrow.compute`` itself builds a Python wrapper for each of its ~300
-    functions (~30 ms); it is the fallback should that module move."""
+    """Arrow's ``binary_join_element_wise`` (``pyarrow.compute``) when pyarrow is
+    installed (the ``fast`` and ``parquet`` extras), else ``None``: called with the
+    string arrays and scalars to join, the separator last."""
     import importlib
 
-    for name in ("pyarrow._compute", "pyarrow.compute"):
-        try:
-            call = importlib.import_module(name).call_function
-        except (ImportError, AttributeError):
-            continue
-        return functools.partial(call, "binary_join_element_wise")
-    return None
+    try:
+        compute = importlib.import_module("pyarrow.compute")
+    except ImportError:
+        return None
+    join = compute.binary_join_element_wise
+    return lambda args: join(*args)
 
 
 def _pyarrow() -> Any:
