@@ -25,6 +25,7 @@ from oracle_pws import (
 import ampcalc
 from ampcalc import api, engine
 from ampcalc.math import pws as K
+from ampcalc.math import pws_sbh
 from ampcalc.model.errors import DesignError
 from ampcalc.schemes import pws
 
@@ -261,7 +262,7 @@ def _sbh_grid(eps: float, delta: float, tau: float) -> list[int]:
 def test_sbh_closed_form_matches_mpmath(method: str) -> None:
     # f(i) = i: φ_i in closed form (sums of non-negative terms) against the plain
     # antiderivatives at 60 digits, over small ε, δ = 1, large frequencies
-    form = K._sbh_ppswor_linear if method == "ppswor" else K._sbh_priority_linear
+    form = pws_sbh._sbh_ppswor_linear if method == "ppswor" else pws_sbh._sbh_priority_linear
     worst = 0.0
     for eps in (1e-4, 1e-3, 0.1, 20.0):
         for delta in (1.0, 1e-8):
@@ -337,8 +338,10 @@ def test_sbh_quadrature_matches_closed_form() -> None:
             if method == "priority" and tau * T >= 1:
                 continue
             i = np.array(_sbh_grid(eps, delta, tau), dtype=float)
-            got = K._sbh_quadrature(i, eps, T, method, tau, 1.0)
-            form = K._sbh_ppswor_linear if method == "ppswor" else K._sbh_priority_linear
+            got = pws_sbh._sbh_quadrature(i, eps, T, method, tau, 1.0)
+            form = (
+                pws_sbh._sbh_ppswor_linear if method == "ppswor" else pws_sbh._sbh_priority_linear
+            )
             np.testing.assert_allclose(got, form(i, eps, T, tau), rtol=1e-13)
 
 
@@ -374,7 +377,7 @@ def test_sbh_quadrature_sweep_matches_mpmath() -> None:
                         grid = _sbh_grid(eps, delta, tau)
                         grid.append(round((1 / tau) ** (1 / p)))
                         ii = np.array(sorted(rng.choice(grid, 2, replace=False)), dtype=float)
-                        got = K._sbh_quadrature(ii, eps, T, method, tau, p)
+                        got = pws_sbh._sbh_quadrature(ii, eps, T, method, tau, p)
                         for k, i in enumerate(ii.tolist()):
                             ref = float(phi_sbh_quad(i, eps, delta, method, tau, p))
                             worst = max(worst, abs(got[k] - ref) / ref)
