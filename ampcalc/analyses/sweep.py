@@ -545,8 +545,6 @@ def _pieces(
     """The grid's rows, in order: per point of the other axis, per design, the
     vectorised axis in one engine call (``block``: in calls of at most ``block``
     values). ``seconds[0]`` accumulates the time spent in engine calls."""
-    import time
-
     vec_path = vector_path(of)
     vec = next((v for v in varies if v.path == vec_path), None)
     others = [v for v in varies if v is not vec]
@@ -577,61 +575,90 @@ def _pieces(
     }
     for step, combo in enumerate(grid):
         point = {v.path: val for v, val in zip(others, combo, strict=True)}
-        if point:
-            try:
-                designs = load_point(point)
-            except DesignError as err:
-                where = err.where
-                if where is not None and where.file == "--set":
-                    fld = re.sub(r"^designs\[\d+\]\.", "", where.field or "")
-                    hit = [v for v in others if where.field == v.path or fld == v.field]
-                    if hit:
-                        where = _where(hit[0].text)
-                hint = err.hint
-                plain = [v.path for v in others if v.design_index is None]
-                if n_designs > 1 and plain:
-                    extra = (
-                        f"in a `designs:` file a plain path applies to every design; to vary "
-                        f"one design write designs[i].{plain[0]}"
-                    )
-                    hint = f"{hint}; {extra}" if hint else extra
-                raise DesignError(
-                    f"at grid point {_point_text(point)}: {err.message}",
-                    where=where,
-                    hint=hint,
-                ) from None
-        else:
-            designs = base_designs
+        designs = _point_designs(load_point, point, others, n_designs) if point else base_designs
         for d in designs:
             for span in spans:
                 values = vec_values if span is None else vec_values[span[0] : span[1]]  # type: ignore[index]
-                t0 = time.perf_counter()
-                pointwise = False
-                if of == "plan":
-                    res = None
-                    cols, data = _plan_columns(d, values if values is not None else target)
-                else:
-                    data = None
-                    res, cols = _evaluate(d, of, values, target, target_delta)
-                    if values is not None and len(values) > 1 and res.error is not None:
-                        res, cols, vectorised = _per_point(d, of, values, target_delta, res, cols)
-                        pointwise = not vectorised
-                if seconds is not None:
-                    seconds[0] += time.perf_counter() - t0
-                n = len(next(iter(cols.values())))
-                piece: dict[str, Any] = {
-                    "design": _objects(n, d.name),
-                    "scheme": _objects(n, d.scheme),
-                }
-                for v in varies:
-                    if v is vec:
-                        piece[v.path] = np.asarray(values, dtype=float)
-                    else:
-                        piece[v.path] = np.full(n, point[v.path], dtype=kinds[v.path])
-                piece.update(cols)
-                yield _Piece(d, res, data, piece, pointwise)
+                yield _piece(
+                    d, of, values, target, target_delta, varies, vec, point, kinds, seconds
+                )
         if progress is not None:
             progress(step + 1, len(grid))
+
+
+def _point_designs(
+    load_point: Callable[[Mapping[str, float | int]], tuple[Design, ...]],
+    point: Mapping[str, float | int],
+    others: Sequence[Vary],
+    n_designs: int,
+) -> tuple[Design, ...]:
+    """The designs at one point of the grid; a design error names the point and, when
+    it comes from an override, the ``--vary`` that made it."""
+    try:
+        return load_point(point)
+    except DesignError as err:
+        where = err.where
+        if where is not None and where.file == "--set":
+            fld = re.sub(r"^designs\[\d+\]\.", "", where.field or "")
+            hit = [v for v in others if where.field == v.path or fld == v.field]
+            if hit:
+                where = _where(hit[0].text)
+        hint = err.hint
+        plain = [v.path for v in others if v.design_index is None]
+        if n_designs > 1 and plain:
+            extra = (
+                f"in a `designs:` file a plain path applies to every design; to vary "
+                f"one design write designs[i].{plain[0]}"
+            )
+            hint = f"{hint}; {extra}" if hint else extra
+        raise DesignError(
+            f"at grid point {_point_text(point)}: {err.message}",
+            where=where,
+            hint=hint,
+        ) from None
+
+
+def _piece(
+    d: Design,
+    of: str,
+    values: np.ndarray | None,
+    target: float | None,
+    target_delta: float | None,
+    varies: tuple[Vary, ...],
+    vec: Vary | None,
+    point: Mapping[str, float | int],
+    kinds: Mapping[str, Any],
+    seconds: list[float] | None,
+) -> _Piece:
+    """The rows of design ``d`` at one point of the other axes, along the vectorised
+    axis' ``values`` (one engine call; ``seconds[0]`` accumulates its time)."""
+    import time
+
+    t0 = time.perf_counter()
+    pointwise = False
+    if of == "plan":
+        res = None
+        cols, data = _plan_columns(d, values if values is not None else target)
+    else:
+        data = None
+        res, cols = _evaluate(d, of, values, target, target_delta)
+        if values is not None and len(values) > 1 and res.error is not None:
+            res, cols, vectorised = _per_point(d, of, values, target_delta, res, cols)
+            pointwise = not vectorised
+    if seconds is not None:
+        seconds[0] += time.perf_counter() - t0
+    n = len(next(iter(cols.values())))
+    piece: dict[str, Any] = {
+        "design": _objects(n, d.name),
+        "scheme": _objects(n, d.scheme),
+    }
+    for v in varies:
+        if v is vec:
+            piece[v.path] = np.asarray(values, dtype=float)
+        else:
+            piece[v.path] = np.full(n, point[v.path], dtype=kinds[v.path])
+    piece.update(cols)
+    return _Piece(d, res, data, piece, pointwise)
 
 
 def _grid(
