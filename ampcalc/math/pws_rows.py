@@ -195,44 +195,10 @@ def frequency_rows(
         start = prev_lo if d0 - e_neg * delta <= 0 or prev.size == 0 else 1
         if prev.size == 0:
             start = i
-        width = i - start + 1
-        entries += width
+        entries += i - start + 1
         if max_entries is not None and entries > max_entries:
             raise RowsTooLong(entries, i)
-        prev_full = np.zeros(width)  # π_{i−1,j} for j = start..i (j = i is 0)
-        off = prev_lo - start
-        if prev.size:
-            prev_full[off : off + prev.size] = prev
-        cum_prev = np.cumsum(prev_full)
-        # lower bounds for j = start..i−1
-        t = e_neg * (cum_prev[:-1] - delta) + d0
-        s = np.maximum(t, 0.0)
-        row = np.zeros(width)
-        if s.size:
-            row[:-1] = np.diff(np.concatenate(([0.0], s)))
-        rest = p_i - (s[-1] if s.size else 0.0)
-        if rest > 0:
-            # suffix constraints V_j = e^ε Σ_{h=j}^{i−1} π_{i−1,h} + δ, j = start..i
-            suf_prev = np.cumsum(prev_full[::-1])[::-1]
-            v = e_pos * suf_prev + delta
-            suf_old = np.cumsum(row[::-1])[::-1]
-            room = v - suf_old  # A_j uncapped, j = start..i
-            ok = np.flatnonzero(room >= rest)
-            jstar = int(ok[-1]) if ok.size else -1
-            added = room.copy()
-            if jstar >= 0:
-                added[: jstar + 1] = rest
-            added_next = np.concatenate((added[1:], [0.0]))
-            row = row + (added - added_next)
-        nz = np.flatnonzero(row != 0.0)
-        if nz.size:
-            row = row[nz[0] : nz[-1] + 1]
-            new_lo = start + int(nz[0])
-            if start + int(nz[-1]) != i:
-                row = np.concatenate((row, np.zeros(i - start - int(nz[-1]))))
-        else:
-            row = np.zeros(0)
-            new_lo = i
+        new_lo, row = _row(i, start, d0, p_i, prev_lo, prev, e_pos, e_neg, delta)
         if i >= steady:
             key = (new_lo - i, z, hash(row.tobytes()))
             j = seen.get(key)
@@ -259,6 +225,56 @@ def frequency_rows(
         computed=len(band),
         period=period,
     )
+
+
+def _row(
+    i: int,
+    start: int,
+    d0: float,
+    p_i: float,
+    prev_lo: int,
+    prev: np.ndarray,
+    e_pos: float,
+    e_neg: float,
+    delta: float,
+) -> tuple[int, np.ndarray]:
+    """Row i of Algorithm 4 over j = ``start``..i from row i − 1 (its band ``prev`` from
+    ``prev_lo``): the lower tails, then the rest pushed to high j (``frequency_rows``).
+    Returns the row's first j and its band (trailing zeros up to j = i kept, leading
+    zeros dropped)."""
+    width = i - start + 1
+    prev_full = np.zeros(width)  # π_{i−1,j} for j = start..i (j = i is 0)
+    off = prev_lo - start
+    if prev.size:
+        prev_full[off : off + prev.size] = prev
+    cum_prev = np.cumsum(prev_full)
+    # lower bounds for j = start..i−1
+    t = e_neg * (cum_prev[:-1] - delta) + d0
+    s = np.maximum(t, 0.0)
+    row = np.zeros(width)
+    if s.size:
+        row[:-1] = np.diff(np.concatenate(([0.0], s)))
+    rest = p_i - (s[-1] if s.size else 0.0)
+    if rest > 0:
+        # suffix constraints V_j = e^ε Σ_{h=j}^{i−1} π_{i−1,h} + δ, j = start..i
+        suf_prev = np.cumsum(prev_full[::-1])[::-1]
+        v = e_pos * suf_prev + delta
+        suf_old = np.cumsum(row[::-1])[::-1]
+        room = v - suf_old  # A_j uncapped, j = start..i
+        ok = np.flatnonzero(room >= rest)
+        jstar = int(ok[-1]) if ok.size else -1
+        added = room.copy()
+        if jstar >= 0:
+            added[: jstar + 1] = rest
+        added_next = np.concatenate((added[1:], [0.0]))
+        row = row + (added - added_next)
+    nz = np.flatnonzero(row != 0.0)
+    if not nz.size:
+        return i, np.zeros(0)
+    row = row[nz[0] : nz[-1] + 1]
+    if start + int(nz[-1]) != i:
+        row = np.concatenate((row, np.zeros(i - start - int(nz[-1]))))
+    return start + int(nz[0]), row
 
 
 def hockey_stick(p: np.ndarray, r: np.ndarray, eps: float) -> float:

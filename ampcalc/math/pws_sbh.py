@@ -149,41 +149,13 @@ def _sbh_quadrature(
     for s0 in range(0, n, step):
         ii = i[s0 : s0 + step]
         base = np.maximum(T, ii)
-        W = np.full(ii.shape, tail / eps)
-        for _ in range(8):
-            W = np.maximum((tail + p * np.log1p(W / base)) / eps, 2.0 * p / eps)
-        while True:
-            short = eps * W - p * np.log1p(W / base) < tail
-            if not np.any(short):
-                break
-            W = np.where(short, 2.0 * W, W)
+        W = _window(base, eps, p, tail)
         lo = np.maximum(T - ii, -tail / eps)  # offsets from i
         hi = np.minimum(base - ii + W, kink - ii)
         if math.isfinite(kink):
             out[s0 : s0 + step] += _laplace_survival(max(T, kink), ii, eps)
-        offs = [-40.0, -20.0, -10.0, -4.0, 0.0, 4.0, 10.0, 20.0, 40.0]
-        top = 40.0
-        while top < float(np.max(W)) * eps:
-            # every 20/ε (the density's scale), then doubling: a huge weight power makes
-            # the window astronomically wide (W >= 2p/ε), where the density is e^{−4000}
-            top += 20.0 if top < 4000.0 else top
-            offs.append(top)
+        pts = _breakpoints(ii, lo, hi, float(np.max(W)), eps, ylev)
         m = ii.size
-        cands = [
-            lo[:, None],
-            hi[:, None],
-            np.broadcast_to(np.asarray(offs) / eps, (m, len(offs))),
-        ]
-        if ylev.size:
-            cands.append(ylev[None, :] - ii[:, None])
-        start = ii + lo
-        ratio = float(np.max((ii + np.maximum(hi, lo)) / start))
-        kg = math.ceil(math.log2(max(ratio, 1.0)))
-        if kg >= 1:
-            cands.append(start[:, None] * 2.0 ** np.arange(1, kg + 1)[None, :] - ii[:, None])
-        pts = np.concatenate([np.broadcast_to(a, (m, a.shape[1])) for a in cands], axis=1)
-        pts = np.minimum(np.maximum(pts, lo[:, None]), hi[:, None])
-        pts.sort(axis=1)
         keep = pts[:, 1:] > pts[:, :-1]
         rows = np.broadcast_to(np.arange(m)[:, None], keep.shape)[keep]
         a_, b_ = pts[:, :-1][keep], pts[:, 1:][keep]
@@ -200,6 +172,54 @@ def _sbh_quadrature(
             acc[k0 : k0 + chunk] = half * ((np.exp(-eps * np.abs(u)) * qy) @ w)
         out[s0 : s0 + step] += 0.5 * eps * np.bincount(rows, weights=acc, minlength=m)
     return out
+
+
+def _window(base: np.ndarray, eps: float, p: float, tail: float) -> np.ndarray:
+    """The width W above ``base`` = max(T, i) past which ``_sbh_quadrature`` drops the
+    integrand: the smallest found with εW − p·ln(1 + W/base) >= ``tail`` and W >= 2p/ε
+    (a fixed-point iteration, then doubling where it falls short)."""
+    W = np.full(base.shape, tail / eps)
+    for _ in range(8):
+        W = np.maximum((tail + p * np.log1p(W / base)) / eps, 2.0 * p / eps)
+    while True:
+        short = eps * W - p * np.log1p(W / base) < tail
+        if not np.any(short):
+            break
+        W = np.where(short, 2.0 * W, W)
+    return W
+
+
+def _breakpoints(
+    i: np.ndarray, lo: np.ndarray, hi: np.ndarray, widest: float, eps: float, ylev: np.ndarray
+) -> np.ndarray:
+    """Per frequency (a row each), the sorted offsets u = y − i that split
+    ``_sbh_quadrature``'s window [lo, hi] into pieces: its ends, ±{4, 10, 20, 40}/ε then
+    every 20/ε up to the ``widest`` window, the levels ``ylev`` of q, and a geometric
+    grid of ratio 2 from the window's start; each clipped to [lo, hi]."""
+    offs = [-40.0, -20.0, -10.0, -4.0, 0.0, 4.0, 10.0, 20.0, 40.0]
+    top = 40.0
+    while top < widest * eps:
+        # every 20/ε (the density's scale), then doubling: a huge weight power makes
+        # the window astronomically wide (W >= 2p/ε), where the density is e^{−4000}
+        top += 20.0 if top < 4000.0 else top
+        offs.append(top)
+    m = i.size
+    cands = [
+        lo[:, None],
+        hi[:, None],
+        np.broadcast_to(np.asarray(offs) / eps, (m, len(offs))),
+    ]
+    if ylev.size:
+        cands.append(ylev[None, :] - i[:, None])
+    start = i + lo
+    ratio = float(np.max((i + np.maximum(hi, lo)) / start))
+    kg = math.ceil(math.log2(max(ratio, 1.0)))
+    if kg >= 1:
+        cands.append(start[:, None] * 2.0 ** np.arange(1, kg + 1)[None, :] - i[:, None])
+    pts = np.concatenate([np.broadcast_to(a, (m, a.shape[1])) for a in cands], axis=1)
+    pts = np.minimum(np.maximum(pts, lo[:, None]), hi[:, None])
+    pts.sort(axis=1)
+    return pts
 
 
 def sbh_phi(
