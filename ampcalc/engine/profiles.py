@@ -120,6 +120,40 @@ def _first_near(meets: Any, guess: float | None, cap: float) -> float | None:
     return None
 
 
+def _least_epsilon(
+    meets: Any,
+    cached: Any,
+    profile: Profile,
+    pure: float | None,
+    target_delta: float,
+    guess: Any,
+) -> float | None:
+    """The smallest profile ε of M whose point, through the scheme's theorem, meets δ′
+    (``meets``; ``cached(ε)`` is the point's (ε′, δ′, analysis), ``guess()`` a first
+    guess or None): the pure ε when it meets δ′ and no smaller one does; ``None`` for
+    δ′ = 0 and an M that is not pure; not finite when no point meets δ′. A
+    ``ConditionError`` of the scheme passes."""
+    if target_delta == 0.0 or (pure is not None and _meets_or_raises(cached, pure, target_delta)):
+        if pure is None:
+            return None
+        # the pure point (ε₀, 0); a smaller profile ε may meet δ′ > 0 too
+        chosen = pure
+        cached(pure)  # the scheme's refusal of the pure point is the answer
+        if target_delta > 0.0:
+            near = _first_near(meets, guess(), pure)
+            chosen = near if near is not None else float(numeric.first_true(meets, 1e-300, pure))
+        return chosen
+    near = _first_near(meets, guess(), math.inf)
+    if near is not None:
+        return near
+    hi = float(epsilon_at_delta(profile, target_delta))
+    for _ in range(60):
+        if meets(np.asarray(max(hi, 1e-300))).item() or hi > 1e7:
+            break
+        hi = hi * 2.0 + 1e-3
+    return float(numeric.first_true(meets, 1e-300, max(hi, 1e-300)))
+
+
 def bound_profile(
     design: Design, epsilon: Any = None, *, profile_points: bool = True
 ) -> BoundResult:
@@ -216,29 +250,9 @@ def bound_profile(
         return out.reshape(np.shape(x))
 
     try:
-        chosen: float
-        if target_delta == 0.0 or (
-            pure is not None and _meets_or_raises(cached, pure, target_delta)
-        ):
-            if pure is None:
-                return _refusal(design, "δ′ = 0 needs a pure mechanism (δ_M(ε) = 0 somewhere)")
-            # the pure point (ε₀, 0); a smaller profile ε may meet δ′ > 0 too
-            chosen = pure
-            cached(pure)  # the scheme's refusal of the pure point is the answer
-            if target_delta > 0.0:
-                near = _first_near(meets, poisson_guess(), pure)
-                chosen = (
-                    near if near is not None else float(numeric.first_true(meets, 1e-300, pure))
-                )
-        elif (near := _first_near(meets, poisson_guess(), math.inf)) is not None:
-            chosen = near
-        else:
-            hi = float(epsilon_at_delta(profile, target_delta))
-            for _ in range(60):
-                if meets(np.asarray(max(hi, 1e-300))).item() or hi > 1e7:
-                    break
-                hi = hi * 2.0 + 1e-3
-            chosen = float(numeric.first_true(meets, 1e-300, max(hi, 1e-300)))
+        chosen = _least_epsilon(meets, cached, profile, pure, target_delta, poisson_guess)
+        if chosen is None:
+            return _refusal(design, "δ′ = 0 needs a pure mechanism (δ_M(ε) = 0 somewhere)")
         if not math.isfinite(chosen):
             return _refusal(
                 design,
@@ -249,18 +263,38 @@ def bound_profile(
     except ConditionError as err:
         return _refusal(design, err.message)
 
-    # the sampled profile: images of M's profile points
-    grid_eps = (
-        np.unique(
-            np.concatenate(
-                [
-                    np.asarray(epsilon_at_delta(profile, np.array(PROFILE_DELTAS))),
-                    [chosen] + ([pure] if pure is not None else []),
-                ]
-            )
+    points = _sampled_points(profile, chosen, pure, cached) if profile_points else []
+    lower, poisson_exact = _poisson_lower(design, guarantee, mech, profile, target_delta)
+    reference: float | None = None
+    if relation_profile is not None and profile_points:
+        reference = float(epsilon_at_delta(relation_profile, target_delta))
+    return _profile_result(
+        design,
+        analysis,
+        chosen=chosen,
+        eps_prime=eps_prime,
+        dp_chosen=dp_chosen,
+        target_delta=target_delta,
+        points=points,
+        lower=lower,
+        poisson_exact=poisson_exact,
+        reference=reference,
+    )
+
+
+def _sampled_points(
+    profile: Profile, chosen: float, pure: float | None, cached: Any
+) -> list[list[float]]:
+    """The sampled profile: the images (ε′, δ′) of M's profile points at
+    ``PROFILE_DELTAS``, the chosen ε and the pure ε, sorted by ε′ (a point outside the
+    theorem's conditions is left out)."""
+    grid_eps = np.unique(
+        np.concatenate(
+            [
+                np.asarray(epsilon_at_delta(profile, np.array(PROFILE_DELTAS))),
+                [chosen] + ([pure] if pure is not None else []),
+            ]
         )
-        if profile_points
-        else np.zeros(0)
     )
     points: list[list[float]] = []
     for e in grid_eps:
@@ -272,33 +306,39 @@ def bound_profile(
             continue
         points.append([ep, dp])
     points.sort(key=lambda p: p[0])
+    return points
 
-    lower: float | None = None
+
+def _poisson_lower(
+    design: Design, guarantee: Neighbours, mech: Mechanism, profile: Profile, target_delta: float
+) -> tuple[float | None, bool]:
+    """The lower bound on ε′ (None but for Poisson sampling under add-remove of an
+    add-remove M: the exact removal direction), and whether the design is that
+    Poisson case."""
     poisson_exact = design.scheme == "poisson" and guarantee is Neighbours.ADD_REMOVE
-    if poisson_exact and mech.neighbours is not Neighbours.REPLACE_ONE:
-        q = float(design.params.rate)
-        d_m = float(numeric.round_up(target_delta / q)) if target_delta > 0 else 0.0
-        e_low = epsilon_at_delta(profile, d_m, lower=True)
-        lower = max(float(numeric.amplification_lower(q, e_low)), 0.0)
+    if not poisson_exact or mech.neighbours is Neighbours.REPLACE_ONE:
+        return None, poisson_exact
+    q = float(design.params.rate)
+    d_m = float(numeric.round_up(target_delta / q)) if target_delta > 0 else 0.0
+    e_low = epsilon_at_delta(profile, d_m, lower=True)
+    return max(float(numeric.amplification_lower(q, e_low)), 0.0), poisson_exact
 
-    reference: float | None = None
-    if relation_profile is not None and profile_points:
-        reference = float(epsilon_at_delta(relation_profile, target_delta))
-    upper_arr = np.asarray(eps_prime)
-    verdict = core.verdicts(
-        None if lower is None else np.asarray(lower),
-        upper_arr,
-        np.asarray(reference if reference is not None else math.inf),
-    ).item()
-    if reference is None:
-        verdict = Verdict.INCONCLUSIVE.value  # M's own ε under that relation is unknown
-    warnings = list(analysis.warnings)
-    notes = list(analysis.notes)
-    notes.append(
+
+def _profile_notes(
+    mech: Mechanism,
+    profile: Profile,
+    chosen: float,
+    target_delta: float,
+    lower: float | None,
+    poisson_exact: bool,
+) -> list[str]:
+    """The notes ``bound_profile`` adds to the theorem's: how M's profile went through
+    it, composed releases, and why there is no lower bound."""
+    notes = [
         f"M is {profile.describe()} under {mech.neighbours}: its privacy profile is carried "
         f"through the scheme's (ε, δ) theorem point by point; ε′ at δ′ = {target_delta:g} "
         f"comes from M's point (ε = {chosen:.10g}, δ = {float(profile.delta(chosen)):.6g})"
-    )
+    ]
     if mech.profile_releases is not None and mech.profile_releases > 1:
         notes.append(
             f"the {mech.profile_releases} releases run on one sample are composed before "
@@ -311,6 +351,40 @@ def bound_profile(
             if not poisson_exact
             else "no lower bound: M's add-remove profile is unknown"
         )
+    return notes
+
+
+def _profile_result(
+    design: Design,
+    analysis: Any,
+    *,
+    chosen: float,
+    eps_prime: float,
+    dp_chosen: float,
+    target_delta: float,
+    points: list[list[float]],
+    lower: float | None,
+    poisson_exact: bool,
+    reference: float | None,
+) -> BoundResult:
+    """``bound_profile``'s result at M's chosen profile point: the verdict, the notes on
+    how the profile went through the theorem, the sources and the details."""
+    mech = design.mechanism
+    assert mech is not None and mech.profile is not None
+    profile: Profile = mech.profile
+    upper_arr = np.asarray(eps_prime)
+    verdict = core.verdicts(
+        None if lower is None else np.asarray(lower),
+        upper_arr,
+        np.asarray(reference if reference is not None else math.inf),
+    ).item()
+    if reference is None:
+        verdict = Verdict.INCONCLUSIVE.value  # M's own ε under that relation is unknown
+    warnings = list(analysis.warnings)
+    notes = [
+        *analysis.notes,
+        *_profile_notes(mech, profile, chosen, target_delta, lower, poisson_exact),
+    ]
     basis = (*analysis.basis, *_SOURCES.get(profile.to_dict()["mechanism"], ()))
     if mech.profile_releases is not None and "gaussian" in profile.to_dict()["mechanism"]:
         basis = (*basis, cite(DRS22, "Corollary 3.3"))
