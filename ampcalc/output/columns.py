@@ -71,9 +71,9 @@ ARROW_FROM = 200_000
 
 
 def prefetch(rows: int) -> None:
-    """Import pyarrow in a background thread when an output of ``rows`` rows will use
-    it, so that the import overlaps the caller's computation (numpy releases the GIL)
-    instead of delaying the first chunk."""
+    """Import pyarrow's compute functions in a background thread when an output of
+    ``rows`` rows will use them, so that the import overlaps the caller's computation
+    (numpy releases the GIL) instead of delaying the first chunk."""
     if rows >= ARROW_FROM:
         import threading
 
