@@ -217,9 +217,9 @@ def _breakpoints(
     if kg >= 1:
         cands.append(start[:, None] * 2.0 ** np.arange(1, kg + 1)[None, :] - i[:, None])
     pts = np.concatenate([np.broadcast_to(a, (m, a.shape[1])) for a in cands], axis=1)
-    pts = np.minimum(np.maximum(pts, lo[:, None]), hi[:, None])
-    pts.sort(axis=1)
-    return pts
+    clipped: np.ndarray = np.minimum(np.maximum(pts, lo[:, None]), hi[:, None])
+    clipped.sort(axis=1)
+    return clipped
 
 
 def sbh_phi(
