@@ -9,7 +9,7 @@ their records in memory (a DataFrame's ``.to_numpy()``, a Dask partition):
 - ``reporting_probabilities(q, epsilon, delta)``: π_i of Cohen et al. 2021
   Algorithm 3 (private weighted sampling);
 - ``sanitize_keys(keys, freqs, rng, ...)``: Cohen et al. 2021, Algorithm 2 (and Algorithm 4's
-  sanitised frequencies).
+  sanitized frequencies).
 
 A *profile* is the ``mechanism:`` block of an importance design as a dict:
 ``{"profile": "laplace-sum", "scale": β}`` (ε(w, x) = w‖x‖₁/β),
@@ -265,7 +265,7 @@ def sanitize_keys(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Algorithm 2 of Cohen et al. 2021: report key x with probability p_{w_x} = π_{w_x}/q_{w_x}.
 
-    Basis: Cohen et al. 2021 Algorithm 2 (keys), Algorithm 4 (sanitised
+    Basis: Cohen et al. 2021 Algorithm 2 (keys), Algorithm 4 (sanitized
         frequencies), with π from Algorithm 3.
     Neighbours: add-remove of one element.
     Conditions: each key once; frequencies whole numbers >= 1 and at most len(q).
@@ -281,12 +281,12 @@ def sanitize_keys(
         keys: the sample's keys (converted to ``str``).
         freqs: each key's frequency w_x (>= 1).
         rng: a seed or a Generator (see above).
-        epsilon, delta: the sanitiser's (ε, δ).
+        epsilon, delta: the sanitizer's (ε, δ).
         q: inclusion probabilities q_1..q_n of the sample (default: q ≡ 1 up to the
             largest frequency, i.e. no sampling).
-        frequencies: also draw each reported key's sanitised frequency (Algorithm 4).
+        frequencies: also draw each reported key's sanitized frequency (Algorithm 4).
     Returns:
-        (reported mask, sanitised frequencies or ``None``); a token is 0 where the key
+        (reported mask, sanitized frequencies or ``None``); a token is 0 where the key
         is not reported.
     """
     from ampcalc.math import pws as pws_kernels

@@ -1,4 +1,4 @@
-"""PWS benchmarks: Algorithm 3 (10^6 rows), Algorithm 4 (10^4 rows), sanitising a large
+"""PWS benchmarks: Algorithm 3 (10^6 rows), Algorithm 4 (10^4 rows), sanitizing a large
 sample file (streamed). Prints measured figures vs the targets; nonzero only on a crash.
 
 Usage: python benchmarks/bench_pws.py [--rows 10000000]
@@ -26,7 +26,7 @@ def timed(fn):
 
 
 def measure(quick: bool = False, n_rows: int | None = None) -> list[dict]:
-    """Rows for ``benchmarks/run.py`` (``quick``: sanitise 10⁶ rows instead of 10⁷)."""
+    """Rows for ``benchmarks/run.py`` (``quick``: sanitize 10⁶ rows instead of 10⁷)."""
     from _rows import row
 
     n = n_rows or (1_000_000 if quick else 10_000_000)

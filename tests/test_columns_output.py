@@ -1,7 +1,7 @@
 """Sweep JSON/CSV written from the columns in chunks are the old renderings, byte for byte.
 
 The old path built one dict per row and ran ``render.render_json`` (``json.dumps`` with
-``indent=2``) or formatted CSV cell by cell; ``ampcalc.columns_output`` writes the same
+``indent=2``) or formatted CSV cell by cell; ``ampcalc.output.columns`` writes the same
 text chunk by chunk. Compared here on sweeps with NaN, errors, quotes, commas, newlines,
 non-ASCII names, constant and duplicate columns, and chunk boundaries inside the rows.
 """
@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ampcalc.analyses import sweep as sw
+from ampcalc.output import arrow_rows, cells, render
 from ampcalc.output import columns as columns_output
-from ampcalc.output import render
 
 
 def _old_csv(sweep: sw.Sweep) -> str:
@@ -148,8 +148,8 @@ def test_pws_table_chunks_equal_the_rendered_rows(name: str, monkeypatch) -> Non
 def test_arrow_assembles_the_float_rows_itself() -> None:
     """The arrow path really runs on constant and finite-float columns (it is not a
     silent fallback), keeps each text's comma where the next piece opens with one and
-    drops it where it does not, and gives ``_rows``'s bytes."""
-    join = columns_output._arrow()
+    drops it where it does not, and gives ``join_rows``'s bytes."""
+    join = arrow_rows.arrow_join()
     if join is None:
         pytest.skip("pyarrow is not installed")
     f = np.array([1e-06, 3e-05, 0.1, 2.5e16, -0.0, 5e-324, 1.0000000000000002])
@@ -159,13 +159,13 @@ def test_arrow_assembles_the_float_rows_itself() -> None:
         (["", ",", ",", ",", ",", ""], "csv", "\n"),
         (["<", "|", " ", ";", ",", ">"], "csv", "\n"),  # no comma after a float text
     ):
-        got = columns_output._rows_arrow(join, pieces, cols, 1, 6, kind, joiner)
+        got = arrow_rows.rows_arrow(join, pieces, cols, 1, 6, kind, joiner)
         assert got is not None
-        cells = columns_output._chunk_cells(cols, 1, 6, kind)
-        assert str(got, "utf-8") == columns_output._rows(pieces, cells, 5, joiner)
+        texts = cells.chunk_cells(cols, 1, 6, kind)
+        assert str(got, "utf-8") == cells.join_rows(pieces, texts, 5, joiner)
     # an integer column that varies: the Python path writes it
     ints = [np.arange(7)]
-    assert columns_output._rows_arrow(join, ["", ""], ints, 0, 7, "csv", "\n") is None
+    assert arrow_rows.rows_arrow(join, ["", ""], ints, 0, 7, "csv", "\n") is None
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
@@ -185,7 +185,7 @@ def test_byte_chunks_are_written_in_order_as_the_text_would_be(encoding: str) ->
 def test_rows_made_ahead_in_threads_come_in_order_and_stop_with_the_reader(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if columns_output._arrow() is None:
+    if arrow_rows.arrow_join() is None:
         pytest.skip("pyarrow is not installed")
     monkeypatch.setattr(columns_output, "ARROW_FROM", 0)
     monkeypatch.setattr(columns_output, "CHUNK", 3)
@@ -205,8 +205,8 @@ def test_rows_made_ahead_in_threads_come_in_order_and_stop_with_the_reader(
 
 def test_a_chunk_arrow_refuses_is_written_by_the_python_path() -> None:
     """An arrow error on a chunk (e.g. a chunk past its 2 GiB string offsets) leaves
-    that chunk to ``_rows``: the same text, not a failed output."""
-    if columns_output._arrow() is None:
+    that chunk to ``join_rows``: the same text, not a failed output."""
+    if arrow_rows.arrow_join() is None:
         pytest.skip("pyarrow is not installed")
     import pyarrow as pa
 
@@ -216,4 +216,4 @@ def test_a_chunk_arrow_refuses_is_written_by_the_python_path() -> None:
     f = np.array([0.5, 1e-7, 3.0])
     cols = [f, f * 2]
     pieces = ["", ",", ""]
-    assert columns_output._rows_arrow(refusing, pieces, cols, 0, 3, "csv", "\n") is None
+    assert arrow_rows.rows_arrow(refusing, pieces, cols, 0, 3, "csv", "\n") is None

@@ -261,7 +261,7 @@ def test_sanitize_parquet_output_and_json(
     assert got.column("key").to_pylist() == [w[0] for w in want]
     assert got.column("frequency").to_pylist() == [int(w[1]) for w in want]
     assert got.column("region").to_pylist() == [w[2] for w in want]
-    # Algorithm 4: a sanitised frequency never exceeds the true one
+    # Algorithm 4: a sanitized frequency never exceeds the true one
     true = dict(
         (ln.split(",")[0], int(ln.split(",")[1]))
         for ln in samples["single"].read_text(encoding="utf-8").split("\n")[1:]
@@ -532,7 +532,7 @@ def test_sanitize_partition_task_does_not_import_the_cli(tmp_path: Path) -> None
 
     from ampcalc.designs.sources import load_designs
     from ampcalc.records import distributed
-    from ampcalc.records.pws_sanitise import PwsSanitiser
+    from ampcalc.records.pws_sanitize import PwsSanitiser
     from ampcalc.records.pws_tables import pws_design
 
     part = tmp_path / "p.csv"

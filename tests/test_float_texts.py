@@ -2,7 +2,7 @@
 text exactly (the JSON and CSV contract: shortest round trip, Python's spelling).
 
 orjson prints the same shortest round-trip digits but spells exponents ``e-7``/``e16``
-and writes [1e-5, 1e-4) positionally; ``output.columns`` respells them. The oracle is
+and writes [1e-5, 1e-4) positionally; ``output.float_text`` respells them. The oracle is
 ``float.__repr__`` itself, over random bit patterns (every exponent, subnormals) and the
 boundaries of each spelling; without orjson the writer takes ``repr`` directly.
 """
@@ -16,8 +16,9 @@ import pytest
 
 from ampcalc.analyses import sweep as sw
 from ampcalc.output import columns as C
+from ampcalc.output import float_text as F
 
-pytestmark = pytest.mark.skipif(C._ORJSON is None, reason="orjson not installed")
+pytestmark = pytest.mark.skipif(F._ORJSON is None, reason="orjson not installed")
 
 
 def _repr(arr: np.ndarray, null: str) -> list[str]:
@@ -45,13 +46,13 @@ def test_orjson_texts_are_repr_texts() -> None:
     decade = rng.uniform(1e-5, 1e-4, 20_000) * rng.choice([-1.0, 1.0], 20_000)
     for arr in (random_doubles, scaled, decade, _edges(), np.geomspace(1e-6, 800, 20_000)):
         for null in ("null", ""):
-            got, want = C._float_texts(arr, null), _repr(arr, null)
+            got, want = F.float_texts(arr, null), _repr(arr, null)
             assert len(got) == len(want)
             # the first differences only: a diff of 10⁵ strings takes pytest minutes
             wrong = [(g, w) for g, w in zip(got, want, strict=True) if g != w][:5]
             assert not wrong, wrong
-    assert C._float_texts(np.zeros(0), "") == []
-    assert C._float_texts(np.array([3e-05, 7e16, 1e-7]), "") == ["3e-05", "7e+16", "1e-07"]
+    assert F.float_texts(np.zeros(0), "") == []
+    assert F.float_texts(np.array([3e-05, 7e16, 1e-7]), "") == ["3e-05", "7e+16", "1e-07"]
 
 
 def test_without_orjson_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,7 +74,7 @@ def test_without_orjson_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
         return C.text(chunks), buf.getvalue()
 
     fast = both()
-    monkeypatch.setattr(C, "_ORJSON", None)
+    monkeypatch.setattr(F, "_ORJSON", None)
     assert both() == fast
     assert "e-05" in fast[0] and "e+" in fast[0]  # both respellings were exercised
 
@@ -82,8 +83,8 @@ def test_the_installed_orjson_is_used_and_a_differing_one_is_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # orjson 3.8 writes "1e16", 3.10+ "1e+16": both are respelt to repr's "1e+16"
-    assert C._orjson_ok()
-    assert C._float_texts(np.array([1e16, 7e-7]), "") == ["1e+16", "7e-07"]
+    assert F._orjson_ok()
+    assert F.float_texts(np.array([1e16, 7e-7]), "") == ["1e+16", "7e-07"]
 
     class Odd:  # an orjson whose spelling the respelling does not know
         OPT_SERIALIZE_NUMPY = 0
@@ -92,10 +93,10 @@ def test_the_installed_orjson_is_used_and_a_differing_one_is_not(
         def dumps(a: np.ndarray, option: int = 0) -> bytes:
             return ("[" + ",".join(f"{v:.3E}" for v in a.tolist()) + "]").encode()
 
-    monkeypatch.setattr(C, "_ORJSON", Odd)
-    monkeypatch.setattr(C, "_ORJSON_OK", [])
-    assert not C._orjson_ok()
-    assert C._float_texts(np.array([0.1, 1e16]), "") == ["0.1", "1e+16"]
+    monkeypatch.setattr(F, "_ORJSON", Odd)
+    monkeypatch.setattr(F, "_ORJSON_OK", [])
+    assert not F._orjson_ok()
+    assert F.float_texts(np.array([0.1, 1e16]), "") == ["0.1", "1e+16"]
 
 
 def test_signed_exponents_of_newer_orjson_are_respelt_too(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,7 +104,7 @@ def test_signed_exponents_of_newer_orjson_are_respelt_too(monkeypatch: pytest.Mo
     # shows one spelling, this stand-in the other (the same digits, the exponent signed)
     import re
 
-    real = C._ORJSON
+    real = F._ORJSON
 
     class Signed:
         OPT_SERIALIZE_NUMPY = real.OPT_SERIALIZE_NUMPY
@@ -112,13 +113,13 @@ def test_signed_exponents_of_newer_orjson_are_respelt_too(monkeypatch: pytest.Mo
         def dumps(a: np.ndarray, option: int = 0) -> bytes:
             return re.sub(rb"e(\d)", rb"e+\1", real.dumps(a, option=option))
 
-    monkeypatch.setattr(C, "_ORJSON", Signed)
-    monkeypatch.setattr(C, "_ORJSON_OK", [])
-    assert C._orjson_ok()
+    monkeypatch.setattr(F, "_ORJSON", Signed)
+    monkeypatch.setattr(F, "_ORJSON_OK", [])
+    assert F._orjson_ok()
     rng = np.random.default_rng(7)
     bits = rng.integers(0, 2**64, 20_000, dtype=np.uint64).view(np.float64)
     for arr in (bits, _edges(), np.geomspace(1e-9, 1e22, 5_000)):
-        got, want = C._float_texts(arr, "null"), _repr(arr, "null")
+        got, want = F.float_texts(arr, "null"), _repr(arr, "null")
         wrong = [(g, w) for g, w in zip(got, want, strict=True) if g != w][:5]
         assert not wrong, wrong
-    assert C._float_bytes(np.array([3e-05, 7e16, 1e-7, 0.5])) == b"3e-05,7e+16,1e-07,0.5"
+    assert F.float_bytes(np.array([3e-05, 7e16, 1e-7, 0.5])) == b"3e-05,7e+16,1e-07,0.5"

@@ -1,10 +1,10 @@
-"""The sanitiser's key hash (`pws sanitize`, 004 Alg. 2 with a counter-based coin): the
+"""The sanitizer's key hash (`pws sanitize`, 004 Alg. 2 with a counter-based coin): the
 hash of a key is FNV-1a over the key's own UTF-8 bytes and its byte length, then
 SplitMix64 (docs/pws.md, docs/dask.md), whatever other keys are hashed with it.
 
 The oracle is the pure-Python definition `key_hash_reference`, byte by byte. A key's
 hash used to run over the zero padding up to the widest key of its chunk, so keys
-shorter than that were sanitised differently with another `--chunk-size`, `--stream`
+shorter than that were sanitized differently with another `--chunk-size`, `--stream`
 or the Dask engine; chunks of keys of one byte length were, and are, hashed the same.
 """
 
@@ -19,6 +19,7 @@ import pytest
 from conftest import run_ampcalc
 
 from ampcalc.math import pws as K
+from ampcalc.math import pws_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 DESIGN = str(ROOT / "examples/designs/pws.yaml")
@@ -93,7 +94,7 @@ def test_hash_does_not_depend_on_the_chunk() -> None:
 
 def test_keys_of_one_length_hash_as_before() -> None:
     """A chunk whose keys share one byte length had no padding: the hash of such keys
-    (the example sample, `q00000`…) is unchanged, so their sanitised output is too."""
+    (the example sample, `q00000`…) is unchanged, so their sanitized output is too."""
     keys = [f"q{i:05d}" for i in range(1000)]
     raw = K.encode_keys(keys)
     width = raw.dtype.itemsize
@@ -103,7 +104,7 @@ def test_keys_of_one_length_hash_as_before() -> None:
         for c in range(width):  # the former code: every column of the chunk's width
             h = (h ^ mat[:, c]) * np.uint64(0x100000001B3)
         h = (h ^ np.uint64(width)) * np.uint64(0x100000001B3)
-    np.testing.assert_array_equal(K._splitmix(h), K.key_hashes(keys, raw))
+    np.testing.assert_array_equal(pws_keys._splitmix(h), K.key_hashes(keys, raw))
 
 
 def test_sanitize_cli_same_rows_for_any_chunk_size(tmp_path: Path) -> None:
@@ -121,7 +122,7 @@ def test_sanitize_cli_same_rows_for_any_chunk_size(tmp_path: Path) -> None:
     full = run("--frequencies")
     assert run("--frequencies", "--chunk-size", "1") == full
     assert run("--frequencies", "--chunk-size", "7") == full
-    # the rows are those of the reference coins: sanitise with the reference hashes
+    # the rows are those of the reference coins: sanitize with the reference hashes
     from ampcalc import api
 
     _, params = api.pws_design(api.load_designs(DESIGN))

@@ -534,7 +534,7 @@ def test_a_design_outside_its_conditions_validates_with_its_error() -> None:
         validate(json.loads(out))
 
 
-def _sanitised(tmp: Path) -> str:
+def _sanitized(tmp: Path) -> str:
     out = tmp / "private.csv"
     code, _ = run_cli(
         "pws",
@@ -585,7 +585,7 @@ COMMANDS: dict[str, list[Callable[[Path], list[str]]]] = {
     "verify": [lambda t: ["verify", f"{E}/group-verify-tiny.yaml"]],
     "plan": [lambda t: ["plan", f"{PLANS}/mean.yaml"]],
     "pws table": [lambda t: ["pws", "table", f"{E}/pws.yaml"]],
-    "pws estimate": [lambda t: ["pws", "estimate", _sanitised(t), "--design", f"{E}/pws.yaml"]],
+    "pws estimate": [lambda t: ["pws", "estimate", _sanitized(t), "--design", f"{E}/pws.yaml"]],
     "pws keys": [lambda t: ["pws", "keys", f"{E}/pws.yaml", "--zipf", "1", "--support", "1000"]],
     "pws sanitize": [
         lambda t: [
@@ -597,7 +597,7 @@ COMMANDS: dict[str, list[Callable[[Path], list[str]]]] = {
             "--seed",
             "1",
             "-o",
-            str(t / "sanitised.csv"),
+            str(t / "sanitized.csv"),
         ]
     ],
     "weights": [lambda t: ["weights", f"{E}/importance-laplace.yaml", "-o", str(t / "w.csv")]],

@@ -1,5 +1,5 @@
 """PWS (004_219872908bad6779.txt): spec Part B test vectors (B12), the SbH ratio (B9),
-Zipf gains (B10), the DP self-check, the sanitiser's frequencies, bad input."""
+Zipf gains (B10), the DP self-check, the sanitizer's frequencies, bad input."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from oracle_pws import (
 import ampcalc
 from ampcalc import api, engine
 from ampcalc.math import pws as K
+from ampcalc.math import pws_sbh
 from ampcalc.model.errors import DesignError
 from ampcalc.schemes import pws
 
@@ -261,7 +262,7 @@ def _sbh_grid(eps: float, delta: float, tau: float) -> list[int]:
 def test_sbh_closed_form_matches_mpmath(method: str) -> None:
     # f(i) = i: φ_i in closed form (sums of non-negative terms) against the plain
     # antiderivatives at 60 digits, over small ε, δ = 1, large frequencies
-    form = K._sbh_ppswor_linear if method == "ppswor" else K._sbh_priority_linear
+    form = pws_sbh._sbh_ppswor_linear if method == "ppswor" else pws_sbh._sbh_priority_linear
     worst = 0.0
     for eps in (1e-4, 1e-3, 0.1, 20.0):
         for delta in (1.0, 1e-8):
@@ -337,8 +338,10 @@ def test_sbh_quadrature_matches_closed_form() -> None:
             if method == "priority" and tau * T >= 1:
                 continue
             i = np.array(_sbh_grid(eps, delta, tau), dtype=float)
-            got = K._sbh_quadrature(i, eps, T, method, tau, 1.0)
-            form = K._sbh_ppswor_linear if method == "ppswor" else K._sbh_priority_linear
+            got = pws_sbh._sbh_quadrature(i, eps, T, method, tau, 1.0)
+            form = (
+                pws_sbh._sbh_ppswor_linear if method == "ppswor" else pws_sbh._sbh_priority_linear
+            )
             np.testing.assert_allclose(got, form(i, eps, T, tau), rtol=1e-13)
 
 
@@ -374,7 +377,7 @@ def test_sbh_quadrature_sweep_matches_mpmath() -> None:
                         grid = _sbh_grid(eps, delta, tau)
                         grid.append(round((1 / tau) ** (1 / p)))
                         ii = np.array(sorted(rng.choice(grid, 2, replace=False)), dtype=float)
-                        got = K._sbh_quadrature(ii, eps, T, method, tau, p)
+                        got = pws_sbh._sbh_quadrature(ii, eps, T, method, tau, p)
                         for k, i in enumerate(ii.tolist()):
                             ref = float(phi_sbh_quad(i, eps, delta, method, tau, p))
                             worst = max(worst, abs(got[k] - ref) / ref)
@@ -422,7 +425,7 @@ def test_priority_tau_delta_reports_every_sampled_key(tau: float, eps: float) ->
     assert table["privacy_cost_rows"] == 0 and table["verified"] is True
     assert [r["pi"] for r in table["frequencies"]] == [float(e) for e in exact]
     assert table["frequencies"][top - 1]["pi"] == 1.0
-    # the sanitiser keeps every sampled key (p = 1), the same table
+    # the sanitizer keeps every sampled key (p = 1), the same table
     _, params = api.pws_design([d])
     san = api.PwsSanitiser(params, frequencies=False, extend=True)
     san.ensure(n, "test")
@@ -459,10 +462,10 @@ def test_delta_prime_printed_with_every_upper_bound(delta: float) -> None:
         assert api.invert(d).to_dict()["epsilon"]["certified"] is None  # no ε′ printed
 
 
-# --- sanitiser ----------------------------------------------------------------------------
+# --- sanitizer ----------------------------------------------------------------------------
 
 
-def test_sanitiser_frequencies_match_pi() -> None:
+def test_sanitizer_frequencies_match_pi() -> None:
     # keys-only reporting rate per frequency within 4.5 binomial standard deviations
     q = K.inclusion_probabilities(12, method="priority", threshold=0.1)
     rows = K.frequency_rows(q, 1.0, 1e-2)
@@ -478,7 +481,7 @@ def test_sanitiser_frequencies_match_pi() -> None:
         assert np.all(np.abs(dist - want) <= 4.5 * np.sqrt(want * (1 - want) / n_keys) + 1e-12)
 
 
-def test_sanitiser_is_counter_based() -> None:
+def test_sanitizer_is_counter_based() -> None:
     keys = [f"key{i}" for i in range(1000)]
     u = K.key_uniforms(keys, 42)
     np.testing.assert_array_equal(u[500:], K.key_uniforms(keys[500:], 42))
@@ -538,7 +541,7 @@ def test_explicit_inclusion_matches_method() -> None:
     assert [r["pi"] for r in a] == [r["pi"] for r in b]
 
 
-def test_sanitiser_over_many_seeds_matches_pi() -> None:
+def test_sanitizer_over_many_seeds_matches_pi() -> None:
     # the same 50 keys of frequency w over 400 seeds: reporting rate π_w/q_w (keys only)
     q = K.inclusion_probabilities(40, method="none")
     pi = K.reporting_probabilities(q, 0.25, 1e-3)
@@ -566,7 +569,7 @@ def test_alg3_properties(eps: float, log_delta: float, method: str, log_tau: flo
     pi = K.reporting_probabilities(q, eps, delta)
     assert np.all(pi <= q) and np.all(np.diff(pi) >= 0)
     assert pi[0] == pytest.approx(min(q[0], delta), rel=1e-15)
-    # exact rational check on the float π (no slack): the keys-only sanitiser is DP
+    # exact rational check on the float π (no slack): the keys-only sanitizer is DP
     assert K.dp_check_pi_exact(pi, eps) <= delta
     if method == "none":
         np.testing.assert_allclose(pi_star_closed(eps, delta, 400), pi, atol=1e-11)

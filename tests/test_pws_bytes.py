@@ -236,7 +236,7 @@ def test_output_is_the_same_for_any_chunking(tmp_path: Path) -> None:
         "pws", "sanitize", s, "-d", DESIGN, "--seed", "4", "--frequencies", "--chunk-size", "9"
     ).stdout
     assert small == whole
-    # the draws from the hash definition itself (the sanitiser's coins, 004 Alg. 2)
+    # the draws from the hash definition itself (the sanitizer's coins, 004 Alg. 2)
     from ampcalc import api
 
     _, params = api.pws_design(api.load_designs(Path(DESIGN)))

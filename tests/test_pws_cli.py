@@ -81,7 +81,7 @@ def test_sanitize_reproducible_chunked_streamed(tmp_path: Path) -> None:
     assert _sanitize("--seed", "5", "--frequencies", "--chunk-size", "7") == full
     # streaming over a key-sorted file (the sample is sorted) gives the same rows
     assert _sanitize("--seed", "5", "--frequencies", "--stream", "--chunk-size", "50") == full
-    # distributed: two halves sanitised apart give the same rows
+    # distributed: two halves sanitized apart give the same rows
     lines = Path(SAMPLE).read_text().splitlines()
     a = write(tmp_path, "a.csv", "\n".join(lines[:300]) + "\n")
     b = write(tmp_path, "b.csv", "\n".join([lines[0], *lines[300:]]) + "\n")
@@ -202,7 +202,7 @@ def test_sanitize_quoted_keys_blank_lines_and_width(tmp_path: Path) -> None:
 
 
 def test_invert_has_no_mechanism_epsilon_to_report() -> None:
-    # the sanitiser is built for the design's target: no ε is certified or "impossible"
+    # the sanitizer is built for the design's target: no ε is certified or "impossible"
     proc = run_ampcalc("invert", DESIGN, "--target", "0.1", "--json")
     assert proc.code == 0
     r = proc.json()["results"][0]

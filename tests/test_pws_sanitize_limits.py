@@ -169,7 +169,7 @@ def test_a_byte_order_mark_is_ignored(tmp_path: Path) -> None:
     assert want.startswith("key,frequency,region\n") and "c," in want
     assert run_ampcalc("pws", "sanitize", str(marked), *args).stdout == want
     assert run_ampcalc("pws", "sanitize", "-", *args, stdin=marked.read_text()).stdout == want
-    # pws estimate reads the sanitised file with the same reader
+    # pws estimate reads the sanitized file with the same reader
     out = tmp_path / "private.csv"
     out.write_text("\ufeff" + want, encoding="utf-8")
     run_ampcalc("pws", "estimate", str(out), "-d", DESIGN)

@@ -2257,7 +2257,7 @@ def test_every_registered_scheme_is_audited() -> None:
 
 #: what each scheme's example analysis evaluates, and the inventory kinds that audit it
 _NEEDS = {"upper": ("upper",), "lower": ("lower",), "certified": ("certified",)}
-#: calibrated schemes: the sanitiser is built to meet the target; their upper/lower are
+#: calibrated schemes: the sanitizer is built to meet the target; their upper/lower are
 #: the target itself (audited as ``calibrated``)
 _CALIBRATED = {"pws", "importance"}
 

@@ -323,10 +323,6 @@ def test_bad_input_exits_2_with_a_message(args, needle) -> None:
 
 
 def test_plan_sweep_uses_the_planner_q_bound() -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("ampcalc.math.accuracy") is None:
-        pytest.skip("the planner is not installed")
     from ampcalc.math.accuracy import epsilon_sample, q_bound
 
     s = sw.evaluate(
@@ -348,17 +344,6 @@ def test_plan_sweep_uses_the_planner_q_bound() -> None:
     poisson = p.columns["scheme"] == "poisson"
     assert all("covers simple random samples" in e for e in p.columns["error"][poisson])
     assert np.all(np.isnan(p.columns["plan.variance_share_max"][poisson]))
-
-
-def test_plan_reports_when_the_planner_is_missing() -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("ampcalc.math.accuracy") is not None:
-        pytest.skip("the planner is installed")
-    run = run_ampcalc(
-        "sweep", str(SRS), "--of", "plan", "--vary", "sampling.sample=10,20", expect=2
-    )
-    assert 'of="plan" needs the accuracy planner' in run.stderr
 
 
 def test_missing_matplotlib_names_the_extra(tmp_path, capsys, monkeypatch) -> None:

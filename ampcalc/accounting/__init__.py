@@ -7,11 +7,15 @@ by ampcalc itself (no accounting library), vectorised over ε and rounded outwar
 lower bound. scipy is not imported here.
 
 Modules:
+    names: the named mechanisms' names (read without importing the profiles).
     profiles: the mechanisms (laplace, gaussian, discrete-laplace, discrete-gaussian,
         randomized-response, zcdp) and their profiles.
     compose: closed-form composition of releases run on one sample.
     parse: the named ``mechanism:`` forms of a design file.
-    amplify: a profile carried through a sampling scheme's (ε, δ) theorem.
+    fastpld: dp_accounting's Poisson-subsampled Gaussian PLD, built with numpy.
+
+A profile is carried through a sampling scheme's (ε, δ) theorem by
+``engine.profiles.bound_profile``.
 """
 
 from __future__ import annotations

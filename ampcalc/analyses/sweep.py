@@ -2,8 +2,8 @@
 
 A sweep varies one or two numeric design fields (``--vary PATH=SPEC``) and evaluates
 ``bound`` (ε′ against the varied values), ``invert`` (the certified mechanism ε
-against a target ε′ or a design field) or ``plan`` (the accuracy planner, when it is
-installed) at every grid point, for every design of the file.
+against a target ε′ or a design field) or ``plan`` (the accuracy planner's figures,
+``math.accuracy``) at every grid point, for every design of the file.
 
 The axis along M's ε (``mechanism.epsilon``, for ``bound``) or along the target ε′
 (``target``, for ``invert``) is evaluated in one vectorised engine call per design;
@@ -545,8 +545,6 @@ def _pieces(
     """The grid's rows, in order: per point of the other axis, per design, the
     vectorised axis in one engine call (``block``: in calls of at most ``block``
     values). ``seconds[0]`` accumulates the time spent in engine calls."""
-    import time
-
     vec_path = vector_path(of)
     vec = next((v for v in varies if v.path == vec_path), None)
     others = [v for v in varies if v is not vec]
@@ -558,9 +556,6 @@ def _pieces(
                 f"the file holds {n_designs} design(s); there is no designs[{idx}]",
                 where=_where(v.text),
             )
-    if of == "plan":
-        planner = _planner()
-
     per_point = math.prod(len(v.values) for v in others)
     if per_point > limit("sweep_design_points"):  # before the grid is built
         raise DesignError(
@@ -580,63 +575,90 @@ def _pieces(
     }
     for step, combo in enumerate(grid):
         point = {v.path: val for v, val in zip(others, combo, strict=True)}
-        if point:
-            try:
-                designs = load_point(point)
-            except DesignError as err:
-                where = err.where
-                if where is not None and where.file == "--set":
-                    fld = re.sub(r"^designs\[\d+\]\.", "", where.field or "")
-                    hit = [v for v in others if where.field == v.path or fld == v.field]
-                    if hit:
-                        where = _where(hit[0].text)
-                hint = err.hint
-                plain = [v.path for v in others if v.design_index is None]
-                if n_designs > 1 and plain:
-                    extra = (
-                        f"in a `designs:` file a plain path applies to every design; to vary "
-                        f"one design write designs[i].{plain[0]}"
-                    )
-                    hint = f"{hint}; {extra}" if hint else extra
-                raise DesignError(
-                    f"at grid point {_point_text(point)}: {err.message}",
-                    where=where,
-                    hint=hint,
-                ) from None
-        else:
-            designs = base_designs
+        designs = _point_designs(load_point, point, others, n_designs) if point else base_designs
         for d in designs:
             for span in spans:
                 values = vec_values if span is None else vec_values[span[0] : span[1]]  # type: ignore[index]
-                t0 = time.perf_counter()
-                pointwise = False
-                if of == "plan":
-                    res = None
-                    cols, data = _plan_columns(
-                        planner, d, values if values is not None else target
-                    )
-                else:
-                    data = None
-                    res, cols = _evaluate(d, of, values, target, target_delta)
-                    if values is not None and len(values) > 1 and res.error is not None:
-                        res, cols, vectorised = _per_point(d, of, values, target_delta, res, cols)
-                        pointwise = not vectorised
-                if seconds is not None:
-                    seconds[0] += time.perf_counter() - t0
-                n = len(next(iter(cols.values())))
-                piece: dict[str, Any] = {
-                    "design": _objects(n, d.name),
-                    "scheme": _objects(n, d.scheme),
-                }
-                for v in varies:
-                    if v is vec:
-                        piece[v.path] = np.asarray(values, dtype=float)
-                    else:
-                        piece[v.path] = np.full(n, point[v.path], dtype=kinds[v.path])
-                piece.update(cols)
-                yield _Piece(d, res, data, piece, pointwise)
+                yield _piece(
+                    d, of, values, target, target_delta, varies, vec, point, kinds, seconds
+                )
         if progress is not None:
             progress(step + 1, len(grid))
+
+
+def _point_designs(
+    load_point: Callable[[Mapping[str, float | int]], tuple[Design, ...]],
+    point: Mapping[str, float | int],
+    others: Sequence[Vary],
+    n_designs: int,
+) -> tuple[Design, ...]:
+    """The designs at one point of the grid; a design error names the point and, when
+    it comes from an override, the ``--vary`` that made it."""
+    try:
+        return load_point(point)
+    except DesignError as err:
+        where = err.where
+        if where is not None and where.file == "--set":
+            fld = re.sub(r"^designs\[\d+\]\.", "", where.field or "")
+            hit = [v for v in others if where.field == v.path or fld == v.field]
+            if hit:
+                where = _where(hit[0].text)
+        hint = err.hint
+        plain = [v.path for v in others if v.design_index is None]
+        if n_designs > 1 and plain:
+            extra = (
+                f"in a `designs:` file a plain path applies to every design; to vary "
+                f"one design write designs[i].{plain[0]}"
+            )
+            hint = f"{hint}; {extra}" if hint else extra
+        raise DesignError(
+            f"at grid point {_point_text(point)}: {err.message}",
+            where=where,
+            hint=hint,
+        ) from None
+
+
+def _piece(
+    d: Design,
+    of: str,
+    values: np.ndarray | None,
+    target: float | None,
+    target_delta: float | None,
+    varies: tuple[Vary, ...],
+    vec: Vary | None,
+    point: Mapping[str, float | int],
+    kinds: Mapping[str, Any],
+    seconds: list[float] | None,
+) -> _Piece:
+    """The rows of design ``d`` at one point of the other axes, along the vectorised
+    axis' ``values`` (one engine call; ``seconds[0]`` accumulates its time)."""
+    import time
+
+    t0 = time.perf_counter()
+    pointwise = False
+    if of == "plan":
+        res = None
+        cols, data = _plan_columns(d, values if values is not None else target)
+    else:
+        data = None
+        res, cols = _evaluate(d, of, values, target, target_delta)
+        if values is not None and len(values) > 1 and res.error is not None:
+            res, cols, vectorised = _per_point(d, of, values, target_delta, res, cols)
+            pointwise = not vectorised
+    if seconds is not None:
+        seconds[0] += time.perf_counter() - t0
+    n = len(next(iter(cols.values())))
+    piece: dict[str, Any] = {
+        "design": _objects(n, d.name),
+        "scheme": _objects(n, d.scheme),
+    }
+    for v in varies:
+        if v is vec:
+            piece[v.path] = np.asarray(values, dtype=float)
+        else:
+            piece[v.path] = np.full(n, point[v.path], dtype=kinds[v.path])
+    piece.update(cols)
+    return _Piece(d, res, data, piece, pointwise)
 
 
 def _grid(
@@ -1023,40 +1045,11 @@ def _concat(pieces: list[dict[str, Any]]) -> dict[str, np.ndarray]:
 
 
 # ---------------------------------------------------------------------------------------
-# the planner (optional module)
+# the accuracy planner's columns
 # ---------------------------------------------------------------------------------------
 
 
-class PlannerMissing(DesignError):
-    """``of="plan"`` asked for, but the accuracy planner is not installed."""
-
-
-PLAN_FUNCTIONS = ("epsilon_sample", "noise_ratio", "q_bound")
-
-
-def _planner() -> Any:
-    """The accuracy planner module (``ampcalc.planner``), checked for what ``plan`` uses."""
-    import importlib
-    import importlib.util
-
-    if importlib.util.find_spec("ampcalc.math.accuracy") is None:
-        raise PlannerMissing(
-            'of="plan" needs the accuracy planner (ampcalc.planner), which is not yet '
-            'available in this version; use of="bound" or of="invert"'
-        )
-    module = importlib.import_module("ampcalc.math.accuracy")
-    missing = [f for f in PLAN_FUNCTIONS if not callable(getattr(module, f, None))]
-    if missing:
-        raise PlannerMissing(
-            'of="plan": the accuracy planner lacks ' + ", ".join(missing) + "; this "
-            "version cannot sweep it"
-        )
-    return module
-
-
-def _plan_columns(
-    planner: Any, design: Any, target: Any
-) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def _plan_columns(design: Any, target: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The planner's accuracy figures for one SRSWOR design at target ε′ (vectorised).
 
     Columns: ``target.epsilon_prime``; ``plan.rate`` (n/N); ``plan.epsilon_sample``

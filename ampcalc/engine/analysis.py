@@ -25,7 +25,7 @@ def with_epsilon(mechanism: Mechanism, epsilon: float) -> tuple[Mechanism, list[
     """M with its declared ε replaced (an explicit ε_R keeps its ratio to ε).
 
     Raises:
-        DesignError: ``epsilon`` breaks ``model.check_epsilon``'s rule.
+        DesignError: ``epsilon`` breaks ``model.design.check_epsilon``'s rule.
     """
     epsilon = check_epsilon(epsilon, where=_EPSILON_WHERE)
     notes: list[str] = []

@@ -1,13 +1,12 @@
 """Scalar fast path of ``engine.bound``/``engine.invert`` for closed-form designs.
 
 One ε (or one target) on an ``srswor`` or ``poisson`` design is a handful of floating
-point operations; through the array path it costs ~100 µs of numpy overhead (0-d
-arrays, 16 ``np.nextafter`` calls, object-array verdicts). Here the same formulas run
-on Python floats: the same kernels in the same order
-(``numeric.amplification``, ``numeric.amplification_inverse``), the same outward
-rounding (``OUTWARD_ULPS`` steps of ``math.nextafter``), the same one-sided
-certificate checks (``numeric.certify_down``/``certify_up``), so the results are the
-array path's bit for bit (``tests/test_fastpath.py`` checks it as a property).
+point operations. Here they run on Python floats instead of 0-d arrays: the same
+kernels in the same order (``numeric.amplification``,
+``numeric.amplification_inverse``), the same outward rounding (``OUTWARD_ULPS`` steps
+of ``math.nextafter``), the same one-sided certificate checks
+(``numeric.certify_down``/``certify_up``), so the results are the array path's bit for
+bit (``tests/test_fastpath.py`` checks it as a property).
 
 The path is taken only where every non-numeric field of the result does not depend on
 ε (the analysis is built once per design and cached) and every evaluation stays in the

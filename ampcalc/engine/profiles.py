@@ -90,34 +90,68 @@ def _meets_or_raises(cached: Any, eps: float, target_delta: float) -> bool:
     return bool(cached(eps)[1] <= target_delta)
 
 
-def _first_near(meets: Any, hint: float | None, cap: float) -> float | None:
-    """The smallest float ε near ``hint`` at which ``meets`` turns true (exact to the
+def _first_near(meets: Any, guess: float | None, cap: float) -> float | None:
+    """The smallest float ε near ``guess`` at which ``meets`` turns true (exact to the
     last bit for the predicate as evaluated, like ``numeric.first_true``), found from a
-    bracket of a few ulps around the hint; ``None`` when no bracket within a relative
-    1e-6 of the hint has ``meets`` false at its bottom and true at its top (the caller
+    bracket of a few ulps around the guess; ``None`` when no bracket within a relative
+    1e-6 of the guess has ``meets`` false at its bottom and true at its top (the caller
     then bisects from 1e-300)."""
-    if hint is None or not (0.0 < hint <= cap):
+    if guess is None or not (0.0 < guess <= cap):
         return None
 
     def ok(x: float) -> bool:
         return bool(meets(np.asarray(x)).item())
 
     r = 1e-15
-    if ok(hint):
+    if ok(guess):
         while r < 1e-6:
-            lo = hint * (1.0 - r)
+            lo = guess * (1.0 - r)
             if not ok(lo):
-                return float(numeric.first_true(meets, lo, hint))
+                return float(numeric.first_true(meets, lo, guess))
             r *= 16.0
         return None
     while r < 1e-6:
-        hi = min(hint * (1.0 + r), cap)
+        hi = min(guess * (1.0 + r), cap)
         if ok(hi):
-            return float(numeric.first_true(meets, hint, hi))
+            return float(numeric.first_true(meets, guess, hi))
         if hi >= cap:
             return None
         r *= 16.0
     return None
+
+
+def _least_epsilon(
+    meets: Any,
+    cached: Any,
+    profile: Profile,
+    pure: float | None,
+    target_delta: float,
+    guess: Any,
+) -> float | None:
+    """The smallest profile ε of M whose point, through the scheme's theorem, meets δ′
+    (``meets``; ``cached(ε)`` is the point's (ε′, δ′, analysis), ``guess()`` a first
+    guess or None): the pure ε when it meets δ′ and no smaller one does; ``None`` for
+    δ′ = 0 and an M that is not pure; not finite when no point meets δ′. A
+    ``ConditionError`` of the scheme passes."""
+    if target_delta == 0.0 or (pure is not None and _meets_or_raises(cached, pure, target_delta)):
+        if pure is None:
+            return None
+        # the pure point (ε₀, 0); a smaller profile ε may meet δ′ > 0 too
+        chosen = pure
+        cached(pure)  # the scheme's refusal of the pure point is the answer
+        if target_delta > 0.0:
+            near = _first_near(meets, guess(), pure)
+            chosen = near if near is not None else float(numeric.first_true(meets, 1e-300, pure))
+        return chosen
+    near = _first_near(meets, guess(), math.inf)
+    if near is not None:
+        return near
+    hi = float(epsilon_at_delta(profile, target_delta))
+    for _ in range(60):
+        if meets(np.asarray(max(hi, 1e-300))).item() or hi > 1e7:
+            break
+        hi = hi * 2.0 + 1e-3
+    return float(numeric.first_true(meets, 1e-300, max(hi, 1e-300)))
 
 
 def bound_profile(
@@ -150,7 +184,7 @@ def bound_profile(
         )
     target_delta = 0.0 if target is None else float(target)
 
-    def image(eps: float) -> tuple[float, float, Any]:
+    def amplified(eps: float) -> tuple[float, float, Any]:
         """(ε′, δ′, analysis) of the profile point at ε, via the scheme's theorem."""
         point = point_mechanism(mech, eps, replace_one=guarantee is not Neighbours.ADD_REMOVE)
         analysis = analyse(design, point)
@@ -161,31 +195,31 @@ def bound_profile(
         dp = float(np.clip(analysis.delta_prime(e), 0.0, 1.0))
         return up, dp, analysis
 
-    hints: list[float | None] = []
+    poisson_guesses: list[float | None] = []
 
-    def hint() -> float | None:
+    def poisson_guess() -> float | None:
         """Where M's point meets δ′ for Poisson sampling under add-remove (δ′ = q·δ_M(ε)
         there): M's ε at δ′/q; ``_first_near`` checks it as evaluated."""
-        if hints:
-            return hints[0]
+        if poisson_guesses:
+            return poisson_guesses[0]
         h: float | None = None
         q = float(design.params.rate) if design.scheme == "poisson" else 0.0
         if guarantee is Neighbours.ADD_REMOVE and 0.0 < q <= 1.0 and 0.0 < target_delta < q:
             h = float(epsilon_at_delta(profile, target_delta / q))
             h = h if math.isfinite(h) and h > 0.0 else None
-        hints.append(h)
+        poisson_guesses.append(h)
         return h
 
     # a profile point with δ > 0 needs the scheme's (ε, δ) theorem
     try:
         if pure is None:
-            probe_eps = hint()
+            probe_eps = poisson_guess()
             if probe_eps is None:
                 probe_eps = float(epsilon_at_delta(profile, 1e-6))
         else:
             probe_eps = pure
         if pure is None:
-            image(max(probe_eps, 1e-6))
+            amplified(max(probe_eps, 1e-6))
     except ConditionError as err:
         return _refusal(
             design,
@@ -202,7 +236,7 @@ def bound_profile(
 
     def cached(eps: float) -> tuple[float, float, Any]:
         if eps not in cache:
-            cache[eps] = image(eps)
+            cache[eps] = amplified(eps)
         return cache[eps]
 
     def meets(x: np.ndarray) -> np.ndarray:
@@ -216,29 +250,9 @@ def bound_profile(
         return out.reshape(np.shape(x))
 
     try:
-        chosen: float
-        if target_delta == 0.0 or (
-            pure is not None and _meets_or_raises(cached, pure, target_delta)
-        ):
-            if pure is None:
-                return _refusal(design, "δ′ = 0 needs a pure mechanism (δ_M(ε) = 0 somewhere)")
-            # the pure point (ε₀, 0); a smaller profile ε may meet δ′ > 0 too
-            chosen = pure
-            cached(pure)  # the scheme's refusal of the pure point is the answer
-            if target_delta > 0.0:
-                near = _first_near(meets, hint(), pure)
-                chosen = (
-                    near if near is not None else float(numeric.first_true(meets, 1e-300, pure))
-                )
-        elif (near := _first_near(meets, hint(), math.inf)) is not None:
-            chosen = near
-        else:
-            hi = float(epsilon_at_delta(profile, target_delta))
-            for _ in range(60):
-                if meets(np.asarray(max(hi, 1e-300))).item() or hi > 1e7:
-                    break
-                hi = hi * 2.0 + 1e-3
-            chosen = float(numeric.first_true(meets, 1e-300, max(hi, 1e-300)))
+        chosen = _least_epsilon(meets, cached, profile, pure, target_delta, poisson_guess)
+        if chosen is None:
+            return _refusal(design, "δ′ = 0 needs a pure mechanism (δ_M(ε) = 0 somewhere)")
         if not math.isfinite(chosen):
             return _refusal(
                 design,
@@ -249,18 +263,38 @@ def bound_profile(
     except ConditionError as err:
         return _refusal(design, err.message)
 
-    # the sampled profile: images of M's profile points
-    grid_eps = (
-        np.unique(
-            np.concatenate(
-                [
-                    np.asarray(epsilon_at_delta(profile, np.array(PROFILE_DELTAS))),
-                    [chosen] + ([pure] if pure is not None else []),
-                ]
-            )
+    points = _sampled_points(profile, chosen, pure, cached) if profile_points else []
+    lower, poisson_exact = _poisson_lower(design, guarantee, mech, profile, target_delta)
+    reference: float | None = None
+    if relation_profile is not None and profile_points:
+        reference = float(epsilon_at_delta(relation_profile, target_delta))
+    return _profile_result(
+        design,
+        analysis,
+        chosen=chosen,
+        eps_prime=eps_prime,
+        dp_chosen=dp_chosen,
+        target_delta=target_delta,
+        points=points,
+        lower=lower,
+        poisson_exact=poisson_exact,
+        reference=reference,
+    )
+
+
+def _sampled_points(
+    profile: Profile, chosen: float, pure: float | None, cached: Any
+) -> list[list[float]]:
+    """The sampled profile: the images (ε′, δ′) of M's profile points at
+    ``PROFILE_DELTAS``, the chosen ε and the pure ε, sorted by ε′ (a point outside the
+    theorem's conditions is left out)."""
+    grid_eps = np.unique(
+        np.concatenate(
+            [
+                np.asarray(epsilon_at_delta(profile, np.array(PROFILE_DELTAS))),
+                [chosen] + ([pure] if pure is not None else []),
+            ]
         )
-        if profile_points
-        else np.zeros(0)
     )
     points: list[list[float]] = []
     for e in grid_eps:
@@ -272,33 +306,39 @@ def bound_profile(
             continue
         points.append([ep, dp])
     points.sort(key=lambda p: p[0])
+    return points
 
-    lower: float | None = None
+
+def _poisson_lower(
+    design: Design, guarantee: Neighbours, mech: Mechanism, profile: Profile, target_delta: float
+) -> tuple[float | None, bool]:
+    """The lower bound on ε′ (None but for Poisson sampling under add-remove of an
+    add-remove M: the exact removal direction), and whether the design is that
+    Poisson case."""
     poisson_exact = design.scheme == "poisson" and guarantee is Neighbours.ADD_REMOVE
-    if poisson_exact and mech.neighbours is not Neighbours.REPLACE_ONE:
-        q = float(design.params.rate)
-        d_m = float(numeric.round_up(target_delta / q)) if target_delta > 0 else 0.0
-        e_low = epsilon_at_delta(profile, d_m, lower=True)
-        lower = max(float(numeric.amplification_lower(q, e_low)), 0.0)
+    if not poisson_exact or mech.neighbours is Neighbours.REPLACE_ONE:
+        return None, poisson_exact
+    q = float(design.params.rate)
+    d_m = float(numeric.round_up(target_delta / q)) if target_delta > 0 else 0.0
+    e_low = epsilon_at_delta(profile, d_m, lower=True)
+    return max(float(numeric.amplification_lower(q, e_low)), 0.0), poisson_exact
 
-    reference: float | None = None
-    if relation_profile is not None and profile_points:
-        reference = float(epsilon_at_delta(relation_profile, target_delta))
-    upper_arr = np.asarray(eps_prime)
-    verdict = core.verdicts(
-        None if lower is None else np.asarray(lower),
-        upper_arr,
-        np.asarray(reference if reference is not None else math.inf),
-    ).item()
-    if reference is None:
-        verdict = Verdict.INCONCLUSIVE.value  # M's own ε under that relation is unknown
-    warnings = list(analysis.warnings)
-    notes = list(analysis.notes)
-    notes.append(
+
+def _profile_notes(
+    mech: Mechanism,
+    profile: Profile,
+    chosen: float,
+    target_delta: float,
+    lower: float | None,
+    poisson_exact: bool,
+) -> list[str]:
+    """The notes ``bound_profile`` adds to the theorem's: how M's profile went through
+    it, composed releases, and why there is no lower bound."""
+    notes = [
         f"M is {profile.describe()} under {mech.neighbours}: its privacy profile is carried "
         f"through the scheme's (ε, δ) theorem point by point; ε′ at δ′ = {target_delta:g} "
         f"comes from M's point (ε = {chosen:.10g}, δ = {float(profile.delta(chosen)):.6g})"
-    )
+    ]
     if mech.profile_releases is not None and mech.profile_releases > 1:
         notes.append(
             f"the {mech.profile_releases} releases run on one sample are composed before "
@@ -311,6 +351,40 @@ def bound_profile(
             if not poisson_exact
             else "no lower bound: M's add-remove profile is unknown"
         )
+    return notes
+
+
+def _profile_result(
+    design: Design,
+    analysis: Any,
+    *,
+    chosen: float,
+    eps_prime: float,
+    dp_chosen: float,
+    target_delta: float,
+    points: list[list[float]],
+    lower: float | None,
+    poisson_exact: bool,
+    reference: float | None,
+) -> BoundResult:
+    """``bound_profile``'s result at M's chosen profile point: the verdict, the notes on
+    how the profile went through the theorem, the sources and the details."""
+    mech = design.mechanism
+    assert mech is not None and mech.profile is not None
+    profile: Profile = mech.profile
+    upper_arr = np.asarray(eps_prime)
+    verdict = core.verdicts(
+        None if lower is None else np.asarray(lower),
+        upper_arr,
+        np.asarray(reference if reference is not None else math.inf),
+    ).item()
+    if reference is None:
+        verdict = Verdict.INCONCLUSIVE.value  # M's own ε under that relation is unknown
+    warnings = list(analysis.warnings)
+    notes = [
+        *analysis.notes,
+        *_profile_notes(mech, profile, chosen, target_delta, lower, poisson_exact),
+    ]
     basis = (*analysis.basis, *_SOURCES.get(profile.to_dict()["mechanism"], ()))
     if mech.profile_releases is not None and "gaussian" in profile.to_dict()["mechanism"]:
         basis = (*basis, cite(DRS22, "Corollary 3.3"))

@@ -3,7 +3,7 @@
 - ``open_input``: every data file (cluster sizes, size measures, strata, pmf, plan data,
   importance records, pws samples, design files) is opened here. Anything that is not
   a regular file (a directory, a FIFO, a device such as ``/dev/zero``) is refused before
-  a byte is read, a size limit from ``ampcalc.limits`` is checked from the file's size,
+  a byte is read, a size limit from ``ampcalc.model.limits`` is checked from the file's size,
   and the file is remembered as an input of the run.
 - ``atomic_write``: every output file is written to a temporary file in the same
   directory and renamed over the target only when the writing finished; an output that
@@ -181,7 +181,7 @@ def open_input(
 
     The file is opened without blocking (a FIFO with no writer does not hang), checked
     with ``fstat`` on the open descriptor (no race with a rename), and refused unless it
-    is a regular file. ``max_bytes`` (a cap from ``ampcalc.limits``) is checked from its
+    is a regular file. ``max_bytes`` (a cap from ``ampcalc.model.limits``) is checked from its
     size before reading. ``error(message)`` builds the exception (default
     ``DesignError``); messages name the file and the problem.
     """

@@ -2,7 +2,7 @@
 
 ``pws sanitize`` refuses a sample that lists a key twice, naming the line of the
 repeat and of the first occurrence. A dict of every key with its line cost most of a
-10⁷-key run and over a gigabyte; here the keys are hashed (the sanitiser's own 64-bit
+10⁷-key run and over a gigabyte; here the keys are hashed (the sanitizer's own 64-bit
 key hash, ``math.pws.key_hashes``, computed once for the coins and this) and compared
 as strings only where a hash ties: with 64-bit hashes a tie between different keys is
 a ~n²/2⁶⁵ event, so the keys are kept compactly (UTF-8 bytes in numpy arrays) and read
@@ -42,7 +42,7 @@ class KeySet:
         chunk or earlier in this one), with the line of that key's first occurrence, or
         ``None`` (the chunk is then added). ``raw``: the keys as ``np.array(keys,
         dtype="S")`` or their UTF-8 bytes, if made already; ``hashes``: the keys'
-        ``math.pws.key_hashes``, if computed already (the sanitiser's coins need them)."""
+        ``math.pws.key_hashes``, if computed already (the sanitizer's coins need them)."""
         from ampcalc.math.pws import key_hashes
 
         n = len(keys)
@@ -97,7 +97,7 @@ class _SortedRuns:
     merged into one, as a counter in base ``_FAN`` carries: O(log) runs, each value
     re-sorted O(log) times) behind a bit array indexed by a value's top bits (8 to 64
     bits a value, so most values not in the set are told apart there, without a binary
-    search in every run). The values are the sanitiser's mixed hashes, so their top
+    search in every run). The values are the sanitizer's mixed hashes, so their top
     bits are uniform."""
 
     def __init__(self) -> None:

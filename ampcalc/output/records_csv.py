@@ -1,8 +1,8 @@
 """``np.savetxt``'s ``%d``/``%.17g`` CSV text of numeric columns, formatted in numpy.
 
-Per-record outputs (``ampcalc weights``: 10⁷ rows × 4 columns) were written with
-``np.savetxt``'s text, one ``%``-template per row: ~0.5 µs per float, most of the run.
-Here the same bytes are made column-wise with array arithmetic:
+Per-record outputs (``ampcalc weights``: up to 10⁷ rows × 4 columns) get the bytes
+``np.savetxt`` would write, made column-wise with array arithmetic instead of one
+``%``-template per row:
 
 * ``%.17g`` of a finite float x ≠ 0 is the 17 significant digits of x rounded to
   nearest: the integer N = round(|x|·10^k), 10¹⁶ <= N < 10¹⁷, k = 16 − E, E the decimal

@@ -583,7 +583,7 @@ class _Layout:
     def _fits_wrapped(self) -> bool:
         return self._need(self.shown, self.least, self.head_least) <= self.width
 
-    def _same(self, i: int) -> str | None:
+    def _value_in_every_row(self, i: int) -> str | None:
         """The value of column ``i`` when it is the same in every row (of two or more)."""
         main = {r[i] for r in self.rows if not _is_sub(r)}
         subs = {r[i] for r in self.rows if _is_sub(r) and r[i].strip()}
@@ -592,7 +592,7 @@ class _Layout:
 
     def _fold(self, i: int) -> None:
         self.shown.remove(i)
-        value = self._same(i)
+        value = self._value_in_every_row(i)
         if value is not None:
             self.constant.append((i, value))
         else:
@@ -602,8 +602,8 @@ class _Layout:
         """Columns to fold, in order: any column the same in every row (stated once,
         nothing is lost), then those of priority below ``below``, lowest first."""
         cand = [i for i in self.shown if i != 0 and self.priority[i] < KEEP]
-        same = [i for i in cand if self._same(i) is not None]
-        if 0 in self.shown and len(self.shown) > 1 and self._same(0) is not None:
+        same = [i for i in cand if self._value_in_every_row(i) is not None]
+        if 0 in self.shown and len(self.shown) > 1 and self._value_in_every_row(0) is not None:
             if not any(_is_sub(r) for r in self.rows):  # a sweep of one design
                 same.append(0)
         rest = [i for i in cand if i not in same and self.priority[i] < below]

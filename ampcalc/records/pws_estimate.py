@@ -1,4 +1,4 @@
-"""Estimates from sanitised frequencies: the MLE (Cohen et al. 2021, Eq. 9) or the
+"""Estimates from sanitized frequencies: the MLE (Cohen et al. 2021, Eq. 9) or the
 unbiased estimator (§7.1) of a sum of frequencies, with plug-in bias and variance and
 sampled-SbH's figures for comparison (§8.1; ``ampcalc pws estimate``). No printing.
 """
@@ -32,7 +32,7 @@ def argmax_column(rows: Any, j: int) -> int:
 def pws_estimate_params(
     params: Any, tokens: Sequence[int], estimator: str = "mle"
 ) -> dict[str, Any]:
-    """The MLE estimate (Cohen et al. 2021, Eq. 9) from sanitised frequencies, or the
+    """The MLE estimate (Cohen et al. 2021, Eq. 9) from sanitized frequencies, or the
     unbiased one (``estimator="unbiased"``, §7.1), with bias/variance and sampled-SbH's
     per-frequency bias/variance for comparison (§8.1): the ``pws estimate --json``
     payload without ``select``."""

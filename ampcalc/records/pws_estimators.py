@@ -3,7 +3,7 @@ bias and variance, and the expected number of reported keys (004 §7, §8.1).
 
 Basis: 004_219872908bad6779.txt §7.1 (the unbiased estimator: the triangular system
 Σ_{j<=i} π_{i,j} a_j = g(i); the MLE, Eq. 9, is in ``pws_kernels``), §8.1 (SbH, Alg. 6,
-and sampled-SbH with estimator (7) applied to the sanitised frequency), Fig. 2 and 4
+and sampled-SbH with estimator (7) applied to the sanitized frequency), Fig. 2 and 4
 (expected reported keys for Zipf frequencies); spec importance-and-weighted-sampling.md
 B8–B10. g(i) = i throughout (the sum of frequencies).
 """
@@ -46,7 +46,7 @@ def unbiased_estimates(rows: K.Rows, upto: int | None = None) -> np.ndarray:
 
 
 def _q_real(y: np.ndarray, method: str, tau: float, power: float) -> np.ndarray:
-    """q(y) of threshold sampling at a real sanitised frequency y (004 Eq. 1)."""
+    """q(y) of threshold sampling at a real sanitized frequency y (004 Eq. 1)."""
     if method == "none":
         return np.ones_like(y)
     with np.errstate(over="ignore"):

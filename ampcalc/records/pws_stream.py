@@ -1,6 +1,6 @@
 """``pws sanitize`` over a sample file, chunk by chunk (one process).
 
-``sanitise_sample`` reads the sample (``records.pws_files.read_sample``), checks each
+``sanitize_sample`` reads the sample (``records.pws_files.read_sample``), checks each
 chunk (frequencies, scores, then duplicate keys against every key before them, or the
 key order of a streamed file), draws every key's coin from its hash (``math.pws``: a
 pure function of the seed and the key) and yields what to write; it raises the first
@@ -27,8 +27,8 @@ from ampcalc.records.pws_files import check_score, duplicate_message, parse_freq
 
 
 @dataclass(frozen=True)
-class SanitisedChunk:
-    """One chunk of the sample and its sanitised rows.
+class SanitizedChunk:
+    """One chunk of the sample and its sanitized rows.
 
     Attributes:
         header: the sample's column names.
@@ -36,7 +36,7 @@ class SanitisedChunk:
         keys: the key column.
         columns: every column of the chunk (cells, or ``ByteColumn``).
         kept: indices (in the chunk) of the keys reported.
-        tokens: each key's sanitised frequency (Algorithm 4), or None.
+        tokens: each key's sanitized frequency (Algorithm 4), or None.
         read: keys read so far, this chunk included.
         hashes: each key's 64-bit hash (``math.pws.byte_key_hashes``).
         top: the chunk's largest frequency (0 when empty).
@@ -58,18 +58,18 @@ def cells(col: Any) -> list[str]:
     return col if isinstance(col, list) else list(col.tolist())
 
 
-def sanitise_sample(
+def sanitize_sample(
     sample: str,
     chunk: int,
-    sanitiser: Any,
+    sanitizer: Any,
     params: Any,
     seed: int,
     *,
     stream: bool = False,
     progress: Callable[[int, int], None] | None = None,
     on_header: Callable[[list[str], list[int]], None] | None = None,
-) -> Iterator[SanitisedChunk]:
-    """The sanitised chunks of ``sample`` (``records.pws_sanitise.PwsSanitiser`` tables,
+) -> Iterator[SanitizedChunk]:
+    """The sanitized chunks of ``sample`` (``records.pws_sanitize.PwsSanitiser`` tables,
     extended on demand). ``stream``: the file is sorted by key, each key once (checked
     chunk by chunk; no duplicate log is kept). ``on_header(header, extra)`` is called
     once, as soon as the header is read (before the first chunk is checked), so a
@@ -105,12 +105,12 @@ def sanitise_sample(
                 raise DesignError(duplicate_message(sample, *dup))
         top = int(freqs.max()) if freqs.size else 0
         if freqs.size:
-            sanitiser.ensure(top, f"{sample}:{lines[int(np.argmax(freqs))]}")
-        kept, tokens = K.sanitize_hashes(hashes, freqs, seed, p=sanitiser.p, rows=sanitiser.rows)
+            sanitizer.ensure(top, f"{sample}:{lines[int(np.argmax(freqs))]}")
+        kept, tokens = K.sanitize_hashes(hashes, freqs, seed, p=sanitizer.p, rows=sanitizer.rows)
         n_in += len(kcol)
         if progress is not None:
             progress(n_in, 0)  # keys so far; the file's count is not known ahead
-        yield SanitisedChunk(
+        yield SanitizedChunk(
             header=header,
             extra=extra,
             keys=kcol,
@@ -123,7 +123,12 @@ def sanitise_sample(
         )
 
 
-def write_chunk(out: Any, writer: Any, part: SanitisedChunk, frequencies: bool) -> None:
+#: the old spelling, still imported by ``cli/pws.py`` and ``records/distributed.py``;
+#: remove once they import ``sanitize_sample``
+sanitise_sample = sanitize_sample
+
+
+def write_chunk(out: Any, writer: Any, part: SanitizedChunk, frequencies: bool) -> None:
     """Write a chunk's kept rows (``key[,frequency][,extra columns]``) to the text
     handle ``out`` (opened with ``newline=""``), the bytes ``writer`` (a ``csv.writer``
     on ``out`` with ``lineterminator="\\n"``) would write: from the key bytes where no
