@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ampcalc.records.importance_weights import importance_design as importance_design
     from ampcalc.records.importance_weights import importance_setup as importance_setup
     from ampcalc.records.pws_estimate import pws_estimate_params as pws_estimate_params
-    from ampcalc.records.pws_sanitise import PwsSanitiser as PwsSanitiser
+    from ampcalc.records.pws_sanitize import PwsSanitiser as PwsSanitiser
     from ampcalc.records.pws_tables import pws_design as pws_design
     from ampcalc.records.pws_tables import pws_self_check as pws_self_check
     from ampcalc.records.pws_tables import pws_table_columns as pws_table_columns
@@ -68,7 +68,7 @@ _ELSEWHERE = {
     "importance_design": "ampcalc.records.importance_weights",
     "importance_setup": "ampcalc.records.importance_weights",
     "pws_estimate_params": "ampcalc.records.pws_estimate",
-    "PwsSanitiser": "ampcalc.records.pws_sanitise",
+    "PwsSanitiser": "ampcalc.records.pws_sanitize",
     "pws_design": "ampcalc.records.pws_tables",
     "pws_self_check": "ampcalc.records.pws_tables",
     "pws_table_columns": "ampcalc.records.pws_tables",
@@ -474,9 +474,9 @@ def pws_sanitize(
         ``{"keys": [...reported keys...]}`` plus ``"frequency": [...]`` with
         ``report_frequencies`` (the CLI's output rows, in input order).
     """
-    from ampcalc.records import pws_sanitise
+    from ampcalc.records import pws_sanitize
 
-    return pws_sanitise.pws_sanitize(
+    return pws_sanitize.pws_sanitize(
         design,
         keys,
         frequencies,

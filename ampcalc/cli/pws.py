@@ -40,7 +40,7 @@ from ampcalc.records.pws_files import (
 )
 
 if TYPE_CHECKING:
-    from ampcalc.records.pws_sanitise import PwsSanitiser
+    from ampcalc.records.pws_sanitize import PwsSanitiser
 
 pws_app = typer.Typer(
     help=f"Private weighted sampling ({PWS}): table, sanitiser, estimator.\n\n"
@@ -312,7 +312,7 @@ def sanitize_cmd(
                 "time per worker)"
             )
     d, params = _design(design, overrides)
-    from ampcalc.records.pws_sanitise import PwsSanitiser
+    from ampcalc.records.pws_sanitize import PwsSanitiser
 
     san = PwsSanitiser(params, frequencies, extend=not no_extend)
     if engine == "dask":
@@ -320,7 +320,7 @@ def sanitize_cmd(
             d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
             chunk, verify, scheduler, workers, as_json, dashboard,
         )  # fmt: skip
-    from ampcalc.records.pws_stream import sanitise_sample, write_chunk
+    from ampcalc.records.pws_stream import sanitize_sample, write_chunk
 
     with contextlib.ExitStack() as stack:
         tick = stack.enter_context(progress_bar("sanitising keys"))
@@ -334,7 +334,7 @@ def sanitize_cmd(
             head = [header[c] for c in extra]
             writer.writerow(["key", *(["frequency"] if frequencies else []), *head])
 
-        parts = sanitise_sample(
+        parts = sanitize_sample(
             sample, chunk, san, params, seed, stream=stream, progress=tick, on_header=start
         )
         for part in parts:

@@ -5,7 +5,7 @@ for record files). Each file is one partition, taken in natural name order (``pa
 before ``part-10``). For ``weights`` the partitions become a ``dask.dataframe``
 (``from_map``) and the existing per-record kernels run in ``map_partitions``; for
 ``pws sanitize`` each partition is one delayed task that runs the one-process byte path
-on its file (``pws_stream.sanitise_sample``; Parquet partitions from Arrow's buffers,
+on its file (``pws_stream.sanitize_sample``; Parquet partitions from Arrow's buffers,
 ``_parquet_chunk``). Every task reads its partition with the same parser as the one-process path,
 runs the kernel, writes its part file (``part-00000.csv`` … or ``.parquet``) and returns
 a one-row summary (``pws sanitize``: with its keys' hashes, for the duplicate check
@@ -723,7 +723,7 @@ def _sample_header(part: Partition) -> list[str]:
 @dataclass(frozen=True)
 class _SanitizeJob:
     token: str  # names the job's tables in a worker (``_sanitiser``; ``table_token``)
-    base: Any  # records.pws_sanitise.PwsSanitiser at the design's table size
+    base: Any  # records.pws_sanitize.PwsSanitiser at the design's table size
     params: Any
     seed: int
     frequencies: bool
@@ -773,7 +773,7 @@ def _sanitiser(job: _SanitizeJob, top: int, where: str) -> Any:
 
 
 class _SharedSanitiser:
-    """The process's table for a job (``_sanitiser``) as ``pws_stream.sanitise_sample``
+    """The process's table for a job (``_sanitiser``) as ``pws_stream.sanitize_sample``
     uses it: ``ensure`` extends it under the lock; ``p`` and ``rows`` are read after."""
 
     def __init__(self, job: _SanitizeJob) -> None:
@@ -857,15 +857,15 @@ def _parquet_columns(part: Partition, header: tuple[str, ...]) -> list[Any]:
 
 
 def _parquet_chunk(part: Partition, job: _SanitizeJob, san: Any) -> Any:
-    """A Parquet partition as one ``pws_stream.SanitisedChunk``: the checks, coins and
-    draws of ``pws_stream.sanitise_sample`` (one chunk), the key (and a string
+    """A Parquet partition as one ``pws_stream.SanitizedChunk``: the checks, coins and
+    draws of ``pws_stream.sanitize_sample`` (one chunk), the key (and a string
     frequency) read from Arrow's buffers. Integer keys are their decimal strings;
     other columns are passed through as Python values (as the one-process CSV reader
     gives them, strings there)."""
     from ampcalc.load.keyset import KeyLog
     from ampcalc.math import pws as K
     from ampcalc.records.pws_files import check_score, duplicate_message, parse_freqs
-    from ampcalc.records.pws_stream import SanitisedChunk
+    from ampcalc.records.pws_stream import SanitizedChunk
 
     header = list(job.header)
     cols = _parquet_columns(part, job.header)
@@ -886,7 +886,7 @@ def _parquet_chunk(part: Partition, job: _SanitizeJob, san: Any) -> Any:
     if freqs.size:
         san.ensure(top, f"{part.path}:{lines[int(np.argmax(freqs))]}")
     kept, tokens = K.sanitize_hashes(hashes, freqs, job.seed, p=san.p, rows=san.rows)
-    return SanitisedChunk(
+    return SanitizedChunk(
         header=header,
         extra=extra,
         keys=kcol,
@@ -916,14 +916,14 @@ def _arrow_keys(kcol: Any, idx: np.ndarray) -> Any:
 
 def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
     """Partition ``i``, read, checked, hashed and sanitised as in one process: a CSV
-    partition by the one-process byte path (``pws_stream.sanitise_sample``: byte
+    partition by the one-process byte path (``pws_stream.sanitize_sample``: byte
     columns, vectorised hashes, duplicates by one sort), a Parquet partition from
     Arrow's buffers (``_parquet_chunk``: the same checks and draws); its part written
     by the one-process CSV writer or from the key bytes (Parquet)."""
     _tune_worker_malloc()
     import csv
 
-    from ampcalc.records.pws_stream import cells, sanitise_sample, write_chunk
+    from ampcalc.records.pws_stream import cells, sanitize_sample, write_chunk
 
     part = job.parts[i]
     header = list(job.header)
@@ -944,7 +944,7 @@ def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
     keys = reported = 0
     path = Path(job.out) / PART_NAME.format(i, job.fmt)
     if part.kind == "csv":
-        chunks: Any = sanitise_sample(
+        chunks: Any = sanitize_sample(
             part.path, job.chunk, san, job.params, job.seed, on_header=same_header
         )
     else:

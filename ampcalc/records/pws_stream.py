@@ -123,11 +123,6 @@ def sanitize_sample(
         )
 
 
-#: the old spelling, still imported by ``cli/pws.py`` and ``records/distributed.py``;
-#: remove once they import ``sanitize_sample``
-sanitise_sample = sanitize_sample
-
-
 def write_chunk(out: Any, writer: Any, part: SanitizedChunk, frequencies: bool) -> None:
     """Write a chunk's kept rows (``key[,frequency][,extra columns]``) to the text
     handle ``out`` (opened with ``newline=""``), the bytes ``writer`` (a ``csv.writer``
