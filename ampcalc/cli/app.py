@@ -835,7 +835,12 @@ def run_solve(
 
 def _table(results: list[dict[str, Any]], rich: bool) -> str:
     from ampcalc.output.render import fmt, render_table
-    from ampcalc.output.terms import GLOSSARY_LINE, NOISE_CERTIFIED, NOISE_IMPOSSIBLE
+    from ampcalc.output.terms import (
+        GLOSSARY_LINE,
+        NOISE_CERTIFIED,
+        NOISE_IMPOSSIBLE,
+        plain_references,
+    )
 
     header = ["design", "scheme", "target ε′", "δ′", "solve", NOISE_CERTIFIED, NOISE_IMPOSSIBLE]
     rows = [
@@ -851,9 +856,11 @@ def _table(results: list[dict[str, Any]], rich: bool) -> str:
         for r in results
     ]
     footer = [
-        f"{r['name']}: ε′ at the certified {r['knob']['name']}: "
-        f"{fmt(r['knob']['epsilon_prime_at_value'])}; "
-        + "; ".join([*r["warnings"], *r.get("notes", [])])
+        plain_references(
+            f"{r['name']}: ε′ at the certified {r['knob']['name']}: "
+            f"{fmt(r['knob']['epsilon_prime_at_value'])}; "
+            + "; ".join([*r["warnings"], *r.get("notes", [])])
+        )
         for r in results
     ]
     footer.append(GLOSSARY_LINE)

@@ -211,7 +211,12 @@ def _run_solve(led: Any, knob: str, target: float | None, output: Any) -> int:
 
 def _solve_table(payload: dict[str, Any], rich: bool) -> str:
     from ampcalc.output.render import fmt, render_table
-    from ampcalc.output.terms import GLOSSARY_LINE, NOISE_CERTIFIED, NOISE_IMPOSSIBLE
+    from ampcalc.output.terms import (
+        GLOSSARY_LINE,
+        NOISE_CERTIFIED,
+        NOISE_IMPOSSIBLE,
+        plain_references,
+    )
 
     k = payload["knob"]
     header = ["ledger", "target ε", "δ", "solve", NOISE_CERTIFIED, NOISE_IMPOSSIBLE, "width"]
@@ -231,7 +236,7 @@ def _solve_table(payload: dict[str, Any], rich: bool) -> str:
         f"lower total at the {k['name']} below which the target is impossible: "
         f"{fmt(k['epsilon_lower_at_impossible'])} "
         f"(accountant's step in privacy loss {payload['discretization']:g})",
-        *payload["warnings"],
+        *(plain_references(w) for w in payload["warnings"]),
         GLOSSARY_LINE,
     ]
     return render_table(header, rows, footer, rich_output=rich)

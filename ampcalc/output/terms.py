@@ -157,15 +157,22 @@ def composed_as(text: str | None) -> str | None:
     return text
 
 
-_DETAIL_REF = re.compile(r"\bdetails\.([A-Za-z_][A-Za-z0-9_]*)")
+#: ``knob.KEY`` (the calibrated noise in JSON) -> the column it is shown in.
+KNOB_LABELS: Mapping[str, str] = {
+    "value": NOISE_CERTIFIED,
+    "impossible_below": NOISE_IMPOSSIBLE,
+}
+
+_JSON_REF = re.compile(r"\b(details|knob)\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def plain_references(text: str) -> str:
-    """``text`` with each ``details.KEY`` it names written as the label tables show
-    (in quotes); keys without a label are left as they are."""
+    """``text`` with each ``details.KEY`` or ``knob.KEY`` it names written as the label
+    tables show (in quotes); keys without a label are left as they are."""
 
     def sub(m: re.Match[str]) -> str:
-        key = m.group(1)
-        return f"“{DETAIL_LABELS[key]}”" if key in DETAIL_LABELS else m.group(0)
+        labels = DETAIL_LABELS if m.group(1) == "details" else KNOB_LABELS
+        key = m.group(2)
+        return f"“{labels[key]}”" if key in labels else m.group(0)
 
-    return _DETAIL_REF.sub(sub, text)
+    return _JSON_REF.sub(sub, text)
