@@ -115,6 +115,21 @@ DETAIL_LABELS: Mapping[str, str] = {
     "data_mean_sq_norm": "mean squared norm of the data",
     "domain_argmax_norm": "norm of the worst record",
     "domain_gap": "gap of the worst-record search",
+    "epsilon_replace_one_ratio": "mechanism ε_R as a multiple of ε",
+    # nested (never on the details line; named so that notes pointing to them read)
+    "strata": "per-stratum rows",
+    "frequencies": "per-frequency rows",
+    "shortcut": "ε′/(6r) shortcut (approximate, unused)",
+    "allocations": "allocations of the neighbouring pair",
+    "allocation_sums": "allocation totals of the neighbouring pair",
+    "allocation_sensitivity": "allocation sensitivity",
+    "apportionment_sensitivity": "apportionment sensitivity",
+    "witness": "neighbouring pair behind the bound",
+    "largest_clusters": "largest cluster sizes",
+    "inverse": "how the certified ε was found",
+    "tight": "bounds coincide",
+    "target_for_expected_size": "target met at the expected sample size",
+    "lower_bound_printed_slack": "lower bound with the paper's printed constant",
 }
 
 #: A budget entry's or total's accountant, as JSON writes it -> the table's words.
