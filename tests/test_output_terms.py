@@ -21,6 +21,7 @@ from ampcalc.output.terms import (
     composed_as,
     detail_label,
     plain_references,
+    with_glossary,
 )
 from tests.conftest import ROOT, example_designs, run_ampcalc
 
@@ -135,7 +136,7 @@ def test_json_and_csv_keep_their_keys(bound_json: list[dict]) -> None:
 def test_detail_line_uses_labels_and_falls_back_to_the_key() -> None:
     line = detail_line({"population": 100, "K_upper": 10, "new_key": 2, "strata": []})
     assert line == (
-        "details: population size N = 100, largest group of records a cluster change "
+        "details: population N = 100, largest group of records a cluster change "
         "moves (K, upper) = 10, new_key = 2"
     )
     assert detail_label("unheard_of") == "unheard_of"
@@ -152,11 +153,16 @@ def test_remarks_name_keys_by_their_label() -> None:
 def test_accountant_words() -> None:
     assert composed_as("randomized response at ε′ (pure)") == "exactly, as a pure ε′ release"
     assert composed_as("dp_accounting sampled gaussian PLD") == (
-        "with the accountant (dp_accounting), as a sampled gaussian mechanism"
+        "by the accountant, as a sampled gaussian mechanism"
     )
     assert composed_as("something new") == "something new"
     assert composed_as(None) is None
-    assert GLOSSARY_LINE.endswith(f"<{GLOSSARY}>")
+    assert GLOSSARY in GLOSSARY_LINE
+    assert with_glossary(["references:", "  - Bun et al."]) == [
+        f"references (terms explained in {GLOSSARY}):",
+        "  - Bun et al.",
+    ]
+    assert with_glossary(["budget ε = 2"]) == ["budget ε = 2", GLOSSARY_LINE]
 
 
 def test_glossary_is_linked_from_symbols() -> None:

@@ -18,7 +18,7 @@ from ampcalc.model.errors import printable
 from ampcalc.model.references import describe_all, references_used
 from ampcalc.model.references import footer as references_footer
 from ampcalc.model.results import plain
-from ampcalc.output.terms import GLOSSARY_LINE, detail_label, plain_references
+from ampcalc.output.terms import detail_label, plain_references, with_glossary
 
 DASH = "-"
 
@@ -367,7 +367,8 @@ def notes(results: Sequence[Mapping[str, Any]], *, basis: bool = True) -> list[s
         items.extend(labelled("warning", _plain(r.get("warnings"))))
         items.extend(labelled("note", _plain(r.get("notes"))))
         lines.extend(bullets(r["name"], items))
-    return lines + references_footer(results) + ([GLOSSARY_LINE] if lines else [])
+    refs = references_footer(results)
+    return lines + (with_glossary(refs) if lines or refs else [])
 
 
 def _plain(texts: Iterable[str] | None) -> list[str]:

@@ -13,12 +13,22 @@ from collections.abc import Mapping
 
 #: The glossary every table links to once, cited like the project's other documents.
 GLOSSARY = "docs/glossary.md"
-GLOSSARY_LINE = f"terms: ampcalc glossary <{GLOSSARY}>"
+GLOSSARY_NOTE = f"terms explained in {GLOSSARY}"
+GLOSSARY_LINE = f"({GLOSSARY_NOTE})"
+
+
+def with_glossary(footer: list[str]) -> list[str]:
+    """A table's footer linking the glossary once: on its "references:" heading when it
+    has one (no extra line), else as a last line of its own."""
+    if footer and footer[0] == "references:":
+        return [f"references ({GLOSSARY_NOTE}):", *footer[1:]]
+    return [*footer, GLOSSARY_LINE]
+
 
 #: ``details`` key -> the phrase tables show instead.
 DETAIL_LABELS: Mapping[str, str] = {
     # design sizes
-    "population": "population size N",
+    "population": "population N",
     "sample": "sample size m",
     "rate": "sampling rate",
     "rate_max": "largest stratum sampling rate",
@@ -100,7 +110,7 @@ DETAIL_LABELS: Mapping[str, str] = {
     "L": "frequency scale L(ε, δ)",
     "first_frequency_half": "first frequency reported at least half as often as sampled",
     "settled_from": "frequency from which privacy costs nothing",
-    "privacy_cost_rows": "frequencies where privacy costs reporting",
+    "privacy_cost_rows": "how many frequencies privacy costs reporting",
     "privacy_cost_frequencies": "frequencies where privacy costs reporting",
     "max_frequency": "largest frequency",
     "sampled_sbh": "baseline (SbH) also sampled",
@@ -138,14 +148,12 @@ COMPOSED_AS: Mapping[str, str] = {
     "(ε′, δ′) dominating pair": "as an (ε′, δ′) release (its worst case)",
     "dp_accounting PLD (pessimistic estimate for the upper, optimistic with "
     "use_connect_dots=False for the lower)": (
-        "with the privacy-loss-distribution accountant (dp_accounting), "
-        "rounded up for the upper total and down for the accountant's estimate "
-        "(the lower)"
+        "by the privacy-loss-distribution accountant (dp_accounting)"
     ),
     "the accountant's optimistic estimate of the same composition: an accounting "
     "interval, not a worst-case witness": (
-        "the accountant's estimate of the same composition rounded down; the exact total "
-        "lies between it and the upper, but no release is shown to reach it"
+        "the accountant's optimistic estimate; the exact total lies between it and the "
+        "upper (a guarantee)"
     ),
 }
 _SAMPLED_PLD = re.compile(r"^dp_accounting sampled (\w+) PLD$")
@@ -168,7 +176,7 @@ def composed_as(text: str | None) -> str | None:
         return COMPOSED_AS[text]
     m = _SAMPLED_PLD.match(text)
     if m:
-        return f"with the accountant (dp_accounting), as a sampled {m.group(1)} mechanism"
+        return f"by the accountant, as a sampled {m.group(1)} mechanism"
     return text
 
 
