@@ -183,7 +183,7 @@ def test_bound_table_shows_privacy_cost_rows() -> None:
     out = run_ampcalc("bound", DESIGN, "--details").stdout
     # 34 rows with π_i < q_i for ppswor τ = 0.01, (0.1, 0.001): i = 1..34 (details)
     assert "└ i=34 " in out and "└ i=35 " not in out
-    assert "privacy_cost_frequencies = 1-34" in " ".join(out.split())  # notes wrap
+    assert "frequencies where privacy costs reporting = 1-34" in " ".join(out.split())  # wraps
 
 
 def test_sanitize_verify_exact_keys_only() -> None:

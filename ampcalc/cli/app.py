@@ -514,7 +514,7 @@ def invert(
         typer.Option(
             "--target",
             "-t",
-            help="Target ε′ for the population (default: the file's target.epsilon_prime); "
+            help="Target ε′ for the population (default: the file's `target: {epsilon_prime}`); "
             "designs calibrated to their target (pws, privacy-constrained importance) are "
             "rebuilt for it.",
             show_default=False,
@@ -837,8 +837,14 @@ def run_solve(
 
 def _table(results: list[dict[str, Any]], rich: bool) -> str:
     from ampcalc.output.render import fmt, render_table
+    from ampcalc.output.terms import (
+        GLOSSARY_LINE,
+        NOISE_CERTIFIED,
+        NOISE_IMPOSSIBLE,
+        plain_references,
+    )
 
-    header = ["design", "scheme", "target ε′", "δ′", "solve", "certified", "impossible below"]
+    header = ["design", "scheme", "target ε′", "δ′", "solve", NOISE_CERTIFIED, NOISE_IMPOSSIBLE]
     rows = [
         [
             r["name"],
@@ -852,11 +858,14 @@ def _table(results: list[dict[str, Any]], rich: bool) -> str:
         for r in results
     ]
     footer = [
-        f"{r['name']}: ε′ at the certified {r['knob']['name']}: "
-        f"{fmt(r['knob']['epsilon_prime_at_value'])}; "
-        + "; ".join([*r["warnings"], *r.get("notes", [])])
+        plain_references(
+            f"{r['name']}: ε′ at the certified {r['knob']['name']}: "
+            f"{fmt(r['knob']['epsilon_prime_at_value'])}; "
+            + "; ".join([*r["warnings"], *r.get("notes", [])])
+        )
         for r in results
     ]
+    footer.append(GLOSSARY_LINE)
     return render_table(header, rows, footer, rich_output=rich)
 
 

@@ -60,8 +60,8 @@ def budget(
         float | None,
         typer.Option(
             "--discretization",
-            help="The accountant's value discretization interval (default: the ledger's, "
-            "else 1e-4); smaller is tighter and slower.",
+            help="The accountant's step in privacy loss (default: the ledger's "
+            "`discretization`, else 1e-4); smaller is tighter and slower.",
             show_default=False,
         ),
     ] = None,
@@ -136,6 +136,7 @@ def _csv(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _table(payload: dict[str, Any], rich: bool) -> str:
     from ampcalc.output.render import fmt, render_table
+    from ampcalc.output.terms import GLOSSARY_LINE, composed_as
 
     header = ["entry", "scheme", "count", "ε′ lower", "ε′ upper", "δ′", "composed as"]
     rows = [
@@ -146,7 +147,7 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
             fmt(r["epsilon_prime"]["lower"]),
             fmt(r["epsilon_prime"]["upper"]),
             fmt(r["delta_prime"]),
-            r["composed_as"] or "-",
+            composed_as(r["composed_as"]) or "-",
         ]
         for r in payload["entries"]
     ]
@@ -162,14 +163,14 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
             "no-guarantee" if t["upper"] is None else "see below",
         ]
     )
-    footer = [f"total: {t['accountant']}"]
+    footer = [f"total: composed {composed_as(t['accountant'])}"]
     if t.get("discretization") is not None:
         footer.append(
-            f"  discretization interval {t['discretization']:g}"
+            f"  accountant's step in privacy loss {t['discretization']:g}"
             + (f"; [lower, upper] is {100 * t['width']:.3g}% wide" if t.get("width") else "")
         )
     if t.get("lower_meaning"):
-        footer.append(f"  lower: {t['lower_meaning']}")
+        footer.append(f"  lower: {composed_as(t['lower_meaning'])}")
     if t.get("note"):
         footer.append(f"  {t['note']}")
     tgt = payload["target"]
@@ -179,6 +180,7 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
             f"budget ε = {fmt(tgt['epsilon'])} at δ = {fmt(tgt['delta'])}: remaining "
             + ("unknown (no guarantee)" if rem is None else fmt(rem))
         )
+    footer.append(GLOSSARY_LINE)
     return render_table(header, rows, footer, rich_output=rich)
 
 
@@ -210,9 +212,15 @@ def _run_solve(led: Any, knob: str, target: float | None, output: Any) -> int:
 
 def _solve_table(payload: dict[str, Any], rich: bool) -> str:
     from ampcalc.output.render import fmt, render_table
+    from ampcalc.output.terms import (
+        GLOSSARY_LINE,
+        NOISE_CERTIFIED,
+        NOISE_IMPOSSIBLE,
+        plain_references,
+    )
 
     k = payload["knob"]
-    header = ["ledger", "target ε", "δ", "solve", "certified", "impossible below", "width"]
+    header = ["ledger", "target ε", "δ", "solve", NOISE_CERTIFIED, NOISE_IMPOSSIBLE, "width"]
     rows = [
         [
             payload["name"],
@@ -226,8 +234,10 @@ def _solve_table(payload: dict[str, Any], rich: bool) -> str:
     ]
     footer = [
         f"upper total at the certified {k['name']}: {fmt(k['epsilon_upper_at_value'])}; "
-        f"lower total at impossible below: {fmt(k['epsilon_lower_at_impossible'])} "
-        f"(discretization interval {payload['discretization']:g})",
-        *payload["warnings"],
+        f"lower total at the {k['name']} below which the target is impossible: "
+        f"{fmt(k['epsilon_lower_at_impossible'])} "
+        f"(accountant's step in privacy loss {payload['discretization']:g})",
+        *(plain_references(w) for w in payload["warnings"]),
+        GLOSSARY_LINE,
     ]
     return render_table(header, rows, footer, rich_output=rich)

@@ -53,7 +53,7 @@ def compare(
         typer.Option(
             "--target",
             "-t",
-            help="Target ε′ for the population (default: the file's target.epsilon_prime).",
+            help="Target ε′ for the population (default: the file's `target: {epsilon_prime}`).",
             show_default=False,
         ),
     ] = None,

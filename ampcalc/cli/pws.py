@@ -233,7 +233,9 @@ def sanitize_cmd(
     no_extend: Annotated[
         bool,
         typer.Option(
-            "--no-extend", help="Refuse frequencies above max_frequency instead of computing."
+            "--no-extend",
+            help="Refuse frequencies above the design's largest frequency (`max_frequency`) "
+            "instead of computing.",
         ),
     ] = False,
     chunk: Annotated[int, typer.Option("--chunk-size", help="Rows per chunk.")] = 200_000,

@@ -42,7 +42,7 @@ def report(
         typer.Option(
             "--target",
             "-t",
-            help="Target ε′ for the inverse (default: each design's target.epsilon_prime).",
+            help="Target ε′ for the inverse (default: each design's `target: {epsilon_prime}`).",
             show_default=False,
         ),
     ] = None,

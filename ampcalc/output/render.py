@@ -18,6 +18,7 @@ from ampcalc.model.errors import printable
 from ampcalc.model.references import describe_all, references_used
 from ampcalc.model.references import footer as references_footer
 from ampcalc.model.results import plain
+from ampcalc.output.terms import detail_label, plain_references, with_glossary
 
 DASH = "-"
 
@@ -313,7 +314,7 @@ def _pws_rows(result: Mapping[str, Any], width: int, limit: int | None) -> list[
         row = [""] * width
         row[0] = (
             f"{SUB}i={f['frequency']:<4} q={fmt(f['q'], 4):<9} π={fmt(f['pi'], 4):<9} "
-            f"p={fmt(f['p'], 4):<9} φ_SbH={fmt(f.get('phi_sbh'), 4)}"
+            f"p={fmt(f['p'], 4):<9} SbH φ={fmt(f.get('phi_sbh'), 4)}"
         )
         out.append(row)
     if limit is not None and len(rows) > limit:
@@ -325,12 +326,13 @@ HIDDEN_DETAILS = frozenset({"reference_epsilon", "tight", "inverse", "inverse_lo
 
 
 def detail_line(details: Mapping[str, Any]) -> str | None:
-    """The scalar ``details`` of a result on one line (nested tables are left out)."""
+    """The scalar ``details`` of a result on one line (nested tables are left out), each
+    key in the plain words of ``terms.DETAIL_LABELS``."""
     parts = []
     for key, value in details.items():
         if key in HIDDEN_DETAILS or isinstance(value, (Mapping, list, tuple)):
             continue
-        parts.append(f"{key} = {fmt(value)}")
+        parts.append(f"{detail_label(key)} = {fmt(value)}")
     return "details: " + ", ".join(parts) if parts else None
 
 
@@ -362,10 +364,16 @@ def notes(results: Sequence[Mapping[str, Any]], *, basis: bool = True) -> list[s
         line = detail_line(r.get("details") or {})
         if line:
             items.append(line)
-        items.extend(labelled("warning", r.get("warnings")))
-        items.extend(labelled("note", r.get("notes")))
+        items.extend(labelled("warning", _plain(r.get("warnings"))))
+        items.extend(labelled("note", _plain(r.get("notes"))))
         lines.extend(bullets(r["name"], items))
-    return lines + references_footer(results)
+    refs = references_footer(results)
+    return lines + (with_glossary(refs) if lines or refs else [])
+
+
+def _plain(texts: Iterable[str] | None) -> list[str]:
+    """Remarks with the ``details.KEY`` they point to named as the table shows it."""
+    return [plain_references(t) for t in texts or ()]
 
 
 # ---- fitting a table to the width ------------------------------------------------------
@@ -391,6 +399,8 @@ PRIORITY: dict[str, int] = {
     "V_n/V_N": 70,
     "impossible above": 60,
     "impossible below": 60,
+    "noise scale meeting the target": KEEP,
+    "noise scale below which the target is impossible": 60,
     "target ε′": 55,
     "ε (M)": 45,
     "scheme": 40,
