@@ -25,6 +25,7 @@ replacement and get its bounds (000_97a39a4c524f603f.txt §6.1, last paragraph).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -564,7 +565,7 @@ def theorem(max_inclusion: float, *, fixed_size: bool) -> Theorem:
         basis=BASIS,
         relation=None,
         guarantee=Neighbours.REPLACE_ONE,
-        witnesses=(Witness(bound=lambda eps: lower_epsilon(eps, max_inclusion=amax)),),
+        witnesses=(Witness(bound=functools.partial(lower_epsilon, max_inclusion=amax)),),
         conditions=(
             "a sample of (expected) size m: Σ a_i = m"
             if fixed_size

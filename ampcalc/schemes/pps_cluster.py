@@ -199,7 +199,7 @@ def theorem(params: Params, max_inclusion: float) -> Theorem:
         basis=BASIS,
         relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
-        witnesses=(Witness(bound=lambda eps: lower_epsilon(eps, max_inclusion=amax)),),
+        witnesses=(Witness(bound=partial(lower_epsilon, max_inclusion=amax)),),
         conditions=conditions(params),
         tight=None,
     )
