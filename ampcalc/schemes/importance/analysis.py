@@ -126,11 +126,46 @@ def _conditions(params: Params, profile: RecordEpsilon) -> list[str]:
     ]
 
 
-def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> Analysis:
-    """Bounds for one importance-sampling design (Theorem 6 / Theorem 10)."""
-    mode = params.probabilities
-    k0 = profile.epsilon / profile.natural
-    if mode == "coreset" and params.mix == 0.0 and profile.linear:
+@dataclass(kw_only=True)
+class _Mode:
+    """What one probability mode adds to the analysis: its bounds, inverses and remarks
+    (appended after the shared conditions and details, before the file's warning)."""
+
+    fig: RecordFigures
+    upper: Callable[[np.ndarray], np.ndarray] | None
+    lower: Callable[[np.ndarray], np.ndarray]
+    certified: Callable[[np.ndarray], np.ndarray] | None = None
+    impossible_above: Callable[[np.ndarray], np.ndarray] | None = None
+    invert_details: Callable[[np.ndarray], dict[str, Any]] | None = None
+    eps_star: float | None = None
+    calibrated: bool = False
+    conditions: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _reference(eps: np.ndarray) -> np.ndarray:
+    """M's ε as given (the profile's ε(1, x) supremum is the reference)."""
+    return np.asarray(eps, dtype=float)
+
+
+def _zero_delta(eps: np.ndarray) -> np.ndarray:
+    """δ′ = 0: the profile is pure ε."""
+    return np.zeros(np.shape(eps))
+
+
+def _scaled(eps: np.ndarray, fn: Any, natural: float) -> np.ndarray:
+    """``fn`` at each ε as a scaling k = ε/natural of the profile."""
+    eps = np.asarray(eps, dtype=float)
+    flat = [fn(float(e) / natural) for e in eps.ravel()]
+    return np.asarray(flat, dtype=float).reshape(eps.shape)
+
+
+def _check_design(params: Params, profile: RecordEpsilon) -> None:
+    """Refuse a coreset map without a floor on a weight-linear profile, and a knob the
+    profile does not have."""
+    if params.probabilities == "coreset" and params.mix == 0.0 and profile.linear:
         raise ConditionError(
             f"{IMPORTANCE}, Theorem 6 over the domain: with `mix: 0` the coreset "
             "map gives q(x) → 0 as ‖x‖ → 0, and ε̂ = log(1 + q(e^{ε(1/q, x)} − 1)) grows "
@@ -148,262 +183,321 @@ def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> An
             f"one of: {', '.join(knobs)}",
             where=Where(field="sampling.knob"),
         )
-    conditions = _conditions(params, profile)
-    warnings: list[str] = []
-    notes: list[str] = []
-    r = params.radius
 
-    def ref(eps: np.ndarray) -> np.ndarray:
-        return np.asarray(eps, dtype=float)
 
-    def scaled(eps: np.ndarray, fn: Any) -> np.ndarray:
-        eps = np.asarray(eps, dtype=float)
-        flat = [fn(float(e) / profile.natural) for e in eps.ravel()]
-        return np.asarray(flat, dtype=float).reshape(eps.shape)
-
-    details: dict[str, Any] = {"probabilities": mode, "profile": profile.kind, "radius": r}
+def _profile_details(params: Params, profile: RecordEpsilon, k0: float) -> dict[str, Any]:
+    """The mode, the profile and its knobs at the declared scaling k0."""
+    details: dict[str, Any] = {
+        "probabilities": params.probabilities,
+        "profile": profile.kind,
+        "radius": params.radius,
+    }
     if profile.kind == "laplace-sum":
         details["scale"] = _given(profile.scale) / k0
     if profile.kind == "dp-lloyd":
         details["noise_constant"] = _given(profile.noise_constant) * k0 * k0
         details["count_scale"] = _given(profile.count_scale) / k0
         details["sum_scale"] = _given(profile.sum_scale) / k0
-    calibrated = False
+    return details
+
+
+def _privacy_constrained(params: Params, profile: RecordEpsilon, k0: float) -> _Mode:
+    """Theorem 10: q*(x) calibrated to the target ε*; the guarantee is max(ε*, ε)."""
+    r = params.radius
+    if not profile.linear:
+        raise ConditionError(
+            f"{IMPORTANCE}, Theorem 10: Assumption 9 fails for a profile "
+            "that ignores weights (ε̂ falls to 0 as w grows, so the optimum is q → 0); "
+            "use `probabilities: uniform` (Proposition 3)"
+        )
+    eps_star = _target_of(params)
+    if eps_star > 700.0:
+        raise ConditionError(
+            f"{IMPORTANCE}, Theorem 10: ε* above 700 is outside the supported "
+            "range (e^{ε*} overflows); such a target gives no meaningful protection"
+        )
+    coef = profile.coefficients
+    feasible_r = largest_feasible_radius(
+        LinearCoefficients(k0 * coef.alpha, k0 * coef.slope), eps_star
+    )
+    if profile.epsilon > eps_star:
+        where = (
+            f"the largest feasible radius is {feasible_r:.6g}"
+            if feasible_r >= 0
+            else "no radius is feasible (ε(1, 0) already exceeds ε*)"
+        )
+        raise ConditionError(
+            f"{IMPORTANCE}, Theorem 10, Assumption 8: the domain is "
+            f"infeasible: sup_(‖x‖<=r) ε(1, x) = {profile.epsilon:.6g} > ε* = "
+            f"{eps_star:g} at r = {r:g}; {where}"
+        )
+    conditions = [
+        f"Assumption 8: ε(1, x) <= ε* = {eps_star:g} for every ‖x‖ <= r "
+        f"(largest feasible radius {feasible_r:.6g})",
+        "Assumption 9/11: the profile is weight-linear (Lambert-W solution)",
+    ]
+
+    def upper(eps: np.ndarray) -> np.ndarray:
+        e = np.asarray(eps, dtype=float)
+        out: np.ndarray = np.maximum(eps_star, e)
+        return out
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        def one(k: float) -> float:
+            a = numeric.round_down(k * coef.at(r), 1)
+            if a > eps_star:
+                return float(a)
+            w = privacy_constrained_weights(np.array([a]), eps_star)
+            return float(personalised_epsilon(1.0 / w, a, rounding="down")[0])
+
+        return _scaled(eps, one, profile.natural)
+
+    def certified(t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        return np.where(t >= eps_star, t, np.nan)
+
+    fig = record_figures(params, profile, k0, eps_star)
+    notes = [
+        "q*(x) = 1/w*(x) depends only on ε(·, x) and ε*, so it is a public map "
+        f"({IMPORTANCE}, Theorem 10); every record's ε̂ is certified <= ε* as evaluated "
+        f"(the feasible end, not a bisection midpoint: {DERIVATIONS}, §4.7)"
+    ]
+    warnings = []
+    if params.expected_size is not None:
+        warnings.append(
+            "`expected_size` with privacy-constrained probabilities: invert reports the "
+            "smallest ε* that size allows (details.target_for_expected_size); choosing "
+            f"ε* from the data's own expected size is itself data-dependent ({DERIVATIONS}, "
+            "§4.7)"
+        )
+
+    def invert_details(t: np.ndarray) -> dict[str, Any]:
+        return _pc_invert(params, profile, k0, t)
+
+    return _Mode(
+        fig=fig,
+        upper=upper,
+        lower=lower,
+        certified=certified,
+        invert_details=invert_details,
+        eps_star=eps_star,
+        calibrated=True,
+        conditions=conditions,
+        warnings=warnings,
+        notes=notes,
+        details={"target_epsilon_prime": eps_star, "feasible_radius": feasible_r},
+    )
+
+
+def _column(params: Params, profile: RecordEpsilon, k0: float) -> _Mode:
+    """q read from the file's column: the domain guarantee needs a public floor
+    (weight-linear profiles) or ceiling (weight-free ones)."""
+    r = params.radius
+    fig = record_figures(params, profile, k0)
+    p0 = params.min_probability
+    p1 = params.max_probability
+    conditions: list[str] = []
+    warnings: list[str] = []
+    details: dict[str, Any] = {}
     upper: Callable[[np.ndarray], np.ndarray] | None
-    certified = None
-    impossible_above = None
-    eps_star: float | None = None
-    invert_details = None
-
-    if mode == "privacy-constrained":
-        if not profile.linear:
-            raise ConditionError(
-                f"{IMPORTANCE}, Theorem 10: Assumption 9 fails for a profile "
-                "that ignores weights (ε̂ falls to 0 as w grows, so the optimum is q → 0); "
-                "use `probabilities: uniform` (Proposition 3)"
-            )
-        eps_star = _target_of(params)
-        if eps_star > 700.0:
-            raise ConditionError(
-                f"{IMPORTANCE}, Theorem 10: ε* above 700 is outside the supported "
-                "range (e^{ε*} overflows); such a target gives no meaningful protection"
-            )
-        coef = profile.coefficients
-        feasible_r = largest_feasible_radius(
-            LinearCoefficients(k0 * coef.alpha, k0 * coef.slope), eps_star
-        )
-        if profile.epsilon > eps_star:
-            where = (
-                f"the largest feasible radius is {feasible_r:.6g}"
-                if feasible_r >= 0
-                else "no radius is feasible (ε(1, 0) already exceeds ε*)"
-            )
-            raise ConditionError(
-                f"{IMPORTANCE}, Theorem 10, Assumption 8: the domain is "
-                f"infeasible: sup_(‖x‖<=r) ε(1, x) = {profile.epsilon:.6g} > ε* = "
-                f"{eps_star:g} at r = {r:g}; {where}"
-            )
-        calibrated = True
-        conditions.append(
-            f"Assumption 8: ε(1, x) <= ε* = {eps_star:g} for every ‖x‖ <= r "
-            f"(largest feasible radius {feasible_r:.6g})"
-        )
-        conditions.append("Assumption 9/11: the profile is weight-linear (Lambert-W solution)")
-
-        def upper(eps: np.ndarray) -> np.ndarray:
-            e = np.asarray(eps, dtype=float)
-            out: np.ndarray = np.maximum(eps_star, e)
-            return out
-
-        def lower(eps: np.ndarray) -> np.ndarray:
-            def one(k: float) -> float:
-                a = numeric.round_down(k * coef.at(r), 1)
-                if a > eps_star:
-                    return float(a)
-                w = privacy_constrained_weights(np.array([a]), eps_star)
-                return float(personalised_epsilon(1.0 / w, a, rounding="down")[0])
-
-            return scaled(eps, one)
-
-        def certified(t: np.ndarray) -> np.ndarray:
-            t = np.asarray(t, dtype=float)
-            return np.where(t >= eps_star, t, np.nan)
-
-        fig = record_figures(params, profile, k0, eps_star)
-        details["target_epsilon_prime"] = eps_star
-        details["feasible_radius"] = feasible_r
-        notes.append(
-            "q*(x) = 1/w*(x) depends only on ε(·, x) and ε*, so it is a public map "
-            f"({IMPORTANCE}, Theorem 10); every record's ε̂ is certified <= ε* as evaluated "
-            f"(the feasible end, not a bisection midpoint: {DERIVATIONS}, §4.7)"
-        )
-
-        if params.expected_size is not None:
-            warnings.append(
-                "`expected_size` with privacy-constrained probabilities: invert reports the "
-                "smallest ε* that size allows (details.target_for_expected_size); choosing "
-                f"ε* from the data's own expected size is itself data-dependent ({DERIVATIONS}, "
-                "§4.7)"
-            )
-
-        def invert_details(t: np.ndarray) -> dict[str, Any]:
-            return _pc_invert(params, profile, k0, t)
-
-    elif mode == "column":
-        fig = record_figures(params, profile, k0)
-        p0 = params.min_probability
-        p1 = params.max_probability
-        if p1 is not None and profile.linear:
-            warnings.append(
-                f"max_probability = {p1:g} does not bound a weight-linear profile's loss "
-                f"(ε̂ decreases in q: the worst record has the smallest q, {IMPORTANCE}, App. "
-                "A); it is "
-                "checked against the column only"
-            )
-        if p0 is None and profile.linear:
-            warnings.append(
-                "`probabilities: column` without a public `min_probability`: an added "
-                "record's q is unknown, so no domain guarantee exists (ε̂ grows without "
-                "bound as q → 0 for weight-linear profiles); per-record figures only"
-            )
-            upper = None
-        else:
-
-            def upper(eps: np.ndarray) -> np.ndarray:
-                def one(k: float) -> float:
-                    a = numeric.round_up(k * profile.coefficients.at(r), 2)
-                    if not profile.linear:
-                        if p1 is None:
-                            return float(a)  # q may be 1 for an added record
-                        # weight-free: ε̂ = A(q, ε) increases in q (Prop. 3)
-                        return float(personalised_epsilon(np.array([p1]), a, linear=False)[0])
-                    return float(personalised_epsilon(np.array([p0]), a)[0])
-
-                return scaled(eps, one)
-
-            if p0 is not None:
-                conditions.append(f"every q(x) >= min_probability = {p0:g} (public floor)")
-            if p1 is not None and not profile.linear:
-                conditions.append(
-                    f"every q(x) <= max_probability = {p1:g} (public ceiling), an added "
-                    "record's included: a weight-free profile loses A(q, ε) = log(1 + "
-                    f"q(e^ε − 1)), largest at the largest q ({IMPORTANCE}, App. A, Proposition 3)"
-                )
-                details["max_probability"] = p1
-            elif not profile.linear:
-                warnings.append(
-                    "constant profile with `probabilities: column` and no public "
-                    "`max_probability`: an added record may have q = 1, so the guarantee is "
-                    "the unsampled ε (give `max_probability` for the amplified bound)"
-                )
-        # a record is in the domain when its norm, as computed from the values read,
-        # is <= r: the comparison that counts `infeasible_records` (a record at exactly
-        # the radius belongs to the domain). Its ε(1, x) for the lower bound uses the
-        # norm rounded down (the round-up of ``_profile_norms`` is for guarantees and
-        # would push a record at the radius out of the domain).
-        inside = ~fig.outside
-        z_low = numeric.round_down(_raw_norms(params, profile), 16)
-
-        def lower(eps: np.ndarray) -> np.ndarray:
-            if not inside.any():
-                return np.zeros(np.shape(eps))
-
-            def one(k: float) -> float:
-                a = numeric.round_down(k * profile.coefficients.at(z_low[inside]), 1)
-                e = personalised_epsilon(fig.q[inside], a, linear=profile.linear, rounding="down")
-                return float(np.max(e))
-
-            return scaled(eps, one)
-
+    if p1 is not None and profile.linear:
         warnings.append(
-            "`probabilities: column`: the guarantee holds only if the column's q was fixed "
-            f"by a public rule before seeing the data ({DERIVATIONS}, §4.7)"
+            f"max_probability = {p1:g} does not bound a weight-linear profile's loss "
+            f"(ε̂ decreases in q: the worst record has the smallest q, {IMPORTANCE}, App. "
+            "A); it is "
+            "checked against the column only"
         )
+    if p0 is None and profile.linear:
+        warnings.append(
+            "`probabilities: column` without a public `min_probability`: an added "
+            "record's q is unknown, so no domain guarantee exists (ε̂ grows without "
+            "bound as q → 0 for weight-linear profiles); per-record figures only"
+        )
+        upper = None
     else:
-        fig = record_figures(params, profile, k0)
 
         def upper(eps: np.ndarray) -> np.ndarray:
-            return scaled(eps, lambda k: domain_bracket(params, profile, k)[0])
+            def one(k: float) -> float:
+                a = numeric.round_up(k * profile.coefficients.at(r), 2)
+                if not profile.linear:
+                    if p1 is None:
+                        return float(a)  # q may be 1 for an added record
+                    # weight-free: ε̂ = A(q, ε) increases in q (Prop. 3)
+                    return float(personalised_epsilon(np.array([p1]), a, linear=False)[0])
+                return float(personalised_epsilon(np.array([p0]), a)[0])
 
-        def lower(eps: np.ndarray) -> np.ndarray:
-            return scaled(eps, lambda k: domain_bracket(params, profile, k)[1])
+            return _scaled(eps, one, profile.natural)
 
-        hi, lo, zmax = domain_bracket(params, profile, k0)
-        details["domain_argmax_norm"] = zmax
-        details["domain_gap"] = hi - lo
-        if mode == "coreset":
-            xbar_data = float(np.mean(params.data.sq_l2))
-            details["data_mean_sq_norm"] = xbar_data
-            qr = _map(params)(np.array([r]))[0]
-            if qr >= 1.0:
-                notes.append(
-                    "the coreset map reaches q = 1 inside the domain (m > N/(λ + "
-                    f"(1−λ)r²/x̃)); q is capped at 1 there ({DERIVATIONS}, §4.7)"
-                )
-        if profile.linear:
-            warnings.append(
-                "for weight-linear profiles ε̂ >= ε(1, x): importance sampling does not "
-                f"amplify them ({IMPORTANCE}, App. A; {DERIVATIONS}, §4.7); it buys a smaller "
-                "sample"
+        if p0 is not None:
+            conditions.append(f"every q(x) >= min_probability = {p0:g} (public floor)")
+        if p1 is not None and not profile.linear:
+            conditions.append(
+                f"every q(x) <= max_probability = {p1:g} (public ceiling), an added "
+                "record's included: a weight-free profile loses A(q, ε) = log(1 + "
+                f"q(e^ε − 1)), largest at the largest q ({IMPORTANCE}, App. A, Proposition 3)"
             )
+            details["max_probability"] = p1
+        elif not profile.linear:
+            warnings.append(
+                "constant profile with `probabilities: column` and no public "
+                "`max_probability`: an added record may have q = 1, so the guarantee is "
+                "the unsampled ε (give `max_probability` for the amplified bound)"
+            )
+    # a record is in the domain when its norm, as computed from the values read,
+    # is <= r: the comparison that counts `infeasible_records` (a record at exactly
+    # the radius belongs to the domain). Its ε(1, x) for the lower bound uses the
+    # norm rounded down (the round-up of ``_profile_norms`` is for guarantees and
+    # would push a record at the radius out of the domain).
+    inside = ~fig.outside
+    z_low = numeric.round_down(_raw_norms(params, profile), 16)
 
-        cache: dict[tuple[str, float], float] = {}
+    def lower(eps: np.ndarray) -> np.ndarray:
+        if not inside.any():
+            return np.zeros(np.shape(eps))
 
-        def upper_k(k: float) -> float:
-            return domain_bracket(params, profile, k)[0]
+        def one(k: float) -> float:
+            a = numeric.round_down(k * profile.coefficients.at(z_low[inside]), 1)
+            e = personalised_epsilon(fig.q[inside], a, linear=profile.linear, rounding="down")
+            return float(np.max(e))
 
-        def lower_k(k: float) -> float:
-            return domain_bracket(params, profile, k)[1]
+        return _scaled(eps, one, profile.natural)
 
-        def certified(t: np.ndarray) -> np.ndarray:
-            def one(target: float) -> float:
-                key = ("up", target)
-                if key not in cache:
-                    cache[key] = scale_search(upper_k, target, feasible_end=True)
-                return cache[key] * profile.natural
+    warnings.append(
+        "`probabilities: column`: the guarantee holds only if the column's q was fixed "
+        f"by a public rule before seeing the data ({DERIVATIONS}, §4.7)"
+    )
+    return _Mode(
+        fig=fig,
+        upper=upper,
+        lower=lower,
+        conditions=conditions,
+        warnings=warnings,
+        details=details,
+    )
 
-            return _each(t, one)
 
-        def impossible_above(t: np.ndarray) -> np.ndarray:
-            def one(target: float) -> float:
-                k = scale_search(lower_k, target, feasible_end=False)
-                return k * profile.natural
+def _public_map(params: Params, profile: RecordEpsilon, k0: float) -> _Mode:
+    """A public map q(x) (uniform or coreset): Theorem 6 bracketed over the domain, its
+    inverse a search over the profile's scaling."""
+    r = params.radius
+    fig = record_figures(params, profile, k0)
+    details: dict[str, Any] = {}
+    warnings: list[str] = []
+    notes: list[str] = []
 
-            return numeric.round_up(_each(t, one), 1)
+    def upper(eps: np.ndarray) -> np.ndarray:
+        return _scaled(eps, lambda k: domain_bracket(params, profile, k)[0], profile.natural)
 
-        def invert_details(t: np.ndarray) -> dict[str, Any]:
-            return _knob_invert(params, profile, k0, t, cache)
+    def lower(eps: np.ndarray) -> np.ndarray:
+        return _scaled(eps, lambda k: domain_bracket(params, profile, k)[1], profile.natural)
 
-    rec = _record_details(params, fig)
-    details.update(rec)
-    if rec["infeasible_records"]:
-        rows = ", ".join(str(i) for i in rec["infeasible_rows"])
+    hi, lo, zmax = domain_bracket(params, profile, k0)
+    details["domain_argmax_norm"] = zmax
+    details["domain_gap"] = hi - lo
+    if params.probabilities == "coreset":
+        xbar_data = float(np.mean(params.data.sq_l2))
+        details["data_mean_sq_norm"] = xbar_data
+        qr = _map(params)(np.array([r]))[0]
+        if qr >= 1.0:
+            notes.append(
+                "the coreset map reaches q = 1 inside the domain (m > N/(λ + "
+                f"(1−λ)r²/x̃)); q is capped at 1 there ({DERIVATIONS}, §4.7)"
+            )
+    if profile.linear:
         warnings.append(
-            f"{rec['infeasible_records']} record(s) of the file lie outside the domain "
-            f"(profile norm > r = {r:g}{' or infeasible for ε*' if eps_star else ''}); "
-            f"first rows (0-based): {rows}. They are not clipped: their ε̂ is in the "
-            "quantiles and may exceed the guarantee"
+            "for weight-linear profiles ε̂ >= ε(1, x): importance sampling does not "
+            f"amplify them ({IMPORTANCE}, App. A; {DERIVATIONS}, §4.7); it buys a smaller "
+            "sample"
         )
+
+    cache: dict[tuple[str, float], float] = {}
+
+    def upper_k(k: float) -> float:
+        return domain_bracket(params, profile, k)[0]
+
+    def lower_k(k: float) -> float:
+        return domain_bracket(params, profile, k)[1]
+
+    def certified(t: np.ndarray) -> np.ndarray:
+        def one(target: float) -> float:
+            key = ("up", target)
+            if key not in cache:
+                cache[key] = scale_search(upper_k, target, feasible_end=True)
+            return cache[key] * profile.natural
+
+        return _each(t, one)
+
+    def impossible_above(t: np.ndarray) -> np.ndarray:
+        def one(target: float) -> float:
+            k = scale_search(lower_k, target, feasible_end=False)
+            return k * profile.natural
+
+        return numeric.round_up(_each(t, one), 1)
+
+    def invert_details(t: np.ndarray) -> dict[str, Any]:
+        return _knob_invert(params, profile, k0, t, cache)
+
+    return _Mode(
+        fig=fig,
+        upper=upper,
+        lower=lower,
+        certified=certified,
+        impossible_above=impossible_above,
+        invert_details=invert_details,
+        warnings=warnings,
+        notes=notes,
+        details=details,
+    )
+
+
+def _outside_warning(rec: dict[str, Any], r: float, eps_star: float | None) -> str | None:
+    """The warning about the file's records outside the domain (None when there are none)."""
+    if not rec["infeasible_records"]:
+        return None
+    rows = ", ".join(str(i) for i in rec["infeasible_rows"])
+    return (
+        f"{rec['infeasible_records']} record(s) of the file lie outside the domain "
+        f"(profile norm > r = {r:g}{' or infeasible for ε*' if eps_star else ''}); "
+        f"first rows (0-based): {rows}. They are not clipped: their ε̂ is in the "
+        "quantiles and may exceed the guarantee"
+    )
+
+
+_MODES = {"privacy-constrained": _privacy_constrained, "column": _column}
+
+
+def analyse(params: Params, profile: RecordEpsilon, guarantee: Neighbours) -> Analysis:
+    """Bounds for one importance-sampling design (Theorem 6 / Theorem 10)."""
+    k0 = profile.epsilon / profile.natural
+    _check_design(params, profile)
+    conditions = _conditions(params, profile)
+    details = _profile_details(params, profile, k0)
+    mode = _MODES.get(params.probabilities, _public_map)(params, profile, k0)
+    details.update(mode.details)
+    rec = _record_details(params, mode.fig)
+    details.update(rec)
+    outside = _outside_warning(rec, params.radius, mode.eps_star)
+    warnings = mode.warnings + ([outside] if outside is not None else [])
     # Built here, not by ``assembly.assemble``: ε′ is a quantile over the records' own
     # ε̂ (a per-record ε, not one mechanism ε under a relation), and its inverse
     # recalibrates the design's knob (``_knob_invert``) rather than inverting a formula.
     return Analysis(
         guarantee_neighbours=Neighbours.ADD_REMOVE,
-        reference_epsilon=ref,
-        upper=upper,
-        lower=lower,
-        delta_prime=lambda eps: np.zeros(np.shape(eps)),
-        certified=certified,
-        impossible_above=impossible_above,
+        reference_epsilon=_reference,
+        upper=mode.upper,
+        lower=mode.lower,
+        delta_prime=_zero_delta,
+        certified=mode.certified,
+        impossible_above=mode.impossible_above,
         basis=BASIS,
-        conditions=tuple(conditions),
+        conditions=tuple(conditions + mode.conditions),
         warnings=tuple(warnings),
-        notes=tuple(notes),
+        notes=tuple(mode.notes),
         details=details,
-        calibrated=calibrated,
-        invert_details=invert_details,
+        calibrated=mode.calibrated,
+        invert_details=mode.invert_details,
         # Assumption 8 (the domain is feasible for ε*) is checked at M's ε
-        pointwise=mode == "privacy-constrained",
+        pointwise=params.probabilities == "privacy-constrained",
     )
 
 
