@@ -123,7 +123,7 @@ SCHEMES_CROSS: dict[tuple[str, str], str] = {
     ),
     ("ampcalc.schemes.pps_cluster", "ampcalc.schemes.pps"): (
         "PPS cluster sampling draws whole clusters by pps's methods: its method names "
-        "and successive-sampling inclusion probabilities"
+        "(successive sampling's inclusion probabilities are the _pps_designs kernel's)"
     ),
     ("ampcalc.schemes.stratified.fixed", "ampcalc.schemes.poisson"): (
         "stratified Poisson sampling is the poisson family's result at the largest rate "

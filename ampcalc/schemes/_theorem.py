@@ -84,19 +84,21 @@ class Scale(enum.Enum):
 class OfPair:
     """A formula of M's ε under both relations at once: (ε_D, ε_R) -> ε′ (or δ′), for a
     result that uses both (ε_D = +∞ where M's add-remove ε is unknown and not refused).
+    The theorem's ``params`` follow by keyword until the assembly binds them.
     """
 
-    formula: PairFormula
+    formula: Callable[..., FloatArray]
 
 
 @dataclass(frozen=True)
 class InScale:
     """A closed-form inverse stated in a ``Scale`` of M's ε (for a theorem of any
     relation): the declared ε is inv(T)/ratio, rounded outward once and certified
-    against the bound as evaluated."""
+    against the bound as evaluated (the theorem's ``params`` follow the target by keyword
+    until the assembly binds them)."""
 
     scale: Scale
-    formula: Formula
+    formula: Callable[..., FloatArray]
 
 
 @dataclass(frozen=True)

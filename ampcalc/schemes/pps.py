@@ -47,7 +47,7 @@ from ampcalc.schemes._pps_designs import (
     _successive_largest,
     sampford_distribution,
     successive_distribution,
-    successive_inclusion,  # noqa: F401  (pps_cluster's successive method reads it here)
+    successive_inclusion,  # noqa: F401  (read here by the tests)
     successive_product_bound,  # noqa: F401
     successive_race_bound,  # noqa: F401
     systematic_pips_distribution,
