@@ -201,8 +201,9 @@ def _profile_details(params: Params, profile: RecordEpsilon, k0: float) -> dict[
     return details
 
 
-def _privacy_constrained(params: Params, profile: RecordEpsilon, k0: float) -> _Mode:
-    """Theorem 10: q*(x) calibrated to the target ε*; the guarantee is max(ε*, ε)."""
+def _feasible_target(params: Params, profile: RecordEpsilon, k0: float) -> tuple[float, float]:
+    """Theorem 10's target ε* and the largest feasible radius, after its assumptions are
+    checked (a weight-linear profile, ε* in range, the domain feasible for ε*)."""
     r = params.radius
     if not profile.linear:
         raise ConditionError(
@@ -231,6 +232,14 @@ def _privacy_constrained(params: Params, profile: RecordEpsilon, k0: float) -> _
             f"infeasible: sup_(‖x‖<=r) ε(1, x) = {profile.epsilon:.6g} > ε* = "
             f"{eps_star:g} at r = {r:g}; {where}"
         )
+    return eps_star, feasible_r
+
+
+def _privacy_constrained(params: Params, profile: RecordEpsilon, k0: float) -> _Mode:
+    """Theorem 10: q*(x) calibrated to the target ε*; the guarantee is max(ε*, ε)."""
+    r = params.radius
+    eps_star, feasible_r = _feasible_target(params, profile, k0)
+    coef = profile.coefficients
     conditions = [
         f"Assumption 8: ε(1, x) <= ε* = {eps_star:g} for every ‖x‖ <= r "
         f"(largest feasible radius {feasible_r:.6g})",
@@ -289,6 +298,32 @@ def _privacy_constrained(params: Params, profile: RecordEpsilon, k0: float) -> _
     )
 
 
+def _column_lower(
+    params: Params, profile: RecordEpsilon, fig: RecordFigures
+) -> Callable[[np.ndarray], np.ndarray]:
+    """The column mode's lower bound: the largest ε̂ of the file's records in the domain."""
+    # a record is in the domain when its norm, as computed from the values read,
+    # is <= r: the comparison that counts `infeasible_records` (a record at exactly
+    # the radius belongs to the domain). Its ε(1, x) for the lower bound uses the
+    # norm rounded down (the round-up of ``_profile_norms`` is for guarantees and
+    # would push a record at the radius out of the domain).
+    inside = ~fig.outside
+    z_low = numeric.round_down(_raw_norms(params, profile), 16)
+
+    def lower(eps: np.ndarray) -> np.ndarray:
+        if not inside.any():
+            return np.zeros(np.shape(eps))
+
+        def one(k: float) -> float:
+            a = numeric.round_down(k * profile.coefficients.at(z_low[inside]), 1)
+            e = personalised_epsilon(fig.q[inside], a, linear=profile.linear, rounding="down")
+            return float(np.max(e))
+
+        return _scaled(eps, one, profile.natural)
+
+    return lower
+
+
 def _column(params: Params, profile: RecordEpsilon, k0: float) -> _Mode:
     """q read from the file's column: the domain guarantee needs a public floor
     (weight-linear profiles) or ceiling (weight-free ones)."""
@@ -343,25 +378,7 @@ def _column(params: Params, profile: RecordEpsilon, k0: float) -> _Mode:
                 "`max_probability`: an added record may have q = 1, so the guarantee is "
                 "the unsampled ε (give `max_probability` for the amplified bound)"
             )
-    # a record is in the domain when its norm, as computed from the values read,
-    # is <= r: the comparison that counts `infeasible_records` (a record at exactly
-    # the radius belongs to the domain). Its ε(1, x) for the lower bound uses the
-    # norm rounded down (the round-up of ``_profile_norms`` is for guarantees and
-    # would push a record at the radius out of the domain).
-    inside = ~fig.outside
-    z_low = numeric.round_down(_raw_norms(params, profile), 16)
-
-    def lower(eps: np.ndarray) -> np.ndarray:
-        if not inside.any():
-            return np.zeros(np.shape(eps))
-
-        def one(k: float) -> float:
-            a = numeric.round_down(k * profile.coefficients.at(z_low[inside]), 1)
-            e = personalised_epsilon(fig.q[inside], a, linear=profile.linear, rounding="down")
-            return float(np.max(e))
-
-        return _scaled(eps, one, profile.natural)
-
+    lower = _column_lower(params, profile, fig)
     warnings.append(
         "`probabilities: column`: the guarantee holds only if the column's q was fixed "
         f"by a public rule before seeing the data ({DERIVATIONS}, §4.7)"
