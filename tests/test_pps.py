@@ -117,8 +117,8 @@ def test_successive_lower_bound_when_too_large(monkeypatch):
         if m < n:  # else every record is drawn (a_t = 1, no bound needed)
             race = pps.successive_race_bound(np.sort(others), float(r[t]), m)
             assert float(exact[t]) - 1 / 1024 - 1e-9 <= race <= float(exact[t])
-    monkeypatch.setattr(pps, "SUCCESSIVE_EXACT_STATES", 1)
-    monkeypatch.setattr(pps, "SUCCESSIVE_RACE_WORK", 0)
+    monkeypatch.setattr("ampcalc.schemes._pps_designs.SUCCESSIVE_EXACT_STATES", 1)
+    monkeypatch.setattr("ampcalc.schemes._pps_designs.SUCCESSIVE_RACE_WORK", 0)
     r = bound("  scheme: pps\n  method: successive\n" + REPRO, "replace-one")
     assert r.details["inclusion_basis"] == "successive-lower-bound"
     # 1 − (1 − 10/18)(1 − 10/17) = 0.816993..., below the exact 575/663

@@ -192,7 +192,8 @@ def theorem(params: Params) -> Theorem:
         basis=BASIS,
         relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
-        lower=lambda eps: lower_epsilon(eps, p=p, q=q),
+        lower=lower_epsilon,
+        params={"p": p, "q": q},
         conditions=(
             "the two distributions are those of the allocated size on add-remove neighbours",
         ),

@@ -11,6 +11,7 @@ reading has its own formula (``reading: statement | proof``, required; see ``REA
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -282,6 +283,29 @@ def theorem_5_3_statement(eps2: Any, *, fraction: float, test_epsilon: float) ->
 _KERNELS = {"statement": theorem_5_3_statement, "proof": theorem_5_3}
 
 
+def theorem_5_3_lower(
+    eps_add_remove: np.ndarray,
+    eps_replace_one: np.ndarray,
+    *,
+    reading: str,
+    fraction: float,
+    test_epsilon: float,
+    conditional_epsilon: float,
+) -> np.ndarray:
+    """Theorem 5.3's lower bound in the chosen reading: the test's bound at ε″ capped at
+    M's add-remove ε (ε_R is not used)."""
+    return _KERNELS[reading](
+        np.minimum(conditional_epsilon, eps_add_remove),
+        fraction=fraction,
+        test_epsilon=test_epsilon,
+    )
+
+
+def constant_epsilon(eps: np.ndarray, *, value: float) -> np.ndarray:
+    """A lower bound that does not depend on M's ε (an attack's figure), at each ε."""
+    return np.full(np.shape(eps), value)
+
+
 REFUSES_REPLACE_ONE_ONLY = (
     f"{BUN_2022}, Theorem 5.3 bounds the loss between P and its add-remove neighbour P′ "
     "(P without x), with ε″ <= M's add-remove ε; `neighbours: replace-one` leaves that ε "
@@ -310,7 +334,7 @@ def proposition_6_1_theorem(bound_4: float, identity_5: float) -> Theorem:
         basis=(cite(BUN_2022, "Proposition 6.1"),),
         relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
-        witnesses=(Witness(bound=lambda eps: np.full(np.shape(eps), best)),),
+        witnesses=(Witness(bound=functools.partial(constant_epsilon, value=best)),),
         conditions=(
             "P and P′ are replace-one neighbours differing in element i; the figures "
             "(a, a′, p, p′, q, q′) are those of one event E of your attack",
@@ -332,13 +356,18 @@ def theorem_5_3_theorem(params: Params) -> Theorem:
     )
     # check() has made them present
     assert frac is not None and te is not None and e2 is not None and reading is not None
-    kernel = _KERNELS[reading]
     return Theorem(
         name="Theorem 5.3",
         basis=(cite(BUN_2022, "Theorem 5.3"),),
         relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
-        lower=OfPair(lambda e_d, e_r: kernel(np.minimum(e2, e_d), fraction=frac, test_epsilon=te)),
+        lower=OfPair(theorem_5_3_lower),
+        params={
+            "reading": reading,
+            "fraction": frac,
+            "test_epsilon": te,
+            "conditional_epsilon": e2,
+        },
         conditions=(
             f"a test H tells whether cluster C_i was sampled, measured on P: "
             f"Pr(H = 0 | C_i sampled) >= e^{{ε′}}·Pr(H = 0 | C_i not sampled), ε′ = {te:g}; "

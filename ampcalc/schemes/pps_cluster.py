@@ -24,6 +24,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BUN_2022, DERIVATIONS, cite
 from ampcalc.schemes import pps
 from ampcalc.schemes._cluster_kernels import ClusterSizes, capped_inclusion, read_clusters
+from ampcalc.schemes._pps_designs import successive_inclusion
 from ampcalc.schemes.assembly import Theorem, Witness, assemble
 from ampcalc.schemes.base import Analysis, Field, Problem, Scheme
 
@@ -89,7 +90,7 @@ def max_inclusion(cl: ClusterSizes, chosen: int, method: str = "pps") -> tuple[f
     ℓ = 1: |C_i|/n (one draw proportional to size). ℓ > 1 by ``method``: ``pps`` (the
     algorithm is unknown): ℓ/k, since Σ π_i = ℓ over k clusters; ``pips``/``sampford``:
     min(1, ℓ|C_i|/n) with iterative capping (spec §7.2 applied to clusters);
-    ``successive``: ``pps.successive_inclusion`` of the largest cluster (exact, or a sound
+    ``successive``: ``successive_inclusion`` of the largest cluster (exact, or a sound
     lower bound on large designs), at least ℓ/k.
     """
     if cl.sizes is None:
@@ -100,7 +101,7 @@ def max_inclusion(cl: ClusterSizes, chosen: int, method: str = "pps") -> tuple[f
         return chosen / cl.count, 0
     if method == "successive":
         sizes = np.asarray(cl.sizes, dtype=float)
-        top, _ = pps.successive_inclusion(sizes, chosen, int(np.argmax(sizes)))
+        top, _ = successive_inclusion(sizes, chosen, int(np.argmax(sizes)))
         top = max(top, float(numeric.round_down(chosen / cl.count)))
         return top, int(top >= 1.0)
     a, c = capped_inclusion(cl.sizes, chosen)
@@ -199,7 +200,7 @@ def theorem(params: Params, max_inclusion: float) -> Theorem:
         basis=BASIS,
         relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
-        witnesses=(Witness(bound=lambda eps: lower_epsilon(eps, max_inclusion=amax)),),
+        witnesses=(Witness(bound=partial(lower_epsilon, max_inclusion=amax)),),
         conditions=conditions(params),
         tight=None,
     )

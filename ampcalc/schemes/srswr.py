@@ -155,9 +155,10 @@ def theorem(params: Params, group: int = 1) -> Theorem:
         basis=BASIS,
         relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
-        upper=lambda eps_r: upper_epsilon(eps_r, population=n, sample=m, group=g),
-        lower=lambda eps_r: lower_epsilon(eps_r, population=n, sample=m, group=g),
-        inverse=lambda target: inverse_epsilon(target, population=n, sample=m, group=g),
+        upper=upper_epsilon,
+        lower=lower_epsilon,
+        inverse=inverse_epsilon,
+        params={"population": n, "sample": m, "group": g},
         conditions=(
             f"1 <= group_size <= population: 1 <= {g} <= {n}",
             f"{m} independent uniform draws with replacement; N = {n} fixed and public; the "

@@ -301,10 +301,11 @@ def theorem_7_2(d: Rates) -> Theorem:
         basis=BASIS_RANDOMIZED,
         relation=Neighbours.BOTH,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=OfPair(functools.partial(_theorem_7_2_upper, d=d)),
-        lower=OfPair(functools.partial(_theorem_7_2_lower, d=d)),
-        inverse=InScale(Scale.DECLARED, functools.partial(upper_inverse, d=d)),
-        lower_inverse=InScale(Scale.DECLARED, functools.partial(lower_inverse, d=d)),
+        upper=OfPair(_theorem_7_2_upper),
+        lower=OfPair(_theorem_7_2_lower),
+        inverse=InScale(Scale.DECLARED, upper_inverse),
+        lower_inverse=InScale(Scale.DECLARED, lower_inverse),
+        params={"d": d},
         tight=None,
     )
 
@@ -444,6 +445,13 @@ def _refusals(mechanism: Mechanism) -> tuple[Refusal, ...]:
     )
 
 
+def _upper_at_declared(theorem: Theorem, mechanism: Mechanism) -> float:
+    """The theorem's upper bound (a formula of (ε_D, ε_R)) at M's declared ε."""
+    upper = theorem.bind().upper
+    assert isinstance(upper, OfPair)
+    return float(upper.formula(*epsilons(mechanism)))
+
+
 def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Proportional allocation with randomised rounding (Theorem 7.2 and its derived
     replace-one forms)."""
@@ -466,8 +474,7 @@ def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -
     check_refusals(theorem, mechanism)
     _check_rate_condition(p, p.rates())
     eps0 = scalar_eps(mechanism)
-    assert isinstance(theorem.upper, OfPair)
-    up0 = float(theorem.upper.formula(*epsilons(mechanism)))
+    up0 = _upper_at_declared(theorem, mechanism)
     replace = theorem.guarantee is Neighbours.REPLACE_ONE
     ratio = (Scale.REPLACE_ONE if replace else Scale.DECLARED).ratio(mechanism)
     r_max = d.r_max
