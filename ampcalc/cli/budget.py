@@ -71,8 +71,8 @@ def budget(
 
     Example:  ampcalc budget examples/budget/year.yaml --fail-above 3
     """
-    from ampcalc import api
-    from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET
+    from ampcalc import api  # lazy: start-up (--help)
+    from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET  # lazy: > 20 ms
 
     output = resolve_format(fmt, as_json, out)
     check_option(fail_above, "--fail-above", "gate")
@@ -134,7 +134,7 @@ def _csv(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _table(payload: dict[str, Any], rich: bool) -> str:
-    from ampcalc.output.render import fmt, render_table
+    from ampcalc.output.render import fmt, render_table  # lazy: start-up (--help)
 
     header = ["entry", "scheme", "count", "ε′ lower", "ε′ upper", "δ′", "composed as"]
     rows = [
@@ -191,7 +191,7 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
 
 
 def _run_solve(led: Any, knob: str, target: float | None, output: Any) -> int:
-    from ampcalc import api
+    from ampcalc import api  # lazy: start-up (--help)
 
     payload = api.budget_solve(led, knob, target)
     k = payload["knob"]
@@ -208,7 +208,7 @@ def _run_solve(led: Any, knob: str, target: float | None, output: Any) -> int:
 
 
 def _solve_table(payload: dict[str, Any], rich: bool) -> str:
-    from ampcalc.output.render import fmt, render_table
+    from ampcalc.output.render import fmt, render_table  # lazy: start-up (--help)
 
     k = payload["knob"]
     header = ["ledger", "target ε", "δ", "solve", "certified", "impossible below", "width"]
