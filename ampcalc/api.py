@@ -106,7 +106,7 @@ def load_designs(source: Any = None, *, overrides: Sequence[str] = ()) -> tuple[
     Raises:
         DesignError: the CLI's message, with ``.field`` and ``.line`` where known.
     """
-    from ampcalc.designs import sources
+    from ampcalc.designs import sources  # lazy: > 20 ms
 
     return sources.load_designs(source, overrides=overrides)
 
@@ -117,7 +117,7 @@ def load_design(source: Any = None, *, overrides: Sequence[str] = ()) -> Design:
     Raises:
         DesignError: invalid input (the CLI's message), or not exactly one design.
     """
-    from ampcalc.designs import sources
+    from ampcalc.designs import sources  # lazy: > 20 ms
 
     return sources.load_design(source, overrides=overrides)
 
@@ -138,7 +138,7 @@ def bound(design: Any, epsilon: Any = None) -> BoundResult:
         A ``BoundResult``: the JSON contract's fields as attributes, ``to_dict()``.
         A design outside its theorem's conditions gives null bounds and ``error``.
     """
-    from ampcalc import engine
+    from ampcalc import engine  # lazy: schemes, pws and weights don't use it
 
     # a built Design goes straight to the engine (``designs.sources.as_design`` inline:
     # one import per call, as the per-call figure of benchmarks/bench_overhead.py wants)
@@ -158,7 +158,7 @@ def invert(design: Any, target: Any = None, target_delta: float | None = None) -
     Returns:
         An ``InvertResult`` (``certified``, ``impossible_above``, ``delta``, ...).
     """
-    from ampcalc import engine
+    from ampcalc import engine  # lazy: schemes, pws and weights don't use it
 
     # as ``bound``: a built Design goes straight to the engine
     return engine.invert(
@@ -186,8 +186,8 @@ def calibrate(
     Raises:
         DesignError: no such named mechanism, or a target that is not finite and > 0.
     """
-    from ampcalc.analyses.calibrate import solve
-    from ampcalc.designs.sources import as_design
+    from ampcalc.analyses.calibrate import solve  # lazy: > 20 ms
+    from ampcalc.designs.sources import as_design  # lazy: > 20 ms
 
     return solve(as_design(design), knob, target, target_delta)
 
@@ -200,14 +200,14 @@ def validate(designs: Any) -> list[dict[str, Any]]:
     ``error`` naming the failed condition. Invalid input raises ``DesignError`` as the CLI
     does.
     """
-    from ampcalc.analyses.checks import validate_designs
+    from ampcalc.analyses.checks import validate_designs  # lazy: start-up (bound)
 
     return validate_designs(designs)
 
 
 def schemes() -> list[dict[str, Any]]:
     """Every sampling scheme: parameters, relations and basis (``ampcalc schemes --json``)."""
-    from ampcalc.designs.catalogue import scheme_catalogue
+    from ampcalc.designs.catalogue import scheme_catalogue  # lazy: > 20 ms
 
     return scheme_catalogue()
 
@@ -243,7 +243,7 @@ def sweep(
     Raises:
         DesignError: a malformed sweep, or a grid point that is not a valid design.
     """
-    from ampcalc.analyses.sweep_result import run_sweep
+    from ampcalc.analyses.sweep_result import run_sweep  # lazy: start-up (bound)
 
     return run_sweep(
         design, vary, of=of, target=target, target_delta=target_delta, overrides=overrides
@@ -260,8 +260,8 @@ def compare(designs: Any, target: float | None = None) -> list[dict[str, Any]]:
     Raises:
         DesignError: a design without a target (give ``target`` or a ``target:`` block).
     """
-    from ampcalc.analyses.compare import compare_designs
-    from ampcalc.designs.sources import as_designs
+    from ampcalc.analyses.compare import compare_designs  # lazy: start-up (bound)
+    from ampcalc.designs.sources import as_designs  # lazy: > 20 ms
 
     return compare_designs(as_designs(designs), target)
 
@@ -280,7 +280,7 @@ def check(
     ``check --json`` (``passed``, ``reasons``, ...); ``all(e["passed"] for e in ...)``
     is the gate.
     """
-    from ampcalc.analyses.checks import check_designs
+    from ampcalc.analyses.checks import check_designs  # lazy: start-up (bound)
 
     return check_designs(designs, max_epsilon, max_delta, epsilon=epsilon)
 
@@ -294,7 +294,7 @@ def verify_design(
 ) -> dict[str, Any]:
     """One row of ``verify --json``: the exact ε′ of a tiny design against our bounds
     (``progress(done, total)`` is called as its instances are solved)."""
-    from ampcalc.analyses import checks
+    from ampcalc.analyses import checks  # lazy: start-up (bound)
 
     return checks.verify_design(design, pairs, limit, epsilon, progress)
 
@@ -311,7 +311,7 @@ def verify(
     Returns one dict per design: ``status`` PASS / FAIL (our bound is wrong) /
     INCONCLUSIVE, ``epsilon_prime_exact``, ``epsilon_prime: {lower, upper}``, ...
     """
-    from ampcalc.analyses.checks import verify_designs
+    from ampcalc.analyses.checks import verify_designs  # lazy: start-up (bound)
 
     return verify_designs(designs, pairs=pairs, limit=limit, epsilon=epsilon)
 
@@ -327,7 +327,7 @@ def plan(source: Any, q: float | None = None) -> Plan:
         An ``ampcalc.math.accuracy.Plan`` (``to_dict()`` is one ``results`` entry of
         ``plan --json``).
     """
-    from ampcalc.analyses.plan import plan_source
+    from ampcalc.analyses.plan import plan_source  # lazy: start-up (bound)
 
     return plan_source(source, q)
 
@@ -353,7 +353,7 @@ def load_ledger(
     Raises:
         DesignError: the CLI's message, at the ledger's file and line.
     """
-    from ampcalc.analyses import budget as budgets
+    from ampcalc.analyses import budget as budgets  # lazy: > 20 ms
 
     ledger = budgets.load_ledger(path, overrides=overrides)
     if discretization is not None:
@@ -372,7 +372,7 @@ def budget(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -
     Raises:
         MissingAccountant: the ledger needs the optional extra ``ampcalc[accounting]``.
     """
-    from ampcalc.analyses import budget as budgets
+    from ampcalc.analyses import budget as budgets  # lazy: > 20 ms
 
     return budgets.run(ledger, progress)
 
@@ -388,7 +388,7 @@ def budget_solve(ledger: Ledger, knob: str, target: float | None = None) -> dict
     Raises:
         DesignError: no target, no entry with that knob, or a knob other than these two.
     """
-    from ampcalc.analyses import budget_solve as solver
+    from ampcalc.analyses import budget_solve as solver  # lazy: > 20 ms
 
     return solver.solve(ledger, knob, target)
 
@@ -403,8 +403,8 @@ def report(
         One ``DesignReport`` per design (``error`` set for a design outside its
         theorem's conditions, which then has no curve).
     """
-    from ampcalc.analyses.report import evaluate
-    from ampcalc.designs.sources import as_designs
+    from ampcalc.analyses.report import evaluate  # lazy: > 20 ms
+    from ampcalc.designs.sources import as_designs  # lazy: > 20 ms
 
     return evaluate(as_designs(designs), target=target, target_delta=target_delta)
 
@@ -422,7 +422,7 @@ def weights(design: Any) -> Weights:
         ConditionError: the design is outside Theorem 10's conditions (the message
             ``bound`` gives, naming the largest feasible radius).
     """
-    from ampcalc.records.importance_weights import record_weights
+    from ampcalc.records.importance_weights import record_weights  # lazy: start-up (bound)
 
     return record_weights(design)
 
@@ -445,7 +445,7 @@ def pws_table(
     ``a_unbiased``, ``bias_unbiased``, ``variance_unbiased``, ``bias_sbh``,
     ``variance_sbh``; Cohen et al. 2021, §7.1, §8.1).
     """
-    from ampcalc.records import pws_tables
+    from ampcalc.records import pws_tables  # lazy: start-up (bound)
 
     return pws_tables.pws_table(design, max_frequency, verify=verify, accuracy=accuracy)
 
@@ -474,7 +474,7 @@ def pws_sanitize(
         ``{"keys": [...reported keys...]}`` plus ``"frequency": [...]`` with
         ``report_frequencies`` (the CLI's output rows, in input order).
     """
-    from ampcalc.records import pws_sanitize
+    from ampcalc.records import pws_sanitize  # lazy: start-up (bound)
 
     return pws_sanitize.pws_sanitize(
         design,
@@ -498,7 +498,7 @@ def pws_estimate(design: Any, frequencies: Any, estimator: str = "mle") -> dict[
         ``nrmse_plugin`` and per-frequency ``frequencies`` rows (``a``, ``bias``,
         ``variance``, ``mse``, ``nrmse``).
     """
-    from ampcalc.records import pws_estimate as estimates
+    from ampcalc.records import pws_estimate as estimates  # lazy: start-up (bound)
 
     return estimates.pws_estimate(design, frequencies, estimator)
 

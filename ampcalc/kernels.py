@@ -30,6 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.math import numeric
+from ampcalc.math import pws as pws_kernels
+from ampcalc.math.importance import PROFILE_PARAMETERS as KEYS
+from ampcalc.math.importance import personalised_epsilon as kernel
+from ampcalc.math.importance import privacy_constrained_weights, profile_coefficients
 from ampcalc.model.errors import AmpcalcError
 from ampcalc.model.references import PWS, SU16
 
@@ -59,8 +64,6 @@ def _coefficients(profile: Mapping[str, Any], dimension: int, radius: float | No
     """(LinearCoefficients, norm, linear) of a profile dict: its arguments checked here
     (errors name the argument), its meaning the design loader's
     (``math.importance.profile_coefficients``)."""
-    from ampcalc.math.importance import PROFILE_PARAMETERS as KEYS
-    from ampcalc.math.importance import profile_coefficients
 
     if not isinstance(profile, Mapping) or "profile" not in profile:
         raise AmpcalcError(
@@ -116,7 +119,6 @@ def _unsampled_epsilon(
     profile: Mapping[str, Any], X: Any, radius: float | None
 ) -> tuple[np.ndarray, bool]:
     """ε(1, x) per record, rounded up (as ``schemes.importance.record_figures``)."""
-    from ampcalc.math import numeric
 
     x = _records(X)
     coef, norm, linear = _coefficients(profile, x.shape[1], radius)
@@ -149,7 +151,6 @@ def privacy_constrained_probabilities(
     Returns:
         q*, shape (n,), in [0, 1] (``nan`` where infeasible).
     """
-    from ampcalc.math.importance import privacy_constrained_weights
 
     eps_star = _positive(target, "target")
     if eps_star > 700:
@@ -185,7 +186,6 @@ def personalised_epsilon(
     Returns:
         ε̂, shape (n,), never below the exact value.
     """
-    from ampcalc.math.importance import personalised_epsilon as kernel
 
     a, linear = _unsampled_epsilon(profile, X, radius)
     q = np.asarray(probabilities, dtype=float)
@@ -237,7 +237,6 @@ def reporting_probabilities(q: Any, epsilon: float, delta: float) -> np.ndarray:
     Returns:
         π, shape (n,), with 0 <= π_i <= q_i.
     """
-    from ampcalc.math import pws as pws_kernels
 
     eps, d = _privacy(epsilon, delta)
     return pws_kernels.reporting_probabilities(_inclusion(q), eps, d)
@@ -289,7 +288,6 @@ def sanitize_keys(
         (reported mask, sanitized frequencies or ``None``); a token is 0 where the key
         is not reported.
     """
-    from ampcalc.math import pws as pws_kernels
 
     eps, d = _privacy(epsilon, delta)
     key_list = [str(k) for k in keys]

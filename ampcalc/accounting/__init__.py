@@ -53,7 +53,7 @@ def __getattr__(name: str) -> Any:
     """The profiles' names, imported on first use: reading a design whose mechanism is a
     plain (ε, δ) pair never loads them (start-up)."""
     if name in __all__:  # MECHANISM_NAMES is bound above
-        from ampcalc.accounting import profiles
+        from ampcalc.accounting import profiles  # lazy: start-up (bound)
 
         return getattr(profiles, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

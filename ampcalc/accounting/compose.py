@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.accounting import profiles
+from ampcalc.accounting import fastpld, profiles
 from ampcalc.accounting.profiles import Gaussian, Profile, RandomizedResponse, Zcdp
 from ampcalc.math import numeric
 from ampcalc.math.types import ArrayLike, FloatArray
@@ -415,7 +415,6 @@ def _accountant_pld(
             "these releases are composed by Google's dp_accounting PLD accountant, which is "
             f"not installed; install the optional extra: pip install '{EXTRA}'"
         ) from None
-    from ampcalc.accounting import fastpld
 
     total = None
     kept = []
@@ -452,8 +451,6 @@ def _release_points(p: Profile, interval: float) -> float:
     """Grid points of one release's PLD at ``interval``, from its loss bounds alone."""
     from dp_accounting.pld import privacy_loss_mechanism as plm
 
-    from ampcalc.accounting import fastpld
-
     if isinstance(p, Gaussian):
         pl = plm.GaussianPrivacyLoss(1.0, sensitivity=p._mu_up())
         return fastpld.loss_points([pl], interval)
@@ -468,8 +465,6 @@ def _release_points(p: Profile, interval: float) -> float:
 def _release_pld(p: Profile, count: int, pessimistic: bool, interval: float, meter: Any) -> Any:
     """One release's PLD (the library's builders), self-composed ``count`` times."""
     from dp_accounting.pld import privacy_loss_distribution as pld
-
-    from ampcalc.accounting import fastpld
 
     meter.charge(_release_points(p, interval), p.describe())
     kw = {"pessimistic_estimate": pessimistic, "value_discretization_interval": interval}

@@ -33,7 +33,16 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.accounting.profiles import Gaussian, Laplace, Profile, epsilon_at_delta
+from ampcalc import engine
+from ampcalc.accounting import fastpld
+from ampcalc.accounting.compose import MAX_PURE_RELEASES, PureComposition
+from ampcalc.accounting.profiles import (
+    Gaussian,
+    Laplace,
+    Profile,
+    RandomizedResponse,
+    epsilon_at_delta,
+)
 
 # the ledger is read in the designs layer; its names stay importable from here
 from ampcalc.designs.ledger import DEFAULT_DISCRETIZATION as DEFAULT_DISCRETIZATION
@@ -105,7 +114,6 @@ def _native(entry: Entry) -> tuple[str, float, float, float] | None:
 
 def _entry_bound(entry: Entry, delta_entry: float) -> Any:
     """The entry's bound (a named mechanism at δ′ = ``delta_entry`` unless it has one)."""
-    from ampcalc import engine
 
     d = entry.design
     if getattr(d.mechanism, "profile", None) is not None:
@@ -247,9 +255,6 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
 
 
 def _closed_form_pure(eps: float, k: int, delta: float) -> dict[str, Any]:
-    from ampcalc.accounting.compose import MAX_PURE_RELEASES, PureComposition
-    from ampcalc.accounting.profiles import RandomizedResponse
-
     if k > MAX_PURE_RELEASES:
         up = float(numeric.round_up(k * eps))
         return {
@@ -292,7 +297,6 @@ def _laplace_losses(scale: float, sens: float, q: float) -> Any:
 def _entry_points(res: Any, native: tuple[str, float, float, float] | None, di: float) -> float:
     """Grid points of one entry's PLD before self-composition, from its loss bounds alone
     (nothing is built): what the accountant allocates for it at the interval ``di``."""
-    from ampcalc.accounting import fastpld
 
     _import_pld()
     if native is not None:
@@ -318,7 +322,6 @@ def check_cost(pairs: Sequence[tuple[Entry, Any, Any]], di: float) -> None:
     Raises:
         CostLimit: the cost is above ``pld_points`` or ``accountant_work``.
     """
-    from ampcalc.accounting import fastpld
 
     pre = fastpld.Meter()
     for entry, res, native in pairs:
@@ -348,7 +351,6 @@ def _entry_pld(
 ) -> Any:
     """One entry's PLD, self-composed ``count`` times (each step charged to ``meter``, a
     ``fastpld.Meter``, before it is computed)."""
-    from ampcalc.accounting import fastpld
 
     pld = _import_pld()
     if meter is not None and not (native is not None and native[0] == "gaussian"):
@@ -396,7 +398,6 @@ def accountant_side(
     Raises:
         CostLimit: the composition is above the accountant's limits.
     """
-    from ampcalc.accounting import fastpld
 
     at = delta * (1.0 - FFT_DELTA) if pessimistic else delta * (1.0 + FFT_DELTA)
     if _pairs_infinity_mass(pairs) > at:

@@ -33,6 +33,7 @@ import math
 from typing import Any
 
 from ampcalc.analyses import budget as B
+from ampcalc.analyses.calibrate import _with_noise
 from ampcalc.model.errors import DesignError
 from ampcalc.model.limits import LIMITS, limit
 
@@ -61,8 +62,6 @@ def _knob_entries(ledger: B.Ledger, knob: str) -> list[int]:
 
 
 def _with_value(ledger: B.Ledger, idx: list[int], value: float) -> B.Ledger:
-    from ampcalc.analyses.calibrate import _with_noise
-
     entries = list(ledger.entries)
     for i in idx:
         e = entries[i]

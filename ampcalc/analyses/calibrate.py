@@ -26,11 +26,14 @@ from typing import Any
 import numpy as np
 
 from ampcalc.accounting.profiles import (
+    MAX_DISCRETE_SIGMA,
     DiscreteGaussian,
     DiscreteLaplace,
     Gaussian,
     Laplace,
     Profile,
+    first_true_grid,
+    gaussian_delta,
 )
 from ampcalc.engine.profiles import bound_profile
 from ampcalc.math import numeric
@@ -106,8 +109,6 @@ def solve(
     sens = float(profile.sensitivity)
     lo, hi = sens * RANGE[0], sens * RANGE[1]
     if isinstance(profile, DiscreteGaussian):
-        from ampcalc.accounting.profiles import MAX_DISCRETE_SIGMA
-
         hi = min(hi, MAX_DISCRETE_SIGMA)
 
     memo: dict[float, Any] = {}
@@ -246,7 +247,6 @@ def _poisson_guess(
         b = float(profile.sensitivity) / (e0 - 2.0 * math.log1p(-d))
         b = b * (1.0 - 1e-12) if lower else b
         return b if math.isfinite(b) and b > 0 else None
-    from ampcalc.accounting.profiles import first_true_grid, gaussian_delta
 
     # largest μ with δ_μ(ε₀) <= δ′/q (δ grows with μ): the float below the first μ
     # that breaks it; σ = Δ/μ

@@ -14,8 +14,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ampcalc import engine
 from ampcalc.model.design import Design
-from ampcalc.model.errors import AmpcalcError
+from ampcalc.model.errors import AmpcalcError, ConditionError
 
 
 def validate_designs(designs: Any) -> list[dict[str, Any]]:
@@ -26,9 +27,7 @@ def validate_designs(designs: Any) -> list[dict[str, Any]]:
     ``error`` naming the failed condition. Invalid input raises ``DesignError`` as the CLI
     does.
     """
-    from ampcalc import engine
-    from ampcalc.designs.sources import as_designs
-    from ampcalc.model.errors import ConditionError
+    from ampcalc.designs.sources import as_designs  # lazy: > 20 ms
 
     out: list[dict[str, Any]] = []
     for d in as_designs(designs):
@@ -96,8 +95,7 @@ def check_designs(
     epsilon: float | None = None,
 ) -> list[dict[str, Any]]:
     """``ampcalc.api.check`` (its arguments, returns and errors are documented there)."""
-    from ampcalc import engine
-    from ampcalc.designs.sources import as_designs
+    from ampcalc.designs.sources import as_designs  # lazy: > 20 ms
 
     if not (isinstance(max_epsilon, (int, float)) and math.isfinite(max_epsilon)) or (
         max_epsilon <= 0
@@ -120,7 +118,7 @@ def verify_design(
 ) -> dict[str, Any]:
     """One row of ``verify --json``: the exact ε′ of a tiny design against our bounds
     (``progress(done, total)`` is called as its instances are solved)."""
-    from ampcalc.analyses.verify import verify_row
+    from ampcalc.analyses.verify import verify_row  # lazy: check and validate don't use it
 
     if getattr(design.mechanism, "profile", None) is not None:
         raise AmpcalcError(
@@ -139,7 +137,7 @@ def verify_designs(
     epsilon: float | None = None,
 ) -> list[dict[str, Any]]:
     """``ampcalc.api.verify`` (documented there)."""
-    from ampcalc.designs.sources import as_designs
+    from ampcalc.designs.sources import as_designs  # lazy: > 20 ms
 
     if pairs not in ("default", "all"):
         raise AmpcalcError(f"pairs: expected 'default' or 'all', got {pairs!r}")

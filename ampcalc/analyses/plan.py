@@ -19,6 +19,9 @@ from ampcalc.designs.plan import (
     parse_planner_design,
     read_planner_design,
 )
+from ampcalc.designs.sources import source_document
+from ampcalc.math import accuracy as planner
+from ampcalc.model.errors import AmpcalcError
 
 if TYPE_CHECKING:
     from ampcalc.math.accuracy import Plan
@@ -31,7 +34,6 @@ def plan_design(design: PlannerDesign, variance_share: float | None) -> Plan:
     Sample sizes: the fixed ``sample`` when given, else n = ⌊ρN + 1/2⌋ per rate for the
     mean and custom statistics (the median's odd n is chosen by ``plan_median``).
     """
-    from ampcalc.math import accuracy as planner
 
     q = variance_share
     d, st = design, design.statistic
@@ -81,8 +83,6 @@ def plan_document(doc: Any, name: str, variance_share: float | None) -> Plan:
 def plan_source(source: Any, q: float | None = None) -> Plan:
     """``plan_document`` of any design source (path, YAML text, dict; ``ampcalc.plan``),
     with ``q`` (the variance share) checked to lie in [0, 1)."""
-    from ampcalc.designs.sources import source_document
-    from ampcalc.model.errors import AmpcalcError
 
     if q is not None and not 0 <= q < 1:
         raise AmpcalcError(f"q: expected a number in [0, 1), got {q!r}")

@@ -30,6 +30,9 @@ from typing import Any
 import numpy as np
 
 from ampcalc import engine, schemes
+from ampcalc.accounting.profiles import MAX_DISCRETE_SIGMA
+from ampcalc.analyses.sweep import EPSILON_PATH, Vary, evaluate_designs
+from ampcalc.engine.profiles import bound_profile
 from ampcalc.model.design import MAX_EPSILON, Design, Mechanism, Neighbours
 from ampcalc.model.errors import AmpcalcError
 
@@ -487,8 +490,7 @@ def bound_rows(design: Design, bound: Mapping[str, Any]) -> list[tuple[str, Any]
 def noise_curve(design: Design, calibrated: float | None) -> tuple[NoiseCurve | None, str]:
     """ε′ against the named mechanism's noise scale, around the design's scale and the
     calibrated one: the bound recomputed at every scale, as ``invert --solve`` does."""
-    from ampcalc.analyses.calibrate import RANGE, with_noise
-    from ampcalc.engine.profiles import bound_profile
+    from ampcalc.analyses.calibrate import RANGE, with_noise  # lazy: > 20 ms
 
     m = design.mechanism
     profile: Any = getattr(m, "profile", None)
@@ -503,8 +505,6 @@ def noise_curve(design: Design, calibrated: float | None) -> tuple[NoiseCurve | 
     lo_cap = float(profile.sensitivity) * RANGE[0]
     hi_cap = float(profile.sensitivity) * RANGE[1]
     if kind == "discrete-gaussian":
-        from ampcalc.accounting.profiles import MAX_DISCRETE_SIGMA
-
         hi_cap = min(hi_cap, MAX_DISCRETE_SIGMA)
     lo = max(min(through) / NOISE_SPAN, lo_cap)
     hi = min(max(through) * NOISE_SPAN, hi_cap)
@@ -570,7 +570,7 @@ def profile_curve(design: Design, bound: Mapping[str, Any]) -> ProfileCurve | No
 
 def calibration(design: Design, target: float | None, target_delta: float | None) -> Calibration:
     """The named mechanism's noise calibrated to the target ε′ (``invert --solve``)."""
-    from ampcalc.analyses.calibrate import solve
+    from ampcalc.analyses.calibrate import solve  # lazy: > 20 ms
 
     m = design.mechanism
     profile: Any = getattr(m, "profile", None)
@@ -602,7 +602,6 @@ def curve(design: Design, through: Sequence[float]) -> tuple[Curve | None, str]:
     Returns the curve, or ``None`` and the reason there is none (a scheme calibrated
     to its target, a named mechanism, no bound anywhere on the grid).
     """
-    from ampcalc.analyses.sweep import EPSILON_PATH, Vary, evaluate_designs
 
     m = design.mechanism
     if m is None:

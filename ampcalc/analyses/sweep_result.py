@@ -9,12 +9,16 @@ through its design document (``ampcalc.designs.sources.source_document``).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ampcalc.analyses import sweep as sw
+from ampcalc.analyses.sweep import document, yaml_scalar
 from ampcalc.model.errors import AmpcalcError, DesignError
+from ampcalc.model.references import references_used
 
 if TYPE_CHECKING:
     from ampcalc.analyses.sweep import Sweep
@@ -22,7 +26,6 @@ if TYPE_CHECKING:
 
 def spec_text(path: str, spec: Any) -> str:
     """``PATH=SPEC`` as ``--vary`` takes it, from a spec string or a sequence of numbers."""
-    from ampcalc.analyses.sweep import yaml_scalar
 
     if isinstance(spec, str):
         return f"{path}={spec}"
@@ -81,8 +84,6 @@ class SweepResult:
     def __getitem__(self, key: str | int) -> Any:
         if isinstance(key, str):
             if key not in self.sweep.columns:
-                import difflib
-
                 close = difflib.get_close_matches(key, self.column_names(), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise KeyError(f"no column {key!r}{hint}")
@@ -100,8 +101,6 @@ class SweepResult:
     def to_dict(self) -> dict[str, Any]:
         """The JSON payload of ``ampcalc sweep --json`` (of, vary, designs, columns, rows,
         and the ``references`` the designs' basis cites)."""
-        from ampcalc.analyses.sweep import document
-        from ampcalc.model.references import references_used
 
         doc = document(self.sweep)
         refs = references_used(doc)
@@ -133,8 +132,7 @@ def run_sweep(
     overrides: Sequence[str] = (),
 ) -> SweepResult:
     """``ampcalc.api.sweep`` (its arguments, returns and errors are documented there)."""
-    from ampcalc.analyses import sweep as sw
-    from ampcalc.designs.sources import built_designs, source_document
+    from ampcalc.designs.sources import built_designs, source_document  # lazy: > 20 ms
 
     if of not in sw.KINDS:
         raise DesignError(f"unknown of={of!r}; expected one of {', '.join(sw.KINDS)}")

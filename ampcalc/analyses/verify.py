@@ -7,9 +7,11 @@ the design's reported bounds against it, one row per design. Pure: no printing.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
+from ampcalc import engine, schemes
 from ampcalc.model.design import Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.schemes.exact import (
@@ -45,9 +47,6 @@ def verify_row(
     null when it is +∞, with a note in ``reason``). ``progress(done, total)`` is called
     as the plan's instances are solved.
     """
-    import dataclasses
-
-    from ampcalc import engine, schemes
 
     scheme = schemes.get(design.scheme)
     res = engine.bound(design, epsilon=epsilon).to_dict()

@@ -14,6 +14,8 @@ import contextlib
 import enum
 import errno
 import gc
+import importlib
+import json
 import os
 import sys
 import traceback
@@ -21,18 +23,29 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import typer.main
 
+from ampcalc._version import __version__
 from ampcalc.cli.conventions import (
     AmpcalcGroup,
     Chunk,
     OutputOpt,
+    click_message,
+    click_where,
+    error_document,
+    error_kind,
+    error_line,
     format_from_suffix,
+    json_requested,
+    lazy_progress_bar,
+    report_error,
     say,
     silence_stream,
     write_chunk,
     write_output,
 )
-from ampcalc.model.errors import AmpcalcError
+from ampcalc.load.files import Interrupted, interruptible, reset_inputs, write_failed
+from ampcalc.model.errors import AmpcalcError, DesignError, Where
 
 if TYPE_CHECKING:
     from ampcalc.load.fields import Field
@@ -58,8 +71,6 @@ class Format(str, enum.Enum):
 
 
 def version() -> str:
-    from ampcalc._version import __version__
-
     return __version__
 
 
@@ -96,9 +107,6 @@ class CommandLine(AmpcalcGroup):
         missing = [name for name in names if name not in self.commands]
         if not missing:
             return
-        import importlib
-
-        import typer.main
 
         modules = dict.fromkeys(m for name in missing for m in COMMANDS.get(name, ()))
         sources = [core] if "app" in modules else []
@@ -194,13 +202,12 @@ def check_option(value: float | None, option: str, spec: Field | str) -> float |
     """
     if value is None:
         return None
-    from ampcalc.load.fields import Field, number
-    from ampcalc.model.errors import DesignError, Where
+    from ampcalc.load.fields import Field, number  # lazy: start-up (--version)
 
     if spec == "gate":
         spec = Field(name="gate", kind="float", doc="threshold", low=0.0)
     elif isinstance(spec, str):
-        from ampcalc.designs.document import TARGET_FIELDS
+        from ampcalc.designs.document import TARGET_FIELDS  # lazy: > 20 ms
 
         spec = TARGET_FIELDS[0] if spec == "target" else TARGET_FIELDS[1]
     try:
@@ -241,8 +248,6 @@ def emit_chunks(chunks: Iterable[Chunk]) -> None:
     except BrokenPipeError:
         silence_stream(sys.stdout)
     except OSError as exc:
-        from ampcalc.load.files import write_failed
-
         silence_stream(sys.stdout)
         raise AmpcalcError(write_failed("standard output", exc)) from None
 
@@ -269,7 +274,7 @@ def result_text(
     ``csv()``'s text), the table ``table(rich)`` with ``rich`` true on a terminal. Only
     the chosen rendering is computed; a command without a table or CSV passes None.
     """
-    from ampcalc.output.render import render_result
+    from ampcalc.output.render import render_result  # lazy: start-up (--version)
 
     return render_result(
         output.value,
@@ -314,9 +319,8 @@ def emit_result(
 
 
 def load(design: str | None, overrides: Sequence[str] | None) -> Any:
-    from ampcalc.cli.conventions import lazy_progress_bar
-    from ampcalc.designs.document import load_designs
-    from ampcalc.load.progress import CHUNK_ROWS, reading_progress
+    from ampcalc.designs.document import load_designs  # lazy: > 20 ms
+    from ampcalc.load.progress import CHUNK_ROWS, reading_progress  # lazy: start-up (--version)
 
     # a large record file (importance designs) shows the records read so far
     bar = lazy_progress_bar("reading records", start_at=CHUNK_ROWS)
@@ -356,7 +360,6 @@ def each_file(
 ) -> tuple[list[FileResults], ExitCode]:
     """Load every design file and ``compute`` its result dicts; a file that cannot be
     loaded is reported (exit 2) and the others still run. One file: its error is raised."""
-    from ampcalc.cli.conventions import error_line
 
     files: list[str | None] = list(paths) if paths else [None]
     out: list[FileResults] = []
@@ -431,9 +434,6 @@ def _json_list(
     document: Callable[[list[dict[str, Any]]], dict[str, Any]] = _results_document,
 ) -> str:
     """Several files' JSON: a list of each file's document, ``file`` first."""
-    import json
-
-    from ampcalc.cli.conventions import error_document, error_kind
 
     docs: list[Any] = []
     for f in files:
@@ -472,7 +472,7 @@ def bound(
     """
     output = resolve_format(fmt, as_json, out)
     check_option(fail_above, "--fail-above", "gate")
-    from ampcalc import api
+    from ampcalc import api  # lazy: start-up (--version)
 
     def compute(designs: Sequence[Any]) -> list[dict[str, Any]]:
         return [api.bound(d, epsilon=epsilon).to_dict() for d in designs]
@@ -496,7 +496,7 @@ def _results_table(dicts: list[dict[str, Any]], kind: str, details: bool = False
     (a failed condition is said once, on stderr, not again here)."""
 
     def table(rich: bool) -> str:
-        from ampcalc.output import render
+        from ampcalc.output import render  # lazy: start-up (--version)
 
         rows_of = render.bound_rows if kind == "bound" else render.invert_rows
         header, rows = rows_of(dicts, details=details)
@@ -546,7 +546,7 @@ def invert(
     output = resolve_format(fmt, as_json, out)
     check_option(target, "--target", "target")
     check_option(target_delta, "--target-delta", "target_delta")
-    from ampcalc import api
+    from ampcalc import api  # lazy: start-up (--version)
 
     if solve is not None:
         paths: list[str | None] = list(design) if design else [None]
@@ -568,14 +568,16 @@ def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False, out: OutputOpt 
     Example:  ampcalc schemes --json
     """
     output = resolve_format(fmt, as_json, out)
-    from ampcalc import api
+    from ampcalc import api  # lazy: start-up (--version)
 
     items = api.schemes()
 
     def table(rich: bool) -> str:
-        from ampcalc.model.references import describe_all
+        from ampcalc.model.references import describe_all  # lazy: start-up (--version)
+
+        # lazy: start-up (--version)
         from ampcalc.model.references import footer as references_footer
-        from ampcalc.output import render
+        from ampcalc.output import render  # lazy: start-up (--version)
 
         header = ["scheme", "guarantee", "what it is"]
         rows = [[i["name"], ", ".join(i["guarantee_neighbours"]), i["summary"]] for i in items]
@@ -611,13 +613,13 @@ def validate(
     Example:  ampcalc validate examples/designs/srswor.yaml
     """
     output = resolve_format(fmt, as_json, out)
-    from ampcalc import api
+    from ampcalc import api  # lazy: start-up (--version)
 
     files, code = each_file(design, set_, api.validate)
 
     def table(dicts: list[dict[str, Any]]) -> TableText:
         def text(rich: bool) -> str:
-            from ampcalc.output import render
+            from ampcalc.output import render  # lazy: start-up (--version)
 
             header = ["design", "scheme", "valid"]
             rows = [[e["name"], e["scheme"], "yes" if e["valid"] else "error"] for e in dicts]
@@ -709,16 +711,6 @@ def _stdout_failure(err: OSError) -> OSError | None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    from ampcalc.cli.conventions import (
-        click_message,
-        click_where,
-        error_kind,
-        error_line,
-        json_requested,
-        report_error,
-    )
-    from ampcalc.load.files import Interrupted, interruptible, reset_inputs
-
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = json_requested(args)
     reset_inputs()
@@ -747,8 +739,6 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(err.exit_code)
     except Exception as err:
         if isinstance(err, OSError) and (failed := _stdout_failure(err)) is not None:
-            from ampcalc.load.files import write_failed
-
             silence_stream(sys.stdout)
             message = write_failed("standard output", failed)
             report_error(f"ampcalc: error: {message}", as_json, "error", message)
@@ -806,8 +796,7 @@ def run_solve(
     to: str | None = None,
 ) -> int:
     """Calibrate every design's noise to the target and print the results."""
-    from ampcalc import api
-    from ampcalc.model.errors import DesignError
+    from ampcalc import api  # lazy: start-up (--version)
 
     results = []
     for d in designs:
@@ -836,7 +825,7 @@ def run_solve(
 
 
 def _table(results: list[dict[str, Any]], rich: bool) -> str:
-    from ampcalc.output.render import fmt, render_table
+    from ampcalc.output.render import fmt, render_table  # lazy: start-up (--version)
     from ampcalc.output.terms import (
         GLOSSARY_LINE,
         NOISE_CERTIFIED,

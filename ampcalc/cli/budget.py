@@ -71,7 +71,7 @@ def budget(
 
     Example:  ampcalc budget examples/budget/year.yaml --fail-above 3
     """
-    from ampcalc import api
+    from ampcalc import api  # lazy: start-up (--help)
     from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET, require_accountant
 
     output = resolve_format(fmt, as_json, out)
@@ -135,7 +135,7 @@ def _csv(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _table(payload: dict[str, Any], rich: bool) -> str:
-    from ampcalc.output.render import fmt, render_table
+    from ampcalc.output.render import fmt, render_table  # lazy: start-up (--help)
     from ampcalc.output.terms import GLOSSARY_LINE, composed_as
 
     header = ["entry", "scheme", "count", "ε′ lower", "ε′ upper", "δ′", "composed as"]
@@ -194,7 +194,7 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
 
 
 def _run_solve(led: Any, knob: str, target: float | None, output: Any) -> int:
-    from ampcalc import api
+    from ampcalc import api  # lazy: start-up (--help)
 
     payload = api.budget_solve(led, knob, target)
     k = payload["knob"]
@@ -211,7 +211,7 @@ def _run_solve(led: Any, knob: str, target: float | None, output: Any) -> int:
 
 
 def _solve_table(payload: dict[str, Any], rich: bool) -> str:
-    from ampcalc.output.render import fmt, render_table
+    from ampcalc.output.render import fmt, render_table  # lazy: start-up (--help)
     from ampcalc.output.terms import (
         GLOSSARY_LINE,
         NOISE_CERTIFIED,

@@ -85,8 +85,8 @@ def check(
     Example:  ampcalc check examples/designs/srswor.yaml --max-epsilon 0.05
     """
     output = resolve_format(fmt, as_json, out)
-    from ampcalc.api import check as check_designs
-    from ampcalc.load.fields import Field
+    from ampcalc.api import check as check_designs  # lazy: start-up (--help)
+    from ampcalc.load.fields import Field  # lazy: start-up (--help)
 
     if max_epsilon is None:
         raise typer.BadParameter(

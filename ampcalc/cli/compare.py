@@ -68,7 +68,7 @@ def compare(
     """
     output = resolve_format(fmt, as_json, out)
     check_option(target, "--target", "target")
-    from ampcalc.api import compare as compare_designs
+    from ampcalc.api import compare as compare_designs  # lazy: start-up (--help)
 
     designs = load(design, set_)
     results = compare_designs(designs, target)
@@ -86,7 +86,7 @@ def compare(
 
 def _table(results: list[dict[str, Any]], rich: bool) -> str:
     """The comparison table; errors and each scheme's assumptions (once) under it."""
-    from ampcalc.output import render
+    from ampcalc.output import render  # lazy: start-up (--help)
 
     header, rows = _rows(results)
     footer: list[str] = []
@@ -104,7 +104,7 @@ def _table(results: list[dict[str, Any]], rich: bool) -> str:
 
 
 def _rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    from ampcalc.output.render import fmt
+    from ampcalc.output.render import fmt  # lazy: start-up (--help)
 
     columns: list[str] = []
     for r in results:

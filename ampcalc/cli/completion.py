@@ -17,6 +17,8 @@ import os
 from typing import Annotated
 
 import typer
+from typer._completion_classes import completion_init
+from typer._completion_shared import get_completion_script
 
 from ampcalc.cli.app import ExitCode, app, emit
 
@@ -43,8 +45,6 @@ def completion(
     """
     if shell not in SHELLS:
         raise typer.BadParameter(f"{shell!r}; expected one of {', '.join(SHELLS)}")
-    from typer._completion_classes import completion_init
-    from typer._completion_shared import get_completion_script
 
     completion_init()
     emit(get_completion_script(prog_name=PROG, complete_var=COMPLETE_VAR, shell=shell) + "\n")

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import os
@@ -27,6 +28,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperArgument, TyperGroup
 
+from ampcalc.load.files import atomic_write, show_path
 from ampcalc.model.errors import AmpcalcError, ConditionError, Where, printable
 
 #: the progress callback library code takes: ``progress(done, total)``
@@ -77,8 +79,6 @@ def write_chunk(fh: Any, chunk: Chunk) -> None:
 
 
 def _writes_utf8(fh: Any) -> bool:
-    import codecs
-
     try:
         encoding = codecs.lookup(fh.encoding).name
     except (AttributeError, LookupError, TypeError):
@@ -92,7 +92,6 @@ def write_output(path: str, chunks: Iterable[Chunk], rows: int | None) -> None:
     An exception while the chunks are made or written (an interrupt included) leaves
     an existing ``path`` as it was: the temporary file is removed, nothing is renamed.
     """
-    from ampcalc.load.files import atomic_write
 
     with atomic_write(path) as fh:
         for chunk in chunks:
@@ -101,8 +100,6 @@ def write_output(path: str, chunks: Iterable[Chunk], rows: int | None) -> None:
 
 
 def wrote_message(path: str, rows: int | None) -> str:
-    from ampcalc.load.files import show_path
-
     if rows is None:
         return f"wrote {show_path(path)}"
     return f"wrote {rows} row{'' if rows == 1 else 's'} to {show_path(path)}"
@@ -163,8 +160,8 @@ def progress_bar(description: str, total: int | None = None) -> Iterator[Progres
     if not progress_enabled():
         yield None
         return
-    from rich.console import Console
-    from rich.progress import (
+    from rich.console import Console  # lazy: start-up (--version)
+    from rich.progress import (  # lazy: start-up (--version)
         BarColumn,
         MofNCompleteColumn,
         Progress,
@@ -280,7 +277,7 @@ def report_error(
     """Print ``message_line`` on stderr and, with ``as_json``, the error document on stdout."""
     say(message_line)
     if as_json:
-        from ampcalc.output.render import json_escape_controls
+        from ampcalc.output.render import json_escape_controls  # lazy: start-up (--version)
 
         text = json.dumps(error_document(kind, message, where, hint), ensure_ascii=False)
         text = json_escape_controls(text)

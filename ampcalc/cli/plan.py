@@ -55,7 +55,7 @@ def _g(x: Any) -> str:
 
 def table(plan: dict[str, Any], rich: bool) -> str:
     """The table of one plan, fitted to the terminal (``render.render_table``)."""
-    from ampcalc.output.render import render_table
+    from ampcalc.output.render import render_table  # lazy: start-up (--help)
 
     title = (
         f"{plan['name']} — {plan['statistic']}: population target ε = "
@@ -130,8 +130,8 @@ def plan(
     Example:  ampcalc plan examples/plans/mean.yaml --variance-share 0.6
     """
     output = resolve_format(fmt, as_json, out)
-    from ampcalc.analyses.plan import read_plan
-    from ampcalc.load.fields import Field
+    from ampcalc.analyses.plan import read_plan  # lazy: start-up (--help)
+    from ampcalc.load.fields import Field  # lazy: start-up (--help)
 
     share = Field(name="q", kind="float", doc="variance share", low=0.0, high=1.0, high_open=True)
     check_option(q, "--variance-share", share)

@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -31,8 +34,9 @@ from ampcalc.cli.app import (
     result_text,
     version,
 )
-from ampcalc.cli.conventions import OutputOpt, progress_bar, say, wrote_message
-from ampcalc.load.files import excerpt
+from ampcalc.cli.conventions import OutputOpt, dashboard_note, progress_bar, say, wrote_message
+from ampcalc.load.files import atomic_write, excerpt, refuse_input_as_output
+from ampcalc.model.errors import DesignError
 from ampcalc.model.references import PWS
 from ampcalc.records.pws_files import (
     parse_freq,
@@ -55,7 +59,7 @@ DesignOpt = Annotated[
 
 
 def _design(path: str | None, overrides: list[str] | None) -> Any:
-    from ampcalc.records.pws_tables import pws_design
+    from ampcalc.records.pws_tables import pws_design  # lazy: start-up (--help)
 
     return pws_design(load(path, overrides))
 
@@ -87,11 +91,9 @@ def table_cmd(
 
     Example:  ampcalc pws table examples/designs/pws.yaml --verify
     """
-    import functools
-
-    from ampcalc.api import pws_table
-    from ampcalc.output import columns as co
-    from ampcalc.records.pws_tables import pws_table_columns
+    from ampcalc.api import pws_table  # lazy: start-up (--help)
+    from ampcalc.output import columns as co  # lazy: start-up (--help)
+    from ampcalc.records.pws_tables import pws_table_columns  # lazy: start-up (--help)
 
     out_format = resolve_format(fmt, as_json, out)
     d, params = _design(design, overrides)
@@ -116,8 +118,8 @@ def table_cmd(
         status = ExitCode.SELF_CHECK_FAILED
 
     def table(rich: bool) -> str:
-        from ampcalc.output.render import fmt as f6
-        from ampcalc.output.render import render_table
+        from ampcalc.output.render import fmt as f6  # lazy: start-up (--help)
+        from ampcalc.output.render import render_table  # lazy: start-up (--help)
 
         rows = all_rows()
         interesting = [r for r in rows if r["pi"] < r["q"]] or rows[:5]
@@ -205,7 +207,7 @@ def _verify(
     params: Any, q: Any, pi: Any, rows: Any, frequencies: bool = True
 ) -> tuple[bool, float, bool]:
     """DP self-check of the tables used (``ampcalc.api.pws_self_check``)."""
-    from ampcalc.records.pws_tables import pws_self_check
+    from ampcalc.records.pws_tables import pws_self_check  # lazy: start-up (--help)
 
     return pws_self_check(params, q, pi, rows, frequencies)
 
@@ -291,21 +293,16 @@ def sanitize_cmd(
     ampcalc pws sanitize examples/designs/data/pws-sample.csv \\
         -d examples/designs/pws.yaml --seed 7 --frequencies -o private.csv
     """
-    import contextlib
-    import csv
-    import sys
-
-    from ampcalc.model.errors import DesignError
+    import csv  # lazy: start-up (--help)
 
     if engine not in ("numpy", "dask"):
         raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
     if as_json and not output:
         raise DesignError("--json prints the summary on standard output: give --output")
-    from ampcalc.load.files import atomic_write, refuse_input_as_output
 
     refuse_input_as_output(output, [sample, design])
     if engine == "dask":
-        from ampcalc.records.distributed import require_dask
+        from ampcalc.records.distributed import require_dask  # lazy: start-up (--help)
 
         require_dask()
         if stream:
@@ -314,7 +311,7 @@ def sanitize_cmd(
                 "time per worker)"
             )
     d, params = _design(design, overrides)
-    from ampcalc.records.pws_sanitize import PwsSanitiser
+    from ampcalc.records.pws_sanitize import PwsSanitiser  # lazy: start-up (--help)
 
     san = PwsSanitiser(params, frequencies, extend=not no_extend)
     if engine == "dask":
@@ -322,7 +319,7 @@ def sanitize_cmd(
             d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
             chunk, verify, scheduler, workers, as_json, dashboard,
         )  # fmt: skip
-    from ampcalc.records.pws_stream import sanitize_sample, write_chunk
+    from ampcalc.records.pws_stream import sanitize_sample, write_chunk  # lazy: start-up (--help)
 
     with contextlib.ExitStack() as stack:
         tick = stack.enter_context(progress_bar("sanitising keys"))
@@ -387,8 +384,7 @@ def _sanitize_dask(
     dashboard: bool = False,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same checks and summary."""
-    from ampcalc.cli.conventions import dashboard_note
-    from ampcalc.records import distributed
+    from ampcalc.records import distributed  # lazy: start-up (--help)
 
     t = distributed.run_sanitize(
         params, san, sample=sample, output=output, fmt=output_fmt, seed=seed,
@@ -448,8 +444,6 @@ def estimate_cmd(
     Example:  ampcalc pws estimate private.csv -d examples/designs/pws.yaml
     """
 
-    from ampcalc.model.errors import DesignError
-
     out_format = resolve_format(fmt, as_json, out)
     if estimator not in ("mle", "unbiased"):
         raise typer.BadParameter(
@@ -477,7 +471,7 @@ def estimate_cmd(
         for line, row in zip(lines, rows_, strict=True):
             if all(row[i] == v for i, v in idx):
                 tokens.append(parse_freq(row[fi].strip(), private, line))
-    from ampcalc.records.pws_estimate import pws_estimate_params
+    from ampcalc.records.pws_estimate import pws_estimate_params  # lazy: start-up (--help)
 
     result = pws_estimate_params(params, tokens, estimator)
     per = result.pop("frequencies")
@@ -486,8 +480,8 @@ def estimate_cmd(
     b_plug, v_plug = result["bias_plugin"], result["variance_plugin"]
 
     def table(rich: bool) -> str:
-        from ampcalc.output.render import fmt as f6
-        from ampcalc.output.render import render_table
+        from ampcalc.output.render import fmt as f6  # lazy: start-up (--help)
+        from ampcalc.output.render import render_table  # lazy: start-up (--help)
 
         body = [
             [

@@ -40,7 +40,7 @@ def keys_cmd(
 
     Example:  ampcalc pws keys examples/designs/pws.yaml --zipf 1.2
     """
-    from ampcalc.records import pws_estimators as E
+    from ampcalc.records import pws_estimators as E  # lazy: start-up (--help)
 
     if (frequencies is None) == (zipf is None):
         raise typer.BadParameter("give --frequencies FILE or --zipf ALPHA (one of them)")
@@ -55,8 +55,8 @@ def keys_cmd(
         res.update({"zipf_alpha": zipf, "support": support})
 
     def table(rich: bool) -> str:
-        from ampcalc.output.render import fmt as f6
-        from ampcalc.output.render import render_table
+        from ampcalc.output.render import fmt as f6  # lazy: start-up (--help)
+        from ampcalc.output.render import render_table  # lazy: start-up (--help)
 
         keys = res["keys"]
         body = [

@@ -15,6 +15,8 @@ import typer
 
 from ampcalc.cli.app import ExitCode, SetOpt, app, check_option, load, version
 from ampcalc.cli.conventions import say
+from ampcalc.load.files import refuse_input_as_output
+from ampcalc.model.errors import AmpcalcError
 
 
 @app.command(rich_help_panel="Budget and planning")
@@ -75,10 +77,8 @@ def report(
 
     Example:  ampcalc report examples/designs/srswor.yaml -o report.html
     """
-    from ampcalc import api
-    from ampcalc.load.files import refuse_input_as_output
-    from ampcalc.model.errors import AmpcalcError
-    from ampcalc.output import report as page
+    from ampcalc import api  # lazy: start-up (--help)
+    from ampcalc.output import report as page  # lazy: > 20 ms
 
     check_option(target, "--target", "target")
     check_option(target_delta, "--target-delta", "target_delta")

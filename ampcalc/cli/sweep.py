@@ -7,7 +7,10 @@ parses options, renders and chooses the exit code.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import io
 import math
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -26,6 +29,11 @@ from ampcalc.cli.app import (
     version,
 )
 from ampcalc.cli.conventions import OutputOpt, progress_bar, say
+from ampcalc.load.files import refuse_input_as_output
+from ampcalc.model.errors import AmpcalcError, DesignError, Where
+from ampcalc.model.limits import LIMITS, limit
+from ampcalc.model.references import describe_all
+from ampcalc.model.references import footer as references_footer
 
 if TYPE_CHECKING:
     from ampcalc.output.columns import Piece
@@ -142,11 +150,9 @@ def sweep(
     ampcalc sweep examples/designs/srswor.yaml --of invert --vary target=0.1,0.5,1
     """
     output = resolve_format(fmt, as_json, out)
-    from ampcalc.analyses import sweep as sw
-    from ampcalc.designs.document import parse_yaml, read_source
-    from ampcalc.load.fields import Field
-    from ampcalc.model.errors import DesignError, Where
-    from ampcalc.model.limits import LIMITS, limit
+    from ampcalc.analyses import sweep as sw  # lazy: start-up (--help)
+    from ampcalc.designs.document import parse_yaml, read_source  # lazy: > 20 ms
+    from ampcalc.load.fields import Field  # lazy: start-up (--help)
 
     check_option(target, "--target", "target")
     check_option(target_delta, "--target-delta", "target_delta")
@@ -170,8 +176,7 @@ def sweep(
                 "--contour T draws on a figure: add --plot FILE --heatmap (--of bound)"
             )
         if plot is not None:
-            from ampcalc.load.files import refuse_input_as_output
-            from ampcalc.output.plot import check_labels, check_output
+            from ampcalc.output.plot import check_labels, check_output  # lazy: start-up (--help)
 
             check_output(plot)
             check_labels(title, xlabel, ylabel)  # before the sweep is computed
@@ -189,7 +194,7 @@ def sweep(
         if plot is not None and rows > limit("plot_points"):
             raise DesignError(LIMITS["plot_points"].message(rows), where=Where(file="--plot"))
         if output.value in ("json", "csv") and plot is None:
-            from ampcalc.output.columns import prefetch
+            from ampcalc.output.columns import prefetch  # lazy: start-up (--help)
 
             prefetch(rows)  # the large-output writer's imports load while the grid is evaluated
         with contextlib.ExitStack() as stack:
@@ -219,7 +224,7 @@ def sweep(
             code = ExitCode.BAD_INPUT
 
     if plot is not None:
-        from ampcalc.output.plot import caption, figure
+        from ampcalc.output.plot import caption, figure  # lazy: start-up (--help)
 
         # a sweep with --plot is never streamed (at most LIMITS["plot_points"] points)
         assert isinstance(result, sw.Sweep)
@@ -244,11 +249,9 @@ def sweep(
         if output.value == "table" and fmt is None and out is None:
             return int(code)  # the figure is the result; --format/--json/-o also write rows
 
-    from ampcalc.output import columns
+    from ampcalc.output import columns  # lazy: start-up (--help)
 
     def csv_text() -> str:
-        import io
-
         buf = io.StringIO()
         columns.sweep_csv(result, buf)
         return buf.getvalue()
@@ -273,9 +276,6 @@ def sweep(
 @contextlib.contextmanager
 def _vary_flag() -> Iterator[None]:
     """An error the library locates in a ``vary`` spec is located in ``--vary`` here."""
-    import dataclasses
-
-    from ampcalc.model.errors import AmpcalcError
 
     try:
         yield
@@ -292,8 +292,7 @@ def _ahead(chunks: Iterator[Piece] | None, depth: int = 2) -> Iterator[Piece] | 
     raised making one is raised here, in its place."""
     if chunks is None:
         return None
-    import queue
-    import threading
+    import queue  # lazy: start-up (--help)
 
     made: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
@@ -337,17 +336,15 @@ def _ahead(chunks: Iterator[Piece] | None, depth: int = 2) -> Iterator[Piece] | 
 
 
 def _csv_chunks(result: Any) -> Iterator[Piece]:
-    from ampcalc.output.columns import csv_chunks, sweep_columns
+    from ampcalc.output.columns import csv_chunks, sweep_columns  # lazy: start-up (--help)
 
     return csv_chunks(sweep_columns(result))
 
 
 def _table(result: object, *, rich: bool, chart: bool | None) -> str:
-    from ampcalc.analyses.sweep import Sweep, SweepStream
-    from ampcalc.model.references import describe_all
-    from ampcalc.model.references import footer as references_footer
-    from ampcalc.output import render
-    from ampcalc.output.plot import label, text_chart
+    from ampcalc.analyses.sweep import Sweep, SweepStream  # lazy: start-up (--help)
+    from ampcalc.output import render  # lazy: start-up (--help)
+    from ampcalc.output.plot import label, text_chart  # lazy: start-up (--help)
 
     assert isinstance(result, Sweep | SweepStream)
     # a streamed sweep: its first rows, and (for the chart) the columns the chart draws
@@ -411,7 +408,7 @@ def _table(result: object, *, rich: bool, chart: bool | None) -> str:
 
 def _drawn(result: Any) -> Any:
     """What ``text_chart`` draws: the sweep, or the columns it reads of a streamed one."""
-    from ampcalc.analyses.sweep import SweepStream
+    from ampcalc.analyses.sweep import SweepStream  # lazy: start-up (--help)
 
     if not isinstance(result, SweepStream) or result.of not in ("bound", "invert"):
         return result

@@ -26,6 +26,7 @@ from ampcalc.cli.app import (
     SetOpt,
     app,
     emit_result,
+    load,
     resolve_format,
 )
 from ampcalc.cli.conventions import OutputOpt, Progress, progress_bar, say
@@ -45,14 +46,14 @@ def verify_design(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """One row of ``verify --json`` for a loaded design (``api.verify_design``)."""
-    from ampcalc import api
+    from ampcalc import api  # lazy: start-up (--help)
 
     return api.verify_design(design, pairs, limit, epsilon, progress)
 
 
 def too_large(row: dict[str, Any]) -> bool:
     """The row was refused before solving: its domain is beyond ``--limit``."""
-    from ampcalc.schemes.exact import TOO_LARGE
+    from ampcalc.schemes.exact import TOO_LARGE  # lazy: start-up (--help)
 
     return row["status"] == "INCONCLUSIVE" and str(row.get("reason") or "").startswith(TOO_LARGE)
 
@@ -120,7 +121,6 @@ def verify(
     Example:  ampcalc verify examples/designs/group-verify-tiny.yaml --pairs all
     """
     output = resolve_format(fmt, as_json, out)
-    from ampcalc.cli.app import load
 
     designs = load(design, set_)
     rows = []

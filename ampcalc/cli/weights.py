@@ -9,8 +9,14 @@ runs the same per-record kernels on partitions (``ampcalc.distributed``).
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+from collections import deque
+from importlib import import_module as _module
 from typing import Annotated, Any
 
+import numpy as np
 import typer
 
 from ampcalc.cli.app import (
@@ -26,6 +32,7 @@ from ampcalc.cli.app import (
 )
 from ampcalc.cli.conventions import Progress, dashboard_note, progress_bar, say, wrote_message
 from ampcalc.load.files import atomic_write, refuse_input_as_output
+from ampcalc.model.errors import AmpcalcError, ConditionError, DesignError
 from ampcalc.model.references import DERIVATIONS
 
 EngineOpt = Annotated[
@@ -113,19 +120,14 @@ def weights(
 
     Example:  ampcalc weights examples/designs/importance-kmeans.yaml -o w.csv
     """
-    import contextlib
-
-    import numpy as np
-
-    from ampcalc.api import importance_design, importance_setup
-    from ampcalc.model.errors import ConditionError, DesignError
-    from ampcalc.schemes import importance as imp
+    from ampcalc.api import importance_design, importance_setup  # lazy: start-up (--help)
+    from ampcalc.schemes import importance as imp  # lazy: > 20 ms
 
     if engine not in ("numpy", "dask"):
         raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
     dask = engine == "dask"
     if dask:
-        from ampcalc.records.distributed import require_dask
+        from ampcalc.records.distributed import require_dask  # lazy: start-up (--help)
 
         require_dask()
         if suggest:
@@ -136,7 +138,7 @@ def weights(
         raise DesignError("--json prints the summary on standard output: give --output")
     refuse_input_as_output(output, [design, inputs])
     if dask:
-        from ampcalc.load.records import deferred_reading
+        from ampcalc.load.records import deferred_reading  # lazy: start-up (--help)
 
         with deferred_reading():
             all_designs = load(design, overrides)
@@ -145,7 +147,7 @@ def weights(
     d = importance_design(all_designs)
     params: Any = imp.bind_target(d.params, d.target)
     if suggest:
-        from ampcalc.records.importance_weights import planning_values
+        from ampcalc.records.importance_weights import planning_values  # lazy: start-up (--help)
 
         lines = [
             f"{name}: {value}" if isinstance(value, int) else f"{name}: {value:.10g}"
@@ -183,7 +185,7 @@ def weights(
     kept: int | None = None
     out_fmt = "csv"
     if output:
-        from ampcalc.records.distributed import output_format
+        from ampcalc.records.distributed import output_format  # lazy: start-up (--help)
 
         out_fmt = output_format(output, output_fmt, "csv")
     with contextlib.ExitStack() as stack:
@@ -225,7 +227,6 @@ def weights(
 def _threads() -> int:
     """Threads for the per-record blocks (numpy releases the GIL): two where there
     are two cores."""
-    import os
 
     return max(1, min(2, os.cpu_count() or 1))
 
@@ -237,12 +238,9 @@ def _write_rows(
     column-wise (``records_csv.rows_text``, the same bytes) in blocks formatted on
     threads (numpy releases the GIL in its loops) and written in order (``binary``:
     ``write`` takes the bytes; otherwise str)."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor  # lazy: start-up (--help)
 
-    import numpy as np
-
-    from ampcalc.output.records_csv import rows_text
+    from ampcalc.output.records_csv import rows_text  # lazy: start-up (--help)
 
     size = int(figs[0].size)
     step = 1 << 16
@@ -270,12 +268,6 @@ def _write_parquet(
 ) -> int | None:
     """The rows as one Parquet file (the Dask engine's part schema: ``row`` int64, the
     rest float64); with ``seed``, the Poisson sample's rows. pyarrow is imported here."""
-    from importlib import import_module as _module
-
-    import numpy as np
-
-    from ampcalc.load.files import atomic_write
-    from ampcalc.model.errors import AmpcalcError
 
     try:
         pa = _module("pyarrow")
@@ -290,7 +282,7 @@ def _write_parquet(
         cols = [np.arange(fig.q.size), fig.q, fig.w, fig.eps_hat]
         kept = None
     else:
-        from ampcalc.records.importance_weights import sampled_blocks
+        from ampcalc.records.importance_weights import sampled_blocks  # lazy: start-up (--help)
 
         src = params.data.source
         names = ["row", *src.names, "probability", "weight"]
@@ -312,10 +304,8 @@ def _write_sample(
     write: Any, src: Any, fig: Any, seed: int | None, tick: Progress | None = None
 ) -> int:
     """The Poisson sample's rows (``records.importance_weights.sampled_blocks``)."""
-    import numpy as np
-
-    from ampcalc.output.columns import savetxt_rows
-    from ampcalc.records.importance_weights import sampled_blocks
+    from ampcalc.output.columns import savetxt_rows  # lazy: start-up (--help)
+    from ampcalc.records.importance_weights import sampled_blocks  # lazy: start-up (--help)
 
     assert seed is not None  # --sample needs --seed (checked by the command)
     write("row," + ",".join(src.names) + ",probability,weight\n")
@@ -334,9 +324,6 @@ def _summary(
     fig: Any, output: str | None,
 ) -> dict[str, Any]:  # fmt: skip
     """The run's summary (one process); the Dask engine prints the same fields."""
-    import math
-
-    import numpy as np
 
     outside = np.flatnonzero(fig.outside)
     doc = {
@@ -362,7 +349,7 @@ def _weights_dask(
     dashboard: bool = False,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same warnings and summary."""
-    from ampcalc.records import distributed
+    from ampcalc.records import distributed  # lazy: start-up (--help)
 
     source = inputs if inputs is not None else str(params.data.source.path)
     t = distributed.run_weights(

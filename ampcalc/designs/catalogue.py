@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ampcalc import schemes as registry
+
 
 def scheme_catalogue() -> list[dict[str, Any]]:
     """Every sampling scheme: parameters, relations and basis (``ampcalc schemes --json``)."""
-    from ampcalc import schemes as registry
 
     return [
         {

@@ -14,6 +14,7 @@ Every failure raises ``DesignError`` naming the file, line, column and field.
 from __future__ import annotations
 
 import copy
+import difflib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from typing import Any
 import yaml
 
 from ampcalc import schemes
+from ampcalc.accounting.names import is_named
 from ampcalc.load.fields import (
     MarkedDict,
     MarkedList,
@@ -338,7 +340,6 @@ def _shape(doc: Any) -> str:
 
 def _looks_like_a_design(doc: Mapping[Any, Any]) -> bool:
     """Whether one of the top-level keys is a design's (or close to one: a typo)."""
-    import difflib
 
     for key in doc:
         if not isinstance(key, str):
@@ -444,10 +445,9 @@ def parse_mechanism(
     """Validate a ``mechanism:`` block (the ``epsilon``/``releases`` form, or a named
     mechanism: ``ampcalc.accounting.parse``)."""
     data = mapping(data, ctx, "mechanism", container, key, "a mechanism")
-    from ampcalc.accounting.names import is_named
 
     if is_named(data):
-        from ampcalc.accounting import parse as named
+        from ampcalc.accounting import parse as named  # lazy: start-up (bound)
 
         return named.parse_named(data, ctx, container, key)
     check_keys(data, MECHANISM_KEYS, ctx, "mechanism", "mechanism")

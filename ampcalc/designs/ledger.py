@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ampcalc.designs.document import load_designs, load_document, parse_yaml, read_source
 from ampcalc.load.fields import Field, Reader, check_keys, field_value, mapping, number
+from ampcalc.load.files import nul_in_name
 from ampcalc.model.design import Design, Neighbours
 from ampcalc.model.errors import DesignError, Where
 
@@ -107,7 +109,6 @@ def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
     Raises:
         DesignError: unreadable or invalid, at the file, line and field.
     """
-    from ampcalc.designs.document import parse_yaml, read_source
 
     text, name = read_source(path)
     return parse_ledger(parse_yaml(text, filename=name), name, overrides)
@@ -208,8 +209,6 @@ def _entry_designs(
     raw: Any, where: Where, ctx: Reader, base: Path, overrides: Sequence[str]
 ) -> tuple[Design, ...]:
     """The designs an entry's ``design:`` names: a file's, or one given inline."""
-    from ampcalc.designs.document import load_designs, load_document
-    from ampcalc.load.files import nul_in_name
 
     if isinstance(raw, str):
         if (nul := nul_in_name(raw, "design file")) is not None:

@@ -20,8 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from ampcalc.designs.document import parse_yaml, read_source
 from ampcalc.load.fields import Field, MarkedList, Reader, check_keys, mapping, number
 from ampcalc.load.files import excerpt
+from ampcalc.math.accuracy import median_sample_size
 from ampcalc.model.errors import DesignError, Where
 
 
@@ -184,7 +188,6 @@ class _Blocks:
 
 def read_planner_design(source: str | None) -> PlannerDesign:
     """Read and validate a planner design file (``-``: standard input)."""
-    from ampcalc.designs.document import parse_yaml, read_source
 
     text, name = read_source(source)
     return parse_planner_design(parse_yaml(text, filename=name), name)
@@ -337,8 +340,6 @@ def _mean(
             container=b.statistic,
         )
     if values is not None:
-        import numpy as np
-
         if st["variance"] is not None:
             raise reader.error(
                 "statistic.variance",
@@ -378,7 +379,6 @@ def _median(
 ) -> MedianStatistic:
     """The median's public bounds and data (N odd), and a (ε, δ) target whose sample δ_n
     stays below 1 at every rate."""
-    from ampcalc.math.accuracy import median_sample_size
 
     reader, st_raw = b.reader, b.statistic
     if bounds is None:
@@ -587,7 +587,7 @@ def _numbers(
 
 def _read_data(file: str, reader: Reader, path: str, container: Any) -> list[float]:
     """The values of a ``data:`` file (one per line; ``#`` comments), all finite."""
-    from ampcalc.load.table import read_table
+    from ampcalc.load.table import read_table  # lazy: > 20 ms
 
     where = reader.where(path, container, "data")
     p = reader.resolve(file)

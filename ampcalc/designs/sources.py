@@ -17,6 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc import schemes
+from ampcalc.designs import document as _design
+from ampcalc.designs import mechanism_dict
+from ampcalc.designs.document import load_document, parse_yaml, read_source
 from ampcalc.model.design import Design
 from ampcalc.model.errors import AmpcalcError, DesignError
 
@@ -31,7 +35,6 @@ def is_yaml_text(text: str) -> bool:
 
 def load_designs(source: Any = None, *, overrides: Sequence[str] = ()) -> tuple[Design, ...]:
     """``ampcalc.api.load_designs`` (its arguments, returns and errors are documented there)."""
-    from ampcalc.designs import document as _design
 
     if isinstance(source, Design):
         if overrides:
@@ -134,9 +137,6 @@ def same_design(a: Design, b: Design) -> bool:
 
 def design_document(design: Design) -> tuple[Any, str]:
     """A document that loads back into ``design`` (for sweeps over a built Design)."""
-    from ampcalc import schemes
-    from ampcalc.designs import mechanism_dict
-    from ampcalc.designs.document import load_document, parse_yaml, read_source
 
     scheme = schemes.get(design.scheme)
     sampling: dict[str, Any] = {"scheme": design.scheme}
@@ -198,7 +198,6 @@ def built_designs(source: Any) -> tuple[Design, ...] | None:
 
 def source_document(source: Any) -> tuple[Any, str]:
     """(parsed document, file name for messages) of any source, a built ``Design`` too."""
-    from ampcalc.designs.document import parse_yaml, read_source
 
     if isinstance(source, Design):
         return design_document(source)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ampcalc.engine import core
 from ampcalc.engine.analysis import analyse, with_epsilon
 from ampcalc.engine.core import certified_epsilon, impossible_epsilon, invert, verdicts
 from ampcalc.model.design import Design
@@ -38,9 +39,8 @@ def bound(design: Design, epsilon: Any = None) -> BoundResult:
         with ``error`` set and null bounds.
     """
     if getattr(design.mechanism, "profile", None) is not None:
-        from ampcalc.engine.profiles import bound_profile
+        from ampcalc.engine.profiles import bound_profile  # lazy: > 20 ms
 
         return bound_profile(design, epsilon)
-    from ampcalc.engine import core
 
     return core.bound(design, epsilon)

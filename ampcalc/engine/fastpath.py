@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc import schemes
+from ampcalc.engine.analysis import _EPSILON_WHERE, analyse
 from ampcalc.math import numeric
 from ampcalc.model.design import MAX_EPSILON, Design, Mechanism, Neighbours, check_epsilon
 from ampcalc.model.errors import ConditionError
@@ -178,7 +179,6 @@ def _build(design: Design) -> _Plan | None:
     ratio = mech.replace_one_ratio()
     if ratio not in (1.0, 2.0):
         return None
-    from ampcalc.engine.analysis import analyse
 
     try:
         analysis = analyse(design, mech)
@@ -323,8 +323,6 @@ def bound(design: Design, epsilon: Any) -> BoundResult | None:
 
 
 def _where() -> Any:
-    from ampcalc.engine.analysis import _EPSILON_WHERE
-
     return _EPSILON_WHERE
 
 

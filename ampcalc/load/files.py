@@ -33,6 +33,10 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
+import warnings
+
+import numpy as np
+
 from ampcalc.model.errors import QUOTE_CHARS, AmpcalcError, DesignError, printable, quote
 
 ErrorFn = Callable[[str], Exception]
@@ -292,9 +296,6 @@ def not_utf8(path: str | os.PathLike[str], where_line: int | None = None) -> str
 def loadtxt(*args: Any, **kwargs: Any) -> NDArray[Any]:
     """``numpy.loadtxt`` without its "input contained no data" warning: callers check
     for an empty result and say so in their own words."""
-    import warnings
-
-    import numpy as np
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "loadtxt: input contained no data", UserWarning)

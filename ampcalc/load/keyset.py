@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ampcalc.math.pws import key_hashes
+
 #: a chunk's keys are stored as a fixed-width bytes array up to this many bytes a row
 #: (wider: as an object array of the strings)
 _MAX_WIDTH = 64
@@ -43,7 +45,6 @@ class KeySet:
         ``None`` (the chunk is then added). ``raw``: the keys as ``np.array(keys,
         dtype="S")`` or their UTF-8 bytes, if made already; ``hashes``: the keys'
         ``math.pws.key_hashes``, if computed already (the sanitizer's coins need them)."""
-        from ampcalc.math.pws import key_hashes
 
         n = len(keys)
         if hashes is None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import importlib
 import io
 import itertools
 import os
@@ -487,8 +488,6 @@ def read_npy(
 
 
 def _pyarrow(name: str) -> Any:
-    import importlib
-
     try:
         return importlib.import_module(name)
     except ImportError:

@@ -225,7 +225,7 @@ def privacy_constrained(
         return np.flatnonzero(redo) + s
 
     if threads > 1 and len(starts) > 1:
-        from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor  # lazy: `ampcalc schemes` doesn't use it
 
         with ThreadPoolExecutor(max_workers=threads) as pool:
             redo_parts = list(pool.map(block, starts))

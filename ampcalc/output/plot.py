@@ -20,15 +20,20 @@ names the extra to install. ``text_chart`` is the dependency-free terminal chart
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ampcalc._version import __version__
 from ampcalc.analyses.sweep import EPSILON_PATH, TARGET_PATH, Sweep
 from ampcalc.load.files import atomic_write, refuse_input_as_output
 from ampcalc.model.errors import AmpcalcError
 from ampcalc.model.limits import LIMITS
+from ampcalc.model.references import describe
+from ampcalc.output.render import terminal_width, wrap
 
 FORMATS = (".png", ".svg", ".pdf")
 SIZE = (7.0, 4.5)  # inches
@@ -103,7 +108,6 @@ def _pyplot() -> Any:
 
 def label(path: str) -> str:
     """A readable axis label for a design path (units where they apply)."""
-    import re
 
     rel = re.sub(r"^designs\[\d+\]\.", "", path)
     return LABELS.get(rel, rel)
@@ -162,8 +166,6 @@ SHORT = {TARGET_PATH: "target ε′", EPSILON_PATH: "mechanism ε"}
 
 
 def _short(path: str) -> str:
-    import re
-
     key = re.sub(r"^designs\[\d+\]\.", "", path)
     if key in SHORT:
         return SHORT[key]
@@ -173,7 +175,6 @@ def _short(path: str) -> str:
 
 def caption(sweep: Sweep) -> str:
     """The theorems the curves rest on (deduplicated, in design order)."""
-    from ampcalc.model.references import describe
 
     seen: list[str] = []
     for meta in sweep.designs.values():
@@ -188,7 +189,6 @@ def metadata(fmt: str, *, title: str | None = None, caption_text: str = "") -> d
     the caption (the theorems behind the curves), in the keys of the format: PNG text
     chunks ``Title``, ``Description``, ``Source``; PDF ``Title``, ``Subject``,
     ``Creator``; SVG ``Title``, ``Description``, ``Source``."""
-    from ampcalc._version import __version__
 
     source = f"ampcalc {__version__}"
     keys = {
@@ -375,8 +375,6 @@ def plain_log_ticks(ax: Any) -> None:
     no minor labels such as ``6×10⁻¹``. A wider axis keeps
     matplotlib's powers of ten, and so does one with ticks below 10⁻⁴ or from 10⁶ on
     (too long written out)."""
-    import math
-
     from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
     for axis, limits, margin in (
@@ -707,7 +705,6 @@ def text_chart(
     ``width`` plot columns (default: ``CHART_WIDTH``, narrower when the chart with its
     labels would be wider than ``total``, the terminal width by default); the axis
     and legend lines are wrapped to ``total``."""
-    from ampcalc.output.render import terminal_width, wrap
 
     if sweep.of not in ("bound", "invert") or not len(sweep):
         return ""

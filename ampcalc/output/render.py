@@ -6,11 +6,13 @@ Column names in CSV are the JSON paths flattened with dots (``epsilon_prime.lowe
 
 from __future__ import annotations
 
+import csv
 import functools
 import io
 import json
 import math
 import re
+import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -130,7 +132,6 @@ def render_csv(records: Iterable[Mapping[str, Any]]) -> str:
     """One row per record, columns in order of first appearance. Values are exact (a
     control character is kept: CSV is for programs); a value holding a line break or a
     carriage return is quoted, so every record reads back as one row."""
-    import csv
 
     rows = [flatten(plain(dict(r))) for r in records]
     columns: list[str] = []
@@ -426,7 +427,6 @@ COLOURS = {
 def terminal_width() -> int:
     """The width tables are drawn to: COLUMNS when set, else the terminal's width, else
     ``DEFAULT_WIDTH`` (standard output is a file or a pipe); at least ``MIN_WIDTH``."""
-    import shutil
 
     columns = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
     return max(MIN_WIDTH, columns if columns > 0 else DEFAULT_WIDTH)
@@ -435,7 +435,7 @@ def terminal_width() -> int:
 @functools.lru_cache(maxsize=4096)
 def cells(text: str) -> int:
     """Display width of ``text`` in terminal cells."""
-    import unicodedata
+    import unicodedata  # lazy: start-up (bound)
 
     if text.isascii():
         return len(text)
@@ -804,8 +804,8 @@ def render_table(
     )
     if not rich_output:
         return "".join("".join(t for t, _ in line) + "\n" for line in lines)
-    from rich.console import Console
-    from rich.text import Text
+    from rich.console import Console  # lazy: start-up (bound)
+    from rich.text import Text  # lazy: start-up (bound)
 
     text = Text()
     for line in lines:

@@ -22,6 +22,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -454,7 +455,6 @@ def inline_svg(text: str, *, prefix: str, label: str) -> str:
         lambda m: f'href="#{prefix}{m.group(1)}"' if m.group(1) in ids else m.group(0),
         svg,
     )
-    from html import escape
 
     head_end = svg.index(">")
     head = svg[:head_end]
@@ -567,7 +567,7 @@ def _profile_caption(r: DesignReport) -> str:
 def figures_of(r: DesignReport, index: int, first: int) -> list[dict[str, Any]]:
     """The design's figures as {svg, title, caption} (numbered from ``first``); the
     title names the design, so every printed figure says whose it is."""
-    from markupsafe import Markup
+    from markupsafe import Markup  # lazy: comes with jinja2 (the report extra)
 
     out: list[dict[str, Any]] = []
 
@@ -630,7 +630,7 @@ def render(
         ReportUnavailable: Jinja2 or matplotlib is not installed.
     """
     env = _environment()
-    from markupsafe import Markup
+    from markupsafe import Markup  # lazy: comes with jinja2 (the report extra)
 
     sections = []
     figures = 0
