@@ -1489,8 +1489,8 @@ def or_strat_alloc(which: str):
             else:
                 return strat_rounded(c, e, er, which)
             worst = max(ups)
-            if alloc == "poisson" and replace:  # one rate: the poisson family's min of three
-                return min(2 * worst, er, osd.amp(r, max(e, er)))
+            if alloc == "poisson" and replace:  # one rate: the poisson family's exact value
+                return osd.poisson_replace_exact(r, e, er)
             return 2 * worst if replace else worst
         if alloc in ("nearest", "floor"):
             return strat_rounded(c, e, er, which)

@@ -106,7 +106,7 @@ def _log_one_plus_q_expm1(q: np.ndarray, d: np.ndarray) -> np.ndarray:
 
 
 def replace_one_exact(
-    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float
+    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The exact ε′ of Poisson sampling under replace-one neighbours, M pure ε_D-DP under
     add-remove and ε_R-DP under replace-one: ``(lower, upper)``, the one value rounded
@@ -127,20 +127,23 @@ def replace_one_exact(
     Numerics: ε′ = log1p(e^L), L = log q + (ε − ε_R) + log(e^{ε_R} − 1) −
         log(1 + q(e^{ε − ε_R} − 1)): no difference of close numbers at small ε or ε_R,
         no overflow up to ε = 700 and beyond; L's absolute error (a few ulps of the
-        sizes of its terms) is the relative error of ε′, covered by a relative slack
-        before the outward rounding.
+        sizes of its terms) moves ε′ by at most min(1, 1/ε′) of it in relative terms,
+        covered by a relative slack before the outward rounding.
     """
-    q = float(rate)
     e_d = np.asarray(eps_add_remove, dtype=float)
     e_r = np.minimum(np.asarray(eps_replace_one, dtype=float), 2.0 * e_d)
-    e_d, e_r = np.broadcast_arrays(e_d, e_r)
+    q, e_d, e_r = np.broadcast_arrays(np.asarray(rate, dtype=float), e_d, e_r)
     d = e_d - e_r
-    den = _log_one_plus_q_expm1(np.full(np.shape(d), q), d)
+    den = _log_one_plus_q_expm1(q, d)
     with np.errstate(divide="ignore", invalid="ignore"):
-        big_l = np.log(q) + d + _log_expm1(e_r) - den
+        log_q = np.log(q)
+        big_l = log_q + d + _log_expm1(e_r) - den
         value = np.logaddexp(0.0, big_l)
-    terms = abs(np.log(q)) + np.abs(d) + np.abs(e_r) + np.abs(den) + 1.0
-    slack = 16.0 * np.finfo(float).eps * terms
+    # L's absolute error: a few ulps of its terms; ε′ = log1p(e^L) moves by σ(L) times
+    # that, which is at most min(1, 1/ε′) of ε′ in relative terms
+    terms = np.abs(log_q) + np.abs(d) + np.abs(e_r) + np.abs(den) + 1.0
+    with np.errstate(divide="ignore"):
+        slack = 16.0 * np.finfo(float).eps * terms * np.minimum(1.0, 1.0 / value)
     zero = e_r <= 0.0  # ε_R = 0: the samples' outputs agree; ε′ = 0
     lo = np.where(zero, 0.0, numeric.round_down(value * (1.0 - slack)))
     hi = np.where(zero, 0.0, numeric.round_up(value * (1.0 + slack)))
