@@ -307,9 +307,8 @@ def test_replace_one_mechanism_refused_except_point():
         design({"distribution": "uniform", "low": 1, "high": 9}, neighbours="replace-one")
     )
     assert r.error and "Theorem 3.1" in r.error and r.upper is None
-    # a binomial size is a Poisson sample: Poisson sampling's refusal (its size varies)
     r = engine.bound(design({"distribution": "binomial", "p": 0.5}, neighbours="replace-one"))
-    assert r.error and "Lemma 3.3" in r.error and r.upper is None
+    assert r.error and "Theorem 3.1" in r.error and r.upper is None
     p = engine.bound(design({"distribution": "point", "value": 100}, neighbours="replace-one"))
     assert p.error is None and p.upper > 0
 

@@ -93,18 +93,6 @@ def _log_expm1(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _log_one_plus_q_expm1(q: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """log(1 + q(e^d − 1)) for d of either sign: ``log1p(q·expm1(d))`` while
-    |q·expm1(d)| <= 1/2, else ``logaddexp(log1p(−q), log q + d)`` (exact at q = 1)."""
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        u = q * np.expm1(d)
-        near = np.abs(u) <= 0.5
-        out: np.ndarray = np.where(
-            near, np.log1p(np.where(near, u, 0.0)), np.logaddexp(np.log1p(-q), np.log(q) + d)
-        )
-    return out
-
-
 def replace_one_exact(
     eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -112,7 +100,7 @@ def replace_one_exact(
     add-remove and ε_R-DP under replace-one: ``(lower, upper)``, the one value rounded
     down and up.
 
-    Basis: derived (docs/derivations.md §1.2a): couple the two samples as T ∪ {x} / T ∪ {x′}
+    Basis: derived (docs/derivations.md §1.2): couple the two samples as T ∪ {x} / T ∪ {x′}
         (probability q) and T (1 − q); for every T and event E, with a = Pr[M(T) ∈ E],
         b = Pr[M(T ∪ {x}) ∈ E] <= e^{ε_D}a and c = Pr[M(T ∪ {x′}) ∈ E] >=
         max(e^{−ε_D}a, e^{−ε_R}b), the ratio ((1 − q)a + qb)/((1 − q)a + qc) is at most
@@ -124,26 +112,30 @@ def replace_one_exact(
     Formula: ε′ = log((1 + q(e^ε − 1))/(1 + q(e^{ε − ε_R} − 1))) with ε = ε_D and ε_R
         capped at 2ε_D (which M's add-remove ε implies); ε_R = ε_D gives A(q, ε),
         ε_R = 2ε_D gives A(q, ε) − log(1 − q(1 − e^{−ε})).
-    Numerics: ε′ = log1p(e^L), L = log q + (ε − ε_R) + log(e^{ε_R} − 1) −
-        log(1 + q(e^{ε − ε_R} − 1)): no difference of close numbers at small ε or ε_R,
-        no overflow up to ε = 700 and beyond; L's absolute error (a few ulps of the
-        sizes of its terms) moves ε′ by at most min(1, 1/ε′) of it in relative terms,
-        covered by a relative slack before the outward rounding.
+    Numerics: ε′ = log1p(e^L), L = log(e^{ε_R} − 1) − log(1 + e^z), z = log(1 − q) −
+        log q − (ε − ε_R): no difference of close numbers at small ε or ε_R, nor at
+        large ε, no overflow at any ε; L's absolute error (a few ulps of its terms)
+        moves ε′ by at most min(1, 1/ε′) of it in relative terms, covered by a relative
+        slack before the outward rounding.
     """
     e_d = np.asarray(eps_add_remove, dtype=float)
     e_r = np.minimum(np.asarray(eps_replace_one, dtype=float), 2.0 * e_d)
     q, e_d, e_r = np.broadcast_arrays(np.asarray(rate, dtype=float), e_d, e_r)
     d = e_d - e_r
-    den = _log_one_plus_q_expm1(q, d)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_q = np.log(q)
-        big_l = log_q + d + _log_expm1(e_r) - den
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # 1 + q(e^d − 1) = q·e^d·(1 + e^z), z = log(1 − q) − log q − d (−∞ at q = 1)
+        log_q, log_1mq = np.log(q), np.log1p(-q)
+        z = log_1mq - log_q - d
+        big_l = _log_expm1(e_r) - np.logaddexp(0.0, z)
         value = np.logaddexp(0.0, big_l)
-    # L's absolute error: a few ulps of its terms; ε′ = log1p(e^L) moves by σ(L) times
-    # that, which is at most min(1, 1/ε′) of ε′ in relative terms
-    terms = np.abs(log_q) + np.abs(d) + np.abs(e_r) + np.abs(den) + 1.0
-    with np.errstate(divide="ignore"):
-        slack = 16.0 * np.finfo(float).eps * terms * np.minimum(1.0, 1.0 / value)
+        # absolute error of L: a few ulps of log(e^{ε_R} − 1), and of z's terms scaled by
+        # σ(z) (the slope of log(1 + e^z)); ε′ = log1p(e^L) moves by σ(L) times that,
+        # at most min(1, 1/ε′) of ε′ in relative terms
+        sig_z = np.where(np.isfinite(z), 1.0 / (1.0 + np.exp(-z)), 0.0)
+        z_terms = np.where(sig_z > 0.0, np.abs(log_1mq) + np.abs(log_q) + np.abs(d), 0.0)
+        terms = np.abs(_log_expm1(e_r)) + 1.0 + sig_z * z_terms
+        positive = np.where(value > 0.0, value, 1.0)
+        slack = 8.0 * np.finfo(float).eps * terms * np.minimum(1.0, 1.0 / positive)
     zero = e_r <= 0.0  # ε_R = 0: the samples' outputs agree; ε′ = 0
     lo = np.where(zero, 0.0, numeric.round_down(value * (1.0 - slack)))
     hi = np.where(zero, 0.0, numeric.round_up(value * (1.0 + slack)))

@@ -850,7 +850,12 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     """Bounds for one random-size design (see ``upper_epsilon`` for the theorem)."""
     dist = params.size
     n = params.population
-    if dist.kind == "binomial" and dist.p is not None and dist.p > 0.0:
+    if (
+        dist.kind == "binomial"
+        and dist.p is not None
+        and dist.p > 0.0
+        and mechanism.epsilon_add_remove_known()
+    ):
         return binomial_as_poisson(params, mechanism, guarantee)
     est0, lo0, _, _ = tilted_mean_bounds(dist, n, 0.0)
     warnings = [SIZE_WARNING]
