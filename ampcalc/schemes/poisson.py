@@ -133,7 +133,8 @@ def replace_one_exact(
         # at most min(1, 1/ε′) of ε′ in relative terms
         sig_z = np.where(np.isfinite(z), 1.0 / (1.0 + np.exp(-z)), 0.0)
         z_terms = np.where(sig_z > 0.0, np.abs(log_1mq) + np.abs(log_q) + np.abs(d), 0.0)
-        terms = np.abs(_log_expm1(e_r)) + 1.0 + sig_z * z_terms
+        log_em1 = np.where(e_r > 0.0, np.abs(_log_expm1(e_r)), 0.0)  # ε_R = 0: ε′ = 0
+        terms = log_em1 + 1.0 + sig_z * z_terms
         positive = np.where(value > 0.0, value, 1.0)
         slack = 8.0 * np.finfo(float).eps * terms * np.minimum(1.0, 1.0 / positive)
     zero = e_r <= 0.0  # ε_R = 0: the samples' outputs agree; ε′ = 0
