@@ -30,16 +30,23 @@ def ratio(frac, k, eps) -> mp.mpf:
     return mp.log1p(a * mp.expm1(e) / (a + t))
 
 
+def poisson_replace_exact(q, eps_d, eps_r) -> mp.mpf:
+    """log((1 + q(e^ε − 1))/(1 + q(e^{ε − ε_R} − 1))), ε = ε_D, ε_R capped at 2ε_D: the
+    exact replace-one value of Poisson sampling for pure ε (derivations §1.2)."""
+    q, e = mp.mpf(q), mp.mpf(eps_d)
+    r = min(mp.mpf(eps_r), 2 * e)
+    # (1 − q) + q·e^x: a sum of two non-negative terms, no cancellation at any ε
+    return mp.log((1 - q) + q * mp.exp(e)) - mp.log((1 - q) + q * mp.exp(e - r))
+
+
 def poisson_replace_upper(q, eps_d, eps_r) -> mp.mpf:
-    """min(2·A(q, ε_D), ε_R, A(q, max(ε_D, ε_R))) (spec §2 derived; joint convexity)."""
-    return min(2 * amp(q, eps_d), mp.mpf(eps_r), amp(q, max(mp.mpf(eps_d), mp.mpf(eps_r))))
+    """The exact replace-one value (``poisson_replace_exact``)."""
+    return poisson_replace_exact(q, eps_d, eps_r)
 
 
 def poisson_replace_lower(q, eps_d, eps_r) -> mp.mpf:
-    """The two witnesses of poisson.lower_epsilon_replace_one (spec §2)."""
-    if mp.mpf(eps_r) >= 2 * mp.mpf(eps_d):
-        return amp(q, eps_d) + removal(q, eps_d)
-    return amp(q, min(mp.mpf(eps_d), mp.mpf(eps_r)))
+    """The exact replace-one value (``poisson_replace_exact``): the witness attains it."""
+    return poisson_replace_exact(q, eps_d, eps_r)
 
 
 def data_dependent_upper(n, m, sens, eps) -> mp.mpf:

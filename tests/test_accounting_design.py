@@ -247,11 +247,26 @@ def test_replace_one_guarantee_uses_the_doubled_sensitivity() -> None:
     assert r_ro.details["reference_epsilon"] == pytest.approx(ref, rel=1e-12)
 
 
+def test_a_binomial_size_is_answered_as_the_poisson_sample_it_is() -> None:
+    # m ~ Binomial(N, p) then m of N without replacement is Poisson sampling with rate p,
+    # whose replace-one results take (ε, δ) mechanisms too: the same bounds as `poisson`
+    mech, target = "{gaussian: {sigma: 1.0}, neighbours: both}", "{delta_prime: 1e-6}"
+    size = "{scheme: random-size, population: 1000, size: {distribution: binomial, p: 0.1}}"
+    r = api.bound(design(mech, sampling=size, target=target))
+    p = api.bound(
+        design(mech, sampling="{scheme: poisson, rate: 0.1}", target=target)
+        + "guarantee: replace-one\n"
+    )
+    assert r.error is None and p.error is None
+    assert (r.lower, r.upper, r.delta_prime) == (p.lower, p.upper, p.delta_prime)
+
+
 @pytest.mark.parametrize(
     ("sampling", "words"),
     [
         (
-            "{scheme: random-size, population: 1000, size: {distribution: binomial, p: 0.1}}",
+            "{scheme: random-size, population: 1000, "
+            "size: {distribution: uniform, low: 50, high: 150}}",
             "no (ε, δ) theorem",
         ),
         ("{scheme: srswr, population: 1000, sample: 10}", "no (ε, δ) theorem"),

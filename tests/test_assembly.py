@@ -104,7 +104,12 @@ def test_different_rates_drop_the_coupling_bound_exact_lp() -> None:
     d2 = _design(
         mech, {"scheme": "stratified", "allocation": "poisson", "strata": equal}, "replace-one"
     )
-    assert engine.bound(d2).upper == 0.2  # one inclusion probability: coupling holds
+    # one inclusion probability: the coins couple, and the exact replace-one value
+    # log((1 + q(e^ε − 1))/(1 + q(e^{ε − ε_R} − 1))) holds (below the coupling's ε_R)
+    exact = math.log1p(0.5 * math.expm1(1.0)) - math.log1p(0.5 * math.expm1(0.8))
+    r2 = engine.bound(d2)
+    assert r2.lower <= exact <= r2.upper
+    assert r2.upper == pytest.approx(exact, rel=1e-13) and r2.upper < 0.2
 
 
 @pytest.mark.parametrize(

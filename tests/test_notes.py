@@ -64,7 +64,7 @@ NOTE_KINDS = [
     ("pps-threshold.yaml", None, "is a per-record figure"),
     ("pws.yaml", None, "calibrated to it"),
     ("pws.yaml", None, "off by one"),
-    ("random-size-binomial.yaml", None, "correction to"),
+    ("random-size-binomial.yaml", None, "is Poisson sampling with rate p"),
     ("random-size-normal.yaml", None, "declared ε-DP under both relations"),
     ("random-size-normal.yaml", None, "normal size: t(m)"),
     ("releases.yaml", None, "covers all 3 releases together"),

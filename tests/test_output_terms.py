@@ -52,7 +52,7 @@ FORBIDDEN = (
 #: design-file fields a user writes (in notes that tell them what to set). The last group
 #: are JSON keys named in prose written by the sampling schemes, left for a later change.
 ALLOWED_UNDERSCORED = {
-    "C_i", "N_h", "S_h", "a_i", "m_h", "q_i", "r_i", "π_i", "E_t", "ε_R", "ε_D", "δ_R",
+    "C_i", "N_h", "S_h", "a_i", "m_h", "q_i", "r_i", "π_i", "E_t", "ε_R", "ε_D", "2ε_D", "δ_R",
     "dp_accounting",  # the accountant's library, named as a work the output cites
     "epsilon_replace_one", "total_sample", "min_value", "value_bound", "max_frequency",
     "target_delta", "apportionment_sensitivity",

@@ -140,6 +140,10 @@ def test_oracle_small_population(kind, kw, neighbours, eps):
     r = engine.bound(d)
     eps_r = eps if neighbours == "both" else 2 * eps
     w = size_pmf(kind, n, **kw)
+    if kind == "binomial":  # a Poisson sample: the exact value, below Theorem 3.1's bound
+        check_binomial_is_poisson(r, kw["p"], eps, eps_r)
+        assert mp.mpf(r.upper) <= random_size_upper(w, n, eps, eps_r)
+        return
     exact_up = random_size_upper(w, n, eps, eps_r)
     above = random_size_witness(w, n, eps, eps_r)
     below = random_size_witness_below(w, n, eps, eps_r)
@@ -286,7 +290,23 @@ def test_pmf_files(tmp_path):
         assert r.upper == inline.upper and r.lower == inline.lower
 
 
+def check_binomial_is_poisson(r, p: float, eps: float, eps_r: float) -> None:
+    """A binomial size over the population is a Poisson sample with rate p: both bounds
+    are the exact replace-one value log((1 + p(e^ε − 1))/(1 + p(e^{ε − ε_R} − 1)))."""
+    with mp.workdps(50):
+        p_, e, er = mp.mpf(p), mp.mpf(eps), mp.mpf(eps_r)
+        exact = mp.log((1 - p_) + p_ * mp.exp(e)) - mp.log((1 - p_) + p_ * mp.exp(e - er))
+        assert mp.mpf(r.lower) <= exact <= mp.mpf(r.upper)
+        assert float((mp.mpf(r.upper) - mp.mpf(r.lower)) / exact) < 1e-9
+    assert r.details["rate"] == p
+    assert any("is Poisson sampling with rate p" in n for n in r.notes)
+
+
 def test_replace_one_mechanism_refused_except_point():
+    r = engine.bound(
+        design({"distribution": "uniform", "low": 1, "high": 9}, neighbours="replace-one")
+    )
+    assert r.error and "Theorem 3.1" in r.error and r.upper is None
     r = engine.bound(design({"distribution": "binomial", "p": 0.5}, neighbours="replace-one"))
     assert r.error and "Theorem 3.1" in r.error and r.upper is None
     p = engine.bound(design({"distribution": "point", "value": 100}, neighbours="replace-one"))
@@ -316,6 +336,9 @@ def test_oracle_tilted_mean_near_population(kind, kw, eps):
     n = 200
     r = engine.bound(design({"distribution": kind, **kw}, n=n, eps=eps, neighbours="add-remove"))
     w = size_pmf(kind, n, **kw)
+    if kind == "binomial":
+        check_binomial_is_poisson(r, kw["p"], eps, 2 * eps)
+        return
     assert mp.mpf(r.upper) >= random_size_upper(w, n, eps, 2 * eps)
     above = random_size_witness(w, n, eps, 2 * eps)
     exact_lo = max(above, random_size_witness_below(w, n, eps, 2 * eps))

@@ -143,9 +143,10 @@ def test_80_columns_folds_low_priority_columns_before_wrapping_cells() -> None:
     header, rows = render.bound_rows(dicts)
     text = render.render_table(header, rows, [], rich_output=False, width=80)
     lines = text.splitlines()
-    # guarantee went under its row; the design name and every number stayed whole
+    # guarantee and the tightness went under their row; the design name and every number
+    # stayed whole
     assert "guarantee" not in lines[0] + lines[1]
-    assert lines[4] == "    guarantee: replace-one"
+    assert lines[4] == "    guarantee: replace-one; bounds: exact"
     assert "1% secret simple random sample" in lines[3]
     wide = render.render_table(header, rows, [], rich_output=False, width=120)
     assert wide.splitlines()[0].split() == [

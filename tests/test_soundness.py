@@ -822,6 +822,14 @@ def rs_lower(c: dict, eps) -> mp.mpf:
     return max(above, below)
 
 
+def rs_analysed(c: dict, eps, theorem_3_1) -> mp.mpf:
+    """What ``random_size.analyse`` reports: a binomial size (p > 0) is a Poisson sample
+    with rate p, whose replace-one value is exact; other sizes, Theorem 3.1's bound."""
+    if c["kind"] == "binomial" and c["p"] > 0:
+        return osd.poisson_replace_exact(c["p"], eps, c["ratio"] * mp.mpf(eps))
+    return theorem_3_1(c, eps)
+
+
 def gen_random_size(kind: str, which: str):
     def gen(n: int, rng: np.random.Generator) -> Batch:
         def run(d: dict, e: np.ndarray) -> np.ndarray:
@@ -1489,8 +1497,8 @@ def or_strat_alloc(which: str):
             else:
                 return strat_rounded(c, e, er, which)
             worst = max(ups)
-            if alloc == "poisson" and replace:  # one rate: the poisson family's min of three
-                return min(2 * worst, er, osd.amp(r, max(e, er)))
+            if alloc == "poisson" and replace:  # one rate: the poisson family's exact value
+                return osd.poisson_replace_exact(r, e, er)
             return 2 * worst if replace else worst
         if alloc in ("nearest", "floor"):
             return strat_rounded(c, e, er, which)
@@ -1948,7 +1956,7 @@ INVENTORY: list[Formula] = [
         "random-size",
         "certified",
         gen_random_size_inverse("certified"),
-        inverse_oracle(lambda c, x: rs_upper(c, x)),
+        inverse_oracle(lambda c, x: rs_analysed(c, x, rs_upper)),
         max_points=150,
     ),
     Formula(
@@ -1956,7 +1964,7 @@ INVENTORY: list[Formula] = [
         "random-size",
         "impossible",
         gen_random_size_inverse("impossible"),
-        inverse_oracle(lambda c, x: rs_lower(c, x)),
+        inverse_oracle(lambda c, x: rs_analysed(c, x, rs_lower)),
         max_points=150,
     ),
     # data-dependent size

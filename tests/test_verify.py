@@ -453,7 +453,7 @@ def test_delta_hooks_that_refuse_delta_are_given_the_pure_part() -> None:
 @pytest.mark.parametrize(
     ("neighbours", "exact_value"),
     # exact LP values (this module's programme): with `both` the replace-one worst case is
-    # A(q, ε) = the lower bound; with add-remove M it lies inside [A(q, ε), 2A(q, ε)]
+    # A(q, ε); with add-remove M (ε_R = 2ε) it is A(q, ε) − log(1 − q(1 − e^{−ε}))
     [("both", 0.4157352218), ("add-remove", 0.6260070)],
 )
 def test_poisson_replace_one_guarantee_is_checked_on_replace_one_pairs(
@@ -469,8 +469,11 @@ def test_poisson_replace_one_guarantee_is_checked_on_replace_one_pairs(
     assert "x′1" in r["worst_pair"]  # a replace-one pair, not P vs P′ = O
     assert r["epsilon_prime_exact"] == pytest.approx(exact_value, abs=1e-6)
     a = float(np.log1p(0.3 * np.expm1(1.0)))
-    # `both`: the joint-convexity bound A(q, ε) is exact; add-remove M (ε_R = 2ε): 2A(q, ε)
-    expected = a if neighbours == "both" else 2 * a
+    # `both`: A(q, ε); add-remove M (ε_R = 2ε): A(q, ε) − log(1 − q(1 − e^{−ε})); both the
+    # exact value, which the exact programme reaches
+    expected = a if neighbours == "both" else a - float(np.log1p(-0.3 * -np.expm1(-1.0)))
+    assert r["epsilon_prime"]["lower"] == pytest.approx(expected)
+    assert expected == pytest.approx(exact_value, abs=1e-6)
     assert r["epsilon_prime"]["upper"] == pytest.approx(expected)
 
 

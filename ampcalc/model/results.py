@@ -56,6 +56,31 @@ def plain(value: Any) -> Any:
     return value
 
 
+#: relative distance within which the two bounds count as meeting (``tightness``)
+TIGHT_REL = 1e-9
+
+
+def tightness(lower: Any, upper: Any) -> Any:
+    """How far apart the bounds are: ``{"exact": True}`` when they meet to ``TIGHT_REL``
+    relative, else ``{"exact": False, "ratio": upper/lower, "gap_nats": upper − lower}``
+    (``ratio`` null when lower is 0); None when either is missing. Arrays (the API's
+    vectorised use) give one entry per point."""
+    if lower is None or upper is None:
+        return None
+    lo_arr, up_arr = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    if lo_arr.ndim or up_arr.ndim:
+        lo_b, up_b = np.broadcast_arrays(lo_arr, up_arr)
+        return [tightness(a, b) for a, b in zip(lo_b.tolist(), up_b.tolist(), strict=True)]
+    lo, up = float(lo_arr), float(up_arr)
+    if math.isnan(lo) or math.isnan(up):
+        return None
+    if up == lo or (math.isfinite(up) and abs(up - lo) <= TIGHT_REL * max(abs(up), abs(lo))):
+        return {"exact": True}
+    ratio = up / lo if lo > 0.0 and math.isfinite(up) else None
+    gap = up - lo if math.isfinite(up) else None
+    return {"exact": False, "ratio": ratio, "gap_nats": gap}
+
+
 class Interval(NamedTuple):
     """``epsilon_prime`` of a bound: ``lower`` and ``upper`` (``None`` where the theory
     gives none), as the JSON's ``epsilon_prime`` object."""
@@ -113,6 +138,7 @@ class BoundResult:
             "epsilon": plain(self.epsilon),
             "delta": plain(self.delta),
             "epsilon_prime": {"lower": plain(self.lower), "upper": plain(self.upper)},
+            "tightness": tightness(self.lower, self.upper),
             "delta_prime": plain(self.delta_prime),
             "verdict": plain(self.verdict),
             "epsilon_replace_one": plain(self.epsilon_replace_one),

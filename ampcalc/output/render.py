@@ -224,6 +224,7 @@ def bound_rows(
 ) -> tuple[list[str], list[list[str]]]:
     """The ``bound`` table: one row per design, then its per-unit rows (``sub_rows``)."""
     header = ["design", "scheme", "ε (M)", "ε′ lower", "ε′ upper", "δ′", "verdict", "guarantee"]
+    header.append("bounds")  # tightness: exact, or how far apart (folds first)
     rows = []
     for r in results:
         ep = r["epsilon_prime"]
@@ -237,10 +238,21 @@ def bound_rows(
                 fmt(r["delta_prime"]),
                 "error" if r.get("error") else fmt(r["verdict"]),
                 fmt(r["guarantee_neighbours"]),
+                tightness_cell(r.get("tightness")),
             ]
         )
         rows.extend(sub_rows(r, len(header), "bound", details=details))
     return header, rows
+
+
+def tightness_cell(t: Any) -> str:
+    """``exact`` when the bounds meet (1e-9 relative), else ``×ratio, +gap nats``."""
+    if not isinstance(t, Mapping):
+        return DASH
+    if t.get("exact"):
+        return "exact"
+    ratio = "" if t.get("ratio") is None else f"×{fmt(t['ratio'])}, "
+    return f"{ratio}+{fmt(t.get('gap_nats'), 3)} nats"
 
 
 def invert_rows(
@@ -410,6 +422,7 @@ PRIORITY: dict[str, int] = {
     "δ′": 35,
     "δ (M)": 35,
     "guarantee": 10,
+    "bounds": 15,
 }
 #: A column of sentences (a cell of five words or more) wraps before columns fold,
 #: down to this width.

@@ -82,37 +82,99 @@ def inverse_epsilon(target: np.ndarray, *, rate: float) -> np.ndarray:
     return numeric.amplification_inverse(rate, target)
 
 
+def _log_expm1(x: np.ndarray) -> np.ndarray:
+    """log(e^x − 1) for x > 0, overflow-free: log(expm1(x)) up to x = 1, then
+    x + log1p(−e^{−x})."""
+    small = x <= 1.0
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        out: np.ndarray = np.where(
+            small, np.log(np.expm1(np.where(small, x, 1.0))), x + np.log1p(-np.exp(-x))
+        )
+    return out
+
+
+def replace_one_exact(
+    eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The exact ε′ of Poisson sampling under replace-one neighbours, M pure ε_D-DP under
+    add-remove and ε_R-DP under replace-one: ``(lower, upper)``, the one value rounded
+    down and up.
+
+    Basis: derived (docs/derivations.md §1.2): couple the two samples as T ∪ {x} / T ∪ {x′}
+        (probability q) and T (1 − q); for every T and event E, with a = Pr[M(T) ∈ E],
+        b = Pr[M(T ∪ {x}) ∈ E] <= e^{ε_D}a and c = Pr[M(T ∪ {x′}) ∈ E] >=
+        max(e^{−ε_D}a, e^{−ε_R}b), the ratio ((1 − q)a + qb)/((1 − q)a + qc) is at most
+        the formula, and sums over T keep it. A binary output on the count of x-type
+        records (the others weighted e^{ε_D − ε_R}) attains it.
+    Neighbours: ε′ under replace-one.
+    Conditions: δ = 0; the rest of the sample is independent of whether x's place is
+        drawn (Poisson; equal rates or one stratum for stratified Poisson).
+    Formula: ε′ = log((1 + q(e^ε − 1))/(1 + q(e^{ε − ε_R} − 1))) with ε = ε_D and ε_R
+        capped at 2ε_D (which M's add-remove ε implies); ε_R = ε_D gives A(q, ε),
+        ε_R = 2ε_D gives A(q, ε) − log(1 − q(1 − e^{−ε})).
+    Numerics: ε′ = log1p(e^L), L = log(e^{ε_R} − 1) − log(1 + e^z), z = log(1 − q) −
+        log q − (ε − ε_R): no difference of close numbers at small ε or ε_R, nor at
+        large ε, no overflow at any ε; L's absolute error (a few ulps of its terms)
+        moves ε′ by at most min(1, 1/ε′) of it in relative terms, covered by a relative
+        slack before the outward rounding.
+    """
+    e_d = np.asarray(eps_add_remove, dtype=float)
+    e_r = np.minimum(np.asarray(eps_replace_one, dtype=float), 2.0 * e_d)
+    q, e_d, e_r = np.broadcast_arrays(np.asarray(rate, dtype=float), e_d, e_r)
+    d = e_d - e_r
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # 1 + q(e^d − 1) = q·e^d·(1 + e^z), z = log(1 − q) − log q − d (−∞ at q = 1)
+        log_q, log_1mq = np.log(q), np.log1p(-q)
+        z = log_1mq - log_q - d
+        big_l = _log_expm1(e_r) - np.logaddexp(0.0, z)
+        value = np.logaddexp(0.0, big_l)
+        # absolute error of L: a few ulps of log(e^{ε_R} − 1), and of z's terms scaled by
+        # σ(z) (the slope of log(1 + e^z)); ε′ = log1p(e^L) moves by σ(L) times that,
+        # at most min(1, 1/ε′) of ε′ in relative terms
+        sig_z = np.where(np.isfinite(z), 1.0 / (1.0 + np.exp(-z)), 0.0)
+        z_terms = np.where(sig_z > 0.0, np.abs(log_1mq) + np.abs(log_q) + np.abs(d), 0.0)
+        log_em1 = np.where(e_r > 0.0, np.abs(_log_expm1(e_r)), 0.0)  # ε_R = 0: ε′ = 0
+        terms = log_em1 + 1.0 + sig_z * z_terms
+        positive = np.where(value > 0.0, value, 1.0)
+        slack = 8.0 * np.finfo(float).eps * terms * np.minimum(1.0, 1.0 / positive)
+    zero = e_r <= 0.0  # ε_R = 0: the samples' outputs agree; ε′ = 0
+    lo = np.where(zero, 0.0, numeric.round_down(value * (1.0 - slack)))
+    hi = np.where(zero, 0.0, numeric.round_up(value * (1.0 + slack)))
+    return np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+
+
 def upper_epsilon_replace_one(
     eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float, coupled: bool = True
 ) -> np.ndarray:
-    """Upper bound on ε′ for Poisson sampling under replace-one neighbours.
+    """Upper bound on ε′ for Poisson sampling under replace-one neighbours, M pure ε.
 
-    Basis: three derived, safe bounds (docs/verify.md checks them on the exact
-        programme), the smallest taken point by point (``replace_one_candidates``):
-        a replacement is a removal plus an addition, so ε′ <= 2·A(q, ε_D); coupling
-        the two inclusion coins, the samples agree or are replace-one neighbours, so
-        ε′ <= ε_R; and the advanced joint convexity of Balle, Barthe and Gaboardi
-        (2018, Theorem 2) on the coupled mixture (1 − q)M(T) + qM(T ∪ {x}) against
-        (1 − q)M(T) + qM(T ∪ {x′}) gives ε′ <= A(q, max(ε_D, ε_R)).
+    Basis: ``coupled`` (the two records are kept with the same probability q,
+        independently of the rest): the exact value ``replace_one_exact``,
+        log((1 + q(e^{ε_D} − 1))/(1 + q(e^{ε_D − ε_R} − 1))). ``coupled=False`` (the two
+        records are kept with different probabilities, e.g. in different strata, the
+        larger being ``rate``): the coins cannot be coupled; the smaller of two derived
+        bounds, a replacement is a removal plus an addition, ε′ <= 2·A(q, ε_D), and the
+        advanced joint convexity of Balle, Barthe and Gaboardi (2018, Theorem 2) with
+        the record kept less often written as a mixture of being kept with the larger
+        probability and of M(T) (within max(ε_D, ε_R) of either side), ε′ <=
+        A(q, max(ε_D, ε_R)).
     Neighbours: M is ε_D-DP under add-remove and ε_R-DP under replace-one.
-    Formula: ε′ = min(2·A(q, ε_D), ε_R, A(q, max(ε_D, ε_R))). Tight when ε_R <= ε_D
-        (``neighbours: both``): it is A(q, ε), which the lower bound attains.
-    ``coupled=False`` (the two records are kept with different probabilities, e.g. in
-    different strata, the larger being ``rate``): the coins cannot be coupled, so the
-    ε_R candidate is left out; the other two hold with q the larger probability (write
-    the record kept less often as a mixture of being kept with the larger probability
-    and of M(T), which is within max(ε_D, ε_R) of either side).
+    Tightness: exact when ``coupled`` (``lower_epsilon_replace_one`` is the same value).
     """
-    return replace_one_candidates(eps_add_remove, eps_replace_one, rate=rate, coupled=coupled)[0]
+    if coupled:
+        return replace_one_exact(eps_add_remove, eps_replace_one, rate=rate)[1]
+    return replace_one_candidates(eps_add_remove, eps_replace_one, rate=rate, coupled=False)[0]
 
 
 def replace_one_candidates(
     eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float, coupled: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The smallest of the three replace-one upper bounds, and which one it is (0, 1, 2).
+    """The smallest of the three replace-one upper bounds that hold with δ > 0, and which
+    one it is (0, 1, 2).
 
-    0: two steps 2·A(q, ε_D) (δ′ = qδ_D(1 + e^{A(q, ε_D)})); 1: the coupling ε_R
-    (δ′ = qδ_R); 2: joint convexity A(q, max(ε_D, ε_R)) (δ′ = q·max(δ_D, δ_R)).
+    0: two steps 2·A(q, ε_D) (δ′ = qδ_D(1 + e^{A(q, ε_D)})); 1: coupling the inclusion
+    coins, the samples agree or are replace-one neighbours, ε_R (δ′ = qδ_R); 2: joint
+    convexity A(q, max(ε_D, ε_R)) (δ′ = q·max(δ_D, δ_R)). ``coupled=False`` leaves 1 out.
     """
     e_d = np.asarray(eps_add_remove, dtype=float)
     e_r = np.asarray(eps_replace_one, dtype=float)
@@ -128,20 +190,19 @@ def replace_one_candidates(
 def lower_epsilon_replace_one(
     eps_add_remove: np.ndarray, eps_replace_one: np.ndarray, *, rate: float
 ) -> np.ndarray:
-    """Lower bound on ε′ for Poisson sampling under replace-one neighbours.
+    """Lower bound on ε′ for Poisson sampling under replace-one neighbours: the exact
+    value ``replace_one_exact`` rounded down.
 
-    Witnesses (binary output, geometric noise):
-      - when ε_R >= 2ε_D: noise on #x − #y (sensitivity 1 under add-remove, 2 under
-        replace-one): ε′ = log(1 + q(e^ε − 1)) − log(1 − q(1 − e^{−ε})) at ε = ε_D;
-      - otherwise noise on #x at ε = min(ε_D, ε_R): ε′ = log(1 + q(e^ε − 1)).
+    Witness (binary output): Pr[1] = min(h, p·e^{s}) with s = ε_D·#x + (ε_D − ε_R)·#other
+    records in the sample, h = 1/(1 + e^{max(ε_D, ε_R)}) and p small enough that the cap
+    is not reached on D = C ∪ {x}, D′ = C ∪ {x′}: an addition moves s by ε_D or
+    ε_D − ε_R ∈ [−ε_D, ε_D], a replacement by 0 or ±ε_R, so M is ε_D-DP under add-remove
+    and ε_R-DP under replace-one (the cap keeps Pr[0] within the same ratios); the event
+    {1} has probability ratio exactly (1 + q(e^{ε_D} − 1))/(1 + q(e^{ε_D − ε_R} − 1)).
+    It needs only x and x′ to be kept with the same probability q independently of the
+    rest, so it holds for stratified Poisson at the stratum of largest rate too.
     """
-    e_d = np.asarray(eps_add_remove, dtype=float)
-    e_r = np.asarray(eps_replace_one, dtype=float)
-    both_sides = numeric.amplification_lower(rate, e_d) + numeric.round_down(
-        numeric.neg_log1m(rate, e_d)
-    )
-    one_side = numeric.amplification_lower(rate, np.minimum(e_d, e_r))
-    return numeric.round_down(np.where(e_r >= 2.0 * e_d, both_sides, one_side))
+    return replace_one_exact(eps_add_remove, eps_replace_one, rate=rate)[0]
 
 
 def lower_epsilon_at_delta(
@@ -252,21 +313,30 @@ def replace_one_theorem(
     conditions: tuple[str, ...] = (),
     coupled: bool = True,
 ) -> Theorem:
-    """The derived replace-one guarantee (spec §2) at inclusion probability ``rate``, as
-    data: formulas in M's (ε_D, ε_R), M required ε-DP under add-remove.
+    """The replace-one guarantee (spec §2) at inclusion probability ``rate``, as data:
+    formulas in M's (ε_D, ε_R), M required ε-DP under add-remove.
+
+    Pure ε (δ = 0) with ``coupled``: the exact value (``replace_one_exact``), upper and
+    lower the same formula. Otherwise the smallest of the derived candidates
+    (``replace_one_candidates``) and the exact value as the lower bound (δ = 0), or the
+    lower bound at the reported δ′ (δ > 0: no (ε″, δ′) guarantee below it).
 
     ``delta``: M's δ (add-remove); ``delta_replace_one``: ε_D -> M's δ_R (the declared
-    mechanism's rule). With δ > 0 the lower bound is the one at the reported δ′ (no
-    (ε″, δ′) guarantee below it). ``coupled=False``: the replaced and the replacing
-    record may be kept with different probabilities (at most ``rate``), so the coupling
-    candidate is left out (``upper_epsilon_replace_one``).
+    mechanism's rule). ``coupled=False``: the replaced and the replacing record may be
+    kept with different probabilities (at most ``rate``), so the coupling is left out.
     """
     q = rate
     delta_r = delta_replace_one
+    exact = delta == 0.0 and coupled
 
     def delta_prime(e_d: np.ndarray, e_r: np.ndarray) -> np.ndarray:
         d_r = np.full(np.shape(e_d), delta) if delta_r is None else delta_r(e_d)
         return replace_one_delta_prime(e_d, e_r, delta, d_r, rate=q, coupled=coupled)
+
+    def upper(e_d: np.ndarray, e_r: np.ndarray) -> np.ndarray:
+        if exact:
+            return replace_one_exact(e_d, e_r, rate=q)[1]
+        return replace_one_candidates(e_d, e_r, rate=q, coupled=coupled)[0]
 
     def lower(e_d: np.ndarray, e_r: np.ndarray) -> np.ndarray:
         if delta == 0.0:
@@ -278,12 +348,10 @@ def replace_one_theorem(
         basis=(*BASIS, derivation("§1.2")),
         relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
-        upper=OfPair(
-            lambda e_d, e_r: upper_epsilon_replace_one(e_d, e_r, rate=q, coupled=coupled)
-        ),
+        upper=OfPair(upper),
         lower=OfPair(lower),
         conditions=conditions,
-        tight=None,
+        tight=True if exact else None,
         refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
         delta_prime=OfPair(delta_prime),
     )
@@ -296,27 +364,40 @@ def replace_one_analysis(
     conditions: tuple[str, ...] = (),
     coupled: bool = True,
 ) -> Analysis:
-    """The derived replace-one guarantee (spec §2) at inclusion probability ``rate``
+    """The replace-one guarantee (spec §2) at inclusion probability ``rate``
     (``replace_one_theorem``) for the declared mechanism."""
     q = rate
-    notes = [
-        "replace-one guarantee for Poisson sampling: derived — min(2·A(q, ε_D), ε_R, "
-        f"A(q, max(ε_D, ε_R))): a replacement is a removal plus an addition ({DERIVATIONS}, "
-        "§1.2); "
-        "coupling the inclusion coins gives at most ε_R; advanced joint convexity "
-        f"({BBG18}, Theorem 2) on the coupled mixtures gives A(q, max(ε_D, "
-        "ε_R)). Tight when ε_R <= ε_D (`neighbours: both`); otherwise not tight in general."
-    ]
-    if not coupled:
-        notes[0] = (
+    exact = mechanism.delta == 0.0 and coupled
+    if exact:
+        note = (
+            "replace-one guarantee for Poisson sampling: exact — log((1 + q(e^ε_D − 1))/"
+            "(1 + q(e^{ε_D − ε_R} − 1))): coupling the inclusion coins of the replaced "
+            "and the replacing record, each event's probability ratio is at most this, "
+            "and a binary output on the count of the replaced record's value attains it "
+            f"({DERIVATIONS}, §1.2). ε_R = ε_D gives A(q, ε); ε_R = 2ε_D gives "
+            "A(q, ε) − log(1 − q(1 − e^{−ε}))."
+        )
+    elif coupled:
+        note = (
+            "replace-one guarantee for Poisson sampling with δ > 0: derived — "
+            "min(2·A(q, ε_D), ε_R, A(q, max(ε_D, ε_R))): a replacement is a removal plus "
+            f"an addition ({DERIVATIONS}, §1.2); coupling the inclusion coins gives at "
+            f"most ε_R; advanced joint convexity ({BBG18}, Theorem 2) on the coupled "
+            "mixtures gives A(q, max(ε_D, ε_R)). The exact pure-ε value is not proved for "
+            "δ > 0; the lower bound is the one at the reported δ′."
+        )
+    else:
+        note = (
             "replace-one guarantee for Poisson sampling with different inclusion "
             "probabilities: derived — min(2·A(q, ε_D), A(q, max(ε_D, ε_R))) with q the "
             f"largest probability: a replacement is a removal plus an addition ({DERIVATIONS}, "
             "§1.2); "
             f"advanced joint convexity ({BBG18}, Theorem 2) on the "
-            "mixtures written at the larger probability gives A(q, max(ε_D, ε_R)). Tight "
-            "when ε_R <= ε_D (`neighbours: both`); otherwise not tight in general."
+            "mixtures written at the larger probability gives A(q, max(ε_D, ε_R)). The "
+            "lower bound is the exact value for a replacement inside the stratum of "
+            "largest rate; not tight in general."
         )
+    notes = [note]
     if mechanism.neighbours is Neighbours.ADD_REMOVE and mechanism.epsilon_replace_one is None:
         notes.append(
             f"M's replace-one ε taken as ε_R = 2ε = {2 * mechanism.epsilon:g} "
@@ -334,7 +415,6 @@ def replace_one_analysis(
         mechanism,
         notes=tuple(notes),
         details={"rate": q},
-        details_both=lambda e_d, e_r: {"tight": bool(np.all(e_r <= e_d))},
     )
 
 

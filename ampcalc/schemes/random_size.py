@@ -8,6 +8,7 @@ the special case ε_D = ε_R = ε (``neighbours: both``, e.g. a count query).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -744,7 +745,7 @@ def lower_epsilon(
     return out
 
 
-def conditions(params: Params) -> tuple[str, ...]:
+def random_size_conditions(params: Params) -> tuple[str, ...]:
     """Theorem 3.1's conditions on the design, with its values."""
     return (
         "the size distribution t does not depend on the data; m and the sample are secret",
@@ -789,7 +790,7 @@ def theorem(params: Params, *, untilted_lo: float | None = None) -> Theorem:
         guarantee=Neighbours.REPLACE_ONE,
         upper=OfPair(lambda e_d, e_r: upper_epsilon(e_d, e_r, params=params)),
         lower=OfPair(lambda e_d, e_r: lower_epsilon(e_d, e_r, params=params, untilted_lo=lo)),
-        conditions=conditions(params),
+        conditions=random_size_conditions(params),
         tight=None,
         refusals=tuple(refusals),
     )
@@ -803,15 +804,61 @@ def _size_details(e_d: np.ndarray, e_r: np.ndarray, *, params: Params) -> Mappin
     }
 
 
+def binomial_as_poisson(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """A binomial size m ~ Binomial(N, p) over the N records the sample is drawn from,
+    then m of them without replacement, is Poisson sampling with rate p: the
+    probability of a given sample S is C(N, |S|)p^{|S|}(1 − p)^{N − |S|}/C(N, |S|) =
+    p^{|S|}(1 − p)^{N − |S|}, each record kept independently with probability p. So the
+    Poisson family's replace-one results hold: exact for pure ε
+    (``poisson.replace_one_exact``), and δ > 0 is covered too."""
+    from ampcalc.schemes import poisson
+
+    p = params.size.p
+    assert p is not None and p > 0.0  # ``analyse`` routes only p > 0 here
+    conditions = (
+        *random_size_conditions(params),
+        f"the binomial's n is the population N = {params.population} the sample is drawn "
+        "from, so the sample is a Poisson sample with rate p",
+    )
+    base = poisson.replace_one_analysis(p, mechanism, conditions=conditions)
+    note = (
+        f"binomial size m ~ Binomial(N, p) with N the population, then m of the N records "
+        f"without replacement, is Poisson sampling with rate p = {p:g} (each sample S has "
+        "probability p^|S|(1 − p)^(N − |S|)): the Poisson replace-one results apply "
+        "instead of Theorem 3.1."
+    )
+    return dataclasses.replace(
+        base,
+        notes=(note, *base.notes),
+        warnings=(*base.warnings, SIZE_WARNING),
+        details={
+            **base.details,
+            "distribution": "binomial",
+            "population": params.population,
+            "mean_size": float(p * params.population),
+        },
+    )
+
+
+SIZE_WARNING = (
+    "the size distribution must not depend on the data (nor may it be chosen after "
+    "seeing it); a data-dependent size is the `data-dependent-size` scheme"
+)
+
+
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Bounds for one random-size design (see ``upper_epsilon`` for the theorem)."""
     dist = params.size
     n = params.population
+    if (
+        dist.kind == "binomial"
+        and dist.p is not None
+        and dist.p > 0.0
+        and mechanism.epsilon_add_remove_known()
+    ):
+        return binomial_as_poisson(params, mechanism, guarantee)
     est0, lo0, _, _ = tilted_mean_bounds(dist, n, 0.0)
-    warnings = [
-        "the size distribution must not depend on the data (nor may it be chosen after "
-        "seeing it); a data-dependent size is the `data-dependent-size` scheme",
-    ]
+    warnings = [SIZE_WARNING]
     notes: list[str] = []
     if mechanism.neighbours is Neighbours.ADD_REMOVE:
         notes.append(
