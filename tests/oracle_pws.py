@@ -1,4 +1,4 @@
-"""Independent mpmath oracle for PWS (004_219872908bad6779.txt Alg. 3, Eq. 3; the SbH
+"""Independent mpmath oracle for PWS (Cohen et al. 2021 Alg. 3, Eq. 3; the SbH
 baseline of Sec. 8.1, Alg. 6)."""
 
 from __future__ import annotations

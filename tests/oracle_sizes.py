@@ -2,7 +2,7 @@
 
 Independent of ampcalc: exact enumeration of the size pmf on {0..N} (N small) and of
 explicit mechanisms on explicit neighbouring datasets.
-Basis: 000_97a39a4c524f603f.txt Theorem 3.1, §4.1, Lemma B.1; spec §3, §4.
+Basis: Bun et al., Theorem 3.1, §4.1, Lemma B.1; spec §3, §4.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Independent mpmath formulas for the stratified family (50 digits).
 
-Theorem 4.3/7.2 of 000_97a39a4c524f603f.txt, its size-aware proof form, the Poisson
-kernel of 001_4ef689e3bef19c3a.txt Lemma 3.3, and the exact true loss of the count
+Theorem 4.3/7.2 of Bun et al., its size-aware proof form, the Poisson
+kernel of Bun et al. 2020, Lemma 3.3, and the exact true loss of the count
 mechanism |S| + Lap(b) under a two-point sample-size distribution (spec §5.1).
 """
 

@@ -4,7 +4,7 @@ the target, checked as evaluated.
 Oracles: the σ = 1 Poisson-subsampled Gaussian (issue 17 §2: 0.3639478396 at q = 0.01,
 δ′ = 1e-6), which a calibration to that ε′ must return; and the pure Laplace mechanism on a
 Poisson sample at δ′ = 0, whose calibration is the closed form b = Δ/A⁻¹(q, T)
-(001_4ef689e3bef19c3a.txt Lemma 3.3: ε′ = log(1 + q(e^{Δ/b} − 1))).
+(Bun et al. 2020, Lemma 3.3: ε′ = log(1 + q(e^{Δ/b} − 1))).
 """
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ def test_systematic_details_describe_the_evaluated_epsilon() -> None:
         None,
     )
     details = _details_follow_epsilon(d, ("witness_class_size", "heuristic_cluster_analogy"))
-    # B(1/k, 2m, ε) with k = 10, m = 100, at ε = 3 (000_97a39a4c524f603f.txt Theorem 5.1)
+    # B(1/k, 2m, ε) with k = 10, m = 100, at ε = 3 (Bun et al., Theorem 5.1)
     mp = pytest.importorskip("mpmath")
     with mp.workdps(40):  # local: other tests' oracles set their own precision
         a, kk, e = mp.mpf(1) / 10, 200, mp.mpf(3)
@@ -230,7 +230,7 @@ def test_random_size_details_describe_the_evaluated_epsilon() -> None:
         one = engine.bound(d, epsilon=eps)
         for key in ("tilted_mean_size", "epsilon_replace_one"):
             assert grid.details[key][k] == one.details[key]
-        # E_t̃[m], t̃(m) ∝ e^{εm} t(m) (000_97a39a4c524f603f.txt Theorem 3.1), tilt at ε_D = ε
+        # E_t̃[m], t̃(m) ∝ e^{εm} t(m) (Bun et al., Theorem 3.1), tilt at ε_D = ε
         with mp.workdps(40):  # local: other tests' oracles set their own precision
             w = [
                 mp.mpf(p) * mp.exp(mp.mpf(eps) * m)
@@ -242,8 +242,9 @@ def test_random_size_details_describe_the_evaluated_epsilon() -> None:
 
 
 def test_pps_threshold_is_assembled_under_add_remove() -> None:
-    """Poisson threshold PPS is A(min(1, τR), ε) under add-remove (003_e3b635228222e4e2.txt
-    Theorem 6): τR = 0.1, so log(1 + 0.1(e^ε − 1)) at every evaluated ε, δ′ = 0.1·δ, and
+    """Poisson threshold PPS is A(min(1, τR), ε) under add-remove (Personalized Privacy
+    Amplification via Importance Sampling, Theorem 6): τR = 0.1, so log(1 + 0.1(e^ε − 1)) at every
+    evaluated ε, δ′ = 0.1·δ, and
     the certified inverse meets the target."""
     sampling = {
         "scheme": "pps",

@@ -3,7 +3,7 @@ guarantees, lower-only results, a family's own condition wording and ``invert``
 details that see the built analysis (ampcalc/schemes/assembly.py).
 
 Checked on synthetic theorems whose formulas are the closed form A(q, ε) =
-log(1 + q(e^ε − 1)) of 000_97a39a4c524f603f.txt Theorem 2.2 (Bun et al.), against
+log(1 + q(e^ε − 1)) of Bun et al., Theorem 2.2 (Bun et al.), against
 50-digit mpmath values.
 """
 
@@ -30,7 +30,7 @@ AR_STATED = Mechanism(epsilon=1.0, neighbours=Neighbours.ADD_REMOVE, epsilon_rep
 
 
 def _a(q: float, eps: float) -> float:
-    """A(q, ε) in 50 digits (000_97a39a4c524f603f.txt Theorem 2.2)."""
+    """A(q, ε) in 50 digits (Bun et al., Theorem 2.2)."""
     with mp.workdps(50):
         return float(mp.log(1 + mp.mpf(q) * (mp.exp(mp.mpf(eps)) - 1)))
 

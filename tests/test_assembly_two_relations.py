@@ -35,13 +35,13 @@ mp = pytest.importorskip("mpmath")
 
 
 def _a(q: float, eps: float) -> float:
-    """A(q, ε) = log(1 + q(e^ε − 1)) in 50 digits (000_97a39a4c524f603f.txt Theorem 2.2)."""
+    """A(q, ε) = log(1 + q(e^ε − 1)) in 50 digits (Bun et al., Theorem 2.2)."""
     with mp.workdps(50):
         return float(mp.log(1 + mp.mpf(q) * (mp.exp(mp.mpf(eps)) - 1)))
 
 
 def _b(a: float, k: int, eps: float) -> float:
-    """B(A, K, ε) in 50 digits (000_97a39a4c524f603f.txt Theorems 5.1/5.2)."""
+    """B(A, K, ε) in 50 digits (Bun et al., Theorems 5.1/5.2)."""
     with mp.workdps(50):
         a_, e = mp.mpf(a), mp.mpf(eps)
         t = (1 - a_) * mp.exp(-k * e)
@@ -208,7 +208,7 @@ def test_a_theorem_takes_one_form_of_each_part() -> None:
 
 
 def test_lower_only_theorem_with_its_own_inverse_finds_the_first_float() -> None:
-    """Δ₁ε with Δ₁ = 3 (000_97a39a4c524f603f.txt §4.1): the smallest ε whose rounded
+    """Δ₁ε with Δ₁ = 3 (Bun et al., §4.1): the smallest ε whose rounded
     lower bound reaches 0.5 is the first float at or above 1/6 where it does."""
     d = _design(
         {"epsilon": 1.0, "neighbours": "add-remove"},
@@ -244,7 +244,7 @@ def test_lower_only_theorem_with_its_own_inverse_finds_the_first_float() -> None
 def test_cluster_lower_bound_runs_theorem_5_1_at_min_eps_eps_r_over_2(
     mechanism, theorem_eps, single
 ) -> None:
-    """Clusters [3, 5, 8, 2, 7], ℓ = 2: Theorem 5.1 (000_97a39a4c524f603f.txt) with
+    """Clusters [3, 5, 8, 2, 7], ℓ = 2: Theorem 5.1 (Bun et al.) with
     K = 8 + 2 at min(ε, ε_R/2); the single-inclusion witness A(2/5, min(ε, ε_R)) joins it
     where that is below ε."""
     d = _design(
@@ -287,8 +287,8 @@ def test_cluster_delta_prime_is_the_derived_formula() -> None:
 def test_pps_cluster_witness_runs_at_the_epsilon_every_relation_allows(
     mechanism, witness_eps
 ) -> None:
-    """One of [400, 250, 200, 100, 50] by PPS: A(0.4, ε) (000_97a39a4c524f603f.txt
-    §6.2, Proposition 6.1) with the single-inclusion witness at min(ε_D, ε_R)."""
+    """One of [400, 250, 200, 100, 50] by PPS: A(0.4, ε) (Bun et al., §6.2, Proposition 6.1) with
+    the single-inclusion witness at min(ε_D, ε_R)."""
     d = _design(
         mechanism, {"scheme": "pps-cluster", "clusters": {"sizes": [400, 250, 200, 100, 50]}}
     )
@@ -301,7 +301,7 @@ def test_pps_cluster_witness_runs_at_the_epsilon_every_relation_allows(
 
 def test_random_size_point_mass_needs_no_add_remove_epsilon() -> None:
     """A point mass at m = 30 of N = 100 is a srswor: A(0.3, ε_R) both ways
-    (000_97a39a4c524f603f.txt Theorems 2.2 and 3.1), also for M declared under
+    (Bun et al., Theorems 2.2 and 3.1), also for M declared under
     replace-one only (its add-remove ε enters as +∞, which a point mass ignores)."""
     size = {"distribution": "point", "value": 30}
     d = _design(

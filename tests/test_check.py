@@ -20,7 +20,7 @@ def upper(path, i=0) -> float:
 
 
 def test_pass_prints_the_numbers_and_exits_0(capsys) -> None:
-    u = upper(SRS)  # 000_97a39a4c524f603f.txt Thm 2.2: log(1 + 0.01 (e − 1)) = 0.0170369
+    u = upper(SRS)  # Bun et al. Thm 2.2: log(1 + 0.01 (e − 1)) = 0.0170369
     assert f"{u:.6g}" == "0.0170369"
     run = run_main(capsys, "check", str(SRS), "--max-epsilon", "0.02")
     assert run.stdout == "PASS 1% secret simple random sample: ε′ <= 0.0170369 (max 0.02)\n"
@@ -49,7 +49,7 @@ def test_one_line_per_design_any_failure_fails(capsys) -> None:
 
 
 def test_max_delta(capsys) -> None:
-    # 002_2b0afa8716090992.txt Theorem 1: δ′ = (n/N)·δ = 0.01 · 1e-6 = 1e-8, rounded
+    # Hu et al., Theorem 1: δ′ = (n/N)·δ = 0.01 · 1e-6 = 1e-8, rounded
     # outward to 1.0000000000000013e-08: a budget of exactly 1e-8 fails, one ulp-safe passes
     run_main(capsys, "check", str(APPROX), "--max-epsilon", "1", "--max-delta", "1e-8", expect=1)
     ok = run_main(capsys, "check", str(APPROX), "--max-epsilon", "1", "--max-delta", "1.01e-8")

@@ -1,4 +1,4 @@
-"""Cluster sampling (000_97a39a4c524f603f.txt Theorems 5.1/5.2/5.3, spec §6)."""
+"""Cluster sampling (Bun et al., Theorems 5.1/5.2/5.3, spec §6)."""
 
 from __future__ import annotations
 
@@ -395,7 +395,7 @@ def test_theorem_5_3_proof_attack_is_exact():
 
 
 def test_theorem_5_3_001_random_dp_example_is_the_proof_reading():
-    """001_4ef689e3bef19c3a.txt §4 'random DP' example (spec §6.4): log[(e^ε + e^{−ε√n/4})
+    """Bun et al. 2020, §4 'random DP' example (spec §6.4): log[(e^ε + e^{−ε√n/4})
     /(1 + e^{−ε√n/4})] at ε = 1, n = 100 is the proof reading with ε″ = 1, A = ½,
     ε′ = 2.5: 0.95086."""
     r = bound_of(glb("proof", 0.5, 2.5, 1.0, eps=1.0))
@@ -462,7 +462,7 @@ CLUSTER_DELTA_CASES = [
 def test_delta_prime_holds_at_the_printed_epsilon(clusters, ell, r, nb, eps, delta):
     """M (ε, δ)-DP under add-remove: δ′ = Aδ₁/(A + (1 − A)e^{−Kε₁}) with K = n₍₁₎ + n₍₂₎
     (ε₁, δ₁ = ε, δ, or A(r, ε), rδ with a Poisson second stage), derived in docs/cluster.md
-    from the Theorem 5.2 argument (000_97a39a4c524f603f.txt App. D) with group privacy.
+    from the Theorem 5.2 argument (Bun et al., App. D) with group privacy.
     Before, δ′ was null with verdict `amplifies`. The exact hockey-stick divergence at the
     printed ε′ over every (ε, δ)-DP binary mechanism on the exact sample distributions (LP)
     stays at or below δ′; clusters of one record attain it."""

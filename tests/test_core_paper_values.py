@@ -24,7 +24,7 @@ def design(text: str):
 
 @pytest.mark.parametrize("neighbours", ["replace-one", "both"])
 def test_002_s3_target_1_one_percent_certifies_5_15(neighbours: str) -> None:
-    # 002_2b0afa8716090992.txt §3: "ε′ = 1 ... 1% sample ... the sample may use ε = 5.15"
+    # Hu et al., §3: "ε′ = 1 ... 1% sample ... the sample may use ε = 5.15"
     res = ampcalc.invert(design(SRS_1PCT % neighbours), target=1.0)
     assert abs(res.certified - 5.15) <= 0.005
     assert res.certified == pytest.approx(5.152297938244, abs=1e-11)
@@ -71,7 +71,7 @@ def test_002_sample_spend_epsilon(sample: int, eps: float, printed, recomputed) 
 
 
 def test_000_s2_4_printed_0_01_is_the_linear_approximation() -> None:
-    # 000_97a39a4c524f603f.txt §2.4 prints ε′ = 0.01 for ε = 1 on a secret 1/100 sample;
+    # Bun et al., §2.4 prints ε′ = 0.01 for ε = 1 on a secret 1/100 sample;
     # the exact value is 0.017037 (spec §11.3: a known-bad printed value)
     res = ampcalc.bound(design(SRS_1PCT % "both"))
     assert res.upper == pytest.approx(0.0170368632, abs=1e-10)

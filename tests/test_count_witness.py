@@ -1,4 +1,4 @@
-"""001_4ef689e3bef19c3a.txt §4 eq. (2): the two-cluster count witness, reported by the
+"""Bun et al. 2020, §4 eq. (2): the two-cluster count witness, reported by the
 `cluster` scheme beside the Theorem 5.1/5.2 bounds; oracle: mpmath over a grid of outputs."""
 
 from __future__ import annotations

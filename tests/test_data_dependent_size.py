@@ -1,4 +1,4 @@
-"""data-dependent-size: 000_97a39a4c524f603f.txt §4.1 (Δε witness) and Lemma B.1."""
+"""data-dependent-size: Bun et al., §4.1 (Δε witness) and Lemma B.1."""
 
 from __future__ import annotations
 

@@ -150,7 +150,7 @@ def test_fast_path_is_taken_and_refuses_what_it_does_not_cover() -> None:
 
 def test_srswor_fast_path_paper_value() -> None:
     """Bun et al. 2020, Theorem 2.2: ε′ = log(1 + (m/N)(e^ε − 1)) with m/N = 0.01, ε = 1
-    (000_97a39a4c524f603f.txt). Compared with the exact value, not with a float
+    (Bun et al.). Compared with the exact value, not with a float
     recomputation: ``math.expm1(1.0)`` and numpy's AVX-512 ``expm1`` differ by 1 ulp."""
     d = _design("srswor", (10_000, 100), "both", 0.0, 1.0)
     assert fastpath.bound(d, 1.0) is not None  # the fast path answers this call

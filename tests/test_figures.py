@@ -131,7 +131,7 @@ def test_committed_figures_exist_with_their_size(args) -> None:
 
 
 def test_paper_002_figure_4_readings() -> None:
-    # 002_2b0afa8716090992.txt §4.2: at q = 0.6 a gain needs a rate below 16.77 % for
+    # Hu et al., §4.2: at q = 0.6 a gain needs a rate below 16.77 % for
     # ε = 3 and below 61.4 % for ε = 0.1 (q decreases with the rate)
     if importlib.util.find_spec("ampcalc.math.accuracy") is None:
         pytest.skip("the accuracy planner is not available")
@@ -159,7 +159,7 @@ def test_paper_002_figure_4_readings() -> None:
 
 
 def test_cluster_lesson_reaches_no_amplification() -> None:
-    # 000_97a39a4c524f603f.txt §5: at a fixed fraction ℓ/k the cluster bound climbs to
+    # Bun et al., §5: at a fixed fraction ℓ/k the cluster bound climbs to
     # M's ε as the clusters grow (equal sizes: Theorems 5.1 and 5.2 meet)
     rows = list(csv.DictReader((FIGURES / "000-cluster-lesson.csv").open()))
     cl = [r for r in rows if r["scheme"] == "cluster"]
@@ -173,7 +173,7 @@ def test_cluster_lesson_reaches_no_amplification() -> None:
 
 
 def test_paper_002_figure_3_left_end() -> None:
-    # 002_2b0afa8716090992.txt Section 3: at a 1% sample the target ε = 1 allows
+    # Hu et al., Section 3: at a 1% sample the target ε = 1 allows
     # ε_n = 5.15; the figure's data (the committed CSV) holds the same number.
     rows = list(csv.DictReader((FIGURES / "002-figure3.csv").open()))
     hit = [

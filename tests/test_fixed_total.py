@@ -1,4 +1,4 @@
-"""Proportional allocation of a fixed total (001_4ef689e3bef19c3a.txt §3, §3.1):
+"""Proportional allocation of a fixed total (Bun et al. 2020, §3, §3.1):
 apportionment rules against brute-force oracles, the allocation's sensitivity, and the
 count-witness lower bound."""
 
@@ -89,7 +89,7 @@ def test_apportionment_matches_seat_by_seat_oracle(rule: str) -> None:
 
 
 def test_paper_instance_gs_is_k() -> None:
-    # 001_4ef689e3bef19c3a.txt §3: deterministic rounding "GS_f can be as large as k";
+    # Bun et al. 2020, §3: deterministic rounding "GS_f can be as large as k";
     # the instance n = 5 over strata (1, 1, 1): f(P) = (2, 2, 2), one record more in the
     # first stratum gives (3, 1, 1), GS_f = 3 = k
     s = ft.sensitivity((1, 1, 1), 5, "nearest")
@@ -116,7 +116,7 @@ def test_deterministic_rounding_reaches_k_with_a_real_sample() -> None:
 
 
 def test_huntington_hill_sensitivity_at_most_two_for_real_samples() -> None:
-    # 001_4ef689e3bef19c3a.txt §3.1: Huntington–Hill has global sensitivity at most 2
+    # Bun et al. 2020, §3.1: Huntington–Hill has global sensitivity at most 2
     # "under some mild assumptions". Checked exhaustively for k <= 3, N_h <= 5, k <= n
     # <= N over additions, removals and moves; with n > N it fails: (1, 1, 1), n = 5
     worst = 0

@@ -1,7 +1,7 @@
 """general-lower-bound and allocation-test as theorem records assembled by
 ``schemes.assembly``: the bounds against mpmath, and what each result refuses.
 
-000_97a39a4c524f603f.txt Theorem 5.3 (App. D), Proposition 6.1 and Proposition 4.1.
+Bun et al., Theorem 5.3 (App. D), Proposition 6.1 and Proposition 4.1.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Importance sampling with personalised privacy (003_e3b635228222e4e2.txt, spec Part A).
+"""Importance sampling with personalised privacy (Personalized Privacy Amplification via
+Importance Sampling, spec Part A).
 
 Golden vectors are from spec importance-and-weighted-sampling.md §A13 (printed values
 quoted in comments); the independent oracle is tests/oracle_importance.py (mpmath).

@@ -1,5 +1,6 @@
 """Importance sampling with probabilities from a column and a public ceiling on q for
-weight-free profiles (003_e3b635228222e4e2.txt App. A: a mechanism that ignores the
+weight-free profiles (Personalized Privacy Amplification via Importance Sampling, App. A: a
+mechanism that ignores the
 weights has a constant profile, and Theorem 6 reduces to Proposition 3 per record)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Poisson sampling as theorem records assembled by ``schemes.assembly``: the derived
-replace-one guarantee (spec §2, docs/verify.md) and group privacy (001_4ef689e3bef19c3a.txt
-Lemma 3.3 applied g times), against mpmath."""
+replace-one guarantee (spec §2, docs/verify.md) and group privacy (Bun et al. 2020, Lemma 3.3
+applied g times), against mpmath."""
 
 from __future__ import annotations
 

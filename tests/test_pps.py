@@ -1,4 +1,4 @@
-"""PPS, PPS-cluster and the general lower bounds (000_97a39a4c524f603f.txt §6; spec §7)."""
+"""PPS, PPS-cluster and the general lower bounds (Bun et al., §6; spec §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PPS (§6.1 of 000_97a39a4c524f603f.txt with Proposition 6.1) as a theorem record: the
+"""PPS (§6.1 of Bun et al. with Proposition 6.1) as a theorem record: the
 single-inclusion witness runs at min(ε_D, ε_R), and the add-remove refusal comes
 before the equal-size (simple random sample) case."""
 

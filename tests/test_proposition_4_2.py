@@ -1,4 +1,4 @@
-"""000_97a39a4c524f603f.txt Proposition 4.2 (App. F) as a calculator: the corrected slack
+"""Bun et al., Proposition 4.2 (App. F) as a calculator: the corrected slack
 2/ε² (not the printed (1/ε)²), α by the two-point bound, against mpmath brute force."""
 
 from __future__ import annotations

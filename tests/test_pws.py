@@ -1,4 +1,4 @@
-"""PWS (004_219872908bad6779.txt): spec Part B test vectors (B12), the SbH ratio (B9),
+"""PWS (Cohen et al. 2021): spec Part B test vectors (B12), the SbH ratio (B9),
 Zipf gains (B10), the DP self-check, the sanitizer's frequencies, bad input."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""004_219872908bad6779.txt §7.1 and §8.1: the unbiased estimator, sampled-SbH's bias and
+"""Cohen et al. 2021, §7.1 and §8.1: the unbiased estimator, sampled-SbH's bias and
 variance, and the expected number of reported keys (Fig. 2 and 4), against mpmath and
 brute-force oracles (spec importance-and-weighted-sampling.md B8–B12)."""
 

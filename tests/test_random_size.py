@@ -1,4 +1,4 @@
-"""random-size: 000_97a39a4c524f603f.txt Theorem 3.1 with the spec §3 correction."""
+"""random-size: Bun et al., Theorem 3.1 with the spec §3 correction."""
 
 from __future__ import annotations
 
@@ -374,7 +374,7 @@ def verify_row(size: dict, n: int, eps: float, **mech) -> dict:
 )
 def test_point_mass_lower_is_exact_in_every_relation(mech, exact):
     # a point mass is a srswor: the witness below every sum attains A(m/N, ε_R), the upper
-    # bound (000_97a39a4c524f603f.txt Theorem 2.2 is tight); N = 4, m = 2, ε = 1
+    # bound (Bun et al., Theorem 2.2 is tight); N = 4, m = 2, ε = 1
     row = verify_row({"distribution": "point", "value": 2}, 4, 1.0, **mech)
     lo, up = row["epsilon_prime"]["lower"], row["epsilon_prime"]["upper"]
     assert row["epsilon_prime_exact"] == pytest.approx(exact, abs=1e-8)

@@ -310,8 +310,8 @@ def test_citation_takes_strings_and_reference_objects() -> None:
     from ampcalc.analyses.report import evaluate
     from ampcalc.output.report import citation, entry_text, references, render
 
-    assert citation("000_97a39a4c524f603f.txt Theorem 2.2") == (
-        "000_97a39a4c524f603f.txt Theorem 2.2",
+    assert citation("Bun et al., Theorem 2.2") == (
+        "Bun et al., Theorem 2.2",
         "",
     )
     assert citation({"reference": "Bun et al.", "where": "Theorem 2.2"}) == (

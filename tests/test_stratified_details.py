@@ -4,8 +4,8 @@ With an array of ε, deterministic rounding's ``witness``, ``strata`` and
 ``randomized_rounding``, Neyman's ``lower_bounds`` and a fixed total's ``lower_bound``
 described the declared ε (labelled ``details_epsilon``). Each entry must equal the
 single-ε run at every ε of the array, and match its oracle: A(q, ε) = log(1 + q(e^ε −
-1)) of 000_97a39a4c524f603f.txt Theorem 2.2 (Bun et al.) in 50-digit mpmath, the count
-witness Δ·ε of 000 §4.1 (and 001_4ef689e3bef19c3a.txt Lemma 3.1 for a fixed total).
+1)) of Bun et al., Theorem 2.2 (Bun et al.) in 50-digit mpmath, the count
+witness Δ·ε of 000 §4.1 (and Bun et al. 2020, Lemma 3.1 for a fixed total).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ GRID = (0.5, 1.0, 3.0)
 
 
 def _a(q: float, eps: float) -> float:
-    """A(q, ε) in 50 digits (000_97a39a4c524f603f.txt Theorem 2.2)."""
+    """A(q, ε) in 50 digits (Bun et al., Theorem 2.2)."""
     with mp.workdps(50):
         return float(mp.log(1 + mp.mpf(q) * (mp.exp(mp.mpf(eps)) - 1)))
 

@@ -138,7 +138,7 @@ def test_epsilon_sweep_equals_pointwise_engine_values() -> None:
 
 
 def test_srs_sweep_matches_the_mpmath_oracle() -> None:
-    # 000_97a39a4c524f603f.txt Theorem 2.2: ε′ = log(1 + (m/N)(e^ε − 1)) for M ε-DP
+    # Bun et al., Theorem 2.2: ε′ = log(1 + (m/N)(e^ε − 1)) for M ε-DP
     # under replace-one, here m/N = 0.01 (independent mpmath evaluation).
     s = sw.evaluate(doc(SRS), [sw.parse_vary("epsilon=1e-9:500:60:log")])
     for e, up, lo in zip(
@@ -168,7 +168,7 @@ def test_invalid_grid_point_names_the_point() -> None:
 
 
 def test_invert_sweep_reproduces_paper_002_section_3() -> None:
-    # 002_2b0afa8716090992.txt, Section 3 (discussion of Figure 3): "to achieve ε = 1
+    # Hu et al., Section 3 (discussion of Figure 3): "to achieve ε = 1
     # based on a 1% simple random sample it would be sufficient to use ε_n = 5.15".
     s = sw.evaluate(doc(SRS), [sw.parse_vary("target=0.1,0.5,1")], of="invert", filename=str(SRS))
     cert = dict(

@@ -1,4 +1,4 @@
-"""Systematic sampling (000_97a39a4c524f603f.txt §6.3; spec §7.4)."""
+"""Systematic sampling (Bun et al., §6.3; spec §7.4)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Systematic sampling in a fixed, known order as a theorem record (the start-class
-witness in M's (ε_D, ε_R), 000_97a39a4c524f603f.txt §6.3): M's add-remove ε reaches
+witness in M's (ε_D, ε_R), Bun et al., §6.3): M's add-remove ε reaches
 the witness as +∞ when it is unknown."""
 
 from __future__ import annotations

@@ -288,7 +288,7 @@ def _row(sampling: dict, mechanism: dict, pairs: str = "default") -> dict:
 
 @pytest.mark.parametrize("neighbours", ["replace-one", "add-remove"])
 def test_delta_srswor_divergence_is_q_delta(neighbours) -> None:
-    # 002_2b0afa8716090992.txt Theorem 1 (and 000 Theorem 2.2): (A(q, ε_R), q·δ_R); the
+    # Hu et al., Theorem 1 (and 000 Theorem 2.2): (A(q, ε_R), q·δ_R); the
     # exact worst divergence at that ε′ is q·δ_R, and ε′ at δ′ is A(q, ε_R): tight
     eps, delta, n, m = 0.5, 1e-3, 4, 2
     r = _row(

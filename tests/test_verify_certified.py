@@ -26,7 +26,7 @@ PPS = (
     "max_size_measure: 100, size_measures: [5, 20, 100, 1, 3]}}\n"
 )
 
-#: a paper file name of the project's paper set (``000_97a39a4c524f603f.txt``)
+#: a paper file name of the project's paper set (``Bun et al.``)
 PAPER_FILE = re.compile(r"\d{3}_[0-9a-f]{16}\.txt")
 
 

@@ -40,7 +40,7 @@ def amp(q: float, eps: float) -> float:
 
 
 def ratio_b(a: float, k: float, eps: float) -> float:
-    """B(A, K, ε) of 000_97a39a4c524f603f.txt Theorems 5.1/5.2."""
+    """B(A, K, ε) of Bun et al., Theorems 5.1/5.2."""
     return math.log(1 + a * math.expm1(eps) / (a + (1 - a) * math.exp(-k * eps)))
 
 

@@ -2,7 +2,7 @@
 
 ``ampcalc.designs.plan`` reads and validates the planner file (target, SRSWOR frame,
 statistic) into a ``PlannerDesign``; ``plan_design`` hands its numbers to
-``ampcalc.math.accuracy`` (002_2b0afa8716090992.txt §4, spec §9). The ``plan`` command
+``ampcalc.math.accuracy`` (Hu et al., §4, spec §9). The ``plan`` command
 and ``ampcalc.plan`` both come through here.
 """
 

@@ -2,7 +2,7 @@
 
 For every design in the file: the certified mechanism ε at the population target T
 (``engine.invert``) and the scheme's accuracy figures side by side
-(000_97a39a4c524f603f.txt §7.1–7.2: an allocation's variance advantage can be wiped
+(Bun et al., §7.1–7.2: an allocation's variance advantage can be wiped
 out by the noise its privacy cost forces).
 
 Extension point (for scheme modules): a scheme contributes accuracy columns through

@@ -5,7 +5,7 @@ SRSWOR sampling frame (population N; a fixed ``sample`` or a grid of ``rates``) 
 ``statistic:`` block (``mean`` | ``median`` | ``custom``). For each rate it reports the
 sample-spend (ε_n, δ_n) that 002 Theorem 1 allows, the variance (MSE) of the private
 estimate from the sample and from the whole population, and whether sampling gains.
-Science: 002_2b0afa8716090992.txt §4, spec §9; the computations live in
+Science: Hu et al., §4, spec §9; the computations live in
 ``ampcalc.math.accuracy``.
 """
 

@@ -1,7 +1,7 @@
 """``ampcalc pws``: the private weighted sampling table, sanitiser and estimator.
 
 - ``pws table DESIGN``: every per-frequency row (q_i, π_i, p_i, SbH φ_i) of a pws
-  design (004_219872908bad6779.txt Alg. 3; spec B9), ``--verify`` runs the DP
+  design (Cohen et al. 2021 Alg. 3; spec B9), ``--verify`` runs the DP
   self-check on Algorithm 4's rows.
 - ``pws sanitize SAMPLE.csv --design D --seed S``: Algorithm 2 of 004 on a real sample
   (keys only, or keys with sanitised frequencies from Algorithm 4), streaming, with a

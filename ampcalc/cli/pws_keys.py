@@ -1,6 +1,6 @@
 """``ampcalc pws keys``: the expected number of keys a pws design reports for a frequency
 distribution (a CSV, or a Zipf law), against sampled-SbH and the non-private sample
-(004_219872908bad6779.txt §8.1, Fig. 2 and 4: "20–300 % more keys")."""
+(Cohen et al. 2021, §8.1, Fig. 2 and 4: "20–300 % more keys")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """``ampcalc weights``: per-record inclusion probabilities and weights of an importance design.
 
-Writes q(x), w(x) = 1/q(x) and ε̂(x) for every record (003_e3b635228222e4e2.txt
-Theorem 6 / Theorem 10), draws the Poisson sample reproducibly (``--sample --seed``:
+Writes q(x), w(x) = 1/q(x) and ε̂(x) for every record (Personalized Privacy Amplification via
+Importance Sampling, Theorem 6 / Theorem 10), draws the Poisson sample reproducibly (``--sample
+--seed``:
 row i's coin is a Philox draw keyed by (seed, i), so chunked or distributed runs agree),
 or suggests planning values (``--suggest``) computed from the data. ``--engine dask``
 runs the same per-record kernels on partitions (``ampcalc.distributed``).

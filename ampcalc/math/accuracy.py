@@ -1,6 +1,6 @@
 """Accuracy planner: does secret SRSWOR sampling buy accuracy at a fixed privacy target?
 
-Science: 002_2b0afa8716090992.txt (Theorem 1 and §4) and the spec
+Science: Hu et al. (Theorem 1 and §4) and the spec
 ``bun-drechsler-hu-formulas.md`` §9. Pure functions, no printing.
 
 Directions are named explicitly (002 flips the meaning of ε_n between Theorem 1 and §3):
@@ -105,7 +105,7 @@ def one_minus_noise_ratio(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
 def noise_ratio(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
     """r(ε, n/N) = ((n/N)·ε_n/ε)² (002 eq. 8): V_N,noise / V_n,noise.
 
-    Basis: 002_2b0afa8716090992.txt eq. 8; spec §9.2. Evaluated as (1 − D/ε)² with the
+    Basis: Hu et al., eq. 8; spec §9.2. Evaluated as (1 − D/ε)² with the
     cancellation-free gap D (``_gap``) while D/ε < 1/2, else as (ρ·ε_n/ε)² directly,
     so r <= 1 holds as evaluated, for every ε > 0 (the naive form gives the
     spurious r > 1 of 002 Figure 5 for tiny ε).
@@ -175,7 +175,7 @@ def smooth_sensitivity_many(
 ) -> FloatArray:
     """Smooth sensitivity of the median of each row (rows sorted, odd length).
 
-    Basis: 002_2b0afa8716090992.txt eq. 4 (after Nissim–Raskhodnikova–Smith 2007):
+    Basis: Hu et al., eq. 4 (after Nissim–Raskhodnikova–Smith 2007):
     Δ^S(Y) = max_{k=0..n} e^{−kβ} max_{t=0..k+1} (y_{m+t} − y_{m+t−k−1}), m = (n+1)/2,
     with the boundary convention y_i = L for i < 1 and y_i = U for i > n (spec §9.1).
     Loop over k, vectorised over t and rows; a row stops once no later k can raise its

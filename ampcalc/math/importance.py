@@ -1,6 +1,7 @@
 """Per-record kernels for Poisson importance sampling with personalised privacy.
 
-Basis: 003_e3b635228222e4e2.txt (Fay, Mair, Sjölund) Theorem 6, Problem 7, Theorem 10,
+Basis: Personalized Privacy Amplification via Importance Sampling (Fay, Mair, Sjölund) Theorem 6,
+Problem 7, Theorem 10,
 Algorithm 1, Proposition 13, Definition 14; formulas as rebuilt in
 spec importance-and-weighted-sampling.md Part A (A4-A10), whose corrections are
 applied: the feasible end of a bisection is returned (never a midpoint), grid maxima
@@ -38,7 +39,7 @@ def personalised_epsilon(
 ) -> np.ndarray:
     """Per-record ε̂(x) = log(1 + q(e^{ε(1/q, x)} − 1)) (Theorem 6), rounded outward.
 
-    Basis: 003_e3b635228222e4e2.txt Theorem 6; spec A4.
+    Basis: Personalized Privacy Amplification via Importance Sampling, Theorem 6; spec A4.
     Neighbours: add-remove (the paper's PDP, Def. 4).
     Conditions: q in (0, 1]; q = 0 gives ε̂ = 0 (the record is never sampled).
     Formula: linear profiles ε(w, x) = a·w give ε̂ = A(q, a/q); constant profiles
@@ -110,7 +111,8 @@ def profile_coefficients(
 ) -> tuple[LinearCoefficients, str, tuple[float, float] | None]:
     """ε(1, x) of a checked profile as coefficients, its norm, and DP-Lloyd's scales.
 
-    Basis: 003_e3b635228222e4e2.txt Prop. 3 (constant), Prop. 13 (DP-Lloyd); the
+    Basis: Personalized Privacy Amplification via Importance Sampling, Prop. 3 (constant), Prop.
+    13 (DP-Lloyd); the
         Laplace weighted sum ε(w, x) = w‖x‖₁/β.
     Formula: laplace-sum: ε(1, x) = ‖x‖₁/β (ℓ1); constant: ε(1, x) = ε0 (weight-free;
         ℓ2, unused); dp-lloyd: ε(1, x) = T/β_count + T‖x‖/β_sum in the given ``norm``
@@ -178,7 +180,8 @@ BLOCK = 1 << 16
 def privacy_constrained_weights(a: np.ndarray, eps_star: float) -> np.ndarray:
     """Largest certified importance weight w*(x) >= 1 with ε̂(x) <= ε* (Theorem 10).
 
-    Basis: 003_e3b635228222e4e2.txt Theorem 10 and Algorithm 1; spec A5-A7.
+    Basis: Personalized Privacy Amplification via Importance Sampling, Theorem 10 and Algorithm 1;
+    spec A5-A7.
     Neighbours: add-remove.
     Conditions: weight-linear profile ε(w, x) = a(x)·w with 0 <= a <= ε* (Ass. 8);
         records with a > ε* are infeasible and get ``nan`` (the caller reports them).

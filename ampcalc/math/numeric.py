@@ -75,7 +75,7 @@ def round_down(x: ArrayLike, ulps: int = OUTWARD_ULPS) -> FloatArray:
 def amplification(q: ArrayLike, eps: ArrayLike) -> FloatArray:
     """A(q, ε) = log(1 + q(e^ε − 1)), the amplification kernel (no outward rounding).
 
-    Basis: 000_97a39a4c524f603f.txt Theorem 2.2 eq. (3) and spec §0.
+    Basis: Bun et al., Theorem 2.2 eq. (3) and spec §0.
     Numerics: ``log1p(q*expm1(ε))`` for ε <= 700 (relative error a few ulps, also
         at ε = 1e-12); ``logaddexp(log q + ε, log1p(−q))`` above, which is
         overflow-free (absolute error a few ulps of max(ε, |log q|)).
@@ -160,7 +160,7 @@ def amplification_bounds(q: ArrayLike, eps: ArrayLike) -> tuple[FloatArray, Floa
 def amplification_inverse(q: ArrayLike, eps_prime: ArrayLike) -> FloatArray:
     """A⁻¹(q, ε′) = log(1 + (e^{ε′} − 1)/q): the ε with A(q, ε) = ε′ (not rounded).
 
-    Basis: 002_2b0afa8716090992.txt §3 (the inverse of Theorem 1); spec §0.
+    Basis: Hu et al., §3 (the inverse of Theorem 1); spec §0.
     Numerics: ``log1p(expm1(ε′)/q)`` while ε′ − log q <= 700, else the overflow-free
         ``ε′ − log q + log1p(−(1 − q)e^{−ε′})`` (switching on ε′ − log q, not on ε′:
         with q = 1e-9 the first form overflows from ε′ ≈ 689).

@@ -1,4 +1,4 @@
-"""Private weighted sampling kernels (pure numpy): 004_219872908bad6779.txt.
+"""Private weighted sampling kernels (pure numpy): Cohen et al. 2021.
 
 The kernels live in four modules; this one gathers their public names:
 

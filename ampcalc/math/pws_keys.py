@@ -1,6 +1,6 @@
 """The sanitizer of private weighted sampling: its keys' hashes and draws (numpy).
 
-Cohen et al. 2021, Alg. 2 (004_219872908bad6779.txt) with a counter-based per-key
+Cohen et al. 2021, Alg. 2 (Cohen et al. 2021) with a counter-based per-key
 generator: each key's uniform is a pure function of the seed and the key's 64-bit hash
 (FNV-1a over its UTF-8 bytes and length, then SplitMix64: ``key_hash_reference`` is the
 definition), so chunked, streamed and distributed runs draw the same coins.

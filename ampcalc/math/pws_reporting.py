@@ -1,6 +1,6 @@
 """Threshold sampling and Algorithm 3 of private weighted sampling (pure numpy).
 
-Cohen et al. 2021 (004_219872908bad6779.txt): ``inclusion_probabilities`` gives the
+Cohen et al. 2021 (Cohen et al. 2021): ``inclusion_probabilities`` gives the
 sampling probabilities q_i of threshold sampling (Alg. 1, Eq. 1), ``L_eps_delta`` the
 length L(ε, δ) of a binding stretch (Eq. 3), and ``reporting_probabilities`` the optimal
 key-reporting probabilities π_i (Alg. 3): an exact recursion in O(N), vectorised where
@@ -100,7 +100,7 @@ def reporting_probabilities(
 ) -> np.ndarray:
     """Algorithm 3 of 004: π_i = min{q_i, e^ε π_{i−1} + δ, 1 + e^{−ε}(π_{i−1} + δ − 1)}.
 
-    Basis: 004_219872908bad6779.txt Alg. 3, Lemma 4.1 (pointwise maximal p_i = π_i/q_i).
+    Basis: Cohen et al. 2021 Alg. 3, Lemma 4.1 (pointwise maximal p_i = π_i/q_i).
     Conditions: ε > 0, 0 < δ <= 1, q non-decreasing (checked by the caller).
     Numerics: the two privacy terms are rounded down (a few ulps), so the float π
         satisfies the DP constraints exactly, not only up to rounding. Where

@@ -1,6 +1,6 @@
 """Algorithm 4 of private weighted sampling: sanitized frequencies (pure numpy).
 
-Cohen et al. 2021 (004_219872908bad6779.txt): ``frequency_rows`` gives the rows
+Cohen et al. 2021 (Cohen et al. 2021): ``frequency_rows`` gives the rows
 π_{i,•} of Algorithm 4 (banded, a row repeating an earlier one not stored: ``Rows``);
 ``dp_check`` and ``dp_check_pi`` check the DP of consecutive rows exactly (hockey-stick
 divergence); ``mle_estimates`` and ``bias_variance`` give the MLE estimator a_j and
@@ -159,7 +159,7 @@ def frequency_rows(
 ) -> Rows:
     """Algorithm 4 of 004 (spec B6): rows π_{i,•} over j = 0..i, banded.
 
-    Basis: 004_219872908bad6779.txt Alg. 4, Thm. 5.1 (within outputs j <= i).
+    Basis: Cohen et al. 2021 Alg. 4, Thm. 5.1 (within outputs j <= i).
     Formula (per row, vectorised with prefix/suffix sums, same greedy as the text):
         lower tail S_j = max(0, e^{−ε}(C_{i−1}(j) − δ) + [e^{−ε}π_{i−1,0} − π_{i,0}]_+)
         for j < i; then the rest R = π_i − S_{i−1} pushed to high j while the suffix

@@ -123,8 +123,8 @@ def cite(paper: Reference, where: str | None = None) -> Citation:
 
 # ---- the five papers ampcalc implements ------------------------------------------------
 # Each field is read from the paper's own first page (file in the project's paper set):
-# 000_97a39a4c524f603f.txt, 001_4ef689e3bef19c3a.txt, 002_2b0afa8716090992.txt,
-# 003_e3b635228222e4e2.txt, 004_219872908bad6779.txt.
+# Bun et al., Bun et al. 2020, Hu et al.,
+# Personalized Privacy Amplification via Importance Sampling, Cohen et al. 2021.
 
 BUN_2022 = Reference(
     key="bun-sampling-schemes",

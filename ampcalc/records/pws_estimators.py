@@ -1,7 +1,7 @@
 """Accuracy of private weighted samples: the unbiased estimator, the SbH baseline's
 bias and variance, and the expected number of reported keys (004 §7, §8.1).
 
-Basis: 004_219872908bad6779.txt §7.1 (the unbiased estimator: the triangular system
+Basis: Cohen et al. 2021, §7.1 (the unbiased estimator: the triangular system
 Σ_{j<=i} π_{i,j} a_j = g(i); the MLE, Eq. 9, is in ``pws_kernels``), §8.1 (SbH, Alg. 6,
 and sampled-SbH with estimator (7) applied to the sanitized frequency), Fig. 2 and 4
 (expected reported keys for Zipf frequencies); spec importance-and-weighted-sampling.md

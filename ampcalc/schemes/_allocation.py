@@ -5,7 +5,7 @@ one-record update of a stratum's size, mean and standard deviation, deterministi
 proportional rounding, and the Pareto front used to take a maximum over strata of
 a bound that increases in two per-stratum parameters.
 
-Basis: 000_97a39a4c524f603f.txt §7.2 and Appendix E.1 (Neyman allocation, the
+Basis: Bun et al., §7.2 and Appendix E.1 (Neyman allocation, the
 worst neighbour); spec ``bun-drechsler-hu-formulas.md`` §8.3 (the apportionment is
 unspecified in the paper: the rule used here is documented in ``neyman``).
 """
@@ -22,7 +22,7 @@ import numpy as np
 def neyman(size: np.ndarray, sd: np.ndarray, total: int) -> np.ndarray:
     """Neyman allocation m_h ∝ N_h·S_h of ``total`` sample records, capped at m_h <= N_h.
 
-    Procedure (000_97a39a4c524f603f.txt §7.2 gives the proportionality only):
+    Procedure (Bun et al., §7.2 gives the proportionality only):
       1. shares m·N_h·S_h / Σ N_j·S_j over the strata not yet capped; every stratum
          whose share exceeds N_h takes its whole stratum (m_h = N_h, a census) and the
          remaining total is shared again among the rest, until no share exceeds N_h;

@@ -1,7 +1,7 @@
 """Kernels and readers shared by the cluster-type schemes (cluster, pps, pps-cluster,
 systematic, general-lower-bound).
 
-Basis: 000_97a39a4c524f603f.txt §5–§6 and Appendix D; spec §0 (ratio form B), §6, §7.
+Basis: Bun et al., §5–§6 and Appendix D; spec §0 (ratio form B), §6, §7.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ INLINE_MAX = LIMITS["inline_list"].value
 def ratio_bound(frac: Any, k: Any, eps: Any) -> np.ndarray:
     """B(A, K, ε) = log[(A e^ε + (1 − A)e^{−Kε}) / (A + (1 − A)e^{−Kε})] (not rounded).
 
-    Basis: 000_97a39a4c524f603f.txt Theorems 5.1/5.2 (cluster sampling) and 5.3 (with
+    Basis: Bun et al., Theorems 5.1/5.2 (cluster sampling) and 5.3 (with
         Kε replaced by the test's ε′); spec §0 "ratio form".
     Numerics: ``log1p(A·expm1(ε)/(A + (1 − A)e^{−Kε}))`` while ε <= 700 (a few ulps
         relative, also at ε = 1e-12, where the difference of two logsumexps loses ~1e-4
@@ -103,7 +103,7 @@ def capped_inclusion(sizes: np.ndarray, m: float) -> tuple[np.ndarray, int]:
     capping: units reaching 1 become certainty units, the rest are re-scaled to the
     remaining expected sample size.
 
-    Basis: spec §7.2 (derived; 000_97a39a4c524f603f.txt §6.1 gives no formula).
+    Basis: spec §7.2 (derived; Bun et al., §6.1 gives no formula).
     Returns (a, number of certainty units). O(k log k): one sort, no loop over units.
     """
     r = np.asarray(sizes, dtype=float)

@@ -1,4 +1,4 @@
-"""The two-cluster count witness of 001_4ef689e3bef19c3a.txt §4, eq. (2).
+"""The two-cluster count witness of Bun et al. 2020, §4, eq. (2).
 
 One of two clusters (sizes a <= b) is chosen uniformly and M(Z) = |Z| + Lap(1/ε) runs on
 it; the neighbour P′ has one more record in a cluster. The output density is a mixture

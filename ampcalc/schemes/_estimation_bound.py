@@ -1,4 +1,4 @@
-"""Proposition 4.2 of 000_97a39a4c524f603f.txt: a randomised size function cannot
+"""Proposition 4.2 of Bun et al.: a randomised size function cannot
 estimate the intended size better than a DP estimator can.
 
 Statement (corrected, spec §4.3 and §11 item 7). Let f be the intended sample size and

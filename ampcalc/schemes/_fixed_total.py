@@ -1,7 +1,7 @@
 """Proportional allocation of a fixed total sample: apportionment and its sensitivity.
 
 A design fixes the total sample size n and gives stratum h the share n·N_h/N, made an
-integer by a deterministic rule (001_4ef689e3bef19c3a.txt §3, §3.1):
+integer by a deterministic rule (Bun et al. 2020, §3, §3.1):
 
   - ``nearest``: ⌊n·N_h/N + ½⌋ (round half up, spec §11 item 12); the total can drift;
   - ``floor``: ⌊n·N_h/N⌋; the total can fall short;
@@ -330,7 +330,7 @@ def _count_witness(linf: int, l1: int, ed: np.ndarray, er: np.ndarray) -> np.nda
     One stratum's sample count + Lap(1/c) is c-DP under add-remove and under replace-one,
     so c = min(ε_D, ε_R) is allowed and it loses Δ∞·c; every stratum's count + Lap(1/c)
     is c-DP add-remove and 2c-DP replace-one, so c = min(ε_D, ε_R/2), loss Δ₁·c
-    (000_97a39a4c524f603f.txt §4.1, 001_4ef689e3bef19c3a.txt Lemma 3.1).
+    (Bun et al., §4.1, Bun et al. 2020, Lemma 3.1).
     """
     one = linf * np.minimum(ed, er)
     every = l1 * np.minimum(ed, er / 2.0)

@@ -46,7 +46,7 @@ def successive_inclusion(sizes: np.ndarray, m: int, target: int) -> tuple[float,
 
     Basis: the definition of successive (draw-by-draw) PPS sampling without replacement:
         each draw picks a record not yet drawn with probability r_j / (sum of the sizes
-        not yet drawn). 000_97a39a4c524f603f.txt §6.1 gives no formula.
+        not yet drawn). Bun et al., §6.1 gives no formula.
     Exact: records of equal size are exchangeable, so the state after d draws is how
         many of each distinct size were drawn (and whether ``target`` was); the recursion
         runs while states × distinct sizes is at most ``SUCCESSIVE_EXACT_STATES``.

@@ -3,7 +3,7 @@
 Given the distributions of the allocated sample size f̃(P) and f̃(P′) on a pair of
 neighbours, a log-Lipschitz test that tells them apart forces ε′ >= log(1 + adv*).
 
-Basis: 000_97a39a4c524f603f.txt Proposition 4.1 (proof in Appendix C); the LP is the
+Basis: Bun et al., Proposition 4.1 (proof in Appendix C); the LP is the
 procedure of spec §4.3 (derived).
 """
 

@@ -1,7 +1,7 @@
 """Cluster sampling: ℓ of k clusters chosen uniformly without replacement, whole
 clusters taken (optionally a Poisson sample inside the chosen clusters).
 
-Basis: 000_97a39a4c524f603f.txt Theorems 5.1 (lower) and 5.2 (upper), §5.2 remark on
+Basis: Bun et al., Theorems 5.1 (lower) and 5.2 (upper), §5.2 remark on
 multi-stage designs; spec §6.1–§6.3. The lesson: cluster samples often do not
 amplify at all, however small ℓ/k is, because one cluster's output reveals whether
 it was sampled.
@@ -54,7 +54,7 @@ class Params:
 
     Cluster membership is fixed and public; which clusters were chosen is secret.
     Neighbouring populations differ by one record added to one cluster (add-remove
-    inside a fixed cluster, 000_97a39a4c524f603f.txt §5).
+    inside a fixed cluster, Bun et al., §5).
 
     Attributes:
         clusters: the cluster sizes (summary: k, two largest, smallest, total).
@@ -147,7 +147,7 @@ def upper_epsilon(
 ) -> np.ndarray:
     """Upper bound (a guarantee) on ε′ for cluster sampling, population-wide.
 
-    Basis: 000_97a39a4c524f603f.txt Theorem 5.2, with K = n₍₁₎ + n₍₂₎ (the two largest
+    Basis: Bun et al., Theorem 5.2, with K = n₍₁₎ + n₍₂₎ (the two largest
         clusters: the worst cluster i maximises n_i + max_{j≠i} n_j; spec §6.1).
         Proof gap (spec §6.1 remark b, §11.6): the App. D proof bounds one direction
         only and its swap step uses LCS distance n_i + n_j where n_i + 1 + n_j is
@@ -170,7 +170,7 @@ def upper_epsilon(
 def lower_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarray:
     """Lower bound on ε′ for cluster sampling (some ε-DP M is at least this bad).
 
-    Basis: 000_97a39a4c524f603f.txt Theorem 5.1, maximised over the cluster i:
+    Basis: Bun et al., Theorem 5.1, maximised over the cluster i:
         K = n_i + min_{j≠i} n_j is largest for i the largest cluster, K = n₍₁₎ + n_min.
         (The App. D proof builds a replace-one change; spec §6.1 remark a checks that the
         stated add-remove formula is exact for the Σx + Lap(1/ε) witness.)
@@ -198,7 +198,7 @@ DELTA_BASIS = cite(CLUSTER_DOCS, "(ε, δ) mechanisms: the derivation of δ′")
 def delta_prime_of(eps: np.ndarray, delta: Any, *, fraction: float, k_sum: float) -> np.ndarray:
     """δ′ paired with ε′ = B(A, K, ε) when M is (ε, δ)-DP under add-remove.
 
-    Basis: the Theorem 5.2 argument (000_97a39a4c524f603f.txt App. D) redone with δ,
+    Basis: the Theorem 5.2 argument (Bun et al., App. D) redone with δ,
         both directions, the swap taken inside the smaller population (docs/cluster.md,
         "(ε, δ) mechanisms"): with p, p′ = Pr(E | cluster i sampled) on P, P′ = P + x and
         q = Pr(E | not sampled), p′ <= e^ε p + δ, p <= e^ε p′ + δ and, by group privacy

@@ -3,9 +3,9 @@
 C_f draws f(P) records without replacement, where f depends on the data, with
 Δ = max |f(P) − f(P′)| over add-remove neighbours.
 
-Basis: 000_97a39a4c524f603f.txt §4.1 (the noisy-count witness: ε′ >= Δε) and
+Basis: Bun et al., §4.1 (the noisy-count witness: ε′ >= Δε) and
 Lemma B.1 (Appendix B, upper bound), read with M ε-DP under add-remove as spec §4.2
-explains. 001_4ef689e3bef19c3a.txt Lemma 2.1/3.1 claim (GS_f·ε)-DP; only its lower
+explains. Bun et al. 2020, Lemma 2.1/3.1 claim (GS_f·ε)-DP; only its lower
 half holds (spec §4.1, §11.20).
 """
 
@@ -129,7 +129,7 @@ def upper_epsilon(
 ) -> np.ndarray:
     """Upper bound (a guarantee) on ε′ for a deterministic allocation of sensitivity Δ.
 
-    Basis: 000_97a39a4c524f603f.txt Lemma B.1 (Appendix B), with M ε-DP under
+    Basis: Bun et al., Lemma B.1 (Appendix B), with M ε-DP under
         add-remove (spec §4.2: the proof's couplings use add/remove distance).
     Neighbours: M ε-DP under add-remove; ε′ holds under add-remove.
     Conditions: one sample, without replacement, from the whole population.
@@ -156,7 +156,7 @@ def lower_epsilon(eps_add_remove: np.ndarray, *, sensitivity: int) -> np.ndarray
     ``analyse`` passes the shift a neighbour can realise (``reachable_shift``): with
     N = 2, m = 1 and a stated Δ = 5 the neighbours draw 0..3 records, so 2ε, not 5ε.
 
-    Basis: 000_97a39a4c524f603f.txt §4.1; for vector allocations the per-stratum
+    Basis: Bun et al., §4.1; for vector allocations the per-stratum
         counts with independent Lap(1/ε) and the L1 sensitivity (spec §4.1).
     """
     prod = sensitivity * np.asarray(eps_add_remove, dtype=float)
@@ -217,7 +217,7 @@ def sample_lower_epsilon(
 ) -> np.ndarray:
     """Lower bound on ε′ from the sum witness read at a pair where x may be sampled.
 
-    Basis: the simple-random-sample witness (000_97a39a4c524f603f.txt Theorem 2.2 is
+    Basis: the simple-random-sample witness (Bun et al., Theorem 2.2 is
         tight) combined with the §4.1 shift of the sample size; docs/random-size.md.
     Witness: values 1 for the other records and 1 − c for x, c = ε_R/ε_D <= 2, and
         M(S) = Σx + Lap(1/ε_D): add-remove sensitivity max(1, |1 − c|) = 1 (ε_D-DP),

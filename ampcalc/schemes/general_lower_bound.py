@@ -1,7 +1,7 @@
 """Lower-bound calculators for an analyst's own attack: Proposition 6.1 and Theorem 5.3;
 and Proposition 4.2 (how well a randomised size function may track the intended size).
 
-Basis: 000_97a39a4c524f603f.txt Proposition 6.1 (bound (4) and identity (5); the prose
+Basis: Bun et al., Proposition 6.1 (bound (4) and identity (5); the prose
 calls it "Theorem 6.1") and Theorem 5.3 (a test that tells whether a cluster was
 sampled); spec §6.2 and §7.1. Lower bounds only: verdict ``no-guarantee``.
 
@@ -100,7 +100,7 @@ READINGS: dict[str, str] = {
         "e^{−ε′}(1 − A)))"
     ),
 }
-"""What each ``reading`` of 000_97a39a4c524f603f.txt Theorem 5.3 assumes, and its bound."""
+"""What each ``reading`` of Bun et al., Theorem 5.3 assumes, and its bound."""
 
 
 FIELDS = (
@@ -214,7 +214,7 @@ def proposition_6_1(
 ) -> tuple[float, float]:
     """(bound (4), identity (5)) of Proposition 6.1, both as lower bounds on ε̃.
 
-    Basis: 000_97a39a4c524f603f.txt Proposition 6.1; spec §7.1.
+    Basis: Bun et al., Proposition 6.1; spec §7.1.
     Formula: (4) ln[p a / (p′a′ + q′(1 − a′))]; (5) ln[(p a + q(1 − a)) / (p′a′ + q′(1 − a′))].
     Numerics: plain floats (inputs are probabilities), rounded down (also below 0).
     """
@@ -235,7 +235,7 @@ def _down(x: float) -> float:
 
 
 def theorem_5_3(eps2: Any, *, fraction: float, test_epsilon: float) -> np.ndarray:
-    """Lower bound of Theorem 5.3 (000_97a39a4c524f603f.txt), ``reading: proof``.
+    """Lower bound of Theorem 5.3 (Bun et al.), ``reading: proof``.
 
     Reading: the test event E is measured on P (q <= e^{−ε′}p) and ε″ = log(p′/p), the
         event being likelier on the neighbour P′ given that cluster i is sampled (the
@@ -251,7 +251,7 @@ def theorem_5_3(eps2: Any, *, fraction: float, test_epsilon: float) -> np.ndarra
 
 
 def theorem_5_3_statement(eps2: Any, *, fraction: float, test_epsilon: float) -> np.ndarray:
-    """Lower bound of Theorem 5.3 (000_97a39a4c524f603f.txt), ``reading: statement``.
+    """Lower bound of Theorem 5.3 (Bun et al.), ``reading: statement``.
 
     Reading (the theorem as stated): the test event E and ε″ are both measured on P:
         p >= e^{ε′}q and ε″ = log(p/p′) >= 0, where p, p′ are Pr(E) given that cluster i

@@ -1,7 +1,7 @@
 """Poisson sampling: each record kept independently with probability q.
 
-Basis: Balle, Barthe, Gaboardi (2018), as used by 001_4ef689e3bef19c3a.txt
-Lemma 3.3 (stratified Poisson sampling, one stratum). Tight under add-remove.
+Basis: Balle, Barthe, Gaboardi (2018), as used by Bun et al. 2020, Lemma 3.3 (stratified Poisson
+sampling, one stratum). Tight under add-remove.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ FIELDS = (
 def upper_epsilon(eps_add_remove: np.ndarray, *, rate: float) -> np.ndarray:
     """Upper bound (a guarantee) on ε′ for Poisson sampling, add-remove neighbours.
 
-    Basis: 001_4ef689e3bef19c3a.txt Lemma 3.3 (one stratum); Balle, Barthe,
+    Basis: Bun et al. 2020, Lemma 3.3 (one stratum); Balle, Barthe,
         Gaboardi (2018).
     Neighbours: M is ε-DP under add-remove; ε′ holds under add-remove.
     Conditions: 0 < q <= 1; ε > 0 (checked at load time).
@@ -505,8 +505,8 @@ def poisson_group_analysis(
 ) -> Analysis:
     """Poisson sampling, adding or removing g records: ε′ = g·log(1 + q(e^ε − 1)).
 
-    Basis: g applications of the single-record bound (001_4ef689e3bef19c3a.txt
-        Lemma 3.3; triangle inequality) give the upper bound; the count witness attains
+    Basis: g applications of the single-record bound (Bun et al. 2020, Lemma 3.3; triangle
+    inequality) give the upper bound; the count witness attains
         it (exact LPs agree to 4e-15 on 228 instances, exact-lp-checks.md Conjecture 3).
     Neighbours: M ε-DP under add-remove; ε′ under add-remove of g records.
     Conditions: g >= 1; δ = 0.

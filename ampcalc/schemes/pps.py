@@ -1,6 +1,6 @@
 """Probability-proportional-to-size (PPS) sampling at the element level.
 
-Basis: 000_97a39a4c524f603f.txt §6.1 and Proposition 6.1 (lower bound A(max a_i, ε));
+Basis: Bun et al., §6.1 and Proposition 6.1 (lower bound A(max a_i, ε));
 spec §7.2 (inclusion probabilities with iterative capping). The inclusion probabilities,
 and so the bound, depend on the PPS algorithm, which ``method:`` names:
 
@@ -14,12 +14,13 @@ and so the bound, depend on the PPS algorithm, which ``method:`` names:
   proportional to size among the records not yet drawn (exact a_i on small designs, a
   sound lower bound otherwise).
 * ``poisson-threshold``: a_i = min(1, τ r_i), decided independently from each record's
-  own size with a public threshold τ (003_e3b635228222e4e2.txt Theorem 6 with a
+  own size with a public threshold τ (Personalized Privacy Amplification via Importance Sampling,
+  Theorem 6 with a
   weight-free mechanism): the only method with an upper bound for unequal sizes.
 
 No upper bound exists for PPS in general (it depends on the implementation); with equal
 size measures ``successive`` and ``sampford`` are a simple random sample without
-replacement and get its bounds (000_97a39a4c524f603f.txt §6.1, last paragraph).
+replacement and get its bounds (Bun et al., §6.1, last paragraph).
 """
 
 from __future__ import annotations
@@ -279,7 +280,7 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
 def lower_epsilon(eps: np.ndarray, *, max_inclusion: float) -> np.ndarray:
     """Lower bound on ε′ for PPS (any PPS algorithm).
 
-    Basis: 000_97a39a4c524f603f.txt §6.1 with Proposition 6.1 (spec §7.2).
+    Basis: Bun et al., §6.1 with Proposition 6.1 (spec §7.2).
     Neighbours: replace-one (Proposition 6.1); the witness M(S) = Bernoulli(e^ε/(1+e^ε))
         if x_i ∈ S, else Bernoulli(1/(1+e^ε)), is ε-DP under both relations.
     Formula: ε′ >= A(a, ε) for a <= max_i a_i, a_i the first-order inclusion
@@ -439,7 +440,7 @@ def _simple_random_sample(
 ) -> Analysis:
     """Equal size measures under Sampford or successive sampling: a simple random sample.
 
-    Basis: 000_97a39a4c524f603f.txt §6.1 (last paragraph: with equal r_i PPS sampling is
+    Basis: Bun et al., §6.1 (last paragraph: with equal r_i PPS sampling is
         simple random sampling without replacement) and Theorem 2.2 via ``srswor``.
     Both algorithms then give every m-subset the same probability (successive sampling by
     symmetry; Sampford's p(s) ∝ Π λ_i Σ(1 − π_j) is constant on m-subsets).
@@ -468,7 +469,8 @@ def _simple_random_sample(
 def _threshold(params: Params, mechanism: Mechanism, details: dict[str, Any]) -> Analysis:
     """Poisson threshold PPS: a_i = min(1, τ r_i), each record's coin from its own size.
 
-    Basis: 003_e3b635228222e4e2.txt Theorem 6 with a weight-free mechanism: each
+    Basis: Personalized Privacy Amplification via Importance Sampling, Theorem 6 with a
+    weight-free mechanism: each
         record's loss is exactly A(a_i, ε) under add-remove. The guarantee must hold for
         any record that could be added: with a public bound R it is A(min(1, τR), ε)
         (tight); without one a record of huge size is always included: ε′ = ε.

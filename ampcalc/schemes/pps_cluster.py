@@ -1,6 +1,6 @@
 """PPS cluster sampling: ℓ clusters drawn with probability proportional to their size.
 
-Basis: 000_97a39a4c524f603f.txt §6.2 (qualitative: large clusters break the secrecy of
+Basis: Bun et al., §6.2 (qualitative: large clusters break the secrecy of
 the sample and are also the most likely to be drawn); spec §7.3 (derived lower bound
 A(max π_i, ε), π_i the cluster inclusion probabilities). No upper bound: verdict
 ``no-guarantee``. One draw takes cluster i with probability |C_i|/n whatever the
@@ -111,7 +111,7 @@ def max_inclusion(cl: ClusterSizes, chosen: int, method: str = "pps") -> tuple[f
 def lower_epsilon(eps: np.ndarray, *, max_inclusion: float) -> np.ndarray:
     """Lower bound on ε′ for PPS cluster sampling.
 
-    Basis: spec §7.3 (derived from 000_97a39a4c524f603f.txt §6.1–§6.2, Proposition 6.1):
+    Basis: spec §7.3 (derived from Bun et al., §6.1–§6.2, Proposition 6.1):
         a member of cluster C_i is in the sample with the cluster's inclusion probability.
     Neighbours: the single-inclusion witness is ε-DP under both relations.
     Formula: ε′ >= A(max_i π_i, ε), π_i = |C_i|/n for one cluster drawn.
@@ -138,7 +138,7 @@ def laplace_witness(
 ) -> float | None:
     """Exact loss of the Laplace witness of spec §7.3 for one cluster drawn by PPS.
 
-    Basis: spec §7.3 (derived; 000_97a39a4c524f603f.txt §6.2 gives no closed form).
+    Basis: spec §7.3 (derived; Bun et al., §6.2 gives no closed form).
     Witness: M = Σx + Lap(1/ε) (ε-DP under add-remove); cluster C_i all +1, the others all
         −1; P′ adds one +1 record to C_i. P's output is the mixture over clusters j
         (weight |C_j|/n) of Laplaces centred at +|C_i| or −|C_j|; P′'s has weights

@@ -1,6 +1,6 @@
 """Private weighted sampling (PWS): a sanitiser calibrated to a target (ε, δ).
 
-Basis: 004_219872908bad6779.txt (Cohen, Geri, Sarlos, Stemmer), Alg. 1-4, Eq. 3,
+Basis: Cohen et al. 2021 (Cohen, Geri, Sarlos, Stemmer), Alg. 1-4, Eq. 3,
 Lemmas 4.1-4.4, Thm. 5.1, Sec. 7; spec importance-and-weighted-sampling.md Part B
 (with its errata: Eq. 4 corrected, Lemma 4.3 with 2⌈L⌉, Lemma 4.4 ppswor only).
 Element-level (ε, δ)-DP on key/frequency data: one key's frequency changes by ±1.

@@ -1,6 +1,6 @@
 """Random, data-independent sample size: m ~ t on {0..N}, then m records without replacement.
 
-Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (proof in Appendix B), with the
+Basis: Bun et al., Theorem 3.1 (proof in Appendix B), with the
 correction of spec §3 (bun-drechsler-hu-formulas.md): the tilt uses M's add-remove
 ε_D and the amplification its replace-one ε_R (default 2ε_D). The paper's formula is
 the special case ε_D = ε_R = ε (``neighbours: both``, e.g. a count query).
@@ -509,7 +509,7 @@ def tilted_mean_bounds(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """E_t̃[m] for t̃(m) ∝ e^{εm} t(m), an enclosure [lo, hi] of it, and a bound on N − E.
 
-    Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (the tilted distribution).
+    Basis: Bun et al., Theorem 3.1 (the tilted distribution).
     Numerics: closed forms where the tilted family is known (binomial: Binomial(N, p′),
         p′ = p/(p + (1 − p)e^{−ε}); normal well inside [0, N]: centre μ + εσ², with a
         Poisson-summation bound on the lattice offset and a Gaussian tail bound;
@@ -643,7 +643,7 @@ def upper_epsilon(
 ) -> np.ndarray:
     """Upper bound (a guarantee) on ε′ for a random, data-independent sample size.
 
-    Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (Appendix B), corrected per spec §3.
+    Basis: Bun et al., Theorem 3.1 (Appendix B), corrected per spec §3.
     Neighbours: M is ε_D-DP under add-remove (so that the secret size is protected)
         and ε_R-DP under replace-one; the bound holds under replace-one on populations
         of fixed, public size N.
@@ -688,7 +688,7 @@ def lower_epsilon(
 ) -> np.ndarray:
     """Lower bound on ε′: some M and replace-one pair lose at least this much.
 
-    Basis: 000_97a39a4c524f603f.txt Theorem 3.1 (lower half), generalised to ε_D ≠ ε_R,
+    Basis: Bun et al., Theorem 3.1 (lower half), generalised to ε_D ≠ ε_R,
         and the same witness read at its other tail (docs/random-size.md).
     Witness: P = N records of value a, P′ replaces one with a − c, c = ε_R/ε_D (<= 2),
         M(S) = Σx + Lap(1/ε_D) with a ∈ [c − 1, 1]: its add-remove sensitivity is

@@ -1,7 +1,7 @@
 """Simple random sampling without replacement: m of N records, a secret sample.
 
-Basis: 000_97a39a4c524f603f.txt Theorem 2.2, eq. (3); the same result is
-002_2b0afa8716090992.txt Theorem 1. Tight (Balle, Barthe, Gaboardi 2018).
+Basis: Bun et al., Theorem 2.2, eq. (3); the same result is
+Hu et al., Theorem 1. Tight (Balle, Barthe, Gaboardi 2018).
 """
 
 from __future__ import annotations
@@ -91,8 +91,7 @@ def check(params: Params) -> list[Problem]:
 def upper_epsilon(eps_replace_one: np.ndarray, *, population: int, sample: int) -> np.ndarray:
     """Upper bound (a guarantee) on ε′ for SRSWOR.
 
-    Basis: 000_97a39a4c524f603f.txt Theorem 2.2, eq. (3); 002_2b0afa8716090992.txt
-        Theorem 1.
+    Basis: Bun et al., Theorem 2.2, eq. (3); Hu et al., Theorem 1.
     Neighbours: M is ε-DP under replace-one on samples of size m; the bound holds
         under replace-one on populations of fixed, public size N.
     Conditions: 1 <= m <= N; ε > 0 (checked at load time).

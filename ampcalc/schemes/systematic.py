@@ -1,6 +1,6 @@
 """Systematic sampling: a random start in 1..k, then every k-th record of an ordering.
 
-Basis: 000_97a39a4c524f603f.txt §6.3 (qualitative); spec §7.4. With a random, secret
+Basis: Bun et al., §6.3 (qualitative); spec §7.4. With a random, secret
 ordering the sample is a simple random sample (Theorem 2.2 applies); with a fixed,
 known ordering no theorem applies and only a lower bound is reported.
 """
@@ -94,7 +94,7 @@ def check(params: Params) -> list[Problem]:
 def upper_epsilon(eps_replace_one: np.ndarray, *, population: int, interval: int) -> np.ndarray:
     """Upper bound on ε′ for systematic sampling over a random, secret ordering.
 
-    Basis: 000_97a39a4c524f603f.txt §6.3 (random ordering ≡ SRSWOR) and Theorem 2.2.
+    Basis: Bun et al., §6.3 (random ordering ≡ SRSWOR) and Theorem 2.2.
     Neighbours: M is ε_R-DP under replace-one; ε′ under replace-one (N fixed).
     Conditions: the ordering is uniformly random and secret; 2 <= k <= N.
     Formula: ε′ = A(⌈N/k⌉/N, ε_R). When k divides N the sample is an SRSWOR of N/k;
@@ -127,7 +127,7 @@ def delta_prime_of(delta_replace_one: np.ndarray, *, interval: int) -> np.ndarra
 
     Basis: given the start, the sample size m is fixed and (the ordering being uniformly
         random) the sample is a simple random sample of m of N: by Theorem 2.2 with δ
-        (000_97a39a4c524f603f.txt; Balle, Barthe, Gaboardi 2018, sampling without
+        (Bun et al.; Balle, Barthe, Gaboardi 2018, sampling without
         replacement under replace-one) it is (A(m/N, ε_R), (m/N)δ_R). A(m/N, ε_R) <= ε′,
         and the hockey-stick divergence is jointly convex and falls as ε′ grows, so the
         size mixture (data-independent) is (ε′, E[m]/N·δ_R), and E[m] = N/k exactly (each
@@ -146,7 +146,7 @@ def _lower_size_hidden(eps_d: np.ndarray, eps_r: np.ndarray, n: int, k: int) -> 
     The design is a random-size SRSWOR: ⌈N/k⌉ records with probability (N mod k)/k, else
     ⌊N/k⌋, independent of the data. Two witnesses, the larger is reported:
       - the single-inclusion witness A(1/k, min(ε_D, ε_R)): each record is sampled with
-        probability exactly 1/k (000_97a39a4c524f603f.txt Proposition 6.1);
+        probability exactly 1/k (Bun et al., Proposition 6.1);
       - the random-size witness of Theorem 3.1 (random_size.lower_epsilon), tilt at
         min(ε_D, ε_R).
     """

@@ -1,6 +1,7 @@
 """Poisson importance sampling with personalised privacy (paper 003).
 
-Basis: 003_e3b635228222e4e2.txt (Fay, Mair, Sjölund) Theorem 6 (amplification by
+Basis: Personalized Privacy Amplification via Importance Sampling (Fay, Mair, Sjölund) Theorem 6
+(amplification by
 importance sampling), Theorem 10 and Algorithm 1 (privacy-constrained probabilities),
 Proposition 13 (DP-Lloyd profile), Definition 14 / Theorem 15 (coreset distribution),
 Proposition 3 (uniform Poisson); formulas as rebuilt in

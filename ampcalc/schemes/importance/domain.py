@@ -60,7 +60,8 @@ def domain_bracket(
 ) -> tuple[float, float, float]:
     """(upper, lower, argmax ‖x‖) of sup_{‖x‖<=r} ε̂ for uniform/coreset maps.
 
-    Basis: 003_e3b635228222e4e2.txt Theorem 6 (per point), sup over the domain
+    Basis: Personalized Privacy Amplification via Importance Sampling, Theorem 6 (per point), sup
+    over the domain
         (spec A4, A10 Eq. 5).
     Neighbours: add-remove; the added record is any point with profile norm <= r.
     Conditions: q fixed before seeing the data (public N, m, x̃).

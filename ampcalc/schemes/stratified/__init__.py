@@ -1,7 +1,7 @@
 """Stratified sampling: proportional (randomised or deterministic rounding), stratified
 Poisson, fixed per-stratum sizes, and Neyman allocation.
 
-Results are stratified DP (000_97a39a4c524f603f.txt Definition 7.1): each stratum s
+Results are stratified DP (Bun et al., Definition 7.1): each stratum s
 gets its own ε′_s for adding or removing a record *in that stratum*
 (``details.strata``); the headline add-remove ε′ is max_s ε′_s. A replace-one
 guarantee (``guarantee: replace-one``) is derived (deterministic rounding and fixed
@@ -13,7 +13,7 @@ Poisson rates 0.5 and 0.01, the sum of the two largest per-stratum values is
 exceeded by a replacement inside the 0.5 stratum).
 
 Basis:
-  - proportional + randomized: 000_97a39a4c524f603f.txt Theorem 7.2 (one stratum:
+  - proportional + randomized: Bun et al., Theorem 7.2 (one stratum:
     Theorem 4.3; proof in Appendices C and E); exact inverse of spec §5.1;
   - proportional + randomized at rate 1: a census, ε′ = M's own ε (exact);
   - proportional + nearest/floor: at the stated sizes, each stratum's allocation at
@@ -21,7 +21,7 @@ Basis:
     2.2 coupling, A(m/N, ε_R), exact), a step that moves it costs exactly ε (000 §4.1
     witness); replace-one inside a stratum moves nothing, a record moved between strata
     chains the two steps (ε_R when both move);
-  - poisson: 001_4ef689e3bef19c3a.txt Lemma 3.3 (tight);
+  - poisson: Bun et al. 2020, Lemma 3.3 (tight);
   - fixed: 000 Theorem 2.2 within each stratum (replace-one inside a stratum);
   - neyman: 000 §7.2 and Appendix E.1 (deterministic, data-dependent allocation:
     lower bounds Δ∞·ε and Δ₁·ε, no upper bound).

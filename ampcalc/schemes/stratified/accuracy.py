@@ -1,5 +1,5 @@
 """``ampcalc compare`` for stratified designs: privacy against variance
-(000_97a39a4c524f603f.txt §7.1–7.2)."""
+(Bun et al., §7.1–7.2)."""
 
 from __future__ import annotations
 

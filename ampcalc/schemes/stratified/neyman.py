@@ -1,4 +1,4 @@
-"""Neyman allocation (000_97a39a4c524f603f.txt §7.2, Appendix E.1): deterministic and
+"""Neyman allocation (Bun et al., §7.2, Appendix E.1): deterministic and
 data-dependent, so only lower bounds Δ∞·ε and Δ₁·ε; no upper bound."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Proportional allocation with randomised rounding: 000_97a39a4c524f603f.txt
-Theorem 7.2 (one stratum: Theorem 4.3; proof in Appendices C and E), its exact
+"""Proportional allocation with randomised rounding: Bun et al., Theorem 7.2 (one stratum: Theorem
+4.3; proof in Appendices C and E), its exact
 inverse (spec §5.1), the census case (rate 1) and one stratum under replace-one (a
 mixture of simple random samples)."""
 
@@ -89,7 +89,7 @@ def theorem_4_3(a: Any, b: Any, eps: Any) -> np.ndarray:
     """Upper bound (a guarantee) on one stratum's ε′ under proportional allocation with
     randomised rounding.
 
-    Basis: 000_97a39a4c524f603f.txt Theorem 4.3 (one stratum), Theorem 7.2 (strata,
+    Basis: Bun et al., Theorem 4.3 (one stratum), Theorem 7.2 (strata,
         proof in Appendix E); the tighter form is from the proof of Theorem 4.3 (App. C).
     Neighbours: M is ε-DP under add-remove; ε′ holds for adding or removing one record
         in the stratum (stratified add-remove DP, Definition 7.1).
