@@ -55,7 +55,7 @@ ALLOWED_UNDERSCORED = {
     "C_i", "N_h", "S_h", "a_i", "m_h", "q_i", "r_i", "π_i", "E_t", "ε_R", "ε_D", "2ε_D", "δ_R",
     "dp_accounting",  # the accountant's library, named as a work the output cites
     "epsilon_replace_one", "total_sample", "min_value", "value_bound", "max_frequency",
-    "target_delta", "apportionment_sensitivity",
+    "apportionment_sensitivity",
 }  # fmt: skip
 
 

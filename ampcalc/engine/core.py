@@ -441,7 +441,7 @@ def _invert(
         warnings.append(
             f"the {design.scheme} scheme has no mechanism ε to choose: it is calibrated to the "
             "design's target (ε′, δ′), which it meets exactly; inverting it for another "
-            "`target` (and `target_delta`) rebuilds it for that target"
+            "target ε′ (and δ′) rebuilds it for that target"
         )
         details["inverse"] = None
     elif analysis.upper is None:
