@@ -3,4 +3,4 @@
 Kept as a literal so that start-up needs no package-metadata lookup.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
