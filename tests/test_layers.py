@@ -121,6 +121,10 @@ SCHEMES_CROSS: dict[tuple[str, str], str] = {
         "is bounded by Poisson sampling at the largest inclusion probability (Bun et al. "
         "2020, working paper, Lemma 3.3): poisson's formulas are the theorem's"
     ),
+    ("ampcalc.schemes.random_size", "ampcalc.schemes.poisson"): (
+        "a binomial sample size over the population followed by a simple random sample is "
+        "Poisson sampling (ampcalc derivations, §1.2): poisson's results are the bound"
+    ),
     ("ampcalc.schemes.pps_cluster", "ampcalc.schemes.pps"): (
         "PPS cluster sampling draws whole clusters by pps's methods: its method names "
         "(successive sampling's inclusion probabilities are the _pps_designs kernel's)"
