@@ -33,7 +33,7 @@ from ampcalc.load.files import atomic_write, refuse_input_as_output
 from ampcalc.model.errors import AmpcalcError
 from ampcalc.model.limits import LIMITS
 from ampcalc.model.references import describe
-from ampcalc.output.render import terminal_width, wrap
+from ampcalc.output.table import terminal_width, wrap
 
 FORMATS = (".png", ".svg", ".pdf")
 SIZE = (7.0, 4.5)  # inches
