@@ -320,6 +320,25 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> l
                 text = reference_label(ratio, sweep.of)
                 ls = reference_styles.setdefault(text, DOTS[len(reference_styles) % len(DOTS)])
                 ax.plot(x, ref, color="0.2", lw=1.0, ls=ls, label=None)
+    _legend(ax, sweep, y_column=y_column, kinds=kinds, reference_styles=reference_styles)
+    if not drawn:
+        raise AmpcalcError(
+            "nothing to draw: every point is outside its theorem's conditions "
+            "or has no bound (see the CSV/JSON output)"
+        )
+    return values
+
+
+def _legend(
+    ax: Any,
+    sweep: Sweep,
+    *,
+    y_column: str | None,
+    kinds: set[str],
+    reference_styles: dict[str, Any],
+) -> None:
+    """The legend of ``_lines``: the curves' labels, then a key entry for each kind of
+    line drawn (``kinds``) and for each no-sampling line (``reference_styles``)."""
     from matplotlib.lines import Line2D
 
     styles = (
@@ -351,12 +370,6 @@ def _lines(ax: Any, sweep: Sweep, *, x_factor: float, y_column: str | None) -> l
             extra.append(Line2D([], [], color="0.2", lw=1.0, ls=ls, label=text))
         handles = ax.get_legend_handles_labels()[0]
         ax.legend(handles=[*handles, *extra], fontsize=8, loc="best", framealpha=0.85)
-    if not drawn:
-        raise AmpcalcError(
-            "nothing to draw: every point is outside its theorem's conditions "
-            "or has no bound (see the CSV/JSON output)"
-        )
-    return values
 
 
 def _distinct(
