@@ -11,6 +11,11 @@ every other axis is applied per point as a ``--set`` override of the parsed
 document, so that each point is validated exactly like a file (types, domains,
 theorem conditions) and works for any registered scheme.
 
+The parts live in their own modules and every name is importable from here:
+``vary`` reads ``--vary`` into the grid, ``sweep_points`` evaluates grid points into
+the columns of a ``Sweep``, ``sweep_stream`` evaluates a sweep too large to hold in
+blocks (``evaluate_stream``, ``SweepStream``).
+
 Pure: no printing, no exits. The command is ``ampcalc/cli/sweep.py``; the
 figures are drawn by ``ampcalc/output/plot.py``.
 """
