@@ -182,6 +182,24 @@ ANALYSES_EDGES: dict[tuple[str, str], str] = {
     ("ampcalc.analyses.sweep_result", "ampcalc.analyses.sweep"): (
         "the Python API's sweep wraps the sweep the command evaluates"
     ),
+    ("ampcalc.analyses.sweep", "ampcalc.analyses.vary"): (
+        "a sweep evaluates the grid its `--vary` options give"
+    ),
+    ("ampcalc.analyses.sweep", "ampcalc.analyses.sweep_points"): (
+        "a sweep's columns are the engine evaluated at its grid points"
+    ),
+    ("ampcalc.analyses.sweep", "ampcalc.analyses.sweep_stream"): (
+        "a sweep too large to hold is evaluated in blocks"
+    ),
+    ("ampcalc.analyses.sweep_points", "ampcalc.analyses.vary"): (
+        "the grid points evaluated are the varied fields' values"
+    ),
+    ("ampcalc.analyses.sweep_stream", "ampcalc.analyses.vary"): (
+        "a streamed sweep evaluates the grid its `--vary` options give"
+    ),
+    ("ampcalc.analyses.sweep_stream", "ampcalc.analyses.sweep_points"): (
+        "a streamed sweep evaluates the same grid pieces, a block at a time"
+    ),
 }
 
 

@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 from matplotlib.text import Text
 from PIL import Image
 
-from ampcalc.output import plot
+from ampcalc.output import plot, plot_labels
 
 SRS = EXAMPLES / "srswor.yaml"  # N = 10000, m = 100, replace-one, ε = 1
 PPS = EXAMPLES / "pps.yaml"  # a lower bound only (Bun et al., Proposition 6.1)
@@ -88,7 +88,7 @@ def test_label_table_names_known_paths_and_shows_others_as_written() -> None:
 
 
 def test_number_in_a_label() -> None:
-    assert [plot._number(v) for v in (0.0, 0.05, 1e-6, 2.5e-8, 1e5)] == [
+    assert [plot_labels._number(v) for v in (0.0, 0.05, 1e-6, 2.5e-8, 1e5)] == [
         "0",
         "0.05",
         "10⁻⁶",

@@ -19,6 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ampcalc.analyses import sweep as sw
+from ampcalc.analyses import sweep_points, sweep_stream
+from ampcalc.analyses import vary as vary_parsing
 from ampcalc.designs.document import parse_yaml
 from ampcalc.model.errors import DesignError
 from ampcalc.output import columns
@@ -28,9 +30,9 @@ COMPARE = EXAMPLES / "compare.yaml"
 
 
 def _tiny(monkeypatch: pytest.MonkeyPatch, arrow: bool) -> None:
-    monkeypatch.setattr(sw, "STREAM_FROM", 5)
-    monkeypatch.setattr(sw, "STREAM_BLOCK", 37)
-    monkeypatch.setattr(sw, "ROWS_BLOCK", 11)
+    monkeypatch.setattr(sweep_stream, "STREAM_FROM", 5)
+    monkeypatch.setattr(sweep_stream, "STREAM_BLOCK", 37)
+    monkeypatch.setattr(sweep_points, "ROWS_BLOCK", 11)
     monkeypatch.setattr(columns, "CHUNK", 8)
     monkeypatch.setattr(columns, "KNOWN_ROWS", 24)
     if arrow:
@@ -144,8 +146,8 @@ def test_blocks_hold_the_columns_of_the_one_piece_sweep(monkeypatch) -> None:
     doc = parse_yaml(COMPARE.read_text(), filename=str(COMPARE))
     vary = [sw.parse_vary("epsilon=0.001:50:999:log")]
     whole = sw.evaluate(doc, vary)
-    monkeypatch.setattr(sw, "STREAM_FROM", 5)
-    monkeypatch.setattr(sw, "STREAM_BLOCK", 100)
+    monkeypatch.setattr(sweep_stream, "STREAM_FROM", 5)
+    monkeypatch.setattr(sweep_stream, "STREAM_BLOCK", 100)
     stream = sw.evaluate_stream(doc, vary)
     assert isinstance(stream, sw.SweepStream)
     assert len(stream) == len(whole) == 4 * 999
@@ -168,8 +170,8 @@ def test_a_large_sweep_is_evaluated_in_bounded_memory(monkeypatch) -> None:
     4,096 rows: its peak is a fraction of what the columns of the one piece take."""
     doc = parse_yaml(SRS.read_text(), filename=str(SRS))
     vary = [sw.parse_vary("epsilon=0.001:50:200000:log")]
-    monkeypatch.setattr(sw, "STREAM_FROM", 1000)
-    monkeypatch.setattr(sw, "STREAM_BLOCK", 4096)
+    monkeypatch.setattr(sweep_stream, "STREAM_FROM", 1000)
+    monkeypatch.setattr(sweep_stream, "STREAM_BLOCK", 4096)
 
     def peak(make) -> tuple[int, int]:
         tracemalloc.start()
@@ -203,7 +205,7 @@ def test_a_grid_above_the_limit_is_refused_before_its_values_are_made(monkeypatc
     def no_grid(*args: object, **kwargs: object) -> None:
         raise AssertionError("a grid was made")
 
-    monkeypatch.setattr(sw, "parse_vary", no_grid)
+    monkeypatch.setattr(vary_parsing, "parse_vary", no_grid)
     with pytest.raises(DesignError) as err:
         sw.parse_varies(["epsilon=0.1:2:10000000", "sampling.sample=1,2"])
     assert str(err.value.message) == (
@@ -246,8 +248,8 @@ def test_the_counted_size_of_a_spec_is_the_number_of_values_it_gives(
         f"sampling.rate={start}.5:{stop}:{steps}" + (":log" if log else ""),
         f"sampling.sample={start},{stop},{steps}",
     ):
-        spec = sw._read_spec(text, None)
-        assert sw._size(spec) == len(sw.parse_vary(text).values)
+        spec = vary_parsing._read_spec(text, None)
+        assert vary_parsing._size(spec) == len(sw.parse_vary(text).values)
 
 
 def test_plot_refuses_more_points_than_a_figure_draws(capsys, tmp_path) -> None:
@@ -266,8 +268,8 @@ def test_the_head_and_the_chart_columns_of_a_stream(monkeypatch) -> None:
     doc = parse_yaml(SRS.read_text(), filename=str(SRS))
     vary = [sw.parse_vary("epsilon=0.001:50:999:log")]
     whole = sw.evaluate(doc, vary)
-    monkeypatch.setattr(sw, "STREAM_FROM", 5)
-    monkeypatch.setattr(sw, "STREAM_BLOCK", 100)
+    monkeypatch.setattr(sweep_stream, "STREAM_FROM", 5)
+    monkeypatch.setattr(sweep_stream, "STREAM_BLOCK", 100)
     stream = sw.evaluate_stream(doc, vary)
     assert isinstance(stream, sw.SweepStream)
     head = stream.head(250)
