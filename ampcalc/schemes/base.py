@@ -4,8 +4,17 @@ A scheme module defines a frozen ``Params`` dataclass, a tuple of ``Field`` spec
 (the loader validates ``sampling:`` against them: types, domains, did-you-mean),
 an optional ``check`` for cross-field rules (bad input), and ``analyse``, which
 turns validated params and the mechanism into an ``Analysis``: pure, vectorised
-closures of the declared mechanism ε. The engine does the rest (verdict,
-inversion, outward-rounding checks). Nothing here prints, reads YAML or exits.
+closures of the declared mechanism ε.
+
+Rounding is owned where the numbers are made: a family's formulas round each bound
+outward themselves (upper up, lower down, through ``numeric``'s outward helpers), and
+``schemes.assembly.assemble`` rounds and certifies the closed-form inverses, δ′ and
+the mechanism δ for a target δ′. The engine does not round the bounds: it computes
+the verdict, raises a lower bound below 0 to 0 and clips δ′ to [0, 1], inverts a bound
+numerically where no closed form is given, and checks every certified ε against the
+upper bound as evaluated (stepping it down where it fails).
+
+Nothing here prints, reads YAML or exits.
 """
 
 from __future__ import annotations
@@ -62,9 +71,11 @@ class Analysis:
             verdict), as a function of the declared ε.
         upper: guarantee on ε′ (rounded up), or ``None``: the theory gives none.
         lower: ε′ of some mechanism and neighbouring pair (rounded down), or ``None``.
-        bounds: ``lower`` and ``upper`` from one evaluation (a tight result rounds one
-            formula both ways), or ``None``; read through ``bounds_at``, which uses it
-            only while ``lower`` and ``upper`` are the two it was made for.
+        bounds: ``lower`` and ``upper`` from one evaluation, or ``None``; the assembly
+            sets it when one formula gives both bounds (rounded both ways, e.g. a tight
+            result) and the lower bound has no other part (no witness); read through
+            ``bounds_at``, which uses it only while ``lower`` and ``upper`` are the two
+            it was made for.
         delta_prime: δ′ of the guarantee, or ``None`` where the theory gives none.
         certified: closed-form largest declared ε with upper <= T (rounded down),
             or ``None``: the engine inverts ``upper`` numerically.
@@ -130,9 +141,12 @@ class Scheme:
         summary: one line for ``ampcalc schemes``.
         params: the frozen ``Params`` dataclass built from ``sampling:``.
         fields: the keys of ``sampling:`` (besides ``scheme``).
-        mechanism_relation: the relation the family's theorems take M's ε under (the
-            ``relation`` of its ``Theorem`` records), None where they put no condition
-            on it, or words where neither says it (``mechanism_relation_words``).
+        mechanism_relation: for ``ampcalc schemes`` (``mechanism_relation_words``),
+            the relation the family's theorems take M's ε under (the ``relation`` of
+            its ``Theorem`` records, when they share one); None where they put no
+            single condition on it (none, or each theorem its own, as in pps: shown as
+            either relation); or words where a relation cannot say it (several
+            relations by allocation or result, a privacy profile, no mechanism).
         guarantees: relations a guarantee can be asked for; the first is natural.
         basis: the papers and theorems behind it.
         analyse: (params, mechanism, guarantee) -> Analysis; raises
