@@ -19,6 +19,7 @@ Nothing here prints, reads YAML or exits.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -166,8 +167,7 @@ class Scheme:
             block, Reader, the design's parsed ``Params``) -> the scheme's own mechanism
             object (e.g. a per-record ε whose domain depends on the sampling block).
             ``mechanism_form="none"``: no mechanism; the scheme is calibrated to the
-            ``target:`` block (``needs_target=True``).
-        needs_target: the design must carry ``target: {epsilon_prime, ...}``.
+            ``target:`` block (``needs_target``).
         supports_group_size: the scheme handles ``mechanism.group_size > 1``.
         bind_target: (params, target) -> params, for schemes calibrated to the
             design's ``target:`` block (the engine binds it before ``analyse``).
@@ -175,9 +175,10 @@ class Scheme:
             ``DesignError`` at the target's YAML line when the scheme cannot be
             calibrated to it (called while loading).
         verify_plan: (params, mechanism, pairs, *, limit[, guarantee]) -> ``exact.Plan``,
-            the tiny instance ``ampcalc verify`` solves exactly.
-        verify_plan_takes_guarantee: ``verify_plan`` takes ``guarantee`` and lists the
-            pairs of that relation (otherwise its pairs are of the natural relation).
+            the tiny instance ``ampcalc verify`` solves exactly; a hook with a
+            ``guarantee`` parameter lists the pairs of that relation
+            (``verify_plan_takes_guarantee``), otherwise its pairs are of the natural
+            relation.
         compare: (design, target, inverted result) -> accuracy columns for
             ``ampcalc compare`` (``{"error": ...}`` when none can be given).
     """
@@ -196,13 +197,24 @@ class Scheme:
     max_delta: float = 1.0
     parse_params: Callable[[dict[str, Any], Any], Any] | None = None
     parse_mechanism: Callable[[Any, Any, Any], Any] | None = None
-    needs_target: bool = False
     supports_group_size: bool = False
     bind_target: Callable[[Any, Any], Any] | None = None
     check_target: Callable[[Any, Any, Any], None] | None = None
     verify_plan: Callable[..., Any] | None = None
-    verify_plan_takes_guarantee: bool = False
     compare: Callable[[Any, float, Any], Mapping[str, Any]] | None = None
+
+    @property
+    def needs_target(self) -> bool:
+        """The design must carry ``target: {epsilon_prime, ...}``: the scheme has no
+        mechanism of its own (``mechanism_form="none"``) and is calibrated to it."""
+        return self.mechanism_form == "none"
+
+    @property
+    def verify_plan_takes_guarantee(self) -> bool:
+        """``verify_plan`` takes ``guarantee`` (read from its signature) and lists the
+        pairs of that relation; otherwise its pairs are of the natural relation."""
+        hook = self.verify_plan
+        return hook is not None and "guarantee" in inspect.signature(hook).parameters
 
     def mechanism_relation_words(self) -> str:
         """The relation M's ε must hold under, in words (``ampcalc schemes``)."""

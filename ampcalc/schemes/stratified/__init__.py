@@ -125,5 +125,4 @@ SCHEME = Scheme(
     parse_params=parse_params,
     compare=compare,
     verify_plan=_verify_hook,
-    verify_plan_takes_guarantee=True,
 )
