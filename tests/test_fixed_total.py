@@ -13,7 +13,7 @@ from conftest import run_ampcalc
 
 from ampcalc import engine
 from ampcalc.designs.document import load_designs
-from ampcalc.schemes import _fixed_total as ft
+from ampcalc.schemes.stratified import fixed_total as ft
 
 
 @pytest.fixture(autouse=True)

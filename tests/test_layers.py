@@ -141,11 +141,6 @@ SCHEMES_CROSS: dict[tuple[str, str], str] = {
         "systematic sampling's size is random (floor or ceiling of N/k): random_size's "
         "Theorem 3.1 witness and size-mixture plan"
     ),
-    ("ampcalc.schemes._fixed_total", "ampcalc.schemes.stratified.common"): (
-        "the fixed-total allocation belongs to the stratified family alone (only "
-        "stratified/ imports it) and states its lower-only theorem with the package's "
-        "shared helper; moving it into stratified/ would drop this exception"
-    ),
 }
 
 # --- rule 6: inside cli/ -------------------------------------------------------------------

@@ -115,3 +115,12 @@ def test_every_scheme_documents_its_fields_and_basis() -> None:
                 f"{s.name}: field {f.name!r} of FIELDS in {module_of(s.name)} has no `doc`: "
                 f"one line for `ampcalc schemes` and error messages ({GUIDE})"
             )
+
+
+def test_every_family_module_is_named_after_its_scheme() -> None:
+    """A contributor finds a scheme's module from its name alone (hyphens as underscores)."""
+    for name in schemes.names():
+        module = inspect.getmodule(schemes.get(name).analyse)
+        assert module is not None, name
+        family = module.__name__.removeprefix("ampcalc.schemes.").split(".")[0]
+        assert family == name.replace("-", "_"), (name, module.__name__)

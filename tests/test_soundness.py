@@ -928,7 +928,7 @@ def or_dds_upper(c: dict, eps) -> mp.mpf:
 
 
 def gen_allocation(n: int, rng: np.random.Generator) -> Batch:
-    from ampcalc.schemes import allocation_hypothesis as allocation_test
+    from ampcalc.schemes import allocation_test
 
     ds = [{"d": d, "base": int(rng.integers(0, 1000))} for d in (1, 2, 3, 5)]
 

@@ -27,7 +27,7 @@ _MODULES: dict[str, str] = {
     "stratified": "stratified",
     "random-size": "random_size",
     "data-dependent-size": "data_dependent_size",
-    "allocation-test": "allocation_hypothesis",
+    "allocation-test": "allocation_test",
     "pws": "pws",
     "cluster": "cluster",
     "systematic": "systematic",

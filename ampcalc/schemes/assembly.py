@@ -116,11 +116,13 @@ class Relation:
     notes: tuple[str, ...] = ()
 
 
-def _same(eps: FloatArray) -> FloatArray:
+def _declared_epsilon(eps: FloatArray) -> FloatArray:
+    """M's ε under the relation it is declared under: the declared ε itself."""
     return np.asarray(eps, dtype=float)
 
 
 def _unbounded(eps: FloatArray) -> FloatArray:
+    """M's add-remove ε where it is unknown (declared under replace-one only): +∞."""
     return np.full(np.shape(eps), np.inf)
 
 
@@ -151,11 +153,11 @@ def relation_of(mechanism: Mechanism, theorem: Theorem) -> Relation:
             return np.full(np.shape(eps), delta)
 
         return Relation(
-            epsilon=_same,
+            epsilon=_declared_epsilon,
             ratio=1.0,
             delta=delta_ar,
             warnings=(),
-            add_remove=_same,
+            add_remove=_declared_epsilon,
             replace_one=mechanism.epsilon_replace_one_of,
         )
     if not known and theorem.refusal(Refuses.ADD_REMOVE_UNKNOWN) is not None:
@@ -170,7 +172,7 @@ def relation_of(mechanism: Mechanism, theorem: Theorem) -> Relation:
         delta=mechanism.delta_replace_one_of,
         warnings=warnings,
         notes=notes,
-        add_remove=_same if known else _unbounded,
+        add_remove=_declared_epsilon if known else _unbounded,
         replace_one=mechanism.epsilon_replace_one_of,
     )
 
@@ -301,7 +303,7 @@ def _bound(spec: Bound, rel: Relation) -> Formula:
     """A bound of the theorem, as a function of the declared ε."""
     if isinstance(spec, OfPair):
         return _at_both(spec.formula, rel.add_remove, rel.replace_one)
-    return _at(spec, rel.epsilon)
+    return _at_relation_epsilon(spec, rel.epsilon)
 
 
 def _upper(theorem: Theorem, rel: Relation) -> Formula | None:
@@ -420,7 +422,7 @@ def _zeros(eps: FloatArray) -> FloatArray:
     return np.zeros(np.shape(eps))
 
 
-def _at(formula: Formula, eps_of: Formula) -> Formula:
+def _at_relation_epsilon(formula: Formula, eps_of: Formula) -> Formula:
     """A formula of the relation's ε, as a function of the declared ε."""
 
     def bound(eps: FloatArray) -> FloatArray:

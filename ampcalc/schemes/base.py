@@ -4,12 +4,22 @@ A scheme module defines a frozen ``Params`` dataclass, a tuple of ``Field`` spec
 (the loader validates ``sampling:`` against them: types, domains, did-you-mean),
 an optional ``check`` for cross-field rules (bad input), and ``analyse``, which
 turns validated params and the mechanism into an ``Analysis``: pure, vectorised
-closures of the declared mechanism ε. The engine does the rest (verdict,
-inversion, outward-rounding checks). Nothing here prints, reads YAML or exits.
+closures of the declared mechanism ε.
+
+Rounding is owned where the numbers are made: a family's formulas round each bound
+outward themselves (upper up, lower down, through ``numeric``'s outward helpers), and
+``schemes.assembly.assemble`` rounds and certifies the closed-form inverses, δ′ and
+the mechanism δ for a target δ′. The engine does not round the bounds: it computes
+the verdict, raises a lower bound below 0 to 0 and clips δ′ to [0, 1], inverts a bound
+numerically where no closed form is given, and checks every certified ε against the
+upper bound as evaluated (stepping it down where it fails).
+
+Nothing here prints, reads YAML or exits.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,9 +72,11 @@ class Analysis:
             verdict), as a function of the declared ε.
         upper: guarantee on ε′ (rounded up), or ``None``: the theory gives none.
         lower: ε′ of some mechanism and neighbouring pair (rounded down), or ``None``.
-        bounds: ``lower`` and ``upper`` from one evaluation (a tight result rounds one
-            formula both ways), or ``None``; read through ``bounds_at``, which uses it
-            only while ``lower`` and ``upper`` are the two it was made for.
+        bounds: ``lower`` and ``upper`` from one evaluation, or ``None``; the assembly
+            sets it when one formula gives both bounds (rounded both ways, e.g. a tight
+            result) and the lower bound has no other part (no witness); read through
+            ``bounds_at``, which uses it only while ``lower`` and ``upper`` are the two
+            it was made for.
         delta_prime: δ′ of the guarantee, or ``None`` where the theory gives none.
         certified: closed-form largest declared ε with upper <= T (rounded down),
             or ``None``: the engine inverts ``upper`` numerically.
@@ -130,9 +142,12 @@ class Scheme:
         summary: one line for ``ampcalc schemes``.
         params: the frozen ``Params`` dataclass built from ``sampling:``.
         fields: the keys of ``sampling:`` (besides ``scheme``).
-        mechanism_relation: the relation the family's theorems take M's ε under (the
-            ``relation`` of its ``Theorem`` records), None where they put no condition
-            on it, or words where neither says it (``mechanism_relation_words``).
+        mechanism_relation: for ``ampcalc schemes`` (``mechanism_relation_words``),
+            the relation the family's theorems take M's ε under (the ``relation`` of
+            its ``Theorem`` records, when they share one); None where they put no
+            single condition on it (none, or each theorem its own, as in pps: shown as
+            either relation); or words where a relation cannot say it (several
+            relations by allocation or result, a privacy profile, no mechanism).
         guarantees: relations a guarantee can be asked for; the first is natural.
         basis: the papers and theorems behind it.
         analyse: (params, mechanism, guarantee) -> Analysis; raises
@@ -152,8 +167,7 @@ class Scheme:
             block, Reader, the design's parsed ``Params``) -> the scheme's own mechanism
             object (e.g. a per-record ε whose domain depends on the sampling block).
             ``mechanism_form="none"``: no mechanism; the scheme is calibrated to the
-            ``target:`` block (``needs_target=True``).
-        needs_target: the design must carry ``target: {epsilon_prime, ...}``.
+            ``target:`` block (``needs_target``).
         supports_group_size: the scheme handles ``mechanism.group_size > 1``.
         bind_target: (params, target) -> params, for schemes calibrated to the
             design's ``target:`` block (the engine binds it before ``analyse``).
@@ -161,9 +175,10 @@ class Scheme:
             ``DesignError`` at the target's YAML line when the scheme cannot be
             calibrated to it (called while loading).
         verify_plan: (params, mechanism, pairs, *, limit[, guarantee]) -> ``exact.Plan``,
-            the tiny instance ``ampcalc verify`` solves exactly.
-        verify_plan_takes_guarantee: ``verify_plan`` takes ``guarantee`` and lists the
-            pairs of that relation (otherwise its pairs are of the natural relation).
+            the tiny instance ``ampcalc verify`` solves exactly; a hook with a
+            ``guarantee`` parameter lists the pairs of that relation
+            (``verify_plan_takes_guarantee``), otherwise its pairs are of the natural
+            relation.
         compare: (design, target, inverted result) -> accuracy columns for
             ``ampcalc compare`` (``{"error": ...}`` when none can be given).
     """
@@ -182,13 +197,24 @@ class Scheme:
     max_delta: float = 1.0
     parse_params: Callable[[dict[str, Any], Any], Any] | None = None
     parse_mechanism: Callable[[Any, Any, Any], Any] | None = None
-    needs_target: bool = False
     supports_group_size: bool = False
     bind_target: Callable[[Any, Any], Any] | None = None
     check_target: Callable[[Any, Any, Any], None] | None = None
     verify_plan: Callable[..., Any] | None = None
-    verify_plan_takes_guarantee: bool = False
     compare: Callable[[Any, float, Any], Mapping[str, Any]] | None = None
+
+    @property
+    def needs_target(self) -> bool:
+        """The design must carry ``target: {epsilon_prime, ...}``: the scheme has no
+        mechanism of its own (``mechanism_form="none"``) and is calibrated to it."""
+        return self.mechanism_form == "none"
+
+    @property
+    def verify_plan_takes_guarantee(self) -> bool:
+        """``verify_plan`` takes ``guarantee`` (read from its signature) and lists the
+        pairs of that relation; otherwise its pairs are of the natural relation."""
+        hook = self.verify_plan
+        return hook is not None and "guarantee" in inspect.signature(hook).parameters
 
     def mechanism_relation_words(self) -> str:
         """The relation M's ε must hold under, in words (``ampcalc schemes``)."""

@@ -437,7 +437,6 @@ SCHEME = Scheme(
     example={"method": "ppswor", "threshold": 0.01, "max_frequency": 100},
     mechanism_form="none",
     parse_params=parse_params,
-    needs_target=True,
     bind_target=bind_target,
     check_target=check_target,
 )

@@ -34,8 +34,8 @@ reading, reference ε, certified inverses, details at each evaluated ε):
 allocations, through the ``poisson`` and ``srswor`` families' results); ``common``
 the stratified refusal wording and shared helpers; ``params`` holds the fields, the
 strata readers and the loading rules; ``accuracy`` the ``ampcalc compare`` hook;
-``verify`` the tiny-instance hook. A fixed total (``total_sample`` with proportional
-allocation) is ``schemes._fixed_total``.
+``verify`` the tiny-instance hook; ``fixed_total`` a fixed total (``total_sample`` with
+proportional allocation: its apportionment rules and their sensitivity).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from ampcalc.schemes.base import Analysis, Scheme
 from ampcalc.schemes.stratified.accuracy import compare
 from ampcalc.schemes.stratified.deterministic import analyse_deterministic
 from ampcalc.schemes.stratified.fixed import analyse_fixed, analyse_poisson
+from ampcalc.schemes.stratified.fixed_total import analyse_fixed_total
 from ampcalc.schemes.stratified.neyman import (
     analyse_neyman,
     neyman_allocations,
@@ -93,8 +94,6 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     """Bounds for one stratified design (see the bound functions for the theorems)."""
     if params.allocation == "proportional":
         if params.total_sample is not None:
-            from ampcalc.schemes._fixed_total import analyse_fixed_total
-
             return analyse_fixed_total(params, mechanism, guarantee)
         if params.rounding == "randomized":
             return analyse_randomized(params, mechanism, guarantee)
@@ -126,5 +125,4 @@ SCHEME = Scheme(
     parse_params=parse_params,
     compare=compare,
     verify_plan=_verify_hook,
-    verify_plan_takes_guarantee=True,
 )

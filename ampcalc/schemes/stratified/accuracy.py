@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.stratified.fixed_total import sensitivity
 from ampcalc.schemes.stratified.neyman import neyman_allocations
 from ampcalc.schemes.stratified.params import Params
 
@@ -55,8 +56,6 @@ def compare(design: Any, target: float, res: Any) -> dict[str, Any]:
     elif p.allocation == "fixed":
         m = s.sample.astype(float)
     elif p.allocation == "proportional" and p.total_sample is not None:
-        from ampcalc.schemes._fixed_total import sensitivity
-
         rule = p.rounding or "nearest"
         m = np.asarray(sensitivity(s.size.tolist(), p.total_sample, rule).drawn, float)
     elif p.allocation == "proportional" and p.rounding != "randomized":

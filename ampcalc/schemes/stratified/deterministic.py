@@ -107,7 +107,7 @@ def _move_witness(q_from: float, q_to: float, er: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _Rounded:
+class _RoundedAllocations:
     """Deterministic allocations at the stated sizes and at every neighbour's sizes."""
 
     steps: alloc.RoundedSteps
@@ -117,7 +117,7 @@ class _Rounded:
     cross: tuple[tuple[int, int], ...]  # candidate (from s, to t) moves, s != t
 
     @classmethod
-    def of(cls, p: Params) -> _Rounded:
+    def of(cls, p: Params) -> _RoundedAllocations:
         size = p.strata.size
         steps = alloc.proportional_steps(p.rates(), size, p.rounding or "nearest")
         down, up = steps.down, steps.up
@@ -133,7 +133,7 @@ class _Rounded:
 
 
 @dataclass(frozen=True)
-class _Subset:
+class _StrataSteps:
     """Some strata's steps, for per-stratum inversion (one ε per stratum)."""
 
     down: np.ndarray
@@ -141,7 +141,9 @@ class _Subset:
     q_down: np.ndarray
     q_up: np.ndarray
 
-    def __init__(self, steps: alloc.RoundedSteps, rd: _Rounded, mask: np.ndarray) -> None:
+    def __init__(
+        self, steps: alloc.RoundedSteps, rd: _RoundedAllocations, mask: np.ndarray
+    ) -> None:
         object.__setattr__(self, "down", steps.down[mask])
         object.__setattr__(self, "up", steps.up[mask])
         object.__setattr__(self, "q_down", rd.q_down[mask])
@@ -182,7 +184,9 @@ def _cross_candidates(
 # --- formulas: M's two ε as arrays, the rounded allocations as keywords -------------------
 
 
-def add_remove_epsilon(ed: np.ndarray, er: np.ndarray, *, rd: _Rounded, up: bool) -> np.ndarray:
+def add_remove_epsilon(
+    ed: np.ndarray, er: np.ndarray, *, rd: _RoundedAllocations, up: bool
+) -> np.ndarray:
     """Stratified add-remove ε′ at the stated sizes: ε_D where a step moves an
     allocation (the count witness, exact), A(q, ε_R) at the largest inclusion among the
     steps that keep it (a simple random sample, exact). Rounded up (``up``) or down."""
@@ -197,7 +201,7 @@ def add_remove_epsilon(ed: np.ndarray, er: np.ndarray, *, rd: _Rounded, up: bool
 
 
 def cross_epsilon(
-    s: int, t: int, ed: np.ndarray, er: np.ndarray, *, rd: _Rounded, up: bool
+    s: int, t: int, ed: np.ndarray, er: np.ndarray, *, rd: _RoundedAllocations, up: bool
 ) -> np.ndarray:
     """A record moved from stratum s to t: the loss bound (``up``) or witness."""
     ds, dt = rd.cross_jumps(s, t)
@@ -212,7 +216,9 @@ def cross_epsilon(
     return numeric.round_up(first + second) if up else numeric.round_down(first + second)
 
 
-def replace_one_epsilon(ed: np.ndarray, er: np.ndarray, *, rd: _Rounded, up: bool) -> np.ndarray:
+def replace_one_epsilon(
+    ed: np.ndarray, er: np.ndarray, *, rd: _RoundedAllocations, up: bool
+) -> np.ndarray:
     """Replace-one ε′ at the stated sizes: a replacement inside a stratum keeps every
     allocation (A(max_h m_h/N_h, ε_R)); a record moved across strata, ``cross_epsilon``."""
     out = _amp(float(np.max(rd.q_down)), er, up)
@@ -221,7 +227,7 @@ def replace_one_epsilon(ed: np.ndarray, er: np.ndarray, *, rd: _Rounded, up: boo
     return out
 
 
-def stratum_epsilon(ed: Any, er: Any, *, rd: _Rounded, up: bool) -> np.ndarray:
+def stratum_epsilon(ed: Any, er: Any, *, rd: _RoundedAllocations, up: bool) -> np.ndarray:
     """Stratified add-remove ε′_h: the worse of removing and adding a record of h, shape
     (k, *ε.shape)."""
     steps = rd.steps
@@ -235,7 +241,7 @@ def stratum_epsilon(ed: Any, er: Any, *, rd: _Rounded, up: bool) -> np.ndarray:
 # --- results, one theorem record per guarantee -------------------------------------------
 
 
-def add_remove_theorem(rd: _Rounded, pure: bool) -> Theorem:
+def add_remove_theorem(rd: _RoundedAllocations, pure: bool) -> Theorem:
     """Stratified add-remove DP at the stated sizes (exact; no upper bound with δ > 0)."""
     return Theorem(
         name="deterministic rounding (add-remove)",
@@ -251,7 +257,7 @@ def add_remove_theorem(rd: _Rounded, pure: bool) -> Theorem:
     )
 
 
-def replace_one_theorem(rd: _Rounded, p: Params, pure: bool) -> Theorem:
+def replace_one_theorem(rd: _RoundedAllocations, p: Params, pure: bool) -> Theorem:
     """Replace-one at the stated sizes: within a stratum and across strata (derived,
     docs/stratified.md). A move that changes one allocation only needs M's add-remove
     ε (refused when it is unknown); otherwise ε_D = +inf."""
@@ -284,7 +290,7 @@ def replace_one_theorem(rd: _Rounded, p: Params, pure: bool) -> Theorem:
 
 
 def _searched_rows(
-    p: Params, rd: _Rounded, pure: bool, an: Analysis, target: np.ndarray
+    p: Params, rd: _RoundedAllocations, pure: bool, an: Analysis, target: np.ndarray
 ) -> dict[str, Any]:
     """Replace-one ``invert`` rows: the design's own bounds inverted by search (none
     with δ > 0: no upper bound)."""
@@ -299,7 +305,12 @@ def _searched_rows(
 
 
 def _stratum_rows(
-    p: Params, rd: _Rounded, mechanism: Mechanism, pure: bool, an: Analysis, target: np.ndarray
+    p: Params,
+    rd: _RoundedAllocations,
+    mechanism: Mechanism,
+    pure: bool,
+    an: Analysis,
+    target: np.ndarray,
 ) -> dict[str, Any]:
     """Add-remove ``invert`` rows: per stratum, a step that moves the allocation needs
     ε <= T, one that keeps it A(q, ratio·ε) <= T (closed form, then certified)."""
@@ -323,7 +334,7 @@ def _stratum_rows(
     imp = np.full(k, np.inf)
     if finite.any():
         g, t_f = guess[finite], tk[finite]
-        sub = _Subset(steps, rd, finite)
+        sub = _StrataSteps(steps, rd, finite)
         cert[finite] = numeric.certify_down(
             functools.partial(sub.values, eps_r=eps_r, up=True), numeric.round_down(g), t_f
         )
@@ -333,7 +344,7 @@ def _stratum_rows(
     return {"strata": alloc.invert_rows(p, p.rates(), steps.at, cert, imp)}
 
 
-def _sensitivity(rd: _Rounded, guarantee: Neighbours) -> tuple[int, int]:
+def _sensitivity(rd: _RoundedAllocations, guarantee: Neighbours) -> tuple[int, int]:
     """(Δ∞, Δ₁): the largest change of the allocations over the guarantee's pairs."""
     if guarantee is Neighbours.REPLACE_ONE:
         pairs = [rd.cross_jumps(s, t) for s, t in rd.cross]
@@ -347,7 +358,7 @@ def _sensitivity(rd: _Rounded, guarantee: Neighbours) -> tuple[int, int]:
 def analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Proportional allocation with deterministic rounding, at the stated sizes."""
     rule = p.rounding or "nearest"
-    rd = _Rounded.of(p)
+    rd = _RoundedAllocations.of(p)
     k = len(p.strata)
     pure = mechanism.delta == 0.0
     if guarantee is Neighbours.REPLACE_ONE:
@@ -420,7 +431,13 @@ def analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbours
 
 
 def _details_both(
-    ed: np.ndarray, er: np.ndarray, *, p: Params, rd: _Rounded, replace: bool, pure: bool
+    ed: np.ndarray,
+    er: np.ndarray,
+    *,
+    p: Params,
+    rd: _RoundedAllocations,
+    replace: bool,
+    pure: bool,
 ) -> dict[str, Any]:
     """The witness and the per-stratum rows at M's (ε_D, ε_R) of each evaluated ε (a
     stratum's add-remove ε′_h only where ε_D is known, i.e. finite). At an array of ε
@@ -450,7 +467,7 @@ def _details_both(
 
 
 def _deterministic_witness(
-    p: Params, rd: _Rounded, replace: bool, ed: Any, er: Any
+    p: Params, rd: _RoundedAllocations, replace: bool, ed: Any, er: Any
 ) -> dict[str, Any]:
     """The neighbour of the stated sizes whose witness gives the lower bound at M's
     (ε_D, ε_R) (one ε)."""

@@ -353,7 +353,7 @@ def replace_one_mixture(d: Rates, mix: _SizeMixture) -> Theorem:
 
 
 @dataclass(frozen=True)
-class _Picked:
+class _ChosenTheorem:
     """The theorem for the requested guarantee, its notes and its ``invert`` rows."""
 
     theorem: Theorem
@@ -361,12 +361,12 @@ class _Picked:
     invert_details: Callable[[Analysis, np.ndarray], Mapping[str, Any]]
 
 
-def _pick(p: Params, d: Rates, mechanism: Mechanism, guarantee: Neighbours) -> _Picked:
+def _pick(p: Params, d: Rates, mechanism: Mechanism, guarantee: Neighbours) -> _ChosenTheorem:
     """The theorem for ``guarantee`` (the one place the guarantee is read), with its
     per-stratum ``invert`` details."""
     if len(p.strata) == 1 and not d.all_census and guarantee is Neighbours.REPLACE_ONE:
         mix = _size_mixture(float(d.rate[0]), int(p.strata.size[0]))
-        return _Picked(
+        return _ChosenTheorem(
             replace_one_mixture(d, mix),
             (REPLACE_ONE_MIXTURE_NOTE,),
             functools.partial(_mixture_rows, p, d),
@@ -385,7 +385,7 @@ def _pick(p: Params, d: Rates, mechanism: Mechanism, guarantee: Neighbours) -> _
         theorem = replace_one_doubled(d)
         notes = (REPLACE_ONE_NOTE,)
         up, lo = 2.0, Scale.SMALLER.ratio(mechanism)
-    return _Picked(theorem, notes, functools.partial(_strata_rows, p, d, up, lo))
+    return _ChosenTheorem(theorem, notes, functools.partial(_strata_rows, p, d, up, lo))
 
 
 def _mixture_rows(p: Params, d: Rates, an: Analysis, target: np.ndarray) -> dict[str, Any]:

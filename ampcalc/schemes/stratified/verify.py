@@ -10,6 +10,7 @@ import numpy as np
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.schemes import _allocation as alloc
+from ampcalc.schemes.stratified.fixed_total import apportion
 from ampcalc.schemes.stratified.params import Params
 
 
@@ -78,8 +79,6 @@ def _verify_hook(
         if kind == "fixed":
             return fixed_m[h]
         if total is not None:
-            from ampcalc.schemes._fixed_total import apportion
-
             return min(apportion(dataset_sizes, total, rule)[h], n)
         rounded = alloc.round_proportional(np.array([rates[h]]), np.array([n]), rule)
         return int(rounded[0])
