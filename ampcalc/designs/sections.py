@@ -84,6 +84,28 @@ def parse_mechanism(
 
         return named.parse_named(data, ctx, container, key)
     check_keys(data, MECHANISM_KEYS, ctx, "mechanism", "mechanism")
+    _check_form(data, ctx, container, key)
+    dfield = _delta_field("delta", scheme)
+    releases: tuple[Release, ...] | None = None
+    if "epsilon" in data:
+        eps, delta = _one_release(data, ctx, dfield)
+    else:
+        releases, eps, delta = _releases(data, ctx, scheme, dfield)
+    neighbours = _neighbours(data, ctx)
+    eps_r, delta_r = _replace_one(data, ctx, scheme, neighbours, delta)
+    return Mechanism(
+        epsilon=eps,
+        delta=delta,
+        neighbours=neighbours,
+        epsilon_replace_one=eps_r,
+        delta_replace_one=delta_r,
+        releases=releases,
+        group_size=_group_size(data, ctx),
+    )
+
+
+def _check_form(data: Any, ctx: Reader, container: Any, key: Any) -> None:
+    """Exactly one of ``epsilon`` (one release) and ``releases`` (a list)."""
     has_eps, has_rel = "epsilon" in data, "releases" in data
     if has_eps and has_rel:
         raise DesignError(
@@ -96,71 +118,85 @@ def parse_mechanism(
             "(a list of the ε of each analysis run on the sample)",
             where=ctx.where("mechanism", container, key),
         )
-    dfield = _delta_field("delta", scheme)
-    releases: tuple[Release, ...] | None = None
-    if has_eps:
-        eps = check_epsilon(data["epsilon"], where=ctx.where("mechanism.epsilon", data, "epsilon"))
-        delta = (
-            number(data["delta"], dfield, ctx.where("mechanism.delta", data, "delta"))
-            if "delta" in data
-            else 0.0
+
+
+def _one_release(data: Any, ctx: Reader, dfield: Field) -> tuple[float, float]:
+    """M's (ε, δ) from ``epsilon`` and ``delta`` (δ = 0 if absent)."""
+    eps = check_epsilon(data["epsilon"], where=ctx.where("mechanism.epsilon", data, "epsilon"))
+    delta = (
+        number(data["delta"], dfield, ctx.where("mechanism.delta", data, "delta"))
+        if "delta" in data
+        else 0.0
+    )
+    return eps, delta
+
+
+def _releases(
+    data: Any, ctx: Reader, scheme: Scheme | None, dfield: Field
+) -> tuple[tuple[Release, ...], float, float]:
+    """The ``releases`` list, and M's (ε, δ): the sums of the releases' ε and δ."""
+    rel = data["releases"]
+    rpath = "mechanism.releases"
+    if not isinstance(rel, Sequence) or isinstance(rel, (str, bytes)) or not rel:
+        raise DesignError(
+            "expected a non-empty list of releases (numbers ε, or {epsilon, delta})",
+            where=ctx.where(rpath, data, "releases"),
         )
-    else:
-        rel = data["releases"]
-        rpath = "mechanism.releases"
-        if not isinstance(rel, Sequence) or isinstance(rel, (str, bytes)) or not rel:
-            raise DesignError(
-                "expected a non-empty list of releases (numbers ε, or {epsilon, delta})",
-                where=ctx.where(rpath, data, "releases"),
-            )
-        if len(rel) > MAX_RELEASES:
-            raise DesignError(
-                f"more than {MAX_RELEASES} releases", where=ctx.where(rpath, data, "releases")
-            )
-        items: list[Release] = []
-        for i, item in enumerate(rel):
-            ipath = f"{rpath}[{i}]"
-            if isinstance(item, Mapping):
-                check_keys(item, ("epsilon", "delta"), ctx, ipath, "a release")
-                if "epsilon" not in item:
-                    raise DesignError(
-                        "missing required key 'epsilon'", where=ctx.where(ipath, rel, i)
-                    )
-                e = check_epsilon(
-                    item["epsilon"], where=ctx.where(f"{ipath}.epsilon", item, "epsilon")
-                )
-                d = (
-                    number(item["delta"], dfield, ctx.where(f"{ipath}.delta", item, "delta"))
-                    if "delta" in item
-                    else 0.0
-                )
-            else:
-                e = check_epsilon(item, where=ctx.where(ipath, rel, i))
-                d = 0.0
-            items.append(Release(epsilon=e, delta=d))
-        if "delta" in data:
-            raise DesignError(
-                "with `releases`, give each release's δ inside it ({epsilon, delta})",
-                where=ctx.where("mechanism.delta", data, "delta"),
-            )
-        releases = tuple(items)
-        eps = math.fsum(r.epsilon for r in items)
-        check_epsilon_limit(eps, where=ctx.where(rpath, data, "releases"))
-        delta = math.fsum(r.delta for r in items)
-        if not delta < getattr(scheme, "max_delta", 1.0):
-            raise DesignError(
-                f"the releases' δ add up to {delta:g}; expected {dfield.domain()}",
-                where=ctx.where(rpath, data, "releases"),
-            )
-    neighbours = Neighbours.ADD_REMOVE
-    if "neighbours" in data:
-        neighbours = Neighbours(
-            field_value(
-                _NEIGHBOURS,
-                data["neighbours"],
-                ctx.where("mechanism.neighbours", data, "neighbours"),
-            )
+    if len(rel) > MAX_RELEASES:
+        raise DesignError(
+            f"more than {MAX_RELEASES} releases", where=ctx.where(rpath, data, "releases")
         )
+    items = [_release(item, rel, i, ctx, dfield) for i, item in enumerate(rel)]
+    if "delta" in data:
+        raise DesignError(
+            "with `releases`, give each release's δ inside it ({epsilon, delta})",
+            where=ctx.where("mechanism.delta", data, "delta"),
+        )
+    eps = math.fsum(r.epsilon for r in items)
+    check_epsilon_limit(eps, where=ctx.where(rpath, data, "releases"))
+    delta = math.fsum(r.delta for r in items)
+    if not delta < getattr(scheme, "max_delta", 1.0):
+        raise DesignError(
+            f"the releases' δ add up to {delta:g}; expected {dfield.domain()}",
+            where=ctx.where(rpath, data, "releases"),
+        )
+    return tuple(items), eps, delta
+
+
+def _release(item: Any, rel: Any, i: int, ctx: Reader, dfield: Field) -> Release:
+    """One item of ``releases``: a number ε, or ``{epsilon, delta}``."""
+    ipath = f"mechanism.releases[{i}]"
+    if not isinstance(item, Mapping):
+        return Release(epsilon=check_epsilon(item, where=ctx.where(ipath, rel, i)), delta=0.0)
+    check_keys(item, ("epsilon", "delta"), ctx, ipath, "a release")
+    if "epsilon" not in item:
+        raise DesignError("missing required key 'epsilon'", where=ctx.where(ipath, rel, i))
+    e = check_epsilon(item["epsilon"], where=ctx.where(f"{ipath}.epsilon", item, "epsilon"))
+    d = (
+        number(item["delta"], dfield, ctx.where(f"{ipath}.delta", item, "delta"))
+        if "delta" in item
+        else 0.0
+    )
+    return Release(epsilon=e, delta=d)
+
+
+def _neighbours(data: Any, ctx: Reader) -> Neighbours:
+    """The relation M's ε holds under (``add-remove`` if absent)."""
+    if "neighbours" not in data:
+        return Neighbours.ADD_REMOVE
+    return Neighbours(
+        field_value(
+            _NEIGHBOURS,
+            data["neighbours"],
+            ctx.where("mechanism.neighbours", data, "neighbours"),
+        )
+    )
+
+
+def _replace_one(
+    data: Any, ctx: Reader, scheme: Scheme | None, neighbours: Neighbours, delta: float
+) -> tuple[float | None, float | None]:
+    """An add-remove M's explicit replace-one (ε, δ), each None if not given."""
     eps_r = delta_r = None
     for name in ("epsilon_replace_one", "delta_replace_one"):
         if name in data and neighbours is not Neighbours.ADD_REMOVE:
@@ -192,19 +228,15 @@ def parse_mechanism(
             "`delta_replace_one` too (it does not follow from the add-remove δ)",
             where=ctx.where("mechanism.epsilon_replace_one", data, "epsilon_replace_one"),
         )
-    group_size = 1
-    if "group_size" in data:
-        gwhere = ctx.where("mechanism.group_size", data, "group_size")
-        group_size = int(number(data["group_size"], _GROUP, gwhere))
-    return Mechanism(
-        epsilon=eps,
-        delta=delta,
-        neighbours=neighbours,
-        epsilon_replace_one=eps_r,
-        delta_replace_one=delta_r,
-        releases=releases,
-        group_size=group_size,
-    )
+    return eps_r, delta_r
+
+
+def _group_size(data: Any, ctx: Reader) -> int:
+    """Records of one unit that change together (1 if absent)."""
+    if "group_size" not in data:
+        return 1
+    gwhere = ctx.where("mechanism.group_size", data, "group_size")
+    return int(number(data["group_size"], _GROUP, gwhere))
 
 
 #: the target block's fields; ``--target``/``--target-delta`` are checked against them too
