@@ -93,6 +93,20 @@ def scheduler(
         return
     if workers < 1:
         raise DesignError(f"--workers: expected at least 1, got {workers}")
+    cluster = _local_cluster(distributed, workers, dashboard is not None)
+    with (
+        cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
+        if dashboard is not None:
+            dashboard(str(cluster.dashboard_link))
+        yield client
+
+
+def _local_cluster(distributed: Any, workers: int, with_dashboard: bool) -> Any:
+    """A ``LocalCluster`` of ``workers`` one-thread processes on the loopback interface,
+    started with SIGINT ignored (its workers inherit that) and, unless
+    ``with_dashboard``, with no HTTP routes."""
     try:
         # distributed sets MALLOC_TRIM_THRESHOLD_ in its workers, which pins glibc's mmap
         # threshold at 128 KiB: every large temporary array becomes a fresh mmap and is
@@ -103,7 +117,7 @@ def scheduler(
             # a worker the nanny restarts later ignores SIGINT too (``dask_setup``)
             "distributed.worker.preload": [__name__],
         }
-        if dashboard is None:
+        if not with_dashboard:
             # the scheduler serves HTTP in any case (JSON, metrics): with no routes it
             # answers nothing (and its port, on 127.0.0.1, is a free one, not 8787)
             settings["distributed.scheduler.http.routes"] = []
@@ -113,7 +127,7 @@ def scheduler(
                 threads_per_worker=1,
                 processes=True,
                 host=LOOPBACK,
-                dashboard_address=f"{LOOPBACK}:0" if dashboard is not None else None,
+                dashboard_address=f"{LOOPBACK}:0" if with_dashboard else None,
                 scheduler_kwargs={"dashboard_address": f"{LOOPBACK}:0"},
                 silence_logs=logging.CRITICAL,
             )
@@ -122,13 +136,7 @@ def scheduler(
             f"could not start a local Dask cluster of {workers} workers: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
-    with (
-        cluster,
-        distributed.Client(cluster, set_as_default=False) as client,
-    ):
-        if dashboard is not None:
-            dashboard(str(cluster.dashboard_link))
-        yield client
+    return cluster
 
 
 #: the interface the local cluster listens on
