@@ -19,6 +19,7 @@ from conftest import EXAMPLES, ROOT
 pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
 
+from ampcalc.model.errors import DesignError  # noqa: E402
 from ampcalc.records import distributed as D  # noqa: E402
 
 
@@ -69,7 +70,7 @@ def test_dashboard_on_request_on_loopback() -> None:
 
 
 def test_dashboard_needs_a_cluster() -> None:
-    with pytest.raises(D.DesignError, match="has no dashboard"), D.scheduler("threads", 1, print):
+    with pytest.raises(DesignError, match="has no dashboard"), D.scheduler("threads", 1, print):
         pass
 
 

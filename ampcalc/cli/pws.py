@@ -302,7 +302,7 @@ def sanitize_cmd(
 
     refuse_input_as_output(output, [sample, design])
     if engine == "dask":
-        from ampcalc.records.distributed import require_dask  # lazy: start-up (--help)
+        from ampcalc.records.dask_cluster import require_dask  # lazy: start-up (--help)
 
         require_dask()
         if stream:
@@ -384,9 +384,10 @@ def _sanitize_dask(
     dashboard: bool = False,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same checks and summary."""
-    from ampcalc.records import distributed  # lazy: start-up (--help)
+    from ampcalc.records.dask_parts import write_summary_text  # lazy: start-up (--help)
+    from ampcalc.records.dask_sanitize import run_sanitize
 
-    t = distributed.run_sanitize(
+    t = run_sanitize(
         params, san, sample=sample, output=output, fmt=output_fmt, seed=seed,
         frequencies=frequencies, extend=not no_extend, chunk=chunk, address=scheduler,
         workers=workers, dashboard=dashboard_note if dashboard else None,
@@ -408,7 +409,7 @@ def _sanitize_dask(
         t["output"], t["output_format"],
     )  # fmt: skip
     text = result_text(Format.json, "pws sanitize", summary)
-    distributed.write_summary_text(t["output"], text)
+    write_summary_text(t["output"], text)
     if as_json:
         emit(text)
     return int(ExitCode.OK)

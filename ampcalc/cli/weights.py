@@ -128,7 +128,7 @@ def weights(
         raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
     dask = engine == "dask"
     if dask:
-        from ampcalc.records.distributed import require_dask  # lazy: start-up (--help)
+        from ampcalc.records.dask_cluster import require_dask  # lazy: start-up (--help)
 
         require_dask()
         if suggest:
@@ -186,7 +186,7 @@ def weights(
     kept: int | None = None
     out_fmt = "csv"
     if output:
-        from ampcalc.records.distributed import output_format  # lazy: start-up (--help)
+        from ampcalc.records.dask_parts import output_format  # lazy: start-up (--help)
 
         out_fmt = output_format(output, output_fmt, "csv")
     with contextlib.ExitStack() as stack:
@@ -350,10 +350,11 @@ def _weights_dask(
     dashboard: bool = False,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same warnings and summary."""
-    from ampcalc.records import distributed  # lazy: start-up (--help)
+    from ampcalc.records.dask_parts import write_summary_text  # lazy: start-up (--help)
+    from ampcalc.records.dask_weights import run_weights
 
     source = inputs if inputs is not None else str(params.data.source.path)
-    t = distributed.run_weights(
+    t = run_weights(
         params, profile, k0, eps_star, inputs=source, output=output, fmt=output_fmt,
         sample=sample, seed=seed, address=scheduler, workers=workers,
         dashboard=dashboard_note if dashboard else None,
@@ -382,7 +383,7 @@ def _weights_dask(
         "output_format": t["output_format"],
     }
     text = result_text(Format.json, "weights", doc)
-    distributed.write_summary_text(t["output"], text)
+    write_summary_text(t["output"], text)
     if as_json:
         emit(text)
     return int(ExitCode.OK)
