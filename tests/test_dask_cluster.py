@@ -93,10 +93,17 @@ def _python_children(pid: int) -> list[Any]:
 
 
 def test_ctrl_c_stops_a_dask_run_with_one_line(tmp_path: Path) -> None:
-    sample = _sample(tmp_path, parts=6, keys=1_200_000)
+    sample = _sample(tmp_path, parts=6, keys=120_000)
+    # work that lasts however fast the machine: one key of frequency 300,000 per
+    # partition under weight_power 0.5, whose sanitised-frequency rows are computed one
+    # by one (about 5 s of CPU per table), so the Ctrl-C lands while the tasks run
+    for p, part in enumerate(sorted(sample.iterdir())):
+        with part.open("a") as f:
+            f.write(f"heavy{p},300000\n")
     out = tmp_path / "out"
     # a terminal's Ctrl-C: SIGINT to the whole foreground process group
     args = ["pws", "sanitize", str(sample), "-d", str(EXAMPLES / "pws.yaml"), "--seed", "3"]
+    args += ["--set", "sampling.weight_power=0.5"]
     args += ["--frequencies", "--engine", "dask", "--workers", "2", "-o", str(out)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ampcalc", *args],
