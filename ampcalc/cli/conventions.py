@@ -363,11 +363,18 @@ def value_name(param: Any) -> str | None:
     return VALUE_NAMES.get(type_name.lower())
 
 
+def _no_type(ctx: Any) -> None:
+    """An argument's type column in the help: empty (its name says what it takes)."""
+    return None
+
+
 def _fix_params(command: Any) -> None:
     for param in getattr(command, "params", []):
         if isinstance(param, TyperArgument):
             if param.metavar is None and param.name:
                 param.metavar = param.name.upper()  # DESIGN, SAMPLE, LEDGER, SHELL
+            # the argument's name (DESIGN) is its value's name: no "<list[str]>" beside it
+            param.display_type_rich = _no_type  # type: ignore[method-assign]
         elif getattr(param, "is_flag", False) or getattr(param, "count", False):
             param.metavar = ""  # a flag takes no value: no "<bool>" after it
         elif param.metavar is not None:
