@@ -440,7 +440,7 @@ def _accountant(
         "delta": ledger.delta,
         "verdict": None if up is not None else "no-guarantee",
         "accountant": "dp_accounting PLD (pessimistic estimate for the upper, optimistic "
-        "with use_connect_dots=False for the lower)",
+        "estimate for the lower)",
         "discretization": di,
         "width": None if up is None or up == 0 else (up - lo) / up,
         "lower_meaning": "the accountant's optimistic estimate of the same composition: an "
