@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, example_designs, run_ampcalc
 
 from ampcalc.output.render import detail_line
 from ampcalc.output.terms import (
@@ -23,7 +24,6 @@ from ampcalc.output.terms import (
     plain_references,
     with_glossary,
 )
-from tests.conftest import ROOT, example_designs, run_ampcalc
 
 DESIGNS = [str(p.relative_to(ROOT)) for p in example_designs()]
 LEDGER = "examples/budget/year.yaml"
