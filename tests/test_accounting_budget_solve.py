@@ -108,3 +108,23 @@ def test_cli_budget_solve_json_and_exit_codes(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert bad.returncode == 2 and "gaussian" in bad.stderr
+
+
+def test_cli_budget_solve_writes_the_output_file(tmp_path: Path) -> None:
+    # -o FILE: the solved knob goes to the file (it used to be printed on standard output)
+    p = ledger_file(tmp_path, 20, 5.0, mech="{laplace: {scale: 1.0}}")
+    out = tmp_path / "solved.json"
+    cmd = [sys.executable, "-m", "ampcalc", "budget", str(p), "--solve", "scale"]
+    run = subprocess.run(
+        [*cmd, "--target", "0.5", "--json", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "" and str(out) in run.stderr
+    stdout = subprocess.run(
+        [*cmd, "--target", "0.5", "--json"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert json.loads(out.read_text()) == json.loads(stdout.stdout)
+    assert json.loads(out.read_text())["knob"]["epsilon_upper_at_value"] <= 0.5

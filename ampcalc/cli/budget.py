@@ -81,7 +81,7 @@ def budget(
     led = api.load_ledger(ledger, overrides=set_ or (), discretization=discretization)
     require_accountant()  # before any work or bar: a missing dependency said on its own
     if solve is not None:
-        return _run_solve(led, solve, target, output)
+        return _run_solve(led, solve, target, output, out)
     with progress_bar("composing the budget") as progress:
         payload = api.budget(led, progress)
     code = ExitCode.OK
@@ -193,7 +193,7 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
 # no value meets the target.
 
 
-def _run_solve(led: Any, knob: str, target: float | None, output: Any) -> int:
+def _run_solve(led: Any, knob: str, target: float | None, output: Any, out: str | None) -> int:
     from ampcalc import api  # lazy: start-up (--help)
 
     payload = api.budget_solve(led, knob, target)
@@ -206,6 +206,8 @@ def _run_solve(led: Any, knob: str, target: float | None, output: Any) -> int:
         payload,
         csv=[dict(k, entries=", ".join(k["entries"]), target=payload["target"]["epsilon"])],
         table=lambda rich: _solve_table(payload, rich),
+        to=out,
+        rows=1,
     )
     return int(ExitCode.OK)
 
