@@ -24,10 +24,15 @@ from ampcalc.records import distributed as D  # noqa: E402
 
 
 def _listening(pid: int | None = None) -> list[tuple[str, int]]:
-    """(address, port) of the listening TCP sockets of a process and its children."""
-    top = psutil.Process(pid)
+    """(address, port) of the listening TCP sockets of a process and its children (none
+    for a process that has gone: a short-lived child can end while it is looked at)."""
+    try:
+        top = psutil.Process(pid)
+        family = [top, *top.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
     found = []
-    for proc in [top, *top.children(recursive=True)]:
+    for proc in family:
         try:
             conns = proc.net_connections(kind="inet")
         except psutil.NoSuchProcess:
