@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import subprocess
@@ -95,6 +96,21 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str, expect: int = 0) ->
     assert code == expect, f"exit {code}, expected {expect}\nstdout:\n{out}\nstderr:\n{err}"
     assert "Traceback" not in err
     return run
+
+
+def run_in_process(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    """``ampcalc.cli.main(args)`` in ``cwd``: (exit code, stdout, stderr), whatever the code."""
+    from ampcalc.cli.app import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(args)
+    finally:
+        os.chdir(old)
+    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

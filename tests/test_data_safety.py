@@ -8,8 +8,6 @@ output file through ``ampcalc.fileio.atomic_write``.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 import os
 import re
@@ -21,26 +19,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, run_in_process
 
-from ampcalc.cli.app import main
 from ampcalc.load.files import excerpt
 
 PWS_DESIGN = str(EXAMPLES / "pws.yaml")
 _WARNING = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|Traceback|internal error")
-
-
-def run_in_process(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """``main(args)`` in ``cwd``, capturing stdout and stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(args)
-    finally:
-        os.chdir(old)
-    return code, out.getvalue(), err.getvalue()
 
 
 def assert_input_error(code: int, err: str, *needles: str) -> None:

@@ -8,18 +8,15 @@ in-process (``main``), stdout and stderr captured.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, run_in_process
 
-from ampcalc.cli.app import main
 from ampcalc.cli.conventions import MESSAGE_CHARS, say
 from ampcalc.model.errors import QUOTE_CHARS, printable, quote
 
@@ -37,18 +34,6 @@ RAW = ("\x1b", "\x07", "\r", "\u202e")
 POISSON = (
     "mechanism: {epsilon: 1.0, neighbours: add-remove}\nsampling: {scheme: poisson, rate: 0.1}\n"
 )
-
-
-def run(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(args)
-    finally:
-        os.chdir(old)
-    return code, out.getvalue(), err.getvalue()
 
 
 # --------------------------------------------------------------------------------------
@@ -119,14 +104,14 @@ def _not_a_design(tmp_path: Path, name: str, content: str | bytes, *hidden: str)
     else:
         p.write_text(content)
     for command in (["bound", str(p)], ["check", str(p), "--max-epsilon", "1"]):
-        code, out, err = run([*command, "--json"], tmp_path)
+        code, out, err = run_in_process([*command, "--json"], tmp_path)
         assert code == 2, err
         for h in hidden:
             assert h not in err and h not in out, (h, err, out)
         doc = json.loads(out)
         assert doc["error"]["file"] == str(p)
         assert len(err) < 500
-    code, out, err = run(["validate", str(p)], tmp_path)
+    code, out, err = run_in_process(["validate", str(p)], tmp_path)
     assert code == 2 and out == ""
     return err
 
@@ -165,7 +150,7 @@ def test_environ_is_a_binary_file(tmp_path: Path) -> None:
 
 def test_npy_given_as_a_design(tmp_path: Path) -> None:
     np.save(tmp_path / "a.npy", np.arange(5.0))
-    code, _, err = run(["bound", str(tmp_path / "a.npy")], tmp_path)
+    code, _, err = run_in_process(["bound", str(tmp_path / "a.npy")], tmp_path)
     assert code == 2 and "not UTF-8 text (byte 0x93 at offset 0)" in err
     assert "NUMPY" not in err and "descr" not in err
 
@@ -173,7 +158,7 @@ def test_npy_given_as_a_design(tmp_path: Path) -> None:
 def test_scalar_and_list_top_levels(tmp_path: Path) -> None:
     for text, shape in [("42\n", "a number"), ("- 1\n- 2\n", "a list"), ("hello\n", "text")]:
         (tmp_path / "d.yaml").write_text(text)
-        code, _, err = run(["bound", str(tmp_path / "d.yaml")], tmp_path)
+        code, _, err = run_in_process(["bound", str(tmp_path / "d.yaml")], tmp_path)
         assert code == 2 and NOT_A_DESIGN in err and shape in err, err
     assert "hello" not in err
 
@@ -183,14 +168,14 @@ def test_a_typo_in_every_key_still_suggests_the_key(tmp_path: Path) -> None:
     (tmp_path / "d.yaml").write_text(
         POISSON.replace("mechanism", "mechansim").replace("sampling", "samplng")
     )
-    code, _, err = run(["bound", str(tmp_path / "d.yaml")], tmp_path)
+    code, _, err = run_in_process(["bound", str(tmp_path / "d.yaml")], tmp_path)
     assert code == 2 and NOT_A_DESIGN not in err
     assert "unknown key in a design" in err and "did you mean" in err
 
 
 def test_a_long_unknown_key_next_to_known_ones_is_quoted_capped(tmp_path: Path) -> None:
     (tmp_path / "d.yaml").write_text(POISSON + SHADOW.replace(":::", "") + ": 1\n")
-    code, _, err = run(["bound", str(tmp_path / "d.yaml")], tmp_path)
+    code, _, err = run_in_process(["bound", str(tmp_path / "d.yaml")], tmp_path)
     assert code == 2 and "unknown key in a design" in err
     assert SHADOW[: QUOTE_CHARS + 1] not in err and repr(SHADOW[:QUOTE_CHARS]) in err
     assert len(err) < 500
@@ -199,7 +184,7 @@ def test_a_long_unknown_key_next_to_known_ones_is_quoted_capped(tmp_path: Path) 
 def test_five_million_character_scheme(tmp_path: Path) -> None:
     p = tmp_path / "d.yaml"
     p.write_text("mechanism: {epsilon: 1}\nsampling: {scheme: " + "s" * 5_000_000 + "}\n")
-    code, out, err = run(["bound", str(p), "--json"], tmp_path)
+    code, out, err = run_in_process(["bound", str(p), "--json"], tmp_path)
     assert code == 2 and len(err) < 500 and len(out) < 1000
     assert "unknown scheme 'sss" in err and "… (5,000,000 characters)" in err
     assert json.loads(out)["error"]["field"] == "sampling.scheme"
@@ -222,7 +207,9 @@ def _environ(tmp_path: Path) -> Path:
 def test_pws_on_an_environ_file(tmp_path: Path, sub: str, header: str) -> None:
     p = _environ(tmp_path)
     args = ["pws", sub, str(p), "--design", str(EXAMPLES / "pws.yaml")]
-    code, out, err = run([*args, "--seed", "1"] if sub == "sanitize" else args, tmp_path)
+    code, out, err = run_in_process(
+        [*args, "--seed", "1"] if sub == "sanitize" else args, tmp_path
+    )
     assert code == 2 and out == ""
     assert err == f"ampcalc: error: {p}:1: {NOT_CSV}: expected a header with columns {header}\n"
 
@@ -233,7 +220,7 @@ def test_npy_given_as_a_size_measure_csv(tmp_path: Path) -> None:
         "mechanism: {epsilon: 1.0, neighbours: both}\n"
         "sampling: {scheme: pps, size_measures: {file: sizes.npy}, sample: 1}\n"
     )
-    code, _, err = run(["bound", "d.yaml"], tmp_path)
+    code, _, err = run_in_process(["bound", "d.yaml"], tmp_path)
     assert code == 2, err
     assert "sampling.size_measures.file" in err and f"no column 'size': the file {NOT_CSV}" in err
     for leak in ("NUMPY", "numpy", "descr", "fortran_order", "\x00", "\ufffd"):
@@ -247,7 +234,7 @@ def test_a_csv_with_other_columns_still_lists_them(tmp_path: Path) -> None:
         "mechanism: {epsilon: 1.0, neighbours: both}\n"
         "sampling: {scheme: pps, size_measures: {file: sizes.csv}, sample: 1}\n"
     )
-    code, _, err = run(["bound", "d.yaml"], tmp_path)
+    code, _, err = run_in_process(["bound", "d.yaml"], tmp_path)
     assert code == 2 and "no column 'size' (columns: name, count)" in err
 
 
@@ -279,7 +266,7 @@ def test_name_is_escaped_in_tables_and_lines(
     named: Path, args: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # the name's cell on one line
-    code, out, err = run([args[0], str(named), *args[1:]], named.parent)
+    code, out, err = run_in_process([args[0], str(named), *args[1:]], named.parent)
     assert code in (0, 1), err
     for raw in RAW:
         assert raw not in out and raw not in err, (raw, out, err)
@@ -287,13 +274,13 @@ def test_name_is_escaped_in_tables_and_lines(
 
 
 def test_name_is_escaped_in_the_notes(named: Path) -> None:
-    code, out, _ = run(["bound", str(named)], named.parent)
+    code, out, _ = run_in_process(["bound", str(named)], named.parent)
     assert code == 0
     assert "a\\x1b[31mRED\\x1b]0;title\\x07X\\rY\\u202eabc:\n  - basis:" in out
 
 
 def test_name_is_escaped_in_a_gate_failure_on_stderr(named: Path) -> None:
-    code, _, err = run(["bound", str(named), "--fail-above", "0.01"], named.parent)
+    code, _, err = run_in_process(["bound", str(named), "--fail-above", "0.01"], named.parent)
     assert code == 1
     assert err.startswith("gate failed: a\\x1b[31mRED\\x1b]0;title\\x07X\\rY\\u202eabc: ")
     assert not any(raw in err for raw in RAW)
@@ -302,7 +289,7 @@ def test_name_is_escaped_in_a_gate_failure_on_stderr(named: Path) -> None:
 @pytest.mark.parametrize("command", ["bound", "validate", "check"])
 def test_json_keeps_the_name_exactly(named: Path, command: str) -> None:
     extra = ["--max-epsilon", "1"] if command == "check" else []
-    code, out, _ = run([command, str(named), *extra, "--json"], named.parent)
+    code, out, _ = run_in_process([command, str(named), *extra, "--json"], named.parent)
     assert code == 0
     assert json.loads(out)["results"][0]["name"] == NAME
     for raw in RAW:  # written as \u escapes: the same string, nothing for a terminal to act on
@@ -311,7 +298,7 @@ def test_json_keeps_the_name_exactly(named: Path, command: str) -> None:
 
 
 def test_csv_keeps_the_name_exactly_in_one_row(named: Path) -> None:
-    code, out, _ = run(["bound", str(named), "--format", "csv"], named.parent)
+    code, out, _ = run_in_process(["bound", str(named), "--format", "csv"], named.parent)
     assert code == 0
     rows = list(csv.reader(io.StringIO(out, newline="")))
     assert len(rows) == 2 and rows[1][0] == NAME
