@@ -146,8 +146,7 @@ DETAIL_LABELS: Mapping[str, str] = {
 COMPOSED_AS: Mapping[str, str] = {
     "randomized response at ε′ (pure)": "exactly, as a pure ε′ release",
     "(ε′, δ′) dominating pair": "as an (ε′, δ′) release (its worst case)",
-    "dp_accounting PLD (pessimistic estimate for the upper, optimistic estimate for the "
-    "lower)": (
+    "dp_accounting PLD (pessimistic estimate for the upper, optimistic estimate for the lower)": (
         "by the privacy-loss-distribution accountant (dp_accounting)"
     ),
     "the accountant's optimistic estimate of the same composition: an accounting "
