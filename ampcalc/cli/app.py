@@ -29,6 +29,8 @@ from ampcalc._version import __version__
 from ampcalc.cli.conventions import (
     AmpcalcGroup,
     Chunk,
+    ClosedOutput,
+    Discard,
     OutputOpt,
     click_message,
     click_where,
@@ -36,6 +38,7 @@ from ampcalc.cli.conventions import (
     error_kind,
     error_line,
     format_from_suffix,
+    hold_standard_descriptors,
     json_requested,
     lazy_progress_bar,
     report_error,
@@ -121,7 +124,7 @@ class CommandLine(AmpcalcGroup):
                 self.commands.setdefault(name, command)
 
 
-#: this module's commands (bound, invert, validate, schemes), added to the command line
+#: this module's commands (bound, invert), added to the command line
 #: by ``CommandLine`` as the further modules' are
 core = typer.Typer(cls=AmpcalcGroup)
 
@@ -561,120 +564,17 @@ def invert(
     return int(code)
 
 
-@core.command("schemes", rich_help_panel="Checks and reference")
-def schemes_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False, out: OutputOpt = None) -> int:
-    """Every sampling scheme: its parameters, the relation M must satisfy, its basis.
-
-    Example:  ampcalc schemes --json
-    """
-    output = resolve_format(fmt, as_json, out)
-    from ampcalc import api  # lazy: start-up (--version)
-
-    items = api.schemes()
-
-    def table(rich: bool) -> str:
-        from ampcalc.model.references import describe_all  # lazy: start-up (--version)
-
-        # lazy: start-up (--version)
-        from ampcalc.model.references import footer as references_footer
-        from ampcalc.output import render  # lazy: start-up (--version)
-
-        header = ["scheme", "guarantee", "what it is"]
-        rows = [[i["name"], ", ".join(i["guarantee_neighbours"]), i["summary"]] for i in items]
-        footer = [
-            f"{i['name']}:\n"
-            f"  - parameters (* required): "
-            + ", ".join(p["name"] + ("*" if p["required"] else "") for p in i["parameters"])
-            + f"\n  - M's relation: {i['mechanism_neighbours']}"
-            + f"\n  - basis: {describe_all(i['basis'])}"
-            for i in items
-        ]
-        footer += references_footer(items)
-        return render.render_table(header, rows, footer, rich_output=rich)
-
-    records = ({**i, "parameters": [p["name"] for p in i["parameters"]]} for i in items)
-    emit_result(
-        output, "schemes", {"schemes": items}, csv=records, table=table, to=out,
-        rows=len(items),
-    )  # fmt: skip
-    return int(ExitCode.OK)
-
-
-@core.command(rich_help_panel="Checks and reference")
-def validate(
-    design: DesignsArg = None,
-    fmt: FormatOpt = None,
-    as_json: JsonOpt = False,
-    set_: SetOpt = None,
-    out: OutputOpt = None,
-) -> int:
-    """Check design files (syntax, fields, theorem conditions) without computing bounds.
-
-    Example:  ampcalc validate examples/designs/srswor.yaml
-    """
-    output = resolve_format(fmt, as_json, out)
-    from ampcalc import api  # lazy: start-up (--version)
-
-    files, code = each_file(design, set_, api.validate)
-
-    def table(dicts: list[dict[str, Any]]) -> TableText:
-        def text(rich: bool) -> str:
-            from ampcalc.output import render  # lazy: start-up (--version)
-
-            header = ["design", "scheme", "valid"]
-            rows = [[e["name"], e["scheme"], "yes" if e["valid"] else "error"] for e in dicts]
-            return render.render_table(header, rows, [], rich_output=rich)
-
-        return text
-
-    emit_files(output, "validate", files, table, out)
-    return int(code)
-
-
 # ---- the boundary -------------------------------------------------------------------------
-
-
-class _ClosedOutput:
-    """Standard output closed by the caller (``>&-``: Python leaves ``sys.stdout``
-    None): writing it fails as a closed descriptor does, so a result that cannot be
-    written is an error (exit 2), not silently lost."""
-
-    encoding = None
-
-    def write(self, _text: str) -> int:
-        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
-
-    def flush(self) -> None:
-        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
-
-    def isatty(self) -> bool:
-        return False
-
-
-class _Discard:
-    """Standard error closed by the caller (``2>&-``): messages go nowhere, and the
-    exit code still says what happened."""
-
-    encoding = "utf-8"
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ampcalc with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
 
     Standard output or error closed by the caller (``>&-``, ``2>&-``) stand in as
-    ``_ClosedOutput`` and ``_Discard`` for the run."""
+    ``ClosedOutput`` and ``Discard`` for the run."""
     stand_ins = {
         name: stand_in
-        for name, stand_in in (("stdout", _ClosedOutput()), ("stderr", _Discard()))
+        for name, stand_in in (("stdout", ClosedOutput()), ("stderr", Discard()))
         if getattr(sys, name) is None
     }
     for name, stand_in in stand_ins.items():
@@ -755,7 +655,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def run() -> None:
     """Console-script entry point."""
-    _hold_standard_descriptors()
+    hold_standard_descriptors()
     code = main()
     # The interpreter's teardown garbage-collects every object still alive, several
     # times: the whole typer/pydantic/numpy stack, 0.05-0.15 s after the command is
@@ -763,22 +663,6 @@ def run() -> None:
     # still flushed, atexit handlers and thread joins still run).
     gc.freeze()
     sys.exit(code)
-
-
-def _hold_standard_descriptors() -> None:
-    """Open the null device on descriptors 0-2 the caller closed (``>&-``): otherwise
-    the next file opened (a design, a temporary output file) takes that number, and
-    anything a library writes to "standard error" at the C level lands in it. Python
-    has already set the closed streams to None, which ``main`` reports."""
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            with contextlib.suppress(OSError):
-                null = os.open(os.devnull, os.O_RDWR)
-                if null != fd:
-                    os.dup2(null, fd)
-                    os.close(null)
 
 
 # ---- invert --solve: noise calibration for named mechanisms -----------------------------
@@ -880,8 +764,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "pws": ("pws", "pws_keys"),
     # Checks and reference
     "verify": ("verify",),
-    "validate": ("app",),
-    "schemes": ("app",),
+    "validate": ("reference",),
+    "schemes": ("reference",),
     "examples": ("shipped",),
     "docs": ("shipped",),
     "completion": ("completion",),

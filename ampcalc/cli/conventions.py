@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -424,3 +425,55 @@ class AmpcalcGroup(TyperGroup):
     def get_params(self, ctx: Any) -> list[Any]:
         _fix_params(self)  # typer adds --install-completion after __init__
         return list(super().get_params(ctx))
+
+
+# ---- standard streams the caller closed ------------------------------------------------
+
+
+class ClosedOutput:
+    """Standard output closed by the caller (``>&-``: Python leaves ``sys.stdout``
+    None): writing it fails as a closed descriptor does, so a result that cannot be
+    written is an error (exit 2), not silently lost."""
+
+    encoding = None
+
+    def write(self, _text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def flush(self) -> None:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def isatty(self) -> bool:
+        return False
+
+
+class Discard:
+    """Standard error closed by the caller (``2>&-``): messages go nowhere, and the
+    exit code still says what happened."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def hold_standard_descriptors() -> None:
+    """Open the null device on descriptors 0-2 the caller closed (``>&-``): otherwise
+    the next file opened (a design, a temporary output file) takes that number, and
+    anything a library writes to "standard error" at the C level lands in it. Python
+    has already set the closed streams to None, which ``main`` reports."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
