@@ -320,7 +320,8 @@ def plan(source: Any, q: float | None = None) -> Plan:
     """Accuracy planning for SRSWOR at a fixed population target (``ampcalc plan``).
 
     Args:
-        source: a planner design: path, YAML text or dict.
+        source: a planner design: path, YAML text or dict (a ``pathlib.Path`` is always
+            read as a file, whatever its name looks like).
         q: a sampling-variance share of V_N in [0, 1): also report the largest rate
             that still allows a gain.
     Returns:

@@ -384,14 +384,14 @@ def test_pruned_single_equals_rowwise(b: float) -> None:
 
 
 def test_terminal_sparkline() -> None:
-    from ampcalc.analyses.plan import read_plan
+    from ampcalc import api
     from ampcalc.cli.plan import sparkline, table
 
     # V_n/V_N falls with the rate for the mean (5666 … 1 in examples/plans/mean.yaml)
     assert sparkline([5666.0, 492.8, 55.2, 1.0]) == "█▆▄▁"
-    text = table(read_plan(str(PLANS / "mean.yaml"), None).to_dict(), rich=True)
+    text = table(api.plan(PLANS / "mean.yaml").to_dict(), rich=True)
     assert "V_n/V_N by rate (log scale): █▆▄▁" in text
-    assert "by rate" not in table(read_plan(str(PLANS / "mean.yaml"), None).to_dict(), False)
+    assert "by rate" not in table(api.plan(PLANS / "mean.yaml").to_dict(), False)
 
 
 @settings(max_examples=200, deadline=None)

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ampcalc.analyses.plan import plan_design, read_plan
+from ampcalc import api
+from ampcalc.analyses.plan import plan_design
 from ampcalc.designs.plan import (
     CustomStatistic,
     MeanStatistic,
@@ -88,8 +89,9 @@ def test_custom_number_repeats_per_rate() -> None:
 
 @pytest.mark.parametrize("name", ["mean", "custom", "custom_table"])
 def test_plan_of_the_object_is_the_plan_of_the_file(name: str) -> None:
-    path = str(PLANS / f"{name}.yaml")
-    assert plan_design(read_planner_design(path), 0.5).to_dict() == read_plan(path, 0.5).to_dict()
+    path = PLANS / f"{name}.yaml"
+    want = plan_design(read_planner_design(str(path)), 0.5).to_dict()
+    assert api.plan(path, 0.5).to_dict() == want
 
 
 def test_grid_rates_and_errors_at_the_field(tmp_path: Path) -> None:

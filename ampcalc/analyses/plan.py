@@ -17,7 +17,6 @@ from ampcalc.designs.plan import (
     MeanStatistic,
     PlannerDesign,
     parse_planner_design,
-    read_planner_design,
 )
 from ampcalc.designs.sources import source_document
 from ampcalc.math import accuracy as planner
@@ -67,11 +66,6 @@ def plan_design(design: PlannerDesign, variance_share: float | None) -> Plan:
         st.seed,
         q,
     )
-
-
-def read_plan(source: str | None, variance_share: float | None) -> Plan:
-    """Read and validate a planner design file, then compute its plan."""
-    return plan_design(read_planner_design(source), variance_share)
 
 
 def plan_document(doc: Any, name: str, variance_share: float | None) -> Plan:

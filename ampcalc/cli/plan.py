@@ -12,6 +12,7 @@ Science: Hu et al., §4, spec §9; the computations live in
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -130,13 +131,15 @@ def plan(
     Example:  ampcalc plan examples/plans/mean.yaml --variance-share 0.6
     """
     output = resolve_format(fmt, as_json, out)
-    from ampcalc.analyses.plan import read_plan  # lazy: start-up (--help)
+    from ampcalc import api  # lazy: start-up (--help)
     from ampcalc.load.fields import Field  # lazy: start-up (--help)
 
     share = Field(name="q", kind="float", doc="variance share", low=0.0, high=1.0, high_open=True)
     check_option(q, "--variance-share", share)
 
-    result = read_plan(design, q).to_dict()
+    # a path (or '-', or nothing: standard input), never YAML text as the API also takes
+    source = design if design in (None, "-") else Path(design)
+    result = api.plan(source, q).to_dict()
     emit_result(
         output,
         "plan",

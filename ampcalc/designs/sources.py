@@ -201,8 +201,9 @@ def source_document(source: Any) -> tuple[Any, str]:
 
     if isinstance(source, Design):
         return design_document(source)
-    if isinstance(source, os.PathLike):
-        source = os.fspath(source)
+    if isinstance(source, os.PathLike):  # a path is read, whatever its name looks like
+        text, name = read_source(os.fspath(source))
+        return parse_yaml(text, filename=name), name
     if isinstance(source, Mapping):
         return source, "<dict>"
     if isinstance(source, str) and is_yaml_text(source):
