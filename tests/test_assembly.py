@@ -15,6 +15,7 @@ import pytest
 
 import ampcalc
 from ampcalc import engine
+from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.schemes import assembly, poisson, pps, pps_cluster, srswor
@@ -350,10 +351,12 @@ def test_a_copy_that_changes_a_bound_does_not_read_the_joint_bounds() -> None:
 
 
 def test_a_theorem_states_its_formulas_once_and_the_assembly_binds_its_parameters() -> None:
-    """srswor's Theorem 2.2 names its module-level formulas and its parameters; bound,
-    each is the formula at those parameters (A(m/N, ε_R), the closed form)."""
+    """srswor's Theorem 2.2 states its formula once, the closed form A(m/N, ε_R)
+    (``numeric.Amplification``): its upper and lower bounds and inverse are the form's,
+    the module-level formulas at the design's parameters."""
     thm = srswor.theorem(srswor.Params(population=1000, sample=10))
-    assert thm.upper is srswor.upper_epsilon and thm.params == {"population": 1000, "sample": 10}
+    assert thm.closed_form == numeric.Amplification(0.01) and thm.params == {}
+    assert thm.upper == thm.closed_form.upper and thm.formulas_are_closed_form()
     bound = thm.bind()
     assert bound.params == {}
     eps = np.array([0.1, 1.0, 5.0])
