@@ -367,3 +367,15 @@ def test_a_theorem_states_its_formulas_once_and_the_assembly_binds_its_parameter
     assert np.all(lo <= up) and np.allclose(up, exact, rtol=1e-14, atol=0)
     t = np.asarray(0.02)
     assert float(bound.inverse(t)) == pytest.approx(math.log1p(math.expm1(0.02) / 0.01), rel=1e-14)
+
+
+def test_a_doubled_closed_form_keeps_no_lower_bound_and_no_scalar_form() -> None:
+    """``doubled`` drops the lower parts: a closed-form theorem must not refill them
+    from its form, and the doubled bound (2·A rounded up) is not the form's."""
+    thm = assembly.doubled(poisson.theorem(0.1))
+    assert thm.closed_form is None and thm.lower is None and thm.bounds is None
+    mech = Mechanism(epsilon=1.0, neighbours=Neighbours.BOTH)
+    a = assembly.assemble(thm, mech)
+    assert a.lower is None and a.scalar is None
+    eps = np.asarray(1.0)
+    assert float(a.upper(eps)) >= 2 * float(poisson.upper_epsilon(eps, rate=0.1))

@@ -228,7 +228,9 @@ class Theorem:
             ``lower``, ``bounds`` and ``inverse`` left None are its own, and while all
             four are, the assembly also gives the analysis a ``ScalarForm`` (one ε
             answered on Python floats by the same operations). A family gives it only
-            where its notes, details and conditions do not depend on M's ε.
+            where its notes, details and conditions do not depend on M's ε. A copy
+            that drops one of the four sets ``closed_form=None`` too (a copy refills
+            what it leaves None from the form).
     """
 
     name: str

@@ -674,6 +674,7 @@ def doubled(theorem: Theorem) -> Theorem:
         witnesses=(),
         lower_inverse=None,
         tight=None if theorem.tight is None else False,
+        closed_form=None,  # the doubled bound is not the form's; its lower parts are gone
     )
 
 
