@@ -32,15 +32,15 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 @contextlib.contextmanager
 def array_path_only() -> Iterator[None]:
     """``engine.bound``/``engine.invert`` answered by the array path alone: the scalar
-    fast path declines every call (what it does for a design it does not cover)."""
-    from ampcalc.engine import fastpath
+    evaluation declines every call (what it does for a design without a scalar form)."""
+    from ampcalc.engine import core
 
-    saved = fastpath.bound, fastpath.invert
-    fastpath.bound = fastpath.invert = lambda *args, **kwargs: None  # type: ignore[assignment]
+    saved = core._scalar_bound, core._scalar_invert
+    core._scalar_bound = core._scalar_invert = lambda *args, **kwargs: None  # type: ignore[assignment]
     try:
         yield
     finally:
-        fastpath.bound, fastpath.invert = saved
+        core._scalar_bound, core._scalar_invert = saved
 
 
 @dataclass

@@ -15,6 +15,7 @@ import pytest
 
 import ampcalc
 from ampcalc import engine
+from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.schemes import assembly, poisson, pps, pps_cluster, srswor
@@ -350,10 +351,12 @@ def test_a_copy_that_changes_a_bound_does_not_read_the_joint_bounds() -> None:
 
 
 def test_a_theorem_states_its_formulas_once_and_the_assembly_binds_its_parameters() -> None:
-    """srswor's Theorem 2.2 names its module-level formulas and its parameters; bound,
-    each is the formula at those parameters (A(m/N, ε_R), the closed form)."""
+    """srswor's Theorem 2.2 states its formula once, the closed form A(m/N, ε_R)
+    (``numeric.Amplification``): its upper and lower bounds and inverse are the form's,
+    the module-level formulas at the design's parameters."""
     thm = srswor.theorem(srswor.Params(population=1000, sample=10))
-    assert thm.upper is srswor.upper_epsilon and thm.params == {"population": 1000, "sample": 10}
+    assert thm.closed_form == numeric.Amplification(0.01) and thm.params == {}
+    assert thm.upper == thm.closed_form.upper and thm.formulas_are_closed_form()
     bound = thm.bind()
     assert bound.params == {}
     eps = np.array([0.1, 1.0, 5.0])
@@ -364,3 +367,15 @@ def test_a_theorem_states_its_formulas_once_and_the_assembly_binds_its_parameter
     assert np.all(lo <= up) and np.allclose(up, exact, rtol=1e-14, atol=0)
     t = np.asarray(0.02)
     assert float(bound.inverse(t)) == pytest.approx(math.log1p(math.expm1(0.02) / 0.01), rel=1e-14)
+
+
+def test_a_doubled_closed_form_keeps_no_lower_bound_and_no_scalar_form() -> None:
+    """``doubled`` drops the lower parts: a closed-form theorem must not refill them
+    from its form, and the doubled bound (2·A rounded up) is not the form's."""
+    thm = assembly.doubled(poisson.theorem(0.1))
+    assert thm.closed_form is None and thm.lower is None and thm.bounds is None
+    mech = Mechanism(epsilon=1.0, neighbours=Neighbours.BOTH)
+    a = assembly.assemble(thm, mech)
+    assert a.lower is None and a.scalar is None
+    eps = np.asarray(1.0)
+    assert float(a.upper(eps)) >= 2 * float(poisson.upper_epsilon(eps, rate=0.1))

@@ -1,8 +1,9 @@
-"""The scalar fast path and the vectorised shortcuts against the paths they replace.
+"""The scalar evaluation and the vectorised shortcuts against the paths they replace.
 
-``ampcalc.engine.fastpath`` answers one ``bound``/``invert`` call on an srswor or poisson
-design with Python floats instead of numpy arrays. Its ``expm1``/``log1p``/``exp``/``log``
-are numpy's own loops called on the one float, so it runs the array path's code and its
+``engine.core`` answers one ``bound``/``invert`` call on a design whose analysis has a
+``ScalarForm`` (srswor's and poisson's closed form A(q, ε)) with Python floats instead of
+numpy arrays. The form's ``expm1``/``log1p``/``exp``/``log`` are the array kernels' own
+numpy calls on the one float, so it runs the array path's code and its
 results are the array path's bits on any CPU: compared bit for bit (``repr`` of the JSON
 dict, so -0.0/0.0 and the last ulp count). ``.ci/run`` runs these tests again with
 numpy's AVX-512 loops switched off, so the claim is checked under both dispatches. Both
@@ -29,7 +30,6 @@ from hypothesis import strategies as st
 import ampcalc
 from ampcalc import engine
 from ampcalc.engine import core as engine_core
-from ampcalc.engine import fastpath
 from ampcalc.math import numeric
 from ampcalc.model.results import Verdict
 
@@ -138,12 +138,22 @@ def test_invert_fast_path_equals_array_path(design, target, target_delta) -> Non
 
 def test_fast_path_is_taken_and_refuses_what_it_does_not_cover() -> None:
     d = _design("srswor", (10_000, 100), "both", 0.0, 1.0)
-    assert fastpath.bound(d, 0.5) is not None
-    assert fastpath.invert(d, 0.1, None) is not None
-    assert fastpath.bound(d, np.array([0.5])) is None  # arrays: the array path
-    assert fastpath.bound(d, 800.0) is None  # log-space branch: the array path
-    # add-remove srswor: its warning prints ε, so it depends on the call
-    assert fastpath.bound(_design("srswor", (10, 1), "add-remove", 0.0, 1.0), 0.5) is None
+    assert engine_core._scalar_bound(d, 0.5) is not None
+    assert engine_core._scalar_invert(d, 0.1, None) is not None
+    assert engine_core._scalar_bound(d, np.array([0.5])) is None  # arrays: the array path
+    assert engine_core._scalar_bound(d, 800.0) is None  # log-space branch: the array path
+    # add-remove srswor: its note prints ε, so it depends on the call
+    add_remove = _design("srswor", (10, 1), "add-remove", 0.0, 1.0)
+    assert engine_core._scalar_bound(add_remove, 0.5) is None
+    # a replace-one guarantee for poisson is not the closed form: no scalar form
+    replace_one = ampcalc.load_designs(
+        {
+            "mechanism": {"epsilon": 1.0, "neighbours": "both"},
+            "sampling": {"scheme": "poisson", "rate": 0.1},
+            "guarantee": "replace-one",
+        }
+    )[0]
+    assert engine_core._scalar_bound(replace_one, 0.5) is None
     with pytest.raises(ampcalc.DesignError, match="expected a number in"):
         engine.bound(d, -1.0)  # the same check_epsilon error as the array path
 
@@ -153,7 +163,7 @@ def test_srswor_fast_path_paper_value() -> None:
     (Bun et al.). Compared with the exact value, not with a float
     recomputation: ``math.expm1(1.0)`` and numpy's AVX-512 ``expm1`` differ by 1 ulp."""
     d = _design("srswor", (10_000, 100), "both", 0.0, 1.0)
-    assert fastpath.bound(d, 1.0) is not None  # the fast path answers this call
+    assert engine_core._scalar_bound(d, 1.0) is not None  # the scalar form answers it
     r = engine.bound(d, 1.0)
     exact = oracle.amplification(mp.mpf(100) / 10_000, 1.0)
     assert mp.mpf(r.lower) <= exact <= mp.mpf(r.upper)
@@ -233,20 +243,14 @@ def test_verdict_codes_equal_the_object_array_fill(rows, has_lower, has_upper) -
         assert one.shape == () and one.item() == want[0]
 
 
-def test_fast_results_are_what_the_result_constructors_build() -> None:
-    """The scalar path fills in a copy of a template instance dict instead of calling
-    the frozen dataclass constructor: the same fields, in the same order, equal."""
+def test_a_copy_of_the_analysis_that_changes_a_bound_drops_the_scalar_form() -> None:
+    """The form names the analysis's functions it stands for: a family that replaces one
+    (as stratified designs do with srswor's and poisson's theorems) loses it."""
     import dataclasses
 
-    from ampcalc.model.results import BoundResult, InvertResult
-
-    d = _design("srswor", (10_000, 100), "both", 1e-6, 1.0)
-    for res, cls in (
-        (fastpath.bound(d, 0.5), BoundResult),
-        (fastpath.invert(d, 0.1, 1e-3), InvertResult),
-    ):
-        assert type(res) is cls
-        assert list(vars(res)) == [f.name for f in dataclasses.fields(cls)]
-        assert res == cls(**vars(res))
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            res.name = "x"  # type: ignore[misc]
+    d = _design("poisson", (100, 1), "both", 1e-6, 1.0)
+    analysis = engine.analyse(d)
+    assert analysis.scalar_form() is not None
+    changed = dataclasses.replace(analysis, upper=lambda e: np.full(np.shape(e), np.inf))
+    assert changed.scalar_form() is None
+    assert dataclasses.replace(analysis, warnings=("w",)).scalar_form() is None

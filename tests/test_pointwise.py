@@ -4,8 +4,8 @@ A sweep is one vectorised call; a script that loops over ε makes single calls. 
 must report the same bounds, and a point whose theorem conditions fail must fail, not
 be evaluated silently.
 
-A single call on an srswor or poisson design is answered by the scalar fast path
-(``engine.fastpath``), which calls numpy's own loops on one float: its bits are the
+A single call on an srswor or poisson design is answered by the scalar form
+(``ScalarForm``), which calls numpy's own loops on one float: its bits are the
 array path's, compared with the fast path on and off.
 """
 

@@ -1,7 +1,7 @@
 """A design's analysis: the scheme's theorem applied to the design's mechanism.
 
-The step every engine path starts from (``core`` for arrays, ``fastpath`` for one
-closed-form value, ``profiles`` for named mechanisms): look the scheme up, check
+The step every engine path starts from (``core`` for arrays and for one ε through
+an analysis's scalar form, ``profiles`` for named mechanisms): look the scheme up, check
 the group size, bind a calibrated scheme's target, call its ``analyse``. Also the
 ε override (``with_epsilon``) and where its errors point.
 """

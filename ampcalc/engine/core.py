@@ -6,18 +6,26 @@ a target ε′ and the ε past which the lower bound surely breaks it. Closed-fo
 inverses are used where a scheme has them, otherwise the generic monotone inversion
 in ``numeric``; either way the certificate is checked as evaluated, and the path
 taken is recorded in ``details.inverse``.
+
+One ε (or one target) on a design whose analysis has a ``ScalarForm`` (the theorem's
+formulas are one closed form, e.g. srswor's and poisson's A(q, ε)) is answered on
+Python floats by ``_scalar_bound``/``_scalar_invert``: the analysis is built once per
+design, and the form evaluates, rounds and certifies with the array functions' own
+operations, so the result is the array path's bit for bit; the verdict rule and the
+messages below serve both. Where the form declines (a log-space argument, an array, a
+certificate needing more steps) the array path answers.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any, Literal, overload
 
 import numpy as np
 
 from ampcalc import schemes
-from ampcalc.engine import fastpath
 from ampcalc.engine.analysis import (
     _EPSILON_WHERE,
     _TARGET_WHERE,
@@ -35,9 +43,19 @@ from ampcalc.model.design import (
 )
 from ampcalc.model.errors import ConditionError, DesignError
 from ampcalc.model.results import BoundResult, InvertResult, Verdict
-from ampcalc.schemes.base import Analysis
+from ampcalc.schemes.base import Analysis, ScalarForm
 
 VERDICT_SLACK = 1e-12
+
+#: what ``invert`` says about a certificate or a δ′ target (both paths)
+NO_EPSILON_MEETS = "no mechanism ε meets the target: the upper bound exceeds it even as ε → 0"
+EVERY_EPSILON_MEETS = "every mechanism ε meets the target: the upper bound stays below it"
+LOWER_NEVER_REACHES = "the lower bound never reaches the target: no ε is known to break it"
+
+
+def delta_unconstrained(target_delta: float) -> str:
+    """The note for a target δ′ that any mechanism δ < 1 meets."""
+    return f"target δ′ = {target_delta:g} does not constrain M's δ (any δ < 1 meets it)"
 
 
 def _mechanism_notes(mechanism: Mechanism | None) -> list[str]:
@@ -65,6 +83,21 @@ _VERDICT_VALUES = np.array(
 )
 
 
+def _degrades(lower: Any, reference: Any) -> Any:
+    """The verdict's first rule (floats or arrays): the lower bound exceeds ε."""
+    return lower > reference * (1 + VERDICT_SLACK)
+
+
+def _no_amplification(lower: Any, reference: Any) -> Any:
+    """The second rule: the lower bound reaches ε."""
+    return lower >= reference * (1 - VERDICT_SLACK)
+
+
+def _amplifies(upper: Any, reference: Any) -> Any:
+    """The third rule: the upper bound is below ε."""
+    return upper < reference
+
+
 def verdicts(
     lower: np.ndarray | None, upper: np.ndarray | None, reference: np.ndarray
 ) -> np.ndarray:
@@ -74,13 +107,24 @@ def verdicts(
     if upper is None:
         code: np.ndarray = np.full(ref.shape, 4, dtype=np.int8)
     else:
-        code = np.where(np.asarray(upper, dtype=float) < ref, 3, 0).astype(np.int8)
+        code = np.where(_amplifies(np.asarray(upper, dtype=float), ref), 3, 0).astype(np.int8)
     if lower is not None:
         lo = np.asarray(lower, dtype=float)
-        code[np.broadcast_to(lo >= ref * (1 - VERDICT_SLACK), ref.shape)] = 2
-        code[np.broadcast_to(lo > ref * (1 + VERDICT_SLACK), ref.shape)] = 1
+        code[np.broadcast_to(_no_amplification(lo, ref), ref.shape)] = 2
+        code[np.broadcast_to(_degrades(lo, ref), ref.shape)] = 1
     out = _VERDICT_VALUES[code]
     return np.asarray(out, dtype=object) if code.ndim == 0 else out
+
+
+def verdict(lower: float, upper: float, reference: float) -> str:
+    """``verdicts`` of one (lower, upper, reference) of floats."""
+    if _degrades(lower, reference):
+        return Verdict.DEGRADES.value
+    if _no_amplification(lower, reference):
+        return Verdict.NO_AMPLIFICATION.value
+    if _amplifies(upper, reference):
+        return Verdict.AMPLIFIES.value
+    return Verdict.INCONCLUSIVE.value
 
 
 def in_range(lower: Any, delta_prime: Any) -> tuple[Any, Any]:
@@ -187,7 +231,7 @@ def bound(design: Design, epsilon: Any = None) -> BoundResult:
         A ``BoundResult``; a design outside its theorem's conditions gives a result
         with ``error`` set and null bounds.
     """
-    fast = fastpath.bound(design, epsilon)  # one ε on a closed-form design: same bits
+    fast = _scalar_bound(design, epsilon)  # one ε on a closed-form design: same bits
     if fast is not None:
         return fast
     with np.errstate(**_QUIET):  # type: ignore[arg-type]
@@ -330,7 +374,7 @@ def invert(design: Design, target: Any = None, target_delta: float | None = None
         and 0.0 < target <= MAX_EPSILON
         and (target_delta is None or 0 <= target_delta <= 1)
     ):
-        fast = fastpath.invert(design, target, target_delta)  # closed form: same bits
+        fast = _scalar_invert(design, target, target_delta)  # closed form: same bits
         if fast is not None:
             return fast
     with np.errstate(**_QUIET):  # type: ignore[arg-type]
@@ -451,26 +495,22 @@ def _invert(
         cert, path = certified_epsilon(analysis, t)
         details["inverse"] = path
         if np.any(np.isnan(cert)):
-            warnings.append(
-                "no mechanism ε meets the target: the upper bound exceeds it even as ε → 0"
-            )
+            warnings.append(NO_EPSILON_MEETS)
         if np.any(np.isposinf(cert)):
-            notes.append("every mechanism ε meets the target: the upper bound stays below it")
+            notes.append(EVERY_EPSILON_MEETS)
             details["certified_unbounded"] = True
         certified = np.where(np.isfinite(cert), cert, np.nan)
     if analysis.lower is not None and not calibrated_only:
         imp, ipath = impossible_epsilon(analysis, t)
         details["inverse_lower"] = ipath
         if np.any(np.isposinf(imp)):
-            notes.append("the lower bound never reaches the target: no ε is known to break it")
+            notes.append(LOWER_NEVER_REACHES)
         impossible = np.where(np.isfinite(imp), imp, np.nan)
     delta: Any = None
     if target_delta is not None and certified is not None and analysis.mechanism_delta:
         d = np.asarray(analysis.mechanism_delta(float(target_delta), certified), dtype=float)
         if np.any(d >= 1):
-            notes.append(
-                f"target δ′ = {target_delta:g} does not constrain M's δ (any δ < 1 meets it)"
-            )
+            notes.append(delta_unconstrained(target_delta))
         if np.any(np.isnan(d)):
             warnings.append(
                 "M's δ for the target cannot be derived from the stated replace-one δ; "
@@ -489,13 +529,7 @@ def _invert(
             f"the certified ε is the total over all {len(design.mechanism.releases)} releases "
             "(split it among them as you like: their sum must not exceed it)"
         )
-    if (
-        design.mechanism is not None
-        and design.mechanism.neighbours is Neighbours.ADD_REMOVE
-        and design.mechanism.replace_one_ratio() != 1.0
-        and analysis.guarantee_neighbours is Neighbours.REPLACE_ONE
-    ):
-        details["epsilon_replace_one_ratio"] = design.mechanism.replace_one_ratio()
+    details.update(_ratio_details(design.mechanism, analysis))
     return InvertResult(
         name=design.name,
         scheme=design.scheme,
@@ -509,4 +543,146 @@ def _invert(
         notes=tuple(notes),
         details=details,
         knob=knob,
+    )
+
+
+def _ratio_details(mechanism: Mechanism | None, analysis: Analysis) -> dict[str, float]:
+    """``epsilon_replace_one_ratio`` for an inversion of an add-remove M under a
+    replace-one guarantee at a ratio ε_R/ε other than 1 (the certified ε is M's ε)."""
+    if (
+        mechanism is not None
+        and mechanism.neighbours is Neighbours.ADD_REMOVE
+        and mechanism.replace_one_ratio() != 1.0
+        and analysis.guarantee_neighbours is Neighbours.REPLACE_ONE
+    ):
+        return {"epsilon_replace_one_ratio": mechanism.replace_one_ratio()}
+    return {}
+
+
+# --- one ε or one target on a design with a ScalarForm ---------------------------------
+
+#: id(design) -> (design, its analysis and scalar form, or None); the design is kept
+#: alive with its entry, so its id cannot be reused while the entry stands.
+_SCALAR: dict[int, tuple[Design, tuple[Analysis, ScalarForm] | None]] = {}
+_SCALAR_SIZE = 256
+
+
+def _scalar_analysis(design: Design) -> tuple[Analysis, ScalarForm] | None:
+    """The design's analysis at its declared ε and its ``ScalarForm`` (built once per
+    design), or None where a single call takes the array path: no form, M with
+    releases (their notes follow the call's ε), a scheme calibrated to a target, or
+    failed conditions (the array path reports them)."""
+    hit = _SCALAR.get(id(design))
+    if hit is not None and hit[0] is design:
+        return hit[1]
+    entry = None
+    mech = design.mechanism
+    if (
+        type(mech) is Mechanism
+        and mech.releases is None
+        and schemes.get(design.scheme).bind_target is None
+    ):
+        try:
+            analysis = analyse(design, mech)
+        except ConditionError:
+            analysis = None
+        form = analysis.scalar_form() if analysis is not None else None
+        if analysis is not None and form is not None:
+            entry = (analysis, form)
+    if len(_SCALAR) >= _SCALAR_SIZE:
+        _SCALAR.clear()
+    _SCALAR[id(design)] = (design, entry)
+    return entry
+
+
+def _scalar_bound(design: Design, epsilon: Any) -> BoundResult | None:
+    """``bound`` of one ε through the design's ``ScalarForm``, or None (the array path)."""
+    entry = _scalar_analysis(design)
+    if entry is None:
+        return None
+    analysis, form = entry
+    mech = design.mechanism
+    assert mech is not None
+    if type(epsilon) is float and 0.0 < epsilon <= MAX_EPSILON:  # check_epsilon's rule
+        eps = epsilon
+    elif epsilon is None:
+        eps = float(mech.epsilon)
+    elif np.ndim(epsilon) != 0:
+        return None
+    else:
+        eps = check_epsilon(epsilon, where=_EPSILON_WHERE)
+    both = form.bounds(eps)
+    if both is None:
+        return None
+    lower, upper = max(both[0], 0.0), both[1]  # in_range: ε′ >= 0
+    delta_prime = form.delta_prime
+    if delta_prime is not None:
+        delta_prime = min(max(delta_prime, 0.0), 1.0)  # in_range: δ′ in [0, 1]
+    reference = eps * form.reference_ratio
+    return BoundResult(
+        name=design.name,
+        scheme=design.scheme,
+        epsilon=eps,
+        delta=mech.delta,
+        lower=lower,
+        upper=upper,
+        delta_prime=delta_prime,
+        verdict=verdict(lower, upper, reference),
+        epsilon_replace_one=eps * form.replace_one_ratio,
+        guarantee_neighbours=str(analysis.guarantee_neighbours),
+        basis=analysis.basis,
+        conditions=analysis.conditions,
+        warnings=analysis.warnings,
+        notes=analysis.notes,
+        details={**analysis.details, "reference_epsilon": reference},
+    )
+
+
+def _scalar_invert(
+    design: Design, target: float, target_delta: float | None
+) -> InvertResult | None:
+    """``invert`` of one checked target through the design's ``ScalarForm``, or None."""
+    entry = _scalar_analysis(design)
+    if entry is None:
+        return None
+    analysis, form = entry
+    if target_delta is not None and form.delta_factor is None:
+        return None
+    t = float(target)
+    cert = form.certified(t)
+    imp = form.impossible_above(t)
+    if cert is None or imp is None:
+        return None
+    warnings: tuple[str, ...] = ()
+    notes = analysis.notes
+    details: dict[str, Any] = {"inverse": "closed-form"}
+    if cert != cert:
+        warnings += (NO_EPSILON_MEETS,)
+    if cert == math.inf:
+        notes += (EVERY_EPSILON_MEETS,)
+        details["certified_unbounded"] = True
+    details["inverse_lower"] = "closed-form"
+    if imp == math.inf:
+        notes += (LOWER_NEVER_REACHES,)
+    delta: Any = None
+    if target_delta is not None:
+        d = form.mechanism_delta(float(target_delta))
+        if d is None or d != d:
+            return None
+        if d >= 1:
+            notes += (delta_unconstrained(target_delta),)
+        delta = max(d, 0.0) if d < 1 else math.nan
+    details.update(_ratio_details(design.mechanism, analysis))
+    return InvertResult(
+        name=design.name,
+        scheme=design.scheme,
+        target_epsilon_prime=t,
+        target_delta_prime=target_delta,
+        certified=cert if math.isfinite(cert) else math.nan,
+        impossible_above=imp if math.isfinite(imp) else math.nan,
+        delta=delta,
+        basis=analysis.basis,
+        warnings=warnings,
+        notes=notes,
+        details=details,
     )

@@ -9,7 +9,9 @@ Rounding has a named direction: ``round_up`` for guarantees (upper bounds,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -101,11 +103,18 @@ def amplification(q: ArrayLike, eps: ArrayLike) -> FloatArray:
     return out
 
 
+def _direct(q: ArrayLike, eps: ArrayLike) -> FloatArray:
+    """A(q, ε) = ``log1p(q * expm1(ε))``, the kernel's direct branch (ε <= 700), on
+    0-d arrays or on Python floats (``Amplification.at``): numpy's loops either way."""
+    out: FloatArray = np.log1p(q * np.expm1(eps))
+    return out
+
+
 def _log1p_q_expm1(q: np.ndarray, eps: np.ndarray) -> FloatArray:
     """``log1p(q * expm1(ε))`` elementwise (q and ε broadcast to one shape), computed in
     one array of the result's size: the same operations, so the same values."""
     if eps.ndim == 0:
-        return np.asarray(np.log1p(q * np.expm1(eps)), dtype=float)
+        return np.asarray(_direct(q, eps), dtype=float)
     out: FloatArray = np.expm1(eps, dtype=float)
     np.multiply(q, out, out=out)
     np.log1p(out, out=out)
@@ -173,10 +182,22 @@ def amplification_inverse(q: ArrayLike, eps_prime: ArrayLike) -> FloatArray:
     small = (t - log_q) <= LOG_SPACE_FROM
     out = np.empty(q.shape, dtype=float)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        out[small] = np.log1p(np.expm1(t[small]) / q[small])
+        out[small] = _inverse_direct(q[small], t[small])
         big = ~small
         if np.any(big):
-            out[big] = t[big] - log_q[big] + np.log1p(-(1.0 - q[big]) * np.exp(-t[big]))
+            out[big] = _inverse_log_space(q[big], log_q[big], t[big])
+    return out
+
+
+def _inverse_direct(q: ArrayLike, t: ArrayLike) -> FloatArray:
+    """A⁻¹(q, T) = ``log1p(expm1(T)/q)`` (T − log q <= 700), arrays or Python floats."""
+    out: FloatArray = np.log1p(np.expm1(t) / q)
+    return out
+
+
+def _inverse_log_space(q: ArrayLike, log_q: ArrayLike, t: ArrayLike) -> FloatArray:
+    """A⁻¹(q, T) = ``T − log q + log1p(−(1 − q)e^{−T})``, overflow-free (T − log q > 700)."""
+    out: FloatArray = t - log_q + np.log1p(-(1.0 - q) * np.exp(-t))
     return out
 
 
@@ -346,3 +367,113 @@ def certify_up(
     if np.any(bad):
         x = np.where(bad, smallest_reaching(func, t, x, _HUGE), x)
     return x
+
+
+# --------------------------------------------------------------------------------------
+# One float at a time: the operations above on Python floats, for a single evaluation
+# (``engine.bound``/``engine.invert`` of one ε). Elementary functions are numpy's loops
+# called on the float, so the bits are those of the array forms (tests/test_fastpath.py).
+# --------------------------------------------------------------------------------------
+
+_nextafter = math.nextafter
+_INF = math.inf
+
+
+def round_up_float(x: float, ulps: int = OUTWARD_ULPS) -> float:
+    """``round_up`` of one float."""
+    for _ in range(ulps):
+        x = _nextafter(x, _INF)
+    return x
+
+
+def round_down_float(x: float, ulps: int = OUTWARD_ULPS) -> float:
+    """``round_down`` of one float (values >= 0 stay >= 0; negatives and NaN as they are)."""
+    if not x >= 0:
+        return x
+    for _ in range(ulps):
+        x = _nextafter(x, -_INF)
+    return max(x, 0.0)
+
+
+#: steps ``certify_down_float``/``certify_up_float`` take before giving up (the array
+#: forms then bisect): the same count as ``certify_down``/``certify_up``.
+CERTIFY_STEPS = 64
+
+
+def certify_down_float(
+    func: Callable[[float], float | None], candidate: float, target: float
+) -> float | None:
+    """``certify_down`` of one float: ``candidate`` stepped down until ``func(x) <=
+    target`` as evaluated (or x = 0). None where ``func`` gives None (a value it does
+    not evaluate one float at a time) or ``CERTIFY_STEPS`` steps do not suffice."""
+    x = candidate
+    for _ in range(CERTIFY_STEPS):
+        value = func(x)
+        if value is None:
+            return None
+        if not (value > target and x > 0):
+            return x
+        x = _nextafter(x, 0.0)
+    return None
+
+
+def certify_up_float(
+    func: Callable[[float], float | None], candidate: float, target: float
+) -> float | None:
+    """``certify_up`` of one float: ``candidate`` stepped up until ``func(x) >= target``
+    as evaluated (or x is infinite); None as in ``certify_down_float``."""
+    x = candidate
+    for _ in range(CERTIFY_STEPS):
+        value = func(x)
+        if value is None:
+            return None
+        if not (value < target and math.isfinite(x)):
+            return x
+        x = _nextafter(x, _INF)
+    return None
+
+
+@dataclass(frozen=True)
+class Amplification:
+    """A(q, ε) = log(1 + q(e^ε − 1)) at a fixed rate q: the bounds it gives (rounded
+    outward), its closed-form inverse, and the same on one float.
+
+    Basis: Bun et al., Theorem 2.2 eq. (3); Hu et al., §3 (the inverse).
+    Numerics: as ``amplification``/``amplification_inverse``; ``at`` evaluates only
+        the direct branch (ε <= ``LOG_SPACE_FROM``) and gives None elsewhere.
+
+    Attributes:
+        rate: q in (0, 1].
+    """
+
+    rate: float
+
+    def upper(self, eps: FloatArray) -> FloatArray:
+        """A(q, ε) rounded up (``amplification_upper``)."""
+        return amplification_upper(self.rate, eps)
+
+    def lower(self, eps: FloatArray) -> FloatArray:
+        """A(q, ε) rounded down (``amplification_lower``)."""
+        return amplification_lower(self.rate, eps)
+
+    def bounds(self, eps: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """(``lower``, ``upper``) from one evaluation (``amplification_bounds``)."""
+        return amplification_bounds(self.rate, eps)
+
+    def inverse(self, target: FloatArray) -> FloatArray:
+        """The ε with A(q, ε) = target, unrounded (``amplification_inverse``)."""
+        return amplification_inverse(self.rate, target)
+
+    def at(self, eps: float) -> float | None:
+        """A(q, ε) of one float, unrounded; None outside the direct branch (or NaN)."""
+        if not eps <= LOG_SPACE_FROM:
+            return None
+        return float(_direct(self.rate, eps))
+
+    def inverse_at(self, target: float) -> float:
+        """``inverse`` of one float."""
+        q = self.rate
+        log_q = float(np.log(q))
+        if target - log_q <= LOG_SPACE_FROM:
+            return float(_inverse_direct(q, target))
+        return float(_inverse_log_space(q, log_q, target))

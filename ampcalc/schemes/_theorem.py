@@ -1,6 +1,7 @@
 """A theorem as data: the ``Theorem`` record a family states once per result, its typed
-parts (``OfPair``, ``InScale``, ``Proportional``, ``Witness``, ``Refusal``) and the
-formula types; ``ampcalc.schemes.assembly`` turns it into an ``Analysis``."""
+parts (``OfPair``, ``InScale``, ``Proportional``, ``Witness``, ``Refusal``,
+``ClosedForm``) and the formula types; ``ampcalc.schemes.assembly`` turns it into an
+``Analysis``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import enum
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ampcalc.math.types import FloatArray
 from ampcalc.model.design import Mechanism, Neighbours
@@ -27,6 +28,38 @@ details): for results that use M's ε under both relations at once."""
 
 DeltaFormula = Callable[[FloatArray, FloatArray], FloatArray]
 """(ε, δ of the theorem's relation) (arrays) -> δ′, rounded up and capped at 1."""
+
+
+class ClosedForm(Protocol):
+    """A result's formula stated once, as a closed form of the ε of the theorem's
+    relation (e.g. ``numeric.Amplification``): the bounds it gives rounded outward, its
+    unrounded inverse, and the same evaluated on one float (so a single ε is answered
+    without arrays, by the same operations)."""
+
+    def upper(self, eps: FloatArray) -> FloatArray:
+        """The formula rounded up."""
+        ...
+
+    def lower(self, eps: FloatArray) -> FloatArray:
+        """The formula rounded down."""
+        ...
+
+    def bounds(self, eps: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """(``lower``, ``upper``) from one evaluation."""
+        ...
+
+    def inverse(self, target: FloatArray) -> FloatArray:
+        """The ε at which the formula reaches ``target``, unrounded."""
+        ...
+
+    def at(self, eps: float) -> float | None:
+        """The formula of one float, unrounded; None where it is not evaluated one float
+        at a time (the array forms answer)."""
+        ...
+
+    def inverse_at(self, target: float) -> float:
+        """``inverse`` of one float."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,6 +223,14 @@ class Theorem:
             formula after its ε (bounds, inverses, δ′ rules; not witnesses), so a family
             names its module-level formulas (``upper=upper_epsilon``, ``params={"rate":
             q}``) instead of closing over them; ``assemble`` binds them once.
+        closed_form: the result's one formula as a ``ClosedForm`` of the relation's ε
+            (its parameters inside, e.g. ``numeric.Amplification(q)``): ``upper``,
+            ``lower``, ``bounds`` and ``inverse`` left None are its own, and while all
+            four are, the assembly also gives the analysis a ``ScalarForm`` (one ε
+            answered on Python floats by the same operations). A family gives it only
+            where its notes, details and conditions do not depend on M's ε. A copy
+            that drops one of the four sets ``closed_form=None`` too (a copy refills
+            what it leaves None from the form).
     """
 
     name: str
@@ -211,8 +252,19 @@ class Theorem:
     refusals: tuple[Refusal, ...] = ()
     relation_condition: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    closed_form: ClosedForm | None = None
 
     def __post_init__(self) -> None:
+        form = self.closed_form
+        if form is not None:
+            for name, formula in (
+                ("upper", form.upper),
+                ("lower", form.lower),
+                ("bounds", form.bounds),
+                ("inverse", form.inverse),
+            ):
+                if getattr(self, name) is None:
+                    object.__setattr__(self, name, formula)
         if self.bounds is not None and not (_plain(self.upper) and _plain(self.lower)):
             raise ValueError(f"{self.name}: bounds needs upper and lower of one relation")
         single = (self.upper, self.lower, self.inverse, self.lower_inverse, self.delta_prime)
@@ -236,6 +288,18 @@ class Theorem:
             lower_inverse=_bind(self.lower_inverse, kw),
             delta_prime=_bind(self.delta_prime, kw),
             params={},
+        )
+
+    def formulas_are_closed_form(self) -> bool:
+        """``upper``, ``lower``, ``bounds`` and ``inverse`` are all ``closed_form``'s."""
+        form = self.closed_form
+        return (
+            form is not None
+            and not self.params
+            and self.upper == form.upper
+            and self.lower == form.lower
+            and self.bounds == form.bounds
+            and self.inverse == form.inverse
         )
 
     def refusal(self, refuses: Refuses) -> str | None:

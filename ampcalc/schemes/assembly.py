@@ -25,7 +25,11 @@ the references. ``assemble`` does everything else, the same way for every family
 * a guarantee derived from another relation's result (``doubled``: replace-one
   ε′ <= 2·ε′ of add-remove, the inverse evaluated at T/2);
 * a family's own wording of the condition on M's relation, and ``invert`` details
-  that see the built analysis.
+  that see the built analysis;
+* the analysis on one float (``ScalarForm``) where the theorem's formulas are one
+  ``ClosedForm`` and M's ε under every relation is a fixed multiple of the declared
+  ε with no remark to state: the same relation ratio, rounding, certification and δ′,
+  so a single ε is answered without arrays and with the same bits.
 
 ε reaches the formulas only as the array argument: nothing here reads
 ``mechanism.epsilon`` except to state a warning's numbers (and ``epsilons``, which
@@ -50,6 +54,7 @@ from ampcalc.model.references import BUN_2022
 from ampcalc.schemes._theorem import (
     BothFormula,
     Bound,
+    ClosedForm,
     DeltaFormula,
     DeltaSpec,
     Formula,
@@ -65,13 +70,14 @@ from ampcalc.schemes._theorem import (
     Theorem,
     Witness,
 )
-from ampcalc.schemes.base import Analysis, Bounds
+from ampcalc.schemes.base import Analysis, Bounds, ScalarForm
 
 #: the assembly's interface, with the theorem record and its parts (``_theorem``)
 #: re-exported: families keep importing them from here
 __all__ = [
     "BothFormula",
     "Bound",
+    "ClosedForm",
     "DeltaFormula",
     "DeltaSpec",
     "Formula",
@@ -292,10 +298,51 @@ def assemble(
         details_at=_details(details_at, details_both, rel.add_remove, rel.replace_one),
         invert_details=invert_details,
     )
+    scalar = _scalar_form(theorem, mechanism, rel, analysis)
+    if scalar is not None:
+        analysis = dataclasses.replace(analysis, scalar=scalar)
     if invert_details_from is None:
         return analysis
     return dataclasses.replace(
         analysis, invert_details=functools.partial(invert_details_from, analysis)
+    )
+
+
+def _scalar_form(
+    theorem: Theorem, mechanism: Mechanism, rel: Relation, analysis: Analysis
+) -> ScalarForm | None:
+    """The analysis on one float, where its formulas are the theorem's ``ClosedForm``
+    of the relation's ε = ratio·(declared ε) exactly (no stated ε_R: ratio 1 or 2) and
+    no remark about the relation depends on ε; else None."""
+    form = theorem.closed_form
+    if form is None or not theorem.formulas_are_closed_form():
+        return None
+    if theorem.witnesses or theorem.lower_inverse is not None or theorem.group_size != 1:
+        return None
+    if rel.warnings or rel.notes or mechanism.epsilon_replace_one is not None:
+        return None
+    if theorem.guarantee is Neighbours.ADD_REMOVE:
+        reference_ratio = 1.0 if mechanism.epsilon_add_remove_known() else np.inf
+    else:
+        reference_ratio = mechanism.replace_one_ratio()
+    spec = theorem.delta_prime
+    zero = theorem.pure or theorem.refusal(Refuses.DELTA) is not None
+    if spec is not None and not zero and not isinstance(spec, Proportional):
+        return None  # a δ′ formula of ε
+    delta_prime = None
+    if analysis.delta_prime is not None:  # 0, or factor·δ of the relation: constant here
+        delta_prime = float(analysis.delta_prime(np.asarray(mechanism.epsilon, dtype=float)))
+    factor = None
+    if isinstance(spec, Proportional) and analysis.mechanism_delta is not None:
+        factor = float(spec.factor)
+    return ScalarForm(
+        form=form,
+        ratio=rel.ratio,
+        reference_ratio=reference_ratio,
+        replace_one_ratio=mechanism.replace_one_ratio(),
+        delta_prime=delta_prime,
+        delta_factor=factor,
+        made_for=analysis.scalar_functions(),
     )
 
 
@@ -627,6 +674,7 @@ def doubled(theorem: Theorem) -> Theorem:
         witnesses=(),
         lower_inverse=None,
         tight=None if theorem.tight is None else False,
+        closed_form=None,  # the doubled bound is not the form's; its lower parts are gone
     )
 
 

@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ampcalc.load.fields import Field as Field  # re-exported: schemes declare their fields
+from ampcalc.math import numeric
 from ampcalc.math.types import FloatArray
 from ampcalc.model.design import Neighbours
 from ampcalc.model.references import Citation
+from ampcalc.schemes._theorem import ClosedForm
 
 BoundFn = Callable[[FloatArray], FloatArray]
 """Declared mechanism ε (array) -> bound on ε′ (array of the same shape)."""
@@ -60,6 +62,71 @@ class Bounds:
     lower: BoundFn
     upper: BoundFn
     both: Callable[[FloatArray], tuple[FloatArray, FloatArray]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalarForm:
+    """An analysis whose formulas are one ``ClosedForm``, evaluated on one float: the
+    same operations, rounding and certification as the analysis's array functions, so
+    the same bits (the assembly builds it; ``Analysis.scalar_form`` reads it).
+
+    Attributes:
+        form: the theorem's closed form, of the ε of its relation.
+        ratio: ε of the relation / declared ε (1 or 2: exact in floating point).
+        reference_ratio: the reference ε (the verdict's) / declared ε.
+        replace_one_ratio: M's ε_R / declared ε.
+        delta_prime: δ′ (it does not depend on ε here), or None.
+        delta_factor: δ′ = factor·δ: a target δ′ gives M's δ; None: no δ inversion.
+        made_for: the analysis's functions it stands for; a copy of the analysis that
+            changes any of them no longer uses it.
+    """
+
+    form: ClosedForm
+    ratio: float
+    reference_ratio: float
+    replace_one_ratio: float
+    delta_prime: float | None
+    delta_factor: float | None
+    made_for: tuple[Any, ...]
+
+    def upper(self, eps: float) -> float | None:
+        """The upper bound at declared ``eps`` (None: the array forms answer)."""
+        a = self.form.at(eps * self.ratio)
+        return None if a is None else numeric.round_up_float(a)
+
+    def lower(self, eps: float) -> float | None:
+        """The lower bound at declared ``eps`` (None: the array forms answer)."""
+        a = self.form.at(eps * self.ratio)
+        return None if a is None else numeric.round_down_float(a)
+
+    def bounds(self, eps: float) -> tuple[float, float] | None:
+        """(``lower``, ``upper``) from one evaluation."""
+        a = self.form.at(eps * self.ratio)
+        if a is None:
+            return None
+        return numeric.round_down_float(a), numeric.round_up_float(a)
+
+    def certified(self, target: float) -> float | None:
+        """Largest declared ε with ``upper`` <= target: the inverse rounded down (again
+        after the division by ``ratio``), stepped down until it holds as evaluated."""
+        guess = numeric.round_down_float(self.form.inverse_at(target))
+        if self.ratio != 1.0:
+            guess = numeric.round_down_float(guess / self.ratio)
+        return numeric.certify_down_float(self.upper, guess, target)
+
+    def impossible_above(self, target: float) -> float | None:
+        """Smallest declared ε with ``lower`` >= target: the inverse rounded up (again
+        after the division by ``ratio``), stepped up until it holds as evaluated."""
+        guess = numeric.round_up_float(self.form.inverse_at(target))
+        if self.ratio != 1.0:
+            guess = numeric.round_up_float(guess / self.ratio)
+        return numeric.certify_up_float(self.lower, guess, target)
+
+    def mechanism_delta(self, target_delta: float) -> float | None:
+        """M's δ that meets a target δ′ (rounded down), or None: no δ inversion."""
+        if self.delta_factor is None:
+            return None
+        return numeric.round_down_float(target_delta / self.delta_factor)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +168,9 @@ class Analysis:
         pointwise: the theorem's conditions depend on M's ε (they were checked at the
             declared ε only), so an array of ε is evaluated one point at a time, each
             point analysed, and checked, at its own ε.
+        scalar: the analysis on one float (``ScalarForm``), or None; read through
+            ``scalar_form``, which uses it only while the functions it was made for are
+            the analysis's own and nothing else depends on ε.
     """
 
     guarantee_neighbours: Neighbours
@@ -121,6 +191,35 @@ class Analysis:
     notes: tuple[str, ...] = ()
     pointwise: bool = False
     bounds: Bounds | None = None
+    scalar: ScalarForm | None = None
+
+    def scalar_functions(self) -> tuple[Any, ...]:
+        """The functions a ``ScalarForm`` of this analysis stands for."""
+        return (
+            self.upper,
+            self.lower,
+            self.certified,
+            self.impossible_above,
+            self.delta_prime,
+            self.reference_epsilon,
+            self.mechanism_delta,
+        )
+
+    def scalar_form(self) -> ScalarForm | None:
+        """``scalar`` while it still stands for this analysis (the functions it was made
+        for, no warnings, no ε-dependent or invert details, not calibrated, not
+        pointwise), else None."""
+        form = self.scalar
+        if form is None or self.warnings or self.calibrated or self.pointwise:
+            return None
+        if self.details_at is not None or self.invert_details is not None:
+            return None
+        made_for = self.scalar_functions()
+        if len(made_for) != len(form.made_for):
+            return None
+        if any(a is not b for a, b in zip(made_for, form.made_for, strict=True)):
+            return None
+        return form
 
     def bounds_at(self, eps: FloatArray) -> tuple[FloatArray | None, FloatArray | None]:
         """``(lower, upper)`` at ``eps`` (``None`` where the theory gives none): one

@@ -244,17 +244,15 @@ RELATION = Neighbours.ADD_REMOVE
 
 
 def theorem(rate: float, conditions: tuple[str, ...] = ()) -> Theorem:
-    """Lemma 3.3 of 001 (add-remove) at inclusion probability ``rate``, as data."""
+    """Lemma 3.3 of 001 (add-remove) at inclusion probability ``rate``, as data: ε′ =
+    A(q, ε), the closed form ``numeric.Amplification`` that ``upper_epsilon``,
+    ``lower_epsilon`` and ``inverse_epsilon`` evaluate."""
     return Theorem(
         name="Lemma 3.3",
         basis=BASIS,
         relation=RELATION,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=upper_epsilon,
-        lower=lower_epsilon,
-        bounds=bounds_epsilon,
-        inverse=inverse_epsilon,
-        params={"rate": rate},
+        closed_form=numeric.Amplification(float(rate)),
         delta_prime=Proportional(rate),
         conditions=conditions,
         tight=True,

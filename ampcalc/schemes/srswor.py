@@ -146,18 +146,16 @@ read under it by the assembly)."""
 
 
 def theorem(params: Params) -> Theorem:
-    """Theorem 2.2 of 000 for this design, as data (formulas in replace-one ε_R)."""
+    """Theorem 2.2 of 000 for this design, as data: ε′ = A(m/N, ε_R), the closed form
+    ``numeric.Amplification`` that ``upper_epsilon``, ``lower_epsilon`` and
+    ``inverse_epsilon`` evaluate (formulas in replace-one ε_R)."""
     n, m = params.population, params.sample
     return Theorem(
         name="Theorem 2.2",
         basis=BASIS,
         relation=RELATION,
         guarantee=Neighbours.REPLACE_ONE,
-        upper=upper_epsilon,
-        lower=lower_epsilon,
-        bounds=bounds_epsilon,
-        inverse=inverse_epsilon,
-        params={"population": n, "sample": m},
+        closed_form=numeric.Amplification(m / n),
         delta_prime=Proportional(m / n),
         conditions=(
             f"1 <= sample <= population: 1 <= {m} <= {n}",
