@@ -29,10 +29,12 @@ from ampcalc.schemes._size_distribution import (
 from ampcalc.schemes._size_distribution import (
     MAX_EXACT_INT,
     ULP,
-    SizeDistribution,
     parse_size,
     size_pmf,
     size_support,
+)
+from ampcalc.schemes._size_distribution import (
+    SizeDistribution as SizeDistribution,
 )
 from ampcalc.schemes._size_tilting import tilted_mean_bounds
 from ampcalc.schemes.assembly import OfPair, Refusal, Refuses, Theorem, assemble
