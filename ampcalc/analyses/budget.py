@@ -10,13 +10,19 @@ Composition (``run``):
   the optimal composition in closed form (``compose.PureComposition``), no accountant;
 - otherwise Google's ``dp_accounting`` PLD accountant (the optional extra
   ``ampcalc[accounting]``), imported here only. Poisson-sampled Gaussian or Laplace
-  entries (add-remove) use its own sampled builders; every other entry passes a
-  dominating pair of its amplified guarantee to ``from_two_probability_mass_functions``:
-  for a pure ε′ binary randomized response at ε′ (it dominates every ε′-DP pair:
-  Kairouz, Oh and Viswanath 2015, Theorem 2.4), for an (ε′, δ′) guarantee the
-  four-outcome pair P = (δ′, (1−δ′)e^{ε′}/(1+e^{ε′}), (1−δ′)/(1+e^{ε′}), 0),
-  Q = (0, (1−δ′)/(1+e^{ε′}), (1−δ′)e^{ε′}/(1+e^{ε′}), δ′) (same theorem: it dominates
-  every (ε′, δ′)-DP pair).
+  entries (add-remove) use its own sampled builders (a dominating pair per direction);
+  every other named mechanism enters as its design's whole amplified profile
+  (``engine.design_profile.entry_profile``: the scheme's theorem on every point of M's
+  profile, capped by M's own profile where a coupling holds and by its pure spelling,
+  symmetric completion, convex minorant) built into a pessimistic connect-the-dots PMF by
+  ``_pmf_from_points``; a pure ε′ enters as binary randomized response at ε′ (it
+  dominates every ε′-DP pair: Kairouz, Oh and Viswanath 2015, Theorem 2.4), an
+  (ε′, δ′) guarantee as the four-outcome pair P = (δ′, (1−δ′)e^{ε′}/(1+e^{ε′}),
+  (1−δ′)/(1+e^{ε′}), 0), Q = (0, (1−δ′)/(1+e^{ε′}), (1−δ′)e^{ε′}/(1+e^{ε′}), δ′) (same
+  theorem: it dominates every (ε′, δ′)-DP pair). The upper total is the least of that
+  composition and the other valid totals ``_at_most_the_obvious`` knows (one entry of
+  count 1: its own bound; one pure spelling: the closed form; every entry coupled: no
+  sampling at all).
 
 The upper total composes the entries' upper guarantees with the accountant's pessimistic
 estimate; the lower total is the accountant's optimistic estimate of the same composition
@@ -291,6 +297,44 @@ def _capped_pure(entry: Entry, res: Any) -> Any:
     return res
 
 
+def entry_pair(
+    entry: Entry, ledger: Ledger, *, bound_native: bool = True
+) -> tuple[Any, Any, Any, EntryProfile | None]:
+    """How one entry is bounded and composed: (its bound at the ledger's δ, what the
+    accountant composes, its native Poisson parameters or ``None``, its profile or
+    ``None``).
+
+    A named mechanism off the native path is composed from its amplified profile,
+    followed down to a δ′ whose sum over every release is a millionth of the total δ
+    (the rest is composed as an infinite loss); should no profile be built, from its
+    (ε′, δ′) at a tenth of the total δ spread over every release. A pure M is capped by
+    its own ε where a coupling holds. ``bound_native=False`` skips a native entry's bound
+    (``None``): the accountant builds it from the design alone.
+    """
+    total_count = sum(e.count for e in ledger.entries)
+    native = _native(entry)
+    if native is not None and not bound_native:
+        return None, None, native, None
+    res = _entry_bound(entry, ledger.delta)
+    named = getattr(entry.design.mechanism, "profile", None) is not None
+    if native is not None:
+        return res, res, native, None
+    if not named:
+        res = _capped_pure(entry, res)
+        return res, res, None, None
+    prof: EntryProfile | None = None
+    if res.upper is not None:
+        floor = ledger.delta * 1e-6 / total_count if ledger.delta > 0 else 1e-300
+        try:
+            prof = design_profile.entry_profile(entry.design, floor=floor)
+        except ConditionError:
+            prof = None
+    if prof is not None:
+        return res, _profile_entry(prof), None, prof
+    delta_entry = ledger.delta / (10.0 * total_count) if ledger.delta > 0 else 0.0
+    return res, _entry_bound(entry, delta_entry), None, None
+
+
 def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Compose the ledger; the JSON payload of ``ampcalc budget``.
 
@@ -312,25 +356,12 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
     # a ledger whose accountant would exceed its limits is refused before any bound
     natives = [(e, None, _native(e)) for e in ledger.entries]
     check_cost([p for p in natives if p[2] is not None], ledger.discretization)
-    # a named mechanism's profile is followed down to a δ′ whose sum over every
-    # release is a millionth of the total δ (the rest is composed as an infinite loss)
-    floor = ledger.delta * 1e-6 / total_count if ledger.delta > 0 else 1e-300
     rows: list[dict[str, Any]] = []
     pairs: list[tuple[Entry, Any, tuple[str, float, float, float] | None]] = []
     singles: list[float | None] = []  # each entry's `bound` at the ledger's δ
     no_guarantee: list[str] = []
     for entry in ledger.entries:
-        native = _native(entry)
-        res = _entry_bound(entry, ledger.delta)
-        prof: EntryProfile | None = None
-        named = getattr(entry.design.mechanism, "profile", None) is not None
-        if native is None and named and res.upper is not None:
-            try:
-                prof = design_profile.entry_profile(entry.design, floor=floor)
-            except ConditionError:
-                prof = None
-        if native is None and not named:
-            res = _capped_pure(entry, res)
+        res, composed, native, prof = entry_pair(entry, ledger)
         row = _entry_row(entry, res, native, prof)
         if res.upper is None or not math.isfinite(float(res.upper)):
             no_guarantee.append(entry.name)
@@ -343,7 +374,7 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
             )
         rows.append(row)
         singles.append(None if res.upper is None else float(res.upper))
-        pairs.append((entry, _profile_entry(prof) if prof is not None else res, native))
+        pairs.append((entry, composed, native))
         step()
     out: dict[str, Any] = {
         "name": ledger.name,
