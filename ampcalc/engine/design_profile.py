@@ -40,6 +40,7 @@ ledger builds the Poisson-sampled Gaussian and Laplace from those natively, not 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -55,9 +56,14 @@ from ampcalc.model.design import Design, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BBG18, DGKKM22, DRS22, KOV15, Citation, cite
 
-#: M's ε values carried through the theorem (a uniform grid to where δ′ is negligible,
-#: plus a geometric one near 0)
-GRID = 2000
+#: M's ε values first carried through the theorem (a uniform grid to where δ′ is
+#: negligible, plus a geometric one near 0); more are inserted where the images are
+#: further apart in ε′ than GAP_ABSOLUTE + GAP_RELATIVE·ε′ (at most MAX_INSERT between
+#: two, three rounds)
+GRID = 400
+GAP_ABSOLUTE = 5e-5
+GAP_RELATIVE = 0.004
+MAX_INSERT = 64
 
 #: the cap: which relation a coupling of the samples of neighbouring populations holds
 #: under, per scheme and guarantee relation (``None``: no such coupling is claimed)
@@ -185,35 +191,61 @@ def _pure_design(design: Design, pure: float, profile: Profile) -> Design:
     return dataclasses.replace(design, mechanism=dataclasses.replace(mech, **changes))
 
 
+def _images(
+    design: Design, guarantee: Neighbours, grid: np.ndarray
+) -> dict[float, tuple[float, float]]:
+    """ε -> (ε′, δ′) for the points of ``grid`` inside the theorem's conditions."""
+    out: dict[float, tuple[float, float]] = {}
+    for e in grid:
+        try:
+            ep, dp, _ = amplified_point(design, float(e), guarantee)
+        except ConditionError:
+            continue
+        if math.isfinite(ep) and ep >= 0.0:
+            out[float(e)] = (ep, dp)
+    return out
+
+
+def _gap(ep: float) -> float:
+    """The widest step in ε′ left between two images near ``ep`` (finer where ε′ is
+    small, where many releases' losses add up)."""
+    return GAP_ABSOLUTE + GAP_RELATIVE * ep
+
+
 def _theorem_points(
     design: Design, profile: Profile, floor: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Images (ε′, δ′) of M's profile points on a grid of ε reaching δ′ <= ``floor``."""
+    """Images (ε′, δ′) of M's profile points on a grid of ε reaching δ′ <= ``floor``:
+    a coarse grid, then points inserted wherever two neighbouring images are further
+    apart in ε′ than ``_gap`` allows."""
     guarantee = design.guarantee or schemes.get(design.scheme).guarantees[0]
     pure = profile.pure_epsilon
     top = float(epsilon_at_delta(profile, max(floor, 1e-300))) if pure is None else pure
-    xs: list[float] = []
-    ds: list[float] = []
+    images: dict[float, tuple[float, float]] = {}
     for _ in range(8):
         grid = np.unique(
-            np.concatenate([np.linspace(0.0, top, GRID), np.geomspace(1e-6, 0.05, 60)])
+            np.concatenate([np.linspace(0.0, top, GRID), np.geomspace(1e-6, 0.05, 30)])
         )
-        grid = grid[grid <= top]
-        xs, ds = [], []
-        for e in grid:
-            try:
-                ep, dp, _ = amplified_point(design, float(e), guarantee)
-            except ConditionError:
-                continue
-            if math.isfinite(ep) and ep >= 0.0:
-                xs.append(ep)
-                ds.append(dp)
-        if not xs:
+        images = _images(design, guarantee, grid[grid <= top])
+        if not images:
             raise ConditionError("no point of M's profile goes through this scheme's theorem")
-        if min(ds) <= floor or pure is not None:
+        if min(d for _, d in images.values()) <= floor or pure is not None:
             break
         top *= 2.0
-    return np.array(xs), np.asarray(numeric.round_up(np.array(ds)))
+    for _ in range(3):
+        eps = sorted(images)
+        extra: list[float] = []
+        for e0, e1 in itertools.pairwise(eps):
+            a, b = images[e0][0], images[e1][0]
+            n = math.ceil(abs(b - a) / _gap(min(a, b)))
+            if n > 1:
+                extra.extend(np.linspace(e0, e1, min(n, MAX_INSERT) + 1)[1:-1].tolist())
+        if not extra:
+            break
+        images.update(_images(design, guarantee, np.array(extra)))
+    xs = np.array([images[e][0] for e in sorted(images)])
+    ds = np.array([images[e][1] for e in sorted(images)])
+    return xs, np.asarray(numeric.round_up(ds))
 
 
 def entry_profile(design: Design, result: Any = None, *, floor: float = 1e-30) -> EntryProfile:
