@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from ampcalc import engine
 from ampcalc.analyses import budget
 from ampcalc.engine import design_profile
-from ampcalc.model.design import Target
+from ampcalc.model.design import Design, Target
 
 pytest.importorskip("dp_accounting")
 from dp_accounting.pld import pld_pmf
@@ -67,6 +67,15 @@ def cluster_ledger(tmp_path: Path, mech: str, k: int) -> Path:
         f"    count: {k}\n"
     )
     return p
+
+
+def design_of(tmp_path: Path, mech: str, sampling: str) -> Design:
+    p = tmp_path / "one.yaml"
+    p.write_text(
+        f"target: {{delta: 1e-6}}\nentries:\n  - design: {{mechanism: {mech}, "
+        f"sampling: {sampling}}}\n    count: 1\n"
+    )
+    return budget.load_ledger(str(p)).entries[0].design
 
 
 def run(path: Path) -> dict:
@@ -273,3 +282,50 @@ def test_named_pure_mechanism_never_above_its_pure_spelling(
     pure = run(cluster_ledger(tmp, f"epsilon: {1.0 / scale!r}", k))["total"]["upper"]
     # the pure spelling's ε is 1/b as YAML reads it, the Laplace's its own (rounded up)
     assert lap <= pure * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(
+    ("mech", "sampling", "relation"),
+    [
+        (
+            "{gaussian: {sigma: 1.0}, neighbours: add-remove}",
+            "{scheme: poisson, rate: 0.1}",
+            "add-remove",
+        ),
+        (
+            "{gaussian: {sigma: 1.0}, neighbours: both}",
+            "{scheme: srswor, population: 100, sample: 10}",
+            "replace-one",
+        ),
+        # a simple random sample of an M stated under add-remove only: no cap
+        (
+            "{gaussian: {sigma: 1.0}, neighbours: add-remove}",
+            "{scheme: srswor, population: 100, sample: 10}",
+            None,
+        ),
+        # fixed-order systematic sampling: an added record shifts every later position
+        (
+            "{epsilon: 1.0, neighbours: both}",
+            "{scheme: systematic, population: 100, interval: 10, order: fixed}",
+            None,
+        ),
+    ],
+)
+def test_coupling_table(tmp_path: Path, mech: str, sampling: str, relation: str | None) -> None:
+    rel, why = design_profile.coupling(design_of(tmp_path, mech, sampling))
+    assert (None if rel is None else str(rel)) == relation
+    assert why
+
+
+def test_a_capped_entry_is_never_above_its_own_mechanism(tmp_path: Path) -> None:
+    """Pointwise: the cluster-sampled Gaussian's points are at most the Gaussian's own
+    exact profile (scipy) wherever the coupling caps them."""
+    d = design_of(
+        tmp_path,
+        "{gaussian: {sigma: 1.0}, neighbours: add-remove}",
+        f"{{scheme: cluster, clusters: {{sizes: {SIZES}}}, chosen: 2}}",
+    )
+    prof = design_profile.entry_profile(d, floor=1e-15)
+    x = np.array([q[0] for q in prof.points])
+    d = np.array([q[1] for q in prof.points])
+    assert np.all(d <= gaussian_delta(1.0, x) * (1 + 1e-9) + 1e-15)

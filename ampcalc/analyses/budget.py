@@ -327,7 +327,9 @@ def entry_pair(
         floor = ledger.delta * 1e-6 / total_count if ledger.delta > 0 else 1e-300
         try:
             prof = design_profile.entry_profile(entry.design, floor=floor)
-        except ConditionError:
+            # the points must give a connect-the-dots PMF with no mass clipped
+            design_profile.dominating_points(prof.points, ledger.discretization)
+        except (ConditionError, ValueError):
             prof = None
     if prof is not None:
         return res, _profile_entry(prof), None, prof
