@@ -10,13 +10,19 @@ Composition (``run``):
   the optimal composition in closed form (``compose.PureComposition``), no accountant;
 - otherwise Google's ``dp_accounting`` PLD accountant (the optional extra
   ``ampcalc[accounting]``), imported here only. Poisson-sampled Gaussian or Laplace
-  entries (add-remove) use its own sampled builders; every other entry passes a
-  dominating pair of its amplified guarantee to ``from_two_probability_mass_functions``:
-  for a pure ε′ binary randomized response at ε′ (it dominates every ε′-DP pair:
-  Kairouz, Oh and Viswanath 2015, Theorem 2.4), for an (ε′, δ′) guarantee the
-  four-outcome pair P = (δ′, (1−δ′)e^{ε′}/(1+e^{ε′}), (1−δ′)/(1+e^{ε′}), 0),
-  Q = (0, (1−δ′)/(1+e^{ε′}), (1−δ′)e^{ε′}/(1+e^{ε′}), δ′) (same theorem: it dominates
-  every (ε′, δ′)-DP pair).
+  entries (add-remove) use its own sampled builders (a dominating pair per direction);
+  every other named mechanism enters as its design's whole amplified profile
+  (``engine.design_profile.entry_profile``: the scheme's theorem on every point of M's
+  profile, capped by M's own profile where a coupling holds and by its pure spelling,
+  symmetric completion, convex minorant) built into a pessimistic connect-the-dots PMF by
+  ``_pmf_from_points``; a pure ε′ enters as binary randomized response at ε′ (it
+  dominates every ε′-DP pair: Kairouz, Oh and Viswanath 2015, Theorem 2.4), an
+  (ε′, δ′) guarantee as the four-outcome pair P = (δ′, (1−δ′)e^{ε′}/(1+e^{ε′}),
+  (1−δ′)/(1+e^{ε′}), 0), Q = (0, (1−δ′)/(1+e^{ε′}), (1−δ′)e^{ε′}/(1+e^{ε′}), δ′) (same
+  theorem: it dominates every (ε′, δ′)-DP pair). The upper total is the least of that
+  composition and the other valid totals ``_at_most_the_obvious`` knows (one entry of
+  count 1: its own bound; one pure spelling: the closed form; every entry coupled: no
+  sampling at all).
 
 The upper total composes the entries' upper guarantees with the accountant's pessimistic
 estimate; the lower total is the accountant's optimistic estimate of the same composition
@@ -54,10 +60,12 @@ from ampcalc.designs.ledger import LEDGER_KEYS as LEDGER_KEYS
 from ampcalc.designs.ledger import Entry as Entry
 from ampcalc.designs.ledger import Ledger as Ledger
 from ampcalc.designs.ledger import load_ledger as load_ledger
+from ampcalc.engine import design_profile
+from ampcalc.engine.design_profile import EntryProfile
 from ampcalc.math import numeric
 from ampcalc.model.design import Neighbours, Target
-from ampcalc.model.errors import AmpcalcError, DesignError, Where
-from ampcalc.model.references import KOV15
+from ampcalc.model.errors import AmpcalcError, ConditionError, DesignError, Where
+from ampcalc.model.references import DP_ACCOUNTING, KOV15, ZDW22, cite
 
 EXTRA = "ampcalc[accounting]"
 
@@ -162,6 +170,173 @@ def _rr_log_pmfs(eps: float, delta: float) -> tuple[dict[int, float], dict[int, 
     return q, p
 
 
+@dataclasses.dataclass(frozen=True)
+class ProfileEntry:
+    """An entry composed from its amplified privacy profile's points: what the
+    accountant's cost check and infinity-mass test read (``upper``: the largest loss
+    its PMF has; ``delta_prime``: its mass at an infinite loss), and the profile."""
+
+    profile: EntryProfile
+    upper: float
+    delta_prime: float
+
+
+def _profile_entry(prof: EntryProfile) -> ProfileEntry:
+    xs = [p[0] for p in prof.points]
+    return ProfileEntry(profile=prof, upper=max(xs), delta_prime=float(prof.points[-1][1]))
+
+
+def _pmf_from_points(points: Sequence[tuple[float, float]], h: float, pessimistic: bool) -> Any:
+    """The PLD of a symmetric profile's upper ``points`` (ε >= 0) at the interval ``h``.
+
+    Pessimistic: dp_accounting's connect-the-dots PMF (Doroshenko et al. 2022) of the
+    points ``design_profile.dominating_points`` gives (completed, rounded up onto the
+    grid, greatest convex minorant: no mass clipped). Optimistic: the same with every
+    location rounded down (an estimate from below of the same composition: the
+    accounting interval's other end). The one place a ledger builds a PMF from points.
+    """
+    from dp_accounting.pld import pld_pmf
+
+    pld = _import_pld()
+    losses, deltas = design_profile.dominating_points(points, h, up=pessimistic)
+    if pessimistic:
+        pmf = pld_pmf.create_pmf_pessimistic_connect_dots(h, losses, deltas)
+    else:
+        masses = np.maximum(design_profile.connect_dots_masses(losses * h, deltas), 0.0)
+        probs = {int(i): float(m) for i, m in zip(losses, masses, strict=True)}
+        pmf = pld_pmf.create_pmf(probs, h, float(deltas[-1]), False)
+    return pld.PrivacyLossDistribution(pmf)
+
+
+def _cite_all(basis: Sequence[Any]) -> str:
+    return "; ".join(str(c) for c in basis)
+
+
+def _entry_row(entry: Entry, res: Any, native: Any, prof: EntryProfile | None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "name": entry.name,
+        "scheme": entry.design.scheme,
+        "count": entry.count,
+        "epsilon_prime": {"lower": res.lower, "upper": res.upper},
+        "delta_prime": res.delta_prime,
+        "guarantee_neighbours": res.guarantee_neighbours,
+        "composed_as": None,
+        "basis": [],
+        "share": None,
+    }
+    if res.error is not None:
+        row["error"] = res.error
+    if "profile" in res.details:
+        row["profile"] = res.details["profile"]
+    if native is not None:
+        row["composed_as"] = f"dp_accounting sampled {native[0]} PLD"
+        row["composition"] = (
+            f"a dominating pair per direction: the {native[0]} mechanism's Poisson-sampled "
+            f"privacy-loss distributions, remove and add ({ZDW22}; {DP_ACCOUNTING.short})"
+        )
+        row["basis"] = [cite(ZDW22).to_dict(), cite(DP_ACCOUNTING).to_dict()]
+    elif prof is not None:
+        row["composed_as"] = PROFILE_COMPOSED_AS
+        row["composition"] = f"{prof.composed_as} ({_cite_all(prof.basis)})"
+        row["basis"] = [c.to_dict() for c in prof.basis]
+        row["composed_profile"] = _thin(prof.points)
+        row["coupling"] = {
+            "relation": None if prof.cap is None else str(prof.cap),
+            "reason": prof.cap_reason,
+        }
+    elif res.upper is not None:
+        dp = float(res.delta_prime or 0.0)
+        row["composed_as"] = (
+            "randomized response at ε′ (pure)" if dp == 0.0 else "(ε′, δ′) dominating pair"
+        )
+        row["composition"] = (
+            f"pure closed form: binary randomized response at ε′ dominates every ε′-DP "
+            f"pair ({KOV15}, Theorem 2.4)"
+            if dp == 0.0
+            else f"the four-outcome pair dominating every (ε′, δ′)-DP pair ({KOV15}, Theorem 2.4)"
+        )
+        row["basis"] = [cite(KOV15, "Theorem 2.4").to_dict()]
+        row["composed_profile"] = _rr_points(float(res.upper), dp)
+    return row
+
+
+#: ``composed_as`` of an entry composed from its amplified profile's points
+PROFILE_COMPOSED_AS = "symmetric completion of the amplified profile"
+
+#: most points of an entry's composed profile written to JSON
+PROFILE_POINTS_OUT = 64
+
+
+def _thin(points: Sequence[tuple[float, float]]) -> list[list[float]]:
+    """At most ``PROFILE_POINTS_OUT`` of the profile's convex-minorant vertices (first and
+    last kept): dropping a vertex of a convex minorant leaves a chord above it, so the
+    points written still bound the profile composed."""
+    xs = np.array([p[0] for p in points])
+    ds = np.minimum.accumulate(np.array([p[1] for p in points]))
+    keep = design_profile.lower_hull(np.exp(np.minimum(xs, 700.0)), ds)
+    if len(keep) > PROFILE_POINTS_OUT:
+        pick = np.unique(np.linspace(0, len(keep) - 1, PROFILE_POINTS_OUT).round().astype(int))
+        keep = keep[pick]
+    return [[float(xs[i]), float(ds[i])] for i in keep]
+
+
+def _rr_points(eps: float, dp: float) -> list[list[float]]:
+    """The (ε′, δ′) pair's profile: (0, δ′ + (1 − δ′)·tanh(ε′/2)) and (ε′, δ′)."""
+    return [[0.0, dp + (1.0 - dp) * math.tanh(eps / 2.0)], [eps, dp]]
+
+
+def _capped_pure(entry: Entry, res: Any) -> Any:
+    """A pure entry's bound, capped by M's own ε where the coupling holds (item: never
+    looser than no sampling)."""
+    if res.upper is None or float(res.delta_prime or 0.0) != 0.0:
+        return res
+    rel, _ = design_profile.coupling(entry.design)
+    own = design_profile.own_pure_epsilon(entry.design.mechanism, rel)
+    if own is not None and own < float(res.upper):
+        return dataclasses.replace(res, upper=own)
+    return res
+
+
+def entry_pair(
+    entry: Entry, ledger: Ledger, *, bound_native: bool = True
+) -> tuple[Any, Any, Any, EntryProfile | None]:
+    """How one entry is bounded and composed: (its bound at the ledger's δ, what the
+    accountant composes, its native Poisson parameters or ``None``, its profile or
+    ``None``).
+
+    A named mechanism off the native path is composed from its amplified profile,
+    followed down to a δ′ whose sum over every release is a millionth of the total δ
+    (the rest is composed as an infinite loss); should no profile be built, from its
+    (ε′, δ′) at a tenth of the total δ spread over every release. A pure M is capped by
+    its own ε where a coupling holds. ``bound_native=False`` skips a native entry's bound
+    (``None``): the accountant builds it from the design alone.
+    """
+    total_count = sum(e.count for e in ledger.entries)
+    native = _native(entry)
+    if native is not None and not bound_native:
+        return None, None, native, None
+    res = _entry_bound(entry, ledger.delta)
+    named = getattr(entry.design.mechanism, "profile", None) is not None
+    if native is not None:
+        return res, res, native, None
+    if not named:
+        res = _capped_pure(entry, res)
+        return res, res, None, None
+    prof: EntryProfile | None = None
+    if res.upper is not None:
+        floor = ledger.delta * 1e-6 / total_count if ledger.delta > 0 else 1e-300
+        try:
+            prof = design_profile.entry_profile(entry.design, floor=floor)
+            # the points must give a connect-the-dots PMF with no mass clipped
+            design_profile.dominating_points(prof.points, ledger.discretization)
+        except (ConditionError, ValueError):
+            prof = None
+    if prof is not None:
+        return res, _profile_entry(prof), None, prof
+    delta_entry = ledger.delta / (10.0 * total_count) if ledger.delta > 0 else 0.0
+    return res, _entry_bound(entry, delta_entry), None, None
+
+
 def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Compose the ledger; the JSON payload of ``ampcalc budget``.
 
@@ -183,28 +358,13 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
     # a ledger whose accountant would exceed its limits is refused before any bound
     natives = [(e, None, _native(e)) for e in ledger.entries]
     check_cost([p for p in natives if p[2] is not None], ledger.discretization)
-    # δ′ at which named mechanisms off the native path are taken: a tenth of the
-    # total δ spread over every release (the accountant adds them up)
-    delta_entry = ledger.delta / (10.0 * total_count) if ledger.delta > 0 else 0.0
     rows: list[dict[str, Any]] = []
     pairs: list[tuple[Entry, Any, tuple[str, float, float, float] | None]] = []
+    singles: list[float | None] = []  # each entry's `bound` at the ledger's δ
     no_guarantee: list[str] = []
     for entry in ledger.entries:
-        native = _native(entry)
-        res = _entry_bound(entry, ledger.delta if native else delta_entry)
-        row: dict[str, Any] = {
-            "name": entry.name,
-            "scheme": entry.design.scheme,
-            "count": entry.count,
-            "epsilon_prime": {"lower": res.lower, "upper": res.upper},
-            "delta_prime": res.delta_prime,
-            "guarantee_neighbours": res.guarantee_neighbours,
-            "composed_as": None,
-        }
-        if res.error is not None:
-            row["error"] = res.error
-        if "profile" in res.details:
-            row["profile"] = res.details["profile"]
+        res, composed, native, prof = entry_pair(entry, ledger)
+        row = _entry_row(entry, res, native, prof)
         if res.upper is None or not math.isfinite(float(res.upper)):
             no_guarantee.append(entry.name)
         elif res.guarantee_neighbours != str(ledger.neighbours):
@@ -214,15 +374,9 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
                 "relation (set the design's `guarantee:` to match, where the scheme allows it)",
                 where=entry.where,
             )
-        if native is not None:
-            row["composed_as"] = f"dp_accounting sampled {native[0]} PLD"
-        elif res.upper is not None:
-            dp = float(res.delta_prime or 0.0)
-            row["composed_as"] = (
-                "randomized response at ε′ (pure)" if dp == 0.0 else "(ε′, δ′) dominating pair"
-            )
         rows.append(row)
-        pairs.append((entry, res, native))
+        singles.append(None if res.upper is None else float(res.upper))
+        pairs.append((entry, composed, native))
         step()
     out: dict[str, Any] = {
         "name": ledger.name,
@@ -241,17 +395,127 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
         }
         out["remaining"] = None
         return out
-    pure = [float(r.upper) for _, r, n in pairs if n is None and float(r.delta_prime or 0) == 0]
-    if len(pure) == len(pairs) and len(set(pure)) == 1:
-        total = _closed_form_pure(pure[0], total_count, ledger.delta)
+    pure = [_pure_of(r) for _, r, n in pairs if n is None]
+    if len(pure) == len(pairs) and None not in pure and len(set(pure)) == 1:
+        total = _closed_form_pure(float(pure[0]), total_count, ledger.delta)  # type: ignore[arg-type]
     else:
         total = _accountant(pairs, ledger, step)
+        total = _at_most_the_obvious(total, pairs, singles, ledger)
     if progress is not None:
         progress(steps, steps)
+    _shares(rows, pairs, ledger)
     out["total"] = total
     up = total["upper"]
     out["remaining"] = None if ledger.epsilon is None or up is None else ledger.epsilon - float(up)
     return out
+
+
+def _pure_of(res: Any) -> float | None:
+    """The entry's pure ε′ when it is composed as k copies of one pure release."""
+    if isinstance(res, ProfileEntry):
+        return None
+    if res.upper is None or float(res.delta_prime or 0.0) != 0.0:
+        return None
+    return float(res.upper)
+
+
+def _at_most_the_obvious(
+    total: dict[str, Any],
+    pairs: Sequence[tuple[Entry, Any, Any]],
+    singles: Sequence[float | None],
+    ledger: Ledger,
+) -> dict[str, Any]:
+    """The accountant's upper total, or a smaller valid one (the least is reported):
+
+    - one entry of count 1: its own bound at the ledger's δ (``ampcalc bound``);
+    - every entry's pure spelling the same ε′: their optimal composition in closed form;
+    - every entry capped by M's own profile (a coupling, docs/budget.md): M's releases
+      composed with no sampling at all.
+    """
+    up = total["upper"]
+    candidates: list[tuple[float, str]] = []
+    if up is not None:
+        candidates.append((float(up), "accountant"))
+    if len(pairs) == 1 and pairs[0][0].count == 1 and singles[0] is not None:
+        candidates.append((float(singles[0]), "one release: its own bound (ampcalc bound)"))
+    spelled = [_pure_spelled(r) for _, r, n in pairs]
+    if None not in spelled and len(set(spelled)) == 1 and all(n is None for _, _, n in pairs):
+        k = sum(e.count for e, _, _ in pairs)
+        closed = _closed_form_pure(float(spelled[0]), k, ledger.delta)["upper"]  # type: ignore[arg-type]
+        if closed is not None:
+            candidates.append((float(closed), f"pure spelling in closed form ({KOV15})"))
+    own = _unsampled(pairs, ledger.delta)
+    if own is not None:
+        candidates.append((own, "no sampling: M's own releases composed"))
+    if not candidates:
+        return total
+    best, how = min(candidates)
+    total = dict(total)
+    total["upper"] = best
+    total["upper_from"] = how
+    if total.get("lower") is not None:
+        total["lower"] = min(float(total["lower"]), best)
+    if best and total.get("lower") is not None:
+        total["width"] = (best - float(total["lower"])) / best
+    return total
+
+
+def _pure_spelled(res: Any) -> float | None:
+    if isinstance(res, ProfileEntry):
+        return res.profile.pure_epsilon_spelled
+    return _pure_of(res)
+
+
+def _unsampled(pairs: Sequence[tuple[Entry, Any, Any]], delta: float) -> float | None:
+    """ε at δ of every entry's M composed with no sampling, when every entry is capped by
+    its M's own profile (``None`` otherwise, or when no closed form composes them)."""
+    from ampcalc.accounting.compose import CompositionError
+    from ampcalc.accounting.compose import compose as compose_releases
+
+    releases = []
+    for entry, res, _ in pairs:
+        if not isinstance(res, ProfileEntry) or res.profile.cap is None:
+            return None
+        own = design_profile.own_profile(entry.design, res.profile.cap)
+        if own is None:
+            return None
+        releases.append((own, entry.count))
+    try:
+        comp = compose_releases(releases)
+    except (CompositionError, ConditionError, ValueError):
+        return None
+    eps = float(epsilon_at_delta(comp, delta))
+    return eps if math.isfinite(eps) else None
+
+
+#: ledgers with more entries than this get no per-entry share (each is composed alone)
+MAX_SHARE_ENTRIES = 32
+
+
+def _shares(
+    rows: list[dict[str, Any]], pairs: Sequence[tuple[Entry, Any, Any]], ledger: Ledger
+) -> None:
+    """Each entry's share: its releases composed alone (upper, at the ledger's δ) over
+    the sum of those (docs/budget.md)."""
+    if len(pairs) == 1:
+        rows[0]["share"] = 1.0
+        return
+    if len(pairs) > MAX_SHARE_ENTRIES:
+        return
+    alone: list[float] = []
+    for pair in pairs:
+        pure = _pure_of(pair[1]) if pair[2] is None else None
+        if pure is not None:
+            e = _closed_form_pure(pure, pair[0].count, ledger.delta)["upper"]
+        else:
+            e = accountant_side([pair], ledger.delta, ledger.discretization, True)
+        if e is None or not math.isfinite(float(e)):
+            return
+        alone.append(float(e))
+    s = math.fsum(alone)
+    if s > 0:
+        for row, a in zip(rows, alone, strict=True):
+            row["share"] = a / s
 
 
 def _closed_form_pure(eps: float, k: int, delta: float) -> dict[str, Any]:
@@ -371,6 +635,8 @@ def _entry_pld(
                 sampling_prob=q,
                 use_connect_dots=pessimistic,
             )
+    elif isinstance(res, ProfileEntry):
+        one = _pmf_from_points(res.profile.points, di, pessimistic)
     else:
         q_pmf, p_pmf = _rr_log_pmfs(float(res.upper), float(res.delta_prime or 0.0))
         one = pld.from_two_probability_mass_functions(

@@ -75,19 +75,15 @@ def side_total(ledger: B.Ledger, pessimistic: bool, di: float) -> float:
     """The ledger's total ε at its δ: the upper (``pessimistic``) or lower value, as
     ``budget.run`` computes it (``inf`` / ``0`` where there is none)."""
     total_count = sum(e.count for e in ledger.entries)
-    delta_entry = ledger.delta / (10.0 * total_count) if ledger.delta > 0 else 0.0
     pairs: list[tuple[B.Entry, Any, Any]] = []
     for entry in ledger.entries:
-        native = B._native(entry)
-        res = None
-        if native is None:
-            res = B._entry_bound(entry, delta_entry)
-            if res.upper is None or not math.isfinite(float(res.upper)):
-                return math.inf if pessimistic else 0.0
-        pairs.append((entry, res, native))
-    pure = [float(r.upper) for _, r, n in pairs if n is None and float(r.delta_prime or 0) == 0]
-    if len(pure) == len(pairs) and len(set(pure)) == 1:
-        tot = B._closed_form_pure(pure[0], total_count, ledger.delta)
+        res, composed, native, _ = B.entry_pair(entry, ledger, bound_native=False)
+        if native is None and (res.upper is None or not math.isfinite(float(res.upper))):
+            return math.inf if pessimistic else 0.0
+        pairs.append((entry, composed, native))
+    pure = [B._pure_of(r) for _, r, n in pairs if n is None]
+    if len(pure) == len(pairs) and None not in pure and len(set(pure)) == 1:
+        tot = B._closed_form_pure(float(pure[0]), total_count, ledger.delta)  # type: ignore[arg-type]
         val = tot["upper"] if pessimistic else tot["lower"]
         if val is None:
             return math.inf if pessimistic else 0.0

@@ -81,6 +81,32 @@ def point_mechanism(mech: Mechanism, eps: float, *, replace_one: bool = True) ->
     return dataclasses.replace(mech, **changes)
 
 
+def amplified_point(
+    design: Design, eps: float, guarantee: Neighbours | None = None
+) -> tuple[float, float, Any]:
+    """(ε′, δ′, analysis): the scheme's (ε, δ) theorem applied to the point
+    (ε, δ_M(ε)) of the design's named mechanism M (under ``guarantee``, the scheme's
+    first relation unless given). Each image is a valid (ε′, δ′) guarantee of the
+    sampled mechanism: the points ``bound_profile`` reports, and what a ledger composes.
+
+    Raises:
+        ConditionError: the point is outside the theorem's conditions, or the theory
+            gives no (ε′, δ′) upper bound for the design.
+    """
+    mech = design.mechanism
+    assert mech is not None and mech.profile is not None
+    if guarantee is None:
+        guarantee = design.guarantee or schemes.get(design.scheme).guarantees[0]
+    point = point_mechanism(mech, eps, replace_one=guarantee is not Neighbours.ADD_REMOVE)
+    analysis = analyse(design, point)
+    if analysis.upper is None or analysis.delta_prime is None:
+        raise ConditionError("the theory gives no (ε′, δ′) upper bound for this design")
+    e = np.asarray(eps, dtype=float)
+    up = float(analysis.upper(e))
+    dp = float(np.clip(analysis.delta_prime(e), 0.0, 1.0))
+    return up, dp, analysis
+
+
 def _refusal(design: Design, message: str) -> BoundResult:
     return core.failed(design, ConditionError(message), "bound")
 
@@ -185,15 +211,7 @@ def bound_profile(
     target_delta = 0.0 if target is None else float(target)
 
     def amplified(eps: float) -> tuple[float, float, Any]:
-        """(ε′, δ′, analysis) of the profile point at ε, via the scheme's theorem."""
-        point = point_mechanism(mech, eps, replace_one=guarantee is not Neighbours.ADD_REMOVE)
-        analysis = analyse(design, point)
-        if analysis.upper is None or analysis.delta_prime is None:
-            raise ConditionError("the theory gives no (ε′, δ′) upper bound for this design")
-        e = np.asarray(eps, dtype=float)
-        up = float(analysis.upper(e))
-        dp = float(np.clip(analysis.delta_prime(e), 0.0, 1.0))
-        return up, dp, analysis
+        return amplified_point(design, eps, guarantee)
 
     poisson_guesses: list[float | None] = []
 

@@ -294,6 +294,37 @@ DP_ACCOUNTING = Reference(
     source="the project's style guide names google/differential-privacy, python/dp_accounting",
 )
 
+DGKKM22 = Reference(
+    key="doroshenko-connect-the-dots",
+    title="Connect the Dots: Tighter Discrete Approximations of Privacy Loss Distributions",
+    authors=(
+        "Vadym Doroshenko",
+        "Badih Ghazi",
+        "Pritish Kamath",
+        "Ravi Kumar",
+        "Pasin Manurangsi",
+    ),
+    year=2022,
+    arxiv="2207.04380",
+    source=(
+        "no text in the project's sources; quoted from dp_accounting's docstring of "
+        "pld_pmf.create_pmf_pessimistic_connect_dots: 'Title: Connect the Dots: Tighter "
+        "Discrete Approximations of Privacy Loss Distributions; Authors: V. Doroshenko, "
+        "B. Ghazi, P. Kamath, R. Kumar, P. Manurangsi; Link: "
+        "https://arxiv.org/abs/2207.04380' (first names and year from the arXiv listing)"
+    ),
+)
+
+ZDW22 = Reference(
+    key="zhu-dong-wang-2022",
+    title="Optimal Accounting of Differential Privacy via Characteristic Function",
+    authors=("Yuqing Zhu", "Jinshuo Dong", "Yu-Xiang Wang"),
+    year=2022,
+    venue="AISTATS 2022, PMLR 151",
+    arxiv="2106.08567",
+    source="no text in the project's sources; quoted from the arXiv listing 2106.08567",
+)
+
 # ---- ampcalc's own documentation -------------------------------------------------------
 
 DERIVATIONS = Reference(
@@ -338,6 +369,8 @@ REFERENCES: dict[str, Reference] = {
         DRS22,
         KOV15,
         SU16,
+        DGKKM22,
+        ZDW22,
         DP_ACCOUNTING,
         DERIVATIONS,
         CLUSTER_DOCS,
