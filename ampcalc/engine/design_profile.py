@@ -418,7 +418,7 @@ def connect_dots_masses(losses: np.ndarray, deltas: np.ndarray) -> np.ndarray:
     dd = np.diff(deltas)
     left = np.concatenate([[1.0 - deltas[0]], dd / np.expm1(-de)])
     right = np.concatenate([dd / np.expm1(de), [0.0]])
-    return left + right
+    return np.asarray(left + right, dtype=float)
 
 
 def dominating_points(points: Any, h: float, *, up: bool = True) -> tuple[np.ndarray, np.ndarray]:
