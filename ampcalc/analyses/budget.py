@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc import engine
-from ampcalc.accounting import fastpld
+from ampcalc.accounting import fastpld, witness
 from ampcalc.accounting.compose import MAX_PURE_RELEASES, PureComposition
 from ampcalc.accounting.profiles import (
     Gaussian,
@@ -240,6 +240,7 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
             "note": "no upper bound for: " + ", ".join(no_guarantee),
         }
         out["remaining"] = None
+        out["total"].update(lower_total(ledger, out["total"]))
         return out
     pure = [float(r.upper) for _, r, n in pairs if n is None and float(r.delta_prime or 0) == 0]
     if len(pure) == len(pairs) and len(set(pure)) == 1:
@@ -249,8 +250,29 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
     if progress is not None:
         progress(steps, steps)
     out["total"] = total
+    out["total"].update(lower_total(ledger, out["total"]))
     up = total["upper"]
     out["remaining"] = None if ledger.epsilon is None or up is None else ledger.epsilon - float(up)
+    return out
+
+
+def lower_total(ledger: Ledger, total: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``total`` about its lower side: ``lower`` from witness pairs
+    (``accounting.witness``: a lower bound on the exact total) with ``lower_meaning``
+    and ``lower_witness``, or ``lower: None`` and ``lower_reason`` naming the entry
+    without a witness; the accountant's optimistic estimate of the upper composition
+    (``total["lower"]`` as composed) kept as what it is, the upper's accuracy
+    (``upper_optimistic``); ``width`` the relative gap between the two bounds."""
+    out: dict[str, Any] = {"upper_optimistic": total.get("lower")}
+    out.update(
+        witness.lower_total(
+            [(e.name, e.design, e.count) for e in ledger.entries],
+            ledger.delta,
+            ledger.discretization,
+        )
+    )
+    up, lo = total.get("upper"), out["lower"]
+    out["width"] = None if up is None or lo is None or up == 0 else (float(up) - lo) / float(up)
     return out
 
 

@@ -1,0 +1,395 @@
+"""A lower bound on a ledger's total: witness pairs composed with the optimistic estimate.
+
+The argument (docs/budget.md, "The lower total"; docs/derivations.md, "Witness pairs for
+a ledger's lower total"). Take ONE pair of neighbouring populations for the whole ledger:
+every record is 0 but one record x, which is 1 in D and 0 (replace-one) or absent
+(add-remove) in its neighbour D′; x is placed, in each entry's frame, where that design
+includes a record most often. For each entry take the mechanism
+
+    M(S) = noise applied to t(S) = min(1, Σ_{i∈S} v_i)
+
+(the Gaussian's noisy t·Δ, the Laplace's, randomized response on t, or the mixture
+t·P + (1 − t)·Q of a dominating (ε, δ) pair): t moves by at most 1 between neighbouring
+samples under either relation, so M has the declared guarantee under both. On D′ every
+sampled record is 0, so M's output is Q (its output at t = 0) whatever the sample; on D
+it is P (its output at t = 1) exactly when x is sampled, which happens with x's inclusion
+probability π, so one wave's outputs are the pair ((1 − π)Q + πP, Q), and the waves,
+on independent samples, are independent. The hockey-stick divergence of the composed
+pair at e^ε is a lower bound on δ(ε) of the composed releases (one neighbouring pair and
+one mechanism per entry among those every upper bound covers), so the ε at which it
+reaches the ledger's δ is a lower bound on the total.
+
+The pairs are dp_accounting's privacy-loss distributions built with its public
+constructors and ``pessimistic_estimate=False`` (losses rounded down, truncated mass
+dropped: the hockey-stick divergence is never overstated), composed in both orders of
+the same pair of populations (the library's "remove" order is (D, D′), its "add" order
+(D′, D), for every entry), read at δ plus an allowance for the float error of the FFT,
+and rounded down. Pure functions: nothing prints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ampcalc.math import numeric
+from ampcalc.model.design import Design, Mechanism, Neighbours
+from ampcalc.model.references import DP_ACCOUNTING, cite
+
+#: relative allowance on δ for the FFT's float error (as ``budget.FFT_DELTA``); reading
+#: ε at a larger δ gives a smaller ε, so the lower bound stays one
+FFT_DELTA = 1e-5
+#: absolute allowance on δ for the same (a composed PLD's mass is 1: the FFT's rounding
+#: error on any partial sum is far below it)
+FFT_ABS = 1e-13
+#: the witness pairs' interval is at most this (a coarse ``--discretization`` speeds up
+#: the upper; the optimistic estimate of the witness at it would round every wave's
+#: loss down by up to a whole interval, and the lower bound to nothing)
+MAX_INTERVAL = 1e-3
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One wave's output distributions on (D, D′), before the design mixes them.
+
+    Attributes:
+        kind: ``gaussian`` (σ, Δ), ``laplace`` (b, Δ), ``discrete-laplace`` (1/b, Δ) or
+            ``pmf`` (M's output probabilities at t = 1 and at t = 0, outcome by outcome).
+        params: the numbers of ``kind``, hashable.
+        words: the mechanism in words.
+    """
+
+    kind: str
+    params: tuple[Any, ...]
+    words: str
+
+
+@dataclass(frozen=True, slots=True)
+class Witness:
+    """One entry's witness: x's inclusion probability π and M's pair; one wave's
+    outputs are ((1 − π)Q + πP, Q)."""
+
+    weight: float
+    weight_words: str
+    pair: Pair
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.weight, self.pair.kind, self.pair.params)
+
+
+# --------------------------------------------------------------------------------------
+# the weight: x's inclusion probability, per design
+# --------------------------------------------------------------------------------------
+
+
+def _down(x: float) -> float:
+    """A probability rounded down a few ulps (a smaller weight is a weaker witness:
+    ((1 − π′)Q + π′P, Q) for π′ < π is a post-processing of the pair at π)."""
+    return float(min(max(float(numeric.round_down(x)), 0.0), 1.0))
+
+
+def _inclusion(design: Design) -> tuple[float, str] | str:
+    """(π, how) for the design's most often included record, or the reason there is
+    none implemented."""
+    p = design.params
+    s = design.scheme
+    if s == "poisson":
+        return _down(float(p.rate)), f"q = {float(p.rate):g}"
+    if s == "srswor":
+        return _down(p.sample / p.population), f"m/N = {p.sample}/{p.population}"
+    if s == "srswr":
+        n, m = p.population, p.sample
+        pi = -math.expm1(m * math.log1p(-1.0 / n)) if n > 1 else 1.0
+        return _down(pi * (1.0 - 1e-14)), f"1 − (1 − 1/N)^m, N = {n}, m = {m}"
+    if s == "systematic":
+        return _down(1.0 / p.interval), f"1/k = 1/{p.interval} (the random start)"
+    if s == "cluster":
+        within = getattr(p, "within_rate", None)
+        frac = p.chosen / p.clusters.count
+        r = 1.0 if within is None else float(within)
+        how = f"ℓ/k = {p.chosen}/{p.clusters.count}" + ("" if within is None else f" × r = {r:g}")
+        return _down(frac * r * (1.0 - 1e-15)), how
+    if s == "pps":
+        if p.method == "poisson-threshold":
+            if p.inclusion is None:
+                return "PPS with a threshold and no size measures: x's inclusion is unknown"
+            return _down(float(np.max(p.inclusion))), "the largest a_i = min(1, τr_i)"
+        from ampcalc.schemes.pps import inclusion_summary
+
+        amax, basis, _ = inclusion_summary(p)
+        return _down(float(amax)), f"the largest inclusion probability a ({basis})"
+    if s == "pps-cluster":
+        from ampcalc.schemes.pps_cluster import max_inclusion
+
+        a, _ = max_inclusion(p.clusters, p.chosen, p.method)
+        return _down(float(a)), "the largest cluster inclusion probability"
+    if s == "random-size":
+        from ampcalc.schemes.random_size import size_pmf
+
+        pmf = size_pmf(p.size, p.population)
+        mean = math.fsum(m * w for m, w in pmf.items()) / math.fsum(pmf.values())
+        return _down(mean / p.population * (1.0 - 1e-12)), "E[m]/N"
+    if s == "stratified":
+        return _stratified_inclusion(p)
+    return (
+        f"the {s} scheme: no inclusion witness is implemented (its sample or its "
+        "mechanism depends on the data, or it is calibrated to a target)"
+    )
+
+
+def _stratified_inclusion(p: Any) -> tuple[float, str] | str:
+    alloc = p.allocation
+    if alloc == "poisson":
+        rates = np.asarray(p.rates(), dtype=float)
+        return _down(float(np.nanmax(rates))), "the largest stratum rate r_h"
+    if alloc == "fixed":
+        st = p.strata
+        frac = np.asarray(st.sample, dtype=float) / np.asarray(st.size, dtype=float)
+        return _down(float(np.nanmax(frac)) * (1.0 - 1e-15)), "the largest m_h/N_h"
+    if alloc == "proportional" and p.total_sample is None:
+        rates = np.asarray(p.rates(), dtype=float)
+        if p.rounding in (None, "randomized"):
+            # randomised rounding is unbiased: E[n_h] = r_h·N_h, so x is kept with r_h
+            return _down(float(np.nanmax(rates))), "the largest rate r_h (randomised rounding)"
+        from ampcalc.schemes._allocation import round_proportional
+
+        size = np.asarray(p.strata.size, dtype=np.int64)
+        m = np.asarray(round_proportional(rates, size, p.rounding), dtype=float)
+        return _largest_fraction(m, size, f"{p.rounding} rounding")
+    if alloc == "proportional" and p.total_sample is not None:
+        from ampcalc.schemes.stratified.fixed_total import apportion
+
+        size = np.asarray(p.strata.size, dtype=np.int64)
+        rule = p.rounding or "nearest"
+        m = np.asarray(apportion(size.tolist(), int(p.total_sample), rule), dtype=float)
+        return _largest_fraction(m, size, f"total {p.total_sample} apportioned, {rule}")
+    return (
+        f"stratified with {alloc} allocation: no inclusion witness is implemented (the "
+        "stratum sample sizes are computed from the data)"
+    )
+
+
+def _largest_fraction(m: np.ndarray, size: np.ndarray, how: str) -> tuple[float, str]:
+    """The largest m_h/N_h over the non-empty strata (rounded down)."""
+    n = size.astype(float)
+    frac = np.where(n > 0, m / np.where(n > 0, n, 1.0), 0.0)
+    return _down(float(np.max(frac)) * (1.0 - 1e-15)), f"the largest m_h/N_h ({how})"
+
+
+# --------------------------------------------------------------------------------------
+# the pair: M's outputs at t = 1 and t = 0
+# --------------------------------------------------------------------------------------
+
+
+def _rr_pmf(eps: float, delta: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(P, Q): the (ε, δ) dominating pair's output probabilities at t = 1 and t = 0
+    (Kairouz, Oh and Viswanath 2015): (δ, (1−δ)e^ε/(1+e^ε), (1−δ)/(1+e^ε), 0) and its
+    mirror image."""
+    a = (1.0 - delta) / (1.0 + math.exp(-eps))
+    b = (1.0 - delta) / (1.0 + math.exp(eps))
+    return (delta, a, b, 0.0), (0.0, b, a, delta)
+
+
+def _profile_pair(profile: Any) -> Pair | str:
+    """M's pair for a named mechanism's profile (a composition of releases on one
+    sample: one of its releases, the others' outputs dropped, which is post-processing)."""
+    from ampcalc.accounting import compose as C
+    from ampcalc.accounting import profiles as P
+
+    if isinstance(profile, P.Gaussian):
+        if profile.sigma is not None and profile.mu_given is None:
+            return Pair(
+                "gaussian",
+                (float(profile.sigma), float(profile.sensitivity)),
+                f"Gaussian σ = {profile.sigma:g} on t·{profile.sensitivity:g}",
+            )
+        # μ rounded down: a Gaussian of smaller μ is the declared one on a query that
+        # moves less, so an instance of it
+        mu = float(profile.mu_low if profile.mu_low is not None else profile.mu)
+        return Pair("gaussian", (1.0, mu), f"Gaussian μ = {mu:.6g} on t")
+    if isinstance(profile, P.Laplace):
+        return Pair(
+            "laplace",
+            (float(profile.scale), float(profile.sensitivity)),
+            f"Laplace b = {profile.scale:g} on t·{profile.sensitivity:g}",
+        )
+    if isinstance(profile, P.DiscreteLaplace):
+        return Pair(
+            "discrete-laplace",
+            (1.0 / float(profile.scale), int(profile.sensitivity)),
+            f"discrete Laplace b = {profile.scale:g} on t·{profile.sensitivity}",
+        )
+    if isinstance(profile, P.RandomizedResponse):
+        e, c = float(profile.epsilon), int(profile.categories)
+        den = math.exp(e) + c - 1.0
+        hi, lo = math.exp(e) / den, 1.0 / den
+        rest = (c - 2) * lo
+        return Pair(
+            "pmf",
+            ((hi, lo, rest), (lo, hi, rest)),
+            f"{c}-ary randomized response at ε = {e:g} on t",
+        )
+    if isinstance(profile, P.Zcdp):
+        mu = float(numeric.round_down(math.sqrt(2.0 * profile.rho)))
+        return Pair("gaussian", (1.0, mu), f"Gaussian μ = √(2ρ) = {mu:.6g} (ρ-zCDP) on t")
+    if isinstance(profile, C.PureComposition):
+        inner = _profile_pair(profile.single)
+        if isinstance(inner, str):
+            return inner
+        return Pair(inner.kind, inner.params, inner.words + " (one of the releases)")
+    releases = getattr(profile, "releases", None)
+    if isinstance(profile, C.PureMix | C.AccountantComposition) and releases:
+        best: Pair | str = "no release of the composition has a witness"
+        score = -1.0
+        for rel, _ in releases:
+            cand = _profile_pair(rel)
+            if isinstance(cand, str):
+                continue
+            s = float(np.asarray(rel.delta_lower(0.0)))  # total variation: the strongest
+            if s > score:
+                best, score = Pair(cand.kind, cand.params, cand.words + " (one release)"), s
+        return best
+    return f"{profile.describe()}: no witness pair is implemented"
+
+
+def _mechanism_pair(mech: Mechanism) -> Pair | str:
+    """M's pair (P at t = 1, Q at t = 0) for the entry's mechanism."""
+    if mech.group_size > 1:
+        return "group privacy (group_size > 1): no witness is implemented"
+    if mech.profile is not None:
+        return _profile_pair(mech.profile)
+    eps, delta = float(mech.epsilon), float(mech.delta)
+    if mech.releases is not None and len(mech.releases) > 1:
+        # one release, the others' outputs dropped (post-processing)
+        top = max(mech.releases, key=lambda r: (r.epsilon, r.delta))
+        eps, delta = float(top.epsilon), float(top.delta)
+        if mech.neighbours is Neighbours.ADD_REMOVE and mech.delta_replace_one is not None:
+            delta = min(delta, float(mech.delta_replace_one))
+    elif mech.neighbours is Neighbours.ADD_REMOVE:
+        delta = min(delta, float(mech.delta_replace_one_of(eps)))
+    if mech.neighbours is Neighbours.ADD_REMOVE:
+        # M must hold its guarantee under both relations: ε under replace-one too
+        eps *= min(1.0, mech.replace_one_ratio())
+    if not (eps > 0.0 and math.isfinite(eps)):
+        return "M's ε is not a positive finite number"
+    p, q = _rr_pmf(eps, delta)
+    words = f"randomized response at ε = {eps:g}" + (f", δ = {delta:g}" if delta > 0 else "")
+    return Pair("pmf", (p, q), words + " on t")
+
+
+def entry_witness(design: Design) -> Witness | str:
+    """The entry's witness (x's inclusion probability and M's pair), or why none.
+
+    A ``str`` is the reason, in words, for a user."""
+    mech = design.mechanism
+    if mech is None:
+        return f"the {design.scheme} scheme has no mechanism of its own"
+    inc = _inclusion(design)
+    if isinstance(inc, str):
+        return inc
+    pair = _mechanism_pair(mech)
+    if isinstance(pair, str):
+        return pair
+    weight, how = inc
+    return Witness(weight=weight, weight_words=how, pair=pair)
+
+
+# --------------------------------------------------------------------------------------
+# composition (dp_accounting, public interface only)
+# --------------------------------------------------------------------------------------
+
+
+def _log_pmf(probs: Sequence[float]) -> dict[int, float]:
+    return {i: math.log(x) for i, x in enumerate(probs) if x > 0.0}
+
+
+def witness_pld(w: Witness, di: float) -> Any:
+    """One wave's witness pair as an optimistic privacy-loss distribution (both orders:
+    the library's remove order is ((1 − π)Q + πP, Q), its add order the reverse)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    pi, kind, par = w.weight, w.pair.kind, w.pair.params
+    common: dict[str, Any] = {"pessimistic_estimate": False, "value_discretization_interval": di}
+    if kind == "gaussian":
+        return pld.from_gaussian_mechanism(
+            par[0], sensitivity=par[1], sampling_prob=pi, use_connect_dots=False, **common
+        )
+    if kind == "laplace":
+        return pld.from_laplace_mechanism(
+            par[0], sensitivity=par[1], sampling_prob=pi, use_connect_dots=False, **common
+        )
+    if kind == "discrete-laplace":
+        return pld.from_discrete_laplace_mechanism(
+            par[0], sensitivity=par[1], sampling_prob=pi, **common
+        )
+    p1, p0 = par
+    mixed = [pi * a + (1.0 - pi) * b for a, b in zip(p1, p0, strict=True)]
+    return pld.from_two_probability_mass_functions(
+        _log_pmf(p0), _log_pmf(mixed), symmetric=False, **common
+    )
+
+
+def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -> float:
+    """ε at ``delta`` of the composed witness pairs (``count`` waves of each), the
+    optimistic estimate rounded down: a lower bound on the composed releases' ε at δ.
+
+    Identical witnesses are grouped and self-composed once; the interval is ``di`` or
+    ``MAX_INTERVAL``, the smaller."""
+    di = min(di, MAX_INTERVAL)
+    groups: dict[tuple[Any, ...], tuple[Witness, int]] = {}
+    for w, k in witnesses:
+        if w.weight <= 0.0:
+            continue  # x is never sampled: the pair is (Q, Q), no loss
+        g = groups.get(w.key())
+        groups[w.key()] = (w, k + (g[1] if g else 0))
+    if not groups:
+        return 0.0
+    total = None
+    for w, k in groups.values():
+        one = witness_pld(w, di)
+        if k > 1:
+            one = one.self_compose(k)
+        total = one if total is None else total.compose(one)
+    assert total is not None
+    eps = float(total.get_epsilon_for_delta(delta * (1.0 + FFT_DELTA) + FFT_ABS))
+    if not math.isfinite(eps):
+        return math.inf
+    return max(float(numeric.round_down(eps)), 0.0)
+
+
+MEANING = (
+    "a lower bound on the exact total: one neighbouring pair of populations (every "
+    "record 0 but x) and one mechanism per entry whose waves' outputs are composed by "
+    f"the accountant's optimistic estimate ({cite(DP_ACCOUNTING, 'PLD')})"
+)
+
+
+def lower_total(
+    designs: Sequence[tuple[str, Design, int]], delta: float, di: float
+) -> Mapping[str, Any]:
+    """The ledger's lower total from witness pairs: ``{"lower", "lower_meaning",
+    "lower_witness"}``, or ``{"lower": None, "lower_reason"}`` naming the entry without
+    a witness. ``designs``: (entry name, design, count)."""
+    found: list[tuple[Witness, int]] = []
+    words: list[str] = []
+    for name, design, count in designs:
+        w = entry_witness(design)
+        if isinstance(w, str):
+            reason = f"entry {name!r} has no witness: {w}"
+            return {
+                "lower": None,
+                "lower_meaning": f"no lower bound on the total ({reason})",
+                "lower_reason": reason,
+            }
+        found.append((w, count))
+        words.append(f"{name}: π = {w.weight:.6g} ({w.weight_words}), {w.pair.words}")
+    lo = compose(found, delta, di)
+    return {
+        "lower": lo if math.isfinite(lo) else None,
+        "lower_meaning": MEANING,
+        "lower_witness": "; ".join(words),
+    }
