@@ -348,6 +348,9 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
         groups[w.key()] = (w, k + (g[1] if g else 0))
     if not groups:
         return 0.0
+    exact = _exact_binary(list(groups.values()), delta)
+    if exact is not None:
+        return exact
     total = None
     for w, k in groups.values():
         one = witness_pld(w, di)
@@ -359,6 +362,67 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
     if not math.isfinite(eps):
         return math.inf
     return max(float(numeric.round_down(eps)), 0.0)
+
+
+#: most outcomes the exact composition of binary pairs enumerates
+MAX_OUTCOMES = 2_000_000
+#: relative error allowed for the exact composition's δ (log-binomials of counts up to
+#: a million, summed in float: far below it)
+EXACT_SLACK = 1e-8
+
+
+def _binary(w: Witness) -> tuple[float, float] | None:
+    """(P(1), Q(1)) of the wave's pair when it has two outcomes, else None."""
+    if w.pair.kind != "pmf":
+        return None
+    p1, p0 = w.pair.params
+    mixed = [w.weight * a + (1.0 - w.weight) * b for a, b in zip(p1, p0, strict=True)]
+    used = [i for i, (a, b) in enumerate(zip(mixed, p0, strict=True)) if a > 0.0 or b > 0.0]
+    if len(used) != 2 or any(mixed[i] <= 0.0 or p0[i] <= 0.0 for i in used):
+        return None
+    return mixed[used[0]], p0[used[0]]
+
+
+def _exact_binary(groups: Sequence[tuple[Witness, int]], delta: float) -> float | None:
+    """The exact ε at δ of composed two-outcome pairs (pure M: randomized response on
+    t), ``None`` when a pair has more outcomes or the outcomes are too many: the number
+    of first outcomes in each group indexes the composed outcomes, and δ(ε) =
+    Σ_o (P(o) − e^ε Q(o))_+ is summed over them; ε is the largest value where δ
+    (rounded down) is still above ``delta``, found by bisection: no accountant and no
+    discretisation."""
+    from scipy.special import gammaln
+
+    pairs = [(_binary(w), k) for w, k in groups]
+    if any(b is None for b, _ in pairs) or math.prod(k + 1 for _, k in pairs) > MAX_OUTCOMES:
+        return None
+    log_p = np.zeros(1)
+    loss = np.zeros(1)
+    for b, k in pairs:
+        assert b is not None
+        p, q = b
+        j = np.arange(k + 1, dtype=float)
+        lc = gammaln(k + 1.0) - gammaln(j + 1.0) - gammaln(k - j + 1.0)
+        lp = lc + j * math.log(p) + (k - j) * math.log1p(-p)
+        ll = j * (math.log(p) - math.log(q)) + (k - j) * (math.log1p(-p) - math.log1p(-q))
+        log_p = (log_p[:, None] + lp[None, :]).ravel()
+        loss = (loss[:, None] + ll[None, :]).ravel()
+    prob = np.exp(log_p)
+
+    def above(eps: float) -> bool:
+        terms = prob * -np.expm1(np.minimum(eps - loss, 0.0))
+        return float(np.sum(terms)) * (1.0 - EXACT_SLACK) > delta
+
+    hi = float(np.max(loss))
+    if hi <= 0.0 or not above(0.0):
+        return 0.0
+    lo = 0.0
+    for _ in range(64):
+        mid = 0.5 * (lo + hi)
+        if above(mid):
+            lo = mid
+        else:
+            hi = mid
+    return max(float(numeric.round_down(lo)), 0.0)
 
 
 MEANING = (
