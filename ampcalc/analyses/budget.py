@@ -19,9 +19,11 @@ Composition (``run``):
   every (ε′, δ′)-DP pair).
 
 The upper total composes the entries' upper guarantees with the accountant's pessimistic
-estimate; the lower total is the accountant's optimistic estimate of the same composition
-(``use_connect_dots=False``): an accounting interval, not a worst-case witness. An entry
-without an upper bound makes the total ``no-guarantee``.
+estimate; its optimistic estimate of the same composition (``use_connect_dots=False``)
+is kept as ``upper_optimistic``, the upper's accuracy, not a lower bound. The lower
+total composes witness pairs (``accounting.witness``): a lower bound on the exact total,
+or none with the reason. An entry without an upper bound makes the total
+``no-guarantee``.
 """
 
 from __future__ import annotations
