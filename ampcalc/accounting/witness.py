@@ -21,10 +21,13 @@ reaches the ledger's δ is a lower bound on the total.
 
 The pairs are dp_accounting's privacy-loss distributions built with its public
 constructors and ``pessimistic_estimate=False`` (losses rounded down, truncated mass
-dropped: the hockey-stick divergence is never overstated), composed in both orders of
-the same pair of populations (the library's "remove" order is (D, D′), its "add" order
-(D′, D), for every entry), read at δ plus an allowance for the float error of the FFT,
-and rounded down. Pure functions: nothing prints.
+dropped: the hockey-stick divergence is never overstated), every entry's in the same
+order (D, D′) (the accountant's "symmetric" distributions of one order: composing one
+entry's (D, D′) with another's (D′, D) would not be one pair of populations), read at δ
+plus an allowance for the float error of the FFT, and rounded down. The Gaussian, Laplace
+and discrete Laplace mixtures are built with numpy (their losses are monotone in the
+output, so each loss interval is an interval of outputs) and handed to the accountant's
+public ``create_from_rounded_probability``. Pure functions: nothing prints.
 """
 
 from __future__ import annotations
@@ -307,29 +310,129 @@ def _log_pmf(probs: Sequence[float]) -> dict[int, float]:
     return {i: math.log(x) for i, x in enumerate(probs) if x > 0.0}
 
 
+#: the Gaussian witness drops the mass of its outputs beyond this many standard
+#: deviations from either mean (Φ(−9.8) < 6e-23 per side): dropped mass only lowers δ
+TAIL_SIGMAS = 9.8
+#: the discrete Laplace witness drops outputs whose mass is below e^{−TAIL_LOG}
+TAIL_LOG = 55.0
+#: most outputs of a discrete Laplace witness
+MAX_DISCRETE_OUTPUTS = 400_000
+
+
+def _from_bins(bins: np.ndarray, mass: np.ndarray, di: float) -> Any:
+    """The one-order optimistic PLD with mass ``mass`` at losses ``bins``·di (bins may
+    repeat), through the accountant's public ``create_from_rounded_probability``."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    keep = mass > 0.0
+    uniq, inv = np.unique(bins[keep], return_inverse=True)
+    summed = np.zeros(uniq.size)
+    np.add.at(summed, inv, mass[keep])
+    rounded = dict(zip(uniq.tolist(), summed.tolist(), strict=True))
+    return pld.PrivacyLossDistribution.create_from_rounded_probability(
+        rounded, 0.0, di, pessimistic_estimate=False
+    )
+
+
+def gaussian_mixture_pld(mu: float, pi: float, di: float) -> Any:
+    """The optimistic privacy-loss distribution of ((1 − π)N(0, 1) + πN(μ, 1) ‖ N(0, 1)).
+
+    The loss L(x) = log(1 − π + π·e^{μx − μ²/2}) increases with the output x, so the
+    outputs whose loss lies in [i·di, (i + 1)·di) form the interval [b_i, b_{i+1}) with
+    b_i = (log((e^{i·di} − 1 + π)/π) + μ²/2)/μ; its mass under the mixture goes to loss
+    i·di (rounded down). Outputs beyond ``TAIL_SIGMAS`` are dropped. Interval masses
+    are differences of the normal distribution function on the side where they are
+    small (no cancellation)."""
+    from scipy.special import ndtr
+
+    lo_x, hi_x = -TAIL_SIGMAS, mu + TAIL_SIGMAS
+    log_1mpi = math.log1p(-pi) if pi < 1.0 else -math.inf
+
+    def loss(x: float) -> float:
+        return float(np.logaddexp(log_1mpi, math.log(pi) + mu * x - 0.5 * mu * mu))
+
+    i_lo = math.floor(loss(lo_x) / di)
+    i_hi = math.floor(loss(hi_x) / di)
+    idx = np.arange(i_lo + 1, i_hi + 1, dtype=np.int64)
+    # e^{i·di} − (1 − π) without cancellation: expm1(i·di) + π (> 0: i·di > log(1 − π))
+    b = (np.log(np.expm1(idx * di) + pi) - math.log(pi) + 0.5 * mu * mu) / mu
+    bounds = np.concatenate([[lo_x], np.clip(b, lo_x, hi_x), [hi_x]])
+
+    def mass(shift: float) -> np.ndarray:
+        lo, hi = bounds[:-1] - shift, bounds[1:] - shift
+        out: np.ndarray = np.where(lo >= 0.0, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
+        return np.maximum(out, 0.0)
+
+    p_mass = (1.0 - pi) * mass(0.0) + pi * mass(mu)
+    return _from_bins(np.arange(i_lo, i_hi + 1, dtype=np.int64), p_mass, di)
+
+
+def laplace_mixture_pld(scale: float, sens: float, pi: float, di: float) -> Any:
+    """The optimistic privacy-loss distribution of ((1 − π)Lap(0, b) + πLap(Δ, b) ‖
+    Lap(0, b)).
+
+    With t = Δ/b the loss is log(1 − π + π·e^{(|x| − |x − Δ|)/b}): constant at its
+    least value for x <= 0 and its largest for x >= Δ (atoms), increasing on (0, Δ),
+    where [i·di, (i + 1)·di) is the interval [b_i, b_{i+1}), b_i = (b·log((e^{i·di} −
+    1 + π)/π) + Δ)/2. Masses from the Laplace distribution functions in closed form."""
+    t = sens / scale
+    log_1mpi = math.log1p(-pi) if pi < 1.0 else -math.inf
+    l_min = float(np.logaddexp(log_1mpi, math.log(pi) - t))
+    l_max = float(np.logaddexp(log_1mpi, math.log(pi) + t))
+    i_lo, i_hi = math.floor(l_min / di), math.floor(l_max / di)
+    idx = np.arange(i_lo + 1, i_hi + 1, dtype=np.int64)
+    b = (scale * (np.log(np.expm1(idx * di) + pi) - math.log(pi)) + sens) / 2.0
+    bounds = np.concatenate([[0.0], np.clip(b, 0.0, sens), [sens]])
+    u, v = bounds[:-1], bounds[1:]
+    # on [0, Δ]: Lap(0, b) has mass ½(e^{−u/b} − e^{−v/b}), Lap(Δ, b) ½(e^{(v−Δ)/b} −
+    # e^{(u−Δ)/b}), written with expm1 (no cancellation for narrow intervals)
+    m0 = 0.5 * np.exp(-u / scale) * -np.expm1(-(v - u) / scale)
+    m1 = 0.5 * np.exp((v - sens) / scale) * -np.expm1(-(v - u) / scale)
+    middle = np.maximum((1.0 - pi) * m0 + pi * m1, 0.0)
+    e_t = math.exp(-t)
+    below = (1.0 - pi) * 0.5 + pi * 0.5 * e_t  # x <= 0
+    above = (1.0 - pi) * 0.5 * e_t + pi * 0.5  # x >= Δ
+    bins = np.concatenate([np.arange(i_lo, i_hi + 1, dtype=np.int64), [i_lo, i_hi]])
+    return _from_bins(bins, np.concatenate([middle, [below, above]]), di)
+
+
+def discrete_laplace_mixture_pld(a: float, sens: int, pi: float, di: float) -> Any | None:
+    """The optimistic privacy-loss distribution of ((1 − π)DL(0) + πDL(Δ) ‖ DL(0)), DL
+    the discrete Laplace law tanh(a/2)·e^{−a|k|} on the integers, outputs of mass below
+    e^{−``TAIL_LOG``} dropped; ``None`` when it has too many outputs."""
+    reach = math.ceil(TAIL_LOG / a)
+    if 2 * reach + sens + 1 > MAX_DISCRETE_OUTPUTS:
+        return None
+    k = np.arange(-reach, sens + reach + 1, dtype=float)
+    c = math.log(math.tanh(a / 2.0))
+    lq = c - a * np.abs(k)
+    lp1 = c - a * np.abs(k - sens)
+    log_1mpi = math.log1p(-pi) if pi < 1.0 else -math.inf
+    lp = np.logaddexp(log_1mpi + lq, math.log(pi) + lp1)
+    bins = np.floor((lp - lq) / di).astype(np.int64)
+    return _from_bins(bins, np.exp(lp), di)
+
+
 def witness_pld(w: Witness, di: float) -> Any:
-    """One wave's witness pair as an optimistic privacy-loss distribution (both orders:
-    the library's remove order is ((1 − π)Q + πP, Q), its add order the reverse)."""
+    """One wave's witness pair ((1 − π)Q + πP ‖ Q), the order (D, D′), as an optimistic
+    privacy-loss distribution of one order (every entry's in the same order)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     pi, kind, par = w.weight, w.pair.kind, w.pair.params
-    common: dict[str, Any] = {"pessimistic_estimate": False, "value_discretization_interval": di}
     if kind == "gaussian":
-        return pld.from_gaussian_mechanism(
-            par[0], sensitivity=par[1], sampling_prob=pi, use_connect_dots=False, **common
-        )
+        return gaussian_mixture_pld(float(par[1]) / float(par[0]), pi, di)
     if kind == "laplace":
-        return pld.from_laplace_mechanism(
-            par[0], sensitivity=par[1], sampling_prob=pi, use_connect_dots=False, **common
-        )
+        return laplace_mixture_pld(float(par[0]), float(par[1]), pi, di)
     if kind == "discrete-laplace":
-        return pld.from_discrete_laplace_mechanism(
-            par[0], sensitivity=par[1], sampling_prob=pi, **common
-        )
+        return discrete_laplace_mixture_pld(float(par[0]), int(par[1]), pi, di)
     p1, p0 = par
     mixed = [pi * a + (1.0 - pi) * b for a, b in zip(p1, p0, strict=True)]
     return pld.from_two_probability_mass_functions(
-        _log_pmf(p0), _log_pmf(mixed), symmetric=False, **common
+        _log_pmf(p0),
+        _log_pmf(mixed),
+        pessimistic_estimate=False,
+        value_discretization_interval=di,
+        symmetric=True,  # one order: (D, D′)
     )
 
 
@@ -354,10 +457,13 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
     total = None
     for w, k in groups.values():
         one = witness_pld(w, di)
+        if one is None:
+            continue  # no pair built (too many outputs): dropping a release is sound
         if k > 1:
             one = one.self_compose(k)
         total = one if total is None else total.compose(one)
-    assert total is not None
+    if total is None:
+        return 0.0
     eps = float(total.get_epsilon_for_delta(delta * (1.0 + FFT_DELTA) + FFT_ABS))
     if not math.isfinite(eps):
         return math.inf
