@@ -41,7 +41,6 @@ import numpy as np
 
 from ampcalc.math import numeric
 from ampcalc.model.design import Design, Mechanism, Neighbours
-from ampcalc.model.references import DP_ACCOUNTING, cite
 
 #: relative allowance on δ for the FFT's float error (as ``budget.FFT_DELTA``); reading
 #: ε at a larger δ gives a smaller ε, so the lower bound stays one
@@ -95,7 +94,7 @@ def _down(x: float) -> float:
     return float(min(max(float(numeric.round_down(x)), 0.0), 1.0))
 
 
-def _inclusion(design: Design) -> tuple[float, str] | str:
+def inclusion(design: Design) -> tuple[float, str] | str:
     """(π, how) for the design's most often included record, or the reason there is
     none implemented."""
     p = design.params
@@ -158,10 +157,10 @@ def _stratified_inclusion(p: Any) -> tuple[float, str] | str:
         if p.rounding in (None, "randomized"):
             # randomised rounding is unbiased: E[n_h] = r_h·N_h, so x is kept with r_h
             return _down(float(np.nanmax(rates))), "the largest rate r_h (randomised rounding)"
-        from ampcalc.schemes._allocation import round_proportional
-
         size = np.asarray(p.strata.size, dtype=np.int64)
-        m = np.asarray(round_proportional(rates, size, p.rounding), dtype=float)
+        # the scheme's deterministic rule (round half up, or floor) at the stated sizes
+        x = rates * size.astype(float)
+        m = np.floor(x + 0.5) if p.rounding == "nearest" else np.floor(x)
         return _largest_fraction(m, size, f"{p.rounding} rounding")
     if alloc == "proportional" and p.total_sample is not None:
         from ampcalc.schemes.stratified.fixed_total import apportion
@@ -291,7 +290,7 @@ def entry_witness(design: Design) -> Witness | str:
     mech = design.mechanism
     if mech is None:
         return f"the {design.scheme} scheme has no mechanism of its own"
-    inc = _inclusion(design)
+    inc = inclusion(design)
     if isinstance(inc, str):
         return inc
     pair = _mechanism_pair(mech)
@@ -319,22 +318,39 @@ TAIL_LOG = 55.0
 MAX_DISCRETE_OUTPUTS = 400_000
 
 
-def _from_bins(bins: np.ndarray, mass: np.ndarray, di: float) -> Any:
-    """The one-order optimistic PLD with mass ``mass`` at losses ``bins``·di (bins may
-    repeat), through the accountant's public ``create_from_rounded_probability``."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
+@dataclass(frozen=True)
+class Rounded:
+    """One wave's optimistic loss distribution: ``mass[j]`` at loss (``start`` + j)·di,
+    and ``infinity`` at an infinite loss (outputs the neighbour never gives)."""
 
+    start: int
+    mass: np.ndarray
+    infinity: float = 0.0
+
+    def pld(self, di: float) -> Any:
+        """As the accountant's privacy-loss distribution of one order (its public
+        ``create_from_rounded_probability``)."""
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        nz = np.flatnonzero(self.mass > 0.0)
+        rounded = dict(zip((nz + self.start).tolist(), self.mass[nz].tolist(), strict=True))
+        return pld.PrivacyLossDistribution.create_from_rounded_probability(
+            rounded, self.infinity, di, pessimistic_estimate=False
+        )
+
+
+def _rounded(bins: np.ndarray, mass: np.ndarray, infinity: float = 0.0) -> Rounded:
+    """``mass`` at losses ``bins``·di (bins may repeat, in any order), summed per bin."""
     keep = mass > 0.0
-    uniq, inv = np.unique(bins[keep], return_inverse=True)
-    summed = np.zeros(uniq.size)
-    np.add.at(summed, inv, mass[keep])
-    rounded = dict(zip(uniq.tolist(), summed.tolist(), strict=True))
-    return pld.PrivacyLossDistribution.create_from_rounded_probability(
-        rounded, 0.0, di, pessimistic_estimate=False
-    )
+    b, m = bins[keep], mass[keep]
+    if b.size == 0:
+        return Rounded(0, np.zeros(1), infinity)
+    start = int(b.min())
+    dense = np.bincount(b - start, weights=m)
+    return Rounded(start, dense, infinity)
 
 
-def gaussian_mixture_pld(mu: float, pi: float, di: float) -> Any:
+def gaussian_mixture(mu: float, pi: float, di: float) -> Rounded:
     """The optimistic privacy-loss distribution of ((1 − π)N(0, 1) + πN(μ, 1) ‖ N(0, 1)).
 
     The loss L(x) = log(1 − π + π·e^{μx − μ²/2}) increases with the output x, so the
@@ -364,10 +380,10 @@ def gaussian_mixture_pld(mu: float, pi: float, di: float) -> Any:
         return np.maximum(out, 0.0)
 
     p_mass = (1.0 - pi) * mass(0.0) + pi * mass(mu)
-    return _from_bins(np.arange(i_lo, i_hi + 1, dtype=np.int64), p_mass, di)
+    return _rounded(np.arange(i_lo, i_hi + 1, dtype=np.int64), p_mass)
 
 
-def laplace_mixture_pld(scale: float, sens: float, pi: float, di: float) -> Any:
+def laplace_mixture(scale: float, sens: float, pi: float, di: float) -> Rounded:
     """The optimistic privacy-loss distribution of ((1 − π)Lap(0, b) + πLap(Δ, b) ‖
     Lap(0, b)).
 
@@ -393,10 +409,10 @@ def laplace_mixture_pld(scale: float, sens: float, pi: float, di: float) -> Any:
     below = (1.0 - pi) * 0.5 + pi * 0.5 * e_t  # x <= 0
     above = (1.0 - pi) * 0.5 * e_t + pi * 0.5  # x >= Δ
     bins = np.concatenate([np.arange(i_lo, i_hi + 1, dtype=np.int64), [i_lo, i_hi]])
-    return _from_bins(bins, np.concatenate([middle, [below, above]]), di)
+    return _rounded(bins, np.concatenate([middle, [below, above]]))
 
 
-def discrete_laplace_mixture_pld(a: float, sens: int, pi: float, di: float) -> Any | None:
+def discrete_laplace_mixture(a: float, sens: int, pi: float, di: float) -> Rounded | None:
     """The optimistic privacy-loss distribution of ((1 − π)DL(0) + πDL(Δ) ‖ DL(0)), DL
     the discrete Laplace law tanh(a/2)·e^{−a|k|} on the integers, outputs of mass below
     e^{−``TAIL_LOG``} dropped; ``None`` when it has too many outputs."""
@@ -410,30 +426,69 @@ def discrete_laplace_mixture_pld(a: float, sens: int, pi: float, di: float) -> A
     log_1mpi = math.log1p(-pi) if pi < 1.0 else -math.inf
     lp = np.logaddexp(log_1mpi + lq, math.log(pi) + lp1)
     bins = np.floor((lp - lq) / di).astype(np.int64)
-    return _from_bins(bins, np.exp(lp), di)
+    return _rounded(bins, np.exp(lp))
 
 
-def witness_pld(w: Witness, di: float) -> Any:
+def pmf_mixture(p1: Sequence[float], p0: Sequence[float], pi: float, di: float) -> Rounded:
+    """The optimistic loss distribution of ((1 − π)Q + πP ‖ Q) on finitely many outputs
+    (P = ``p1``, Q = ``p0``): each output's loss rounded down, its mass where Q has none
+    at an infinite loss."""
+    p = pi * np.asarray(p1, dtype=float) + (1.0 - pi) * np.asarray(p0, dtype=float)
+    q = np.asarray(p0, dtype=float)
+    both = (p > 0.0) & (q > 0.0)
+    infinity = float(np.sum(p[(p > 0.0) & (q <= 0.0)]))
+    bins = np.floor((np.log(p[both]) - np.log(q[both])) / di).astype(np.int64)
+    return _rounded(bins, p[both], infinity)
+
+
+def rounded_pair(w: Witness, di: float) -> Rounded | None:
     """One wave's witness pair ((1 − π)Q + πP ‖ Q), the order (D, D′), as an optimistic
-    privacy-loss distribution of one order (every entry's in the same order)."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
+    loss distribution (``None``: not built, too many outputs)."""
     pi, kind, par = w.weight, w.pair.kind, w.pair.params
     if kind == "gaussian":
-        return gaussian_mixture_pld(float(par[1]) / float(par[0]), pi, di)
+        return gaussian_mixture(float(par[1]) / float(par[0]), pi, di)
     if kind == "laplace":
-        return laplace_mixture_pld(float(par[0]), float(par[1]), pi, di)
+        return laplace_mixture(float(par[0]), float(par[1]), pi, di)
     if kind == "discrete-laplace":
-        return discrete_laplace_mixture_pld(float(par[0]), int(par[1]), pi, di)
-    p1, p0 = par
-    mixed = [pi * a + (1.0 - pi) * b for a, b in zip(p1, p0, strict=True)]
-    return pld.from_two_probability_mass_functions(
-        _log_pmf(p0),
-        _log_pmf(mixed),
-        pessimistic_estimate=False,
-        value_discretization_interval=di,
-        symmetric=True,  # one order: (D, D′)
-    )
+        return discrete_laplace_mixture(float(par[0]), int(par[1]), pi, di)
+    return pmf_mixture(par[0], par[1], pi, di)
+
+
+#: tail mass the accountant's self-composition may drop (its default)
+TAIL_TRUNCATION = 1e-15
+
+
+class TooCostly(Exception):
+    """The witness composition is above the accountant's limits."""
+
+
+def _charge(groups: Sequence[tuple[Rounded, int]]) -> None:
+    """Refuse, before any composition, a witness whose grids exceed the limits of
+    ``ampcalc/model/limits.py`` (``pld_points`` per grid, ``accountant_work`` in all):
+    each self-composition's grid is the accountant's own truncation bounds
+    (``common.compute_self_convolve_bounds``), the running total the sum of them.
+
+    Raises:
+        TooCostly: a limit is exceeded (the message says which)."""
+    from dp_accounting.pld import common
+
+    from ampcalc.model.limits import LIMITS
+
+    cap, work = LIMITS["pld_points"], LIMITS["accountant_work"]
+    used = 0
+    running = 0
+    for r, k in groups:
+        size = r.mass.size
+        if k > 1:
+            lo, hi = common.compute_self_convolve_bounds(r.mass, k, TAIL_TRUNCATION)
+            size = max(size, int(hi) - int(lo) + 1)
+        running += size
+        used += r.mass.size + size + running
+        for n in (size, running):
+            if n > cap.value:
+                raise TooCostly(cap.message(n))
+        if used > work.value:
+            raise TooCostly(work.message(used))
 
 
 def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -> float:
@@ -454,16 +509,23 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
     exact = _exact_binary(list(groups.values()), delta)
     if exact is not None:
         return exact
-    total = None
-    for w, k in groups.values():
-        one = witness_pld(w, di)
-        if one is None:
-            continue  # no pair built (too many outputs): dropping a release is sound
-        if k > 1:
-            one = one.self_compose(k)
-        total = one if total is None else total.compose(one)
-    if total is None:
+    built = [(rounded_pair(w, di), k) for w, k in groups.values()]
+    # dropping an entry whose pair was not built is post-processing: still a lower bound
+    pairs = [(r, k) for r, k in built if r is not None]
+    if not pairs:
         return 0.0
+    # mass at an infinite loss alone above δ: no finite ε for the witness, nor the total
+    log_finite = math.fsum(k * math.log1p(-min(r.infinity, 1.0)) for r, k in pairs)
+    if -math.expm1(log_finite) * (1.0 - 1e-12) > delta * (1.0 + FFT_DELTA) + FFT_ABS:
+        return math.inf
+    _charge(pairs)
+    total = None
+    for r, k in pairs:
+        one = r.pld(di)
+        if k > 1:
+            one = one.self_compose(k, tail_mass_truncation=TAIL_TRUNCATION)
+        total = one if total is None else total.compose(one)
+    assert total is not None
     eps = float(total.get_epsilon_for_delta(delta * (1.0 + FFT_DELTA) + FFT_ABS))
     if not math.isfinite(eps):
         return math.inf
@@ -534,7 +596,7 @@ def _exact_binary(groups: Sequence[tuple[Witness, int]], delta: float) -> float 
 MEANING = (
     "a lower bound on the exact total: one neighbouring pair of populations (every "
     "record 0 but x) and one mechanism per entry whose waves' outputs are composed by "
-    f"the accountant's optimistic estimate ({cite(DP_ACCOUNTING, 'PLD')})"
+    "the accountant's optimistic estimate (dp_accounting), or exactly for pure releases"
 )
 
 
@@ -557,9 +619,28 @@ def lower_total(
             }
         found.append((w, count))
         words.append(f"{name}: π = {w.weight:.6g} ({w.weight_words}), {w.pair.words}")
-    lo = compose(found, delta, di)
+    try:
+        lo = compose(found, delta, di)
+    except TooCostly as err:
+        reason = f"the witness composition is too large to compute: {err}"
+        return {
+            "lower": None,
+            "lower_meaning": f"no lower bound on the total ({reason})",
+            "lower_reason": reason,
+        }
+    if not math.isfinite(lo):
+        reason = (
+            "the witness pairs alone put more than δ at an infinite privacy loss: no "
+            "finite ε holds at this δ"
+        )
+        return {
+            "lower": None,
+            "lower_meaning": f"no finite lower bound ({reason})",
+            "lower_reason": reason,
+            "lower_witness": "; ".join(words),
+        }
     return {
-        "lower": lo if math.isfinite(lo) else None,
+        "lower": lo,
         "lower_meaning": MEANING,
         "lower_witness": "; ".join(words),
     }
