@@ -270,3 +270,18 @@ def test_lower_total_without_an_upper(tmp_path: Path) -> None:
     t = run(write(tmp_path, f"  - name: wave\n    design: {alt}\n    index: 0\n    count: 4\n"))
     assert t["upper"] is None
     assert t["lower"] is not None and t["lower"] > 0.0
+
+
+def test_a_witness_above_the_limits_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    # μ = 200: the mixture's losses span about 2·10⁴, 2·10⁸ grid points at 1e-4
+    entry = (
+        "  - name: sharp\n    design: {mechanism: {gaussian: {sigma: 0.005}}, sampling: "
+        "{scheme: poisson, rate: 0.5}}\n    count: 1\n"
+    )
+    out = witness.lower_total(
+        [("sharp", budget.load_ledger(str(write(tmp_path, entry))).entries[0].design, 1)],
+        1e-6,
+        1e-4,
+    )
+    assert out["lower"] is None
+    assert "too large" in out["lower_reason"]

@@ -54,6 +54,10 @@ FFT_ABS = 1e-13
 MAX_INTERVAL = 1e-3
 
 
+class TooCostly(Exception):
+    """The witness composition is above the accountant's limits."""
+
+
 @dataclass(frozen=True, slots=True)
 class Pair:
     """One wave's output distributions on (D, D′), before the design mixes them.
@@ -339,6 +343,18 @@ class Rounded:
         )
 
 
+def _points(n: int) -> None:
+    """Refuse a pair's grid of ``n`` points above ``pld_points``, before it is built.
+
+    Raises:
+        TooCostly: it is above the limit."""
+    from ampcalc.model.limits import LIMITS
+
+    cap = LIMITS["pld_points"]
+    if n > cap.value:
+        raise TooCostly(cap.message(n))
+
+
 def _rounded(bins: np.ndarray, mass: np.ndarray, infinity: float = 0.0) -> Rounded:
     """``mass`` at losses ``bins``·di (bins may repeat, in any order), summed per bin."""
     keep = mass > 0.0
@@ -369,6 +385,7 @@ def gaussian_mixture(mu: float, pi: float, di: float) -> Rounded:
 
     i_lo = math.floor(loss(lo_x) / di)
     i_hi = math.floor(loss(hi_x) / di)
+    _points(i_hi - i_lo + 1)
     idx = np.arange(i_lo + 1, i_hi + 1, dtype=np.int64)
     # e^{i·di} − (1 − π) without cancellation: expm1(i·di) + π (> 0: i·di > log(1 − π))
     b = (np.log(np.expm1(idx * di) + pi) - math.log(pi) + 0.5 * mu * mu) / mu
@@ -396,6 +413,7 @@ def laplace_mixture(scale: float, sens: float, pi: float, di: float) -> Rounded:
     l_min = float(np.logaddexp(log_1mpi, math.log(pi) - t))
     l_max = float(np.logaddexp(log_1mpi, math.log(pi) + t))
     i_lo, i_hi = math.floor(l_min / di), math.floor(l_max / di)
+    _points(i_hi - i_lo + 1)
     idx = np.arange(i_lo + 1, i_hi + 1, dtype=np.int64)
     b = (scale * (np.log(np.expm1(idx * di) + pi) - math.log(pi)) + sens) / 2.0
     bounds = np.concatenate([[0.0], np.clip(b, 0.0, sens), [sens]])
@@ -456,10 +474,6 @@ def rounded_pair(w: Witness, di: float) -> Rounded | None:
 
 #: tail mass the accountant's self-composition may drop (its default)
 TAIL_TRUNCATION = 1e-15
-
-
-class TooCostly(Exception):
-    """The witness composition is above the accountant's limits."""
 
 
 def _charge(groups: Sequence[tuple[Rounded, int]]) -> None:
