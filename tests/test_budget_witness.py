@@ -285,3 +285,35 @@ def test_a_witness_above_the_limits_is_refused_before_it_is_built(tmp_path: Path
     )
     assert out["lower"] is None
     assert "too large" in out["lower_reason"]
+
+
+_MECHS_R = st.sampled_from(
+    [
+        "{epsilon: 0.7, neighbours: replace-one}",
+        "{gaussian: {sigma: 1.5}, neighbours: replace-one}",
+    ]
+)
+_SAMPLING_R = st.sampled_from(
+    [
+        "{scheme: srswor, population: 1000, sample: 50}",
+        "{scheme: srswor, population: 200, sample: 100}",
+        "{scheme: systematic, population: 1000, interval: 10, order: random}",
+    ]
+)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(st.tuples(_MECHS_R, _SAMPLING_R, st.integers(1, 50)), min_size=1, max_size=2))
+def test_lower_never_above_upper_replace_one(
+    tmp_path_factory: pytest.TempPathFactory, spec: list
+) -> None:
+    entries = "".join(
+        f"  - name: e{i}\n    design: {{mechanism: {m}, sampling: {s}}}\n    count: {k}\n"
+        for i, (m, s, k) in enumerate(spec)
+    )
+    path = write(tmp_path_factory.mktemp("r"), entries, neighbours="replace-one")
+    t = run(path, discretization=1e-3)
+    if t["upper"] is None:
+        return
+    assert t["lower"] is not None
+    assert 0.0 <= t["lower"] <= t["upper"] * (1 + 1e-12)
