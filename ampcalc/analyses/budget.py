@@ -25,9 +25,11 @@ Composition (``run``):
   sampling at all).
 
 The upper total composes the entries' upper guarantees with the accountant's pessimistic
-estimate; the lower total is the accountant's optimistic estimate of the same composition
-(``use_connect_dots=False``): an accounting interval, not a worst-case witness. An entry
-without an upper bound makes the total ``no-guarantee``.
+estimate; its optimistic estimate of the same composition (``use_connect_dots=False``)
+is kept as ``upper_optimistic``, the upper's accuracy, not a lower bound. The lower
+total composes witness pairs (``accounting.witness``): a lower bound on the exact total,
+or none with the reason. An entry without an upper bound makes the total
+``no-guarantee``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc import engine
-from ampcalc.accounting import fastpld
+from ampcalc.accounting import fastpld, witness
 from ampcalc.accounting.compose import MAX_PURE_RELEASES, PureComposition
 from ampcalc.accounting.profiles import (
     Gaussian,
@@ -394,6 +396,7 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
             "note": "no upper bound for: " + ", ".join(no_guarantee),
         }
         out["remaining"] = None
+        out["total"].update(lower_total(ledger, out["total"]))
         return out
     pure = [_pure_of(r) for _, r, n in pairs if n is None]
     if len(pure) == len(pairs) and None not in pure and len(set(pure)) == 1:
@@ -405,6 +408,7 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
         progress(steps, steps)
     _shares(rows, pairs, ledger)
     out["total"] = total
+    out["total"].update(lower_total(ledger, out["total"]))
     up = total["upper"]
     out["remaining"] = None if ledger.epsilon is None or up is None else ledger.epsilon - float(up)
     return out
@@ -516,6 +520,26 @@ def _shares(
     if s > 0:
         for row, a in zip(rows, alone, strict=True):
             row["share"] = a / s
+
+
+def lower_total(ledger: Ledger, total: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``total`` about its lower side: ``lower`` from witness pairs
+    (``accounting.witness``: a lower bound on the exact total) with ``lower_meaning``
+    and ``lower_witness``, or ``lower: None`` and ``lower_reason`` naming the entry
+    without a witness; the accountant's optimistic estimate of the upper composition
+    (``total["lower"]`` as composed) kept as what it is, the upper's accuracy
+    (``upper_optimistic``); ``width`` the relative gap between the two bounds."""
+    out: dict[str, Any] = {"upper_optimistic": total.get("lower")}
+    out.update(
+        witness.lower_total(
+            [(e.name, e.design, e.count) for e in ledger.entries],
+            ledger.delta,
+            ledger.discretization,
+        )
+    )
+    up, lo = total.get("upper"), out["lower"]
+    out["width"] = None if up is None or lo is None or up == 0 else (float(up) - lo) / float(up)
+    return out
 
 
 def _closed_form_pure(eps: float, k: int, delta: float) -> dict[str, Any]:

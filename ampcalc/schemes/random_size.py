@@ -36,7 +36,7 @@ from ampcalc.schemes._size_distribution import (
 from ampcalc.schemes._size_distribution import (
     SizeDistribution as SizeDistribution,
 )
-from ampcalc.schemes._size_tilting import tilted_mean_bounds
+from ampcalc.schemes._size_tilting import tilted_mean_bounds as tilted_mean_bounds
 from ampcalc.schemes.assembly import OfPair, Refusal, Refuses, Theorem, assemble
 from ampcalc.schemes.base import Analysis, Field, Scheme
 
