@@ -167,7 +167,10 @@ def atoms(profile: Profile, q: float, remove: bool) -> list[tuple[float, float]]
     e0 = profile.sensitivity / profile.scale
     top, bot = math.log1p(q * math.expm1(e0)), math.log1p(q * math.expm1(-e0))
     if remove:  # P = (1 − q)Lap(0) + qLap(−Δ)
-        out = [(bot, 0.5 * ((1.0 - q) + q * math.exp(-e0))), (top, 0.5 * ((1 - q) * math.exp(-e0) + q))]
+        out = [
+            (bot, 0.5 * ((1.0 - q) + q * math.exp(-e0))),
+            (top, 0.5 * ((1 - q) * math.exp(-e0) + q)),
+        ]
     else:  # P = Lap(0)
         out = [(-bot, 0.5), (-top, 0.5 * math.exp(-e0))]
     return sorted(out, key=lambda a: -a[1])

@@ -302,10 +302,7 @@ def optimistic_from_profile_points(
         z = int(at_c[0])
         if z == 0:
             return LossPmf(h, 0, np.zeros(1), c, False, offset)
-        if z == 1:  # one interval: the segment from (t₀, ·) down to (t₁, c) below
-            e, a, b, t, one_minus = e[:3], a[:3], b[:3], t[:3], one_minus[:3]
-        else:
-            e, a, b, t, one_minus = e[: z + 1], a[: z + 1], b[: z + 1], t[: z + 1], one_minus[: z + 1]
+        e, a, b, t, one_minus = (x[: z + 1] for x in (e, a, b, t, one_minus))
     n = len(e)
     if n < 2:
         return LossPmf(h, 0, np.zeros(1), c, False, offset)
