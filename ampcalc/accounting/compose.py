@@ -458,7 +458,10 @@ def _release_pld(
         e0 = p.pure_epsilon
         assert e0 is not None
         one = pmf.epsilon_delta_pair(e0, 0.0, interval, pessimistic=pessimistic)
-    return pmf.self_compose_pair(one, count, meter=meter)
+    if count > 1:
+        points = sum(pmf.self_compose_points(d, count) for d in one.directions())
+        meter.charge(points, f"{count} × {p.describe()}")
+    return pmf.self_compose_pair(one, count)
 
 
 def compose(releases: list[tuple[Profile, int]]) -> Profile:

@@ -24,6 +24,7 @@ depends on dp_accounting.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -42,6 +43,8 @@ _LIBM = 1e-13
 #: the δ left out at each end of a release's grid (below: kept by the chord from
 #: (0, 1); above: the mass at +∞ of the pessimistic side)
 TAIL = 1e-15
+#: the largest privacy loss a grid reaches (e^ε stays finite in a float)
+MAX_LOSS = 512.0
 
 
 def signed_delta(profile: Profile, x: ArrayLike, *, upper: bool = True) -> FloatArray:
@@ -86,14 +89,14 @@ def direction_delta(
             dg = np.where(
                 np.isfinite(x_r), signed_delta(profile, np.nan_to_num(x_r), upper=upper), 1.0
             )
-            val = q * dg * (1.0 + sg * 4.0 * _U)
+            val = np.where(u_r > 0.0, q * dg * (1.0 + sg * 4.0 * _U), 0.0)
             edge = -np.expm1(e) * (1.0 + sg * _LIBM) + sg * 4.0 * _U  # 1 − e^ε
-            res = np.where(u_r > 0.0, val, edge) if not upper else np.maximum(edge, val)
-            if not upper:
-                res = np.where(u > 0.0, val, np.minimum(edge, val))
+            # every direction has δ >= 1 − e^ε; below e^ε = 1 − q it is exactly that
+            res = np.maximum(edge, val)
         else:
-            v = 1.0 - (1.0 - q) * ee
-            v_r = v + sg * (8.0 * _U * (ee + 1.0) + _LIBM * ee)
+            qe = (1.0 - q) * ee
+            v = 1.0 - qe
+            v_r = v + sg * (8.0 * _U * (qe + 1.0) + _LIBM * qe)  # 1 − (1 − q)e^ε, rounded
             x = e + math.log(q) - np.log(np.maximum(v_r, 1e-300))
             x_r = x - sg * 1e-12 * (1.0 + np.abs(e) + abs(math.log(q)) + np.abs(x))
             dg = signed_delta(profile, np.where(v_r > 0.0, x_r, 0.0), upper=upper)
@@ -113,40 +116,46 @@ def add_delta(mu: float, q: float, eps: FloatArray) -> FloatArray:
 
 
 def _first(pred: Any, lo: float, hi: float, h: float) -> float:
-    """The crossing of a monotone predicate (false at lo, true at hi) to within h/4."""
+    """The crossing of a monotone predicate on arrays (false at lo, true at hi), to
+    within h/4: 65 points a pass."""
     while hi - lo > h / 4:
-        mid = 0.5 * (lo + hi)
-        if pred(mid):
-            hi = mid
-        else:
-            lo = mid
+        xs = np.linspace(lo, hi, 65)
+        ok = np.asarray(pred(xs), dtype=bool)
+        ok[-1] = True
+        k = max(int(np.argmax(ok)), 1)
+        lo, hi = float(xs[k - 1]), float(xs[k])
     return hi
 
 
+@functools.lru_cache(maxsize=1024)
 def loss_range(profile: Profile, q: float, h: float, remove: bool) -> tuple[float, float]:
     """[left, right]: the losses between which a direction's grid runs (module
-    docstring); ``inf`` when either end is beyond ±10⁴ (the grid would be too large)."""
+    docstring); infinite when either end is beyond ±``MAX_LOSS`` (e^ε overflows there:
+    no grid is built, and the cost meter refuses an infinite one)."""
 
-    def f(e: float) -> float:
-        return float(direction_delta(profile, q, np.array([e]), remove=remove)[0])
+    def f(e: FloatArray) -> FloatArray:
+        return direction_delta(profile, q, e, remove=remove)
 
-    def gap(e: float) -> float:
+    def gap(e: FloatArray) -> FloatArray:
         # δ − (1 − e^ε), non-decreasing in ε (the upper bound's own rounding, relative
-        # 1e-12 of 1 − e^ε, is not counted as a gap)
-        return f(e) + math.expm1(e) * (1.0 + 1e-12)
+        # 1e-12 of 1 − e^ε, is not counted as a gap); δ >= 0 > 1 − e^ε for ε > 0
+        with np.errstate(over="ignore"):
+            out: FloatArray = np.where(
+                e > 0.0, np.inf, f(e) + np.expm1(np.minimum(e, 0.0)) * (1.0 + 1e-12)
+            )
+        return out
 
-    hi = 1.0
-    while f(hi) > TAIL:
-        hi *= 2.0
-        if hi > 1e4:
-            return (-math.inf, math.inf)
-    right = _first(lambda e: f(e) <= TAIL, -hi if f(-hi) > TAIL else -2 * hi, hi, h)
-    lo = -1.0
-    while gap(lo) > TAIL:
-        lo *= 2.0
-        if lo < -1e4:
-            return (-math.inf, math.inf)
-    if gap(right) <= TAIL:  # pragma: no cover - every release has δ > 1 − e^ε somewhere
+    powers = 2.0 ** np.arange(10)  # 1 .. 512 = MAX_LOSS
+    small = np.flatnonzero(f(powers) <= TAIL)
+    if len(small) == 0:
+        return (-math.inf, math.inf)
+    k = int(small[0])
+    right = _first(lambda e: f(e) <= TAIL, powers[k - 1] if k else -MAX_LOSS, powers[k], h)
+    low = np.flatnonzero(gap(-powers) <= TAIL)
+    if len(low) == 0:
+        return (-math.inf, math.inf)
+    lo = -float(powers[low[0]])
+    if gap(np.array([right]))[0] <= TAIL:  # pragma: no cover - δ > 1 − e^ε somewhere
         return (lo, right)
     left = _first(lambda e: gap(e) > TAIL, lo, right, h) - h / 4
     return (min(left, right - h), right)

@@ -46,6 +46,8 @@ TAIL_MASS_TRUNCATION = 1e-15
 #: relative rounding of δ values before the convex minorant (covers interpolation and
 #: the slopes' float error: each mass is computed from float slopes of the same points)
 _ROUND = 1e-12
+#: privacy losses beyond ±MAX_LOSS are not put on a grid (e^ε must stay finite)
+MAX_LOSS = 512.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,15 @@ def _masses(t: FloatArray, v: FloatArray) -> FloatArray:
 # --------------------------------------------------------------------------------------
 
 
+def _in_range(e: FloatArray, d: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Points with |ε| <= MAX_LOSS (e^ε finite; below −MAX_LOSS δ is 1 − e^ε to float
+    precision, above +MAX_LOSS the last kept δ bounds it and becomes mass at +∞)."""
+    keep = np.abs(e) <= MAX_LOSS
+    if not keep.any():
+        raise ValueError(f"profile points: none with |ε| <= {MAX_LOSS:g}")
+    return e[keep], d[keep]
+
+
 def _grid_t(idx: np.ndarray, h: float) -> FloatArray:
     with np.errstate(over="ignore"):
         out: FloatArray = np.exp(idx * h)
@@ -167,6 +178,9 @@ def from_profile_points(
       direction of a pair, values in [0, 1]. Any such points will do: they need not be
       convex in e^ε nor non-increasing (an upper profile evaluated point by point need
       not be); the true profile is convex and non-increasing in e^ε, with δ ≥ 1 − e^ε.
+
+    Points with |ε| > ``MAX_LOSS`` are dropped (e^ε must stay finite; the last δ kept
+    bounds the profile beyond it).
 
     Returned: a distribution on the grid h·j, j from ⌊ε₀/h⌋ to ⌈ε_end/h⌉ (ε_end the first
     ε with δ = 0, else the last ε; the last δ is the mass at +∞), whose curve lies above
@@ -195,6 +209,7 @@ def from_profile_points(
         raise ValueError("profile points: delta must lie in [0, 1]")
     if not pessimistic:
         return optimistic_from_profile_points(e, d, d, h)
+    e, d = _in_range(e, d)
     zero = np.flatnonzero(d == 0.0)
     end = e[zero[0]] if len(zero) else e[-1]
     j0 = math.floor(e[0] / h)
@@ -287,6 +302,10 @@ def optimistic_from_profile_points(
     if not (np.all(np.isfinite(e)) and np.all(np.diff(e) > 0)):
         raise ValueError("profile points: eps must be finite and strictly increasing")
     c = float(infinity_mass)
+    keep = np.abs(e) <= MAX_LOSS
+    e, a, b = e[keep], a[keep], b[keep]
+    if len(e) < 2:
+        raise ValueError(f"profile points: fewer than two with |ε| <= {MAX_LOSS:g}")
     with np.errstate(over="ignore", invalid="ignore"):
         t = np.exp(e)
         one_minus = -np.expm1(e)

@@ -205,7 +205,10 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
                 where=entry.where,
             )
         if native is not None:
-            row["composed_as"] = f"dp_accounting sampled {native[0]} PLD"
+            row["composed_as"] = (
+                f"exact dominating pair per direction (Poisson-sampled {native[0]}; Zhu, "
+                "Dong and Wang 2022)"
+            )
         elif res.upper is not None:
             dp = float(res.delta_prime or 0.0)
             row["composed_as"] = (
@@ -306,9 +309,17 @@ def check_cost(pairs: Sequence[tuple[Entry, Any, Any]], di: float) -> None:
     """
 
     pre = fastpld.Meter()
-    for entry, res, native in pairs:
+    for i, (entry, res, native) in enumerate(pairs):
         try:
-            pre.charge(_entry_points(res, native, di), f"entry {entry.name!r}")
+            # what the accountant charges at least, per side: the entry's grid built, its
+            # self-composition (never shorter than the grid) and its composition into the
+            # running total (at least the entry's length)
+            pts = _entry_points(res, native, di)
+            pre.charge(pts, f"entry {entry.name!r}")
+            if entry.count > 1:
+                pre.charge(pts, f"entry {entry.name!r} self-composed")
+            if i > 0:
+                pre.charge(pts, f"entry {entry.name!r} composed into the running total")
         except fastpld.CostLimitError as err:
             raise _refuse(err, entry.where) from None
 
