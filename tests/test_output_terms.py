@@ -131,7 +131,7 @@ def test_json_and_csv_keep_their_keys(bound_json: list[dict]) -> None:
     doc = json.loads(_run("budget", "--json", LEDGER))
     assert doc["entries"][0]["composed_as"] == "randomized response at ε′ (pure)"
     # JSON names the accountant and its estimates, never a library's keyword argument
-    assert doc["total"]["accountant"].startswith("ampcalc's privacy-loss distributions")
+    assert doc["total"]["accountant"].startswith("by privacy-loss distributions")
     assert set(doc["total"]["accuracy"]) == {"optimistic", "width", "meaning"}
     assert "=" not in json.dumps(doc)
 

@@ -409,6 +409,12 @@ def accountant_side(
     return max(float(numeric.round_down(eps)), 0.0)
 
 
+#: how the total is composed (JSON ``total.accountant``; the table prints "composed " + it)
+ACCOUNTANT = (
+    "by privacy-loss distributions: connect-the-dots for the upper total (Doroshenko, "
+    "Ghazi, Kamath, Kumar and Manurangsi 2022), Poisson-sampled Gaussian and Laplace "
+    "entries as their exact dominating pairs (Zhu, Dong and Wang 2022)"
+)
 #: what the accuracy fields mean, in the JSON and the table
 ACCURACY_MEANING = (
     "the optimistic estimate of the same composition (each release's distribution below "
@@ -434,9 +440,7 @@ def _accountant(
         "upper": up,
         "delta": ledger.delta,
         "verdict": None if up is not None else "no-guarantee",
-        "accountant": "ampcalc's privacy-loss distributions (connect-the-dots, Doroshenko, "
-        "Ghazi, Kamath, Kumar and Manurangsi 2022; exact dominating pairs of Poisson-sampled "
-        "Gaussian and Laplace releases, Zhu, Dong and Wang 2022)",
+        "accountant": ACCOUNTANT,
         "discretization": di,
         "accuracy": {
             "optimistic": opt_out,
