@@ -267,3 +267,34 @@ def test_bad_ledger_points_at_the_line(tmp_path: Path) -> None:
         budget.load_ledger(str(path))
     where = info.value.where  # type: ignore[attr-defined]
     assert (where.line, where.field) == (3, "entries[0].design")
+
+
+def test_an_entry_from_its_profile_points_composes_as_the_native_pair(tmp_path: Path) -> None:
+    """The hook for designs composed from their own profile points (``ProfileSource``,
+    ``pmf.pair_from_profiles``): fed the sampled Gaussian's two directions on the grid,
+    the total is the native path's."""
+    import numpy as np
+
+    from ampcalc.accounting import fastpld, pmf
+    from ampcalc.accounting.profiles import Gaussian
+
+    led = budget.load_ledger(str(ledger(tmp_path, poisson_entry("{gaussian: {sigma: 1.0}}", 50))))
+    entry = led.entries[0]
+    prof, h = Gaussian(sigma=1.0), 1e-3
+
+    def build(di: float, pessimistic: bool) -> pmf.LossPair:
+        eps = np.arange(-2000, 3500) * di
+        up = [fastpld.direction_delta(prof, 0.01, eps, remove=r) for r in (True, False)]
+        lo = [
+            fastpld.direction_delta(prof, 0.01, eps, remove=r, upper=False) for r in (True, False)
+        ]
+        return pmf.pair_from_profiles(
+            eps, up[0], di, pessimistic=pessimistic, add=up[1], remove_lower=lo[0], add_lower=lo[1]
+        )
+
+    src = budget.ProfileSource(build=build, points=lambda di: 2 * 5500)
+    native = budget._native(entry)
+    for pess in (True, False):
+        a = budget.accountant_side([(entry, None, native)], 1e-6, h, pess)
+        b = budget.accountant_side([(entry, None, src)], 1e-6, h, pess)
+        assert b == pytest.approx(a, rel=1e-6)

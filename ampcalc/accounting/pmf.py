@@ -436,6 +436,32 @@ def epsilon_delta_pair(
     return LossPair(LossPmf(h, ja, probs, float(delta), pessimistic, offset))
 
 
+def pair_from_profiles(
+    eps: ArrayLike,
+    remove: ArrayLike,
+    h: float,
+    *,
+    pessimistic: bool,
+    add: ArrayLike | None = None,
+    remove_lower: ArrayLike | None = None,
+    add_lower: ArrayLike | None = None,
+) -> LossPair:
+    """A release's pair from its profile points per direction, at the losses ``eps``:
+    ``remove`` (and ``add``; ``None``: the pair is symmetric, one direction) upper
+    bounds on each direction's profile; the ``*_lower`` values lower bounds on them (for
+    the optimistic side; the upper values are taken as exact when not given).
+    Pessimistic: ``from_profile_points`` per direction; optimistic:
+    ``optimistic_from_profile_points`` (its contract)."""
+
+    def one(up: ArrayLike, lo: ArrayLike | None) -> LossPmf:
+        if pessimistic:
+            return from_profile_points(eps, up, h)
+        return optimistic_from_profile_points(eps, up if lo is None else lo, up, h)
+
+    rem = one(remove, remove_lower)
+    return LossPair(rem, None if add is None else one(add, add_lower))
+
+
 def self_convolve_bounds(probs: FloatArray, k: int, tail: float) -> tuple[int, int]:
     """Indices [lo, hi] of the k-fold self-convolution of ``probs`` that hold all but
     ``tail`` of its mass: the Chernoff bounds of dp_accounting's

@@ -278,6 +278,19 @@ def _closed_form_pure(eps: float, k: int, delta: float) -> dict[str, Any]:
 FFT_DELTA = 1e-5
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProfileSource:
+    """An entry composed from its design's own privacy-loss distributions (the third item
+    of a ``(entry, result, how)`` pair, in place of ``_native``'s tuple): ``build(h,
+    pessimistic)`` returns one release's ``pmf.LossPair`` at the interval h (e.g.
+    ``pmf.pair_from_profiles`` of the design's profile points), ``points(h)`` the grid
+    points it will have, known before anything is built (for ``check_cost``)."""
+
+    build: Callable[[float, bool], pmf.LossPair]
+    points: Callable[[float], float]
+    composed_as: str = "the design's privacy profile, connect-the-dots"
+
+
 def _native_profile(native: tuple[str, float, float, float]) -> Profile:
     kind, scale, sens, _ = native
     if kind == "gaussian":
@@ -285,10 +298,14 @@ def _native_profile(native: tuple[str, float, float, float]) -> Profile:
     return Laplace(scale=scale, sensitivity=sens)
 
 
-def _entry_points(res: Any, native: tuple[str, float, float, float] | None, di: float) -> float:
+def _entry_points(
+    res: Any, native: tuple[str, float, float, float] | ProfileSource | None, di: float
+) -> float:
     """Grid points of one entry's distributions before self-composition, from its loss
     range alone (nothing is built): what the accountant allocates for it at ``di``."""
 
+    if isinstance(native, ProfileSource):
+        return native.points(di)
     if native is not None:
         return fastpld.sampled_points(_native_profile(native), native[3], di)
     eps = float(res.upper)
@@ -337,7 +354,7 @@ def _pairs_infinity_mass(pairs: Sequence[tuple[Entry, Any, Any]]) -> float:
 def _entry_pld(
     entry: Entry,
     res: Any,
-    native: tuple[str, float, float, float] | None,
+    native: tuple[str, float, float, float] | ProfileSource | None,
     di: float,
     pessimistic: bool,
     meter: Any = None,
@@ -349,7 +366,11 @@ def _entry_pld(
     direction (``fastpld.sampled_pair``); any other entry the dominating pair of its
     (ε′, δ′) guarantee (``pmf.epsilon_delta_pair``)."""
 
-    if native is not None:
+    if isinstance(native, ProfileSource):
+        if meter is not None:
+            meter.charge(native.points(di), f"entry {entry.name!r}")
+        one = native.build(di, pessimistic)
+    elif native is not None:
         one = fastpld.sampled_pair(
             _native_profile(native), native[3], di, pessimistic=pessimistic, meter=meter
         )
