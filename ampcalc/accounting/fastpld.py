@@ -127,11 +127,17 @@ def _first(pred: Any, lo: float, hi: float, h: float) -> float:
     return hi
 
 
-@functools.lru_cache(maxsize=1024)
 def loss_range(profile: Profile, q: float, h: float, remove: bool) -> tuple[float, float]:
     """[left, right]: the losses between which a direction's grid runs (module
     docstring); infinite when either end is beyond ±``MAX_LOSS`` (e^ε overflows there:
-    no grid is built, and the cost meter refuses an infinite one)."""
+    no grid is built, and the cost meter refuses an infinite one). Cached: the profiles
+    are frozen dataclasses."""
+    key: Any = profile
+    return _loss_range(key, q, h, remove)
+
+
+@functools.lru_cache(maxsize=1024)
+def _loss_range(profile: Any, q: float, h: float, remove: bool) -> tuple[float, float]:
 
     def f(e: FloatArray) -> FloatArray:
         return direction_delta(profile, q, e, remove=remove)
@@ -145,13 +151,14 @@ def loss_range(profile: Profile, q: float, h: float, remove: bool) -> tuple[floa
             )
         return out
 
-    powers = 2.0 ** np.arange(10)  # 1 .. 512 = MAX_LOSS
+    powers: FloatArray = np.asarray(2.0 ** np.arange(10), dtype=np.float64)  # 1 .. MAX_LOSS
     small = np.flatnonzero(f(powers) <= TAIL)
     if len(small) == 0:
         return (-math.inf, math.inf)
     k = int(small[0])
     right = _first(lambda e: f(e) <= TAIL, powers[k - 1] if k else -MAX_LOSS, powers[k], h)
-    low = np.flatnonzero(gap(-powers) <= TAIL)
+    neg: FloatArray = -powers
+    low = np.flatnonzero(gap(neg) <= TAIL)
     if len(low) == 0:
         return (-math.inf, math.inf)
     lo = -float(powers[low[0]])

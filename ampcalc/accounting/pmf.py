@@ -70,7 +70,8 @@ class LossPmf:
         return len(self.probs)
 
     def losses(self) -> FloatArray:
-        out: FloatArray = self.offset + (self.lower + np.arange(len(self.probs))) * self.h
+        idx = np.arange(self.lower, self.lower + len(self.probs), dtype=float)
+        out: FloatArray = self.offset + idx * self.h
         return out
 
 
