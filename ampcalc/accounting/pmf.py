@@ -348,12 +348,15 @@ def optimistic_from_profile_points(
             for j in range(i + 1, 4):
                 u = (lines0[i] - lines0[j]) / (lines_s[j] - lines_s[i])
                 cands.append(np.where(np.isfinite(u) & (u > 0) & (u < 1), u, 0.0))
-        uu = np.stack(cands)  # candidates × intervals
-        chord = a[:-1] + (a[1:] - a[:-1]) * uu
-        env = np.max(lines0[:, None, :] + lines_s[:, None, :] * uu[None, :, :], axis=0)
-        diff = np.where(np.isfinite(env), chord - env, 0.0)
-        excess = np.max(diff, axis=0)
-        left_only = np.max(np.where(uu < 1.0, diff / (1.0 - uu), -np.inf), axis=0)
+        # one candidate at a time (memory: a few arrays of the grid's length)
+        excess = np.full(n - 1, -np.inf)
+        left_only = np.full(n - 1, -np.inf)
+        for uu in cands:
+            chord = a[:-1] + (a[1:] - a[:-1]) * uu
+            env = np.max(lines0 + lines_s * uu, axis=0)
+            diff = np.where(np.isfinite(env), chord - env, 0.0)
+            excess = np.maximum(excess, diff)
+            left_only = np.maximum(left_only, np.where(uu < 1.0, diff / (1.0 - uu), -np.inf))
     excess = np.maximum(excess, 0.0)
     xl = np.concatenate(([0.0], excess))
     xr = np.concatenate((excess, [0.0]))
