@@ -145,11 +145,13 @@ def main(repeat: int = 3, quick: bool = False) -> None:
             lib_row.append(f"{v:.4f} — {ts(w, c)}")
             w, c, out = timed(lambda k=k, mech=mech: budget.run(ledger(mech, k)), repeat)
             t = out["total"]
+            acc = t["accuracy"]
             amp_row.append(
-                f"[{t['lower']:.4f}, {t['upper']:.4f}] ({100 * t['width']:.2g}% wide) — {ts(w, c)}"
+                f"{t['upper']:.4f} (optimistic {acc['optimistic']:.4f}, "
+                f"{100 * acc['width']:.2g}%) — {ts(w, c)}"
             )
         cells.append((f"{label}, each on its own sample: dp_accounting PLD", lib_row))
-        cells.append(("same, ampcalc `budget` [lower, upper]", amp_row))
+        cells.append(("same, ampcalc `budget` upper (accuracy)", amp_row))
     lib_row, amp_row = [], []
     for k in ks:
         w, c, v = timed(lambda k=k: lib_one_sample(k), 1)
@@ -172,7 +174,7 @@ def main(repeat: int = 3, quick: bool = False) -> None:
 
     if not quick:
         print(
-            "| k = 1000, δ = 1e-6 | interval | ampcalc `budget` [lower, upper] | width | "
+            "| k = 1000, δ = 1e-6 | interval | ampcalc `budget` [optimistic, upper] | width | "
             "time | dp_accounting PLD at the same interval | time |"
         )
         print("|---|---|---|---|---|---|---|")
@@ -182,11 +184,12 @@ def main(repeat: int = 3, quick: bool = False) -> None:
         ):
             w, c, out = timed(lambda mech=mech, di=di: budget.run(ledger(mech, 1000, di)), repeat)
             t = out["total"]
+            acc = t["accuracy"]
             wl, cl, v = timed(lambda kind=kind, di=di: lib_independent(kind, 1000, di), 1)
             label = "Laplace ε = 1" if kind == "laplace" else "Gaussian σ = 1"
             print(
-                f"| {label} | {di:g} | [{t['lower']:.5f}, {t['upper']:.5f}] | "
-                f"{100 * t['width']:.2f}% | {ts(w, c)} | {v:.5f} | {ts(wl, cl)} |"
+                f"| {label} | {di:g} | [{acc['optimistic']:.5f}, {t['upper']:.5f}] | "
+                f"{100 * acc['width']:.2f}% | {ts(w, c)} | {v:.5f} | {ts(wl, cl)} |"
             )
         print()
 

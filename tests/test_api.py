@@ -335,7 +335,7 @@ def test_budget_same_as_cli(capsys: pytest.CaptureFixture[str]) -> None:
     api = ampcalc.api.budget(ledger)
     assert same(api) == {k: v for k, v in cli.items() if k not in ("ampcalc_version", "command")}
     total = api["total"]
-    assert total["lower"] <= total["upper"]
+    assert total["accuracy"]["optimistic"] <= total["upper"]
     assert api["remaining"] == pytest.approx(2.0 - total["upper"], abs=1e-12)
     cli = cli_json(capsys, "budget", str(LEDGER), "--solve", "scale")
     solved = ampcalc.api.budget_solve(ampcalc.api.load_ledger(str(LEDGER)), "scale")

@@ -98,7 +98,7 @@ def test_srs_thousand_waves_near_the_issue_figure(tmp_path: Path) -> None:
     assert 2.12 < pess < 2.13  # the witness's own ε lies below this
     assert 2.07 <= t["lower"] <= pess
     assert t["lower"] <= t["upper"]
-    assert t["upper_optimistic"] is not None  # the accountant's estimate, kept apart
+    assert t["accuracy"]["optimistic"] is not None  # the accountant's estimate, kept apart
 
 
 def test_coarse_interval_gives_a_true_lower_bound(tmp_path: Path) -> None:

@@ -12,7 +12,11 @@ Modules:
         randomized-response, zcdp) and their profiles.
     compose: closed-form composition of releases run on one sample.
     parse: the named ``mechanism:`` forms of a design file.
-    fastpld: dp_accounting's Poisson-subsampled Gaussian PLD, built with numpy.
+    pmf: privacy-loss distributions of ampcalc's own (connect-the-dots, an optimistic
+        side, FFT composition); no accounting library.
+    fastpld: the Poisson-sampled Gaussian and Laplace as distributions, from their exact
+        dominating pairs per direction.
+    meter: the accountant's cost limits, checked before each array is allocated.
 
 A profile is carried through a sampling scheme's (ε, δ) theorem by
 ``engine.profiles.bound_profile``.

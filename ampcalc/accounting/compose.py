@@ -16,10 +16,9 @@
   randomized responses at each ε₀ in closed form (``PureMix``), an upper profile (exact
   for randomized response); basic composition when the joint outcomes are too many.
 
-Other mixes of Gaussian, Laplace and pure releases are composed by dp_accounting's PLD
-accountant (``AccountantComposition``, the optional extra ``ampcalc[accounting]``), each
-step checked against the accountant's limits before it is computed; anything with zCDP
-mixed in is refused.
+Other mixes of Gaussian, Laplace and pure releases are composed as privacy-loss
+distributions (``AccountantComposition``, ``accounting.pmf``), each step checked against
+the accountant's limits before it is computed; anything with zCDP mixed in is refused.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.accounting import fastpld, profiles
+from ampcalc.accounting import fastpld, pmf, profiles
 from ampcalc.accounting.profiles import Gaussian, Profile, RandomizedResponse, Zcdp
 from ampcalc.math import numeric
 from ampcalc.math.types import ArrayLike, FloatArray
@@ -301,20 +300,19 @@ class PureMix:
 
 #: the accountant's discretisation interval for releases composed on one sample
 PLD_INTERVAL = 1e-4
-EXTRA = "ampcalc[accounting]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AccountantComposition:
-    """Different releases on one sample, composed by dp_accounting's PLD accountant.
+    """Different releases on one sample, composed as privacy-loss distributions.
 
-    Gaussian and Laplace releases enter through the accountant's own builders (their
-    exact privacy-loss distributions, not subsampled); every other pure release as
-    binary randomized response at its ε₀ (a dominating pair: Kairouz, Oh and Viswanath
-    2015). ``delta`` is the accountant's pessimistic estimate of the composed profile (an
-    upper bound by its construction, rounded up here), ``delta_lower`` its optimistic
-    estimate (``use_connect_dots=False``) of the releases whose pair is exact (Gaussian,
-    Laplace, binary randomized response; the others are dropped: a lower bound).
+    Gaussian and Laplace releases enter as their exact pairs (not subsampled); every
+    other pure release as binary randomized response at its ε₀ (a dominating pair:
+    Kairouz, Oh and Viswanath 2015). ``delta`` is the pessimistic (connect-the-dots)
+    composition (an upper bound by its construction, rounded up here), ``delta_lower``
+    the optimistic one (each distribution's curve below its exact profile) of the
+    releases whose pair is exact (Gaussian, Laplace, binary randomized response; the
+    others are dropped: a lower bound).
     """
 
     releases: tuple[tuple[Profile, int], ...]
@@ -347,14 +345,14 @@ class AccountantComposition:
             with np.errstate(over="ignore", invalid="ignore"):
                 # up to where δ stops falling (0, or the accountant's mass at infinity) or
                 # drops below 1e-30; beyond, δ(top) still bounds it from above
-                top, prev = 1.0, float(pl.get_delta_for_epsilon(0.5))
+                top, prev = 1.0, float(pmf.delta_for_epsilon(pl, 0.5)[0])
                 while top < 1e3:
-                    cur = float(pl.get_delta_for_epsilon(top))
+                    cur = float(pmf.delta_for_epsilon(pl, top)[0])
                     if cur <= 1e-30 or cur >= prev:
                         break
                     prev, top = cur, top * 2.0
                 grid = np.arange(0.0, top + 2 * h, h)
-                vals = np.asarray(pl.get_delta_for_epsilon(grid), dtype=float)
+                vals = np.asarray(pmf.delta_for_epsilon(pl, grid), dtype=float)
             vals = np.where(np.isnan(vals), 1.0 if pessimistic else 0.0, vals)
             self._cache[key] = (h, vals)
         out: tuple[float, FloatArray] = self._cache[key]
@@ -395,7 +393,7 @@ class AccountantComposition:
 
     def describe(self) -> str:
         parts = ", ".join(f"{c} × {p.describe()}" for p, c in self.releases)
-        return f"{parts} composed by dp_accounting's PLD (interval {self.interval:g})"
+        return f"{parts} composed as privacy-loss distributions (interval {self.interval:g})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -407,15 +405,7 @@ class AccountantComposition:
 
 def _accountant_pld(
     releases: tuple[tuple[Profile, int], ...], pessimistic: bool, interval: float
-) -> Any:
-    try:
-        import dp_accounting.pld  # noqa: F401
-    except ImportError:
-        raise CompositionError(
-            "these releases are composed by Google's dp_accounting PLD accountant, which is "
-            f"not installed; install the optional extra: pip install '{EXTRA}'"
-        ) from None
-
+) -> pmf.LossPair | None:
     total = None
     kept = []
     for p, count in releases:
@@ -427,7 +417,7 @@ def _accountant_pld(
             # is dropped (the rest is a post-processing of the composition)
             continue
         kept.append((p, count))
-    # every release's grid from its loss bounds first (nothing built), then each step
+    # every release's grid from its loss range first (nothing built), then each step
     # charged before its arrays are allocated: a composition above the accountant's
     # limits is refused before its memory or time is spent
     try:
@@ -436,7 +426,7 @@ def _accountant_pld(
             pre.charge(_release_points(p, interval), f"{p.describe()}")
         meter = fastpld.Meter()
         for p, count in kept:
-            total = fastpld.compose(
+            total = pmf.compose_pairs(
                 total, _release_pld(p, count, pessimistic, interval, meter), meter
             )
     except fastpld.CostLimitError as err:
@@ -448,49 +438,30 @@ def _accountant_pld(
 
 
 def _release_points(p: Profile, interval: float) -> float:
-    """Grid points of one release's PLD at ``interval``, from its loss bounds alone."""
-    from dp_accounting.pld import privacy_loss_mechanism as plm
-
-    if isinstance(p, Gaussian):
-        pl = plm.GaussianPrivacyLoss(1.0, sensitivity=p._mu_up())
-        return fastpld.loss_points([pl], interval)
-    if isinstance(p, profiles.Laplace):
-        pl = plm.LaplacePrivacyLoss(p.scale, sensitivity=p.sensitivity)
-        return fastpld.loss_points([pl], interval)
+    """Grid points of one release's distribution at ``interval``, from its loss range."""
+    if isinstance(p, (Gaussian, profiles.Laplace)):
+        return fastpld.sampled_points(p, 1.0, interval)
     e0 = p.pure_epsilon
     assert e0 is not None
     return fastpld.grid_points(-e0, e0, interval)
 
 
-def _release_pld(p: Profile, count: int, pessimistic: bool, interval: float, meter: Any) -> Any:
-    """One release's PLD (the library's builders), self-composed ``count`` times."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
+def _release_pld(
+    p: Profile, count: int, pessimistic: bool, interval: float, meter: Any
+) -> pmf.LossPair:
+    """One release's distribution (its own symmetric pair: a Gaussian or Laplace exactly,
+    a pure release as randomized response at its ε₀), self-composed ``count`` times."""
     meter.charge(_release_points(p, interval), p.describe())
-    kw = {"pessimistic_estimate": pessimistic, "value_discretization_interval": interval}
-    # connect-the-dots only with the pessimistic estimate: the other pairing makes the
-    # library log a warning on the root logger (and install a handler there)
-    if isinstance(p, Gaussian):
-        one = pld.from_gaussian_mechanism(
-            1.0,
-            sensitivity=p._mu_up() if pessimistic else p._mu_down(),
-            use_connect_dots=pessimistic,
-            **kw,
-        )
-    elif isinstance(p, profiles.Laplace):
-        one = pld.from_laplace_mechanism(
-            p.scale, sensitivity=p.sensitivity, use_connect_dots=pessimistic, **kw
-        )
+    if isinstance(p, (Gaussian, profiles.Laplace)):
+        one = fastpld.sampled_pair(p, 1.0, interval, pessimistic=pessimistic)
     else:
         e0 = p.pure_epsilon
         assert e0 is not None
-        a = -float(np.logaddexp(0.0, -e0))
-        b = -float(np.logaddexp(0.0, e0))
-        one = pld.from_two_probability_mass_functions({1: b, 2: a}, {1: a, 2: b}, **kw)
+        one = pmf.epsilon_delta_pair(e0, 0.0, interval, pessimistic=pessimistic)
     if count > 1:
-        meter.charge(fastpld.self_compose_points(one, count), f"{count} × {p.describe()}")
-        one = one.self_compose(count)
-    return one
+        points = sum(pmf.self_compose_points(d, count) for d in one.directions())
+        meter.charge(points, f"{count} × {p.describe()}")
+    return pmf.self_compose_pair(one, count)
 
 
 def compose(releases: list[tuple[Profile, int]]) -> Profile:

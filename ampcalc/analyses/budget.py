@@ -8,14 +8,14 @@ Composition (``run``):
 
 - identical pure-ε′ entries (every entry's upper bound is pure, and all are equal):
   the optimal composition in closed form (``compose.PureComposition``), no accountant;
-- otherwise Google's ``dp_accounting`` PLD accountant (the optional extra
-  ``ampcalc[accounting]``), imported here only. Poisson-sampled Gaussian or Laplace
-  entries (add-remove) use its own sampled builders (a dominating pair per direction);
-  every other named mechanism enters as its design's whole amplified profile
+- otherwise ampcalc's own privacy-loss-distribution accountant (``accounting.pmf``,
+  numpy only). Poisson-sampled Gaussian or Laplace entries (add-remove) enter as their
+  exact dominating pair per direction (``fastpld.sampled_pair``; Zhu, Dong and Wang
+  2022); every other named mechanism as its design's whole amplified profile
   (``engine.design_profile.entry_profile``: the scheme's theorem on every point of M's
   profile, capped by M's own profile where a coupling holds and by its pure spelling,
-  symmetric completion, convex minorant) built into a pessimistic connect-the-dots PMF by
-  ``_pmf_from_points``; a pure ε′ enters as binary randomized response at ε′ (it
+  symmetric completion) built into a pessimistic connect-the-dots PMF (Doroshenko et al.
+  2022) by ``_pmf_from_points``; a pure ε′ enters as binary randomized response at ε′ (it
   dominates every ε′-DP pair: Kairouz, Oh and Viswanath 2015, Theorem 2.4), an
   (ε′, δ′) guarantee as the four-outcome pair P = (δ′, (1−δ′)e^{ε′}/(1+e^{ε′}),
   (1−δ′)/(1+e^{ε′}), 0), Q = (0, (1−δ′)/(1+e^{ε′}), (1−δ′)e^{ε′}/(1+e^{ε′}), δ′) (same
@@ -24,12 +24,11 @@ Composition (``run``):
   count 1: its own bound; one pure spelling: the closed form; every entry coupled: no
   sampling at all).
 
-The upper total composes the entries' upper guarantees with the accountant's pessimistic
-estimate; its optimistic estimate of the same composition (``use_connect_dots=False``)
-is kept as ``upper_optimistic``, the upper's accuracy, not a lower bound. The lower
-total composes witness pairs (``accounting.witness``): a lower bound on the exact total,
-or none with the reason. An entry without an upper bound makes the total
-``no-guarantee``.
+The upper total composes the pessimistic distributions; the optimistic estimate of the
+same composition is kept as ``accuracy.optimistic``, the upper's accuracy, not a lower
+bound. The lower total composes witness pairs (``accounting.witness``, through
+dp_accounting's public constructors): a lower bound on the exact total, or none with the
+reason. An entry without an upper bound makes the total ``no-guarantee``.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ampcalc import engine
-from ampcalc.accounting import fastpld, witness
+from ampcalc.accounting import fastpld, pmf, witness
 from ampcalc.accounting.compose import MAX_PURE_RELEASES, PureComposition
 from ampcalc.accounting.profiles import (
     Gaussian,
@@ -149,19 +148,9 @@ def require_accountant() -> None:
         )
 
 
-def _import_pld() -> Any:
-    try:
-        from dp_accounting.pld import privacy_loss_distribution as pld
-    except ImportError:
-        raise MissingAccountant(
-            "this ledger is composed with Google's dp_accounting PLD accountant, which is not "
-            f"installed; install the optional extra: pip install '{EXTRA}'"
-        ) from None
-    return pld
-
-
 def _rr_log_pmfs(eps: float, delta: float) -> tuple[dict[int, float], dict[int, float]]:
-    """(Q, P) log-PMFs of the (ε, δ) dominating pair (δ = 0: randomized response)."""
+    """(Q, P) log-PMFs of the (ε, δ) dominating pair (δ = 0: randomized response), in
+    dp_accounting's ``from_two_probability_mass_functions`` form (the tests' oracle)."""
     a = math.log1p(-delta) - float(np.logaddexp(0.0, -eps))  # log((1−δ)e^ε/(1+e^ε))
     b = math.log1p(-delta) - float(np.logaddexp(0.0, eps))  # log((1−δ)/(1+e^ε))
     p = {1: a, 2: b}
@@ -188,26 +177,25 @@ def _profile_entry(prof: EntryProfile) -> ProfileEntry:
     return ProfileEntry(profile=prof, upper=max(xs), delta_prime=float(prof.points[-1][1]))
 
 
-def _pmf_from_points(points: Sequence[tuple[float, float]], h: float, pessimistic: bool) -> Any:
-    """The PLD of a symmetric profile's upper ``points`` (ε >= 0) at the interval ``h``.
+def _pmf_from_points(
+    points: Sequence[tuple[float, float]], h: float, pessimistic: bool
+) -> pmf.LossPair:
+    """The pair of a symmetric profile's upper ``points`` (ε >= 0) at the interval ``h``.
 
-    Pessimistic: dp_accounting's connect-the-dots PMF (Doroshenko et al. 2022) of the
-    points ``design_profile.dominating_points`` gives (completed, rounded up onto the
-    grid, greatest convex minorant: no mass clipped). Optimistic: the same with every
-    location rounded down (an estimate from below of the same composition: the
-    accounting interval's other end). The one place a ledger builds a PMF from points.
+    Pessimistic: the connect-the-dots PMF (Doroshenko et al. 2022) of the points
+    ``design_profile.dominating_points`` gives (completed to negative losses, rounded up
+    onto the grid; ``pmf.from_profile_points`` takes their greatest convex minorant: no
+    mass clipped). Optimistic: ``pmf.optimistic_from_profile_points`` of the completed
+    points taken as exact, an estimate from below of the same composition (the upper's
+    accuracy, not a bound on the design). The one place a ledger builds a PMF from points.
     """
-    from dp_accounting.pld import pld_pmf
-
-    pld = _import_pld()
-    losses, deltas = design_profile.dominating_points(points, h, up=pessimistic)
     if pessimistic:
-        pmf = pld_pmf.create_pmf_pessimistic_connect_dots(h, losses, deltas)
+        losses, deltas = design_profile.dominating_points(points, h, up=True)
+        one = pmf.from_profile_points(losses * h, deltas, h)
     else:
-        masses = np.maximum(design_profile.connect_dots_masses(losses * h, deltas), 0.0)
-        probs = {int(i): float(m) for i, m in zip(losses, masses, strict=True)}
-        pmf = pld_pmf.create_pmf(probs, h, float(deltas[-1]), False)
-    return pld.PrivacyLossDistribution(pmf)
+        xs, ds = design_profile.completion(points)
+        one = pmf.optimistic_from_profile_points(xs, ds, ds, h)
+    return pmf.LossPair(one, None)
 
 
 def _cite_all(basis: Sequence[Any]) -> str:
@@ -231,7 +219,7 @@ def _entry_row(entry: Entry, res: Any, native: Any, prof: EntryProfile | None) -
     if "profile" in res.details:
         row["profile"] = res.details["profile"]
     if native is not None:
-        row["composed_as"] = f"dp_accounting sampled {native[0]} PLD"
+        row["composed_as"] = f"exact dominating pair per direction (Poisson-sampled {native[0]})"
         row["composition"] = (
             f"a dominating pair per direction: the {native[0]} mechanism's Poisson-sampled "
             f"privacy-loss distributions, remove and add ({ZDW22}; {DP_ACCOUNTING.short})"
@@ -457,10 +445,16 @@ def _at_most_the_obvious(
     total = dict(total)
     total["upper"] = best
     total["upper_from"] = how
-    if total.get("lower") is not None:
-        total["lower"] = min(float(total["lower"]), best)
-    if best and total.get("lower") is not None:
-        total["width"] = (best - float(total["lower"])) / best
+    acc = total.get("accuracy")
+    if acc is not None and acc.get("optimistic") is not None and best < float(up or math.inf):
+        # the accountant's optimistic estimate measures its own composition: above a
+        # smaller valid total it says nothing, so it is held to it
+        opt = min(float(acc["optimistic"]), best)
+        total["accuracy"] = {
+            **acc,
+            "optimistic": opt,
+            "width": (best - opt) / best if best else None,
+        }
     return total
 
 
@@ -526,10 +520,10 @@ def lower_total(ledger: Ledger, total: dict[str, Any]) -> dict[str, Any]:
     """The fields of ``total`` about its lower side: ``lower`` from witness pairs
     (``accounting.witness``: a lower bound on the exact total) with ``lower_meaning``
     and ``lower_witness``, or ``lower: None`` and ``lower_reason`` naming the entry
-    without a witness; the accountant's optimistic estimate of the upper composition
-    (``total["lower"]`` as composed) kept as what it is, the upper's accuracy
-    (``upper_optimistic``); ``width`` the relative gap between the two bounds."""
-    out: dict[str, Any] = {"upper_optimistic": total.get("lower")}
+    without a witness; ``width`` the relative gap between the two bounds. (The
+    accountant's optimistic estimate of the upper composition is the upper's accuracy,
+    ``total["accuracy"]``, never a lower total.)"""
+    out: dict[str, Any] = {}
     out.update(
         witness.lower_total(
             [(e.name, e.design, e.count) for e in ledger.entries],
@@ -567,33 +561,42 @@ def _closed_form_pure(eps: float, k: int, delta: float) -> dict[str, Any]:
 
 #: relative allowance in δ for the float error of the FFT composition (both sides): the
 #: pessimistic ε is read at δ·(1 − FFT_DELTA) − noise, the optimistic at δ·(1 + FFT_DELTA)
-#: + noise (``fastpld.fft_noise``). The composed δ moves by about 1e-7 relative at
+#: + noise (``pmf.fft_noise``). The composed δ moves by about 1e-7 relative at
 #: δ = 1e-6 (1000 releases, interval 1e-4) when the inputs move by 1e-11 relative, so
 #: reading ε at δ itself could land a few 1e-9 below the exact composition's
 FFT_DELTA = 1e-5
 
 
-def _laplace_losses(scale: float, sens: float, q: float) -> Any:
-    from dp_accounting.pld import privacy_loss_mechanism as plm
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProfileSource:
+    """An entry composed from its design's own privacy-loss distributions (the third item
+    of a ``(entry, result, how)`` pair, in place of ``_native``'s tuple): ``build(h,
+    pessimistic)`` returns one release's ``pmf.LossPair`` at the interval h (e.g.
+    ``pmf.pair_from_profiles`` of the design's profile points), ``points(h)`` the grid
+    points it will have, known before anything is built (for ``check_cost``)."""
 
-    return [
-        plm.LaplacePrivacyLoss(scale, sensitivity=sens, sampling_prob=q, adjacency_type=kind)
-        for kind in (plm.AdjacencyType.REMOVE, plm.AdjacencyType.ADD)
-    ]
+    build: Callable[[float, bool], pmf.LossPair]
+    points: Callable[[float], float]
+    composed_as: str = "the design's privacy profile, connect-the-dots"
 
 
-def _entry_points(res: Any, native: tuple[str, float, float, float] | None, di: float) -> float:
-    """Grid points of one entry's PLD before self-composition, from its loss bounds alone
-    (nothing is built): what the accountant allocates for it at the interval ``di``."""
+def _native_profile(native: tuple[str, float, float, float]) -> Profile:
+    kind, scale, sens, _ = native
+    if kind == "gaussian":
+        return Gaussian(sigma=scale, sensitivity=sens)
+    return Laplace(scale=scale, sensitivity=sens)
 
-    _import_pld()
+
+def _entry_points(
+    res: Any, native: tuple[str, float, float, float] | ProfileSource | None, di: float
+) -> float:
+    """Grid points of one entry's distributions before self-composition, from its loss
+    range alone (nothing is built): what the accountant allocates for it at ``di``."""
+
+    if isinstance(native, ProfileSource):
+        return native.points(di)
     if native is not None:
-        kind, scale, sens, q = native
-        if kind == "gaussian":
-            pls = fastpld._privacy_loss_objects(scale, sens, q, True).values()
-        else:
-            pls = _laplace_losses(scale, sens, q)
-        return fastpld.loss_points(pls, di)
+        return fastpld.sampled_points(_native_profile(native), native[3], di)
     eps = float(res.upper)
     return fastpld.grid_points(-eps, eps, di)
 
@@ -612,9 +615,17 @@ def check_cost(pairs: Sequence[tuple[Entry, Any, Any]], di: float) -> None:
     """
 
     pre = fastpld.Meter()
-    for entry, res, native in pairs:
+    for i, (entry, res, native) in enumerate(pairs):
         try:
-            pre.charge(_entry_points(res, native, di), f"entry {entry.name!r}")
+            # what the accountant charges at least, per side: the entry's grid built, its
+            # self-composition (never shorter than the grid) and its composition into the
+            # running total (at least the entry's length)
+            pts = _entry_points(res, native, di)
+            pre.charge(pts, f"entry {entry.name!r}")
+            if entry.count > 1:
+                pre.charge(pts, f"entry {entry.name!r} self-composed")
+            if i > 0:
+                pre.charge(pts, f"entry {entry.name!r} composed into the running total")
         except fastpld.CostLimitError as err:
             raise _refuse(err, entry.where) from None
 
@@ -632,41 +643,38 @@ def _pairs_infinity_mass(pairs: Sequence[tuple[Entry, Any, Any]]) -> float:
 def _entry_pld(
     entry: Entry,
     res: Any,
-    native: tuple[str, float, float, float] | None,
+    native: tuple[str, float, float, float] | ProfileSource | None,
     di: float,
     pessimistic: bool,
     meter: Any = None,
-) -> Any:
-    """One entry's PLD, self-composed ``count`` times (each step charged to ``meter``, a
-    ``fastpld.Meter``, before it is computed)."""
+) -> pmf.LossPair:
+    """One entry's pair of privacy-loss distributions, self-composed ``count`` times
+    (each step charged to ``meter``, a ``fastpld.Meter``, before it is computed).
 
-    pld = _import_pld()
-    if meter is not None and not (native is not None and native[0] == "gaussian"):
-        meter.charge(_entry_points(res, native, di), f"entry {entry.name!r}")
-    if native is not None:
-        kind, scale, sens, q = native
-        if kind == "gaussian":
-            # the library's construction, vectorised (accounting.fastpld)
-            one = fastpld.sampled_gaussian_pld(
-                scale, sens, q, di, pessimistic=pessimistic, meter=meter
-            )
-        else:
-            one = pld.from_laplace_mechanism(
-                scale,
-                sensitivity=sens,
-                pessimistic_estimate=pessimistic,
-                value_discretization_interval=di,
-                sampling_prob=q,
-                use_connect_dots=pessimistic,
-            )
+    A Poisson-sampled Gaussian or Laplace (add-remove) is its exact dominating pair per
+    direction (``fastpld.sampled_pair``); an entry with an amplified profile its
+    symmetric completion (``_pmf_from_points``); any other entry the dominating pair of
+    its (ε′, δ′) guarantee (``pmf.epsilon_delta_pair``)."""
+
+    if isinstance(native, ProfileSource):
+        if meter is not None:
+            meter.charge(native.points(di), f"entry {entry.name!r}")
+        one = native.build(di, pessimistic)
+    elif native is not None:
+        one = fastpld.sampled_pair(
+            _native_profile(native), native[3], di, pessimistic=pessimistic, meter=meter
+        )
     elif isinstance(res, ProfileEntry):
+        if meter is not None:
+            meter.charge(_entry_points(res, native, di), f"entry {entry.name!r}")
         one = _pmf_from_points(res.profile.points, di, pessimistic)
     else:
-        q_pmf, p_pmf = _rr_log_pmfs(float(res.upper), float(res.delta_prime or 0.0))
-        one = pld.from_two_probability_mass_functions(
-            q_pmf, p_pmf, pessimistic_estimate=pessimistic, value_discretization_interval=di
+        if meter is not None:
+            meter.charge(_entry_points(res, native, di), f"entry {entry.name!r}")
+        one = pmf.epsilon_delta_pair(
+            float(res.upper), float(res.delta_prime or 0.0), di, pessimistic=pessimistic
         )
-    return fastpld.self_compose(one, entry.count, meter=meter)
+    return pmf.self_compose_pair(one, entry.count, meter=meter)
 
 
 def accountant_side(
@@ -694,45 +702,64 @@ def accountant_side(
         return math.inf  # δ(ε) >= the infinity mass > δ at every ε, as composed below
     check_cost(pairs, di)
     meter = fastpld.Meter()
-    total = None
+    total: pmf.LossPair | None = None
     for entry, res, native in pairs:
         try:
             one = _entry_pld(entry, res, native, di, pessimistic, meter)
-            total = fastpld.compose(total, one, meter)
+            total = pmf.compose_pairs(total, one, meter)
         except fastpld.CostLimitError as err:
             raise _refuse(err, entry.where) from None
         step()
-    noise = fastpld.fft_noise(total)
+    assert total is not None
+    noise = pmf.fft_noise(total)
     if pessimistic:
         at = delta * (1.0 - FFT_DELTA) - noise
         if at <= 0.0:
             return math.inf
-        eps = float(fastpld.epsilon_for_delta(total, at))
+        eps = float(pmf.epsilon_for_delta(total, at))
         return float(numeric.round_up(eps)) if math.isfinite(eps) else math.inf
-    eps = float(fastpld.epsilon_for_delta(total, delta * (1.0 + FFT_DELTA) + noise))
+    eps = float(pmf.epsilon_for_delta(total, delta * (1.0 + FFT_DELTA) + noise))
     if not math.isfinite(eps):
         return math.inf
     return max(float(numeric.round_down(eps)), 0.0)
 
 
+#: how the total is composed (JSON ``total.accountant``; the table prints "composed " + it)
+ACCOUNTANT = (
+    "by privacy-loss distributions: connect-the-dots for the upper total (Doroshenko, "
+    "Ghazi, Kamath, Kumar and Manurangsi 2022), Poisson-sampled Gaussian and Laplace "
+    "entries as their exact dominating pairs (Zhu, Dong and Wang 2022)"
+)
+#: what the accuracy fields mean, in the JSON and the table
+ACCURACY_MEANING = (
+    "the optimistic estimate of the same composition (each release's distribution below "
+    "its exact privacy profile, composed): the upper total is within `width` of the exact "
+    "composition of the entries' guarantees; a measure of the accountant's "
+    "discretisation, not a lower bound on the privacy loss of the releases"
+)
+
+
 def _accountant(
     pairs: list[tuple[Entry, Any, Any]], ledger: Ledger, step: Callable[[], None] = lambda: None
 ) -> dict[str, Any]:
+    """The upper total and its accuracy. ``lower`` is left ``None`` here: a lower total
+    needs a witness composition, not the accountant's optimistic estimate."""
     di = ledger.discretization
     up_f = accountant_side(pairs, ledger.delta, di, True, step)
-    lo = accountant_side(pairs, ledger.delta, di, False, step)
+    opt = accountant_side(pairs, ledger.delta, di, False, step)
     up = up_f if math.isfinite(up_f) else None
-    lo = min(lo, up if up is not None else math.inf)
-    lo_out = lo if math.isfinite(lo) else None  # no finite ε at δ: JSON has no inf
+    opt = min(opt, up if up is not None else math.inf)
+    opt_out = opt if math.isfinite(opt) else None  # no finite ε at δ: JSON has no inf
     return {
-        "lower": lo_out,
+        "lower": None,
         "upper": up,
         "delta": ledger.delta,
         "verdict": None if up is not None else "no-guarantee",
-        "accountant": "dp_accounting PLD (pessimistic estimate for the upper, optimistic "
-        "estimate for the lower)",
+        "accountant": ACCOUNTANT,
         "discretization": di,
-        "width": None if up is None or up == 0 else (up - lo) / up,
-        "lower_meaning": "the accountant's optimistic estimate of the same composition: an "
-        "accounting interval, not a worst-case witness",
+        "accuracy": {
+            "optimistic": opt_out,
+            "width": None if up is None or up == 0 or opt_out is None else (up - opt) / up,
+            "meaning": ACCURACY_MEANING,
+        },
     }

@@ -13,12 +13,14 @@ The answer, like ``invert --solve``'s:
 - ``value``: a scale whose **upper** total (the accountant's pessimistic estimate at the
   ledger's discretisation, rounded up; or the closed form) is at most the target, checked
   as evaluated at exactly that scale;
-- ``impossible_below``: a scale whose **lower** total (the optimistic estimate, or the
-  closed form rounded down) is at least the target, checked as evaluated: at or below it
-  the composition (as the accountant sees it at this discretisation) breaks the target;
+- ``impossible_below``: a scale whose optimistic total (each release's distribution below
+  its exact profile, composed: below the exact composition of the entries' guarantees; or
+  the closed form rounded down) is at least the target, checked as evaluated: at or below
+  it the exact composition of the entries' guarantees breaks the target;
 - ``width``: (value − impossible_below)/value, the certified relative width of the
-  bracket around the smallest scale; at the accountant's default interval it is
-  dominated by the optimistic estimate's discretisation gap (a finer interval narrows it).
+  bracket around the smallest scale (about 0.01% for 1000 Poisson-sampled Gaussians at
+  the default interval: both sides are second order in the interval where the profiles
+  are smooth).
 
 Speed: the search runs on the accountant at ten times the ledger's interval (about ten
 times cheaper, and its pessimistic estimate is still an upper bound), with a safeguarded
@@ -311,8 +313,8 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
         f"solved for one common {knob} of the entries {', '.join(names)} (the others kept as "
         f"written): knob.value is a {knob} whose upper total meets ε = {t:g} at δ = "
         f"{ledger.delta:g}, checked at the discretisation {di:g}; at or below "
-        "knob.impossible_below the lower total (the accountant's optimistic estimate) "
-        "reaches it"
+        "knob.impossible_below the optimistic total (below the exact composition of the "
+        "entries' guarantees) reaches it"
     )
     if certified is None:
         warnings.append(f"no {knob} in [{lo:g}, {hi:g}] meets the target")
