@@ -341,3 +341,186 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
             "epsilon_lower_at_impossible": low_at,
         },
     }
+
+
+# ---- budget --solve count: how many waves of one entry fit the budget -----------------
+
+#: the largest count searched: the ledger's own limit on an entry's ``count``
+MAX_COUNT = 10**7
+
+
+def find_entry(ledger: B.Ledger, spec: str | None) -> int:
+    """The index of the entry ``spec`` names: its 0-based index (as in ``entries[0]``),
+    or its ``name:``; ``None`` when the ledger has one entry.
+
+    Raises:
+        DesignError: no such entry, or several entries and none named.
+    """
+    listing = "; ".join(f"{i}: {e.name!r}" for i, e in enumerate(ledger.entries))
+    if spec is None:
+        if len(ledger.entries) == 1:
+            return 0
+        raise DesignError(
+            "--solve count: name the entry whose waves to count with --entry (its index "
+            f"from 0, or its name): the ledger's entries are {listing}"
+        )
+    s = spec.strip()
+    if s.isdigit():
+        i = int(s)
+        if i < len(ledger.entries):
+            return i
+        raise DesignError(
+            f"--entry {s}: the ledger has {len(ledger.entries)} entries, indexed from 0: "
+            + listing
+        )
+    names = [e.name for e in ledger.entries]
+    found = [i for i, n in enumerate(names) if n == s]
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        raise DesignError(
+            f"--entry {s!r}: entries {', '.join(map(str, found))} share that name; give the "
+            "index instead"
+        )
+    import difflib
+
+    close = difflib.get_close_matches(s[:100], names, n=1)
+    raise DesignError(
+        f"--entry {s!r}: no entry of that name; the ledger's entries are {listing}",
+        hint=f"did you mean {close[0]!r}?" if close else None,
+    )
+
+
+def _with_count(ledger: B.Ledger, i: int, count: int) -> B.Ledger:
+    """The ledger with entry ``i`` run ``count`` times (0: without it)."""
+    entries = list(ledger.entries)
+    if count == 0:
+        del entries[i]
+    else:
+        entries[i] = dataclasses.replace(entries[i], count=count)
+    return dataclasses.replace(ledger, entries=tuple(entries))
+
+
+def upper_total(ledger: B.Ledger) -> float:
+    """The ledger's upper total ε at its δ and discretisation, as ``ampcalc budget``
+    reports it (``inf`` without a guarantee; 0 for a ledger without entries)."""
+    if not ledger.entries:
+        return 0.0
+    return side_total(ledger, True, ledger.discretization)
+
+
+def solve_count(
+    ledger: B.Ledger, entry: str | None, target: float | None = None
+) -> dict[str, Any]:
+    """The largest count of one entry whose ledger's upper total stays within the ε
+    budget (the ledger's ``target.epsilon``, or ``target``), the other entries as written.
+
+    The upper total grows with the count (one more release composes one more pair of
+    distributions: dropping its output is post-processing), so the count is bracketed by
+    doubling from the current one, then bisected; ``value`` is checked as evaluated:
+    ``epsilon_upper_at_value`` <= the budget < ``epsilon_upper_at_next``.
+
+    Raises:
+        DesignError: no budget, no such entry, or a count whose composition is above
+            the accountant's limits.
+    """
+    t = target if target is not None else ledger.epsilon
+    if t is None:
+        raise DesignError(
+            "--solve count needs the ε budget: `target: {epsilon: ..., delta: ...}` in the "
+            "ledger (or --set target.epsilon=E, or --target E)"
+        )
+    if not (math.isfinite(t) and t > 0):
+        raise DesignError(f"--solve count: the ε budget must be a number > 0, got {t!r}")
+    i = find_entry(ledger, entry)
+    name = ledger.entries[i].name
+    current = ledger.entries[i].count
+    memo: dict[int, float] = {}
+
+    def total(c: int) -> float:
+        if c not in memo:
+            try:
+                memo[c] = upper_total(_with_count(ledger, i, c))
+            except B.CostLimit as err:
+                raise DesignError(
+                    f"--solve count: the search needs the total at {c} waves of {name!r}, "
+                    f"and there {err.message} (a smaller budget, or a coarser "
+                    "--discretization)",
+                    where=err.where,
+                ) from None
+        return memo[c]
+
+    value: int | None
+    if total(current) <= t:
+        lo, hi = current, None  # total(lo) <= t < total(hi)
+        c = current
+        while c < MAX_COUNT:
+            c = min(2 * c, MAX_COUNT)
+            if total(c) > t:
+                hi = c
+                break
+            lo = c
+    else:
+        lo, hi = None, current
+        c = current
+        while c > 0:
+            c //= 2
+            if total(c) <= t:
+                lo = c
+                break
+            hi = c
+    if lo is not None and hi is not None:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if total(mid) <= t:
+                lo = mid
+            else:
+                hi = mid
+    value = lo
+    warnings = [
+        f"counted the waves of entry {i} ({name!r}), the other entries kept as written: "
+        f"the count reported is the largest whose upper total meets ε = {t:g} at δ = "
+        f"{ledger.delta:g} (the accountant's step in privacy loss {ledger.discretization:g})"
+    ]
+    if value is None:
+        warnings.append(
+            f"no count fits: without {name!r} the other entries' upper total "
+            f"{total(0):.6g} is already above the budget"
+        )
+    elif value >= MAX_COUNT:
+        warnings.append(f"every count up to the limit {MAX_COUNT:,} fits")
+    return {
+        "name": ledger.name,
+        "target": {"epsilon": t, "delta": ledger.delta},
+        "neighbours": str(ledger.neighbours),
+        "discretization": ledger.discretization,
+        "warnings": warnings,
+        "knob": {
+            "name": "count",
+            "entry": name,
+            "index": i,
+            "current": current,
+            "value": value,
+            "more": None if value is None else value - current,
+            "fits": value is not None and value >= current,
+            "epsilon_upper_at_current": _finite(total(current)),
+            "epsilon_upper_at_value": None if value is None else _finite(total(value)),
+            "epsilon_upper_at_next": None
+            if value is None or value >= MAX_COUNT
+            else _finite(total(value + 1)),
+        },
+    }
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def overrun(payload: dict[str, Any]) -> float | None:
+    """How far ``ampcalc budget``'s upper total is above the ledger's ε budget (upper −
+    budget), or ``None`` when it is within it or there is no budget or no upper total."""
+    eps = payload["target"]["epsilon"]
+    up = payload["total"]["upper"]
+    if eps is None or up is None or float(up) <= float(eps):
+        return None
+    return float(up) - float(eps)
