@@ -33,7 +33,8 @@ import math
 from typing import Any
 
 from ampcalc.analyses import budget as B
-from ampcalc.analyses.calibrate import _with_noise
+from ampcalc.analyses.calibrate import KNOBS as KNOB_TYPES
+from ampcalc.analyses.calibrate import _with_noise, release_knob
 from ampcalc.model.errors import DesignError
 from ampcalc.model.limits import LIMITS, limit
 
@@ -49,10 +50,20 @@ REL = 1e-5
 CLOSE = 1e-4
 
 
+def _knob_profile(entry: B.Entry, knob: str) -> Any:
+    """The (first) named mechanism of the entry whose noise ``knob`` sets: its one
+    mechanism, or its first such release of named releases on one sample."""
+    idx = release_knob(entry.design, knob)
+    if idx:
+        rel = entry.design.mechanism.named_releases  # type: ignore[union-attr]
+        return rel[idx[0]][0]
+    return getattr(entry.design.mechanism, "profile", None)
+
+
 def _knob_entries(ledger: B.Ledger, knob: str) -> list[int]:
     out = []
     for i, e in enumerate(ledger.entries):
-        prof = getattr(e.design.mechanism, "profile", None)
+        prof = _knob_profile(e, knob)
         if prof is None:
             continue
         name = prof.to_dict()["mechanism"]
@@ -61,12 +72,19 @@ def _knob_entries(ledger: B.Ledger, knob: str) -> list[int]:
     return out
 
 
-def _with_value(ledger: B.Ledger, idx: list[int], value: float) -> B.Ledger:
+def _with_value(
+    ledger: B.Ledger, idx: list[int], value: float, knob: str | None = None
+) -> B.Ledger:
+    """The ledger with the noise ``knob`` sets (``None``: the one the entries' own
+    mechanism names) at ``value`` in the entries ``idx``."""
     entries = list(ledger.entries)
     for i in idx:
         e = entries[i]
+        prof = getattr(e.design.mechanism, "profile", None) if knob is None else None
+        if knob is None:
+            knob = "sigma" if isinstance(prof, KNOB_TYPES["sigma"]) else "scale"
         entries[i] = dataclasses.replace(
-            e, design=_with_noise(e.design, getattr(e.design.mechanism, "profile", None), value)
+            e, design=_with_noise(e.design, _knob_profile(e, knob), value, knob)
         )
     return dataclasses.replace(ledger, entries=tuple(entries))
 
@@ -259,7 +277,7 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
             + " or ".join(KNOBS[knob])
             + " mechanism to calibrate"
         )
-    first: Any = getattr(ledger.entries[idx[0]].design.mechanism, "profile", None)
+    first: Any = _knob_profile(ledger.entries[idx[0]], knob)
     sens = float(first.sensitivity)
     current = float(first.sigma if knob == "sigma" else first.scale)
     lo, hi = sens * RANGE[0], sens * RANGE[1]
@@ -268,7 +286,7 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
 
     def total(v: float, pessimistic: bool, h: float) -> float:
         try:
-            return side_total(_with_value(ledger, idx, v), pessimistic, h)
+            return side_total(_with_value(ledger, idx, v, knob), pessimistic, h)
         except B.CostLimit as err:
             raise DesignError(
                 f"--solve {knob} with the target ε = {t:g}: the search needs the total at "

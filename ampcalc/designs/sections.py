@@ -8,6 +8,7 @@ list), the neighbouring relation, the replace-one parameters, the group size.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -82,7 +83,10 @@ def parse_mechanism(
     if is_named(data):
         from ampcalc.accounting import parse as named  # lazy: start-up (bound)
 
-        return named.parse_named(data, ctx, container, key)
+        mech = named.parse_named(data, ctx, container, key)
+        if "releases" in data:  # validated by parse_named: kept release by release
+            mech = dataclasses.replace(mech, named_releases=_named_releases(data, ctx))
+        return mech
     check_keys(data, MECHANISM_KEYS, ctx, "mechanism", "mechanism")
     _check_form(data, ctx, container, key)
     dfield = _delta_field("delta", scheme)
@@ -102,6 +106,20 @@ def parse_mechanism(
         releases=releases,
         group_size=_group_size(data, ctx),
     )
+
+
+def _named_releases(data: Mapping[Any, Any], ctx: Reader) -> tuple[tuple[Any, int], ...]:
+    """The (profile, count) of each named release of a ``releases:`` list that
+    ``accounting.parse.parse_named`` has read and validated."""
+    from ampcalc.accounting import parse as named  # lazy: start-up (bound)
+
+    out = []
+    for i, item in enumerate(data["releases"]):
+        ipath = f"mechanism.releases[{i}]"
+        name, block = named._named_in(item, ctx, ipath, "release")
+        profile = named._one(name, block, ctx, f"{ipath}.{name}", item)
+        out.append((profile, int(item.get("count", 1))))
+    return tuple(out)
 
 
 def _check_form(data: Any, ctx: Reader, container: Any, key: Any) -> None:
