@@ -21,7 +21,6 @@ from ampcalc.cli.app import (
     ExitCode,
     FormatOpt,
     JsonOpt,
-    SetOpt,
     app,
     check_option,
     emit_result,
@@ -36,7 +35,18 @@ def budget(
     ledger: Annotated[str, typer.Argument(help="Budget ledger (YAML).", show_default=False)],
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
-    set_: SetOpt = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Override a field of the ledger or of an entry's design (repeatable; "
+            "value read as YAML): target.epsilon=2, entries[0].count=6, "
+            "entries[0].design.mechanism.gaussian.sigma=2 (a design file is read, then "
+            "overridden); mechanism.… or sampling.… reach every entry's design.",
+            metavar="PATH=VALUE",
+            show_default=False,
+        ),
+    ] = None,
     fail_above: Annotated[
         float | None,
         typer.Option(
