@@ -38,6 +38,7 @@ from ampcalc.accounting.profiles import (
 )
 from ampcalc.engine.profiles import bound_profile
 from ampcalc.math import numeric
+from ampcalc.math.search import log_secant_crossing
 from ampcalc.model.design import Design, Neighbours, Target
 from ampcalc.model.errors import DesignError
 
@@ -247,12 +248,10 @@ def _search(
         # releases composed by the accountant (seconds per value): secant steps on
         # log ε′ against log σ from the noise as written, to RELEASES_REL, each side
         # checked as evaluated
-        certified, impossible = _secant_sides(upper_of, lower_of, target, lo, hi, profile, knob)
-        up_at = upper_of(certified) if certified is not None else None
+        cert, imp = _secant_sides(upper_of, lower_of, target, lo, hi, profile, knob)
+        at = upper_of(cert) if cert is not None else None
         path = f"secant steps on the composed releases' bound (relative {RELEASES_REL:g})"
-        return _result(
-            design, knob, profile, target, certified, impossible, up_at, path, memo, lo, hi
-        )
+        return _result(design, knob, profile, target, cert, imp, at, path, memo, lo, hi)
     if certified is None:
         certified = _bisect(lambda v: upper_of(v) <= target, lo, hi)
     up_at = upper_of(certified) if certified is not None else None
@@ -285,10 +284,8 @@ def _secant_sides(
 ) -> tuple[float | None, float | None]:
     """(a noise whose upper bound meets ``target``, a noise whose lower bound reaches it),
     each within ``RELEASES_REL`` (in log) of its crossing, checked as evaluated."""
-    from ampcalc.analyses.budget_solve import _crossing  # lazy: the ledger's module
-
     start = float(profile.sigma if knob == "sigma" else profile.scale)
-    certified = _crossing(upper_of, target, lo, hi, start, rel=RELEASES_REL)
+    certified = log_secant_crossing(upper_of, target, lo, hi, start, rel=RELEASES_REL)
     if certified is None or not upper_of(certified) <= target:
         return None, None
 
@@ -298,7 +295,7 @@ def _secant_sides(
         low = lower_of(1.0 / u)
         return target * target / low if low > 0 else math.inf
 
-    u = _crossing(flipped, target, 1.0 / hi, 1.0 / lo, 1.0 / certified, rel=RELEASES_REL)
+    u = log_secant_crossing(flipped, target, 1.0 / hi, 1.0 / lo, 1.0 / certified, rel=RELEASES_REL)
     impossible = None if u is None else 1.0 / u
     if impossible is not None and not lower_of(impossible) >= target:
         impossible = None
@@ -337,7 +334,9 @@ def _result(
         "basis": [
             c.to_dict()
             for c in (
-                memo[certified] if memo.get(certified) is not None else bound_profile(design)
+                memo[certified]
+                if certified is not None and memo.get(certified) is not None
+                else bound_profile(design)
             ).basis
         ],
         "warnings": warnings,

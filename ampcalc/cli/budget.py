@@ -115,9 +115,9 @@ def budget(
     with progress_bar("composing the budget") as progress:
         payload = api.budget(led, progress)
     code = ExitCode.OK
-    for row, entry in zip(payload["entries"], led.entries, strict=True):
+    for row, item in zip(payload["entries"], led.entries, strict=True):
         if row.get("error"):  # said once, at the entry's place in the ledger
-            where = getattr(entry, "where", None)
+            where = getattr(item, "where", None)
             at = where.prefix() if where is not None and where.file else ""
             say(f"{at}{row['name']}: {row['error']}")
     up = payload["total"]["upper"]

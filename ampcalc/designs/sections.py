@@ -114,11 +114,10 @@ def _named_releases(data: Mapping[Any, Any], ctx: Reader) -> tuple[tuple[Any, in
     from ampcalc.accounting import parse as named  # lazy: start-up (bound)
 
     out = []
-    for i, item in enumerate(data["releases"]):
-        ipath = f"mechanism.releases[{i}]"
-        name, block = named._named_in(item, ctx, ipath, "release")
-        profile = named._one(name, block, ctx, f"{ipath}.{name}", item)
-        out.append((profile, int(item.get("count", 1))))
+    rel = data["releases"]
+    for i, item in enumerate(rel):
+        one = {k: v for k, v in item.items() if k != "count"}  # one release, as one mechanism
+        out.append((named.parse_named(one, ctx, rel, i).profile, int(item.get("count", 1))))
     return tuple(out)
 
 
