@@ -41,8 +41,8 @@ def budget(
             "--set",
             help="Override a field of the ledger or of an entry's design (repeatable; "
             "value read as YAML): target.epsilon=2, entries[0].count=6, "
-            "entries[0].design.mechanism.gaussian.sigma=2 (a design file is read, then "
-            "overridden); mechanism.… or sampling.… reach every entry's design.",
+            "entries[0].design.FIELD=V (a design file is read, then "
+            "overridden); mechanism.FIELD or sampling.FIELD reach every entry's design.",
             metavar="PATH=VALUE",
             show_default=False,
         ),
@@ -94,7 +94,8 @@ def budget(
     Example:  ampcalc budget examples/budget/year.yaml --fail-above 3
 
     Example:  ampcalc budget examples/budget/year.yaml --set target.epsilon=1
-    --set entries[2].design.mechanism.laplace.scale=3 --solve count --entry 2
+
+    Example:  ampcalc budget examples/budget/year.yaml --solve count --entry 2
     """
     from ampcalc import api  # lazy: start-up (--help)
     from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET, require_accountant
