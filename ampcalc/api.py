@@ -369,13 +369,18 @@ def budget(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -
     Returns:
         The payload of ``budget --json``: ``name``, ``target``, ``neighbours``,
         ``entries`` (each entry's ``epsilon_prime``, ``delta_prime``, ``composed_as``),
-        ``total: {lower, upper, delta, accountant, ...}`` and ``remaining``.
+        ``total: {lower, upper, delta, accountant, ...}``, ``remaining`` (the budget
+        less the upper total) and ``overrun`` (the upper total less the budget when it
+        is above it, else ``None``).
     Raises:
         MissingAccountant: the ledger needs the optional extra ``ampcalc[accounting]``.
     """
     from ampcalc.analyses import budget as budgets  # lazy: > 20 ms
+    from ampcalc.analyses import budget_solve as solver  # lazy: > 20 ms
 
-    return budgets.run(ledger, progress)
+    payload = budgets.run(ledger, progress)
+    payload["overrun"] = solver.overrun(payload)
+    return payload
 
 
 def budget_solve(ledger: Ledger, knob: str, target: float | None = None) -> dict[str, Any]:
@@ -392,6 +397,26 @@ def budget_solve(ledger: Ledger, knob: str, target: float | None = None) -> dict
     from ampcalc.analyses import budget_solve as solver  # lazy: > 20 ms
 
     return solver.solve(ledger, knob, target)
+
+
+def budget_count(
+    ledger: Ledger, entry: str | None = None, target: float | None = None
+) -> dict[str, Any]:
+    """How many waves of one entry fit the ledger's ε budget (``ampcalc budget --solve
+    count --entry E``): the largest count of entry ``entry`` (its 0-based index or its
+    name; optional for a one-entry ledger) whose upper total is at most the budget
+    (``target`` replaces the ledger's ``target.epsilon``), the other entries as written.
+
+    Returns:
+        The payload of ``budget --solve count --json``: ``knob: {name: "count", entry,
+        index, current, value, more, fits, epsilon_upper_at_current,
+        epsilon_upper_at_value, epsilon_upper_at_next}``, ``target``, ``warnings``.
+    Raises:
+        DesignError: no budget, or no such entry.
+    """
+    from ampcalc.analyses import budget_solve as solver  # lazy: > 20 ms
+
+    return solver.solve_count(ledger, entry, target)
 
 
 def report(
@@ -510,6 +535,7 @@ __all__ = [
     "Weights",
     "bound",
     "budget",
+    "budget_count",
     "budget_solve",
     "calibrate",
     "check",

@@ -82,15 +82,18 @@ def test_solve_on_a_replace_one_design_meets_the_target() -> None:
 def test_solve_refuses_the_wrong_knob() -> None:
     with pytest.raises(DesignError, match="laplace"):
         solve(design("{gaussian: {sigma: 1.0}}"), "scale", 1.0)
-    with pytest.raises(DesignError, match="releases"):
-        solve(
-            api.load_design(
-                "name: d\nmechanism: {releases: [{gaussian: {sigma: 1.0}, count: 3}]}\n"
-                "sampling: {scheme: poisson, rate: 0.01}\ntarget: {delta_prime: 1e-6}\n"
-            ),
-            "sigma",
-            1.0,
-        )
+    releases = api.load_design(
+        "name: d\nmechanism: {releases: [{gaussian: {sigma: 1.0}, count: 3}]}\n"
+        "sampling: {scheme: poisson, rate: 0.01}\ntarget: {delta_prime: 1e-6}\n"
+    )
+    # Gaussian releases on one sample have no Laplace scale to solve for
+    with pytest.raises(DesignError, match="release"):
+        solve(releases, "scale", 1.0)
+    # ... and share one σ: 3 releases of sensitivity 1 are one Gaussian of sensitivity √3
+    one = solve(design("{gaussian: {sigma: 1.0, sensitivity: 1.7320508075688772}}"), "sigma", 1.0)
+    assert solve(releases, "sigma", 1.0)["knob"]["value"] == pytest.approx(
+        one["knob"]["value"], rel=1e-9
+    )
 
 
 def test_cli_invert_solve_json(tmp_path: Path) -> None:

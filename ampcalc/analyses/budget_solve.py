@@ -35,7 +35,9 @@ import math
 from typing import Any
 
 from ampcalc.analyses import budget as B
-from ampcalc.analyses.calibrate import _with_noise
+from ampcalc.analyses.calibrate import KNOBS as KNOB_TYPES
+from ampcalc.analyses.calibrate import _with_noise, release_knob
+from ampcalc.math.search import log_secant_crossing as _crossing
 from ampcalc.model.errors import DesignError
 from ampcalc.model.limits import LIMITS, limit
 
@@ -51,10 +53,21 @@ REL = 1e-5
 CLOSE = 1e-4
 
 
+def _knob_profile(entry: B.Entry, knob: str) -> Any:
+    """The (first) named mechanism of the entry whose noise ``knob`` sets: its one
+    mechanism, or its first such release of named releases on one sample."""
+    idx = release_knob(entry.design, knob)
+    if idx:
+        rel = getattr(entry.design.mechanism, "named_releases", None)
+        assert rel is not None
+        return rel[idx[0]][0]
+    return getattr(entry.design.mechanism, "profile", None)
+
+
 def _knob_entries(ledger: B.Ledger, knob: str) -> list[int]:
     out = []
     for i, e in enumerate(ledger.entries):
-        prof = getattr(e.design.mechanism, "profile", None)
+        prof = _knob_profile(e, knob)
         if prof is None:
             continue
         name = prof.to_dict()["mechanism"]
@@ -63,12 +76,19 @@ def _knob_entries(ledger: B.Ledger, knob: str) -> list[int]:
     return out
 
 
-def _with_value(ledger: B.Ledger, idx: list[int], value: float) -> B.Ledger:
+def _with_value(
+    ledger: B.Ledger, idx: list[int], value: float, knob: str | None = None
+) -> B.Ledger:
+    """The ledger with the noise ``knob`` sets (``None``: the one the entries' own
+    mechanism names) at ``value`` in the entries ``idx``."""
     entries = list(ledger.entries)
     for i in idx:
         e = entries[i]
+        prof = getattr(e.design.mechanism, "profile", None) if knob is None else None
+        if knob is None:
+            knob = "sigma" if isinstance(prof, KNOB_TYPES["sigma"]) else "scale"
         entries[i] = dataclasses.replace(
-            e, design=_with_noise(e.design, getattr(e.design.mechanism, "profile", None), value)
+            e, design=_with_noise(e.design, _knob_profile(e, knob), value, knob)
         )
     return dataclasses.replace(ledger, entries=tuple(entries))
 
@@ -91,73 +111,6 @@ def side_total(ledger: B.Ledger, pessimistic: bool, di: float) -> float:
             return math.inf if pessimistic else 0.0
         return float(val)
     return B.accountant_side(pairs, ledger.delta, di, pessimistic)
-
-
-def _crossing(
-    f: Any, level: float, lo: float, hi: float, start: float, rel: float = 1e-3
-) -> float | None:
-    """A scale v with f(v) <= level, within ``rel`` of the crossing (f decreasing): the
-    secant method on log f against log v from ``start`` (total ε falls about like a power
-    of the scale), kept inside a bracket once one is known (Illinois steps). ``None``
-    when f(hi) > level."""
-    cache: dict[float, float] = {}
-
-    def g(x: float) -> float:
-        v = math.exp(x)
-        if v not in cache:
-            cache[v] = f(v)
-        y = cache[v]
-        if not math.isfinite(y):
-            return 745.0
-        return (math.log(y) if y > 0 else -745.0) - math.log(level)
-
-    xlo, xhi = math.log(lo), math.log(hi)
-    x0 = min(max(math.log(start), xlo), xhi)
-    g0 = g(x0)
-    a: tuple[float, float] | None = (x0, g0) if g0 > 0 else None  # fails
-    b: tuple[float, float] | None = (x0, g0) if g0 <= 0 else None  # meets
-    # first step: total ε about proportional to 1/scale
-    x1 = min(max(x0 + g0, xlo), xhi) if abs(g0) < 700 else (x0 + (3.0 if g0 > 0 else -3.0))
-    prev = (x0, g0)
-    side = 0
-    for _ in range(60):
-        if a is not None and b is not None and b[0] - a[0] <= rel:
-            return math.exp(b[0])
-        x1 = min(max(x1, xlo), xhi)
-        if a is not None and b is not None and not (a[0] < x1 < b[0]):
-            x1 = 0.5 * (a[0] + b[0])
-        g1 = g(x1)
-        if g1 > 0:
-            if a is None or x1 > a[0]:
-                a = (x1, g1)
-            if b is not None and side == 1:
-                b = (b[0], 0.5 * b[1])
-            side = 1
-        else:
-            if b is None or x1 < b[0]:
-                b = (x1, g1)
-            if a is not None and side == -1:
-                a = (a[0], 0.5 * a[1])
-            side = -1
-        if b is None and x1 >= xhi:
-            return None
-        if a is None and x1 <= xlo:
-            return lo
-        if a is not None and b is not None:
-            # regula falsi (Illinois) inside the bracket
-            x1 = b[0] - b[1] * (b[0] - a[0]) / (b[1] - a[1]) if b[1] != a[1] else x1
-            # aim a hair past the crossing so that the meeting end moves too
-            x1 += 0.25 * rel
-        else:
-            px, pg = prev
-            slope = (g1 - pg) / (x1 - px) if x1 != px and g1 != pg else -1.0
-            slope = min(slope, -0.05)
-            step = -g1 / slope
-            step = max(min(step, 3.0), -3.0)
-            prev = (x1, g1)
-            x1 = x1 + step
-        prev = prev if (a is None or b is None) else (x1, g1)
-    return math.exp(b[0]) if b is not None else None
 
 
 def _fine_side(
@@ -257,7 +210,7 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
             + " or ".join(KNOBS[knob])
             + " mechanism to calibrate"
         )
-    first: Any = getattr(ledger.entries[idx[0]].design.mechanism, "profile", None)
+    first: Any = _knob_profile(ledger.entries[idx[0]], knob)
     sens = float(first.sensitivity)
     current = float(first.sigma if knob == "sigma" else first.scale)
     lo, hi = sens * RANGE[0], sens * RANGE[1]
@@ -266,7 +219,7 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
 
     def total(v: float, pessimistic: bool, h: float) -> float:
         try:
-            return side_total(_with_value(ledger, idx, v), pessimistic, h)
+            return side_total(_with_value(ledger, idx, v, knob), pessimistic, h)
         except B.CostLimit as err:
             raise DesignError(
                 f"--solve {knob} with the target ε = {t:g}: the search needs the total at "
@@ -339,3 +292,186 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
             "epsilon_lower_at_impossible": low_at,
         },
     }
+
+
+# ---- budget --solve count: how many waves of one entry fit the budget -----------------
+
+#: the largest count searched: the ledger's own limit on an entry's ``count``
+MAX_COUNT = 10**7
+
+
+def find_entry(ledger: B.Ledger, spec: str | None) -> int:
+    """The index of the entry ``spec`` names: its 0-based index (as in ``entries[0]``),
+    or its ``name:``; ``None`` when the ledger has one entry.
+
+    Raises:
+        DesignError: no such entry, or several entries and none named.
+    """
+    listing = "; ".join(f"{i}: {e.name!r}" for i, e in enumerate(ledger.entries))
+    if spec is None:
+        if len(ledger.entries) == 1:
+            return 0
+        raise DesignError(
+            "--solve count: name the entry whose waves to count with --entry (its index "
+            f"from 0, or its name): the ledger's entries are {listing}"
+        )
+    s = spec.strip()
+    if s.isdigit():
+        i = int(s)
+        if i < len(ledger.entries):
+            return i
+        raise DesignError(
+            f"--entry {s}: the ledger has {len(ledger.entries)} entries, indexed from 0: "
+            + listing
+        )
+    names = [e.name for e in ledger.entries]
+    found = [i for i, n in enumerate(names) if n == s]
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        raise DesignError(
+            f"--entry {s!r}: entries {', '.join(map(str, found))} share that name; give the "
+            "index instead"
+        )
+    import difflib
+
+    close = difflib.get_close_matches(s[:100], names, n=1)
+    raise DesignError(
+        f"--entry {s!r}: no entry of that name; the ledger's entries are {listing}",
+        hint=f"did you mean {close[0]!r}?" if close else None,
+    )
+
+
+def _with_count(ledger: B.Ledger, i: int, count: int) -> B.Ledger:
+    """The ledger with entry ``i`` run ``count`` times (0: without it)."""
+    entries = list(ledger.entries)
+    if count == 0:
+        del entries[i]
+    else:
+        entries[i] = dataclasses.replace(entries[i], count=count)
+    return dataclasses.replace(ledger, entries=tuple(entries))
+
+
+def upper_total(ledger: B.Ledger) -> float:
+    """The ledger's upper total ε at its δ and discretisation, as ``ampcalc budget``
+    reports it (``inf`` without a guarantee; 0 for a ledger without entries)."""
+    if not ledger.entries:
+        return 0.0
+    return side_total(ledger, True, ledger.discretization)
+
+
+def solve_count(
+    ledger: B.Ledger, entry: str | None, target: float | None = None
+) -> dict[str, Any]:
+    """The largest count of one entry whose ledger's upper total stays within the ε
+    budget (the ledger's ``target.epsilon``, or ``target``), the other entries as written.
+
+    The upper total grows with the count (one more release composes one more pair of
+    distributions: dropping its output is post-processing), so the count is bracketed by
+    doubling from the current one, then bisected; ``value`` is checked as evaluated:
+    ``epsilon_upper_at_value`` <= the budget < ``epsilon_upper_at_next``.
+
+    Raises:
+        DesignError: no budget, no such entry, or a count whose composition is above
+            the accountant's limits.
+    """
+    t = target if target is not None else ledger.epsilon
+    if t is None:
+        raise DesignError(
+            "--solve count needs the ε budget: `target: {epsilon: ..., delta: ...}` in the "
+            "ledger (or --set target.epsilon=E, or --target E)"
+        )
+    if not (math.isfinite(t) and t > 0):
+        raise DesignError(f"--solve count: the ε budget must be a number > 0, got {t!r}")
+    i = find_entry(ledger, entry)
+    name = ledger.entries[i].name
+    current = ledger.entries[i].count
+    memo: dict[int, float] = {}
+
+    def total(c: int) -> float:
+        if c not in memo:
+            try:
+                memo[c] = upper_total(_with_count(ledger, i, c))
+            except B.CostLimit as err:
+                raise DesignError(
+                    f"--solve count: the search needs the total at {c} waves of {name!r}, "
+                    f"and there {err.message} (a smaller budget, or a coarser "
+                    "--discretization)",
+                    where=err.where,
+                ) from None
+        return memo[c]
+
+    value: int | None
+    if total(current) <= t:
+        lo, hi = current, None  # total(lo) <= t < total(hi)
+        c = current
+        while c < MAX_COUNT:
+            c = min(2 * c, MAX_COUNT)
+            if total(c) > t:
+                hi = c
+                break
+            lo = c
+    else:
+        lo, hi = None, current
+        c = current
+        while c > 0:
+            c //= 2
+            if total(c) <= t:
+                lo = c
+                break
+            hi = c
+    if lo is not None and hi is not None:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if total(mid) <= t:
+                lo = mid
+            else:
+                hi = mid
+    value = lo
+    warnings = [
+        f"counted the waves of entry {i} ({name!r}), the other entries kept as written: "
+        f"the count reported is the largest whose upper total meets ε = {t:g} at δ = "
+        f"{ledger.delta:g} (the accountant's step in privacy loss {ledger.discretization:g})"
+    ]
+    if value is None:
+        warnings.append(
+            f"no count fits: without {name!r} the other entries' upper total "
+            f"{total(0):.6g} is already above the budget"
+        )
+    elif value >= MAX_COUNT:
+        warnings.append(f"every count up to the limit {MAX_COUNT:,} fits")
+    return {
+        "name": ledger.name,
+        "target": {"epsilon": t, "delta": ledger.delta},
+        "neighbours": str(ledger.neighbours),
+        "discretization": ledger.discretization,
+        "warnings": warnings,
+        "knob": {
+            "name": "count",
+            "entry": name,
+            "index": i,
+            "current": current,
+            "value": value,
+            "more": None if value is None else value - current,
+            "fits": value is not None and value >= current,
+            "epsilon_upper_at_current": _finite(total(current)),
+            "epsilon_upper_at_value": None if value is None else _finite(total(value)),
+            "epsilon_upper_at_next": None
+            if value is None or value >= MAX_COUNT
+            else _finite(total(value + 1)),
+        },
+    }
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def overrun(payload: dict[str, Any]) -> float | None:
+    """How far ``ampcalc budget``'s upper total is above the ledger's ε budget (upper −
+    budget), or ``None`` when it is within it or there is no budget or no upper total."""
+    eps = payload["target"]["epsilon"]
+    up = payload["total"]["upper"]
+    if eps is None or up is None or float(up) <= float(eps):
+        return None
+    return float(up) - float(eps)

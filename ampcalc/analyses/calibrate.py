@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.accounting import compose
 from ampcalc.accounting.profiles import (
     MAX_DISCRETE_SIGMA,
     DiscreteGaussian,
@@ -37,6 +38,7 @@ from ampcalc.accounting.profiles import (
 )
 from ampcalc.engine.profiles import bound_profile
 from ampcalc.math import numeric
+from ampcalc.math.search import log_secant_crossing
 from ampcalc.model.design import Design, Neighbours, Target
 from ampcalc.model.errors import DesignError
 
@@ -46,21 +48,57 @@ KNOBS: dict[str, tuple[type[Any], ...]] = {
 }
 #: the noise scales searched, relative to the sensitivity
 RANGE = (1e-6, 1e8)
+#: relative precision (in log) of the noise of releases composed by the accountant
+RELEASES_REL = 1e-4
 
 
-def _with_noise(design: Design, profile: Any, value: float) -> Design:
-    """The design with the named mechanism's noise scale set to ``value``."""
+def _noise(profile: Any, value: float) -> Profile:
+    """The named mechanism ``profile`` with its noise scale set to ``value``."""
+    if isinstance(profile, Gaussian):
+        return Gaussian(sigma=value, sensitivity=profile.sensitivity)
+    if isinstance(profile, DiscreteGaussian):
+        return DiscreteGaussian(sigma=value, sensitivity=profile.sensitivity)
+    if isinstance(profile, Laplace):
+        return Laplace(scale=value, sensitivity=profile.sensitivity)
+    return DiscreteLaplace(scale=value, sensitivity=profile.sensitivity)
+
+
+def release_knob(design: Design, knob: str) -> list[int] | None:
+    """For a design whose mechanism is named ``releases`` on one sample (more than one
+    release in all): the indices of the releases that ``knob`` sets (σ of each Gaussian
+    or discrete Gaussian, the scale of each Laplace or discrete Laplace); ``None`` for a
+    design without such releases."""
+    mech = design.mechanism
+    rel = getattr(mech, "named_releases", None)
+    if rel is None or sum(c for _, c in rel) <= 1:
+        return None
+    return [
+        j
+        for j, (p, _) in enumerate(rel)
+        if isinstance(p, KNOBS[knob]) and not (isinstance(p, Gaussian) and p.sigma is None)
+    ]
+
+
+def _with_noise(design: Design, profile: Any, value: float, knob: str | None = None) -> Design:
+    """The design with the named mechanism's noise scale set to ``value``; for named
+    releases on one sample, the common noise of every release ``knob`` sets (``knob``
+    defaults to the one ``profile``'s kind names), the releases composed again."""
     mech = design.mechanism
     assert mech is not None
-    new: Profile
-    if isinstance(profile, Gaussian):
-        new = Gaussian(sigma=value, sensitivity=profile.sensitivity)
-    elif isinstance(profile, DiscreteGaussian):
-        new = DiscreteGaussian(sigma=value, sensitivity=profile.sensitivity)
-    elif isinstance(profile, Laplace):
-        new = Laplace(scale=value, sensitivity=profile.sensitivity)
-    else:
-        new = DiscreteLaplace(scale=value, sensitivity=profile.sensitivity)
+    if knob is None:
+        knob = "sigma" if isinstance(profile, KNOBS["sigma"]) else "scale"
+    idx = release_knob(design, knob)
+    if idx:
+        rel = mech.named_releases
+        assert rel is not None
+        items = tuple((_noise(p, value) if j in idx else p, c) for j, (p, c) in enumerate(rel))
+        try:
+            composed = compose.compose(list(items))
+        except compose.CompositionError as err:
+            raise DesignError(f"design {design.name!r}: {err}", where=design.where) from None
+        new_mech = dataclasses.replace(mech, profile=composed, named_releases=items)
+        return dataclasses.replace(design, mechanism=new_mech)
+    new = _noise(profile, value)
     return dataclasses.replace(design, mechanism=dataclasses.replace(mech, profile=new))
 
 
@@ -85,6 +123,9 @@ def solve(
     profile: Any = getattr(mech, "profile", None)
     if knob not in KNOBS:
         raise DesignError(f"the noise to solve for is sigma or scale, got {knob!r}")
+    idx = release_knob(design, knob)
+    if idx is not None:
+        return _solve_releases(design, knob, idx, target, target_delta)
     if profile is None or not isinstance(profile, KNOBS[knob]):
         names = {"sigma": "gaussian or discrete-gaussian", "scale": "laplace or discrete-laplace"}
         raise DesignError(
@@ -95,15 +136,73 @@ def solve(
         raise DesignError(
             f"design {design.name!r}: solving for sigma needs one Gaussian, not composed releases"
         )
+    return _search(design, knob, profile, profile, target, target_delta)
+
+
+def _solve_releases(
+    design: Design, knob: str, idx: list[int], target: float, target_delta: float | None
+) -> dict[str, Any]:
+    """``solve`` for named releases on one sample: the one noise scale shared by every
+    release ``knob`` sets (the others kept as written), the releases composed again at
+    each scale tried.
+
+    All Gaussian: the composition at a common σ is one Gaussian of sensitivity
+    √Σ countᵢ·Δᵢ² (Dong, Roth and Su 2022, Corollary 3.3), so the Poisson fast path
+    applies to it. Mixed with other mechanisms: the releases composed as ``bound``
+    composes them (the PLD accountant), by bisection.
+    """
+    mech = design.mechanism
+    assert mech is not None and mech.named_releases is not None
+    rel = mech.named_releases
+    if not idx:
+        names = {"sigma": "gaussian or discrete-gaussian", "scale": "laplace or discrete-laplace"}
+        kinds = sorted({p.to_dict()["mechanism"] for p, _ in rel})
+        raise DesignError(
+            f"design {design.name!r}: solving for {knob} needs a named {names[knob]} "
+            f"release; its releases are {', '.join(kinds)}"
+        )
+    first = rel[idx[0]][0]
+    guess_profile: Any = None
+    if knob == "sigma" and len(idx) == len(rel) and all(isinstance(p, Gaussian) for p, _ in rel):
+        # one Gaussian of sensitivity √Σ countᵢ·Δᵢ² at the common σ: the fast path's start
+        sens = math.sqrt(math.fsum(c * float(p.sensitivity) ** 2 for p, c in rel))
+        guess_profile = Gaussian(sigma=first.sigma, sensitivity=sens)
+    out = _search(design, knob, first, guess_profile, target, target_delta)
+    solved = sum(rel[j][1] for j in idx)
+    total = sum(c for _, c in rel)
+    others = total - solved
+    out["knob"]["releases"] = solved
+    out["notes"].append(
+        f"the {total} releases on one sample share the solved {knob}: every "
+        + " and ".join(sorted({rel[j][0].to_dict()["mechanism"] for j in idx}))
+        + " release is set to it"
+        + (f", the other {others} kept as written" if others else "")
+        + ", and all are composed before amplification at each value tried"
+        + (" (one Gaussian of sensitivity √Σ countᵢ·Δᵢ²)" if guess_profile is not None else "")
+    )
+    return out
+
+
+def _search(
+    design: Design,
+    knob: str,
+    profile: Any,
+    guess_profile: Any,
+    target: float,
+    target_delta: float | None,
+) -> dict[str, Any]:
+    """The search of ``solve``: ``profile`` is the (first) mechanism whose noise is set,
+    ``guess_profile`` the one mechanism the Poisson fast path inverts (``None``: none)."""
     if not (math.isfinite(target) and target > 0):
         raise DesignError("target ε′ must be finite and > 0")
     if target_delta is not None:
         design = dataclasses.replace(design, target=Target(delta_prime=target_delta))
-    if profile.pure_epsilon is None and (
+    composed: Any = getattr(design.mechanism, "profile", None)
+    if composed.pure_epsilon is None and (
         design.target is None or design.target.delta_prime is None
     ):
         raise DesignError(
-            f"design {design.name!r}: {profile.describe()} has δ > 0 at every ε: give the "
+            f"design {design.name!r}: {composed.describe()} has δ > 0 at every ε: give the "
             "target δ′ (`target_delta`, or `target: {delta_prime: ...}`)"
         )
     sens = float(profile.sensitivity)
@@ -112,10 +211,22 @@ def solve(
         hi = min(hi, MAX_DISCRETE_SIGMA)
 
     memo: dict[float, Any] = {}
+    releases = bool(release_knob(design, knob))
 
     def bounds_at(v: float) -> tuple[float | None, float | None]:
         if v not in memo:
-            memo[v] = bound_profile(_with_noise(design, profile, v), profile_points=False)
+            try:
+                noisy = _with_noise(design, profile, v, knob)
+            except DesignError:
+                if not releases:
+                    raise
+                # releases whose composition at this noise is above the accountant's
+                # limits: no bound there (neither side is claimed)
+                memo[v] = None
+            else:
+                memo[v] = bound_profile(noisy, profile_points=False)
+        if memo[v] is None:
+            return None, None
         return memo[v].upper, memo[v].lower
 
     def upper_of(v: float) -> float:
@@ -128,18 +239,26 @@ def solve(
 
     path = "bisection on the bound (relative 1e-9)"
     certified: float | None = None
-    guess = _poisson_guess(design, profile, target)
+    guess = None if guess_profile is None else _poisson_guess(design, guess_profile, target)
     if guess is not None:
         certified = _step_until(lambda v: upper_of(v) <= target, guess, up=True)
         if certified is not None:
             path = "M's profile inverted at A⁻¹(q, T), checked with the bound"
+    if certified is None and releases:
+        # releases composed by the accountant (seconds per value): secant steps on
+        # log ε′ against log σ from the noise as written, to RELEASES_REL, each side
+        # checked as evaluated
+        cert, imp = _secant_sides(upper_of, lower_of, target, lo, hi, profile, knob)
+        at = upper_of(cert) if cert is not None else None
+        path = f"secant steps on the composed releases' bound (relative {RELEASES_REL:g})"
+        return _result(design, knob, profile, target, cert, imp, at, path, memo, lo, hi)
     if certified is None:
         certified = _bisect(lambda v: upper_of(v) <= target, lo, hi)
     up_at = upper_of(certified) if certified is not None else None
     impossible: float | None = None
     if guess is not None and certified is not None and lower_of(certified) != -math.inf:
         # the Poisson bound is tight: the lower bound crosses T just below ``certified``
-        start = _poisson_guess(design, profile, target, lower=True) or certified
+        start = _poisson_guess(design, guess_profile, target, lower=True) or certified
         impossible = _step_until(
             lambda v: lower_of(v) >= target,
             min(start, certified) * (1.0 - 1e-13),
@@ -151,6 +270,52 @@ def solve(
         first_below = _bisect(lambda v: lower_of(v) < target, lo, hi)
         if first_below is not None and first_below > lo:
             impossible = _step_until(lambda v: lower_of(v) >= target, first_below, up=False)
+    return _result(design, knob, profile, target, certified, impossible, up_at, path, memo, lo, hi)
+
+
+def _secant_sides(
+    upper_of: Any,
+    lower_of: Any,
+    target: float,
+    lo: float,
+    hi: float,
+    profile: Any,
+    knob: str,
+) -> tuple[float | None, float | None]:
+    """(a noise whose upper bound meets ``target``, a noise whose lower bound reaches it),
+    each within ``RELEASES_REL`` (in log) of its crossing, checked as evaluated."""
+    start = float(profile.sigma if knob == "sigma" else profile.scale)
+    certified = log_secant_crossing(upper_of, target, lo, hi, start, rel=RELEASES_REL)
+    if certified is None or not upper_of(certified) <= target:
+        return None, None
+
+    # the largest noise v with lower(v) >= target: the smallest u = 1/v with
+    # target²/lower(1/u) <= target (decreasing in u); no lower bound counts as failing
+    def flipped(u: float) -> float:
+        low = lower_of(1.0 / u)
+        return target * target / low if low > 0 else math.inf
+
+    u = log_secant_crossing(flipped, target, 1.0 / hi, 1.0 / lo, 1.0 / certified, rel=RELEASES_REL)
+    impossible = None if u is None else 1.0 / u
+    if impossible is not None and not lower_of(impossible) >= target:
+        impossible = None
+    return certified, impossible
+
+
+def _result(
+    design: Design,
+    knob: str,
+    profile: Any,
+    target: float,
+    certified: float | None,
+    impossible: float | None,
+    up_at: float | None,
+    path: str,
+    memo: dict[float, Any],
+    lo: float,
+    hi: float,
+) -> dict[str, Any]:
+    sens = float(profile.sensitivity)
     tdp = design.target.delta_prime if design.target else None
     warnings: list[str] = []
     notes = [
@@ -168,7 +333,11 @@ def solve(
         "delta": None,
         "basis": [
             c.to_dict()
-            for c in (memo[certified] if certified in memo else bound_profile(design)).basis
+            for c in (
+                memo[certified]
+                if certified is not None and memo.get(certified) is not None
+                else bound_profile(design)
+            ).basis
         ],
         "warnings": warnings,
         "notes": notes,

@@ -7,7 +7,8 @@ JSON: ``{"ampcalc_version", "command": "budget", "name", "target": {"epsilon",
 "delta"}, "neighbours", "entries": [{"name", "scheme", "count", "epsilon_prime":
 {"lower", "upper"}, "delta_prime", "guarantee_neighbours", "composed_as", "profile"?}],
 "total": {"lower", "upper", "delta", "accountant", "discretization", "width"?,
-"lower_meaning"}, "remaining"}``.
+"lower_meaning"}, "remaining", "overrun"}`` (``overrun``: the upper total less the
+budget when it is above it, else null; a warning line on stderr says it too).
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from ampcalc.cli.app import (
     ExitCode,
     FormatOpt,
     JsonOpt,
-    SetOpt,
     app,
     check_option,
     emit_result,
     resolve_format,
 )
 from ampcalc.cli.conventions import OutputOpt, progress_bar, say
+from ampcalc.model.errors import DesignError
 
 
 @app.command(rich_help_panel="Budget and planning")
@@ -34,7 +35,18 @@ def budget(
     ledger: Annotated[str, typer.Argument(help="Budget ledger (YAML).", show_default=False)],
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
-    set_: SetOpt = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Override a field of the ledger or of an entry's design (repeatable; "
+            "value read as YAML): target.epsilon=2, entries[0].count=6, "
+            "entries[0].design.FIELD=V (a design file is read, then "
+            "overridden); mechanism.FIELD or sampling.FIELD reach every entry's design.",
+            metavar="PATH=VALUE",
+            show_default=False,
+        ),
+    ] = None,
     fail_above: Annotated[
         float | None,
         typer.Option(
@@ -47,8 +59,18 @@ def budget(
         str | None,
         typer.Option(
             "--solve",
-            help="Solve for one common noise scale instead: sigma (Gaussian entries) or "
-            "scale (Laplace entries), against the ledger's target ε (or --target).",
+            help="Solve instead, against the ledger's target ε (or --target): sigma "
+            "(one common σ of the Gaussian entries), scale (of the Laplace entries), or "
+            "count (how many waves of the --entry fit the budget).",
+            show_default=False,
+        ),
+    ] = None,
+    entry: Annotated[
+        str | None,
+        typer.Option(
+            "--entry",
+            help="The entry --solve count counts: its index from 0 (as in "
+            "--set entries[0].count=6) or its name; optional with one entry.",
             show_default=False,
         ),
     ] = None,
@@ -70,9 +92,14 @@ def budget(
     """Total ε at the ledger's δ over releases on independently drawn samples.
 
     Example:  ampcalc budget examples/budget/year.yaml --fail-above 3
+
+    Example:  ampcalc budget examples/budget/year.yaml --set target.epsilon=1
+
+    Example:  ampcalc budget examples/budget/year.yaml --solve count --entry 2
     """
     from ampcalc import api  # lazy: start-up (--help)
     from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET, require_accountant
+    from ampcalc.output.render import fmt as num
 
     output = resolve_format(fmt, as_json, out)
     check_option(fail_above, "--fail-above", "gate")
@@ -80,17 +107,26 @@ def budget(
     check_option(discretization, "--discretization", DISCRETIZATION)
     led = api.load_ledger(ledger, overrides=set_ or (), discretization=discretization)
     require_accountant()  # before any work or bar: a missing dependency said on its own
+    if entry is not None and solve != "count":
+        raise DesignError("--entry names the entry --solve count counts; add --solve count")
+    if solve == "count":
+        return _run_count(led, entry, target, output, out)
     if solve is not None:
         return _run_solve(led, solve, target, output, out)
     with progress_bar("composing the budget") as progress:
         payload = api.budget(led, progress)
     code = ExitCode.OK
-    for row, entry in zip(payload["entries"], led.entries, strict=True):
+    for row, item in zip(payload["entries"], led.entries, strict=True):
         if row.get("error"):  # said once, at the entry's place in the ledger
-            where = getattr(entry, "where", None)
+            where = getattr(item, "where", None)
             at = where.prefix() if where is not None and where.file else ""
             say(f"{at}{row['name']}: {row['error']}")
     up = payload["total"]["upper"]
+    if payload.get("overrun") is not None:
+        say(
+            f"warning: the upper total {num(up)} is {num(payload['overrun'])} over the "
+            f"budget ε = {num(payload['target']['epsilon'])}"
+        )
     if fail_above is not None and (up is None or up > fail_above):
         code = ExitCode.GATE_FAILED
     emit_result(
@@ -238,6 +274,75 @@ def _solve_table(payload: dict[str, Any], rich: bool) -> str:
         f"upper total at the certified {k['name']}: {fmt(k['epsilon_upper_at_value'])}; "
         f"lower total at the {k['name']} below which the target is impossible: "
         f"{fmt(k['epsilon_lower_at_impossible'])} "
+        f"(accountant's step in privacy loss {payload['discretization']:g})",
+        *(plain_references(w) for w in payload["warnings"]),
+        GLOSSARY_LINE,
+    ]
+    return render_table(header, rows, footer, rich_output=rich)
+
+
+# ---- budget --solve count: how many waves of one entry fit ----------------------------
+# JSON: ``{"ampcalc_version", "command": "budget", "name", "target": {"epsilon", "delta"},
+# "neighbours", "discretization", "warnings", "knob": {"name": "count", "entry", "index",
+# "current", "value", "more", "fits", "epsilon_upper_at_current", "epsilon_upper_at_value",
+# "epsilon_upper_at_next"}}`` (see ``ampcalc.api.budget_count``). Exit 0 when the ledger
+# as written fits its budget (``more`` >= 0), 1 when it does not (``more`` < 0, or no
+# count fits: a note on stderr), 2 on bad input.
+
+
+def _run_count(
+    led: Any, entry: str | None, target: float | None, output: Any, out: str | None
+) -> int:
+    from ampcalc import api  # lazy: start-up (--help)
+    from ampcalc.output.render import fmt  # lazy: start-up (--help)
+
+    payload = api.budget_count(led, entry, target)
+    k = payload["knob"]
+    eps = fmt(payload["target"]["epsilon"])
+    if k["value"] is None:
+        say(
+            f"warning: {payload['name']}: no count of {k['entry']!r} fits the budget ε = "
+            f"{eps}: the other entries alone are above it"
+        )
+    elif not k["fits"]:
+        say(
+            f"warning: {payload['name']}: the ledger is over the budget ε = {eps} (upper "
+            f"total {fmt(k['epsilon_upper_at_current'])}): at most {k['value']} waves of "
+            f"{k['entry']!r} fit, {-k['more']} fewer than its {k['current']}"
+        )
+    emit_result(
+        output,
+        "budget",
+        payload,
+        csv=[dict(k, target=payload["target"]["epsilon"], delta=payload["target"]["delta"])],
+        table=lambda rich: _count_table(payload, rich),
+        to=out,
+        rows=1,
+    )
+    return int(ExitCode.OK if k["fits"] else ExitCode.GATE_FAILED)
+
+
+def _count_table(payload: dict[str, Any], rich: bool) -> str:
+    from ampcalc.output.render import fmt, render_table  # lazy: start-up (--help)
+    from ampcalc.output.terms import GLOSSARY_LINE, plain_references
+
+    k = payload["knob"]
+    header = ["ledger", "target ε", "δ", "entry", "count", "largest count", "more"]
+    rows = [
+        [
+            payload["name"],
+            fmt(payload["target"]["epsilon"]),
+            fmt(payload["target"]["delta"]),
+            f"{k['index']}: {k['entry']}",
+            str(k["current"]),
+            "none" if k["value"] is None else str(k["value"]),
+            "-" if k["more"] is None else f"{k['more']:+d}",
+        ]
+    ]
+    footer = [
+        f"upper total: {fmt(k['epsilon_upper_at_current'])} now, "
+        f"{fmt(k['epsilon_upper_at_value'])} at the count that fits, "
+        f"{fmt(k['epsilon_upper_at_next'])} at one more "
         f"(accountant's step in privacy loss {payload['discretization']:g})",
         *(plain_references(w) for w in payload["warnings"]),
         GLOSSARY_LINE,

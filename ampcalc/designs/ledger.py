@@ -18,12 +18,23 @@ the ``Ledger`` this returns.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import difflib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ampcalc.designs.document import load_designs, load_document, parse_yaml, read_source
+from ampcalc.designs.document import (
+    _apply,
+    load_designs,
+    load_document,
+    parse_override,
+    parse_yaml,
+    read_source,
+)
 from ampcalc.load.fields import Field, Reader, check_keys, field_value, mapping, number
 from ampcalc.load.files import nul_in_name
 from ampcalc.model.design import Design, Neighbours
@@ -103,7 +114,8 @@ def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
 
     Args:
         path: the ledger file.
-        overrides: ``--set PATH=VALUE`` strings, applied to every entry's design.
+        overrides: ``--set PATH=VALUE`` strings (``split_overrides`` says where each
+            goes: the ledger's own fields, one entry's design, or every entry's design).
     Returns:
         The validated ledger.
     Raises:
@@ -117,7 +129,14 @@ def load_ledger(path: str, overrides: Sequence[str] = ()) -> Ledger:
 def parse_ledger(doc: Any, name: str, overrides: Sequence[str] = ()) -> Ledger:
     """Validate a parsed ledger document (``name``: its file, for messages and for the
     entries' relative ``design:`` paths) into a ``Ledger``."""
-    ctx = Reader(name, "", {})
+    own, per_entry, every = split_overrides(overrides)
+    if own:
+        doc = mapping(doc, Reader(name, "", {}), "", None, None, "a budget ledger")
+        doc = copy.deepcopy(doc)
+        for path, value, _ in own:
+            _apply(doc, path, value)
+    over_where = {p: Where(file="--set", field=p) for p, _, _ in own}
+    ctx = Reader(name, "", over_where, {p: text for p, _, text in own})
     doc = mapping(doc, ctx, "", None, None, "a budget ledger (`entries:` and `target:`)")
     check_keys(doc, LEDGER_KEYS, ctx, "", "a budget ledger")
     delta, eps_budget = _read_target(doc, ctx)
@@ -137,7 +156,24 @@ def parse_ledger(doc: Any, name: str, overrides: Sequence[str] = ()) -> Ledger:
             where=ctx.where("entries", doc, "entries"),
         )
     base = Path(name).parent if not name.startswith("<") else Path(".")
-    entries = tuple(_read_entry(items, i, ctx, base, overrides) for i in range(len(items)))
+    for i in per_entry:
+        if i >= len(items):
+            raise DesignError(
+                f"the ledger has {len(items)} entr{'y' if len(items) == 1 else 'ies'} "
+                f"(entries[0] to entries[{len(items) - 1}]); there is no entries[{i}]",
+                where=Where(file="--set", field=per_entry[i][0][0]),
+            )
+    entries = tuple(
+        _read_entry(
+            items,
+            i,
+            ctx,
+            base,
+            [*every, *(t for _, t in per_entry.get(i, []))],
+            [t.split("=", 1)[0].strip() for _, t in per_entry.get(i, [])],
+        )
+        for i in range(len(items))
+    )
     return Ledger(
         name=str(doc.get("name", Path(name).stem)),
         entries=entries,
@@ -146,6 +182,67 @@ def parse_ledger(doc: Any, name: str, overrides: Sequence[str] = ()) -> Ledger:
         neighbours=neighbours,
         discretization=disc,
     )
+
+
+#: the first field of a ``--set`` path that is a design's, not the ledger's: such a path is
+#: applied to every entry's design (as ``--set`` on a design file)
+DESIGN_ROOTS = ("mechanism", "sampling", "guarantee", "designs", "statistic")
+#: the design's own ``target:`` fields (the ledger's ``target:`` has ``epsilon``, ``delta``)
+DESIGN_TARGET = ("epsilon_prime", "delta_prime")
+_ENTRY_DESIGN = re.compile(r"entries\[(\d+)\]\.design(\.|\[)(.+)$", re.S)
+_ENTRY = re.compile(r"entries\[(\d+)\]")
+
+
+def split_overrides(
+    overrides: Sequence[str],
+) -> tuple[list[tuple[str, Any, str]], dict[int, list[tuple[str, str]]], list[str]]:
+    """Sort ``--set PATH=VALUE`` strings by what they reach.
+
+    - ``entries[i].design.FIELD=V``: FIELD inside entry i's design, after it is read (a
+      design file's path is loaded first, then overridden; inline designs alike);
+    - a path starting with a design's field (``mechanism``, ``sampling``, ``guarantee``,
+      ``designs``, ``statistic``, ``target.epsilon_prime``, ``target.delta_prime``):
+      every entry's design;
+    - anything else is the ledger's own (``target.epsilon``, ``target.delta``,
+      ``neighbours``, ``discretization``, ``name``, ``entries[i].count``,
+      ``entries[i].design=FILE``, ...), checked as the file's fields are (an unknown key
+      gets the closest known one).
+
+    Returns:
+        (the ledger's own as (path, value, text), entry index -> [(full path, the
+        design's own ``FIELD=V``)], the overrides for every design).
+    Raises:
+        DesignError: an override that is not ``PATH=VALUE``.
+    """
+    own: list[tuple[str, Any, str]] = []
+    per_entry: dict[int, list[tuple[str, str]]] = {}
+    every: list[str] = []
+    for text in overrides:
+        path, value = parse_override(text)
+        head = re.split(r"[.\[]", path, maxsplit=1)[0]
+        rest = path[len(head) :].lstrip(".")
+        m = _ENTRY_DESIGN.match(path)
+        if m:
+            inner = (m.group(2) if m.group(2) == "[" else "") + m.group(3)
+            value_text = text.split("=", 1)[1]
+            per_entry.setdefault(int(m.group(1)), []).append((path, f"{inner}={value_text}"))
+        elif head in DESIGN_ROOTS or (head == "target" and rest.split(".")[0] in DESIGN_TARGET):
+            every.append(text)
+        else:
+            if head not in LEDGER_KEYS:
+                close = difflib.get_close_matches(head[:100], [*LEDGER_KEYS, *DESIGN_ROOTS], n=1)
+                raise DesignError(
+                    f"{head!r} is neither one of the ledger's fields ("
+                    + ", ".join(LEDGER_KEYS)
+                    + ") nor a design's ("
+                    + ", ".join(DESIGN_ROOTS)
+                    + "); e.g. target.epsilon=2, entries[0].count=6 or "
+                    "entries[0].design.mechanism.gaussian.sigma=2",
+                    where=Where(file="--set", field=path),
+                    hint=f"did you mean '{close[0]}'?" if close else None,
+                )
+            own.append((path, value, text.strip()))
+    return own, per_entry, every
 
 
 def _read_target(doc: Mapping[Any, Any], ctx: Reader) -> tuple[float, float | None]:
@@ -171,7 +268,12 @@ def _read_target(doc: Mapping[Any, Any], ctx: Reader) -> tuple[float, float | No
 
 
 def _read_entry(
-    items: list[Any], i: int, ctx: Reader, base: Path, overrides: Sequence[str]
+    items: list[Any],
+    i: int,
+    ctx: Reader,
+    base: Path,
+    overrides: Sequence[str],
+    own_paths: Sequence[str] = (),
 ) -> Entry:
     """``entries[i]``: its one design (a file relative to ``base``, or inline) and count."""
     ipath = f"entries[{i}]"
@@ -183,7 +285,16 @@ def _read_entry(
             where=ctx.where(ipath, items, i),
         )
     dwhere = ctx.where(f"{ipath}.design", item, "design")
-    designs = _entry_designs(item["design"], dwhere, ctx, base, overrides)
+    try:
+        designs = _entry_designs(item["design"], dwhere, ctx, base, overrides)
+    except DesignError as err:
+        w = err.where
+        if w is not None and (w.file or "").startswith("--set") and w.field and own_paths:
+            # an override of this entry's design: named by the path the user gave
+            inner = w.field
+            if any(inner == p or inner.startswith((p + ".", p + "[")) for p in own_paths):
+                err.where = dataclasses.replace(w, field=f"{ipath}.design.{inner}")
+        raise
     if "index" in item:
         spec = Field(name="index", kind="int", doc="design index", low=0, high=len(designs) - 1)
         k = int(number(item["index"], spec, ctx.where(f"{ipath}.index", item, "index")))

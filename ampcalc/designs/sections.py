@@ -8,6 +8,7 @@ list), the neighbouring relation, the replace-one parameters, the group size.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -82,7 +83,10 @@ def parse_mechanism(
     if is_named(data):
         from ampcalc.accounting import parse as named  # lazy: start-up (bound)
 
-        return named.parse_named(data, ctx, container, key)
+        mech = named.parse_named(data, ctx, container, key)
+        if "releases" in data:  # validated by parse_named: kept release by release
+            mech = dataclasses.replace(mech, named_releases=_named_releases(data, ctx))
+        return mech
     check_keys(data, MECHANISM_KEYS, ctx, "mechanism", "mechanism")
     _check_form(data, ctx, container, key)
     dfield = _delta_field("delta", scheme)
@@ -102,6 +106,19 @@ def parse_mechanism(
         releases=releases,
         group_size=_group_size(data, ctx),
     )
+
+
+def _named_releases(data: Mapping[Any, Any], ctx: Reader) -> tuple[tuple[Any, int], ...]:
+    """The (profile, count) of each named release of a ``releases:`` list that
+    ``accounting.parse.parse_named`` has read and validated."""
+    from ampcalc.accounting import parse as named  # lazy: start-up (bound)
+
+    out = []
+    rel = data["releases"]
+    for i, item in enumerate(rel):
+        one = {k: v for k, v in item.items() if k != "count"}  # one release, as one mechanism
+        out.append((named.parse_named(one, ctx, rel, i).profile, int(item.get("count", 1))))
+    return tuple(out)
 
 
 def _check_form(data: Any, ctx: Reader, container: Any, key: Any) -> None:

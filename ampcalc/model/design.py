@@ -140,6 +140,9 @@ class Mechanism:
             (``ampcalc.accounting``; composed when given as ``releases``), or ``None``
             for the (ε, δ) form. ``epsilon`` is then its pure ε (NaN if it has none).
         profile_releases: the number of named releases composed into ``profile``.
+        named_releases: the named releases composed into ``profile`` as (profile,
+            count), in file order, when given as ``releases`` (``invert --solve`` sets
+            one common noise scale in them and composes them again).
     """
 
     epsilon: float
@@ -151,6 +154,7 @@ class Mechanism:
     group_size: int = 1
     profile: Any = None
     profile_releases: int | None = None
+    named_releases: tuple[tuple[Any, int], ...] | None = None
 
     # --- derived parameters, as functions of the declared ε (vectorised) -------
     def replace_one_ratio(self) -> float:
