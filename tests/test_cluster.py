@@ -493,6 +493,8 @@ def test_delta_prime_holds_at_the_printed_epsilon(clusters, ell, r, nb, eps, del
     e1 = mp.mpf(eps) if r is None else oc.amplification(r, eps)
     d1 = mp.mpf(delta) * (1 if r is None else mp.mpf(r))
     swap = k_up * e1
+    if r is None and nb == "both":  # a swap replaces records (ampcalc derivations, §6.4)
+        swap = sizes[0] * e1
     if r is not None:  # the swap averages the Poisson stage (ampcalc derivations, §6.2)
         swap = sizes[0] * e1 - sizes[1] * mp.log(1 - mp.mpf(r) * (1 - mp.exp(-eps)))
     want = a * d1 / (a + (1 - a) * mp.exp(-swap))
@@ -506,7 +508,11 @@ def test_delta_prime_holds_at_the_printed_epsilon(clusters, ell, r, nb, eps, del
     if clusters == "{sizes: [1, 1, 1]}":
         assert h == pytest.approx(float(want), abs=1e-9)
     note = "M's δ > 0: δ′ = " + (
-        "Aδ/(A + (1 − A)e^{−Kε})" if r is None else "Arδ/(A + (1 − A)e^{−d})"
+        "Arδ/(A + (1 − A)e^{−d})"
+        if r is not None
+        else "Aδ + (e^{ε′} − 1)(1 − A)ρ(1 − e^{−d})"
+        if nb == "both"
+        else "Aδ/(A + (1 − A)e^{−Kε})"
     )
     assert any(note in n for n in res.notes)
 

@@ -113,3 +113,30 @@ def test_gaussian_goes_through_srswor_within():
     res = engine.bound(d)
     assert res.error is None if hasattr(res, "error") else True
     assert 0 < res.upper < 2.3 and res.delta_prime <= 1e-6
+
+
+@pytest.mark.parametrize(
+    ("sizes", "ell", "eps"),
+    [([2, 2, 2], 1, 1.0), ([1, 1], 1, 0.7), ([3, 1, 2], 2, 0.5), ([1, 2, 3], 1, 0.3)],
+)
+def test_whole_clusters_under_both_relations_are_exact(sizes, ell, eps):
+    """M ε-DP under both relations: a swap replaces records, d = n₍₁₎ε, and the count of
+    x's cluster is a witness: both bounds are B(ℓ/k, n₍₁₎, ε) and the exact programme
+    (pairs `all`) attains them, for unequal sizes too (ampcalc derivations, §6.4)."""
+    s = {"scheme": "cluster", "clusters": {"sizes": sizes}, "chosen": ell}
+    d = api.load_design({"mechanism": {"epsilon": eps, "neighbours": "both"}, "sampling": s})
+    r = api.verify_design(d, "all")
+    assert r["status"] == "PASS", r
+    a = mp.mpf(ell) / len(sizes)
+    want = mp.log1p(a * mp.expm1(eps) / (a + (1 - a) * mp.exp(-max(sizes) * mp.mpf(eps))))
+    assert r["epsilon_prime"]["lower"] <= want <= r["epsilon_prime"]["upper"]
+    assert float(want) == pytest.approx(r["epsilon_prime_exact"], abs=1e-9)
+    assert r["epsilon_prime"]["upper"] == pytest.approx(float(want), rel=1e-13)
+
+
+@pytest.mark.parametrize(("sizes", "ratio"), [([2, 2, 2], 0.5), ([3, 1, 2], 0.3), ([2, 2], 1.5)])
+def test_whole_clusters_with_a_declared_replace_one_epsilon_stay_sound(sizes, ratio):
+    s = {"scheme": "cluster", "clusters": {"sizes": sizes}, "chosen": 1}
+    mech = {"epsilon": 1.0, "neighbours": "add-remove", "epsilon_replace_one": ratio}
+    r = api.verify_design(api.load_design({"mechanism": mech, "sampling": s}), "all")
+    assert r["status"] == "PASS", r

@@ -266,6 +266,31 @@ def delta_prime(
     return delta_prime_of(eps, delta, fraction=fraction, k_sum=k_sum)
 
 
+def reduced_lower(
+    e_d: np.ndarray, e_r: np.ndarray, *, fraction: float, stage: SrsStage
+) -> np.ndarray:
+    """Lower bound on ε′ for whole clusters when M's ε_R is below 2ε_D (e.g. ``both``).
+
+    Witness: Pr[M(S) = 1] = c·exp(ε_D·#(S ∩ C_i) − β·Σ_{j≠i} w_j #(S ∩ C_j)), i the largest
+        cluster, x added to it, β = ε_R − ε_D: for ε_R >= ε_D, w_j = n_min/n_j (each other
+        cluster then contributes e^{−β n_min}); for ε_R < ε_D, w_j = 1 (the largest other
+        cluster n₍₂₎ bounds the mixture). ε_D-DP under add-remove and ε_R-DP under
+        replace-one (a record moved out of C_i changes the score by ε_D + βw_j <= ε_R).
+        Its loss is B with ε₁ = ε_D and d = n₍₁₎ε_D + n_min(ε_R − ε_D), resp.
+        n₍₁₎ε_D − n₍₂₎(ε_D − ε_R) (ampcalc derivations, §6.4); ε_R = 2ε_D gives Theorem 5.1.
+        ``stage``: whole clusters (m above every size): its ``swap`` is (n₍₁₎, n₍₂₎), its
+        ``fewest`` n_min. Rounded down.
+    """
+    largest, smallest = stage.swap, stage.fewest
+    e_d = np.asarray(e_d, dtype=float)
+    e_r = np.asarray(e_r, dtype=float)
+    beta = e_r - e_d  # exact (Sterbenz: ε_D/2 <= ε_R <= 2ε_D), else one rounding
+    other = np.where(beta >= 0.0, smallest, largest[1])
+    d = largest[0] * e_d + other * beta
+    slack = 4.0 * 2.0**-52 * (largest[0] * e_d + other * np.abs(beta))
+    return ratio_lower_at(fraction, e_d, numeric.round_down(d - slack))
+
+
 # --- two-stage designs (ampcalc derivations, §6) -------------------------------------------
 #
 # x's cluster i is chosen with probability A = ℓ/k. Given that, the within-cluster stage
@@ -649,6 +674,29 @@ def theorem(
             bound=functools.partial(lower_epsilon, fraction=frac, k_sum=k_low),
             replace_one_ratio=WITNESS_RATIO,
         )
+        if reduced:
+            # ε_R < 2ε: a swap replaces records (ε_R each) instead of removing and adding
+            # them (2ε); §6.1 with a cluster taken whole, and the §6.4 witness
+            stage = srs_stage(cl, n1 + 1)
+            dp = None
+            if mechanism is not None:
+                dp = OfPair(
+                    functools.partial(
+                        srswor_delta_prime,
+                        delta=mechanism.delta,
+                        delta_replace_one=mechanism.delta_replace_one_of,
+                    )
+                )
+            basis = (*BASIS, derivation("§6.1"), derivation("§6.4"))
+            return Theorem(
+                basis=(*basis, DELTA_BASIS) if delta else basis,
+                upper=OfPair(srswor_upper),
+                lower=OfPair(reduced_lower),
+                witnesses=(theorem_5_1, single),
+                delta_prime=dp,
+                params={"fraction": frac, "stage": stage},
+                **common,
+            )
         return Theorem(
             basis=(*BASIS, DELTA_BASIS) if delta else BASIS,
             upper=upper_epsilon,
@@ -735,7 +783,13 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     thm = theorem(params, reduced=reduced, delta=mechanism.delta > 0, mechanism=mechanism)
     # equal clusters: the count witness meets the upper bound (whole clusters: Theorems
     # 5.1/5.2; Poisson within: derivations §6.2); not under a reduced ε_R
-    tight = bool(cl.equal and m is None and not reduced)
+    ratio = mechanism.replace_one_ratio()
+    # whole clusters with ε_R < 2ε (derivations §6.4): the bounds meet under `both`
+    # (ε_R = ε) and, for ε_R >= ε, when n_min = n₍₂₎
+    tight = bool(
+        (cl.equal and m is None and not reduced)
+        or (not two_stage and reduced and (ratio == 1.0 or (ratio > 1.0 and cl.smallest == n2)))
+    )
     more_conditions: list[str] = []
     warnings: list[str] = []
     notes = [
@@ -787,18 +841,23 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         details["within_sample"] = m
     if k == 2 and not two_stage:
         details["count_witness"] = _count_witness_details(cl.smallest, n1, eps0)
-    if reduced:
+    if reduced and not two_stage:
         notes.append(
             f"M is declared ε-DP under replace-one too (ε_R = "
-            f"{mechanism.effective_epsilon_replace_one():g} < 2ε): "
-            + (
-                "Theorem 5.1's witness is "
-                if not two_stage
-                else "the count witness (a count over x's cluster minus the others) is "
-            )
-            + "only 2ε-DP under replace-one, so the lower bound runs it at min(ε, ε_R/2), or "
-            "is the single-inclusion witness A(π, ε) where larger (an exact LP check found "
-            "B(ℓ/k, n₍₁₎ + n_min, ε) above the true worst case under `both`)."
+            f"{mechanism.effective_epsilon_replace_one():g} < 2ε): swapping one chosen "
+            "cluster for another replaces records (ε_R each) instead of removing and adding "
+            "them, so the upper bound uses d = n₍₁₎ε + n₍₂₎·max(0, ε_R − ε) in place of "
+            "(n₍₁₎ + n₍₂₎)ε, and a count of x's cluster minus (ε_R − ε)·(the others) is a "
+            "witness with n_min in place of n₍₂₎ (an exact LP check found Theorem 5.1's "
+            f"B(ℓ/k, n₍₁₎ + n_min, ε) above the true worst case under `both`; {DERIVATIONS}, "
+            "§6.4)."
+        )
+    elif reduced:
+        notes.append(
+            f"M is declared ε-DP under replace-one too (ε_R = "
+            f"{mechanism.effective_epsilon_replace_one():g} < 2ε): the count witness (a "
+            "count over x's cluster minus the others) is only 2ε-DP under replace-one, so "
+            "the lower bound runs it at min(ε, ε_R/2), or is another witness where larger."
         )
     if tight:
         more_conditions.append(f"all {k} clusters have size {n1}: upper = lower (tight)")
@@ -821,11 +880,18 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             f"M is (ε, δ)-DP under add-remove with δ = {mechanism.delta:g}"
             + ("" if r is None else f" (x's cluster stage: δ₁ = rδ = {r * mechanism.delta:g})")
         )
-        if not two_stage:
+        if not two_stage and not reduced:
             notes.append(
                 "M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε}) = δ(e^{ε′} − 1)/(e^ε − 1) with A = "
                 f"ℓ/k, K = {k_up}, paired with the ε′ shown (derived from the Theorem 5.2 "
                 f"argument with group privacy for (ε, δ); {CLUSTER_DOCS})."
+            )
+        elif not two_stage:
+            notes.append(
+                "M's δ > 0: δ′ = Aδ + (e^{ε′} − 1)(1 − A)ρ(1 − e^{−d}) with A = ℓ/k, ρ = "
+                "max(δ/(e^ε − 1), δ_R/(e^{ε_R} − 1)) and the swap loss d = n₍₁₎ε + "
+                "n₍₂₎·max(0, ε_R − ε), paired with the ε′ shown (for ε_R = ε: Aδ/(A + (1 − "
+                f"A)e^{{−d}})); {DERIVATIONS}, §6.1)."
             )
         elif r is not None:
             notes.append(
