@@ -1013,12 +1013,88 @@ def gen_cluster_within(which: str):
     return gen
 
 
+def _ratio_d(frac, e1, d) -> mp.mpf:
+    """log(1 + A(e^{ε₁} − 1)/(A + (1 − A)e^{−d})) (ampcalc derivations, §6.1), exactly."""
+    a = mp.mpf(frac)
+    return mp.log1p(a * mp.expm1(mp.mpf(e1)) / (a + (1 - a) * mp.exp(-mp.mpf(d))))
+
+
 def or_cluster_within(which: str):
+    """Derivations §6.2: d = n₁a + n₂b (upper), n₁a + n_min b (count witness, lower, or
+    the single-inclusion A(ℓr/k, ε) where larger)."""
+
     def f(c: dict, v: float) -> mp.mpf:
         frac = mp.mpf(c["ell"]) / c["k"]
+        a, b = osd.amp(c["r"], c["eps"]), osd.removal(c["r"], c["eps"])
         if which == "upper":
-            return osd.ratio(frac, c["n1"] + c["n2"], osd.amp(c["r"], c["eps"]))
-        return osd.amp(frac * mp.mpf(c["r"]), c["eps"])
+            return _ratio_d(frac, a, c["n1"] * a + c["n2"] * b)
+        count = _ratio_d(frac, a, c["n1"] * a + c["nmin"] * b)
+        return max(count, osd.amp(frac * mp.mpf(c["r"]), c["eps"]))
+
+    return f
+
+
+def cluster_srswor_designs(rng: np.random.Generator, n: int) -> list[dict]:
+    out = []
+    for _ in range(n):
+        k = int(rng.integers(2, 7))
+        sizes = [int(x) for x in rng.integers(0, 60, size=k)]
+        sizes[0] = max(sizes[0], 1)
+        ell = int(rng.integers(1, k))
+        m = int(rng.integers(1, 70))
+        out.append({"sizes": sizes, "k": k, "ell": ell, "m": m})
+    return out
+
+
+def gen_cluster_srswor(which: str):
+    def gen(n: int, rng: np.random.Generator) -> Batch:
+        def run(d: dict, e: np.ndarray) -> np.ndarray:
+            cs = _cluster_kernels.summarise(np.asarray(d["sizes"], dtype=np.int64), "audit")
+            p = cluster.Params(clusters=cs, chosen=d["ell"], within_sample=d["m"])
+            a = cluster.analyse(p, mech(ADD_REMOVE), ADD_REMOVE)
+            return (a.upper if which == "upper" else a.lower)(e)
+
+        return per_design(n, rng, cluster_srswor_designs(rng, 30), run)
+
+    return gen
+
+
+def or_cluster_srswor(which: str):
+    """Derivations §6.3 for M ε-DP under add-remove (ε_R = 2ε), recomputed from the sizes."""
+
+    def f(c: dict, v: float) -> mp.mpf:
+        sizes, m, e = c["sizes"], c["m"], mpf(c["eps"])
+        frac = mp.mpf(c["ell"]) / c["k"]
+        e_r = 2 * e
+        top = sorted(sizes, reverse=True)
+        t1, t2 = min(m, top[0]), min(m, top[1])
+        nmin = min(sizes)
+        tight = [n for n in sizes if n > m] + [m + 1 for n in sizes if n == m]
+        whole = any(n <= m for n in sizes)
+        if which == "upper":
+            d = t1 * e + t2 * (e_r - e)
+            best = _ratio_d(frac, e, d) if whole else mp.mpf(0)
+            if tight:
+                a = mp.mpf(m) / min(tight)
+                best = max(best, _ratio_d(frac, osd.amp(a, e_r), d - e_r))
+            return best
+        best = osd.amp(frac * min(mp.mpf(1), mp.mpf(m) / max(1, nmin)), e)
+        if nmin >= m and tight:
+            a = mp.mpf(m) / min(tight)
+            best = max(best, _ratio_d(frac, osd.amp(a, e_r), (m - 1) * e_r))
+        t = min(m, nmin)
+        cands = {nmin, top[0]}
+        cands |= {min(n for n in sizes if n > m)} if any(n > m for n in sizes) else set()
+        cands |= {max(n for n in sizes if n <= m)} if whole else set()
+        for s in {x for n in cands for x in (n, n - 1) if x >= 0}:
+            if s + 1 <= m:
+                best = max(best, _ratio_d(frac, e, e * (t + s)))
+                continue
+            a = mp.mpf(m) / (s + 1)
+            for j in range(-32, 33):
+                w = mp.mpf(j) / 32
+                best = max(best, _ratio_d(frac, osd.amp(a, e * (1 - w)), e * (t + w * m)))
+        return best
 
     return f
 
@@ -1034,8 +1110,10 @@ def gen_cluster_certified(n: int, rng: np.random.Generator) -> Batch:
 def or_cluster_at(c: dict, x: mp.mpf) -> mp.mpf:
     # B <= ε exactly (spec §0); the min keeps the oracle's last digit from deciding
     frac = mp.mpf(c["ell"]) / c["k"]
-    e = osd.amp(c["r"], x) if "r" in c else x
-    return min(osd.ratio(frac, c["n1"] + c["n2"], e), e)
+    if "r" in c:  # derivations §6.2
+        a = osd.amp(c["r"], x)
+        return min(_ratio_d(frac, a, c["n1"] * a + c["n2"] * osd.removal(c["r"], x)), a)
+    return min(osd.ratio(frac, c["n1"] + c["n2"], x), x)
 
 
 def gen_max_k(n: int, rng: np.random.Generator) -> Batch:
@@ -2032,6 +2110,21 @@ INVENTORY: list[Formula] = [
         "lower",
         gen_cluster_within("lower"),
         or_cluster_within("lower"),
+    ),
+    Formula(
+        "cluster two-stage, fixed size within, upper",
+        "cluster",
+        "upper",
+        gen_cluster_srswor("upper"),
+        or_cluster_srswor("upper"),
+    ),
+    Formula(
+        "cluster two-stage, fixed size within, lower",
+        "cluster",
+        "lower",
+        gen_cluster_srswor("lower"),
+        or_cluster_srswor("lower"),
+        max_points=300,
     ),
     Formula(
         "cluster certified (root-finder)",

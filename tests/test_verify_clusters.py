@@ -71,7 +71,9 @@ def test_cluster_unequal_sizes_lies_strictly_between() -> None:
     ("sizes", "chosen", "eps", "exact", "theorem_5_1"),
     # found by this oracle: with M ε-DP under both relations (ε_R = ε) the exact worst
     # case is below B(ℓ/k, n₍₁₎ + n_min, ε): Theorem 5.1's witness is only 2ε-DP under
-    # replace-one. The lower bound now runs it at ε_R/2 (or A(ℓ/k, ε) where larger).
+    # replace-one. Under `both` a swap replaces records (ε_R each) instead of removing and
+    # adding them, and a count of x's cluster (weight ε) minus 0·others is ε-DP under both:
+    # both bounds are B(ℓ/k, n₍₁₎, ε), the exact value (ampcalc derivations, §6.4).
     [([1, 1], 1, 0.7, 0.517231, 0.595102), ([2, 2, 2], 1, 1.0, 0.855378, 0.977410)],
 )
 def test_cluster_both_relations_lower_bound(sizes, chosen, eps, exact, theorem_5_1) -> None:
@@ -81,9 +83,10 @@ def test_cluster_both_relations_lower_bound(sizes, chosen, eps, exact, theorem_5
     assert ratio_b(chosen / len(sizes), 2 * sizes[0], eps) == pytest.approx(theorem_5_1, abs=1e-6)
     assert got < theorem_5_1 - 0.05
     k = len(sizes)
-    single = amp(chosen / k, eps)
-    scaled = ratio_b(chosen / k, 2 * sizes[0], eps / 2)
-    assert r["epsilon_prime"]["lower"] == pytest.approx(max(single, scaled), rel=1e-12)
+    want = ratio_b(chosen / k, sizes[0], eps)
+    assert got == pytest.approx(want, abs=1e-9)
+    assert r["epsilon_prime"]["lower"] == pytest.approx(want, rel=1e-12)
+    assert r["epsilon_prime"]["upper"] == pytest.approx(want, rel=1e-12)
     if sizes == [1, 1]:
         # by hand: P samples {1} or {2}, P′ {1, x} or {2}; the worst M is Σv + Lap(1/ε)
         # with value 1 on records 1 and x, 0 on record 2 (ε-DP under both relations):

@@ -34,6 +34,7 @@ DETAIL_LABELS: Mapping[str, str] = {
     "rate_max": "largest stratum sampling rate",
     "fraction": "share of clusters drawn",
     "within_rate": "sampling rate within clusters",
+    "within_sample": "records sampled in each chosen cluster",
     "records": "records",
     "total_sample": "total sample size",
     "expected_size": "expected sample size",

@@ -36,7 +36,21 @@ def ratio_bound(frac: Any, k: Any, eps: Any) -> np.ndarray:
     a, kk, e = np.broadcast_arrays(
         np.asarray(frac, dtype=float), np.asarray(k, dtype=float), np.asarray(eps, dtype=float)
     )
-    ke = kk * e
+    return _ratio(a, e, kk * e)
+
+
+def ratio_bound_at(frac: Any, eps1: Any, d: Any) -> np.ndarray:
+    """log[(A e^{ε₁} + (1 − A)e^{−d}) / (A + (1 − A)e^{−d})] (not rounded): B(A, K, ε)
+    with the within-cluster loss ε₁ of x's cluster and the loss d of swapping one chosen
+    cluster's sample for another's in place of ε and Kε (two-stage designs; ampcalc
+    derivations, §6). Same numerics as ``ratio_bound``."""
+    a, e, dd = np.broadcast_arrays(
+        np.asarray(frac, dtype=float), np.asarray(eps1, dtype=float), np.asarray(d, dtype=float)
+    )
+    return _ratio(a, e, dd)
+
+
+def _ratio(a: np.ndarray, e: np.ndarray, ke: np.ndarray) -> np.ndarray:
     small = e <= numeric.LOG_SPACE_FROM
     out = np.empty(a.shape, dtype=float)
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
@@ -54,7 +68,10 @@ def _slack(frac: Any, k: Any, eps: Any) -> np.ndarray:
     a, kk, e = np.broadcast_arrays(
         np.asarray(frac, dtype=float), np.asarray(k, dtype=float), np.asarray(eps, dtype=float)
     )
-    ke = kk * e
+    return _slack_of(a, e, kk * e)
+
+
+def _slack_of(a: np.ndarray, e: np.ndarray, ke: np.ndarray) -> np.ndarray:
     big = e > numeric.LOG_SPACE_FROM
     with np.errstate(divide="ignore", invalid="ignore"):
         la = np.abs(np.log(a))
@@ -96,6 +113,25 @@ def ratio_lower(frac: Any, k: Any, eps: Any) -> np.ndarray:
     """B(A, K, ε) rounded down (never above the exact value)."""
     raw = ratio_bound(frac, k, eps)
     return numeric.round_down(raw * (1.0 - _product_slack(frac, k, eps)) - _slack(frac, k, eps))
+
+
+def ratio_upper_at(frac: Any, eps1: Any, d: Any) -> np.ndarray:
+    """``ratio_bound_at`` rounded up, capped at ε₁ (the bound never exceeds it for d >= 0).
+    The caller passes ε₁ and d rounded up: the bound increases in both."""
+    a, e, dd = np.broadcast_arrays(
+        np.asarray(frac, dtype=float), np.asarray(eps1, dtype=float), np.asarray(d, dtype=float)
+    )
+    val = numeric.round_up(_ratio(a, e, dd) + _slack_of(a, e, dd))
+    capped: np.ndarray = np.where(dd >= 0.0, np.minimum(val, e), val)
+    return capped
+
+
+def ratio_lower_at(frac: Any, eps1: Any, d: Any) -> np.ndarray:
+    """``ratio_bound_at`` rounded down; the caller passes ε₁ and d rounded down."""
+    a, e, dd = np.broadcast_arrays(
+        np.asarray(frac, dtype=float), np.asarray(eps1, dtype=float), np.asarray(d, dtype=float)
+    )
+    return numeric.round_down(_ratio(a, e, dd) - _slack_of(a, e, dd))
 
 
 def capped_inclusion(sizes: np.ndarray, m: float) -> tuple[np.ndarray, int]:

@@ -9,6 +9,7 @@ it was sampled.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 from dataclasses import dataclass
@@ -17,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.load.fields import check_keys, describe
+from ampcalc.load.fields import check_keys, describe, is_whole
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import (
+    BBG18,
     BUN_2020_WP,
     BUN_2022,
     CLUSTER_DOCS,
@@ -30,8 +32,16 @@ from ampcalc.model.references import (
     cite,
     derivation,
 )
-from ampcalc.schemes._cluster_kernels import ClusterSizes, ratio_lower, ratio_upper, read_clusters
+from ampcalc.schemes._cluster_kernels import (
+    ClusterSizes,
+    ratio_lower,
+    ratio_lower_at,
+    ratio_upper,
+    ratio_upper_at,
+    read_clusters,
+)
 from ampcalc.schemes.assembly import (
+    OfPair,
     Refusal,
     Refuses,
     Theorem,
@@ -60,11 +70,14 @@ class Params:
         clusters: the cluster sizes (summary: k, two largest, smallest, total).
         chosen: ℓ, 1 <= ℓ < k.
         within_rate: r of a Poisson second stage inside the chosen clusters, or None.
+        within_sample: m of a simple random sample without replacement inside each
+            chosen cluster (all of a cluster of at most m records), or None.
     """
 
     clusters: ClusterSizes
     chosen: int
     within_rate: float | None = None
+    within_sample: int | None = None
 
 
 FIELDS = (
@@ -78,45 +91,83 @@ FIELDS = (
     Field(
         name="within",
         kind="any",
-        doc="optional second stage: {scheme: poisson, rate: r}",
+        doc="optional second stage: {scheme: poisson, rate: r} or {scheme: srswor, sample: m}",
     ),
 )
 
 
-def parse_within(raw: Any, reader: Any, path: str) -> float | None:
-    """The ``within:`` block: only a Poisson second stage is covered (spec §6.3)."""
+#: the second stages ``within:`` covers, with the key each needs
+WITHIN_SCHEMES = {"poisson": "rate", "srswor": "sample"}
+WITHIN_FORMS = "{scheme: poisson, rate: r} or {scheme: srswor, sample: m}"
+
+
+def parse_within(raw: Any, reader: Any, path: str) -> tuple[float | None, int | None]:
+    """The ``within:`` block: a Poisson second stage (rate r) or a simple random sample
+    of m records inside each chosen cluster. Returns (r, m), at most one of them set."""
     if raw is None:
-        return None
+        return None, None
     if not isinstance(raw, dict):
-        raise reader.error(path, f"expected {{scheme: poisson, rate: r}}, got {describe(raw)}")
-    check_keys(raw, ("scheme", "rate", "sample", "population"), reader, path, "within")
-    scheme = raw.get("scheme")
-    if scheme != "poisson":
+        raise reader.error(path, f"expected {WITHIN_FORMS}, got {describe(raw)}")
+    check_keys(raw, ("scheme", "rate", "sample"), reader, path, "within")
+    if "scheme" not in raw:
+        guess = next((s for s, key in WITHIN_SCHEMES.items() if key in raw), None)
+        raise reader.error(
+            path,
+            f"`within` needs `scheme:` (the second stage inside the chosen clusters); "
+            f"expected {WITHIN_FORMS}",
+            container=raw,
+            hint=f"did you mean `scheme: {guess}`?" if guess else None,
+        )
+    scheme = raw["scheme"]
+    if not isinstance(scheme, str) or scheme not in WITHIN_SCHEMES:
+        close = difflib.get_close_matches(str(scheme)[:100], list(WITHIN_SCHEMES), n=1)
         raise reader.error(
             f"{path}.scheme",
-            f"within-cluster scheme {scheme!r} is not supported: only `poisson` is covered. "
-            "A fixed-size sample inside each chosen cluster (srswor) makes the allocation "
-            "depend on the cluster sizes, which the data determine, and no theorem covers it "
-            f"({BUN_2022}, §5.2; {DERIVATIONS}, §4.3)",
+            f"within-cluster scheme {describe(scheme)} is not supported; expected `poisson` "
+            "(each record of a chosen cluster kept with probability r) or `srswor` (m "
+            f"records of each chosen cluster without replacement): {WITHIN_FORMS}",
             container=raw,
             key="scheme",
+            hint=f"did you mean '{close[0]}'?" if close else None,
         )
-    r = raw.get("rate")
-    if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r <= 1:
+    need = WITHIN_SCHEMES[scheme]
+    other = next(key for key in WITHIN_SCHEMES.values() if key != need)
+    if other in raw:
+        raise reader.error(
+            f"{path}.{other}",
+            f"`{other}` does not belong to `scheme: {scheme}`; expected "
+            f"{{scheme: {scheme}, {need}: ...}}",
+            container=raw,
+            key=other,
+        )
+    value = raw.get(need)
+    if scheme == "srswor":
+        if not is_whole(value, 1):
+            raise reader.error(
+                f"{path}.sample",
+                f"expected the number m >= 1 of records sampled in each chosen cluster, "
+                f"got {describe(value)}",
+                container=raw,
+                key="sample" if "sample" in raw else None,
+            )
+        return None, int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
         raise reader.error(
             f"{path}.rate",
-            f"expected a number in (0, 1], got {describe(r)}",
+            f"expected a number in (0, 1], got {describe(value)}",
             container=raw,
             key="rate" if "rate" in raw else None,
         )
-    return float(r)
+    return float(value), None
 
 
 def parse_params(values: dict[str, Any], reader: Any) -> Params:
     """Read the ``clusters`` block (inline, ``{count, size}`` or a file) and ``within``."""
     clusters = read_clusters(values["clusters"], reader, "sampling.clusters")
-    within = parse_within(values.get("within"), reader, "sampling.within")
-    return Params(clusters=clusters, chosen=values["chosen"], within_rate=within)
+    rate, sample = parse_within(values.get("within"), reader, "sampling.within")
+    return Params(
+        clusters=clusters, chosen=values["chosen"], within_rate=rate, within_sample=sample
+    )
 
 
 def check(params: Params) -> list[Problem]:
@@ -135,16 +186,7 @@ def check(params: Params) -> list[Problem]:
     return []
 
 
-def _second_stage(eps: np.ndarray, within_rate: float | None) -> np.ndarray:
-    """M's ε seen by the cluster stage: ε, or A(r, ε) for M∘Poisson(r) (rounded up)."""
-    if within_rate is None:
-        return np.asarray(eps, dtype=float)
-    return numeric.amplification_upper(within_rate, eps)
-
-
-def upper_epsilon(
-    eps: np.ndarray, *, fraction: float, k_sum: float, within_rate: float | None = None
-) -> np.ndarray:
+def upper_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarray:
     """Upper bound (a guarantee) on ε′ for cluster sampling, population-wide.
 
     Basis: Bun et al., Theorem 5.2, with K = n₍₁₎ + n₍₂₎ (the two largest
@@ -156,15 +198,13 @@ def upper_epsilon(
     Neighbours: M is ε-DP under add-remove; ε′ holds for adding/removing one record
         inside a fixed cluster.
     Conditions: 1 <= ℓ < k; cluster membership fixed; chosen clusters secret.
-    Formula: ε′ = B(ℓ/k, K, ε) = log(1 + A(e^ε − 1)/(A + (1 − A)e^{−Kε})). With a Poisson
-        second stage at rate r inside the chosen clusters (``within_rate``), M∘Poisson is
-        A(r, ε)-DP under add-remove and the theorem applies at that ε (§5.2 remark;
-        derivations §4.3).
+    Formula: ε′ = B(ℓ/k, K, ε) = log(1 + A(e^ε − 1)/(A + (1 − A)e^{−Kε})). Two-stage
+        designs: ``poisson_upper``, ``srswor_upper``.
     Tightness: tight when all clusters have the same size (Theorem 5.1 meets it).
     Numerics: log1p/expm1 form (no cancellation at ε = 1e-12), logaddexp difference
         where ε or Kε exceeds 700; rounded up.
     """
-    return ratio_upper(fraction, k_sum, _second_stage(eps, within_rate))
+    return ratio_upper(fraction, k_sum, eps)
 
 
 def lower_epsilon(eps: np.ndarray, *, fraction: float, k_sum: float) -> np.ndarray:
@@ -220,17 +260,305 @@ def delta_prime_of(eps: np.ndarray, delta: Any, *, fraction: float, k_sum: float
 
 
 def delta_prime(
+    eps: np.ndarray, delta: np.ndarray, *, fraction: float, k_sum: float
+) -> np.ndarray:
+    """δ′ of the whole-cluster design for M (ε, δ)-DP under add-remove (``delta_prime_of``)."""
+    return delta_prime_of(eps, delta, fraction=fraction, k_sum=k_sum)
+
+
+def reduced_lower(
+    e_d: np.ndarray, e_r: np.ndarray, *, fraction: float, stage: SrsStage
+) -> np.ndarray:
+    """Lower bound on ε′ for whole clusters when M's ε_R is below 2ε_D (e.g. ``both``).
+
+    Witness: Pr[M(S) = 1] = c·exp(ε_D·#(S ∩ C_i) − β·Σ_{j≠i} w_j #(S ∩ C_j)), i the largest
+        cluster, x added to it, β = ε_R − ε_D: for ε_R >= ε_D, w_j = n_min/n_j (each other
+        cluster then contributes e^{−β n_min}); for ε_R < ε_D, w_j = 1 (the largest other
+        cluster n₍₂₎ bounds the mixture). ε_D-DP under add-remove and ε_R-DP under
+        replace-one (a record moved out of C_i changes the score by ε_D + βw_j <= ε_R).
+        Its loss is B with ε₁ = ε_D and d = n₍₁₎ε_D + n_min(ε_R − ε_D), resp.
+        n₍₁₎ε_D − n₍₂₎(ε_D − ε_R) (ampcalc derivations, §6.4); ε_R = 2ε_D gives Theorem 5.1.
+        ``stage``: whole clusters (m above every size): its ``swap`` is (n₍₁₎, n₍₂₎), its
+        ``fewest`` n_min. Rounded down.
+    """
+    largest, smallest = stage.swap, stage.fewest
+    e_d = np.asarray(e_d, dtype=float)
+    e_r = np.asarray(e_r, dtype=float)
+    beta = e_r - e_d  # exact (Sterbenz: ε_D/2 <= ε_R <= 2ε_D), else one rounding
+    other = np.where(beta >= 0.0, smallest, largest[1])
+    d = largest[0] * e_d + other * beta
+    slack = 4.0 * 2.0**-52 * (largest[0] * e_d + other * np.abs(beta))
+    return ratio_lower_at(fraction, e_d, numeric.round_down(d - slack))
+
+
+# --- two-stage designs (ampcalc derivations, §6) -------------------------------------------
+#
+# x's cluster i is chosen with probability A = ℓ/k. Given that, the within-cluster stage
+# makes the conditional laws on P and P′ = P + x (ε₁, δ₁)-close; the swap of one other
+# chosen cluster j for i, inside P, moves the sample by a loss d (group privacy over the
+# records the two within-samples differ by, averaged over the second stage). Then
+# ε′ = log(1 + A(e^{ε₁} − 1)/(A + (1 − A)e^{−d})) and δ′ = Aδ₁ + (e^{ε′} − 1)(1 − A)e^{−d}δ_d,
+# δ_d = ρ(e^d − 1) (``ratio_upper_at``). Whole clusters: ε₁ = ε, d = (n_i + n_j)ε (Theorem 5.2).
+
+
+def _poisson_losses(eps: np.ndarray, rate: float, *, up: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) = (A(r, ε), −log(1 − r(1 − e^{−ε}))): the log of E e^{ε·Bin(1, r)} and of
+    E e^{−ε·Bin(1, r)}, per record of a Poisson(r) stage; rounded up (``up``) or down."""
+    if up:
+        return numeric.amplification_upper(rate, eps), numeric.round_up(
+            numeric.neg_log1m(rate, eps)
+        )
+    return numeric.amplification_lower(rate, eps), numeric.round_down(numeric.neg_log1m(rate, eps))
+
+
+def poisson_upper(
+    eps: np.ndarray, *, fraction: float, largest: tuple[int, int], rate: float
+) -> np.ndarray:
+    """Upper bound on ε′ for ℓ of k clusters, then Poisson(r) inside the chosen ones.
+
+    Basis: ampcalc derivations, §6.2 (the Theorem 5.2 argument of Bun et al., App. D,
+        with the second stage averaged in the swap step; §5.2 remark made precise).
+    Neighbours: M ε-DP under add-remove; ε′ under add-remove inside a fixed cluster.
+    Formula: ε₁ = a = A(r, ε) (x kept with probability r), d = n₍₁₎a + n₍₂₎b with
+        b = −log(1 − r(1 − e^{−ε})): adding the n_i records of i's Poisson sample
+        multiplies a probability by at most E e^{ε·Bin(n_i, r)} = e^{n_i a}, removing j's
+        by at least e^{−n_j b}. ε′ = log(1 + A(e^a − 1)/(A + (1 − A)e^{−d})), never above
+        B(ℓ/k, n₍₁₎ + n₍₂₎, A(r, ε)) (b <= a).
+    Tightness: equal to the count witness (``poisson_count_lower``) for equal sizes.
+    Numerics: a, b, d rounded up, then the kernel rounded up.
+    """
+    a, b = _poisson_losses(eps, rate, up=True)
+    d = numeric.round_up(largest[0] * a + largest[1] * b)
+    return ratio_upper_at(fraction, a, d)
+
+
+def poisson_count_lower(
+    eps: np.ndarray, *, fraction: float, largest: int, smallest: int, rate: float
+) -> np.ndarray:
+    """Lower bound on ε′ for the Poisson two-stage design: the count witness.
+
+    Witness: Pr[M(S) = 1] = c·exp(ε(#(S ∩ C_i) − Σ_{j≠i} w_j #(S ∩ C_j))), i the largest
+        cluster, x added to it, w_j ∈ [0, 1] chosen so that every other cluster's Poisson
+        sample has E e^{−εw_j·#} = e^{−n_min b} (ε-DP under add-remove for c small, 2ε under
+        replace-one). Its loss is log(1 + A(e^a − 1)/(A + (1 − A)e^{−(n₍₁₎a + n_min b)}))
+        (ampcalc derivations, §6.2). Rounded down.
+    """
+    a, b = _poisson_losses(eps, rate, up=False)
+    d = numeric.round_down(largest * a + smallest * b)
+    return ratio_lower_at(fraction, a, d)
+
+
+def poisson_delta_prime(
     eps: np.ndarray,
     delta: np.ndarray,
     *,
     fraction: float,
-    k_sum: float,
-    within_rate: float | None = None,
+    largest: tuple[int, int],
+    rate: float,
 ) -> np.ndarray:
-    """δ′ of the design for M (ε, δ)-DP under add-remove: ``delta_prime_of`` at the ε and
-    δ the cluster stage sees (M∘Poisson(r): A(r, ε) and rδ)."""
-    d1 = delta if within_rate is None else within_rate * delta
-    return delta_prime_of(_second_stage(eps, within_rate), d1, fraction=fraction, k_sum=k_sum)
+    """δ′ paired with ``poisson_upper`` for M (ε, δ)-DP under add-remove: Aδ₁/(A + (1 −
+    A)e^{−d}) with δ₁ = rδ (ampcalc derivations, §6.2); rounded up, capped at 1."""
+    a, b = _poisson_losses(eps, rate, up=True)
+    d = numeric.round_up(largest[0] * a + largest[1] * b)
+    with np.errstate(over="ignore", under="ignore"):
+        den = numeric.round_down(fraction + (1.0 - fraction) * np.exp(-d))
+    out: np.ndarray = np.minimum(numeric.round_up(fraction * rate * delta / den), 1.0)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SrsStage:
+    """What the bounds of a fixed-size second stage need from the cluster sizes.
+
+    Attributes:
+        sample: m, records drawn without replacement in each chosen cluster.
+        whole: some cluster of x holds at most m records with x (taken whole: ε₁ = ε).
+        tightest: the smallest size above m that x's cluster can have with x (n_i > m, or
+            m + 1 when some n_i = m and x is added), or None: ε₁ = A(m/tightest, ε_R).
+        swap: the two largest min(m, n_j): the largest within-samples a swap exchanges.
+        fewest: min(m, n_min), the smallest within-sample of another cluster.
+        witness_sizes: sizes of x's cluster without x tried by the lower bound.
+    """
+
+    sample: int
+    whole: bool
+    tightest: int | None
+    swap: tuple[int, int]
+    fewest: int
+    witness_sizes: tuple[int, ...]
+
+
+def srs_stage(clusters: ClusterSizes, m: int) -> SrsStage:
+    """``SrsStage`` of the design: O(k) over the sizes (equal sizes without a list)."""
+    sizes = (
+        np.full(1, clusters.largest[0], dtype=np.int64)
+        if clusters.sizes is None
+        else np.asarray(clusters.sizes, dtype=np.int64)
+    )
+    above = sizes[sizes > m]
+    tight = [int(above.min())] if above.size else []
+    if np.any(sizes == m):
+        tight.append(m + 1)
+    below = sizes[sizes <= m]
+    n1, n2 = clusters.largest
+    cands = {clusters.smallest, n1}
+    if above.size:
+        cands.add(int(above.min()))
+    if below.size:
+        cands.add(int(below.max()))
+    # x added to a cluster of n (P has n) or removed from one (P has n − 1)
+    without = sorted({s for n in cands for s in (n, n - 1) if s >= 0})
+    return SrsStage(
+        sample=m,
+        whole=bool(below.size),
+        tightest=min(tight) if tight else None,
+        swap=(min(m, n1), min(m, n2)),
+        fewest=min(m, clusters.smallest),
+        witness_sizes=tuple(without),
+    )
+
+
+def _srs_swap(e_d: np.ndarray, e_r: np.ndarray, stage: SrsStage) -> np.ndarray:
+    """d >= the group loss of swapping two within-samples of t₁ >= t₂ records:
+    min(t_i, t_j)ε_R + |t_i − t_j|ε_D <= t₁ε_D + t₂·max(0, ε_R − ε_D); rounded up."""
+    t1, t2 = stage.swap
+    return numeric.round_up(t1 * e_d + t2 * np.maximum(e_r - e_d, 0.0))
+
+
+def _srs_sampled_swap(e_d: np.ndarray, e_r: np.ndarray, stage: SrsStage) -> np.ndarray:
+    """d − ε_R (``_srs_swap``'s d), rounded up: the swap measured from x's within-sample,
+    which is one replacement away from P's (ampcalc derivations, §6.3)."""
+    t1, t2 = stage.swap
+    up, down = np.maximum(e_r - e_d, 0.0), np.maximum(e_d - e_r, 0.0)  # exact (Sterbenz)
+    val = (t1 - 1) * e_d + (t2 - 1) * up + down
+    slack = 4.0 * 2.0**-52 * (t1 * e_d + (t2 + 1) * up + down)
+    return numeric.round_up(val + slack)
+
+
+def srswor_upper(
+    e_d: np.ndarray, e_r: np.ndarray, *, fraction: float, stage: SrsStage
+) -> np.ndarray:
+    """Upper bound on ε′ for ℓ of k clusters, then m records without replacement inside
+    each chosen cluster (all of a cluster of at most m).
+
+    Basis: ampcalc derivations, §6.3 (the Theorem 5.2 argument of Bun et al., App. D, with
+        the simple-random-sample coupling inside x's cluster: Bun et al., Theorem 2.2;
+        with δ, Balle, Barthe, Gaboardi 2018).
+    Neighbours: M ε_D-DP under add-remove and ε_R-DP under replace-one (ε_R <= 2ε_D); ε′
+        under add-remove inside a fixed cluster.
+    Formula: the larger of two cases for x's cluster. More than m records with x: P′'s
+        within-sample is P's with one record replaced by x with probability a =
+        m/(n + 1) (largest for the smallest such cluster); x's sample is ε_R from P's and
+        d from any other cluster's, so ε′ = log(1 + A·a(e^{ε_R} − 1)/(A + (1 − A)e^{ε_R −
+        d})). At most m with x (taken whole): B with ε₁ = ε_D, log(1 + A(e^{ε_D} − 1)/(A +
+        (1 − A)e^{−d})). d = t₁ε_D + t₂·max(0, ε_R − ε_D) bounds the group loss of
+        swapping two within-samples (t₁ >= t₂ the two largest min(m, n_j)).
+    Tightness: m = 1 with equal clusters larger than 1: equal to the count witness.
+    Numerics: every input of the kernel rounded up, then the kernel rounded up.
+    """
+    e_d = np.asarray(e_d, dtype=float)
+    e_r = np.asarray(e_r, dtype=float)
+    out = np.zeros(np.broadcast(e_d, e_r).shape)
+    if stage.whole:
+        out = np.maximum(out, ratio_upper_at(fraction, e_d, _srs_swap(e_d, e_r, stage)))
+    if stage.tightest is not None:
+        a = float(numeric.round_up(stage.sample / stage.tightest))
+        e1 = numeric.amplification_upper(a, e_r)
+        out = np.maximum(out, ratio_upper_at(fraction, e1, _srs_sampled_swap(e_d, e_r, stage)))
+    return out
+
+
+def srswor_replace_lower(
+    e_d: np.ndarray, e_r: np.ndarray, *, fraction: float, stage: SrsStage
+) -> np.ndarray:
+    """Lower bound on ε′ for the fixed-size two-stage design when every cluster holds at
+    least m records (every within-sample has m, the sample ℓm).
+
+    Witness: Pr[M(S) = 1] = c·exp(−D(S, X)), D the path distance (an addition or removal
+        costs ε_D, a replacement ε_R <= 2ε_D) from S to the samples of ℓm records holding x
+        and m − 1 other records of x's cluster: DP under both relations by the triangle
+        inequality. x's sample scores 0, P's sample of x's cluster −ε_R, a sample without
+        x's cluster −mε_R, so its loss is log(1 + A·a(e^{ε_R} − 1)/(A + (1 − A)e^{−(m −
+        1)ε_R})), a = m/n (ampcalc derivations, §6.3): ``srswor_upper`` when ε_R >= ε_D.
+        Rounded down; 0 where the condition fails.
+    """
+    e_r = np.asarray(e_r, dtype=float)
+    shape = np.broadcast(np.asarray(e_d), e_r).shape
+    if stage.fewest < stage.sample or stage.tightest is None:
+        return np.zeros(shape)
+    a = float(numeric.round_down(stage.sample / stage.tightest))
+    e1 = numeric.amplification_lower(a, e_r)
+    d = numeric.round_down((stage.sample - 1) * e_r)
+    return np.broadcast_to(ratio_lower_at(fraction, e1, d), shape).copy()
+
+
+def srswor_count_lower(eps: np.ndarray, *, fraction: float, stage: SrsStage) -> np.ndarray:
+    """Lower bound on ε′ for the fixed-size two-stage design: a family of count witnesses.
+
+    Witness: Pr[M(S) = 1] = c·exp(ε(#x + v·#(other records of x's cluster) − Σ_j w_j
+        #(records of cluster j))), v ∈ [−1, 1], w_j = min(m, n_min)/min(m, n_j) (every
+        other chosen cluster then contributes e^{−ε·min(m, n_min)}): ε-DP under add-remove
+        for c small, 2ε-DP under replace-one. With s records of x's cluster in P, for
+        s >= m (x kept with probability a = m/(s + 1)) its loss is
+        log(1 + A·a(e^{ε(1 − v)} − 1)/(A + (1 − A)e^{−ε(t + vm)})), t = min(m, n_min);
+        for s < m (taken whole) v = 1 gives B with d = ε(t + s) (ampcalc derivations,
+        §6.3). The largest over s among the sizes tried and v on a grid of 65. Rounded down.
+    """
+    e = np.asarray(eps, dtype=float)[..., None]
+    m, t = stage.sample, stage.fewest
+    vs = np.arange(-32, 33) / 32.0  # dyadic: t + v·m and 1 − v are exact
+    best = np.zeros(np.shape(eps))
+    for s in stage.witness_sizes:
+        if s + 1 <= m:
+            e1, d = e[..., 0], numeric.round_down(e[..., 0] * (t + s))
+            val = ratio_lower_at(fraction, e1, d)
+        else:
+            a = float(numeric.round_down(m / (s + 1)))
+            e1 = numeric.amplification_lower(a, numeric.round_down(e * (1.0 - vs)))
+            d = numeric.round_down(e * (t + vs * m))
+            val = np.max(ratio_lower_at(fraction, e1, d), axis=-1)
+        best = np.maximum(best, val)
+    return best
+
+
+def srswor_delta_prime(
+    e_d: np.ndarray,
+    e_r: np.ndarray,
+    *,
+    fraction: float,
+    stage: SrsStage,
+    delta: float,
+    delta_replace_one: Any,
+) -> np.ndarray:
+    """δ′ paired with ``srswor_upper`` for M (ε_D, δ)-DP under add-remove and (ε_R, δ_R)
+    under replace-one (ampcalc derivations, §6.3): for each case of x's cluster,
+    δ′ = Aδ₁ + c(1 − A)ρ(1 − e^{−d}) with c = e^{ε′} − 1 of that case and δ₁ = δ (taken
+    whole) or a·δ_R (sampled), ρ = max(δ/(e^{ε_D} − 1), δ_R/(e^{ε_R} − 1)) (group privacy
+    along the swap: Σ_k δ_k e^{ε_1 + … + ε_{k−1}} <= ρ(e^d − 1)); the larger of the cases
+    (each stays valid at the larger ε′). Rounded up, capped at 1."""
+    e_d = np.asarray(e_d, dtype=float)
+    e_r = np.asarray(e_r, dtype=float)
+    d_r = np.asarray(delta_replace_one(e_d), dtype=float)
+    d = _srs_swap(e_d, e_r, stage)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        rho = np.maximum(
+            numeric.round_up(delta / numeric.round_down(np.expm1(e_d))),
+            numeric.round_up(d_r / numeric.round_down(np.expm1(e_r))),
+        )
+        rho = np.where(np.isnan(rho), np.inf, rho)
+        tail_unit = numeric.round_up((1.0 - fraction) * rho * -np.expm1(-d))
+        tail_unit = np.where(rho * d == 0.0, 0.0, tail_unit)  # δ = 0, or no swap loss
+        out = np.zeros(np.broadcast(e_d, e_r).shape)
+        if stage.whole:
+            c = np.expm1(ratio_upper_at(fraction, e_d, d))
+            out = np.maximum(out, numeric.round_up(fraction * delta + c * tail_unit))
+        if stage.tightest is not None:
+            a = float(numeric.round_up(stage.sample / stage.tightest))
+            e1 = numeric.amplification_upper(a, e_r)
+            c = np.expm1(ratio_upper_at(fraction, e1, _srs_sampled_swap(e_d, e_r, stage)))
+            out = np.maximum(out, numeric.round_up(fraction * a * d_r + c * tail_unit))
+    capped: np.ndarray = np.minimum(np.where(np.isnan(out), 1.0, out), 1.0)
+    return capped
 
 
 def conditions(params: Params) -> tuple[str, ...]:
@@ -313,41 +641,133 @@ RELATION = Neighbours.ADD_REMOVE
 """The relation the family's theorems take M's ε under."""
 
 
-def theorem(params: Params, *, reduced: bool, delta: bool) -> Theorem:
-    """Theorems 5.2 (upper) and 5.1 (lower) for this design, as data (in M's add-remove ε).
+def theorem(
+    params: Params,
+    *,
+    reduced: bool,
+    delta: bool,
+    mechanism: Mechanism | None = None,
+) -> Theorem:
+    """Theorems 5.2 (upper) and 5.1 (lower) for this design, as data (in M's add-remove ε);
+    for two-stage designs their extension (ampcalc derivations, §6).
 
-    ``reduced``: M's declared ε_R is below 2ε, so Theorem 5.1's witness runs at
-    min(ε, ε_R/2) and the single-inclusion witness joins it. ``delta``: M's δ > 0 (the
-    δ′ derivation is cited).
+    ``reduced``: M's declared ε_R is below 2ε, so the count witnesses (Theorem 5.1's and
+    the two-stage ones) run at min(ε, ε_R/2) and the single-inclusion witness joins them.
+    ``delta``: M's δ > 0 (the δ′ derivation is cited). ``mechanism``: M, whose δ and
+    replace-one δ rule the fixed-size second stage's δ′ uses.
     """
     cl = params.clusters
     frac = params.chosen / cl.count
     n1, n2 = cl.largest
-    k_up, k_low, r = n1 + n2, n1 + cl.smallest, params.within_rate
-    inclusion = frac * (1.0 if r is None else r)
+    k_up, k_low, r, m = n1 + n2, n1 + cl.smallest, params.within_rate, params.within_sample
+    common = {
+        "name": "Theorem 5.2",
+        "relation": RELATION,
+        "guarantee": Neighbours.ADD_REMOVE,
+        "conditions": conditions(params),
+        "tight": None,  # ``details.tight`` is the family's
+        "refusals": (Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
+    }
+    if r is None and m is None:
+        single = Witness(bound=functools.partial(single_inclusion_lower, inclusion=frac))
+        theorem_5_1 = Witness(
+            bound=functools.partial(lower_epsilon, fraction=frac, k_sum=k_low),
+            replace_one_ratio=WITNESS_RATIO,
+        )
+        if reduced:
+            # ε_R < 2ε: a swap replaces records (ε_R each) instead of removing and adding
+            # them (2ε); §6.1 with a cluster taken whole, and the §6.4 witness
+            stage = srs_stage(cl, n1 + 1)
+            dp = None
+            if mechanism is not None:
+                dp = OfPair(
+                    functools.partial(
+                        srswor_delta_prime,
+                        delta=mechanism.delta,
+                        delta_replace_one=mechanism.delta_replace_one_of,
+                    )
+                )
+            basis = (*BASIS, derivation("§6.1"), derivation("§6.4"))
+            return Theorem(
+                basis=(*basis, DELTA_BASIS) if delta else basis,
+                upper=OfPair(srswor_upper),
+                lower=OfPair(reduced_lower),
+                witnesses=(theorem_5_1, single),
+                delta_prime=dp,
+                params={"fraction": frac, "stage": stage},
+                **common,
+            )
+        return Theorem(
+            basis=(*BASIS, DELTA_BASIS) if delta else BASIS,
+            upper=upper_epsilon,
+            witnesses=(theorem_5_1, single) if reduced else (theorem_5_1,),
+            delta_prime=delta_prime,
+            params={"fraction": frac, "k_sum": k_up},
+            **common,
+        )
+    basis: tuple[Citation, ...] = (*BASIS, cite(BUN_2022, "§5.2 remark"))
+    if r is not None:
+        single = Witness(bound=functools.partial(single_inclusion_lower, inclusion=frac * r))
+        count = Witness(
+            bound=functools.partial(
+                poisson_count_lower,
+                fraction=frac,
+                largest=n1,
+                smallest=cl.smallest,
+                rate=r,
+            ),
+            replace_one_ratio=WITNESS_RATIO,
+        )
+        return Theorem(
+            basis=(*basis, derivation("§6.1"), derivation("§6.2")),
+            upper=poisson_upper,
+            witnesses=(count, single),
+            delta_prime=poisson_delta_prime,
+            params={"fraction": frac, "largest": (n1, n2), "rate": r},
+            **common,
+        )
+    assert m is not None
+    stage = srs_stage(cl, m)
+    inclusion = frac * min(1.0, m / max(1, cl.smallest))
     single = Witness(bound=functools.partial(single_inclusion_lower, inclusion=inclusion))
-    theorem_5_1 = Witness(
-        bound=functools.partial(lower_epsilon, fraction=frac, k_sum=k_low),
+    count = Witness(
+        bound=functools.partial(srswor_count_lower, fraction=frac, stage=stage),
         replace_one_ratio=WITNESS_RATIO,
     )
-    basis: tuple[Citation, ...] = BASIS
-    if r is not None:
-        basis = (*BASIS, cite(BUN_2022, "§5.2 remark"), derivation("§4.3"))
+    dp = None
+    if mechanism is not None:
+        dp = OfPair(
+            functools.partial(
+                srswor_delta_prime,
+                delta=mechanism.delta,
+                delta_replace_one=mechanism.delta_replace_one_of,
+            )
+        )
     return Theorem(
-        name="Theorem 5.2",
-        basis=(*basis, DELTA_BASIS) if delta else basis,
-        relation=RELATION,
-        guarantee=Neighbours.ADD_REMOVE,
-        upper=upper_epsilon,
-        witnesses=(
-            (single,) if r is not None else (theorem_5_1, single) if reduced else (theorem_5_1,)
+        basis=(
+            *basis,
+            cite(BUN_2022, "Theorem 2.2"),
+            cite(BBG18),
+            derivation("§6.1"),
+            derivation("§6.3"),
         ),
-        delta_prime=delta_prime,
-        params={"fraction": frac, "k_sum": k_up, "within_rate": r},
-        conditions=conditions(params),
-        tight=None,  # ``details.tight`` is the family's (equal clusters, no second stage)
-        refusals=(Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
+        upper=OfPair(srswor_upper),
+        lower=OfPair(srswor_replace_lower),
+        witnesses=(count, single),
+        delta_prime=dp,
+        params={"fraction": frac, "stage": stage},
+        **common,
     )
+
+
+def _upper_at(thm: Theorem, mechanism: Mechanism, eps0: float) -> float:
+    """The theorem's upper bound at the declared ε (for the remarks)."""
+    bound = thm.bind().upper
+    e = np.asarray(eps0)
+    if isinstance(bound, OfPair):
+        return float(bound.formula(e, mechanism.epsilon_replace_one_of(e)))
+    assert bound is not None
+    return float(bound(e))
 
 
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
@@ -357,27 +777,52 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     frac = ell / k
     n1, n2 = cl.largest
     k_up = n1 + n2
-    r = params.within_rate
+    r, m = params.within_rate, params.within_sample
+    two_stage = r is not None or m is not None
     reduced = witness_reduced(mechanism, WITNESS_RATIO)
-    thm = theorem(params, reduced=reduced, delta=mechanism.delta > 0)
-    tight = bool(cl.equal and r is None and not reduced)
+    thm = theorem(params, reduced=reduced, delta=mechanism.delta > 0, mechanism=mechanism)
+    # equal clusters: the count witness meets the upper bound (whole clusters: Theorems
+    # 5.1/5.2; Poisson within: derivations §6.2); not under a reduced ε_R
+    ratio = mechanism.replace_one_ratio()
+    # whole clusters with ε_R < 2ε (derivations §6.4): the bounds meet under `both`
+    # (ε_R = ε) and, for ε_R >= ε, when n_min = n₍₂₎
+    tight = bool(
+        (cl.equal and m is None and not reduced)
+        or (not two_stage and reduced and (ratio == 1.0 or (ratio > 1.0 and cl.smallest == n2)))
+    )
     more_conditions: list[str] = []
     warnings: list[str] = []
     notes = [
         f"Theorem 5.2 ({BUN_2022}) is implemented as stated; its App. D proof "
         "has an off-by-one in the swap distance and bounds one direction only (an exact LP "
         f"check on small instances supports the stated bound; {DERIVATIONS}, §2.4)."
+        if not two_stage
+        else f"two-stage design: Theorem 5.2's argument ({BUN_2022}, App. D) with the second "
+        "stage averaged into its swap step, proved in both directions for (ε, δ) "
+        f"({DERIVATIONS}, §6.1)."
     ]
     if r is not None:
         more_conditions.append(
-            f"second stage: Poisson with rate r = {r:g} inside the chosen clusters (M∘Poisson "
-            "is A(r, ε)-DP under add-remove; Theorem 5.2 applies with that ε)"
+            f"second stage: Poisson with rate r = {r:g} inside the chosen clusters: x is kept "
+            "with probability r given its cluster, ε₁ = A(r, ε); swapping one chosen "
+            "cluster's Poisson sample for another's costs d = n₍₁₎A(r, ε) + n₍₂₎·(−log(1 − "
+            f"r(1 − e^{{−ε}}))) ({DERIVATIONS}, §6.2)"
+        )
+    if m is not None:
+        more_conditions.append(
+            f"second stage: m = {m} records drawn without replacement inside each chosen "
+            f"cluster (all of a cluster of at most {m}); M ε-DP under add-remove and ε_R-DP "
+            "under replace-one: an added record takes a sampled record's place "
+            f"(ε₁ = A(m/n, ε_R)) ({DERIVATIONS}, §6.3)"
         )
     # the remarks describe the declared design, at the declared ε (add-remove)
     eps0 = float(mechanism.epsilon)
-    srs_fraction = frac if r is None else frac * r
+    if m is not None:
+        srs_fraction = frac * min(1.0, m / max(1, cl.smallest))
+    else:
+        srs_fraction = frac if r is None else frac * r
     srs = float(srs_same_fraction(np.asarray(eps0), fraction=srs_fraction))
-    up0 = float(upper_epsilon(np.asarray(eps0), fraction=frac, k_sum=k_up, within_rate=r))
+    up0 = _upper_at(thm, mechanism, eps0)
     details: dict[str, Any] = {
         "clusters": k,
         "chosen": ell,
@@ -386,21 +831,33 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         "smallest_cluster": cl.smallest,
         "population": cl.total,
         "K_upper": k_up,
-        "K_lower": n1 + cl.smallest if r is None else None,
+        "K_lower": n1 + cl.smallest if not two_stage else None,
         "tight": tight,
         "sizes_source": cl.source,
     }
     if r is not None:
         details["within_rate"] = r
-    if k == 2 and r is None:
+    if m is not None:
+        details["within_sample"] = m
+    if k == 2 and not two_stage:
         details["count_witness"] = _count_witness_details(cl.smallest, n1, eps0)
-    if r is None and reduced:
+    if reduced and not two_stage:
         notes.append(
             f"M is declared ε-DP under replace-one too (ε_R = "
-            f"{mechanism.effective_epsilon_replace_one():g} < 2ε): Theorem 5.1's witness is "
-            "only 2ε-DP under replace-one, so the lower bound runs it at min(ε, ε_R/2), or is "
-            "the single-inclusion witness A(ℓ/k, ε) where larger (an exact LP check found "
-            "B(ℓ/k, n₍₁₎ + n_min, ε) above the true worst case under `both`)."
+            f"{mechanism.effective_epsilon_replace_one():g} < 2ε): swapping one chosen "
+            "cluster for another replaces records (ε_R each) instead of removing and adding "
+            "them, so the upper bound uses d = n₍₁₎ε + n₍₂₎·max(0, ε_R − ε) in place of "
+            "(n₍₁₎ + n₍₂₎)ε, and a count of x's cluster minus (ε_R − ε)·(the others) is a "
+            "witness with n_min in place of n₍₂₎ (an exact LP check found Theorem 5.1's "
+            f"B(ℓ/k, n₍₁₎ + n_min, ε) above the true worst case under `both`; {DERIVATIONS}, "
+            "§6.4)."
+        )
+    elif reduced:
+        notes.append(
+            f"M is declared ε-DP under replace-one too (ε_R = "
+            f"{mechanism.effective_epsilon_replace_one():g} < 2ε): the count witness (a "
+            "count over x's cluster minus the others) is only 2ε-DP under replace-one, so "
+            "the lower bound runs it at min(ε, ε_R/2), or is another witness where larger."
         )
     if tight:
         more_conditions.append(f"all {k} clusters have size {n1}: upper = lower (tight)")
@@ -421,15 +878,33 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     if mechanism.delta > 0:
         more_conditions.append(
             f"M is (ε, δ)-DP under add-remove with δ = {mechanism.delta:g}"
-            + ("" if r is None else f" (M∘Poisson: δ₁ = rδ = {r * mechanism.delta:g})")
+            + ("" if r is None else f" (x's cluster stage: δ₁ = rδ = {r * mechanism.delta:g})")
         )
-        notes.append(
-            "M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε}) = δ(e^{ε′} − 1)/(e^ε − 1) with A = ℓ/k, "
-            f"K = {k_up}, paired with the ε′ shown (derived from the Theorem 5.2 argument with "
-            f"group privacy for (ε, δ); {CLUSTER_DOCS}"
-            + ("" if r is None else "; ε, δ of M∘Poisson: A(r, ε), rδ")
-            + ")."
-        )
+        if not two_stage and not reduced:
+            notes.append(
+                "M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε}) = δ(e^{ε′} − 1)/(e^ε − 1) with A = "
+                f"ℓ/k, K = {k_up}, paired with the ε′ shown (derived from the Theorem 5.2 "
+                f"argument with group privacy for (ε, δ); {CLUSTER_DOCS})."
+            )
+        elif not two_stage:
+            notes.append(
+                "M's δ > 0: δ′ = Aδ + (e^{ε′} − 1)(1 − A)ρ(1 − e^{−d}) with A = ℓ/k, ρ = "
+                "max(δ/(e^ε − 1), δ_R/(e^{ε_R} − 1)) and the swap loss d = n₍₁₎ε + "
+                "n₍₂₎·max(0, ε_R − ε), paired with the ε′ shown (for ε_R = ε: Aδ/(A + (1 − "
+                f"A)e^{{−d}})); {DERIVATIONS}, §6.1)."
+            )
+        elif r is not None:
+            notes.append(
+                "M's δ > 0: δ′ = Arδ/(A + (1 − A)e^{−d}) with A = ℓ/k and the swap loss d, "
+                f"paired with the ε′ shown ({DERIVATIONS}, §6.2)."
+            )
+        else:
+            notes.append(
+                "M's δ > 0: δ′ = Aδ₁ + (e^{ε′} − 1)(1 − A)ρ(1 − e^{−d}) with A = ℓ/k, δ₁ the "
+                "δ of x's cluster stage (m/n·δ_R, or δ for a cluster taken whole), ρ = "
+                "max(δ/(e^ε − 1), δ_R/(e^{ε_R} − 1)) and the swap loss d, paired with the ε′ "
+                f"shown ({DERIVATIONS}, §6.3)."
+            )
     return assemble(
         thm,
         mechanism,
@@ -439,7 +914,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         notes=tuple(notes),
         conditions=tuple(more_conditions),
         invert_details=partial(
-            _max_cluster_size_details, fraction=frac, eps0=eps0, within=r is not None
+            _max_cluster_size_details, fraction=frac, eps0=eps0, within=two_stage
         ),
     )
 
@@ -469,8 +944,10 @@ def _verify_hook(
     Every cluster's records are distinct symbols; the pair is P vs P′ = P with a record x
     added to cluster i, for one cluster i of each distinct size (Theorems 5.1/5.2
     maximise over i). P's sample: a uniform ℓ-subset of clusters, every record of a chosen
-    cluster taken (or kept w.p. r with ``within``). ``all`` adds the same pairs seen over
-    a two-value universe.
+    cluster taken (or kept w.p. r, or m of them drawn without replacement, with
+    ``within``). With m the removal pairs join (P′ the stated population, x one of cluster
+    i's records): x's inclusion m/n_i is larger there. ``all`` adds the same pairs seen
+    over a two-value universe.
     """
     import itertools
 
@@ -482,28 +959,33 @@ def _verify_hook(
         sizes = [cl.largest[0]] * cl.count  # {count: k, size: n}: equal sizes
     else:
         sizes = [int(x) for x in cl.sizes]
-    k, ell, r = cl.count, params.chosen, params.within_rate
+    k, ell, r, m = cl.count, params.chosen, params.within_rate, params.within_sample
     if mechanism.delta > 0:
         raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
     rel = V.relations_of(mechanism)
     records = sum(sizes) + 1
     top = sum(sorted(sizes)[-ell:]) + 1
+    if m is not None:
+        top = min(top, ell * m)
     V.check_distinct_domain(records, top, limit)
     subsets = list(itertools.combinations(range(k), ell))
     if len(subsets) > limit:
         raise ConditionError(f"too large to verify: {len(subsets)} cluster subsets")
 
+    def stage(flags: tuple[int, ...]) -> dict[Any, float]:
+        if r is not None:
+            return V.poisson_distribution(flags, r)
+        if m is not None and sum(flags) > m:
+            return V.srswor_distribution(flags, m)
+        return {flags: 1.0}
+
     def dist(present: list[tuple[int, ...]]) -> dict[Any, float]:
         parts = []
         for chosen in subsets:
-            per = []
-            for j, flags in enumerate(present):
-                if j not in chosen:
-                    per.append({(0,) * len(flags): 1.0})
-                elif r is None:
-                    per.append({flags: 1.0})
-                else:
-                    per.append(V.poisson_distribution(flags, r))
+            per = [
+                stage(flags) if j in chosen else {(0,) * len(flags): 1.0}
+                for j, flags in enumerate(present)
+            ]
             parts.append((1.0 / len(subsets), V.product_distribution(per)))
         return V.mixture_distribution(parts)
 
@@ -513,23 +995,33 @@ def _verify_hook(
         if n_i in seen:
             continue
         seen.add(n_i)
-        # cluster i gets one more symbol, x (its last); P lacks it, P′ has it
-        with_x = [(1,) * n + ((1,) if j == i else ()) for j, n in enumerate(sizes)]
-        without = [(*f[:-1], 0) if j == i else f for j, f in enumerate(with_x)]
-        group_of = tuple(j for j, f in enumerate(with_x) for _ in f)
-        x = sum(len(f) for f in with_x[: i + 1]) - 1
-        symbols = tuple(
-            f"c{j + 1}.{t + 1}" if j != i or t < n_i else "x"
-            for j, f in enumerate(with_x)
-            for t in range(len(f))
-        )
-        p, pp = dist(without), dist(with_x)
-        label = f"P = clusters {sizes} vs P′ = P + x in a cluster of {n_i}"
-        insts.append(
-            V.Instance(label=label, symbols=symbols, caps=(1,) * records, p=p, p_prime=pp)
-        )
-        if pairs == "all":
-            insts += V.value_instances(label, group_of, x, p, pp, top, limit)
+        # P′ = P + x in cluster i; with a fixed-size second stage also P′ = the stated
+        # population, x one of cluster i's records (the removal: a smaller cluster without x)
+        bases = [n_i] + ([n_i - 1] if m is not None and n_i >= 1 else [])
+        for n_p in bases:
+            base = [n_p if j == i else n for j, n in enumerate(sizes)]
+            # cluster i gets one more symbol, x (its last); P lacks it, P′ has it
+            with_x = [(1,) * n + ((1,) if j == i else ()) for j, n in enumerate(base)]
+            without = [(*f[:-1], 0) if j == i else f for j, f in enumerate(with_x)]
+            group_of = tuple(j for j, f in enumerate(with_x) for _ in f)
+            x = sum(len(f) for f in with_x[: i + 1]) - 1
+            symbols = tuple(
+                f"c{j + 1}.{t + 1}" if j != i or t < n_p else "x"
+                for j, f in enumerate(with_x)
+                for t in range(len(f))
+            )
+            p, pp = dist(without), dist(with_x)
+            label = (
+                f"P = clusters {base} vs P′ = P + x in a cluster of {n_p}"
+                if n_p == n_i
+                else f"P′ = clusters {sizes} with x in a cluster of {n_i} vs P = P′ − x"
+            )
+            n_rec = sum(len(f) for f in with_x)
+            insts.append(
+                V.Instance(label=label, symbols=symbols, caps=(1,) * n_rec, p=p, p_prime=pp)
+            )
+            if pairs == "all":
+                insts += V.value_instances(label, group_of, x, p, pp, top, limit)
     return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top]), relations=rel)
 
 
