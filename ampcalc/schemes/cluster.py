@@ -150,6 +150,7 @@ def parse_within(raw: Any, reader: Any, path: str) -> tuple[float | None, int | 
                 container=raw,
                 key="sample" if "sample" in raw else None,
             )
+        assert value is not None  # is_whole holds
         return None, int(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
         raise reader.error(
@@ -489,7 +490,7 @@ def srswor_replace_lower(
     a = float(numeric.round_down(stage.sample / stage.tightest))
     e1 = numeric.amplification_lower(a, e_r)
     d = numeric.round_down((stage.sample - 1) * e_r)
-    return np.broadcast_to(ratio_lower_at(fraction, e1, d), shape).copy()
+    return np.array(np.broadcast_to(ratio_lower_at(fraction, e1, d), shape), dtype=float)
 
 
 def srswor_count_lower(eps: np.ndarray, *, fraction: float, stage: SrsStage) -> np.ndarray:
@@ -660,7 +661,7 @@ def theorem(
     frac = params.chosen / cl.count
     n1, n2 = cl.largest
     k_up, k_low, r, m = n1 + n2, n1 + cl.smallest, params.within_rate, params.within_sample
-    common = {
+    common: dict[str, Any] = {
         "name": "Theorem 5.2",
         "relation": RELATION,
         "guarantee": Neighbours.ADD_REMOVE,
@@ -687,9 +688,9 @@ def theorem(
                         delta_replace_one=mechanism.delta_replace_one_of,
                     )
                 )
-            basis = (*BASIS, derivation("§6.1"), derivation("§6.4"))
+            whole = (*BASIS, derivation("§6.1"), derivation("§6.4"))
             return Theorem(
-                basis=(*basis, DELTA_BASIS) if delta else basis,
+                basis=(*whole, DELTA_BASIS) if delta else whole,
                 upper=OfPair(srswor_upper),
                 lower=OfPair(reduced_lower),
                 witnesses=(theorem_5_1, single),
