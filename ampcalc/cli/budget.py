@@ -6,9 +6,11 @@ ledger format and how it is composed).
 JSON: ``{"ampcalc_version", "command": "budget", "name", "target": {"epsilon",
 "delta"}, "neighbours", "entries": [{"name", "scheme", "count", "epsilon_prime":
 {"lower", "upper"}, "delta_prime", "guarantee_neighbours", "composed_as", "profile"?}],
-"total": {"lower", "upper", "delta", "accountant", "discretization", "width"?,
-"lower_meaning"}, "remaining", "overrun"}`` (``overrun``: the upper total less the
-budget when it is above it, else null; a warning line on stderr says it too).
+"total": {"lower", "upper", "upper_from"?, "delta", "accountant", "discretization",
+"width"?, "accuracy"?: {"optimistic", "width", "meaning"}, "lower_meaning",
+"lower_witness"?, "lower_reason"?}, "remaining", "overrun"}`` (``overrun``: the upper
+total less the budget when it is above it, else null; a warning line on stderr says it
+too).
 """
 
 from __future__ import annotations
@@ -205,8 +207,19 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
             f"  accountant's step in privacy loss {t['discretization']:g}"
             + (f"; [lower, upper] is {100 * t['width']:.3g}% wide" if t.get("width") else "")
         )
+    acc = t.get("accuracy") or {}
+    if acc.get("width") is not None:
+        footer.append(
+            f"  upper's accuracy: the optimistic estimate of the same composition is "
+            f"{fmt(acc['optimistic'])}, {100 * acc['width']:.3g}% below it (discretisation, "
+            "not a lower bound)"
+        )
+    if t.get("upper_from") not in (None, "accountant"):
+        footer.append(f"  upper: {composed_as(t['upper_from'])}")
     if t.get("lower_meaning"):
         footer.append(f"  lower: {composed_as(t['lower_meaning'])}")
+    if t.get("lower_reason"):
+        footer.append(f"  no lower total: {composed_as(t['lower_reason'])}")
     if t.get("note"):
         footer.append(f"  {t['note']}")
     tgt = payload["target"]
