@@ -609,9 +609,8 @@ def _exact_binary(groups: Sequence[tuple[Witness, int]], delta: float) -> float 
 
 
 MEANING = (
-    "a lower bound on the exact total: one neighbouring pair of populations (every "
-    "record 0 but x) and one mechanism per entry whose waves' outputs are composed by "
-    "the accountant's optimistic estimate (dp_accounting), or exactly for pure releases"
+    "a lower bound on the exact total: witness pairs (one pair of neighbouring "
+    "populations, one mechanism per entry; docs/budget.md) composed from below"
 )
 
 

@@ -726,9 +726,8 @@ def accountant_side(
 
 #: how the total is composed (JSON ``total.accountant``; the table prints "composed " + it)
 ACCOUNTANT = (
-    "by privacy-loss distributions: connect-the-dots for the upper total (Doroshenko, "
-    "Ghazi, Kamath, Kumar and Manurangsi 2022), Poisson-sampled Gaussian and Laplace "
-    "entries as their exact dominating pairs (Zhu, Dong and Wang 2022)"
+    "by privacy-loss distributions: connect-the-dots (Doroshenko, Ghazi, Kamath, Kumar "
+    "and Manurangsi 2022), Poisson-sampled entries as exact pairs (Zhu, Dong and Wang 2022)"
 )
 #: what the accuracy fields mean, in the JSON and the table
 ACCURACY_MEANING = (
