@@ -269,10 +269,22 @@ def test_captions_and_legends_describe_what_is_drawn(made: dict[str, Any]) -> No
     assert "target δ′ = 1e-06" in legend and "this design: ε′ = 0.872323" in legend
     caption, _ = figure(srs, 0)  # the bounds coincide: exact, nothing shaded
     assert "shaded" not in caption and "coincide: the bound is exact" in caption
-    caption, legend = figure(two, 0)
+    caption, legend = figure(two, 0)  # two-stage with Poisson within: the bounds meet
+    assert "shaded" not in caption and "coincide: the bound is exact" in caption
+    assert not any("target" in x or "certified" in x for x in legend)  # none drawn
+
+
+def test_a_gap_between_the_bounds_is_a_shaded_band(tmp_path: Path) -> None:
+    # a random size with an explicit pmf: lower 0.158565 < upper 0.18747 (no matching
+    # bound is known for it)
+    out = tmp_path / "gap.html"
+    assert main(["report", str(EXAMPLES / "random-size-pmf.yaml"), "-o", str(out)]) == 0
+    (only,) = sections(parse(out.read_text(encoding="utf-8")))
+    fig = next(only.iter("figure"))
+    caption = text_of(fig.find("figcaption"))
+    legend = [text_of(t) for t in fig.iter(f"{SVG}text")]
     assert "The shaded band lies between the lower and the upper bound" in caption
     assert "lower bound (some M is this bad)" in legend
-    assert not any("target" in x or "certified" in x for x in legend)  # none drawn
 
 
 def test_organisation_dataset_and_release_are_optional(
