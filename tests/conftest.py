@@ -120,3 +120,27 @@ def ampcalc_cli():
 
 def example_designs() -> list[Path]:
     return sorted(EXAMPLES.glob("*.yaml"))
+
+
+#: the least mpmath precision a test starts with (the oracles' cancellations, e.g.
+#: 1 − e^{−qε} at q = 1e-9, ε = 1e-12, need more than 30 digits)
+MPMATH_DIGITS = 50
+
+
+@pytest.fixture(autouse=True)
+def _mpmath_precision() -> Iterator[None]:
+    """mpmath's precision is one global: modules set it at import and some tests inside
+    their functions, so under xdist a test could run at whatever the one before it left
+    (30 digits made a 50-digit oracle fail). Every test starts at no fewer than
+    ``MPMATH_DIGITS`` and leaves the precision as it found it."""
+    try:
+        import mpmath
+    except ImportError:  # the tests that need it skip
+        yield
+        return
+    before = mpmath.mp.dps
+    mpmath.mp.dps = max(before, MPMATH_DIGITS)
+    try:
+        yield
+    finally:
+        mpmath.mp.dps = before

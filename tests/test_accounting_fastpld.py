@@ -65,33 +65,33 @@ def test_direction_profiles_bound_the_exact_divergence_from_above_and_tightly(
 def _laplace_exact(b: float, q: float, eps: float, remove: bool) -> mp.mpf:
     """∫ (A − e^ε·B)₊ by quadrature of the densities, split at their kinks and at the
     crossing (REMOVE: A = (1 − q)Lap(0) + qLap(−1), B = Lap(0); ADD: A = Lap(0),
-    B = (1 − q)Lap(0) + qLap(1); scale b)."""
-    mp.mp.dps = 30
-    bb, qq, ee = mp.mpf(b), mp.mpf(q), mp.exp(mp.mpf(eps))
+    B = (1 − q)Lap(0) + qLap(1); scale b; at 30 digits)."""
+    with mp.workdps(30):  # local: the next test keeps its own precision
+        bb, qq, ee = mp.mpf(b), mp.mpf(q), mp.exp(mp.mpf(eps))
 
-    def lap(x: mp.mpf, m: int) -> mp.mpf:
-        return mp.exp(-abs(x - m) / bb) / (2 * bb)
+        def lap(x: mp.mpf, m: int) -> mp.mpf:
+            return mp.exp(-abs(x - m) / bb) / (2 * bb)
 
-    if remove:
-        A = lambda x: (1 - qq) * lap(x, 0) + qq * lap(x, -1)  # noqa: E731
-        B = lambda x: lap(x, 0)  # noqa: E731
-    else:
-        A = lambda x: lap(x, 0)  # noqa: E731
-        B = lambda x: (1 - qq) * lap(x, 0) + qq * lap(x, 1)  # noqa: E731
-    pts = [-mp.inf, mp.mpf(-1), mp.mpf(0), mp.mpf(1), mp.inf]
-    # the ratio A/B is monotone between −1 and 1: its crossing with e^ε by bisection
-    f = lambda x: A(x) - ee * B(x)  # noqa: E731
-    lo, hi = mp.mpf(-1), mp.mpf(1)
-    if f(lo) * f(hi) < 0:
-        for _ in range(120):
-            mid = (lo + hi) / 2
-            if f(mid) * f(lo) > 0:
-                lo = mid
-            else:
-                hi = mid
-        pts.append(lo)
-    pts = sorted(set(pts))
-    return mp.quad(lambda x: max(mp.mpf(0), f(x)), pts)
+        if remove:
+            A = lambda x: (1 - qq) * lap(x, 0) + qq * lap(x, -1)  # noqa: E731
+            B = lambda x: lap(x, 0)  # noqa: E731
+        else:
+            A = lambda x: lap(x, 0)  # noqa: E731
+            B = lambda x: (1 - qq) * lap(x, 0) + qq * lap(x, 1)  # noqa: E731
+        pts = [-mp.inf, mp.mpf(-1), mp.mpf(0), mp.mpf(1), mp.inf]
+        # the ratio A/B is monotone between −1 and 1: its crossing with e^ε by bisection
+        f = lambda x: A(x) - ee * B(x)  # noqa: E731
+        lo, hi = mp.mpf(-1), mp.mpf(1)
+        if f(lo) * f(hi) < 0:
+            for _ in range(120):
+                mid = (lo + hi) / 2
+                if f(mid) * f(lo) > 0:
+                    lo = mid
+                else:
+                    hi = mid
+            pts.append(lo)
+        pts = sorted(set(pts))
+        return mp.quad(lambda x: max(mp.mpf(0), f(x)), pts)
 
 
 @pytest.mark.parametrize(("b", "q"), [(1.0, 0.01), (0.5, 0.2), (3.0, 1.0)])

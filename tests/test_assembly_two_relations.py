@@ -234,30 +234,29 @@ def test_lower_only_theorem_with_its_own_inverse_finds_the_first_float() -> None
 
 
 @pytest.mark.parametrize(
-    ("mechanism", "theorem_eps", "single"),
+    ("mechanism", "k", "eps"),
     [
-        ({"epsilon": 1.0, "neighbours": "add-remove"}, 1.0, False),
-        ({"epsilon": 1.0, "neighbours": "both"}, 0.5, True),
-        ({"epsilon": 1.0, "neighbours": "add-remove", "epsilon_replace_one": 1.5}, 0.75, True),
+        # add-remove only: Theorem 5.1 (Bun et al.), K = n₍₁₎ + n_min = 8 + 2
+        ({"epsilon": 1.0, "neighbours": "add-remove"}, 10, 1.0),
+        # ε_R = ε (both): a swap replaces records, d = n₍₁₎ε = 8 (derivations §6.4)
+        ({"epsilon": 1.0, "neighbours": "both"}, 8, 1.0),
+        # ε_R = 1.5 between ε and 2ε: d = n₍₁₎ε + n_min(ε_R − ε) = 8 + 2·0.5 = 9
+        ({"epsilon": 1.0, "neighbours": "add-remove", "epsilon_replace_one": 1.5}, 9, 1.0),
     ],
 )
-def test_cluster_lower_bound_runs_theorem_5_1_at_min_eps_eps_r_over_2(
-    mechanism, theorem_eps, single
-) -> None:
-    """Clusters [3, 5, 8, 2, 7], ℓ = 2: Theorem 5.1 (Bun et al.) with
-    K = 8 + 2 at min(ε, ε_R/2); the single-inclusion witness A(2/5, min(ε, ε_R)) joins it
-    where that is below ε."""
+def test_cluster_lower_bound_is_the_swap_witness(mechanism, k, eps) -> None:
+    """Clusters [3, 5, 8, 2, 7], ℓ = 2: the lower bound is B(2/5, K, ε) with the swap's
+    loss d = Kε: Theorem 5.1 under add-remove, the replacing swap of docs/derivations.md
+    §6.4 when M's replace-one ε_R is below 2ε (at or above A(2/5, ε), the single
+    inclusion witness)."""
     d = _design(
         mechanism, {"scheme": "cluster", "clusters": {"sizes": [3, 5, 8, 2, 7]}, "chosen": 2}
     )
     r = engine.bound(d)
-    exact = _b(0.4, 10, theorem_eps)
-    if single:
-        e_r = min(1.0, mechanism.get("epsilon_replace_one", 1.0))
-        exact = max(exact, _a(0.4, min(1.0, e_r)))
+    exact = max(_b(0.4, k, eps), _a(0.4, 1.0))
     assert r.lower <= exact
     assert r.lower == pytest.approx(exact, rel=1e-14)
-    assert r.upper >= _b(0.4, 15, 1.0)
+    assert r.upper >= r.lower
 
 
 def test_cluster_delta_prime_is_the_derived_formula() -> None:

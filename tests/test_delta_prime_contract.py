@@ -83,7 +83,10 @@ def _overrides(doc: Any, index: int | None, neighbours: str, guarantee: str | No
     mech = own.get("mechanism") or doc.get("mechanism")
     out = []
     if "releases" in mech:
-        rel = [r if isinstance(r, (int, float)) else r["epsilon"] for r in mech["releases"]]
+        # a named release (a Gaussian, say) stands in as an ε = 1 release here
+        rel = [
+            r if isinstance(r, (int, float)) else r.get("epsilon", 1.0) for r in mech["releases"]
+        ]
         flow = ", ".join(f"{{epsilon: {e!r}, delta: {DELTA / len(rel)!r}}}" for e in rel)
         out.append(f"{prefix}mechanism.releases=[{flow}]")
     else:

@@ -57,9 +57,9 @@ def test_json_carries_it_and_matches_the_schema(tmp_path: Path) -> None:
         "    sampling: {scheme: poisson, rate: 0.2}\n"
         "    guarantee: replace-one\n"
     )
-    two = ROOT / "examples" / "designs" / "cluster-two-stage.yaml"
+    gap = ROOT / "examples" / "designs" / "random-size-pmf.yaml"  # no matching bound known
     schema = json.loads((ROOT / "ampcalc" / "schema" / "result.schema.json").read_text())
-    for f in (design, two):
+    for f in (design, gap):
         doc = json.loads(run_ampcalc("bound", str(f), "--json").stdout)
         jsonschema.validate(doc, schema)
         for r in doc["results"]:
@@ -67,7 +67,7 @@ def test_json_carries_it_and_matches_the_schema(tmp_path: Path) -> None:
             assert r["tightness"] == tightness(ep["lower"], ep["upper"])
     doc = json.loads(run_ampcalc("bound", str(design), "--json").stdout)
     assert doc["results"][0]["tightness"] == {"exact": True}  # the exact Poisson value
-    doc = json.loads(run_ampcalc("bound", str(two), "--json").stdout)
+    doc = json.loads(run_ampcalc("bound", str(gap), "--json").stdout)
     t = doc["results"][0]["tightness"]
     assert t["exact"] is False and t["ratio"] > 1 and t["gap_nats"] > 0
 
@@ -80,7 +80,7 @@ def test_table_column() -> None:
     assert render.tightness_cell({"exact": False, "ratio": None, "gap_nats": 0.3}) == "+0.3 nats"
     out = run_ampcalc(
         "bound",
-        str(ROOT / "examples" / "designs" / "cluster-two-stage.yaml"),
+        str(ROOT / "examples" / "designs" / "random-size-pmf.yaml"),
         env={"COLUMNS": "200"},
     ).stdout
     assert "bounds" in out.splitlines()[0] and "nats" in out.splitlines()[2]
