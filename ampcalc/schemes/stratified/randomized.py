@@ -563,8 +563,11 @@ def _refusals(mechanism: Mechanism) -> tuple[Refusal, ...]:
         add_remove_refusal(f"Theorem 7.2 ({BUN_2022})"),
         Refusal(
             Refuses.DELTA,
-            f"Theorem 7.2 ({BUN_2022}) is proved for pure ε-DP mechanisms "
-            f"(delta = 0); the declared delta = {mechanism.delta:g} has no proved δ′",
+            f"Theorem 7.2 ({BUN_2022}) and the exact per-stratum loss under randomised "
+            f"rounding ({DERIVATIONS}, §S1) are for pure ε-DP mechanisms (delta = 0): "
+            "with δ > 0 the two sample sizes' outputs are no longer within e^ε of each "
+            f"other, and no δ′ is derived; the declared delta = {mechanism.delta:g} has no "
+            "proved δ′",
         ),
     )
 
