@@ -161,3 +161,26 @@ def test_vectorised_over_epsilon_and_large_epsilon() -> None:
     # at large ε a replacement of x for a sampled record dominates: A(r, 2ε) < 2ε + log r
     # up to the chance that the draw is a replacement at all (about 1 − r here)
     assert 600 + math.log(0.02) - 0.5 < res["upper"][-1] < 600 + math.log(0.02)
+
+
+def test_outward_rounding_against_mpmath_on_a_seeded_sweep() -> None:
+    # the same breakpoint maximisation in 60-digit arithmetic (oracle_stratified.rr_exact)
+    # brackets the float evaluation, also where r·N is within rounding of a whole number
+    import mpmath as mp
+    import oracle_stratified as orc
+
+    rng = np.random.default_rng(20261128)
+    for _ in range(60):
+        n = int(rng.integers(2, 10**7))
+        r = float(1.0 / n if rng.uniform() < 0.3 else 10 ** rng.uniform(-6, -0.1))
+        r = max(r, 1.0 / n)
+        e = float(10 ** rng.uniform(-9, 2))
+        er = float(e * rng.choice([1.0, 2.0, rng.uniform(0.1, 2.0)]))
+        res = stratum_exact(r, float(n), e, er)
+        want = orc.rr_exact(r, n, e, er)
+        for key in ("add", "remove"):
+            lo, hi = res[key]
+            assert lo <= want[key] <= hi, (n, r, e, er, key)
+            # accuracy: the two sides' terms can cancel (weights near frac(rN)) at tiny ε′
+            assert float(hi - want[key]) <= 1e-7 * float(want[key]) + 1e-21
+    assert mp.mp.dps >= 50

@@ -48,16 +48,19 @@ def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, err
 
 
-def _rounding(rate: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """⌊r·size⌋ and the fractional part of r·size, the product taken exactly (a rate
-    stated as a float is a binary fraction; its product with an integer is rounded once
-    by floating point, and the rounding's outcome depends on the exact value)."""
+def _rounding(rate: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """⌊r·size⌋, the fractional part f of r·size and 1 − f, each from the exact product
+    (a rate stated as a float is a binary fraction; its product with an integer is rounded
+    once by floating point, and the rounding's outcome depends on the exact value): 1 − f
+    is formed from the product itself, so it keeps its relative accuracy when f is
+    within rounding of 1."""
     x, err = _two_product(rate, size)
     k = np.floor(x)
     frac = (x - k) + err
     k = np.where(frac < 0.0, k - 1.0, np.where(frac >= 1.0, k + 1.0, k))
-    frac = np.where(frac < 0.0, frac + 1.0, np.where(frac >= 1.0, frac - 1.0, frac))
-    return k, np.clip(frac, 0.0, 1.0)
+    f = np.clip((x - k) + err, 0.0, 1.0)
+    g = np.clip(((k + 1.0) - x) - err, 0.0, 1.0)
+    return k, f, g
 
 
 def _cross(j0: np.ndarray, j1: np.ndarray, ed: np.ndarray, er: np.ndarray) -> np.ndarray:
@@ -70,47 +73,58 @@ def _cross(j0: np.ndarray, j1: np.ndarray, ed: np.ndarray, er: np.ndarray) -> np
 
 def _nodes(
     rate: np.ndarray, n: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, list[tuple[int, np.ndarray, np.ndarray]]]:
-    """P's two sizes (k, frac) and the other side's nodes [(b, j, weight)]."""
-    k, f = _rounding(rate, n)
-    k1, f1 = _rounding(rate, n + 1.0)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, np.ndarray, np.ndarray]]]:
+    """P's two sizes (k, frac, 1 − frac) and the other side's nodes [(b, j, weight)]."""
+    k, f, g = _rounding(rate, n)
+    k1, f1, g1 = _rounding(rate, n + 1.0)
     nodes: list[tuple[int, np.ndarray, np.ndarray]] = []
-    for m, w in ((k1, 1.0 - f1), (k1 + 1.0, f1)):
-        share = m / (n + 1.0)
-        nodes.append((0, m, w * (1.0 - share)))
-        nodes.append((1, m - 1.0, w * share))
-    return k, f, nodes
+    for m, w in ((k1, g1), (k1 + 1.0, f1)):
+        # whole numbers below 2^53: the complement of the share is formed exactly
+        nodes.append((0, m, w * ((n + 1.0 - m) / (n + 1.0))))
+        nodes.append((1, m - 1.0, w * (m / (n + 1.0))))
+    return k, f, g, nodes
 
 
 def _value(
-    w: np.ndarray, h: np.ndarray, f: np.ndarray, u: np.ndarray, sign: float
+    w: np.ndarray, h: np.ndarray, f: np.ndarray, g: np.ndarray, u: np.ndarray, sign: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """sign·(log Σ_i w_i e^{h_i} − log((1 − f) + f·e^u)) and an absolute error bound;
-    nodes along axis 1 of ``h`` (candidates u along axis 0), weights ``w`` along axis 0."""
+    """sign·(log Σ_i w_i e^{h_i} − log(g + f·e^u)) and an absolute error bound; nodes
+    along axis 1 of ``h`` (candidates u along axis 0), weights ``w`` along axis 0.
+
+    Two evaluations, the one with the smaller error bound kept: log1p(d/den) with d =
+    Σ w·expm1(h) − f·expm1(u) (the difference of the two sides, as Σ w = f + g = 1; no
+    cancellation when the value is small) and den = g + f·e^u, error (8 ulps of d's
+    terms + 8 ulps of d)/Σ w e^h + 8 ulps of the value; and log Σ w e^h − log(g + f e^u)
+    in log space (both sums of positive terms), error 16 ulps of the largest log term."""
     with np.errstate(all="ignore"):
+        log_w = np.where(w > 0.0, np.log(np.where(w > 0.0, w, 1.0)), -np.inf)
+        log_f = np.where(f > 0.0, np.log(np.where(f > 0.0, f, 1.0)), -np.inf)
+        log_g = np.where(g > 0.0, np.log(np.where(g > 0.0, g, 1.0)), -np.inf)
+        lw_h = log_w + h
+        num = np.logaddexp.reduce(lw_h, axis=1)
+        log_den = np.logaddexp(log_g, log_f + u)
+        big = num - log_den
+        finite = np.where(np.isfinite(lw_h), np.abs(lw_h), 0.0).max(axis=1)
+        den_terms = np.maximum(
+            np.where(np.isfinite(log_g), np.abs(log_g), 0.0),
+            np.where(np.isfinite(log_f + u), np.abs(log_f + u), 0.0),
+        )
+        err_big = 16.0 * _EPS64 * (finite + den_terms + 4.0)
+        # the difference form, where no exponential overflows
         terms = w * np.expm1(h)
         p_term = f * np.expm1(u)
-        diff = terms.sum(axis=1) - p_term + (w.sum(axis=0) - 1.0)
-        den = 1.0 + p_term
-        size = np.abs(terms).sum(axis=1) + np.abs(p_term) + 1.0
+        diff = terms.sum(axis=1) - p_term
+        den = g + f * np.exp(u)
+        num_pos = np.exp(num)
         small = np.log1p(np.maximum(diff / den, -1.0))
-        wide = np.maximum(np.abs(h).max(axis=1), np.abs(u)) > 20.0
-        ratio = np.where(wide, 0.0, diff / np.where(den > 0, den, 1.0))
-        # an absolute error a of diff/den moves log1p(diff/den) by a/(1 + diff/den)
-        err_small = 16.0 * _EPS64 * (size / np.where(den > 0, den, 1.0)) / np.maximum(
-            1.0 + ratio, _EPS64
-        ) + 16.0 * _EPS64 * np.abs(small)
-        if np.any(wide):  # log space where e^{h} could overflow
-            log_w = np.where(w > 0.0, np.log(np.where(w > 0.0, w, 1.0)), -np.inf)
-            num = np.logaddexp.reduce(log_w + h, axis=1)
-            log_f = np.where(f > 0.0, np.log(np.where(f > 0.0, f, 1.0)), -np.inf)
-            log_den = np.logaddexp(np.log1p(-f), log_f + u)
-            big = num - log_den
-            err_big = 16.0 * _EPS64 * (np.abs(num) + np.abs(log_den) + 4.0)
-            value = np.where(wide, big, small)
-            err = np.where(wide, err_big, err_small)
-        else:
-            value, err = small, err_small
+        size = np.abs(terms).sum(axis=1) + np.abs(p_term)
+        err_small = 8.0 * _EPS64 * (size + np.abs(diff)) / num_pos + 8.0 * _EPS64 * np.abs(small)
+        err_small = np.where(
+            np.isfinite(err_small) & np.isfinite(small) & (num_pos > 0.0), err_small, np.inf
+        )
+        take_small = err_small < err_big
+        value = np.where(take_small, small, big)
+        err = np.where(take_small, err_small, err_big)
     return sign * value, err
 
 
@@ -118,7 +132,7 @@ def _directions(
     rate: np.ndarray, n: np.ndarray, ed: np.ndarray, er: np.ndarray
 ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """(value, error) of adding x to n records and of removing it from n + 1."""
-    k, f, nodes = _nodes(rate, n)
+    k, f, g, nodes = _nodes(rate, n)
     d0 = []  # d(A0, node), A0 = (0, k)
     d1 = []  # d(A1, node), A1 = (0, k + 1)
     for b, j, _ in nodes:
@@ -136,7 +150,7 @@ def _directions(
         u = np.concatenate([np.stack([-ed, ed]), np.clip(sign * (a0 - a1), -ed, ed)])
         uu = u[:, None]
         h = np.minimum(a0, uu + a1) if sign > 0 else np.maximum(-a0, uu - a1)
-        v, e = _value(w, h, f, u, sign)
+        v, e = _value(w, h, f, g, u, sign)
         i = np.argmax(v, axis=0)[None]
         out.append((np.take_along_axis(v, i, 0)[0], np.take_along_axis(e, i, 0)[0]))
     return out[0], out[1]
