@@ -6,7 +6,7 @@ simple random sample of that size. The other strata are drawn independently and 
 on both sides, so a mechanism's loss for the pair is at most the worst loss of the
 stratum alone, and a mechanism reading the stratum alone attains it.
 
-Reduction (ampcalc derivations, §12): both sample distributions are invariant under
+Reduction (docs/derivations.md §S1): both sample distributions are invariant under
 permutations of P's records, so the best event can be averaged over them: it depends
 only on (b, j), b = [x ∈ S] and j = |S ∖ {x}|. For pure ε the worst-case loss is the
 largest log E_{P∪{x}}[e^{g}] − log E_P[e^{g}] (and the same with the two sides
