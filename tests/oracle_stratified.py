@@ -56,3 +56,50 @@ def laplace_mixture_loss(pmf_p, pmf_q, scale=1):
 
     points = sorted(set(pmf_p) | set(pmf_q))
     return max(abs(mp.log(dens(pmf_p, x) / dens(pmf_q, x))) for x in points)
+
+
+def _rr_sizes(rate, n):
+    """⌊r·n⌋ and frac(r·n), exactly for the binary rate."""
+    from fractions import Fraction
+
+    x = Fraction(rate) * n
+    k = x.numerator // x.denominator
+    return k, mp.mpf(x - k)
+
+
+def rr_exact(rate, n, eps, eps_r):
+    """The exact loss of one stratum under randomised rounding (docs/derivations.md §10.1),
+    pure ε_D add-remove / ε_R replace-one: {"add", "remove"} over the pairs (n − 1, n) and
+    (n, n + 1): max over u at the breakpoints and ±ε_D of the McShane-extended ratio."""
+    e, er = mp.mpf(eps), min(mp.mpf(eps_r), 2 * mp.mpf(eps))
+
+    def dist(b, j, k):  # d((0, k), (b, j))
+        if b == 0:
+            return e * abs(j - k)
+        return min(e * (1 + abs(k - j)), er + e * abs(k - j - 1))
+
+    out = {"add": mp.mpf(0), "remove": mp.mpf(0)}
+    for size in (n - 1, n):
+        if size < 0:
+            continue
+        k, f = _rr_sizes(rate, size)
+        k1, f1 = _rr_sizes(rate, size + 1)
+        nodes = []
+        for m, w in ((k1, 1 - f1), (k1 + 1, f1)):
+            share = mp.mpf(m) / (size + 1)
+            nodes += [(0, m, w * (1 - share)), (1, m - 1, w * share)]
+        d0 = [dist(b, j, k) for b, j, _ in nodes]
+        d1 = [dist(b, j, k + 1) for b, j, _ in nodes]
+        for sign, key in ((1, "add"), (-1, "remove")):
+            cands = [-e, e] + [
+                max(-e, min(e, sign * (a - c))) for a, c in zip(d0, d1, strict=True)
+            ]
+            for u in cands:
+                if sign > 0:
+                    hs = [min(a, u + c) for a, c in zip(d0, d1, strict=True)]
+                else:
+                    hs = [max(-a, u - c) for a, c in zip(d0, d1, strict=True)]
+                num = sum(w * mp.exp(h) for (_, _, w), h in zip(nodes, hs, strict=True))
+                den = (1 - f) + f * mp.exp(u)
+                out[key] = max(out[key], sign * (mp.log(num) - mp.log(den)))
+    return out

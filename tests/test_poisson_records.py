@@ -29,20 +29,23 @@ def amp(q: float, eps) -> mp.mpf:
     return mp.log(1 + mp.mpf(q) * (mp.exp(mp.mpf(eps)) - 1))
 
 
-def test_replace_one_delta_prime_is_that_of_the_smallest_candidate() -> None:
-    """q = 0.3, M (1, 1e-6)-DP add-remove, ε_R = 2ε: the two-step bound 2·A(q, 1) is the
-    smallest of the three, so δ′ = qδ(1 + e^{A(q, 1)})."""
+def test_replace_one_delta_prime_of_the_exact_value() -> None:
+    """q = 0.3, M (1, 1e-6)-DP add-remove, ε_R = 2ε: the exact pure-ε value
+    A(q, 1) − log(1 − q(1 − e^{−1})) holds with δ′ = qδ(1 + e^{ε′ − ε}) (derivations
+    §10.3), below the two-step bound 2·A(q, 1) and its δ′ qδ(1 + e^{A(q, 1)})."""
     mech = Mechanism(epsilon=1.0, delta=1e-6, neighbours=Neighbours.ADD_REMOVE)
     a = poisson.replace_one_analysis(0.3, mech)
     eps = np.asarray(1.0)
-    two_steps = 2 * amp(0.3, 1)
-    assert two_steps < amp(0.3, 2) < 2
+    q = mp.mpf(0.3)
+    exact = amp(0.3, 1) - mp.log(1 - q * (1 - mp.exp(-1)))
+    assert exact < 2 * amp(0.3, 1)
     assert a.upper is not None and a.delta_prime is not None
     up = float(a.upper(eps))
-    assert up >= two_steps and up - float(two_steps) < 1e-14
-    exact_delta = mp.mpf(0.3) * mp.mpf(1e-6) * (1 + mp.exp(amp(0.3, 1)))
+    assert up >= exact and up - float(exact) < 1e-14
+    exact_delta = q * mp.mpf(1e-6) * (1 + mp.exp(exact - 1))
     dp = float(a.delta_prime(eps))
-    assert dp >= exact_delta and (dp - exact_delta) / exact_delta < 1e-14
+    assert dp >= exact_delta and (dp - exact_delta) / exact_delta < 1e-13
+    assert dp < q * mp.mpf(1e-6) * (1 + mp.exp(amp(0.3, 1)))
     # the theorem record alone gives the same bounds as the assembled analysis
     thm = poisson.replace_one_theorem(0.3, delta=1e-6, delta_replace_one=mech.delta_replace_one_of)
     assert isinstance(thm.upper, OfPair) and isinstance(thm.delta_prime, OfPair)

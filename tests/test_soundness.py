@@ -40,6 +40,7 @@ import oracle_groups
 import oracle_importance
 import oracle_pws
 import oracle_soundness as osd
+import oracle_stratified as orc_strat
 import pytest
 
 import ampcalc
@@ -1402,16 +1403,20 @@ def gen_strat_certified(n: int, rng: np.random.Generator) -> Batch:
 
 
 def or_strat_at(c: dict, x: mp.mpf) -> mp.mpf:
-    r = mpf(c["rate"])
     if c["guarantee"] == "replace-one" and len(c["sizes"]) == 1:  # a mixture of srswor
         n = c["sizes"][0]
         return osd.amp(mp.ceil(mpf(c["rate"] * n)) / n, 2 * x)
-    vals = []
-    for nh in c["sizes"]:
-        a = r + mp.mpf(1) / nh if c["aware"] else 2 * r
-        vals.append(osd.thm43_general(a, r, x))
-    worst = max(vals)
-    return 2 * worst if c["guarantee"] == "replace-one" else worst
+    # the exact per-stratum loss (docs/derivations.md §10.1; M add-remove only: ε_R = 2ε)
+    return strat_rr_exact(c, x, 2 * x, c["guarantee"] == "replace-one")
+
+
+def strat_rr_exact(c: dict, e: mp.mpf, er: mp.mpf, replace: bool) -> mp.mpf:
+    """Randomised rounding, several strata: max_h of each stratum's exact loss, or under
+    replace-one max_h removal + max_h addition (``oracle_stratified.rr_exact``)."""
+    per = [orc_strat.rr_exact(c["rate"], n, e, er) for n in c["sizes"]]
+    if replace:
+        return max(p["remove"] for p in per) + max(p["add"] for p in per)
+    return max(max(p["add"], p["remove"]) for p in per)
 
 
 ALLOCATIONS = ("randomized", "nearest", "floor", "poisson", "fixed", "neyman")
@@ -1569,8 +1574,8 @@ def or_strat_alloc(which: str):
             return strat_single(c, e, er, which)
         if which == "upper":
             if alloc == "randomized":
-                ups = [osd.thm43_general(2 * r, r, e) for _ in c["sizes"]]
-            elif alloc == "poisson":
+                return strat_rr_exact(c, e, er, replace)
+            if alloc == "poisson":
                 ups = [osd.amp(r, e)]
             else:
                 return strat_rounded(c, e, er, which)
@@ -1582,6 +1587,8 @@ def or_strat_alloc(which: str):
             return strat_rounded(c, e, er, which)
         if alloc == "poisson" and replace:
             return osd.poisson_replace_lower(r, e, er)
+        if alloc == "randomized" and not replace:
+            return strat_rr_exact(c, e, er, False)
         return osd.amp(r, min(e, er) if replace else e)
 
     return f
@@ -2242,9 +2249,12 @@ INVENTORY: list[Formula] = [
         "upper",
         gen_strat_alloc("upper"),
         or_strat_alloc("upper"),
+        rel_tol=1e-10,
         loose=strat_boundary,
         note="no accuracy check where r·N_h is within rounding of a rounding boundary "
-        "(the float allocation is then the larger one, never the smaller)",
+        "(the float allocation is then the larger one, never the smaller); 1e-10: "
+        "randomised rounding's exact value rounds outward by 16 ulps of its terms, which "
+        "can cancel by a factor up to frac(rN)/r",
     ),
     Formula(
         "stratified lower (every allocation, both guarantees)",
@@ -2252,8 +2262,10 @@ INVENTORY: list[Formula] = [
         "lower",
         gen_strat_alloc("lower"),
         or_strat_alloc("lower"),
+        rel_tol=1e-10,
         loose=strat_boundary,
-        note="no accuracy check where r·N_h is within rounding of a rounding boundary",
+        note="no accuracy check where r·N_h is within rounding of a rounding boundary; "
+        "1e-10 as for the upper bound (randomised rounding's outward allowance)",
     ),
     Formula(
         "stratified randomized certified",

@@ -303,6 +303,45 @@ def replace_one_delta_prime(
     return out
 
 
+def replace_one_exact_delta_prime(
+    eps_add_remove: np.ndarray,
+    eps_replace_one: np.ndarray,
+    delta: float,
+    delta_replace_one: np.ndarray,
+    *,
+    rate: float,
+) -> np.ndarray:
+    """The δ′ that goes with the exact pure-ε value ε′ (``replace_one_exact``) when M is
+    (ε_D, δ_D)-DP under add-remove and (ε_R, δ_R)-DP under replace-one, coins coupled.
+
+    Basis: derived (docs/derivations.md §10.3): with X = e^{ε′}, per sample T of the rest and
+        event E, a = Pr[M(T) ∈ E], b = Pr[M(T ∪ {x}) ∈ E], c = Pr[M(T ∪ {x′}) ∈ E],
+        (1 − q)a + qb − X((1 − q)a + qc) = q(1 − X e^{−ε_R})(b − e^{ε_D}a) +
+        qX(e^{−ε_R}b − c) identically (the definition of X makes a's coefficients agree),
+        and both multipliers are >= 0 (ε′ <= ε_R); with b − e^{ε_D}a <= δ_D and
+        e^{−ε_R}b − c <= e^{−ε_R}δ_R the divergence at ε′ is at most
+        q((1 − w)δ_D + wδ_R), w = e^{ε′ − ε_R}. At ε_R = 2ε_D (M's add-remove ε alone)
+        the multipliers q and qX e^{−ε_D} on b − e^{ε_D}a and e^{−ε_D}a − c give
+        qδ_D(1 + e^{ε′ − ε_D}); the smaller of the two is used there.
+    Rounded up and capped at 1.
+    """
+    e_d = np.asarray(eps_add_remove, dtype=float)
+    declared_r = np.asarray(eps_replace_one, dtype=float)
+    capped = declared_r >= 2.0 * e_d
+    e_r = np.minimum(declared_r, 2.0 * e_d)
+    up = replace_one_exact(e_d, e_r, rate=rate)[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        w = np.minimum(np.exp(up - e_r), 1.0)
+        mixed = rate * ((1.0 - w) * delta + w * np.asarray(delta_replace_one, dtype=float))
+        # declared ε_R above 2ε_D: its δ_R is not the one at the capped ε_R
+        mixed = np.where(declared_r > 2.0 * e_d, np.inf, mixed)
+        add_remove_only = rate * delta * (1.0 + np.exp(up - e_d))
+    chosen = np.where(capped, np.minimum(mixed, add_remove_only), mixed)
+    chosen = np.where(e_r <= 0.0, 0.0, chosen)
+    out: np.ndarray = np.minimum(numeric.round_up(chosen), 1.0)
+    return out
+
+
 def replace_one_theorem(
     rate: float,
     *,
@@ -329,10 +368,12 @@ def replace_one_theorem(
 
     def delta_prime(e_d: np.ndarray, e_r: np.ndarray) -> np.ndarray:
         d_r = np.full(np.shape(e_d), delta) if delta_r is None else delta_r(e_d)
+        if coupled:
+            return replace_one_exact_delta_prime(e_d, e_r, delta, d_r, rate=q)
         return replace_one_delta_prime(e_d, e_r, delta, d_r, rate=q, coupled=coupled)
 
     def upper(e_d: np.ndarray, e_r: np.ndarray) -> np.ndarray:
-        if exact:
+        if coupled:
             return replace_one_exact(e_d, e_r, rate=q)[1]
         return replace_one_candidates(e_d, e_r, rate=q, coupled=coupled)[0]
 
@@ -377,12 +418,13 @@ def replace_one_analysis(
         )
     elif coupled:
         note = (
-            "replace-one guarantee for Poisson sampling with δ > 0: derived — "
-            "min(2·A(q, ε_D), ε_R, A(q, max(ε_D, ε_R))): a replacement is a removal plus "
-            f"an addition ({DERIVATIONS}, §1.2); coupling the inclusion coins gives at "
-            f"most ε_R; advanced joint convexity ({BBG18}, Theorem 2) on the coupled "
-            "mixtures gives A(q, max(ε_D, ε_R)). The exact pure-ε value is not proved for "
-            "δ > 0; the lower bound is the one at the reported δ′."
+            "replace-one guarantee for Poisson sampling with δ > 0: derived — the pure-ε "
+            "value log((1 + q(e^ε_D − 1))/(1 + q(e^{ε_D − ε_R} − 1))) holds with δ′ = "
+            "q((1 − w)δ_D + wδ_R), w = e^{ε′ − ε_R} (at ε_R = 2ε_D also qδ_D(1 + "
+            f"e^{{ε′ − ε_D}}), the smaller used) ({DERIVATIONS}, §10.3): the coupling's "
+            "inequalities combine with the pure case's multipliers. It is below each "
+            "earlier candidate (ε_R, A(q, max(ε_D, ε_R)), 2·A(q, ε_D)); the lower bound "
+            "is the one at the reported δ′."
         )
     else:
         note = (

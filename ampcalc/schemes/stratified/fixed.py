@@ -25,6 +25,7 @@ from ampcalc.schemes.assembly import (
     assemble,
     certify_inverse,
     certify_lower_inverse,
+    epsilons,
     relation_of,
 )
 from ampcalc.schemes.base import Analysis
@@ -85,25 +86,34 @@ def analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
             "tight": share == 1.0,
             "strata_count": len(p.strata),
         },
-        # M's ε under the result's relation: the per-stratum rows are Lemma 3.3 there
-        details_at=functools.partial(_poisson_rows, p, base),
+        # per-stratum rows: Lemma 3.3 under add-remove; under replace-one the exact loss
+        # of a replacement inside the stratum (the poisson family's coupled value)
+        details_at=functools.partial(
+            _poisson_rows, p, base, mechanism if guarantee is Neighbours.REPLACE_ONE else None
+        ),
         invert_details=functools.partial(_poisson_invert_rows, p, share),
     )
 
 
-def _poisson_rows(p: Params, base: Analysis, eps: np.ndarray) -> dict[str, Any]:
-    """Each stratum's Lemma 3.3 bounds at M's ε under the result's relation (the
-    result's reference ε), at each evaluated ε, and the result's own entries."""
+def _poisson_rows(
+    p: Params, base: Analysis, replace: Mechanism | None, eps: np.ndarray
+) -> dict[str, Any]:
+    """Each stratum's bounds at each evaluated ε, and the result's own entries: Lemma 3.3
+    at M's add-remove ε, or (``replace``: the mechanism, under a replace-one guarantee)
+    the exact loss of a replacement inside the stratum, log((1 + r_h(e^{ε_D} − 1))/(1 +
+    r_h(e^{ε_D − ε_R} − 1))) (the inclusion coins of the two records share r_h), never
+    above the total's bound."""
+    from ampcalc.schemes import poisson
+
     r = p.rates()
     rr = per_stratum(r, eps)
-    e = base.reference_epsilon(eps)
-    rows = alloc.strata_rows(
-        p,
-        r,
-        r * p.strata.size.astype(float),
-        numeric.amplification_lower(rr, e),
-        numeric.amplification_upper(rr, e),
-    )
+    if replace is None:
+        e = base.reference_epsilon(eps)
+        lower, upper = numeric.amplification_lower(rr, e), numeric.amplification_upper(rr, e)
+    else:
+        e_d, e_r = epsilons(replace, np.asarray(eps, dtype=float))
+        lower, upper = poisson.replace_one_exact(e_d, e_r, rate=rr)
+    rows = alloc.strata_rows(p, r, r * p.strata.size.astype(float), lower, upper)
     out: dict[str, Any] = {"strata": rows}
     if base.details_at is not None:
         out.update(base.details_at(eps))

@@ -34,18 +34,21 @@ from ampcalc.schemes.assembly import (
     Witness,
     assemble,
     check_refusals,
-    doubled,
     epsilons,
 )
 from ampcalc.schemes.base import Analysis
 from ampcalc.schemes.stratified.common import add_remove_refusal, per_stratum, scalar_eps
 from ampcalc.schemes.stratified.params import Params
+from ampcalc.schemes.stratified.rounding_exact import stratum_exact
 
 BASIS_RANDOMIZED = (
     cite(BUN_2022, "Theorem 7.2"),
     cite(BUN_2022, "Theorem 4.3"),
     cite(BUN_2022, "Appendix E"),
 )
+
+EXACT_BASIS = derivation("§10.1")
+"""The exact per-stratum loss at the stated sizes (``rounding_exact``)."""
 
 
 REPLACE_ONE_BASIS = derivation("§1.3")
@@ -159,7 +162,7 @@ def _check_rate_condition(p: Params, rates: np.ndarray) -> None:
         )
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Rates:
     """What every randomised-rounding result reads from the design.
 
@@ -179,6 +182,7 @@ class Rates:
     front_a: np.ndarray
     front_b: np.ndarray
     r_max: float
+    ratio: float = 2.0  # M's ε_R / ε (Mechanism.replace_one_ratio), for per-stratum rows
 
     @classmethod
     def of(cls, p: Params) -> Rates:
@@ -188,6 +192,13 @@ class Rates:
         census = r >= 1.0
         fa, fb = alloc.pareto_front(a[~census], r[~census])
         return cls(r, n, a, census, fa, fb, float(r.max()))
+
+    @functools.cached_property
+    def distinct(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The distinct (rate, size) pairs and each stratum's index among them."""
+        pairs = np.stack([self.rate, self.size], axis=1)
+        uniq, back = np.unique(pairs, axis=0, return_inverse=True)
+        return uniq[:, 0], uniq[:, 1], np.asarray(back).reshape(-1)
 
     @property
     def all_census(self) -> bool:
@@ -201,10 +212,47 @@ class Rates:
 # --- formulas (M's ε as the array argument, the design as keywords) ---------------------
 
 
+def exact_strata(ed: Any, er: Any, *, d: Rates) -> dict[str, np.ndarray]:
+    """Each stratum's exact loss at the stated sizes (``rounding_exact.stratum_exact``;
+    M's ε_D exactly in a census stratum), shape (k, *ε.shape): ``lower``/``upper`` the
+    worse direction, ``add``/``remove`` the upper bound of each direction."""
+    e_d = np.asarray(ed, dtype=float)
+    e_r = np.broadcast_to(np.asarray(er, dtype=float), e_d.shape)
+    # strata of one rate and size have one value: evaluate each pair once
+    rate, size, back = d.distinct
+    res = stratum_exact(per_stratum(rate, e_d), per_stratum(size, e_d), e_d, e_r)
+    cc = per_stratum(d.census, e_d) > 0
+    return {
+        "lower": np.where(cc, e_d, res["lower"][back]),
+        "upper": np.where(cc, e_d, res["upper"][back]),
+        "add": np.where(cc, e_d, res["add"][1][back]),
+        "remove": np.where(cc, e_d, res["remove"][1][back]),
+    }
+
+
 def stratum_upper(eps: Any, *, d: Rates) -> np.ndarray:
-    """Each stratum's ε′_h (Theorem 4.3 in the stratum; M's ε in a census stratum)."""
+    """Each stratum's exact ε′_h at declared ε (ε_R = ratio·ε), shape (k, *ε.shape)."""
     e = np.asarray(eps, dtype=float)
-    out: np.ndarray = np.where(d.census, e, theorem_4_3(d.a, d.rate, e))
+    return exact_strata(e, d.ratio * e, d=d)["upper"]
+
+
+def exact_upper(ed: Any, er: Any, *, d: Rates) -> np.ndarray:
+    """The stratified add-remove ε′ = max_h of each stratum's exact loss."""
+    out: np.ndarray = exact_strata(ed, er, d=d)["upper"].max(axis=0)
+    return out
+
+
+def exact_lower(ed: Any, er: Any, *, d: Rates) -> np.ndarray:
+    """The same value rounded down (the maximising mechanism attains it)."""
+    out: np.ndarray = exact_strata(ed, er, d=d)["lower"].max(axis=0)
+    return out
+
+
+def exact_replace_one(ed: Any, er: Any, *, d: Rates) -> np.ndarray:
+    """Replace-one: a removal from one stratum and an addition to one (the same or
+    another), each at most its exact loss: max_h remove_h + max_h add_h."""
+    s = exact_strata(ed, er, d=d)
+    out: np.ndarray = numeric.round_up(s["remove"].max(axis=0) + s["add"].max(axis=0))
     return out
 
 
@@ -285,44 +333,81 @@ def census_theorem(d: Rates, guarantee: Neighbours) -> Theorem:
     )
 
 
-def _theorem_7_2_upper(ed: np.ndarray, er: np.ndarray, *, d: Rates) -> np.ndarray:
-    return upper_epsilon(ed, d=d)
+def exact_inverse(target: Any, *, d: Rates) -> np.ndarray:
+    """The declared ε where the exact upper bound reaches ``target`` (bisection between
+    Theorem 7.2's closed-form inverse and the randomised-response witness's); the
+    assembly certifies it."""
+    t = np.asarray(target, dtype=float)
+    lo = np.maximum(numeric.round_down(upper_inverse(t, d=d)) * 0.5, 1e-300)
+    hi = np.maximum(numeric.amplification_inverse(d.r_max, t), lo)
+
+    def f(e: np.ndarray) -> np.ndarray:
+        return exact_upper(e, d.ratio * e, d=d)
+
+    return numeric.largest_feasible(f, t, lo, hi)
 
 
-def _theorem_7_2_lower(ed: np.ndarray, er: np.ndarray, *, d: Rates) -> np.ndarray:
-    """Witness A(r_max, ε) (M's ε itself when a census stratum takes the record)."""
-    return ed.copy() if d.any_census else lower_epsilon(d.r_max, ed)
+def exact_lower_inverse(target: Any, *, d: Rates) -> np.ndarray:
+    """The declared ε where the exact lower bound reaches ``target``."""
+    t = np.asarray(target, dtype=float)
+    lo = np.maximum(numeric.round_down(upper_inverse(t, d=d)) * 0.5, 1e-300)
+    hi = np.maximum(numeric.amplification_inverse(d.r_max, t), lo)
+
+    def f(e: np.ndarray) -> np.ndarray:
+        return exact_lower(e, d.ratio * e, d=d)
+
+    return numeric.smallest_reaching(f, t, lo, hi)
+
+
+def _exact_replace_one_inverse(target: Any, *, d: Rates) -> np.ndarray:
+    t = np.asarray(target, dtype=float)
+    lo = np.maximum(numeric.round_down(upper_inverse(0.5 * t, d=d)) * 0.5, 1e-300)
+    hi = np.maximum(numeric.amplification_inverse(d.r_max, t), lo)
+
+    def f(e: np.ndarray) -> np.ndarray:
+        return exact_replace_one(e, d.ratio * e, d=d)
+
+    return numeric.largest_feasible(f, t, lo, hi)
 
 
 def theorem_7_2(d: Rates) -> Theorem:
-    """Theorem 7.2 (add-remove, stratified DP): max_h ε′_h; witness A(r_max, ε)."""
+    """Stratified add-remove DP under randomised rounding: each stratum's exact loss at
+    the stated sizes (derived, ``rounding_exact``; below Theorem 7.2's bound), the
+    maximum over strata; the maximising mechanism attains it."""
     return Theorem(
         name="Theorem 7.2",
-        basis=BASIS_RANDOMIZED,
+        basis=(*BASIS_RANDOMIZED, EXACT_BASIS),
         relation=Neighbours.BOTH,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=OfPair(_theorem_7_2_upper),
-        lower=OfPair(_theorem_7_2_lower),
-        inverse=InScale(Scale.DECLARED, upper_inverse),
-        lower_inverse=InScale(Scale.DECLARED, lower_inverse),
+        upper=OfPair(exact_upper),
+        lower=OfPair(exact_lower),
+        inverse=InScale(Scale.DECLARED, exact_inverse),
+        lower_inverse=InScale(Scale.DECLARED, exact_lower_inverse),
         params={"d": d},
         tight=None,
     )
 
 
 def replace_one_doubled(d: Rates) -> Theorem:
-    """Replace-one from Theorem 7.2 (derived): a replacement is a removal plus an
-    addition, ε′ <= 2·max_h ε′_h; witness A(r_max, min(ε_D, ε_R)) (randomised response
-    on "x is in the sample" is as private under both relations; ε_R itself when a census
-    stratum takes the replacement)."""
-    return dataclasses.replace(
-        doubled(theorem_7_2(d)),
-        basis=(*BASIS_RANDOMIZED, REPLACE_ONE_BASIS),
+    """Replace-one (derived): a replacement is a removal from one stratum plus an
+    addition to one, ε′ <= max_h remove_h + max_h add_h (each stratum's exact loss in
+    that direction); witness A(r_max, min(ε_D, ε_R)) (randomised response on "x is in
+    the sample" is as private under both relations; ε_R itself when a census stratum
+    takes the replacement)."""
+    return Theorem(
+        name="Theorem 7.2",
+        basis=(*BASIS_RANDOMIZED, EXACT_BASIS, REPLACE_ONE_BASIS),
+        relation=Neighbours.BOTH,
+        guarantee=Neighbours.REPLACE_ONE,
+        upper=OfPair(exact_replace_one),
         lower=OfPair(_replace_one_eps) if d.any_census else None,
         witnesses=(Witness(bound=functools.partial(lower_epsilon, d.r_max)),),
+        inverse=InScale(Scale.DECLARED, _exact_replace_one_inverse),
         lower_inverse=(
             None if d.any_census else InScale(Scale.SMALLER, functools.partial(lower_inverse, d=d))
         ),
+        params={"d": d},
+        tight=None,
     )
 
 
@@ -401,18 +486,31 @@ def _mixture_rows(p: Params, d: Rates, an: Analysis, target: np.ndarray) -> dict
 def _strata_rows(
     p: Params, d: Rates, up: float, lo: float, an: Analysis, target: np.ndarray
 ) -> dict[str, Any]:
-    """Per-stratum certified ε at the stratum target T/``up`` and the witness's inverse
-    in ε·``lo``."""
+    """Per-stratum certified ε (each stratum's exact bound reaching T; under replace-one
+    a replacement inside the stratum) and the ε past which its lower bound reaches T (the
+    exact value under add-remove, the witness A(r_h, lo·ε) under replace-one)."""
     r = d.rate
     t = np.asarray(target, dtype=float)
     if t.ndim:
         return {}
-    cert = _stratum_certified(float(t) / up, d)
+    replace = up != 1.0
+    cert = _stratum_certified(float(t), d, replace)
     shortcut = _shortcut_note(d.r_max, float(t), float(np.min(cert)))
-    imp = numeric.amplification_inverse(r, float(t)) / lo
-    imp = numeric.certify_up(
-        functools.partial(_scaled_lower, r, lo), numeric.round_up(imp), float(t)
-    )
+    if replace:
+        imp = numeric.amplification_inverse(r, float(t)) / lo
+        imp = numeric.certify_up(
+            functools.partial(_scaled_lower, r, lo), numeric.round_up(imp), float(t)
+        )
+    else:
+        rate, _, back = d.distinct
+        every = np.arange(rate.size)
+        start = np.maximum(cert[np.unique(back, return_index=True)[1]] * 0.5, 1e-300)
+        imp = numeric.smallest_reaching(
+            lambda e: _diag(e, d, "lower", False, every),
+            np.full(rate.shape, float(t)),
+            start,
+            np.maximum(numeric.amplification_inverse(rate, float(t)), start),
+        )[back]
     return {
         "strata": alloc.invert_rows(p, r, r * d.size, cert, imp),
         "shortcut": shortcut,
@@ -425,12 +523,38 @@ def _scaled_lower(rate: np.ndarray, lo: float, eps: np.ndarray) -> np.ndarray:
     return lower_epsilon(rate, eps * lo)
 
 
-def _stratum_certified(t: Any, d: Rates) -> np.ndarray:
-    t = np.asarray(t, dtype=float)
-    guess = numeric.round_down(np.where(d.census, t, theorem_4_3_inverse(d.a, d.rate, t)))
-    return numeric.certify_down(
-        functools.partial(stratum_upper, d=d), guess, np.broadcast_to(t, guess.shape)
-    )
+def _diag(
+    e: np.ndarray, d: Rates, key: str, replace: bool, strata: np.ndarray | None = None
+) -> np.ndarray:
+    """Stratum h's exact bound at declared ε e[h] (``key``: "upper" or "lower"; under
+    replace-one the upper bound of a replacement inside the stratum); ``strata``: the
+    distinct (rate, size) pairs' indices, one element each, in place of all strata."""
+    e = np.asarray(e, dtype=float)
+    rate, size, _ = d.distinct
+    census = rate >= 1.0
+    if strata is None:
+        rate, size, census = d.rate, d.size, d.census
+    res = stratum_exact(rate, size, e, d.ratio * e)
+    if replace:
+        val = numeric.round_up(res["remove"][1] + res["add"][1])
+    else:
+        val = res[key] if key == "upper" else res["lower"]
+    out: np.ndarray = np.where(census, e * (d.ratio if replace else 1.0), val)
+    return out
+
+
+def _stratum_certified(t: Any, d: Rates, replace: bool = False) -> np.ndarray:
+    """Each stratum's certified ε at the stratum target ``t`` (bisection on its exact
+    bound as evaluated, one stratum per element)."""
+    rate, _, back = d.distinct
+    t = np.broadcast_to(np.asarray(t, dtype=float), rate.shape)
+    lo = np.maximum(numeric.round_down(theorem_4_3_inverse(2.0 * rate, rate, t)) * 0.25, 1e-300)
+    hi = np.maximum(numeric.amplification_inverse(rate, t), lo)
+    every = np.arange(rate.size)
+    out: np.ndarray = numeric.largest_feasible(
+        lambda e: _diag(e, d, "upper", replace, every), t, lo, hi
+    )[back]
+    return out
 
 
 def _refusals(mechanism: Mechanism) -> tuple[Refusal, ...]:
@@ -439,8 +563,11 @@ def _refusals(mechanism: Mechanism) -> tuple[Refusal, ...]:
         add_remove_refusal(f"Theorem 7.2 ({BUN_2022})"),
         Refusal(
             Refuses.DELTA,
-            f"Theorem 7.2 ({BUN_2022}) is proved for pure ε-DP mechanisms "
-            f"(delta = 0); the declared delta = {mechanism.delta:g} has no proved δ′",
+            f"Theorem 7.2 ({BUN_2022}) and the exact per-stratum loss under randomised "
+            f"rounding ({DERIVATIONS}, §10.1) are for pure ε-DP mechanisms (delta = 0): "
+            "with δ > 0 the two sample sizes' outputs are no longer within e^ε of each "
+            f"other, and no δ′ is derived; the declared delta = {mechanism.delta:g} has no "
+            "proved δ′",
         ),
     )
 
@@ -455,7 +582,7 @@ def _upper_at_declared(theorem: Theorem, mechanism: Mechanism) -> float:
 def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Proportional allocation with randomised rounding (Theorem 7.2 and its derived
     replace-one forms)."""
-    d = Rates.of(p)
+    d = dataclasses.replace(Rates.of(p), ratio=float(mechanism.replace_one_ratio()))
     picked = _pick(p, d, mechanism, guarantee)
     r, n = d.rate, d.size
     theorem = dataclasses.replace(
@@ -526,27 +653,32 @@ def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -
         theorem,
         mechanism,
         details=details,
-        details_at=functools.partial(_details_at, p, d),
+        details_at=functools.partial(
+            _details_at, p, d, picked.theorem.guarantee is Neighbours.REPLACE_ONE
+        ),
         warnings=tuple(warnings),
         notes=tuple(notes),
         invert_details_from=picked.invert_details,
     )
 
 
-def _details_at(p: Params, d: Rates, eps: np.ndarray) -> dict[str, Any]:
-    """Per-stratum bounds and the paper's 6rε approximation at each evaluated ε."""
+def _details_at(p: Params, d: Rates, replace: bool, eps: np.ndarray) -> dict[str, Any]:
+    """Per-stratum exact bounds (under replace-one: a replacement inside the stratum,
+    upper the sum of its two directions, lower the randomised-response witness) and the
+    paper's 6rε approximation at each evaluated ε."""
     r, n = d.rate, d.size
     e = np.asarray(eps, dtype=float)
-    rr, cc = per_stratum(r, e), per_stratum(d.census, e) > 0
-    rows = alloc.strata_rows(
-        p,
-        r,
-        r * n,
-        np.where(cc, e, lower_epsilon(rr, e)),
-        np.where(cc, e, theorem_4_3(per_stratum(d.a, e), rr, e)),
-    )
+    ex = exact_strata(e, d.ratio * e, d=d)
+    if replace:
+        rr, cc = per_stratum(r, e), per_stratum(d.census, e) > 0
+        er = d.ratio * e
+        lower = np.where(cc, er, lower_epsilon(rr, np.minimum(e, er)))
+        upper = np.where(cc, er, numeric.round_up(ex["remove"] + ex["add"]))
+    else:
+        lower, upper = ex["lower"], ex["upper"]
+    rows = alloc.strata_rows(p, r, r * n, lower, upper)
     approx = 6.0 * d.r_max * e
-    exact = np.asarray(upper_epsilon(e, d=d), dtype=float)
+    exact = np.asarray(ex["upper"].max(axis=0), dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(exact > 0, (approx - exact) / np.where(exact > 0, exact, 1.0), np.nan)
     return {

@@ -31,8 +31,8 @@ def _verify_hook(
 
     ``guarantee`` add-remove (the default except for fixed allocation; stratified DP,
     Definition 7.1): for every stratum h, a record x added to h (N_h vs N_h + 1) and x
-    one of h's N_h records (N_h − 1 vs N_h; for randomised rounding only where
-    r·(N_h − 1) >= 1 keeps Theorem 7.2's condition). ``all`` adds the same pairs over a
+    one of h's N_h records (N_h − 1 vs N_h; randomised rounding too, whose bound is now
+    the exact value at these pairs, not Theorem 7.2). ``all`` adds the same pairs over a
     two-value universe. Replace-one (the default for fixed allocation): x replaced by x′
     in the same stratum, and — not for fixed allocation, whose guarantee is for
     replacements within a stratum — x moved from stratum s to t for every s != t.
@@ -120,7 +120,7 @@ def _verify_hook(
         for h, n_h in enumerate(sizes):
             for extra in (1, 0):  # x added to the N_h records, or x one of them
                 base = n_h - 1 + extra
-                if extra == 0 and (base < 0 or (randomized and rates[h] * base < 1.0)):
+                if extra == 0 and base < 0:
                     continue
                 syms = [
                     records(j, n) if j != h else [*records(j, base), "x"]
