@@ -495,16 +495,16 @@ def bound(
 
 
 def _results_table(dicts: list[dict[str, Any]], kind: str, details: bool = False) -> TableText:
-    """The table of ``bound`` or ``invert`` results: one row per design, notes under it
-    (a failed condition is said once, on stderr, not again here)."""
+    """The table of ``bound`` or ``invert`` results: one row per design, notes under it;
+    a design that has no bound says why there too (also on stderr, at its place in the
+    file), so the table alone reads whole."""
 
     def table(rich: bool) -> str:
         from ampcalc.output import render  # lazy: start-up (--version)
 
         rows_of = render.bound_rows if kind == "bound" else render.invert_rows
         header, rows = rows_of(dicts, details=details)
-        shown = [{k: v for k, v in r.items() if k != "error"} for r in dicts]
-        return render.render_table(header, rows, render.notes(shown), rich_output=rich)
+        return render.render_table(header, rows, render.notes(dicts), rich_output=rich)
 
     return table
 

@@ -755,8 +755,8 @@ def shortcut_note(shortcut: Mapping[str, Any], r_max: float, target: float) -> s
     )
     return (
         f"{cite(BUN_2022, '§7.3')}'s shortcut λ ≈ ε′/(6r) gives ε = {approx:.6g} at ε′ = "
-        f"{target:g}, r = {r_max:g}; the exact inverse of Theorem 7.2 (used here) certifies "
-        f"ε = {exact:.6g}{over} (details.shortcut)."
+        f"{target:g}, r = {r_max:g}; the inverse used here (each stratum's exact loss, "
+        f"{DERIVATIONS}, §10.1) certifies ε = {exact:.6g}{over} (details.shortcut)."
     )
 
 
