@@ -300,11 +300,17 @@ def test_internal_error_json(capsys, monkeypatch) -> None:
 
 
 def test_failed_condition_is_said_once_at_its_design(mixed: Path, capsys) -> None:
+    """On stderr once, at the design's place in the file; a bound or invert table also
+    says it once under the refused design, so that the table alone (a file, a pipe)
+    reads whole."""
     for cmd in (["bound"], ["invert", "-t", "1"], ["validate"], ["compare", "-t", "1"]):
         run = run_main(capsys, *cmd, str(mixed), expect=2)
-        both = run.stdout + run.stderr
-        assert both.count("needs M's add-remove ε") == 1, cmd
+        assert run.stderr.count("needs M's add-remove ε") == 1, cmd
         assert run.stderr.startswith(f"{mixed}:5:5: designs[1]: refused: Poisson"), cmd
+        table = " ".join(run.stdout.split())  # the reason folds over lines
+        assert table.count("needs M's add-remove ε") == (cmd[0] in ("bound", "invert")), cmd
+        if cmd[0] in ("bound", "invert"):
+            assert "refused:\n  - error: Poisson amplification" in run.stdout, cmd
 
 
 # ---- 4. --help ----
