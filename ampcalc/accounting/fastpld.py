@@ -223,33 +223,3 @@ def sampled_pair(
             low = direction_delta(profile, q, eps, remove=remove, upper=False)
             out.append(P.optimistic_from_profile_points(eps, low, up, h, offset=off))
     return P.LossPair(out[0], out[1] if len(out) > 1 else None)
-
-
-def sampled_gaussian_pair(
-    sigma: float,
-    sensitivity: float,
-    q: float,
-    h: float,
-    *,
-    pessimistic: bool,
-    meter: Meter | None = None,
-) -> P.LossPair:
-    """``sampled_pair`` of the Gaussian of standard deviation σ and sensitivity Δ."""
-    return sampled_pair(
-        _native_profile("gaussian", sigma, sensitivity), q, h, pessimistic=pessimistic, meter=meter
-    )
-
-
-def sampled_laplace_pair(
-    scale: float,
-    sensitivity: float,
-    q: float,
-    h: float,
-    *,
-    pessimistic: bool,
-    meter: Meter | None = None,
-) -> P.LossPair:
-    """``sampled_pair`` of the Laplace of scale b and sensitivity Δ."""
-    return sampled_pair(
-        _native_profile("laplace", scale, sensitivity), q, h, pessimistic=pessimistic, meter=meter
-    )

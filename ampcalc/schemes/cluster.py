@@ -382,6 +382,20 @@ RELATION = Neighbours.ADD_REMOVE
 """The relation the family's theorems take M's ε under."""
 
 
+def _srswor_delta_prime(mechanism: Mechanism | None) -> OfPair | None:
+    """δ′ of a fixed number within (or of whole clusters under a replacing swap) from M's
+    δ and replace-one δ rule; ``None`` when M is not given (the theorem's default δ′)."""
+    if mechanism is None:
+        return None
+    return OfPair(
+        functools.partial(
+            srswor_delta_prime,
+            delta=mechanism.delta,
+            delta_replace_one=mechanism.delta_replace_one_of,
+        )
+    )
+
+
 def theorem(
     params: Params,
     *,
@@ -419,15 +433,7 @@ def theorem(
             # ε_R < 2ε: a swap replaces records (ε_R each) instead of removing and adding
             # them (2ε); §6.1 with a cluster taken whole, and the §6.4 witness
             stage = srs_stage(cl, n1 + 1)
-            dp = None
-            if mechanism is not None:
-                dp = OfPair(
-                    functools.partial(
-                        srswor_delta_prime,
-                        delta=mechanism.delta,
-                        delta_replace_one=mechanism.delta_replace_one_of,
-                    )
-                )
+            dp = _srswor_delta_prime(mechanism)
             whole = (*BASIS, derivation("§6.1"), derivation("§6.4"))
             return Theorem(
                 basis=(*whole, DELTA_BASIS) if delta else whole,
@@ -475,15 +481,7 @@ def theorem(
         bound=functools.partial(srswor_count_lower, fraction=frac, stage=stage),
         replace_one_ratio=WITNESS_RATIO,
     )
-    dp = None
-    if mechanism is not None:
-        dp = OfPair(
-            functools.partial(
-                srswor_delta_prime,
-                delta=mechanism.delta,
-                delta_replace_one=mechanism.delta_replace_one_of,
-            )
-        )
+    dp = _srswor_delta_prime(mechanism)
     return Theorem(
         basis=(
             *basis,
