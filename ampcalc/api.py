@@ -373,7 +373,7 @@ def budget(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -
         less the upper total) and ``overrun`` (the upper total less the budget when it
         is above it, else ``None``).
     Raises:
-        MissingAccountant: the ledger needs the optional extra ``ampcalc[accounting]``.
+        CostLimit: the composition is above the accountant's limits (exit 2).
     """
     from ampcalc.analyses import budget as budgets  # lazy: > 20 ms
     from ampcalc.analyses import budget_solve as solver  # lazy: > 20 ms

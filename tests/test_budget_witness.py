@@ -254,8 +254,12 @@ def test_mixture_pairs_match_the_accountants_own_subsampled_pairs(
         return float(one.self_compose(k).get_epsilon_for_delta(1e-6))
 
     assert ours <= lib(True)
-    # read at δ(1 + 1e-5): a few 1e-6 lower at most
-    assert lib(False) - 1e-4 <= ours <= lib(False) + 1e-9
+    # ampcalc's optimistic side (below the exact curve, atoms on its grid) is at or above
+    # the library's optimistic estimate for the sampled pairs (losses rounded down); 1e-3
+    # below it at most (the unsampled Laplace: its two atoms off the grid)
+    assert ours >= lib(False) - 1e-3
+    if kind != "discrete-laplace" and pi < 1.0:
+        assert ours >= lib(False) - 1e-9
 
 
 def test_lower_total_without_an_upper(tmp_path: Path) -> None:

@@ -209,17 +209,25 @@ def sampled_pair(
     q = 1, where the pair is symmetric); ``meter`` charged with the grid first."""
     if meter is not None:
         meter.charge(sampled_points(profile, q, h), f"the sampled {profile.describe()}")
-    out = []
-    for remove in (True, False) if q < 1.0 else (True,):
-        lo, hi = loss_range(profile, q, h, remove)
-        at = [] if pessimistic else atoms(profile, q, remove)
-        # the optimistic side's grid through the largest atom
-        off = at[0][0] - h * math.floor(at[0][0] / h) if at else 0.0
-        eps = off + np.arange(math.floor((lo - off) / h), math.ceil((hi - off) / h) + 1) * h
-        up = direction_delta(profile, q, eps, remove=remove, upper=True)
-        if pessimistic:
-            out.append(P.from_profile_points(eps, up, h))
-        else:
-            low = direction_delta(profile, q, eps, remove=remove, upper=False)
-            out.append(P.optimistic_from_profile_points(eps, low, up, h, offset=off))
+    out = [
+        sampled_direction(profile, q, h, remove=remove, pessimistic=pessimistic)
+        for remove in ((True, False) if q < 1.0 else (True,))
+    ]
     return P.LossPair(out[0], out[1] if len(out) > 1 else None)
+
+
+def sampled_direction(
+    profile: Profile, q: float, h: float, *, remove: bool, pessimistic: bool
+) -> P.LossPmf:
+    """One direction of the Poisson-sampled release (``remove``: the pair
+    ((1 − q)Q + qP ‖ Q), P and Q M's dominating pair), pessimistic or optimistic."""
+    lo, hi = loss_range(profile, q, h, remove)
+    at = [] if pessimistic else atoms(profile, q, remove)
+    # the optimistic side's grid through the largest atom
+    off = at[0][0] - h * math.floor(at[0][0] / h) if at else 0.0
+    eps = off + np.arange(math.floor((lo - off) / h), math.ceil((hi - off) / h) + 1) * h
+    up = direction_delta(profile, q, eps, remove=remove, upper=True)
+    if pessimistic:
+        return P.from_profile_points(eps, up, h)
+    low = direction_delta(profile, q, eps, remove=remove, upper=False)
+    return P.optimistic_from_profile_points(eps, low, up, h, offset=off)

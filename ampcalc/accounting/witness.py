@@ -19,15 +19,15 @@ pair at e^ε is a lower bound on δ(ε) of the composed releases (one neighbouri
 one mechanism per entry among those every upper bound covers), so the ε at which it
 reaches the ledger's δ is a lower bound on the total.
 
-The pairs are dp_accounting's privacy-loss distributions built with its public
-constructors and ``pessimistic_estimate=False`` (losses rounded down, truncated mass
-dropped: the hockey-stick divergence is never overstated), every entry's in the same
-order (D, D′) (the accountant's "symmetric" distributions of one order: composing one
-entry's (D, D′) with another's (D′, D) would not be one pair of populations), read at δ
-plus an allowance for the float error of the FFT, and rounded down. The Gaussian, Laplace
-and discrete Laplace mixtures are built with numpy (their losses are monotone in the
-output, so each loss interval is an interval of outputs) and handed to the accountant's
-public ``create_from_rounded_probability``. Pure functions: nothing prints.
+The pairs are optimistic privacy-loss distributions of ampcalc's own (``accounting.pmf``:
+the hockey-stick divergence is never overstated), every entry's in the same order
+(D, D′) (one direction: composing one entry's (D, D′) with another's (D′, D) would not be
+one pair of populations), read at δ plus an allowance for the float error of the FFT, and
+rounded down. The Gaussian and Laplace mixtures are the remove direction of the
+π-sampled mechanism (``fastpld.sampled_direction``, built below the exact curve); the
+discrete Laplace and finite-output mixtures have their losses rounded down onto the grid
+(their losses are monotone in the output, so each loss interval is an interval of
+outputs). Pure functions: nothing prints.
 """
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def entry_witness(design: Design) -> Witness | str:
 
 
 # --------------------------------------------------------------------------------------
-# composition (dp_accounting, public interface only)
+# composition (ampcalc's own optimistic distributions)
 # --------------------------------------------------------------------------------------
 
 
@@ -314,9 +314,6 @@ def _log_pmf(probs: Sequence[float]) -> dict[int, float]:
     return {i: math.log(x) for i, x in enumerate(probs) if x > 0.0}
 
 
-#: the Gaussian witness drops the mass of its outputs beyond this many standard
-#: deviations from either mean (Φ(−9.8) < 6e-23 per side): dropped mass only lowers δ
-TAIL_SIGMAS = 9.8
 #: the discrete Laplace witness drops outputs whose mass is below e^{−TAIL_LOG}
 TAIL_LOG = 55.0
 #: most outputs of a discrete Laplace witness
@@ -332,16 +329,11 @@ class Rounded:
     mass: np.ndarray
     infinity: float = 0.0
 
-    def pld(self, di: float) -> Any:
-        """As the accountant's privacy-loss distribution of one order (its public
-        ``create_from_rounded_probability``)."""
-        from dp_accounting.pld import privacy_loss_distribution as pld
+    def loss_pmf(self, di: float) -> Any:
+        """As an optimistic ``pmf.LossPmf`` of one order (D, D′)."""
+        from ampcalc.accounting import pmf as P
 
-        nz = np.flatnonzero(self.mass > 0.0)
-        rounded = dict(zip((nz + self.start).tolist(), self.mass[nz].tolist(), strict=True))
-        return pld.PrivacyLossDistribution.create_from_rounded_probability(
-            rounded, self.infinity, di, pessimistic_estimate=False
-        )
+        return P.LossPmf(di, self.start, np.asarray(self.mass, dtype=float), self.infinity, False)
 
 
 def _points(n: int) -> None:
@@ -365,70 +357,6 @@ def _rounded(bins: np.ndarray, mass: np.ndarray, infinity: float = 0.0) -> Round
     start = int(b.min())
     dense = np.bincount(b - start, weights=m)
     return Rounded(start, dense, infinity)
-
-
-def gaussian_mixture(mu: float, pi: float, di: float) -> Rounded:
-    """The optimistic privacy-loss distribution of ((1 − π)N(0, 1) + πN(μ, 1) ‖ N(0, 1)).
-
-    The loss L(x) = log(1 − π + π·e^{μx − μ²/2}) increases with the output x, so the
-    outputs whose loss lies in [i·di, (i + 1)·di) form the interval [b_i, b_{i+1}) with
-    b_i = (log((e^{i·di} − 1 + π)/π) + μ²/2)/μ; its mass under the mixture goes to loss
-    i·di (rounded down). Outputs beyond ``TAIL_SIGMAS`` are dropped. Interval masses
-    are differences of the normal distribution function on the side where they are
-    small (no cancellation)."""
-    from scipy.special import ndtr
-
-    lo_x, hi_x = -TAIL_SIGMAS, mu + TAIL_SIGMAS
-    log_1mpi = math.log1p(-pi) if pi < 1.0 else -math.inf
-
-    def loss(x: float) -> float:
-        return float(np.logaddexp(log_1mpi, math.log(pi) + mu * x - 0.5 * mu * mu))
-
-    i_lo = math.floor(loss(lo_x) / di)
-    i_hi = math.floor(loss(hi_x) / di)
-    _points(i_hi - i_lo + 1)
-    idx = np.arange(i_lo + 1, i_hi + 1, dtype=np.int64)
-    # e^{i·di} − (1 − π) without cancellation: expm1(i·di) + π (> 0: i·di > log(1 − π))
-    b = (np.log(np.expm1(idx * di) + pi) - math.log(pi) + 0.5 * mu * mu) / mu
-    bounds = np.concatenate([[lo_x], np.clip(b, lo_x, hi_x), [hi_x]])
-
-    def mass(shift: float) -> np.ndarray:
-        lo, hi = bounds[:-1] - shift, bounds[1:] - shift
-        out: np.ndarray = np.where(lo >= 0.0, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
-        return np.asarray(np.maximum(out, 0.0), dtype=float)
-
-    p_mass = (1.0 - pi) * mass(0.0) + pi * mass(mu)
-    return _rounded(np.arange(i_lo, i_hi + 1, dtype=np.int64), p_mass)
-
-
-def laplace_mixture(scale: float, sens: float, pi: float, di: float) -> Rounded:
-    """The optimistic privacy-loss distribution of ((1 − π)Lap(0, b) + πLap(Δ, b) ‖
-    Lap(0, b)).
-
-    With t = Δ/b the loss is log(1 − π + π·e^{(|x| − |x − Δ|)/b}): constant at its
-    least value for x <= 0 and its largest for x >= Δ (atoms), increasing on (0, Δ),
-    where [i·di, (i + 1)·di) is the interval [b_i, b_{i+1}), b_i = (b·log((e^{i·di} −
-    1 + π)/π) + Δ)/2. Masses from the Laplace distribution functions in closed form."""
-    t = sens / scale
-    log_1mpi = math.log1p(-pi) if pi < 1.0 else -math.inf
-    l_min = float(np.logaddexp(log_1mpi, math.log(pi) - t))
-    l_max = float(np.logaddexp(log_1mpi, math.log(pi) + t))
-    i_lo, i_hi = math.floor(l_min / di), math.floor(l_max / di)
-    _points(i_hi - i_lo + 1)
-    idx = np.arange(i_lo + 1, i_hi + 1, dtype=np.int64)
-    b = (scale * (np.log(np.expm1(idx * di) + pi) - math.log(pi)) + sens) / 2.0
-    bounds = np.concatenate([[0.0], np.clip(b, 0.0, sens), [sens]])
-    u, v = bounds[:-1], bounds[1:]
-    # on [0, Δ]: Lap(0, b) has mass ½(e^{−u/b} − e^{−v/b}), Lap(Δ, b) ½(e^{(v−Δ)/b} −
-    # e^{(u−Δ)/b}), written with expm1 (no cancellation for narrow intervals)
-    m0 = 0.5 * np.exp(-u / scale) * -np.expm1(-(v - u) / scale)
-    m1 = 0.5 * np.exp((v - sens) / scale) * -np.expm1(-(v - u) / scale)
-    middle = np.maximum((1.0 - pi) * m0 + pi * m1, 0.0)
-    e_t = math.exp(-t)
-    below = (1.0 - pi) * 0.5 + pi * 0.5 * e_t  # x <= 0
-    above = (1.0 - pi) * 0.5 * e_t + pi * 0.5  # x >= Δ
-    bins = np.concatenate([np.arange(i_lo, i_hi + 1, dtype=np.int64), [i_lo, i_hi]])
-    return _rounded(bins, np.concatenate([middle, [below, above]]))
 
 
 def discrete_laplace_mixture(a: float, sens: int, pi: float, di: float) -> Rounded | None:
@@ -460,45 +388,62 @@ def pmf_mixture(p1: Sequence[float], p0: Sequence[float], pi: float, di: float) 
     return _rounded(bins, p[both], infinity)
 
 
-def rounded_pair(w: Witness, di: float) -> Rounded | None:
+def witness_pmf(w: Witness, di: float) -> Any:
     """One wave's witness pair ((1 − π)Q + πP ‖ Q), the order (D, D′), as an optimistic
-    loss distribution (``None``: not built, too many outputs)."""
+    ``pmf.LossPmf`` (``None``: not built, too many outputs). A Gaussian or Laplace pair is
+    the remove direction of M sampled at rate π (``fastpld.sampled_direction``).
+
+    Raises:
+        TooCostly: its grid is above ``pld_points``."""
+    from ampcalc.accounting import fastpld
+    from ampcalc.accounting.profiles import Gaussian, Laplace
+
     pi, kind, par = w.weight, w.pair.kind, w.pair.params
-    if kind == "gaussian":
-        return gaussian_mixture(float(par[1]) / float(par[0]), pi, di)
-    if kind == "laplace":
-        return laplace_mixture(float(par[0]), float(par[1]), pi, di)
+    if kind in ("gaussian", "laplace"):
+        if kind == "gaussian":
+            prof: Any = Gaussian(sigma=float(par[0]), sensitivity=float(par[1]))
+        else:
+            prof = Laplace(scale=float(par[0]), sensitivity=float(par[1]))
+        lo, hi = fastpld.loss_range(prof, pi, di, True)
+        points = (hi - lo) / di + 2 if math.isfinite(hi - lo) else math.inf
+        if points > MAX_GRID:
+            raise TooCostly(f"the {w.pair.words} witness's grid of {points:.3g} points")
+        _points(int(points))
+        return fastpld.sampled_direction(prof, pi, di, remove=True, pessimistic=False)
     if kind == "discrete-laplace":
-        return discrete_laplace_mixture(float(par[0]), int(par[1]), pi, di)
-    return pmf_mixture(par[0], par[1], pi, di)
+        r = discrete_laplace_mixture(float(par[0]), int(par[1]), pi, di)
+    else:
+        r = pmf_mixture(par[0], par[1], pi, di)
+    return None if r is None else r.loss_pmf(di)
 
 
-#: tail mass the accountant's self-composition may drop (its default)
+#: most grid points of one witness (beyond any ``pld_points`` limit)
+MAX_GRID = 1e12
+#: tail mass the self-composition may drop (the optimistic side drops it)
 TAIL_TRUNCATION = 1e-15
 
 
-def _charge(groups: Sequence[tuple[Rounded, int]]) -> None:
+def _charge(groups: Sequence[tuple[Any, int]]) -> None:
     """Refuse, before any composition, a witness whose grids exceed the limits of
     ``ampcalc/model/limits.py`` (``pld_points`` per grid, ``accountant_work`` in all):
-    each self-composition's grid is the accountant's own truncation bounds
-    (``common.compute_self_convolve_bounds``), the running total the sum of them.
+    each self-composition's grid is its truncation window (``pmf.self_convolve_bounds``),
+    the running total the sum of them.
 
     Raises:
         TooCostly: a limit is exceeded (the message says which)."""
-    from dp_accounting.pld import common
-
+    from ampcalc.accounting import pmf as P
     from ampcalc.model.limits import LIMITS
 
     cap, work = LIMITS["pld_points"], LIMITS["accountant_work"]
     used = 0
     running = 0
     for r, k in groups:
-        size = r.mass.size
+        size = r.size
         if k > 1:
-            lo, hi = common.compute_self_convolve_bounds(r.mass, k, TAIL_TRUNCATION)
+            lo, hi = P.self_convolve_bounds(np.asarray(r.probs, dtype=float), k, TAIL_TRUNCATION)
             size = max(size, int(hi) - int(lo) + 1)
         running += size
-        used += r.mass.size + size + running
+        used += r.size + size + running
         for n in (size, running):
             if n > cap.value:
                 raise TooCostly(cap.message(n))
@@ -512,6 +457,8 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
 
     Identical witnesses are grouped and self-composed once; the interval is ``di`` or
     ``MAX_INTERVAL``, the smaller."""
+    from ampcalc.accounting import pmf as P
+
     di = min(di, MAX_INTERVAL)
     groups: dict[tuple[Any, ...], tuple[Witness, int]] = {}
     for w, k in witnesses:
@@ -524,24 +471,23 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
     exact = _exact_binary(list(groups.values()), delta)
     if exact is not None:
         return exact
-    built = [(rounded_pair(w, di), k) for w, k in groups.values()]
+    built = [(witness_pmf(w, di), k) for w, k in groups.values()]
     # dropping an entry whose pair was not built is post-processing: still a lower bound
     pairs = [(r, k) for r, k in built if r is not None]
     if not pairs:
         return 0.0
     # mass at an infinite loss alone above δ: no finite ε for the witness, nor the total
-    log_finite = math.fsum(k * math.log1p(-min(r.infinity, 1.0)) for r, k in pairs)
+    log_finite = math.fsum(k * math.log1p(-min(r.infinity_mass, 1.0)) for r, k in pairs)
     if -math.expm1(log_finite) * (1.0 - 1e-12) > delta * (1.0 + FFT_DELTA) + FFT_ABS:
         return math.inf
     _charge(pairs)
     total = None
     for r, k in pairs:
-        one = r.pld(di)
-        if k > 1:
-            one = one.self_compose(k, tail_mass_truncation=TAIL_TRUNCATION)
-        total = one if total is None else total.compose(one)
+        one = P.self_compose(r, k, TAIL_TRUNCATION) if k > 1 else r
+        total = one if total is None else P.compose(total, one, TAIL_TRUNCATION)
     assert total is not None
-    eps = float(total.get_epsilon_for_delta(delta * (1.0 + FFT_DELTA) + FFT_ABS))
+    noise = P.fft_noise(P.LossPair(total))
+    eps = float(P.epsilon_for_delta(total, delta * (1.0 + FFT_DELTA) + FFT_ABS + noise))
     if not math.isfinite(eps):
         return math.inf
     return max(float(numeric.round_down(eps)), 0.0)

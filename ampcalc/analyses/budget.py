@@ -26,9 +26,10 @@ Composition (``run``):
 
 The upper total composes the pessimistic distributions; the optimistic estimate of the
 same composition is kept as ``accuracy.optimistic``, the upper's accuracy, not a lower
-bound. The lower total composes witness pairs (``accounting.witness``, through
-dp_accounting's public constructors): a lower bound on the exact total, or none with the
-reason. An entry without an upper bound makes the total ``no-guarantee``.
+bound. The lower total composes witness pairs (``accounting.witness``, their optimistic
+distributions): a lower bound on the exact total, or none with the reason. An entry
+without an upper bound makes the total ``no-guarantee``. Nothing here needs dp_accounting
+(the tests use its public PLD as the oracle).
 """
 
 from __future__ import annotations
@@ -65,14 +66,8 @@ from ampcalc.engine import design_profile
 from ampcalc.engine.design_profile import EntryProfile
 from ampcalc.math import numeric
 from ampcalc.model.design import Neighbours, Target
-from ampcalc.model.errors import AmpcalcError, ConditionError, DesignError, Where
+from ampcalc.model.errors import ConditionError, DesignError, Where
 from ampcalc.model.references import DP_ACCOUNTING, KOV15, ZDW22, cite
-
-EXTRA = "ampcalc[accounting]"
-
-
-class MissingAccountant(AmpcalcError):
-    """The ledger needs dp_accounting and it is not installed."""
 
 
 class CostLimit(DesignError):
@@ -129,23 +124,6 @@ def _entry_bound(entry: Entry, delta_entry: float) -> Any:
         dp = entry.delta_prime if entry.delta_prime is not None else delta_entry
         d = dataclasses.replace(d, target=Target(delta_prime=dp))
     return engine.bound(d)
-
-
-def require_accountant() -> None:
-    """Fail before any work (and before a progress bar is drawn) when dp_accounting, the
-    accountant ``ampcalc budget`` composes with, is not installed.
-
-    Raises:
-        MissingAccountant: it is not installed (it is one of ampcalc's dependencies; an
-            installation without it was made with ``--no-deps`` or had it removed).
-    """
-    import importlib.util
-
-    if importlib.util.find_spec("dp_accounting") is None:
-        raise MissingAccountant(
-            "ampcalc budget composes with Google's dp_accounting PLD accountant, which is "
-            f"not installed; install it with: pip install '{EXTRA}'"
-        )
 
 
 def _rr_log_pmfs(eps: float, delta: float) -> tuple[dict[int, float], dict[int, float]]:
@@ -333,7 +311,6 @@ def run(ledger: Ledger, progress: Callable[[int, int], None] | None = None) -> d
     ``progress(done, total)`` is called as the work advances: one step per entry's bound,
     then one per entry in each of the accountant's two compositions (upper and lower).
     """
-    require_accountant()
     steps = 3 * len(ledger.entries)
     done = 0
 

@@ -100,7 +100,7 @@ def budget(
     Example:  ampcalc budget examples/budget/year.yaml --solve count --entry 2
     """
     from ampcalc import api  # lazy: start-up (--help)
-    from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET, require_accountant
+    from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET
     from ampcalc.output.render import fmt as num
 
     output = resolve_format(fmt, as_json, out)
@@ -108,7 +108,6 @@ def budget(
     check_option(target, "--target", EPSILON_BUDGET)
     check_option(discretization, "--discretization", DISCRETIZATION)
     led = api.load_ledger(ledger, overrides=set_ or (), discretization=discretization)
-    require_accountant()  # before any work or bar: a missing dependency said on its own
     if entry is not None and solve != "count":
         raise DesignError("--entry names the entry --solve count counts; add --solve count")
     if solve == "count":
