@@ -440,6 +440,12 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
                 "falls when a record is added (e.g. rounding rN) leaves the pairs with m′ = m "
                 f"or the noisy count, whose lower bound is {mono:.6g}"
             )
+        notes.append(
+            "no bound is known that meets the lower one (`tightness` gives the gap): on the "
+            "exact programme's tiny instances the lower bound met the exact value and Lemma "
+            "B.1's upper exceeded it by up to 3.33 nats (benchmarks/README.md, Tightness); "
+            "`ampcalc verify` gives the exact value of a tiny design."
+        )
         more_conditions = (f"0 <= sample <= population: 0 <= {m} <= {n}",)
         details_both = partial(_witness_details, population=n, sample=m, sensitivity=delta_f)
     return assemble(

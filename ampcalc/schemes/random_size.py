@@ -290,6 +290,15 @@ def binomial_as_poisson(params: Params, mechanism: Mechanism, guarantee: Neighbo
     )
 
 
+#: where the bounds of a random size do not meet (``tightness`` in the JSON says by how much)
+GAP_NOTE = (
+    "no bound is known that meets the lower one for a random size in general (the upper is "
+    "Theorem 3.1's tilted mean, the lower its witnesses; `tightness` gives the gap): on the "
+    "exact programme's tiny instances the lower bound met the exact value of every pure-ε "
+    "design and the upper exceeded it by up to 2.64 nats (benchmarks/README.md, "
+    "Tightness); `ampcalc verify` gives the exact value of a tiny design."
+)
+
 SIZE_WARNING = (
     "the size distribution must not depend on the data (nor may it be chosen after "
     "seeing it); a data-dependent size is the `data-dependent-size` scheme"
@@ -333,6 +342,8 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
         )
     if dist.kind == "poisson":
         notes.append("poisson size: Poisson(λ) truncated to [0, N] and renormalised.")
+    if dist.kind != "point":
+        notes.append(GAP_NOTE)
     details: dict[str, Any] = {
         "distribution": dist.kind,
         "population": n,
