@@ -32,6 +32,7 @@ outputs). Pure functions: nothing prints.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -426,8 +427,9 @@ TAIL_TRUNCATION = 1e-15
 def _charge(groups: Sequence[tuple[Any, int]]) -> None:
     """Refuse, before any composition, a witness whose grids exceed the limits of
     ``ampcalc/model/limits.py`` (``pld_points`` per grid, ``accountant_work`` in all):
-    each self-composition's grid is its truncation window (``pmf.self_convolve_bounds``),
-    the running total the sum of them.
+    each self-composition's grid is its truncation window (``pmf.self_convolve_bounds``);
+    the groups are then composed the two smallest first, about their summed length times
+    log₂ of their number.
 
     Raises:
         TooCostly: a limit is exceeded (the message says which)."""
@@ -436,19 +438,21 @@ def _charge(groups: Sequence[tuple[Any, int]]) -> None:
 
     cap, work = LIMITS["pld_points"], LIMITS["accountant_work"]
     used = 0
-    running = 0
+    total = 0
     for r, k in groups:
         size = r.size
         if k > 1:
             lo, hi = P.self_convolve_bounds(np.asarray(r.probs, dtype=float), k, TAIL_TRUNCATION)
             size = max(size, int(hi) - int(lo) + 1)
-        running += size
-        used += r.size + size + running
-        for n in (size, running):
-            if n > cap.value:
-                raise TooCostly(cap.message(n))
-        if used > work.value:
-            raise TooCostly(work.message(used))
+        total += size
+        used += r.size + size
+        if size > cap.value:
+            raise TooCostly(cap.message(size))
+    if total > cap.value:
+        raise TooCostly(cap.message(total))
+    used += total * max(1, math.ceil(math.log2(max(len(groups), 1))))
+    if used > work.value:
+        raise TooCostly(work.message(used))
 
 
 def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -> float:
@@ -481,11 +485,17 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
     if -math.expm1(log_finite) * (1.0 - 1e-12) > delta * (1.0 + FFT_DELTA) + FFT_ABS:
         return math.inf
     _charge(pairs)
-    total = None
-    for r, k in pairs:
-        one = P.self_compose(r, k, TAIL_TRUNCATION) if k > 1 else r
-        total = one if total is None else P.compose(total, one, TAIL_TRUNCATION)
-    assert total is not None
+    ones = [P.self_compose(r, k, TAIL_TRUNCATION) if k > 1 else r for r, k in pairs]
+    heap = [(one.size, i, one) for i, one in enumerate(ones)]
+    heapq.heapify(heap)  # the two smallest first (``budget.compose_smallest_first``)
+    order = len(heap)
+    while len(heap) > 1:
+        _, _, a = heapq.heappop(heap)
+        _, _, b = heapq.heappop(heap)
+        both = P.compose(a, b, TAIL_TRUNCATION)
+        heapq.heappush(heap, (both.size, order, both))
+        order += 1
+    total = heap[0][2]
     noise = P.fft_noise(P.LossPair(total))
     eps = float(P.epsilon_for_delta(total, delta * (1.0 + FFT_DELTA) + FFT_ABS + noise))
     if not math.isfinite(eps):
