@@ -200,7 +200,12 @@ def _table(payload: dict[str, Any], rich: bool) -> str:
             "no-guarantee" if t["upper"] is None else "see below",
         ]
     )
-    footer = [f"total: composed {composed_as(t['accountant'])}"]
+    # an entry without a bound says why (also on stderr, at its place in the ledger)
+    footer = [f"{r['name']}: no bound: {r['error']}" for r in payload["entries"] if r.get("error")]
+    if t.get("accountant"):
+        footer.append(f"total: composed {composed_as(t['accountant'])}")
+    else:
+        footer.append("total:")
     if t.get("discretization") is not None:
         footer.append(
             f"  accountant's step in privacy loss {t['discretization']:g}"
