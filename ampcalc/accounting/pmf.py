@@ -32,14 +32,19 @@ Nothing here imports dp_accounting (the tests use its public PLD as the oracle).
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from ampcalc.accounting.meter import CostLimitError as CostLimitError
 from ampcalc.accounting.meter import Meter
 from ampcalc.math.types import ArrayLike, FloatArray
+
+T = TypeVar("T")
 
 #: dp_accounting's default tail mass truncation of ``self_compose`` and ``compose``
 TAIL_MASS_TRUNCATION = 1e-15
@@ -577,6 +582,25 @@ def compose_pairs(a: LossPair | None, b: LossPair, meter: Meter | None = None) -
     if a.add is None and b.add is None:
         return LossPair(rem)
     return LossPair(rem, compose(a.add or a.remove, b.add or b.remove))
+
+
+def smallest_first(
+    items: Sequence[T], combine: Callable[[T, T], T], size: Callable[[T], int]
+) -> T:
+    """``items`` combined two at a time, the two smallest first each time (a Huffman
+    order): composing distributions so costs about the result's length times log₂ of
+    their number, where composing each into one running total costs the sum of its
+    lengths (quadratic in their number). Ties keep the given order."""
+    heap = [(size(x), i, x) for i, x in enumerate(items)]
+    heapq.heapify(heap)
+    order = len(heap)
+    while len(heap) > 1:
+        _, _, a = heapq.heappop(heap)
+        _, _, b = heapq.heappop(heap)
+        both = combine(a, b)
+        heapq.heappush(heap, (size(both), order, both))
+        order += 1
+    return heap[0][2]
 
 
 def self_compose_pair(pair: LossPair, k: int, meter: Meter | None = None) -> LossPair:

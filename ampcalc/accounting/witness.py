@@ -32,7 +32,6 @@ outputs). Pure functions: nothing prints.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -486,21 +485,17 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
         return math.inf
     _charge(pairs)
     ones = [P.self_compose(r, k, TAIL_TRUNCATION) if k > 1 else r for r, k in pairs]
-    heap = [(one.size, i, one) for i, one in enumerate(ones)]
-    heapq.heapify(heap)  # the two smallest first (``budget.compose_smallest_first``)
-    order = len(heap)
-    while len(heap) > 1:
-        _, _, a = heapq.heappop(heap)
-        _, _, b = heapq.heappop(heap)
-        both = P.compose(a, b, TAIL_TRUNCATION)
-        heapq.heappush(heap, (both.size, order, both))
-        order += 1
-    total = heap[0][2]
+    total = P.smallest_first(ones, lambda a, b: P.compose(a, b, TAIL_TRUNCATION), _length)
     noise = P.fft_noise(P.LossPair(total))
     eps = float(P.epsilon_for_delta(total, delta * (1.0 + FFT_DELTA) + FFT_ABS + noise))
     if not math.isfinite(eps):
         return math.inf
     return max(float(numeric.round_down(eps)), 0.0)
+
+
+def _length(p: Any) -> int:
+    """A distribution's grid length (the order ``pmf.smallest_first`` composes in)."""
+    return int(p.size)
 
 
 #: most outcomes the exact composition of binary pairs enumerates

@@ -704,25 +704,12 @@ def accountant_side(
 
 
 def compose_smallest_first(pairs: Sequence[pmf.LossPair], meter: Any = None) -> pmf.LossPair:
-    """The entries' pairs composed, the two smallest first each time (a Huffman order):
-    the work is about the total's length times log₂ of the entries, where composing into
-    one running total costs the sum of its lengths (quadratic in the entries). Each
-    composition is charged to ``meter`` before it is computed.
+    """The entries' pairs composed the two smallest first (``pmf.smallest_first``), each
+    composition charged to ``meter`` before it is computed.
 
     Raises:
         fastpld.CostLimitError: a composition is above the accountant's limits."""
-    import heapq
-
-    heap = [(p.size, i, p) for i, p in enumerate(pairs)]
-    heapq.heapify(heap)
-    order = len(heap)
-    while len(heap) > 1:
-        _, _, a = heapq.heappop(heap)
-        _, _, b = heapq.heappop(heap)
-        both = pmf.compose_pairs(a, b, meter)
-        heapq.heappush(heap, (both.size, order, both))
-        order += 1
-    return heap[0][2]
+    return pmf.smallest_first(pairs, lambda a, b: pmf.compose_pairs(a, b, meter), lambda p: p.size)
 
 
 #: how the total is composed (JSON ``total.accountant``; the table prints "composed " + it)
