@@ -28,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ampcalc import engine
+from ampcalc.accounting import pmf
 from ampcalc.analyses import budget
 from ampcalc.engine import design_profile
 from ampcalc.model.design import Design, Target
@@ -210,49 +211,54 @@ def test_cluster_laplace_never_above_its_pure_spelling(tmp_path: Path) -> None:
 # ---- the points a connect-the-dots PMF is built from ----------------------------------
 
 
-def test_dominating_points_bound_a_gaussian_and_clip_nothing() -> None:
-    """Points of the Gaussian μ = 1's own profile, thinned and rounded: the PMF built
-    from them has δ at or above the exact profile at every ε, on both sides."""
+def test_profile_points_bound_a_gaussian_and_clip_nothing() -> None:
+    """Points of the Gaussian μ = 1's own profile, thinned and rounded up, completed to
+    negative losses: the distribution built from them has no negative mass and δ at or
+    above the exact profile at every ε, on both sides."""
     x = np.concatenate([np.linspace(0, 12, 300), np.linspace(0.3, 0.5, 7)])
-    x.sort()
+    x = np.unique(x)
     pts = list(zip(x, np.minimum(1.0, gaussian_delta(1.0, x) * (1 + 1e-12)), strict=True))
-    losses, deltas = design_profile.dominating_points(pts, 1e-3)
-    masses = design_profile.connect_dots_masses(losses * 1e-3, deltas)
-    assert masses.min() >= -1e-15
-    pmf = pld.PrivacyLossDistribution(
-        pld_pmf.create_pmf_pessimistic_connect_dots(1e-3, losses, deltas)
-    )
+    one = pmf.from_profile_points(*design_profile.completion(pts), 1e-3)
+    assert one.probs.min() >= 0.0
+    assert math.fsum(one.probs.tolist()) + one.infinity_mass == pytest.approx(1.0, abs=1e-12)
     grid = np.linspace(-6, 8, 57)
-    got = np.array([pmf.get_delta_for_epsilon(float(e)) for e in grid])
+    got = pmf.delta_for_epsilon(one, grid)
     exact = np.where(
         grid >= 0,
         gaussian_delta(1.0, np.abs(grid)),
         1 - np.exp(grid) + np.exp(grid) * gaussian_delta(1.0, np.abs(grid)),
     )
     assert np.all(got >= exact - 1e-12)
+    # the library's connect-the-dots on our grid values gives the same curve
+    losses = one.lower + np.flatnonzero(one.probs > 0)
+    lib = pld.PrivacyLossDistribution(
+        pld_pmf.create_pmf_pessimistic_connect_dots(
+            1e-3, losses, pmf.delta_for_epsilon(one, losses * 1e-3)
+        )
+    )
+    for e in (-2.0, 0.0, 0.5, 3.0):
+        assert lib.get_delta_for_epsilon(e) == pytest.approx(
+            pmf.delta_for_epsilon(one, [e])[0], rel=1e-9, abs=1e-15
+        )
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.floats(0.0, 5.0), st.floats(0.0, 1.0)), min_size=2, max_size=30))
-def test_any_point_set_gives_a_convex_minorant_with_no_clipped_mass(pts: list) -> None:
-    """Arbitrary (even non-monotone, non-convex) upper points: the points fed to
-    connect-the-dots have no negative mass and are at most each input at or above its
-    rounded location (so still upper bounds there)."""
-    pts = sorted(pts)
+def test_any_point_set_gives_a_distribution_with_no_clipped_mass(pts: list) -> None:
+    """Arbitrary (even non-monotone, non-convex) upper points, completed: the
+    distribution has no negative mass (nothing clipped), and its masses and its mass at
+    +∞ sum to 1."""
+    best: dict[float, float] = {}
+    for x, d in pts:
+        best[x] = min(d, best.get(x, 1.0))
+    xs = sorted(best)
+    pts = [(x, best[x]) for x in xs]
     if pts[0][0] != 0.0:
         pts = [(0.0, 1.0), *pts]
-    h = 1e-2
-    losses, deltas = design_profile.dominating_points(pts, h)
-    assert np.all(np.diff(losses) > 0) and np.all(np.diff(deltas) <= 1e-15)
-    assert design_profile.connect_dots_masses(losses * h, deltas).min() >= -1e-12
-    # the minorant's value at each input's rounded-up location is at most the input
-    fa, fd = np.exp(losses * h), deltas
-    for x, d in pts:
-        a = math.exp(math.ceil(x / h - 1e-12) * h)
-        if a <= fa[-1]:
-            assert (
-                np.interp(a, np.concatenate([[0.0], fa]), np.concatenate([[1.0], fd])) <= d + 1e-12
-            )
+    one = pmf.from_profile_points(*design_profile.completion(pts), 1e-2)
+    assert one.probs.min() >= 0.0
+    assert math.fsum(one.probs.tolist()) + one.infinity_mass == pytest.approx(1.0, abs=1e-12)
+    assert pmf.delta_for_epsilon(one, [0.0])[0] <= 1.0
 
 
 # ---- properties over designs ---------------------------------------------------------------

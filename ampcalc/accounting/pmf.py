@@ -106,7 +106,7 @@ class LossPair:
 # --------------------------------------------------------------------------------------
 
 
-def _convex_minorant(t: FloatArray, v: FloatArray) -> np.ndarray:
+def convex_minorant(t: FloatArray, v: FloatArray) -> np.ndarray:
     """Indices of the vertices of the greatest convex minorant of the points (tᵢ, vᵢ)
     (t increasing), with float slopes that never decrease between kept vertices.
 
@@ -239,7 +239,7 @@ def _pessimistic_from_grid(j0: int, vals: FloatArray, h: float) -> LossPmf:
     idx = np.arange(j0, j0 + n)
     t = np.concatenate(([0.0], _grid_t(idx, h)))
     v = np.concatenate(([1.0], vals))
-    keep = _convex_minorant(t, v)
+    keep = convex_minorant(t, v)
     if keep[0] != 0 or keep[-1] != n:  # pragma: no cover - the ends are extreme points
         raise AssertionError("convex minorant lost an end point")
     m = _masses(t[keep], v[keep])
@@ -399,7 +399,7 @@ def optimistic_from_profile_points(
             final = float(g[-1])  # D >= Rₙ >= aₙ >= gₙ beyond: flat
     tt, vals, jvals = np.asarray(tv), np.asarray(vv), np.asarray(jv)
     vals = np.maximum(vals, -1.0)  # g may dip below 0 (then max with c below)
-    keep = _convex_minorant(tt, vals)
+    keep = convex_minorant(tt, vals)
     kt, kv, kj = tt[keep], vals[keep], jvals[keep]
     # max(minorant, c) is below D too; cut the curve where it reaches c
     below = np.flatnonzero(kv <= final)

@@ -160,18 +160,17 @@ def _pmf_from_points(
 ) -> pmf.LossPair:
     """The pair of a symmetric profile's upper ``points`` (ε >= 0) at the interval ``h``.
 
-    Pessimistic: the connect-the-dots PMF (Doroshenko et al. 2022) of the points
-    ``design_profile.dominating_points`` gives (completed to negative losses, rounded up
-    onto the grid; ``pmf.from_profile_points`` takes their greatest convex minorant: no
-    mass clipped). Optimistic: ``pmf.optimistic_from_profile_points`` of the completed
+    Pessimistic: the connect-the-dots PMF (Doroshenko et al. 2022) of the points completed
+    to negative losses (``design_profile.completion``), by ``pmf.from_profile_points``
+    (their chords onto the grid, then the greatest convex minorant: no mass clipped).
+    Optimistic: ``pmf.optimistic_from_profile_points`` of the completed
     points taken as exact, an estimate from below of the same composition (the upper's
     accuracy, not a bound on the design). The one place a ledger builds a PMF from points.
     """
+    xs, ds = design_profile.completion(points)
     if pessimistic:
-        losses, deltas = design_profile.dominating_points(points, h, up=True)
-        one = pmf.from_profile_points(losses * h, deltas, h)
+        one = pmf.from_profile_points(xs, ds, h)
     else:
-        xs, ds = design_profile.completion(points)
         one = pmf.optimistic_from_profile_points(xs, ds, ds, h)
     return pmf.LossPair(one, None)
 
@@ -241,7 +240,12 @@ def _thin(points: Sequence[tuple[float, float]]) -> list[list[float]]:
     points written still bound the profile composed."""
     xs = np.array([p[0] for p in points])
     ds = np.minimum.accumulate(np.array([p[1] for p in points]))
-    keep = design_profile.lower_hull(np.exp(np.minimum(xs, 700.0)), ds)
+    alpha = np.exp(np.minimum(xs, 700.0))
+    first = np.concatenate(([True], np.diff(alpha) > 0))  # one point per distinct e^ε
+    xs, ds, alpha = xs[first], ds[first], alpha[first]
+    # the minorant anchored at (α = 0, δ = 1), as connect-the-dots puts it
+    keep = pmf.convex_minorant(np.concatenate(([0.0], alpha)), np.concatenate(([1.0], ds)))
+    keep = keep[keep > 0] - 1
     if len(keep) > PROFILE_POINTS_OUT:
         pick = np.unique(np.linspace(0, len(keep) - 1, PROFILE_POINTS_OUT).round().astype(int))
         keep = keep[pick]
@@ -295,8 +299,9 @@ def entry_pair(
         floor = ledger.delta * 1e-6 / total_count if ledger.delta > 0 else 1e-300
         try:
             prof = design_profile.entry_profile(entry.design, floor=floor)
-            # the points must give a connect-the-dots PMF with no mass clipped
-            design_profile.dominating_points(prof.points, ledger.discretization)
+            # the points must give a distribution (``pmf.from_profile_points`` checks
+            # them; its convex minorant clips no mass)
+            _pmf_from_points(prof.points, ledger.discretization, True)
         except (ConditionError, ValueError):
             prof = None
     if prof is not None:

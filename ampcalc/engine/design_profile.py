@@ -29,10 +29,10 @@ Every (ε, δ) theorem here holds for both orders of each neighbouring pair, so 
 profile is marked symmetric: its negative-loss side is the symmetric completion
 δ(−ε) = 1 − e^{−ε} + e^{−ε}δ(ε) (Dong, Roth and Su, "Gaussian differential privacy",
 Proposition 2.12: such a profile is f-DP for the symmetric trade-off function it
-induces, and f-DP composes). ``dominating_points`` turns the points into those a
-pessimistic connect-the-dots privacy-loss distribution (Doroshenko et al. 2022) is
-built from: both sides, locations rounded up onto the accountant's grid, the greatest
-convex minorant in e^{ε}, so that no mass is negative. Poisson sampling under
+induces, and f-DP composes). ``completion`` gives both sides; the ledger turns them
+into a pessimistic connect-the-dots privacy-loss distribution (Doroshenko et al. 2022)
+with ``accounting.pmf.from_profile_points`` (the greatest convex minorant in e^{ε}, so
+that no mass is negative). Poisson sampling under
 add-remove has a dominating pair for each direction (Zhu, Dong and Wang 2022); the
 ledger builds the Poisson-sampled Gaussian and Laplace from those natively, not here.
 """
@@ -387,72 +387,3 @@ def completion(points: Any) -> tuple[np.ndarray, np.ndarray]:
     xs = np.concatenate([-x[pos][::-1], x])
     ds = np.concatenate([neg_d[::-1], d])
     return xs, ds
-
-
-def lower_hull(alpha: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Indices of the greatest convex minorant's vertices of the points (α, d), α
-    ascending, with the anchor (α = 0, d = 1) to its left (connect-the-dots puts the
-    mass 1 − δ₁ left of its first point: the chord from that anchor)."""
-    a = np.concatenate([[0.0], alpha])
-    v = np.concatenate([[1.0], d])
-    hull: list[int] = []
-    for i in range(len(a)):
-        while len(hull) >= 2:
-            i0, i1 = hull[-2], hull[-1]
-            # drop i1 when it lies on or above the chord from i0 to i
-            cross = (a[i1] - a[i0]) * (v[i] - v[i0]) - (v[i1] - v[i0]) * (a[i] - a[i0])
-            if cross <= 0.0:
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    return np.array([i - 1 for i in hull if i > 0], dtype=int)
-
-
-def connect_dots_masses(losses: np.ndarray, deltas: np.ndarray) -> np.ndarray:
-    """The masses connect-the-dots puts at each loss (Doroshenko et al. 2022, Algorithm
-    1; dp_accounting clips a negative one to 0)."""
-    if len(losses) == 1:
-        return np.array([1.0 - deltas[0]])
-    de = np.diff(losses)
-    dd = np.diff(deltas)
-    left = np.concatenate([[1.0 - deltas[0]], dd / np.expm1(-de)])
-    right = np.concatenate([dd / np.expm1(de), [0.0]])
-    return np.asarray(left + right, dtype=float)
-
-
-def dominating_points(points: Any, h: float, *, up: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """(rounded losses, δ) for the pessimistic connect-the-dots PMF of a symmetric
-    profile given by upper ``points`` (ε >= 0): completed to negative losses, each
-    location rounded up to the grid h·ℤ (a profile is decreasing: δ at the rounded-up
-    location is at most the point's), the smallest δ at one location, then the greatest
-    convex minorant's vertices in α = e^ε, so that no mass is negative. Every step keeps
-    each value an upper bound on the true profile at its location (the true profile is
-    convex in α and below every point, so below their greatest convex minorant).
-
-    ``up=False`` rounds each location down instead: a profile below the points' own
-    minorant (each value is then claimed at a smaller loss), still convex, so a real
-    pair whose composition is an estimate from below of the points' composition (the
-    other end of the accounting interval, not a bound on the design).
-
-    Raises:
-        ValueError: a mass would still be negative beyond float rounding.
-    """
-    xs, ds = completion(points)
-    if up:
-        idx = np.ceil(xs / h).astype(np.int64)
-        idx = np.where(idx * h < xs, idx + 1, idx)  # upward only, whatever the float rounding
-    else:
-        idx = np.floor(xs / h).astype(np.int64)
-        idx = np.where(idx * h > xs, idx - 1, idx)
-    uniq, inv = np.unique(idx, return_inverse=True)
-    dmin = np.full(len(uniq), np.inf)
-    np.minimum.at(dmin, inv, ds)
-    dmin = np.minimum.accumulate(dmin)
-    keep = lower_hull(np.exp(uniq * h), dmin)
-    losses, deltas = uniq[keep], dmin[keep]
-    masses = connect_dots_masses(losses * h, deltas)
-    clipped = -float(masses[masses < 0.0].sum())
-    if clipped > 1e-12:
-        raise ValueError(f"connect-the-dots would clip a mass of {clipped:g}")
-    return losses, deltas
