@@ -291,6 +291,50 @@ def test_a_witness_above_the_limits_is_refused_before_it_is_built(tmp_path: Path
     assert "too large" in out["lower_reason"]
 
 
+def _distinct_poisson(n: int) -> str:
+    """n Poisson-sampled entries, each its own σ or scale and rate (none grouped)."""
+    out = []
+    for i in range(n):
+        mech = (
+            f"{{gaussian: {{sigma: {1.0 + 0.05 * i}}}}}"
+            if i % 2 == 0
+            else f"{{laplace: {{scale: {1.0 + 0.05 * i}}}}}"
+        )
+        out.append(
+            f"  - name: e{i}\n    design: {{mechanism: {mech}, sampling: {{scheme: poisson, "
+            f"rate: {0.01 + 0.0005 * i}}}}}\n    count: 1\n"
+        )
+    return "".join(out)
+
+
+def test_distinct_entries_get_a_witness_within_the_upper_accuracy(tmp_path: Path) -> None:
+    # each Poisson-sampled entry's witness is its exact remove pair, so the lower total
+    # meets the upper to within the accountant's discretisation; the witnesses are
+    # composed one pair at a time, each charged to the meter as it comes (no up-front
+    # estimate of the whole composition refuses a ledger the upper side composes)
+    t = run(write(tmp_path, _distinct_poisson(40)))
+    assert t["lower"] is not None and t["upper"] is not None
+    assert t["lower"] <= t["upper"]
+    assert (t["upper"] - t["lower"]) / t["upper"] < 1e-3
+
+
+def test_witness_compositions_are_charged_as_they_come(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ampcalc.model.limits import LIMITS
+
+    led = budget.load_ledger(str(write(tmp_path, _distinct_poisson(6))))
+    designs = [(e.name, e.design, e.count) for e in led.entries]
+    grids = [witness.witness_pmf(witness.entry_witness(d), 1e-4).size for _, d, _ in designs]
+    # room for every grid, not for composing them all
+    work = dataclasses.replace(LIMITS["accountant_work"], value=sum(grids) + max(grids))
+    monkeypatch.setitem(LIMITS, "accountant_work", work)
+    out = witness.lower_total(designs, 1e-6, 1e-4)
+    assert out["lower"] is None
+    assert "the witnesses composed" in out["lower_reason"]
+    assert f"limit of {work.value:,}" in out["lower_reason"]
+
+
 _MECHS_R = st.sampled_from(
     [
         "{epsilon: 0.7, neighbours: replace-one}",

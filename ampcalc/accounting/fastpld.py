@@ -131,12 +131,19 @@ def loss_range(profile: Profile, q: float, h: float, remove: bool) -> tuple[floa
     """[left, right]: the losses between which a direction's grid runs (module
     docstring); infinite when either end is beyond ±``MAX_LOSS`` (e^ε overflows there:
     no grid is built, and the cost meter refuses an infinite one). Cached: the profiles
-    are frozen dataclasses."""
+    are frozen dataclasses; the cache holds both directions of ``LOSS_RANGE_CACHE // 2``
+    releases, so a ledger of that many distinct entries finds each range once."""
     key: Any = profile
     return _loss_range(key, q, h, remove)
 
 
-@functools.lru_cache(maxsize=1024)
+#: loss ranges kept (each a few floats): a ledger's cost check, its two accountant sides
+#: and its witness ask for every entry's ranges in turn, so fewer than two per entry
+#: would evict each range before it is asked for again
+LOSS_RANGE_CACHE = 1 << 14
+
+
+@functools.lru_cache(maxsize=LOSS_RANGE_CACHE)
 def _loss_range(profile: Any, q: float, h: float, remove: bool) -> tuple[float, float]:
 
     def f(e: FloatArray) -> FloatArray:

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.accounting.meter import CostLimitError, Meter
 from ampcalc.math import numeric
 from ampcalc.model.design import Design, Mechanism, Neighbours
 
@@ -423,35 +424,29 @@ MAX_GRID = 1e12
 TAIL_TRUNCATION = 1e-15
 
 
-def _charge(groups: Sequence[tuple[Any, int]]) -> None:
+def _charge(groups: Sequence[tuple[Any, int]], meter: Any) -> None:
     """Refuse, before any composition, a witness whose grids exceed the limits of
-    ``ampcalc/model/limits.py`` (``pld_points`` per grid, ``accountant_work`` in all):
-    each self-composition's grid is its truncation window (``pmf.self_convolve_bounds``);
-    the groups are then composed the two smallest first, about their summed length times
-    log₂ of their number.
+    ``ampcalc/model/limits.py``: each group's grid and its self-composition's window
+    (``pmf.self_convolve_bounds``) are charged to ``meter`` (``pld_points`` per grid,
+    ``accountant_work`` in all); the compositions that follow are charged as they come,
+    as the accountant's are.
 
     Raises:
         TooCostly: a limit is exceeded (the message says which)."""
     from ampcalc.accounting import pmf as P
-    from ampcalc.model.limits import LIMITS
 
-    cap, work = LIMITS["pld_points"], LIMITS["accountant_work"]
-    used = 0
-    total = 0
-    for r, k in groups:
-        size = r.size
-        if k > 1:
-            lo, hi = P.self_convolve_bounds(np.asarray(r.probs, dtype=float), k, TAIL_TRUNCATION)
-            size = max(size, int(hi) - int(lo) + 1)
-        total += size
-        used += r.size + size
-        if size > cap.value:
-            raise TooCostly(cap.message(size))
-    if total > cap.value:
-        raise TooCostly(cap.message(total))
-    used += total * max(1, math.ceil(math.log2(max(len(groups), 1))))
-    if used > work.value:
-        raise TooCostly(work.message(used))
+    try:
+        for r, k in groups:
+            meter.charge(r.size, "a witness's grid")
+            if k > 1:
+                lo, hi = P.self_convolve_bounds(
+                    np.asarray(r.probs, dtype=float), k, TAIL_TRUNCATION
+                )
+                meter.charge(
+                    max(r.size, int(hi) - int(lo) + 1), f"a witness self-composed {k} times"
+                )
+    except CostLimitError as err:
+        raise TooCostly(str(err)) from None
 
 
 def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -> float:
@@ -483,9 +478,18 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
     log_finite = math.fsum(k * math.log1p(-min(r.infinity_mass, 1.0)) for r, k in pairs)
     if -math.expm1(log_finite) * (1.0 - 1e-12) > delta * (1.0 + FFT_DELTA) + FFT_ABS:
         return math.inf
-    _charge(pairs)
+    meter = Meter()
+    _charge(pairs, meter)
     ones = [P.self_compose(r, k, TAIL_TRUNCATION) if k > 1 else r for r, k in pairs]
-    total = P.smallest_first(ones, lambda a, b: P.compose(a, b, TAIL_TRUNCATION), _length)
+
+    def compose_charged(a: Any, b: Any) -> Any:
+        try:
+            meter.charge(a.size + b.size, "the witnesses composed")
+        except CostLimitError as err:
+            raise TooCostly(str(err)) from None
+        return P.compose(a, b, TAIL_TRUNCATION)
+
+    total = P.smallest_first(ones, compose_charged, _length)
     noise = P.fft_noise(P.LossPair(total))
     eps = float(P.epsilon_for_delta(total, delta * (1.0 + FFT_DELTA) + FFT_ABS + noise))
     if not math.isfinite(eps):
