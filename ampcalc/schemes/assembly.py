@@ -10,6 +10,8 @@ the references. ``assemble`` does everything else, the same way for every family
   replace-one theorem, δ_R = (1 + e^ε)δ; a replace-one-only mechanism refused by an
   add-remove theorem (its add-remove ε is unknown);
 * the standard notes (and the one warning) about those conversions (stated once, here);
+* a named mechanism's privacy profile under the theorem's relation, and the (ε, δ)
+  mechanism of one of its points (``profile_under``, ``profile_point``);
 * outward rounding and certification of every closed-form inverse (the certified ε
   is checked against the upper bound, the impossible-above ε against the lower);
 * the inverse δ map (the mechanism δ that meets a target δ′);
@@ -99,6 +101,8 @@ __all__ = [
     "check_refusals",
     "doubled",
     "epsilons",
+    "profile_point",
+    "profile_under",
     "relation_of",
     "replace_one_remarks",
     "witness_reduced",
@@ -181,6 +185,47 @@ def relation_of(mechanism: Mechanism, theorem: Theorem) -> Relation:
         add_remove=_declared_epsilon if known else _unbounded,
         replace_one=mechanism.epsilon_replace_one_of,
     )
+
+
+def profile_under(profile: Any, declared: Neighbours, relation: Neighbours) -> Any:
+    """A named mechanism's privacy profile under ``relation``, from the one stated under
+    ``declared``: the same profile under ``both`` or the same relation, the profile's
+    own replace-one form for an add-remove M under replace-one.
+
+    Raises:
+        ConditionError: M is stated under replace-one only and ``relation`` is
+            add-remove (its add-remove profile is unknown).
+    """
+    if declared is Neighbours.BOTH or declared is relation:
+        return profile
+    if declared is Neighbours.ADD_REMOVE and relation is Neighbours.REPLACE_ONE:
+        return profile.replace_one()
+    raise ConditionError(
+        f"M's sensitivity is stated under {declared}; its {relation} profile does not "
+        "follow from it (state it under `neighbours: add-remove` or `both`)"
+    )
+
+
+def profile_point(mechanism: Mechanism, eps: float, *, replace_one: bool = True) -> Mechanism:
+    """The (ε, δ_M(ε)) mechanism of one point of a named mechanism's profile, with M's
+    replace-one point (2ε, δ_R(2ε)) from its replace-one profile when M is stated under
+    add-remove.
+
+    ``replace_one=False`` leaves M's replace-one parameters to the model's defaults
+    (2ε and group privacy's (1 + e^ε)δ, both valid): for add-remove guarantees, which
+    do not use them, it saves evaluating the replace-one profile.
+    """
+    profile = mechanism.profile
+    changes: dict[str, Any] = {
+        "epsilon": eps,
+        "delta": float(profile.delta(eps)),
+        "profile": None,
+        "profile_releases": None,
+    }
+    if mechanism.neighbours is Neighbours.ADD_REMOVE and replace_one:
+        changes["epsilon_replace_one"] = 2.0 * eps
+        changes["delta_replace_one"] = float(profile.replace_one().delta(2.0 * eps))
+    return dataclasses.replace(mechanism, **changes)
 
 
 def epsilons(mechanism: Mechanism, eps: Any = None) -> tuple[FloatArray, FloatArray]:
