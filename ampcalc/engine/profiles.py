@@ -8,16 +8,18 @@ of the smallest profile ε whose δ′ meets the target (ε′ grows with ε and
 it is the smallest ε′ the theorem gives from M's profile); the chosen point is checked
 as evaluated, so the answer is sound even where δ′ is not monotone.
 
-Poisson sampling under add-remove: the removal direction makes the map exact
-(H_{e^{ε′}}((1 − q)Q + qP ‖ Q) = q·H_{e^ε}(P ‖ Q) for e^{ε′} = 1 + q(e^ε − 1); Balle,
-Barthe and Gaboardi 2018, Theorem 8's tightness), so M's lower profile gives a lower
-bound on ε′ at δ′. Elsewhere no lower bound is claimed for a profile mechanism.
+Where the scheme's theorem maps the profile exactly (``Scheme.exact_profile``: Poisson
+sampling under add-remove, whose removal direction is exact; Balle, Barthe and
+Gaboardi 2018, Theorem 8's tightness), M's lower profile gives a lower bound on ε′ at
+δ′. Elsewhere no lower bound is claimed for a profile mechanism. How M's profile and
+its points read under another relation is the assembly's (``assembly.profile_under``,
+``assembly.profile_point``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +33,8 @@ from ampcalc.model.design import Design, Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BALLE_WANG, BBG18, CKS20, DP_ACCOUNTING, DRS22, KOV15, cite
 from ampcalc.model.results import BoundResult, Verdict
+from ampcalc.schemes.assembly import profile_point, profile_under
+from ampcalc.schemes.base import ExactRemoval
 
 #: δ_M values of the reported profile points (plus the target's point)
 PROFILE_DELTAS = tuple(10.0 ** (-k / 2) for k in range(2, 31))
@@ -48,37 +52,16 @@ _SOURCES = {
 
 
 def _relation_profile(profile: Profile, declared: Neighbours, relation: Neighbours) -> Profile:
-    """M's profile under ``relation`` from the one stated under ``declared``."""
-    if declared is Neighbours.BOTH or declared is relation:
-        return profile
-    if declared is Neighbours.ADD_REMOVE and relation is Neighbours.REPLACE_ONE:
-        return profile.replace_one()
-    raise ConditionError(
-        f"M's sensitivity is stated under {declared}; its {relation} profile does not "
-        "follow from it (state it under `neighbours: add-remove` or `both`)"
-    )
+    """M's profile under ``relation`` from the one stated under ``declared``
+    (``assembly.profile_under``), typed as a ``Profile``."""
+    out: Profile = profile_under(profile, declared, relation)
+    return out
 
 
-def point_mechanism(mech: Mechanism, eps: float, *, replace_one: bool = True) -> Mechanism:
-    """The (ε, δ_M(ε)) mechanism of one profile point, with M's replace-one point
-    (2ε, δ_R(2ε)) from its replace-one profile when M is stated under add-remove.
-
-    ``replace_one=False`` leaves M's replace-one parameters to the model's defaults
-    (2ε and group privacy's (1 + e^ε)δ, both valid): for add-remove guarantees, which
-    do not use them, it saves evaluating the replace-one profile.
-    """
-    profile: Profile = mech.profile
-    delta = float(profile.delta(eps))
-    changes: dict[str, Any] = {
-        "epsilon": eps,
-        "delta": delta,
-        "profile": None,
-        "profile_releases": None,
-    }
-    if mech.neighbours is Neighbours.ADD_REMOVE and replace_one:
-        changes["epsilon_replace_one"] = 2.0 * eps
-        changes["delta_replace_one"] = float(profile.replace_one().delta(2.0 * eps))
-    return dataclasses.replace(mech, **changes)
+_FIXED_PROFILE = (
+    "a named mechanism fixes its own privacy profile: vary its noise scale (e.g. "
+    "`mechanism.gaussian.sigma`), not M's ε"
+)
 
 
 def amplified_point(
@@ -97,7 +80,7 @@ def amplified_point(
     assert mech is not None and mech.profile is not None
     if guarantee is None:
         guarantee = design.guarantee or schemes.get(design.scheme).guarantees[0]
-    point = point_mechanism(mech, eps, replace_one=guarantee is not Neighbours.ADD_REMOVE)
+    point = profile_point(mech, eps, replace_one=guarantee is not Neighbours.ADD_REMOVE)
     analysis = analyse(design, point)
     if analysis.upper is None or analysis.delta_prime is None:
         raise ConditionError("the theory gives no (ε′, δ′) upper bound for this design")
@@ -107,13 +90,78 @@ def amplified_point(
     return up, dp, analysis
 
 
+@dataclass
+class _ProfileSearch:
+    """M's profile points through the scheme's theorem under one guarantee, each image
+    evaluated once, and what the search for the chosen point asks of them.
+
+    Attributes:
+        design: the design (its mechanism is a named one).
+        guarantee: the relation ε′ is asked under.
+        target_delta: δ′ (0 for a pure M without a target).
+        exact: the scheme's exact map of M's profile under ``guarantee``, or None.
+    """
+
+    design: Design
+    guarantee: Neighbours
+    target_delta: float
+    exact: ExactRemoval | None
+    _images: dict[float, tuple[float, float, Any]] = field(default_factory=dict)
+    _guesses: list[float | None] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, design: Design, target_delta: float) -> _ProfileSearch:
+        """The search for ``design`` under its guarantee (the scheme's first unless set)."""
+        scheme = schemes.get(design.scheme)
+        guarantee = design.guarantee or scheme.guarantees[0]
+        hook = scheme.exact_profile
+        exact = None if hook is None else hook(design.params, guarantee)
+        return cls(design, guarantee, target_delta, exact)
+
+    @property
+    def profile(self) -> Profile:
+        mech = self.design.mechanism
+        assert mech is not None and mech.profile is not None
+        profile: Profile = mech.profile
+        return profile
+
+    def amplified(self, eps: float) -> tuple[float, float, Any]:
+        """The image (ε′, δ′, analysis) of M's point at ``eps``, evaluated afresh."""
+        return amplified_point(self.design, eps, self.guarantee)
+
+    def point(self, eps: float) -> tuple[float, float, Any]:
+        """The image of M's point at ``eps``, evaluated once."""
+        if eps not in self._images:
+            self._images[eps] = self.amplified(eps)
+        return self._images[eps]
+
+    def meets(self, x: np.ndarray) -> np.ndarray:
+        """Whether each point's δ′ meets the target (a point outside the theorem's
+        conditions is unusable: False)."""
+        flat = np.asarray(x, dtype=float).reshape(-1)
+        out = np.zeros(flat.shape, dtype=bool)
+        for i, v in enumerate(flat):
+            try:
+                out[i] = self.point(float(v))[1] <= self.target_delta
+            except ConditionError:
+                out[i] = False
+        return out.reshape(np.shape(x))
+
+    def guess(self) -> float | None:
+        """Where M's point meets δ′ through an exact map (M's ε at the δ it gives,
+        ``_first_near`` checks it as evaluated), or None; computed once."""
+        if not self._guesses:
+            h: float | None = None
+            d_m = None if self.exact is None else self.exact.guess_delta(self.target_delta)
+            if d_m is not None:
+                h = float(epsilon_at_delta(self.profile, d_m))
+                h = h if math.isfinite(h) and h > 0.0 else None
+            self._guesses.append(h)
+        return self._guesses[0]
+
+
 def _refusal(design: Design, message: str) -> BoundResult:
     return core.failed(design, ConditionError(message), "bound")
-
-
-def _meets_or_raises(cached: Any, eps: float, target_delta: float) -> bool:
-    """Whether the point at ``eps`` meets δ′; the scheme's ``ConditionError`` passes."""
-    return bool(cached(eps)[1] <= target_delta)
 
 
 def _first_near(meets: Any, guess: float | None, cap: float) -> float | None:
@@ -146,30 +194,24 @@ def _first_near(meets: Any, guess: float | None, cap: float) -> float | None:
     return None
 
 
-def _least_epsilon(
-    meets: Any,
-    cached: Any,
-    profile: Profile,
-    pure: float | None,
-    target_delta: float,
-    guess: Any,
-) -> float | None:
-    """The smallest profile ε of M whose point, through the scheme's theorem, meets δ′
-    (``meets``; ``cached(ε)`` is the point's (ε′, δ′, analysis), ``guess()`` a first
-    guess or None): the pure ε when it meets δ′ and no smaller one does; ``None`` for
-    δ′ = 0 and an M that is not pure; not finite when no point meets δ′. A
-    ``ConditionError`` of the scheme passes."""
-    if target_delta == 0.0 or (pure is not None and _meets_or_raises(cached, pure, target_delta)):
+def _least_epsilon(search: _ProfileSearch) -> float | None:
+    """The smallest profile ε of M whose point, through the scheme's theorem, meets δ′:
+    the pure ε when it meets δ′ and no smaller one does; ``None`` for δ′ = 0 and an M
+    that is not pure; not finite when no point meets δ′. A ``ConditionError`` of the
+    scheme passes."""
+    meets, profile, target_delta = search.meets, search.profile, search.target_delta
+    pure = profile.pure_epsilon
+    if target_delta == 0.0 or (pure is not None and search.point(pure)[1] <= target_delta):
         if pure is None:
             return None
         # the pure point (ε₀, 0); a smaller profile ε may meet δ′ > 0 too
         chosen = pure
-        cached(pure)  # the scheme's refusal of the pure point is the answer
+        search.point(pure)  # the scheme's refusal of the pure point is the answer
         if target_delta > 0.0:
-            near = _first_near(meets, guess(), pure)
+            near = _first_near(meets, search.guess(), pure)
             chosen = near if near is not None else float(numeric.first_true(meets, 1e-300, pure))
         return chosen
-    near = _first_near(meets, guess(), math.inf)
+    near = _first_near(meets, search.guess(), math.inf)
     if near is not None:
         return near
     hi = float(epsilon_at_delta(profile, target_delta))
@@ -178,6 +220,79 @@ def _least_epsilon(
             break
         hi = hi * 2.0 + 1e-3
     return float(numeric.first_true(meets, 1e-300, max(hi, 1e-300)))
+
+
+def _target_delta(design: Design, profile: Profile) -> float | None:
+    """δ′ to answer at: the target's, 0 for a pure M without one; None: M is not pure
+    and no target is given."""
+    target = design.target.delta_prime if design.target is not None else None
+    if target is None and profile.pure_epsilon is None:
+        return None
+    return 0.0 if target is None else float(target)
+
+
+def _theorem_refusal(search: _ProfileSearch) -> BoundResult | None:
+    """The refusal when M's profile cannot go through the scheme's theorem: M has δ > 0
+    at every ε and a point of it (where an exact map meets δ′, else at δ_M = 1e-6) is
+    outside the theorem's conditions; None when it can."""
+    profile = search.profile
+    if profile.pure_epsilon is not None:
+        return None
+    try:
+        probe_eps = search.guess()
+        if probe_eps is None:
+            probe_eps = float(epsilon_at_delta(profile, 1e-6))
+        search.amplified(max(probe_eps, 1e-6))
+    except ConditionError as err:
+        return _refusal(
+            search.design,
+            f"the {search.design.scheme} scheme has no (ε, δ) theorem this mechanism's "
+            f"profile can go through ({err.message}); {profile.describe()} has δ > 0 at "
+            "every ε",
+        )
+    return None
+
+
+def _chosen_epsilon(search: _ProfileSearch) -> float:
+    """M's profile ε whose image answers ε′ at δ′ (``_least_epsilon``).
+
+    Raises:
+        ConditionError: no point of M's profile meets δ′ (δ′ = 0 and M not pure, or
+            none through the theorem), or the scheme refuses the point.
+    """
+    chosen = _least_epsilon(search)
+    if chosen is None:
+        raise ConditionError("δ′ = 0 needs a pure mechanism (δ_M(ε) = 0 somewhere)")
+    if not math.isfinite(chosen):
+        raise ConditionError(
+            f"no point of M's profile gives δ′ <= {search.target_delta:g} through this "
+            "scheme's theorem"
+        )
+    return chosen
+
+
+def _reference_epsilon(
+    mech: Mechanism, guarantee: Neighbours, target_delta: float
+) -> float | None:
+    """M's own ε at δ′ under the guarantee's relation (the verdict's reference), or None
+    where M's profile under it is unknown."""
+    try:
+        relation_profile = _relation_profile(mech.profile, mech.neighbours, guarantee)
+    except ConditionError:
+        return None  # the scheme's own conditions decide (e.g. Poisson)
+    return float(epsilon_at_delta(relation_profile, target_delta))
+
+
+def _exact_lower(
+    exact: ExactRemoval | None, mech: Mechanism, profile: Profile, target_delta: float
+) -> float | None:
+    """The lower bound on ε′ at δ′ through the scheme's exact map of M's add-remove
+    profile (its lower profile at the δ the map gives), or None: no exact map, or M's
+    add-remove profile is unknown."""
+    if exact is None or mech.neighbours is Neighbours.REPLACE_ONE:
+        return None
+    e_low = epsilon_at_delta(profile, exact.lower_delta(target_delta), lower=True)
+    return exact.lower(e_low)
 
 
 def bound_profile(
@@ -192,100 +307,25 @@ def bound_profile(
     mech = design.mechanism
     assert mech is not None and mech.profile is not None
     profile: Profile = mech.profile
-    scheme = schemes.get(design.scheme)
-    guarantee = design.guarantee or scheme.guarantees[0]
     if epsilon is not None:
-        return _refusal(
-            design,
-            "a named mechanism fixes its own privacy profile: vary its noise scale (e.g. "
-            "`mechanism.gaussian.sigma`), not M's ε",
-        )
-    target = design.target.delta_prime if design.target is not None else None
-    pure = profile.pure_epsilon
-    if target is None and pure is None:
+        return _refusal(design, _FIXED_PROFILE)
+    target_delta = _target_delta(design, profile)
+    if target_delta is None:
         return _refusal(
             design,
             f"{profile.describe()} has δ > 0 at every ε: give the target δ′ as "
             "`target: {delta_prime: ...}`",
         )
-    target_delta = 0.0 if target is None else float(target)
-
-    def amplified(eps: float) -> tuple[float, float, Any]:
-        return amplified_point(design, eps, guarantee)
-
-    poisson_guesses: list[float | None] = []
-
-    def poisson_guess() -> float | None:
-        """Where M's point meets δ′ for Poisson sampling under add-remove (δ′ = q·δ_M(ε)
-        there): M's ε at δ′/q; ``_first_near`` checks it as evaluated."""
-        if poisson_guesses:
-            return poisson_guesses[0]
-        h: float | None = None
-        q = float(design.params.rate) if design.scheme == "poisson" else 0.0
-        if guarantee is Neighbours.ADD_REMOVE and 0.0 < q <= 1.0 and 0.0 < target_delta < q:
-            h = float(epsilon_at_delta(profile, target_delta / q))
-            h = h if math.isfinite(h) and h > 0.0 else None
-        poisson_guesses.append(h)
-        return h
-
-    # a profile point with δ > 0 needs the scheme's (ε, δ) theorem
+    search = _ProfileSearch.of(design, target_delta)
+    refused = _theorem_refusal(search)
+    if refused is not None:
+        return refused
     try:
-        if pure is None:
-            probe_eps = poisson_guess()
-            if probe_eps is None:
-                probe_eps = float(epsilon_at_delta(profile, 1e-6))
-        else:
-            probe_eps = pure
-        if pure is None:
-            amplified(max(probe_eps, 1e-6))
-    except ConditionError as err:
-        return _refusal(
-            design,
-            f"the {design.scheme} scheme has no (ε, δ) theorem this mechanism's profile can "
-            f"go through ({err.message}); {profile.describe()} has δ > 0 at every ε",
-        )
-
-    try:
-        relation_profile = _relation_profile(profile, mech.neighbours, guarantee)
-    except ConditionError:
-        relation_profile = None  # the scheme's own conditions decide (e.g. Poisson)
-
-    cache: dict[float, tuple[float, float, Any]] = {}
-
-    def cached(eps: float) -> tuple[float, float, Any]:
-        if eps not in cache:
-            cache[eps] = amplified(eps)
-        return cache[eps]
-
-    def meets(x: np.ndarray) -> np.ndarray:
-        flat = np.asarray(x, dtype=float).reshape(-1)
-        out = np.zeros(flat.shape, dtype=bool)
-        for i, v in enumerate(flat):
-            try:
-                out[i] = cached(float(v))[1] <= target_delta
-            except ConditionError:  # a point outside the theorem's conditions: unusable
-                out[i] = False
-        return out.reshape(np.shape(x))
-
-    try:
-        chosen = _least_epsilon(meets, cached, profile, pure, target_delta, poisson_guess)
-        if chosen is None:
-            return _refusal(design, "δ′ = 0 needs a pure mechanism (δ_M(ε) = 0 somewhere)")
-        if not math.isfinite(chosen):
-            return _refusal(
-                design,
-                f"no point of M's profile gives δ′ <= {target_delta:g} through this scheme's "
-                "theorem",
-            )
-        eps_prime, dp_chosen, analysis = cached(chosen)
+        chosen = _chosen_epsilon(search)
+        eps_prime, dp_chosen, analysis = search.point(chosen)
     except ConditionError as err:
         return _refusal(design, err.message)
-
-    points = _sampled_points(profile, chosen, pure, cached) if profile_points else []
-    lower, poisson_exact = _poisson_lower(design, guarantee, mech, profile, target_delta)
-    reference: float | None = None
-    if relation_profile is not None and profile_points:
-        reference = float(epsilon_at_delta(relation_profile, target_delta))
+    points = _sampled_points(profile, chosen, search.point) if profile_points else []
     return _profile_result(
         design,
         analysis,
@@ -294,18 +334,19 @@ def bound_profile(
         dp_chosen=dp_chosen,
         target_delta=target_delta,
         points=points,
-        lower=lower,
-        poisson_exact=poisson_exact,
-        reference=reference,
+        lower=_exact_lower(search.exact, mech, profile, target_delta),
+        exact=search.exact is not None,
+        reference=(
+            _reference_epsilon(mech, search.guarantee, target_delta) if profile_points else None
+        ),
     )
 
 
-def _sampled_points(
-    profile: Profile, chosen: float, pure: float | None, cached: Any
-) -> list[list[float]]:
+def _sampled_points(profile: Profile, chosen: float, cached: Any) -> list[list[float]]:
     """The sampled profile: the images (ε′, δ′) of M's profile points at
     ``PROFILE_DELTAS``, the chosen ε and the pure ε, sorted by ε′ (a point outside the
     theorem's conditions is left out)."""
+    pure = profile.pure_epsilon
     grid_eps = np.unique(
         np.concatenate(
             [
@@ -327,28 +368,13 @@ def _sampled_points(
     return points
 
 
-def _poisson_lower(
-    design: Design, guarantee: Neighbours, mech: Mechanism, profile: Profile, target_delta: float
-) -> tuple[float | None, bool]:
-    """The lower bound on ε′ (None but for Poisson sampling under add-remove of an
-    add-remove M: the exact removal direction), and whether the design is that
-    Poisson case."""
-    poisson_exact = design.scheme == "poisson" and guarantee is Neighbours.ADD_REMOVE
-    if not poisson_exact or mech.neighbours is Neighbours.REPLACE_ONE:
-        return None, poisson_exact
-    q = float(design.params.rate)
-    d_m = float(numeric.round_up(target_delta / q)) if target_delta > 0 else 0.0
-    e_low = epsilon_at_delta(profile, d_m, lower=True)
-    return max(float(numeric.amplification_lower(q, e_low)), 0.0), poisson_exact
-
-
 def _profile_notes(
     mech: Mechanism,
     profile: Profile,
     chosen: float,
     target_delta: float,
     lower: float | None,
-    poisson_exact: bool,
+    exact: bool,
 ) -> list[str]:
     """The notes ``bound_profile`` adds to the theorem's: how M's profile went through
     it, composed releases, and why there is no lower bound."""
@@ -366,7 +392,7 @@ def _profile_notes(
         notes.append(
             "no lower bound: the scheme's lower bounds are over all (ε, δ) mechanisms, "
             "not this one"
-            if not poisson_exact
+            if not exact
             else "no lower bound: M's add-remove profile is unknown"
         )
     return notes
@@ -382,7 +408,7 @@ def _profile_result(
     target_delta: float,
     points: list[list[float]],
     lower: float | None,
-    poisson_exact: bool,
+    exact: bool,
     reference: float | None,
 ) -> BoundResult:
     """``bound_profile``'s result at M's chosen profile point: the verdict, the notes on
@@ -401,7 +427,7 @@ def _profile_result(
     warnings = list(analysis.warnings)
     notes = [
         *analysis.notes,
-        *_profile_notes(mech, profile, chosen, target_delta, lower, poisson_exact),
+        *_profile_notes(mech, profile, chosen, target_delta, lower, exact),
     ]
     basis = (*analysis.basis, *_SOURCES.get(profile.to_dict()["mechanism"], ()))
     if mech.profile_releases is not None and "gaussian" in profile.to_dict()["mechanism"]:
@@ -421,7 +447,7 @@ def _profile_result(
             "lower_bound": "exact removal direction" if lower is not None else None,
         }
     )
-    if poisson_exact:
+    if exact:
         details.setdefault("tight", True)
     return BoundResult(
         name=design.name,

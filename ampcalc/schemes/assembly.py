@@ -10,6 +10,10 @@ the references. ``assemble`` does everything else, the same way for every family
   replace-one theorem, δ_R = (1 + e^ε)δ; a replace-one-only mechanism refused by an
   add-remove theorem (its add-remove ε is unknown);
 * the standard notes (and the one warning) about those conversions (stated once, here);
+* per-unit rows of a result that holds unit by unit as A(q_h, ε) (``UnitAmplification``:
+  each unit's bounds, and its inverses certified as the result's are);
+* a named mechanism's privacy profile under the theorem's relation, and the (ε, δ)
+  mechanism of one of its points (``profile_under``, ``profile_point``);
 * outward rounding and certification of every closed-form inverse (the certified ε
   is checked against the upper bound, the impossible-above ε against the lower);
 * the inverse δ map (the mechanism δ that meets a target δ′);
@@ -92,13 +96,18 @@ __all__ = [
     "Relation",
     "Scale",
     "Theorem",
+    "UnitAmplification",
     "Witness",
     "assemble",
+    "certify_above",
+    "certify_below",
     "certify_inverse",
     "certify_lower_inverse",
     "check_refusals",
     "doubled",
     "epsilons",
+    "profile_point",
+    "profile_under",
     "relation_of",
     "replace_one_remarks",
     "witness_reduced",
@@ -181,6 +190,47 @@ def relation_of(mechanism: Mechanism, theorem: Theorem) -> Relation:
         add_remove=_declared_epsilon if known else _unbounded,
         replace_one=mechanism.epsilon_replace_one_of,
     )
+
+
+def profile_under(profile: Any, declared: Neighbours, relation: Neighbours) -> Any:
+    """A named mechanism's privacy profile under ``relation``, from the one stated under
+    ``declared``: the same profile under ``both`` or the same relation, the profile's
+    own replace-one form for an add-remove M under replace-one.
+
+    Raises:
+        ConditionError: M is stated under replace-one only and ``relation`` is
+            add-remove (its add-remove profile is unknown).
+    """
+    if declared is Neighbours.BOTH or declared is relation:
+        return profile
+    if declared is Neighbours.ADD_REMOVE and relation is Neighbours.REPLACE_ONE:
+        return profile.replace_one()
+    raise ConditionError(
+        f"M's sensitivity is stated under {declared}; its {relation} profile does not "
+        "follow from it (state it under `neighbours: add-remove` or `both`)"
+    )
+
+
+def profile_point(mechanism: Mechanism, eps: float, *, replace_one: bool = True) -> Mechanism:
+    """The (ε, δ_M(ε)) mechanism of one point of a named mechanism's profile, with M's
+    replace-one point (2ε, δ_R(2ε)) from its replace-one profile when M is stated under
+    add-remove.
+
+    ``replace_one=False`` leaves M's replace-one parameters to the model's defaults
+    (2ε and group privacy's (1 + e^ε)δ, both valid): for add-remove guarantees, which
+    do not use them, it saves evaluating the replace-one profile.
+    """
+    profile = mechanism.profile
+    changes: dict[str, Any] = {
+        "epsilon": eps,
+        "delta": float(profile.delta(eps)),
+        "profile": None,
+        "profile_releases": None,
+    }
+    if mechanism.neighbours is Neighbours.ADD_REMOVE and replace_one:
+        changes["epsilon_replace_one"] = 2.0 * eps
+        changes["delta_replace_one"] = float(profile.replace_one().delta(2.0 * eps))
+    return dataclasses.replace(mechanism, **changes)
 
 
 def epsilons(mechanism: Mechanism, eps: Any = None) -> tuple[FloatArray, FloatArray]:
@@ -621,6 +671,18 @@ def _mechanism_delta(
     return mechanism_delta
 
 
+def certify_below(upper: Formula, guess: Any, target: Any) -> FloatArray:
+    """Largest declared ε with upper <= target, from an unrounded closed-form guess of
+    it: the guess rounded down once, then stepped down until it holds as evaluated."""
+    return numeric.certify_down(upper, numeric.round_down(guess), target)
+
+
+def certify_above(lower: Formula, guess: Any, target: Any) -> FloatArray:
+    """Smallest declared ε with lower >= target, from an unrounded closed-form guess of
+    it: the guess rounded up once, then stepped up until it holds as evaluated."""
+    return numeric.certify_up(lower, numeric.round_up(guess), target)
+
+
 def certify_inverse(
     inverse: Formula, upper: Formula, ratio: float, target: FloatArray | float
 ) -> FloatArray:
@@ -628,7 +690,7 @@ def certify_inverse(
     rounded down once, then stepped down until it holds as evaluated."""
     t = np.asarray(target, dtype=float)
     guess = inverse(t) if ratio == 1.0 else inverse(t) / ratio
-    return numeric.certify_down(upper, numeric.round_down(guess), t)
+    return certify_below(upper, guess, t)
 
 
 def certify_lower_inverse(
@@ -642,7 +704,48 @@ def certify_lower_inverse(
     guess = inverse(t) if ratio == 1.0 else inverse(t) / ratio
     if np.all(np.isposinf(guess)):
         return np.asarray(guess, dtype=float)
-    return numeric.certify_up(lower, numeric.round_up(guess), t)
+    return certify_above(lower, guess, t)
+
+
+@dataclass(frozen=True)
+class UnitAmplification:
+    """Per-unit rows of a result that holds unit by unit as A(q_h, ε) of M's ε under the
+    theorem's relation (a stratum's Poisson coins, a stratum's simple random sample):
+    each unit's bounds at the evaluated declared ε, and each unit's certified and
+    impossible-above ε at one target, with M's ε converted by the ``Relation`` and the
+    inverses certified as ``assemble`` does for the result's own.
+
+    Attributes:
+        rates: q_h, one per unit.
+        relation: the declared mechanism under the theorem's relation (``relation_of``).
+    """
+
+    rates: FloatArray
+    relation: Relation
+
+    def bounds(self, eps: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``(lower, upper)`` of each unit at each evaluated ε: A(q_h, ε of the relation)
+        rounded down and up, shape (units, *eps.shape)."""
+        q = np.asarray(self.rates, dtype=float).reshape((-1,) + (1,) * np.ndim(eps))
+        e = self.relation.epsilon(eps)
+        return numeric.amplification_lower(q, e), numeric.amplification_upper(q, e)
+
+    def inverses(
+        self, target: float, *, upper_share: float = 1.0
+    ) -> tuple[FloatArray, FloatArray]:
+        """Each unit's certified ε (the largest declared ε with A(q_h, ε of the relation)
+        <= target/``upper_share``, the unit's share of the target) and its
+        impossible-above ε (the smallest with the lower bound >= target)."""
+        inverse = functools.partial(numeric.amplification_inverse, self.rates)
+        ratio = self.relation.ratio
+        certified = certify_inverse(inverse, self._upper, ratio, target / upper_share)
+        return certified, certify_lower_inverse(inverse, self._lower, ratio, target)
+
+    def _upper(self, eps: FloatArray) -> FloatArray:
+        return numeric.amplification_upper(self.rates, self.relation.epsilon(eps))
+
+    def _lower(self, eps: FloatArray) -> FloatArray:
+        return numeric.amplification_lower(self.rates, self.relation.epsilon(eps))
 
 
 def doubled(theorem: Theorem) -> Theorem:

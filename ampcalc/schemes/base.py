@@ -232,6 +232,41 @@ class Analysis:
         return lower, upper
 
 
+@dataclass(frozen=True)
+class ExactRemoval:
+    """A scheme's (ε, δ) theorem that carries a named mechanism's privacy profile through
+    exactly: each add-remove point (ε, δ_M(ε)) of M goes to (A(q, ε), q·δ_M(ε)), and the
+    removal direction attains it (H_{e^{ε′}}((1 − q)Q + qP ‖ Q) = q·H_{e^ε}(P ‖ Q) for
+    e^{ε′} = 1 + q(e^ε − 1); Balle, Barthe and Gaboardi 2018, Theorem 8's tightness).
+
+    The profile path reads it for a first guess of M's point that meets a target δ′, and
+    for a lower bound on ε′ at δ′ from M's lower profile (``Scheme.exact_profile``).
+
+    Attributes:
+        rate: q, the probability that the differing record is in the sample.
+    """
+
+    rate: float
+
+    def guess_delta(self, target_delta: float) -> float | None:
+        """M's δ whose point meets ``target_delta`` exactly: δ′/q, unrounded (a first
+        guess, checked as evaluated); None for δ′ = 0 or δ′ >= q."""
+        q = float(self.rate)
+        if 0.0 < q <= 1.0 and 0.0 < target_delta < q:
+            return target_delta / q
+        return None
+
+    def lower_delta(self, target_delta: float) -> float:
+        """M's δ for the lower bound at ``target_delta``: δ′/q rounded up (0 at δ′ = 0)."""
+        q = float(self.rate)
+        return float(numeric.round_up(target_delta / q)) if target_delta > 0 else 0.0
+
+    def lower(self, eps_lower: Any) -> float:
+        """The lower bound on ε′ from M's lower-profile ε at ``lower_delta``: A(q, ε)
+        rounded down, at least 0."""
+        return max(float(numeric.amplification_lower(float(self.rate), eps_lower)), 0.0)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scheme:
     """A registry entry: plain data plus pure functions (style guide §2.3).
@@ -280,6 +315,10 @@ class Scheme:
             relation.
         compare: (design, target, inverted result) -> accuracy columns for
             ``ampcalc compare`` (``{"error": ...}`` when none can be given).
+        exact_profile: (params, guarantee) -> ``ExactRemoval`` where the scheme's
+            (ε, δ) theorem maps a named mechanism's privacy profile exactly under that
+            guarantee (Poisson sampling under add-remove), else None; without it no
+            lower bound is claimed for a named mechanism.
     """
 
     name: str
@@ -301,6 +340,7 @@ class Scheme:
     check_target: Callable[[Any, Any, Any], None] | None = None
     verify_plan: Callable[..., Any] | None = None
     compare: Callable[[Any, float, Any], Mapping[str, Any]] | None = None
+    exact_profile: Callable[[Any, Neighbours], ExactRemoval | None] | None = None
 
     @property
     def needs_target(self) -> bool:

@@ -17,7 +17,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BBG18, BUN_2020_WP, BUN_2022, DERIVATIONS, cite, derivation
 from ampcalc.schemes.assembly import OfPair, Proportional, Refusal, Refuses, Theorem, assemble
-from ampcalc.schemes.base import Analysis, Field, Scheme
+from ampcalc.schemes.base import Analysis, ExactRemoval, Field, Scheme
 
 if TYPE_CHECKING:
     from ampcalc.schemes.exact import Plan
@@ -458,6 +458,13 @@ def replace_one_analysis(
     )
 
 
+def exact_profile(params: Params, guarantee: Neighbours) -> ExactRemoval | None:
+    """Lemma 3.3 maps a named mechanism's add-remove profile exactly, point by point, under
+    an add-remove guarantee (δ′ = q·δ_M(ε) at ε′ = A(q, ε), the removal direction
+    attaining it); under replace-one no exact map is known (None)."""
+    return ExactRemoval(params.rate) if guarantee is Neighbours.ADD_REMOVE else None
+
+
 def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
     """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.schemes.exact)."""
     from ampcalc.schemes.exact import poisson_instance
@@ -477,6 +484,7 @@ SCHEME = Scheme(
     example={"rate": 0.01},
     supports_group_size=True,
     verify_plan=_verify_hook,
+    exact_profile=exact_profile,
 )
 
 

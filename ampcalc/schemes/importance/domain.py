@@ -241,7 +241,7 @@ def _size_for_target(
     first = float(numeric.first_true(bad, np.array([lo_m]), np.array([hi_m]))[0])
     if first == lo_m:
         return None
-    return hi_m if not np.isfinite(first) else float(np.nextafter(first, 0.0))
+    return hi_m if not np.isfinite(first) else float(numeric.round_down(first, 1))
 
 
 def expected_size_at(params: Params, profile: RecordEpsilon, k0: float, eps_star: float) -> float:

@@ -26,11 +26,14 @@ from ampcalc.schemes.assembly import (
     OfPair,
     Refusal,
     Refuses,
-    Scale,
+    Relation,
     Theorem,
     assemble,
+    certify_above,
+    certify_below,
     check_refusals,
     epsilons,
+    relation_of,
 )
 from ampcalc.schemes.base import Analysis
 from ampcalc.schemes.stratified.common import add_remove_refusal, per_stratum, scalar_eps
@@ -307,16 +310,16 @@ def _searched_rows(
 def _stratum_rows(
     p: Params,
     rd: _RoundedAllocations,
-    mechanism: Mechanism,
+    rel: Relation,
     pure: bool,
     an: Analysis,
     target: np.ndarray,
 ) -> dict[str, Any]:
     """Add-remove ``invert`` rows: per stratum, a step that moves the allocation needs
-    ε <= T, one that keeps it A(q, ratio·ε) <= T (closed form, then certified)."""
+    ε <= T, one that keeps it A(q, ε_R) <= T (ε_R = ratio·ε as the assembly reads M's
+    replace-one ε; closed form, then certified as the assembly certifies)."""
     steps, k = rd.steps, len(p.strata)
-    eps_r = mechanism.epsilon_replace_one_of
-    ratio = Scale.REPLACE_ONE.ratio(mechanism)
+    eps_r, ratio = rel.replace_one, rel.ratio
     t = np.asarray(target, dtype=float)
     if t.ndim or not pure:
         return {}
@@ -335,12 +338,8 @@ def _stratum_rows(
     if finite.any():
         g, t_f = guess[finite], tk[finite]
         sub = _StrataSteps(steps, rd, finite)
-        cert[finite] = numeric.certify_down(
-            functools.partial(sub.values, eps_r=eps_r, up=True), numeric.round_down(g), t_f
-        )
-        imp[finite] = numeric.certify_up(
-            functools.partial(sub.values, eps_r=eps_r, up=False), numeric.round_up(g), t_f
-        )
+        cert[finite] = certify_below(functools.partial(sub.values, eps_r=eps_r, up=True), g, t_f)
+        imp[finite] = certify_above(functools.partial(sub.values, eps_r=eps_r, up=False), g, t_f)
     return {"strata": alloc.invert_rows(p, p.rates(), steps.at, cert, imp)}
 
 
@@ -364,11 +363,9 @@ def analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbours
     if guarantee is Neighbours.REPLACE_ONE:
         theorem = replace_one_theorem(rd, p, pure)
         notes_of: tuple[str, ...] = (DETERMINISTIC_REPLACE_NOTE,)
-        rows_at = functools.partial(_searched_rows, p, rd, pure)
     else:
         theorem = add_remove_theorem(rd, pure)
         notes_of = ()
-        rows_at = functools.partial(_stratum_rows, p, rd, mechanism, pure)
     theorem = dataclasses.replace(
         theorem,
         conditions=(
@@ -380,6 +377,10 @@ def analyse_deterministic(p: Params, mechanism: Mechanism, guarantee: Neighbours
     )
     check_refusals(theorem, mechanism)
     replace = theorem.guarantee is Neighbours.REPLACE_ONE
+    if replace:
+        rows_at = functools.partial(_searched_rows, p, rd, pure)
+    else:
+        rows_at = functools.partial(_stratum_rows, p, rd, relation_of(mechanism, theorem), pure)
     eps0 = scalar_eps(mechanism)
     at_both = functools.partial(_details_both, p=p, rd=rd, replace=replace, pure=pure)
     declared = at_both(*epsilons(mechanism))

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import (
@@ -21,13 +19,7 @@ from ampcalc.model.references import (
     cite,
 )
 from ampcalc.schemes import _allocation as alloc
-from ampcalc.schemes.assembly import (
-    assemble,
-    certify_inverse,
-    certify_lower_inverse,
-    epsilons,
-    relation_of,
-)
+from ampcalc.schemes.assembly import UnitAmplification, assemble, epsilons, relation_of
 from ampcalc.schemes.base import Analysis
 from ampcalc.schemes.stratified.common import need_add_remove, per_stratum
 from ampcalc.schemes.stratified.params import Params
@@ -77,6 +69,8 @@ def analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
     r = p.rates()
     r_max = float(r.max())
     base, share = _poisson_result(r, mechanism, guarantee)
+    # each stratum's rows: Lemma 3.3 at its rate, M's ε read as the poisson family's is
+    units = UnitAmplification(r, relation_of(mechanism, poisson.theorem(r_max)))
     return dataclasses.replace(
         base,
         basis=(*BASIS_POISSON, *base.basis[len(poisson.BASIS) :]),
@@ -89,14 +83,22 @@ def analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
         # per-stratum rows: Lemma 3.3 under add-remove; under replace-one the exact loss
         # of a replacement inside the stratum (the poisson family's coupled value)
         details_at=functools.partial(
-            _poisson_rows, p, base, mechanism if guarantee is Neighbours.REPLACE_ONE else None
+            _poisson_rows,
+            p,
+            base,
+            units,
+            mechanism if guarantee is Neighbours.REPLACE_ONE else None,
         ),
-        invert_details=functools.partial(_poisson_invert_rows, p, share),
+        invert_details=functools.partial(_poisson_invert_rows, p, units, share),
     )
 
 
 def _poisson_rows(
-    p: Params, base: Analysis, replace: Mechanism | None, eps: np.ndarray
+    p: Params,
+    base: Analysis,
+    units: UnitAmplification,
+    replace: Mechanism | None,
+    eps: np.ndarray,
 ) -> dict[str, Any]:
     """Each stratum's bounds at each evaluated ε, and the result's own entries: Lemma 3.3
     at M's add-remove ε, or (``replace``: the mechanism, under a replace-one guarantee)
@@ -106,13 +108,11 @@ def _poisson_rows(
     from ampcalc.schemes import poisson
 
     r = p.rates()
-    rr = per_stratum(r, eps)
     if replace is None:
-        e = base.reference_epsilon(eps)
-        lower, upper = numeric.amplification_lower(rr, e), numeric.amplification_upper(rr, e)
+        lower, upper = units.bounds(eps)
     else:
         e_d, e_r = epsilons(replace, np.asarray(eps, dtype=float))
-        lower, upper = poisson.replace_one_exact(e_d, e_r, rate=rr)
+        lower, upper = poisson.replace_one_exact(e_d, e_r, rate=per_stratum(r, eps))
     rows = alloc.strata_rows(p, r, r * p.strata.size.astype(float), lower, upper)
     out: dict[str, Any] = {"strata": rows}
     if base.details_at is not None:
@@ -120,18 +120,16 @@ def _poisson_rows(
     return out
 
 
-def _poisson_invert_rows(p: Params, share: float, target: np.ndarray) -> dict[str, Any]:
+def _poisson_invert_rows(
+    p: Params, units: UnitAmplification, share: float, target: np.ndarray
+) -> dict[str, Any]:
     """Per-stratum certified ε at the stratum's share of the target, and the ε past which
     its witness reaches the target."""
     t = np.asarray(target, dtype=float)
     if t.ndim:
         return {}
     r = p.rates()
-    inverse = functools.partial(numeric.amplification_inverse, r)
-    upper = functools.partial(numeric.amplification_upper, r)
-    lower = functools.partial(numeric.amplification_lower, r)
-    cert = certify_inverse(inverse, upper, 1.0, float(t) / share)
-    imp = certify_lower_inverse(inverse, lower, 1.0, float(t))
+    cert, imp = units.inverses(float(t), upper_share=share)
     return {"strata": alloc.invert_rows(p, r, r * p.strata.size.astype(float), cert, imp)}
 
 
@@ -160,9 +158,8 @@ def analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Ana
         ),
         relation_words="",
     )
-    # M's ε under the theorem's relation, as the assembly reads it, for the rows
-    rel = relation_of(mechanism, theorem)
-    eps_r, ratio = rel.epsilon, rel.ratio
+    # each stratum's rows: Theorem 2.2 at its fraction, M's ε read as the theorem's is
+    units = UnitAmplification(q, relation_of(mechanism, theorem))
     return assemble(
         theorem,
         mechanism,
@@ -171,56 +168,32 @@ def analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Ana
             "rate_max": float(q[top]),
             "strata_count": len(p.strata),
         },
-        details_at=functools.partial(_fixed_rows, p, eps_r),
+        details_at=functools.partial(_fixed_rows, p, units),
         warnings=(
             "fixed allocation: the guarantee covers replacing a record by another of the "
             "same stratum; moving a record across strata changes the public stratum sizes "
             "and is not covered by any theorem here.",
         ),
-        invert_details=functools.partial(_fixed_invert_rows, p, eps_r, ratio),
+        invert_details=functools.partial(_fixed_invert_rows, p, units),
     )
 
 
-def _fixed_rows(p: Params, eps_r: Callable[[Any], Any], eps: np.ndarray) -> dict[str, Any]:
-    """Each stratum's Theorem 2.2 bounds A(m_h/N_h, ε_R) at each evaluated ε (``eps_r``:
-    declared ε -> ε_R)."""
+def _fixed_rows(p: Params, units: UnitAmplification, eps: np.ndarray) -> dict[str, Any]:
+    """Each stratum's Theorem 2.2 bounds A(m_h/N_h, ε_R) at each evaluated ε."""
     m = p.strata.sample
     q = m / p.strata.size.astype(float)
-    qq, e = per_stratum(q, eps), eps_r(eps)
-    rows = alloc.strata_rows(
-        p,
-        q,
-        m.astype(np.int64),
-        numeric.amplification_lower(qq, e),
-        numeric.amplification_upper(qq, e),
-    )
-    return {"strata": rows}
+    lower, upper = units.bounds(eps)
+    return {"strata": alloc.strata_rows(p, q, m.astype(np.int64), lower, upper)}
 
 
-def _fixed_invert_rows(
-    p: Params, eps_r: Callable[[Any], Any], ratio: float, target: np.ndarray
-) -> dict[str, Any]:
+def _fixed_invert_rows(p: Params, units: UnitAmplification, target: np.ndarray) -> dict[str, Any]:
     """Per-stratum certified ε and the ε past which the stratum's witness reaches the
-    target (A(q_h, ε_R) = T, ε_R = ratio·ε), certified as the assembly certifies an
-    inverse in M's replace-one ε."""
+    target (A(q_h, ε_R) = T), certified as the assembly certifies an inverse in M's
+    replace-one ε."""
     t = np.asarray(target, dtype=float)
     if t.ndim:
         return {}
     m = p.strata.sample
     q = m / p.strata.size.astype(float)
-    per_u = functools.partial(_fixed_stratum, numeric.amplification_upper, q, eps_r)
-    per_l = functools.partial(_fixed_stratum, numeric.amplification_lower, q, eps_r)
-    inverse = functools.partial(numeric.amplification_inverse, q)
-    cert = certify_inverse(inverse, per_u, ratio, float(t))
-    imp = certify_lower_inverse(inverse, per_l, ratio, float(t))
+    cert, imp = units.inverses(float(t))
     return {"strata": alloc.invert_rows(p, q, m.astype(np.int64), cert, imp)}
-
-
-def _fixed_stratum(
-    bound: Callable[[Any, Any], np.ndarray],
-    q: np.ndarray,
-    eps_r: Callable[[Any], Any],
-    eps: Any,
-) -> np.ndarray:
-    """A per-stratum bound A(q_h, ε_R) at declared ε."""
-    return bound(q, eps_r(eps))

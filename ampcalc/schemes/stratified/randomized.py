@@ -33,6 +33,7 @@ from ampcalc.schemes.assembly import (
     Theorem,
     Witness,
     assemble,
+    certify_above,
     check_refusals,
     epsilons,
 )
@@ -497,10 +498,8 @@ def _strata_rows(
     cert = _stratum_certified(float(t), d, replace)
     shortcut = _shortcut_note(d.r_max, float(t), float(np.min(cert)))
     if replace:
-        imp = numeric.amplification_inverse(r, float(t)) / lo
-        imp = numeric.certify_up(
-            functools.partial(_scaled_lower, r, lo), numeric.round_up(imp), float(t)
-        )
+        guess = numeric.amplification_inverse(r, float(t)) / lo
+        imp = certify_above(functools.partial(_scaled_lower, r, lo), guess, float(t))
     else:
         rate, _, back = d.distinct
         every = np.arange(rate.size)
