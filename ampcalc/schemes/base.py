@@ -236,17 +236,15 @@ class Analysis:
 class Scheme:
     """A registry entry: plain data plus pure functions (style guide §2.3).
 
+    The relation M's ε must hold under is not repeated here: the family module states
+    it once as ``RELATION``, for its ``Theorem`` records and for the catalogue
+    (``schemes.mechanism_relation``).
+
     Attributes:
         name: the YAML ``scheme:`` value.
         summary: one line for ``ampcalc schemes``.
         params: the frozen ``Params`` dataclass built from ``sampling:``.
         fields: the keys of ``sampling:`` (besides ``scheme``).
-        mechanism_relation: for ``ampcalc schemes`` (``mechanism_relation_words``),
-            the relation the family's theorems take M's ε under (the ``relation`` of
-            its ``Theorem`` records, when they share one); None where they put no
-            single condition on it (none, or each theorem its own, as in pps: shown as
-            either relation); or words where a relation cannot say it (several
-            relations by allocation or result, a privacy profile, no mechanism).
         guarantees: relations a guarantee can be asked for; the first is natural.
         basis: the papers and theorems behind it.
         analyse: (params, mechanism, guarantee) -> Analysis; raises
@@ -286,7 +284,6 @@ class Scheme:
     summary: str
     params: type
     fields: tuple[Field, ...]
-    mechanism_relation: Neighbours | str | None
     guarantees: tuple[Neighbours, ...]
     basis: tuple[Citation, ...]
     analyse: Callable[[Any, Any, Neighbours], Analysis]
@@ -314,14 +311,3 @@ class Scheme:
         pairs of that relation; otherwise its pairs are of the natural relation."""
         hook = self.verify_plan
         return hook is not None and "guarantee" in inspect.signature(hook).parameters
-
-    def mechanism_relation_words(self) -> str:
-        """The relation M's ε must hold under, in words (``ampcalc schemes``)."""
-        relation = self.mechanism_relation
-        if relation is None:
-            return "replace-one or add-remove"
-        if relation is Neighbours.ADD_REMOVE:
-            return "add-remove (or both)"
-        if relation is Neighbours.REPLACE_ONE:
-            return "replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)"
-        return str(relation)

@@ -742,12 +742,15 @@ def _verify_threshold(
     return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top]), relations=rel)
 
 
+RELATION = None
+"""None: each method's theorem states its own relation (the catalogue shows either)."""
+
+
 SCHEME = Scheme(
     name="pps",
     summary="probability proportional to size, element level (lower bound only)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation=None,  # each method's theorem states its own
     guarantees=(Neighbours.REPLACE_ONE, Neighbours.ADD_REMOVE),
     basis=BASIS,
     analyse=analyse,
