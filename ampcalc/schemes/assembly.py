@@ -271,6 +271,8 @@ def assemble(
     rel = relation_of(mechanism, theorem)
     upper = _upper(theorem, rel)
     lower, bounds = _lower(theorem, rel, upper)
+    if bounds is not None:  # the analysis's bounds are its two halves (``Analysis.bounds``)
+        lower, upper = bounds.lower, bounds.upper
     delta_prime, mechanism_delta = _delta(theorem, mechanism, rel)
     certified, impossible_above = _inverses(theorem, mechanism, rel, upper, lower)
     reference = rel.add_remove if theorem.guarantee is Neighbours.ADD_REMOVE else rel.replace_one
@@ -282,7 +284,6 @@ def assemble(
         reference_epsilon=reference,
         upper=upper,
         lower=lower,
-        bounds=bounds,
         delta_prime=delta_prime,
         certified=certified,
         impossible_above=impossible_above,
@@ -373,7 +374,7 @@ def _lower(
         return lower, None
     assert upper is not None and lower is not None
     return lower, Bounds(
-        lower=lower, upper=upper, both=_at_both_bounds(theorem.bounds, rel.epsilon)
+        lower_alone=lower, upper_alone=upper, both=_at_both_bounds(theorem.bounds, rel.epsilon)
     )
 
 

@@ -50,18 +50,36 @@ class Problem:
 class Bounds:
     """A lower and an upper bound that one formula gives, rounded both ways.
 
-    Attributes:
-        lower: the lower bound alone (ε -> ε′, rounded down).
-        upper: the upper bound alone (ε -> ε′, rounded up).
-        both: ε -> (``lower``, ``upper``) from one evaluation, the same values as the two.
+    An analysis's ``lower`` and ``upper`` are this record's two methods, and
+    ``Analysis.bounds`` finds it from them (``Bounds.joining``): a copy of the analysis
+    that changes either bound no longer has both halves of one record, so the joint
+    evaluation cannot go stale.
 
-    It names the two functions it stands for, so an ``Analysis`` copy that changes
-    either bound no longer uses it (``Analysis.bounds_at``): it cannot go stale.
+    Attributes:
+        lower_alone: the lower bound alone (ε -> ε′, rounded down).
+        upper_alone: the upper bound alone (ε -> ε′, rounded up).
+        both: ε -> (lower, upper) from one evaluation, the same values as the two.
     """
 
-    lower: BoundFn
-    upper: BoundFn
+    lower_alone: BoundFn
+    upper_alone: BoundFn
     both: Callable[[FloatArray], tuple[FloatArray, FloatArray]]
+
+    def lower(self, eps: FloatArray) -> FloatArray:
+        """The lower bound at ``eps`` (``lower_alone``)."""
+        return self.lower_alone(eps)
+
+    def upper(self, eps: FloatArray) -> FloatArray:
+        """The upper bound at ``eps`` (``upper_alone``)."""
+        return self.upper_alone(eps)
+
+    @staticmethod
+    def joining(lower: BoundFn | None, upper: BoundFn | None) -> Bounds | None:
+        """The ``Bounds`` whose two methods ``lower`` and ``upper`` are, else None."""
+        joint = getattr(lower, "__self__", None)
+        if isinstance(joint, Bounds) and getattr(upper, "__self__", None) is joint:
+            return joint
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,11 +157,6 @@ class Analysis:
             verdict), as a function of the declared ε.
         upper: guarantee on ε′ (rounded up), or ``None``: the theory gives none.
         lower: ε′ of some mechanism and neighbouring pair (rounded down), or ``None``.
-        bounds: ``lower`` and ``upper`` from one evaluation, or ``None``; the assembly
-            sets it when one formula gives both bounds (rounded both ways, e.g. a tight
-            result) and the lower bound has no other part (no witness); read through
-            ``bounds_at``, which uses it only while ``lower`` and ``upper`` are the two
-            it was made for.
         delta_prime: δ′ of the guarantee, or ``None`` where the theory gives none.
         certified: closed-form largest declared ε with upper <= T (rounded down),
             or ``None``: the engine inverts ``upper`` numerically.
@@ -190,8 +203,15 @@ class Analysis:
     details_at: Callable[[FloatArray], Mapping[str, Any]] | None = None
     notes: tuple[str, ...] = ()
     pointwise: bool = False
-    bounds: Bounds | None = None
     scalar: ScalarForm | None = None
+
+    @property
+    def bounds(self) -> Bounds | None:
+        """``lower`` and ``upper`` from one evaluation, where they are the two methods of
+        one ``Bounds`` (the assembly makes them so when one formula gives both bounds,
+        rounded both ways, and the lower bound has no other part), else None. Derived
+        from the two bounds, so a copy that changes either has none."""
+        return Bounds.joining(self.lower, self.upper)
 
     def scalar_functions(self) -> tuple[Any, ...]:
         """The functions a ``ScalarForm`` of this analysis stands for."""
@@ -225,7 +245,7 @@ class Analysis:
         """``(lower, upper)`` at ``eps`` (``None`` where the theory gives none): one
         evaluation when both round one formula."""
         joint = self.bounds
-        if joint is not None and joint.lower is self.lower and joint.upper is self.upper:
+        if joint is not None:
             return joint.both(eps)
         upper = self.upper(eps) if self.upper is not None else None
         lower = self.lower(eps) if self.lower is not None else None
