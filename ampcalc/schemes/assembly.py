@@ -671,7 +671,6 @@ def doubled(theorem: Theorem) -> Theorem:
         upper=upper,
         inverse=inverse,
         lower=None,
-        bounds=None,
         witnesses=(),
         lower_inverse=None,
         tight=None if theorem.tight is None else False,
