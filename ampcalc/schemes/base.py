@@ -275,7 +275,6 @@ class Scheme:
         example: parameters for contract tests and ``ampcalc schemes``.
         mechanism_form: which ``mechanism:`` form the loader accepts
             (``epsilon``: ``epsilon``/``releases`` with ``delta``, ``neighbours``).
-        max_delta: M's δ must lie in [0, max_delta).
         parse_params: (validated top-level field values, ``validate.Reader``) ->
             Params, for schemes with nested blocks or files (``kind="any"`` fields are
             passed through raw, with marks, for it to validate); default
@@ -310,7 +309,6 @@ class Scheme:
     check: Callable[[Any], list[Problem]] = lambda params: []
     example: Mapping[str, Any] = field(default_factory=dict)
     mechanism_form: str = "epsilon"
-    max_delta: float = 1.0
     parse_params: Callable[[dict[str, Any], Any], Any] | None = None
     parse_mechanism: Callable[[Any, Any, Any], Any] | None = None
     supports_group_size: bool = False
