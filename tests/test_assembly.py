@@ -348,6 +348,11 @@ def test_a_copy_that_changes_a_bound_does_not_read_the_joint_bounds() -> None:
     assert lower is not None and np.all(lower == 0.0)
     assert np.array_equal(upper, analysis.upper(eps))
     assert np.all(analysis.bounds_at(eps)[0] > 0.0)
+    assert copy.bounds is None  # derived from the two bounds: nothing left to reset
+    doubled_upper = dataclasses.replace(analysis, upper=lambda e: 2.0 * analysis.upper(e))
+    assert doubled_upper.bounds is None
+    assert np.array_equal(doubled_upper.bounds_at(eps)[1], 2.0 * analysis.upper(eps))
+    assert "bounds" not in {f.name for f in dataclasses.fields(analysis)}
 
 
 def test_a_theorem_states_its_formulas_once_and_the_assembly_binds_its_parameters() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 import ampcalc
 from ampcalc import engine
+from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.schemes.assembly import (
@@ -172,19 +173,17 @@ def test_a_theorem_takes_one_form_of_each_part() -> None:
     def f2(e_d: np.ndarray, e_r: np.ndarray) -> np.ndarray:
         return e_r
 
-    def both(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return e, e
-
-    with pytest.raises(ValueError, match="bounds needs upper and lower of one relation"):
-        Theorem(
-            name="T",
-            basis=(),
-            relation=Neighbours.ADD_REMOVE,
-            guarantee=Neighbours.ADD_REMOVE,
-            upper=OfPair(f2),
-            lower=f,
-            bounds=both,
-        )
+    # the joint evaluation is the closed form's, never given beside other bounds: an
+    # ``OfPair`` upper bound in place of the form's leaves none
+    mixed = Theorem(
+        name="T",
+        basis=(),
+        relation=Neighbours.ADD_REMOVE,
+        guarantee=Neighbours.ADD_REMOVE,
+        closed_form=numeric.Amplification(0.5),
+        upper=OfPair(f2),
+    )
+    assert mixed.lower == mixed.closed_form.lower and mixed.bounds is None
     with pytest.raises(ValueError, match="one relation's ε"):
         Theorem(name="T", basis=(), relation=None, guarantee=Neighbours.REPLACE_ONE, lower=f)
     with pytest.raises(ValueError, match="one relation's ε"):

@@ -48,9 +48,7 @@ def _known(case: Case) -> str | None:
     return None
 
 
-ACCEPTS_DELTA = sorted(
-    s.name for s in schemes.all_schemes() if s.mechanism_form == "epsilon" and s.max_delta > 0
-)
+ACCEPTS_DELTA = sorted(s.name for s in schemes.all_schemes() if s.mechanism_form == "epsilon")
 
 
 @dataclass(frozen=True)

@@ -116,11 +116,6 @@ SCHEMES_CROSS: dict[tuple[str, str], str] = {
         "with equal size measures PPS sampling is simple random sampling without "
         "replacement (Bun et al. 2022, §6.1): srswor's Theorem 2.2 is the bound"
     ),
-    ("ampcalc.schemes.pps", "ampcalc.schemes.poisson"): (
-        "threshold PPS (each record kept independently with probability min(1, x/τ)) "
-        "is bounded by Poisson sampling at the largest inclusion probability (Bun et al. "
-        "2020, working paper, Lemma 3.3): poisson's formulas are the theorem's"
-    ),
     ("ampcalc.schemes.random_size", "ampcalc.schemes.poisson"): (
         "a binomial sample size over the population followed by a simple random sample is "
         "Poisson sampling (ampcalc derivations, §1.2): poisson's results are the bound"

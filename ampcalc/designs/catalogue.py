@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ampcalc import schemes as registry
+from ampcalc.model.design import Neighbours
 
 
 def scheme_catalogue() -> list[dict[str, Any]]:
@@ -29,9 +30,23 @@ def scheme_catalogue() -> list[dict[str, Any]]:
                 }
                 for f in s.fields
             ],
-            "mechanism_neighbours": s.mechanism_relation_words(),
+            "mechanism_neighbours": relation_words(registry.mechanism_relation(s.name)),
             "guarantee_neighbours": [str(g) for g in s.guarantees],
             "basis": [c.to_dict() for c in s.basis],
         }
         for s in registry.all_schemes()
     ]
+
+
+def relation_words(relation: Neighbours | str | None) -> str:
+    """The relation M's ε must hold under, in words, from the relation a family's
+    theorems take it under (``schemes.mechanism_relation``): an add-remove theorem
+    accepts an M declared under both, a replace-one theorem reads an add-remove M at
+    ε_R; a family's own words are kept as they are."""
+    if relation is None:
+        return "replace-one or add-remove"
+    if relation is Neighbours.ADD_REMOVE:
+        return "add-remove (or both)"
+    if relation is Neighbours.REPLACE_ONE:
+        return "replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)"
+    return str(relation)

@@ -181,7 +181,7 @@ def _parse_design(raw: Any, ctx: Reader, name: str, container: Any, key: Any) ->
         assert scheme.parse_mechanism is not None
         mechanism = scheme.parse_mechanism(raw["mechanism"], ctx, params)
     else:
-        mechanism = parse_mechanism(raw["mechanism"], ctx, scheme, raw, "mechanism")
+        mechanism = parse_mechanism(raw["mechanism"], ctx, raw, "mechanism")
     guarantee = None
     if "guarantee" in raw:
         g = field_value(

@@ -68,14 +68,11 @@ _NEIGHBOURS = Field(
 )
 
 
-def _delta_field(name: str, scheme: Scheme | None) -> Field:
-    high = getattr(scheme, "max_delta", 1.0)
-    return Field(name=name, kind="float", doc="δ", low=0.0, high=high, high_open=True)
+def _delta_field(name: str) -> Field:
+    return Field(name=name, kind="float", doc="δ", low=0.0, high=1.0, high_open=True)
 
 
-def parse_mechanism(
-    data: Any, ctx: Reader, scheme: Scheme | None, container: Any, key: Any
-) -> Mechanism:
+def parse_mechanism(data: Any, ctx: Reader, container: Any, key: Any) -> Mechanism:
     """Validate a ``mechanism:`` block (the ``epsilon``/``releases`` form, or a named
     mechanism: ``ampcalc.accounting.parse``)."""
     data = mapping(data, ctx, "mechanism", container, key, "a mechanism")
@@ -89,14 +86,14 @@ def parse_mechanism(
         return mech
     check_keys(data, MECHANISM_KEYS, ctx, "mechanism", "mechanism")
     _check_form(data, ctx, container, key)
-    dfield = _delta_field("delta", scheme)
+    dfield = _delta_field("delta")
     releases: tuple[Release, ...] | None = None
     if "epsilon" in data:
         eps, delta = _one_release(data, ctx, dfield)
     else:
-        releases, eps, delta = _releases(data, ctx, scheme, dfield)
+        releases, eps, delta = _releases(data, ctx, dfield)
     neighbours = _neighbours(data, ctx)
-    eps_r, delta_r = _replace_one(data, ctx, scheme, neighbours, delta)
+    eps_r, delta_r = _replace_one(data, ctx, neighbours, delta)
     return Mechanism(
         epsilon=eps,
         delta=delta,
@@ -148,9 +145,7 @@ def _one_release(data: Any, ctx: Reader, dfield: Field) -> tuple[float, float]:
     return eps, delta
 
 
-def _releases(
-    data: Any, ctx: Reader, scheme: Scheme | None, dfield: Field
-) -> tuple[tuple[Release, ...], float, float]:
+def _releases(data: Any, ctx: Reader, dfield: Field) -> tuple[tuple[Release, ...], float, float]:
     """The ``releases`` list, and M's (ε, δ): the sums of the releases' ε and δ."""
     rel = data["releases"]
     rpath = "mechanism.releases"
@@ -172,7 +167,7 @@ def _releases(
     eps = math.fsum(r.epsilon for r in items)
     check_epsilon_limit(eps, where=ctx.where(rpath, data, "releases"))
     delta = math.fsum(r.delta for r in items)
-    if not delta < getattr(scheme, "max_delta", 1.0):
+    if not delta < 1.0:
         raise DesignError(
             f"the releases' δ add up to {delta:g}; expected {dfield.domain()}",
             where=ctx.where(rpath, data, "releases"),
@@ -211,7 +206,7 @@ def _neighbours(data: Any, ctx: Reader) -> Neighbours:
 
 
 def _replace_one(
-    data: Any, ctx: Reader, scheme: Scheme | None, neighbours: Neighbours, delta: float
+    data: Any, ctx: Reader, neighbours: Neighbours, delta: float
 ) -> tuple[float | None, float | None]:
     """An add-remove M's explicit replace-one (ε, δ), each None if not given."""
     eps_r = delta_r = None
@@ -236,7 +231,7 @@ def _replace_one(
             )
         delta_r = number(
             data["delta_replace_one"],
-            _delta_field("delta_replace_one", scheme),
+            _delta_field("delta_replace_one"),
             ctx.where("mechanism.delta_replace_one", data, "delta_replace_one"),
         )
     if eps_r is not None and delta > 0 and delta_r is None:

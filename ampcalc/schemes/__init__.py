@@ -8,7 +8,8 @@ The registry: ``scheme:`` names -> scheme modules.
 
 Modules are imported on first use so that ``ampcalc --help`` and a closed-form
 design import only what they need. To add a family, add one line to
-``_MODULES`` (module name = scheme name with hyphens as underscores).
+``_MODULES`` (module name = scheme name with hyphens as underscores). A family module
+defines ``SCHEME`` (its registry entry) and ``RELATION`` (``mechanism_relation``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import difflib
 import importlib
 
+from ampcalc.model.design import Neighbours
 from ampcalc.model.errors import AmpcalcError, Where, quote
 from ampcalc.schemes.base import Scheme
 
@@ -70,6 +72,24 @@ def get(name: str, *, where: Where | None = None) -> Scheme:
         module = importlib.import_module(f"{__name__}.{_MODULES[name]}")
         _LOADED[name] = module.SCHEME
     return _LOADED[name]
+
+
+def mechanism_relation(name: str) -> Neighbours | str | None:
+    """The relation the theorems of the scheme registered as ``name`` take M's ε under:
+    its module's ``RELATION``, the one its ``Theorem`` records state (an add-remove M is
+    read under a replace-one theorem by the assembly); None where the family puts no
+    single condition on it (none, or each theorem its own); words where one relation
+    cannot say it (several relations by allocation or result, a privacy profile, no
+    mechanism).
+
+    Raises:
+        AmpcalcError: unknown name (as ``get``).
+    """
+    get(name)
+    relation: Neighbours | str | None = importlib.import_module(
+        f"{__name__}.{_MODULES[name]}"
+    ).RELATION
+    return relation
 
 
 def similar(name: str) -> list[str]:

@@ -176,10 +176,6 @@ class Theorem:
             (ε_D, ε_R), rounded up, a result that uses M's ε under both relations at
             once; None: a lower-only result (verdict no-guarantee).
         lower: ε -> ε′ lower bound, rounded down (``OfPair``: of (ε_D, ε_R)), or None.
-        bounds: ε -> (``lower``, ``upper``) from one evaluation of the formula both round
-            (the same values as the two; a sweep then evaluates it once), or None.
-            Needs plain ``upper`` and ``lower``; used when ``lower`` is the only lower
-            part.
         witnesses: lower bounds by witness mechanisms, each run at min(ε_D, ε_R/c).
             The analysis's lower bound is the largest of ``lower`` and the witnesses.
         inverse: target ε′ -> ε, the unrounded closed-form inverse of ``upper`` (and of
@@ -225,11 +221,12 @@ class Theorem:
             q}``) instead of closing over them; ``assemble`` binds them once.
         closed_form: the result's one formula as a ``ClosedForm`` of the relation's ε
             (its parameters inside, e.g. ``numeric.Amplification(q)``): ``upper``,
-            ``lower``, ``bounds`` and ``inverse`` left None are its own, and while all
-            four are, the assembly also gives the analysis a ``ScalarForm`` (one ε
+            ``lower`` and ``inverse`` left None are its own; while ``upper`` and
+            ``lower`` are, both come from one evaluation (``bounds``), and while all
+            three are, the assembly also gives the analysis a ``ScalarForm`` (one ε
             answered on Python floats by the same operations). A family gives it only
             where its notes, details and conditions do not depend on M's ε. A copy
-            that drops one of the four sets ``closed_form=None`` too (a copy refills
+            that drops one of the three sets ``closed_form=None`` too (a copy refills
             what it leaves None from the form).
     """
 
@@ -239,7 +236,6 @@ class Theorem:
     guarantee: Neighbours
     upper: Bound | None = None
     lower: Bound | None = None
-    bounds: Callable[..., tuple[FloatArray, FloatArray]] | None = None
     witnesses: tuple[Witness, ...] = ()
     inverse: Inverse | None = None
     lower_inverse: Inverse | None = None
@@ -260,13 +256,10 @@ class Theorem:
             for name, formula in (
                 ("upper", form.upper),
                 ("lower", form.lower),
-                ("bounds", form.bounds),
                 ("inverse", form.inverse),
             ):
                 if getattr(self, name) is None:
                     object.__setattr__(self, name, formula)
-        if self.bounds is not None and not (_plain(self.upper) and _plain(self.lower)):
-            raise ValueError(f"{self.name}: bounds needs upper and lower of one relation")
         single = (self.upper, self.lower, self.inverse, self.lower_inverse, self.delta_prime)
         if self.relation in (None, Neighbours.BOTH) and any(_plain(f) for f in single):
             raise ValueError(
@@ -283,24 +276,27 @@ class Theorem:
             self,
             upper=_bind(self.upper, kw),
             lower=_bind(self.lower, kw),
-            bounds=None if self.bounds is None else functools.partial(self.bounds, **kw),
             inverse=_bind(self.inverse, kw),
             lower_inverse=_bind(self.lower_inverse, kw),
             delta_prime=_bind(self.delta_prime, kw),
             params={},
         )
 
-    def formulas_are_closed_form(self) -> bool:
-        """``upper``, ``lower``, ``bounds`` and ``inverse`` are all ``closed_form``'s."""
+    @property
+    def bounds(self) -> Callable[[FloatArray], tuple[FloatArray, FloatArray]] | None:
+        """ε -> (``lower``, ``upper``) from one evaluation of the formula both round (the
+        same values as the two; a sweep then evaluates it once): ``closed_form``'s,
+        while ``upper`` and ``lower`` are its own; else None. The assembly uses it when
+        ``lower`` is the only lower part."""
         form = self.closed_form
-        return (
-            form is not None
-            and not self.params
-            and self.upper == form.upper
-            and self.lower == form.lower
-            and self.bounds == form.bounds
-            and self.inverse == form.inverse
-        )
+        if form is None or self.params or self.upper != form.upper or self.lower != form.lower:
+            return None
+        return form.bounds
+
+    def formulas_are_closed_form(self) -> bool:
+        """``upper``, ``lower`` (so ``bounds``) and ``inverse`` are all ``closed_form``'s."""
+        form = self.closed_form
+        return form is not None and self.bounds is not None and self.inverse == form.inverse
 
     def refusal(self, refuses: Refuses) -> str | None:
         """The message of the theorem's refusal of ``refuses``, or None."""

@@ -225,7 +225,6 @@ SCHEME = Scheme(
     "sample-size distributions on two neighbours",
     params=Params,
     fields=FIELDS,
-    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE,),
     basis=BASIS,
     analyse=analyse,

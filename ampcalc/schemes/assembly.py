@@ -321,6 +321,8 @@ def assemble(
     rel = relation_of(mechanism, theorem)
     upper = _upper(theorem, rel)
     lower, bounds = _lower(theorem, rel, upper)
+    if bounds is not None:  # the analysis's bounds are its two halves (``Analysis.bounds``)
+        lower, upper = bounds.lower, bounds.upper
     delta_prime, mechanism_delta = _delta(theorem, mechanism, rel)
     certified, impossible_above = _inverses(theorem, mechanism, rel, upper, lower)
     reference = rel.add_remove if theorem.guarantee is Neighbours.ADD_REMOVE else rel.replace_one
@@ -332,7 +334,6 @@ def assemble(
         reference_epsilon=reference,
         upper=upper,
         lower=lower,
-        bounds=bounds,
         delta_prime=delta_prime,
         certified=certified,
         impossible_above=impossible_above,
@@ -423,7 +424,7 @@ def _lower(
         return lower, None
     assert upper is not None and lower is not None
     return lower, Bounds(
-        lower=lower, upper=upper, both=_at_both_bounds(theorem.bounds, rel.epsilon)
+        lower_alone=lower, upper_alone=upper, both=_at_both_bounds(theorem.bounds, rel.epsilon)
     )
 
 
@@ -773,7 +774,6 @@ def doubled(theorem: Theorem) -> Theorem:
         upper=upper,
         inverse=inverse,
         lower=None,
-        bounds=None,
         witnesses=(),
         lower_inverse=None,
         tight=None if theorem.tight is None else False,

@@ -50,18 +50,36 @@ class Problem:
 class Bounds:
     """A lower and an upper bound that one formula gives, rounded both ways.
 
-    Attributes:
-        lower: the lower bound alone (ε -> ε′, rounded down).
-        upper: the upper bound alone (ε -> ε′, rounded up).
-        both: ε -> (``lower``, ``upper``) from one evaluation, the same values as the two.
+    An analysis's ``lower`` and ``upper`` are this record's two methods, and
+    ``Analysis.bounds`` finds it from them (``Bounds.joining``): a copy of the analysis
+    that changes either bound no longer has both halves of one record, so the joint
+    evaluation cannot go stale.
 
-    It names the two functions it stands for, so an ``Analysis`` copy that changes
-    either bound no longer uses it (``Analysis.bounds_at``): it cannot go stale.
+    Attributes:
+        lower_alone: the lower bound alone (ε -> ε′, rounded down).
+        upper_alone: the upper bound alone (ε -> ε′, rounded up).
+        both: ε -> (lower, upper) from one evaluation, the same values as the two.
     """
 
-    lower: BoundFn
-    upper: BoundFn
+    lower_alone: BoundFn
+    upper_alone: BoundFn
     both: Callable[[FloatArray], tuple[FloatArray, FloatArray]]
+
+    def lower(self, eps: FloatArray) -> FloatArray:
+        """The lower bound at ``eps`` (``lower_alone``)."""
+        return self.lower_alone(eps)
+
+    def upper(self, eps: FloatArray) -> FloatArray:
+        """The upper bound at ``eps`` (``upper_alone``)."""
+        return self.upper_alone(eps)
+
+    @staticmethod
+    def joining(lower: BoundFn | None, upper: BoundFn | None) -> Bounds | None:
+        """The ``Bounds`` whose two methods ``lower`` and ``upper`` are, else None."""
+        joint = getattr(lower, "__self__", None)
+        if isinstance(joint, Bounds) and getattr(upper, "__self__", None) is joint:
+            return joint
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,11 +157,6 @@ class Analysis:
             verdict), as a function of the declared ε.
         upper: guarantee on ε′ (rounded up), or ``None``: the theory gives none.
         lower: ε′ of some mechanism and neighbouring pair (rounded down), or ``None``.
-        bounds: ``lower`` and ``upper`` from one evaluation, or ``None``; the assembly
-            sets it when one formula gives both bounds (rounded both ways, e.g. a tight
-            result) and the lower bound has no other part (no witness); read through
-            ``bounds_at``, which uses it only while ``lower`` and ``upper`` are the two
-            it was made for.
         delta_prime: δ′ of the guarantee, or ``None`` where the theory gives none.
         certified: closed-form largest declared ε with upper <= T (rounded down),
             or ``None``: the engine inverts ``upper`` numerically.
@@ -190,8 +203,15 @@ class Analysis:
     details_at: Callable[[FloatArray], Mapping[str, Any]] | None = None
     notes: tuple[str, ...] = ()
     pointwise: bool = False
-    bounds: Bounds | None = None
     scalar: ScalarForm | None = None
+
+    @property
+    def bounds(self) -> Bounds | None:
+        """``lower`` and ``upper`` from one evaluation, where they are the two methods of
+        one ``Bounds`` (the assembly makes them so when one formula gives both bounds,
+        rounded both ways, and the lower bound has no other part), else None. Derived
+        from the two bounds, so a copy that changes either has none."""
+        return Bounds.joining(self.lower, self.upper)
 
     def scalar_functions(self) -> tuple[Any, ...]:
         """The functions a ``ScalarForm`` of this analysis stands for."""
@@ -225,7 +245,7 @@ class Analysis:
         """``(lower, upper)`` at ``eps`` (``None`` where the theory gives none): one
         evaluation when both round one formula."""
         joint = self.bounds
-        if joint is not None and joint.lower is self.lower and joint.upper is self.upper:
+        if joint is not None:
             return joint.both(eps)
         upper = self.upper(eps) if self.upper is not None else None
         lower = self.lower(eps) if self.lower is not None else None
@@ -271,17 +291,15 @@ class ExactRemoval:
 class Scheme:
     """A registry entry: plain data plus pure functions (style guide §2.3).
 
+    The relation M's ε must hold under is not repeated here: the family module states
+    it once as ``RELATION``, for its ``Theorem`` records and for the catalogue
+    (``schemes.mechanism_relation``).
+
     Attributes:
         name: the YAML ``scheme:`` value.
         summary: one line for ``ampcalc schemes``.
         params: the frozen ``Params`` dataclass built from ``sampling:``.
         fields: the keys of ``sampling:`` (besides ``scheme``).
-        mechanism_relation: for ``ampcalc schemes`` (``mechanism_relation_words``),
-            the relation the family's theorems take M's ε under (the ``relation`` of
-            its ``Theorem`` records, when they share one); None where they put no
-            single condition on it (none, or each theorem its own, as in pps: shown as
-            either relation); or words where a relation cannot say it (several
-            relations by allocation or result, a privacy profile, no mechanism).
         guarantees: relations a guarantee can be asked for; the first is natural.
         basis: the papers and theorems behind it.
         analyse: (params, mechanism, guarantee) -> Analysis; raises
@@ -292,7 +310,6 @@ class Scheme:
         example: parameters for contract tests and ``ampcalc schemes``.
         mechanism_form: which ``mechanism:`` form the loader accepts
             (``epsilon``: ``epsilon``/``releases`` with ``delta``, ``neighbours``).
-        max_delta: M's δ must lie in [0, max_delta).
         parse_params: (validated top-level field values, ``validate.Reader``) ->
             Params, for schemes with nested blocks or files (``kind="any"`` fields are
             passed through raw, with marks, for it to validate); default
@@ -325,14 +342,12 @@ class Scheme:
     summary: str
     params: type
     fields: tuple[Field, ...]
-    mechanism_relation: Neighbours | str | None
     guarantees: tuple[Neighbours, ...]
     basis: tuple[Citation, ...]
     analyse: Callable[[Any, Any, Neighbours], Analysis]
     check: Callable[[Any], list[Problem]] = lambda params: []
     example: Mapping[str, Any] = field(default_factory=dict)
     mechanism_form: str = "epsilon"
-    max_delta: float = 1.0
     parse_params: Callable[[dict[str, Any], Any], Any] | None = None
     parse_mechanism: Callable[[Any, Any, Any], Any] | None = None
     supports_group_size: bool = False
@@ -354,14 +369,3 @@ class Scheme:
         pairs of that relation; otherwise its pairs are of the natural relation."""
         hook = self.verify_plan
         return hook is not None and "guarantee" in inspect.signature(hook).parameters
-
-    def mechanism_relation_words(self) -> str:
-        """The relation M's ε must hold under, in words (``ampcalc schemes``)."""
-        relation = self.mechanism_relation
-        if relation is None:
-            return "replace-one or add-remove"
-        if relation is Neighbours.ADD_REMOVE:
-            return "add-remove (or both)"
-        if relation is Neighbours.REPLACE_ONE:
-            return "replace-one (add-remove M: ε_R = epsilon_replace_one or 2ε)"
-        return str(relation)

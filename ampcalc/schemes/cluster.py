@@ -769,7 +769,6 @@ SCHEME = Scheme(
     summary="ℓ of k clusters chosen without replacement, whole clusters (or Poisson within)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE,),
     basis=BASIS,
     analyse=analyse,

@@ -551,7 +551,6 @@ SCHEME = Scheme(
     summary="sample of a data-dependent size f(P) (deterministic allocation, sensitivity Δ)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE,),
     basis=BASIS,
     analyse=analyse,

@@ -445,7 +445,6 @@ SCHEME = Scheme(
     ),
     params=Params,
     fields=FIELDS,
-    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE, Neighbours.ADD_REMOVE),
     basis=BASIS,
     analyse=analyse,

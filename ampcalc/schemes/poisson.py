@@ -477,7 +477,6 @@ SCHEME = Scheme(
     summary="Poisson sample: each record kept independently with probability q",
     params=Params,
     fields=FIELDS,
-    mechanism_relation=RELATION,
     guarantees=(Neighbours.ADD_REMOVE, Neighbours.REPLACE_ONE),
     basis=BASIS,
     analyse=analyse,

@@ -40,7 +40,7 @@ from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
 from ampcalc.model.limits import LIMITS
 from ampcalc.model.references import BBG18, BUN_2022, DERIVATIONS, IMPORTANCE, cite
-from ampcalc.schemes import poisson, srswor
+from ampcalc.schemes import srswor
 from ampcalc.schemes._cluster_kernels import INLINE_MAX, _read_size_file, capped_inclusion
 from ampcalc.schemes._pps_designs import (
     TOP,
@@ -522,11 +522,7 @@ def threshold_theorem(tau: float, worst: float, *, with_delta: bool) -> Theorem:
         + ((cite(BBG18),) if with_delta else ()),
         relation=Neighbours.ADD_REMOVE,
         guarantee=Neighbours.ADD_REMOVE,
-        upper=poisson.upper_epsilon,  # Poisson sampling at rate a (Lemma 3.3)
-        lower=poisson.lower_epsilon,
-        bounds=poisson.bounds_epsilon,
-        inverse=poisson.inverse_epsilon,
-        params={"rate": worst},
+        closed_form=numeric.Amplification(worst),  # Poisson sampling at rate a (Lemma 3.3)
         delta_prime=Proportional(worst),
         conditions=(
             f"threshold τ = {tau:g} public and data-independent; each record's inclusion "
@@ -742,12 +738,15 @@ def _verify_threshold(
     return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top]), relations=rel)
 
 
+RELATION = None
+"""None: each method's theorem states its own relation (the catalogue shows either)."""
+
+
 SCHEME = Scheme(
     name="pps",
     summary="probability proportional to size, element level (lower bound only)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation=None,  # each method's theorem states its own
     guarantees=(Neighbours.REPLACE_ONE, Neighbours.ADD_REMOVE),
     basis=BASIS,
     analyse=analyse,

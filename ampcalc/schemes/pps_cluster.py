@@ -296,7 +296,6 @@ SCHEME = Scheme(
     summary="clusters drawn with probability proportional to size (lower bound only)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,

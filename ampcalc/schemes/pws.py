@@ -424,12 +424,15 @@ def _ranges(idx: np.ndarray) -> str:
     return ", ".join(parts)
 
 
+RELATION = "none (the sanitiser is built for the design's target)"
+"""In words: the scheme has no mechanism of its own (``mechanism_form="none"``)."""
+
+
 SCHEME = Scheme(
     name="pws",
     summary="private weighted sampling: key/frequency sanitiser calibrated to a target (ε, δ)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="none (the sanitiser is built for the design's target)",
     guarantees=(Neighbours.ADD_REMOVE,),
     basis=BASIS,
     analyse=analyse,

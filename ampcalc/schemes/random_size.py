@@ -433,14 +433,19 @@ def _verify_hook(
     )
 
 
+RELATION = (
+    "add-remove (ε_D, tilt) and replace-one (ε_R = epsilon_replace_one or 2ε, "
+    "amplification); `both` gives the paper's formula"
+)
+"""In words: the theorem takes M's ε under both relations, each for its own part."""
+
+
 SCHEME = Scheme(
     name="random-size",
     summary="sample size m drawn from a data-independent distribution, then m of N "
     "without replacement",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="add-remove (ε_D, tilt) and replace-one (ε_R = epsilon_replace_one "
-    "or 2ε, amplification); `both` gives the paper's formula",
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,

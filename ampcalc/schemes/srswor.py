@@ -211,7 +211,6 @@ SCHEME = Scheme(
     summary="simple random sample of m of N records without replacement (secret sample)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,

@@ -255,7 +255,6 @@ SCHEME = Scheme(
     summary="m draws with replacement from N records (bootstrap); pure ε only",
     params=Params,
     fields=FIELDS,
-    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,

@@ -533,7 +533,6 @@ SCHEME = Scheme(
     summary="every k-th record from a random start (random secret or fixed known order)",
     params=Params,
     fields=FIELDS,
-    mechanism_relation=RELATION,
     guarantees=(Neighbours.REPLACE_ONE,),
     basis=BASIS,
     analyse=analyse,

@@ -141,12 +141,15 @@ def compare(design: Any, target: float, res: Any = None) -> dict[str, Any]:
     return {"expected_size": m, "target_epsilon_prime": target, "strategies": rows}
 
 
+RELATION = "add-remove (a privacy profile ε(w, x))"
+"""In words: M is a per-record privacy profile under add-remove, not one ε."""
+
+
 SCHEME = Scheme(
     name="importance",
     summary="Poisson importance sampling of a record file, personalised privacy profile",
     params=Params,
     fields=FIELDS,
-    mechanism_relation="add-remove (a privacy profile ε(w, x))",
     guarantees=(Neighbours.ADD_REMOVE,),
     basis=BASIS,
     analyse=analyse,

@@ -105,6 +105,10 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     return analyse_neyman(params, mechanism, guarantee)
 
 
+RELATION = "add-remove (or both); replace-one for fixed allocation"
+"""In words: the relation depends on the allocation."""
+
+
 SCHEME = Scheme(
     name="stratified",
     summary=(
@@ -113,7 +117,6 @@ SCHEME = Scheme(
     ),
     params=Params,
     fields=FIELDS,
-    mechanism_relation="add-remove (or both); replace-one for fixed allocation",
     guarantees=(Neighbours.ADD_REMOVE, Neighbours.REPLACE_ONE),
     basis=BASIS,
     analyse=analyse,
