@@ -193,6 +193,40 @@ def _search(
 ) -> dict[str, Any]:
     """The search of ``solve``: ``profile`` is the (first) mechanism whose noise is set,
     ``guess_profile`` the one mechanism the Poisson fast path inverts (``None``: none)."""
+    design = _targeted(design, target, target_delta)
+    lo, hi = _noise_range(profile)
+    bounds = _NoiseBounds(design, profile, knob)
+    path = "bisection on the bound (relative 1e-9)"
+    certified: float | None = None
+    guess = None if guess_profile is None else _poisson_guess(design, guess_profile, target)
+    if guess is not None:
+        certified = _step_until(lambda v: bounds.upper(v) <= target, guess, up=True)
+        if certified is not None:
+            path = "M's profile inverted at A⁻¹(q, T), checked with the bound"
+    if certified is None and bounds.releases:
+        # releases composed by the accountant (seconds per value): secant steps on
+        # log ε′ against log σ from the noise as written, to RELEASES_REL, each side
+        # checked as evaluated
+        cert, imp = _secant_sides(bounds.upper, bounds.lower, target, lo, hi, profile, knob)
+        at = bounds.upper(cert) if cert is not None else None
+        path = f"secant steps on the composed releases' bound (relative {RELEASES_REL:g})"
+        return _result(design, knob, profile, target, cert, imp, at, path, bounds.memo, lo, hi)
+    if certified is None:
+        certified = _bisect(lambda v: bounds.upper(v) <= target, lo, hi)
+    up_at = bounds.upper(certified) if certified is not None else None
+    impossible = _impossible_noise(design, guess_profile, guess, certified, bounds, target, lo, hi)
+    return _result(
+        design, knob, profile, target, certified, impossible, up_at, path, bounds.memo, lo, hi
+    )
+
+
+def _targeted(design: Design, target: float, target_delta: float | None) -> Design:
+    """``design`` with the target δ′ asked for (if any), once the target is checked.
+
+    Raises:
+        DesignError: the target ε′ is not finite and > 0, or the mechanism has δ > 0 at
+            every ε and no target δ′ is given.
+    """
     if not (math.isfinite(target) and target > 0):
         raise DesignError("target ε′ must be finite and > 0")
     if target_delta is not None:
@@ -205,20 +239,39 @@ def _search(
             f"design {design.name!r}: {composed.describe()} has δ > 0 at every ε: give the "
             "target δ′ (`target_delta`, or `target: {delta_prime: ...}`)"
         )
+    return design
+
+
+def _noise_range(profile: Any) -> tuple[float, float]:
+    """The noise scales searched: ``RANGE`` times the sensitivity (the discrete Gaussian's
+    σ at most ``MAX_DISCRETE_SIGMA``)."""
     sens = float(profile.sensitivity)
     lo, hi = sens * RANGE[0], sens * RANGE[1]
     if isinstance(profile, DiscreteGaussian):
         hi = min(hi, MAX_DISCRETE_SIGMA)
+    return lo, hi
 
-    memo: dict[float, Any] = {}
-    releases = bool(release_knob(design, knob))
 
-    def bounds_at(v: float) -> tuple[float | None, float | None]:
+class _NoiseBounds:
+    """The design's bounds on ε′ with the noise ``knob`` of ``profile`` set to a value,
+    each value evaluated once (``memo``: the bound, or None where released mechanisms
+    compose beyond the accountant's limits)."""
+
+    def __init__(self, design: Design, profile: Any, knob: str) -> None:
+        self.design = design
+        self.profile = profile
+        self.knob = knob
+        self.releases = bool(release_knob(design, knob))
+        self.memo: dict[float, Any] = {}
+
+    def at(self, v: float) -> tuple[float | None, float | None]:
+        """(upper, lower) at noise ``v``; (None, None) where there is no bound."""
+        memo = self.memo
         if v not in memo:
             try:
-                noisy = _with_noise(design, profile, v, knob)
+                noisy = _with_noise(self.design, self.profile, v, self.knob)
             except DesignError:
-                if not releases:
+                if not self.releases:
                     raise
                 # releases whose composition at this noise is above the accountant's
                 # limits: no bound there (neither side is claimed)
@@ -229,48 +282,43 @@ def _search(
             return None, None
         return memo[v].upper, memo[v].lower
 
-    def upper_of(v: float) -> float:
-        up, _ = bounds_at(v)
+    def upper(self, v: float) -> float:
+        """The upper bound at noise ``v`` (+∞ where there is none)."""
+        up, _ = self.at(v)
         return math.inf if up is None else float(up)
 
-    def lower_of(v: float) -> float:
-        _, low = bounds_at(v)
+    def lower(self, v: float) -> float:
+        """The lower bound at noise ``v`` (−∞ where there is none)."""
+        _, low = self.at(v)
         return -math.inf if low is None else float(low)
 
-    path = "bisection on the bound (relative 1e-9)"
-    certified: float | None = None
-    guess = None if guess_profile is None else _poisson_guess(design, guess_profile, target)
-    if guess is not None:
-        certified = _step_until(lambda v: upper_of(v) <= target, guess, up=True)
-        if certified is not None:
-            path = "M's profile inverted at A⁻¹(q, T), checked with the bound"
-    if certified is None and releases:
-        # releases composed by the accountant (seconds per value): secant steps on
-        # log ε′ against log σ from the noise as written, to RELEASES_REL, each side
-        # checked as evaluated
-        cert, imp = _secant_sides(upper_of, lower_of, target, lo, hi, profile, knob)
-        at = upper_of(cert) if cert is not None else None
-        path = f"secant steps on the composed releases' bound (relative {RELEASES_REL:g})"
-        return _result(design, knob, profile, target, cert, imp, at, path, memo, lo, hi)
-    if certified is None:
-        certified = _bisect(lambda v: upper_of(v) <= target, lo, hi)
-    up_at = upper_of(certified) if certified is not None else None
-    impossible: float | None = None
-    if guess is not None and certified is not None and lower_of(certified) != -math.inf:
+
+def _impossible_noise(
+    design: Design,
+    guess_profile: Any,
+    guess: float | None,
+    certified: float | None,
+    bounds: _NoiseBounds,
+    target: float,
+    lo: float,
+    hi: float,
+) -> float | None:
+    """The largest noise whose lower bound is >= T (the target surely fails at or below
+    it), or None where none in [lo, hi] is found."""
+    if guess is not None and certified is not None and bounds.lower(certified) != -math.inf:
         # the Poisson bound is tight: the lower bound crosses T just below ``certified``
         start = _poisson_guess(design, guess_profile, target, lower=True) or certified
-        impossible = _step_until(
-            lambda v: lower_of(v) >= target,
+        return _step_until(
+            lambda v: bounds.lower(v) >= target,
             min(start, certified) * (1.0 - 1e-13),
             up=False,
             rel=1e-13,
         )
-    elif lower_of(lo) != -math.inf:
-        # largest noise whose lower bound is >= T: the target surely fails at or below it
-        first_below = _bisect(lambda v: lower_of(v) < target, lo, hi)
+    if bounds.lower(lo) != -math.inf:
+        first_below = _bisect(lambda v: bounds.lower(v) < target, lo, hi)
         if first_below is not None and first_below > lo:
-            impossible = _step_until(lambda v: lower_of(v) >= target, first_below, up=False)
-    return _result(design, knob, profile, target, certified, impossible, up_at, path, memo, lo, hi)
+            return _step_until(lambda v: bounds.lower(v) >= target, first_below, up=False)
+    return None
 
 
 def _secant_sides(

@@ -653,70 +653,111 @@ def evaluate(
     for d in designs:
         res = engine.bound(d)
         bound = res.to_dict()
-        notes = [reader_text(str(n)) for n in getattr(res, "notes", None) or ()]
-        t, source = target, "given for this report"
-        if t is None and d.target is not None and d.target.epsilon_prime is not None:
-            t, source = float(d.target.epsilon_prime), "the design's target"
-        t_delta = target_delta
-        if t_delta is None and target is None and d.target is not None:
-            t_delta = d.target.delta_prime
+        t, source, t_delta = _report_target(d, target, target_delta)
         m = d.mechanism
         named = m is not None and getattr(m, "profile", None) is not None
-        inverse = None
-        graph: Curve | None = None
-        noise: NoiseCurve | None = None
-        profiled: ProfileCurve | None = None
-        calibrated: Calibration | None = None
-        why = ""
-        if named and not bound.get("error"):
-            # a named mechanism fixes its profile: calibrate its noise, not M's ε
-            calibrated = calibration(d, t, t_delta)
-            value = ((calibrated.result or {}).get("knob") or {}).get("value")
-            noise, why = noise_curve(d, value)
-            profiled = profile_curve(d, bound)
-        elif t is not None and not bound.get("error"):
-            try:
-                inverse = engine.invert(d, t, t_delta).to_dict()
-            except AmpcalcError as err:
-                inverse = {"error": reader_text(str(err)), "target": {"epsilon_prime": t}}
         if bound.get("error"):
-            why = "the design is outside its theorem's conditions"
+            shown = _Figures(why="the design is outside its theorem's conditions")
         elif named:
-            pass
-        elif bound.get("verdict") == "calibrated":
-            why = (
-                "the scheme calibrates its mechanism to the target ε′, which it meets "
-                "exactly, so ε′ does not follow M's ε"
-            )
+            shown = _named_figures(d, bound, t, t_delta)
         else:
-            through = [getattr(m, "epsilon", math.nan) if m is not None else math.nan]
-            if inverse is not None:
-                through.append((inverse.get("epsilon") or {}).get("certified") or math.nan)
-            graph, why = curve(d, [float(x) for x in through])
-        where = d.where
-        src = ""
-        if where is not None and where.file:
-            src = where.file + (f":{where.line}" if where.line else "")
+            shown = _epsilon_figures(d, bound, t, t_delta)
         out.append(
             DesignReport(
                 name=d.name,
                 scheme=d.scheme,
-                source=src,
+                source=_source_text(d),
                 scheme_summary=schemes.get(d.scheme).summary,
                 mechanism=mechanism_rows(d, bound),
                 sampling=sampling_rows(d),
                 bound=bound,
-                inverse=inverse,
+                inverse=shown.inverse,
                 target=t,
                 target_source=source if t is not None else "",
-                curve=graph,
-                no_curve=why,
-                notes=notes,
+                curve=shown.curve,
+                no_curve=shown.why,
+                notes=[reader_text(str(n)) for n in getattr(res, "notes", None) or ()],
                 bounds=bound_rows(d, bound),
                 named=named,
-                noise_curve=noise,
-                profile_curve=profiled,
-                calibration=calibrated,
+                noise_curve=shown.noise,
+                profile_curve=shown.profile,
+                calibration=shown.calibration,
             )
         )
     return out
+
+
+def _report_target(
+    design: Design, target: float | None, target_delta: float | None
+) -> tuple[float | None, str, float | None]:
+    """(target ε′, where it comes from in words, target δ′): those given for the report,
+    else the design's ``target:`` (its δ′ only when no target ε′ is given)."""
+    t, source = target, "given for this report"
+    if t is None and design.target is not None and design.target.epsilon_prime is not None:
+        t, source = float(design.target.epsilon_prime), "the design's target"
+    t_delta = target_delta
+    if t_delta is None and target is None and design.target is not None:
+        t_delta = design.target.delta_prime
+    return t, source, t_delta
+
+
+def _source_text(design: Design) -> str:
+    """``file:line`` the design comes from (``file`` without a line), or ``""``."""
+    where = design.where
+    if where is not None and where.file:
+        return where.file + (f":{where.line}" if where.line else "")
+    return ""
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """What a design's report shows past its bounds: the inverse or the calibration,
+    and the curves (``why``: why there is no curve, or ``""``)."""
+
+    inverse: dict[str, Any] | None = None
+    curve: Curve | None = None
+    why: str = ""
+    noise: NoiseCurve | None = None
+    profile: ProfileCurve | None = None
+    calibration: Calibration | None = None
+
+
+def _named_figures(
+    design: Design, bound: dict[str, Any], t: float | None, t_delta: float | None
+) -> _Figures:
+    """A named mechanism fixes its profile: its noise calibrated to the target (not M's
+    ε), ε′ against the noise scale, and its privacy profile."""
+    calibrated = calibration(design, t, t_delta)
+    value = ((calibrated.result or {}).get("knob") or {}).get("value")
+    noise, why = noise_curve(design, value)
+    return _Figures(
+        why=why,
+        noise=noise,
+        profile=profile_curve(design, bound),
+        calibration=calibrated,
+    )
+
+
+def _epsilon_figures(
+    design: Design, bound: dict[str, Any], t: float | None, t_delta: float | None
+) -> _Figures:
+    """M given as (ε, δ): the inverse at the target, and ε′ against M's ε through M's ε
+    and the certified ε (none for a scheme calibrated to its target)."""
+    inverse = None
+    if t is not None:
+        try:
+            inverse = engine.invert(design, t, t_delta).to_dict()
+        except AmpcalcError as err:
+            inverse = {"error": reader_text(str(err)), "target": {"epsilon_prime": t}}
+    if bound.get("verdict") == "calibrated":
+        why = (
+            "the scheme calibrates its mechanism to the target ε′, which it meets "
+            "exactly, so ε′ does not follow M's ε"
+        )
+        return _Figures(inverse=inverse, why=why)
+    m = design.mechanism
+    through = [getattr(m, "epsilon", math.nan) if m is not None else math.nan]
+    if inverse is not None:
+        through.append((inverse.get("epsilon") or {}).get("certified") or math.nan)
+    graph, why = curve(design, [float(x) for x in through])
+    return _Figures(inverse=inverse, curve=graph, why=why)

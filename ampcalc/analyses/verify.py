@@ -12,11 +12,15 @@ import math
 from typing import Any
 
 from ampcalc import engine, schemes
-from ampcalc.model.design import Neighbours
+from ampcalc.model.design import Design, Mechanism, Neighbours
 from ampcalc.model.errors import ConditionError
+from ampcalc.schemes.base import Scheme
 from ampcalc.schemes.exact import (
     DEFAULT_LIMIT,
+    ApproxOutcome,
     EpsilonRangeError,
+    Outcome,
+    Plan,
     Progress,
     check_epsilon,
     deltas_of,
@@ -50,8 +54,50 @@ def verify_row(
 
     scheme = schemes.get(design.scheme)
     res = engine.bound(design, epsilon=epsilon).to_dict()
+    row = _unjudged_row(design, res)
+    if res.get("error"):
+        row["reason"] = res["error"]
+        row["error"] = res["error"]  # outside the theorem's conditions: bad input, not a verdict
+        return row
     mech = design.mechanism
-    row: dict[str, Any] = {
+    if scheme.verify_plan is None:
+        row["reason"] = (
+            f"the {design.scheme} scheme has no exact tiny-instance enumeration (verify hook)"
+        )
+        return row
+    if mech is None:
+        row["reason"] = "the design states no mechanism M to verify against"
+        return row
+    if epsilon is not None:
+        mech, _ = engine.with_epsilon(mech, epsilon)
+    lower, upper = row["epsilon_prime"]["lower"], row["epsilon_prime"]["upper"]
+    delta_prime = row["delta_prime"]
+    pure = mech.delta == 0.0 and not delta_prime
+    try:
+        plan = _exact_plan(
+            design, scheme, mech, res["guarantee_neighbours"], pairs, limit, epsilon
+        )
+        if pure:
+            out = run(plan, limit=limit, progress=progress)
+        else:
+            approx = _approx_outcome(plan, lower, upper, delta_prime, limit, progress)
+    except ConditionError as err:
+        row["reason"] = err.message
+        if isinstance(err, EpsilonRangeError):
+            row["error"] = err.message  # refused: exit 2, like a design outside its conditions
+        return row
+    if pure:
+        row.update(_pure_verdict(out, lower, upper))
+    else:
+        row.update(_approx_verdict(approx, lower, upper, delta_prime))
+    return row
+
+
+def _unjudged_row(design: Design, res: dict[str, Any]) -> dict[str, Any]:
+    """The row before the exact programme runs: the design's reported bounds, nothing
+    exact yet, status INCONCLUSIVE."""
+    mech = design.mechanism
+    return {
         "name": design.name,
         "scheme": design.scheme,
         "epsilon_prime_exact": None,
@@ -67,78 +113,95 @@ def verify_row(
         "samples": None,
         "reason": None,
     }
-    if res.get("error"):
-        row["reason"] = res["error"]
-        row["error"] = res["error"]  # outside the theorem's conditions: bad input, not a verdict
-        return row
+
+
+def _exact_plan(
+    design: Design,
+    scheme: Scheme,
+    mech: Mechanism,
+    guarantee: str,
+    pairs: str,
+    limit: int,
+    epsilon: float | None,
+) -> Plan:
+    """The scheme's tiny instances for M's pure part, with M's δ per relation, their
+    pairs tagged with the relation the reported ``guarantee`` holds under.
+
+    Raises:
+        ConditionError: M's ε is outside the programme's range, or the hook refuses.
+    """
+    check_epsilon(relations_of(mech))  # before a hook builds anything at this ε
     hook = scheme.verify_plan
-    if hook is None:
-        row["reason"] = (
-            f"the {design.scheme} scheme has no exact tiny-instance enumeration (verify hook)"
-        )
-        return row
-    if mech is None:
-        row["reason"] = "the design states no mechanism M to verify against"
-        return row
-    if epsilon is not None:
-        mech, _ = engine.with_epsilon(mech, epsilon)
-    try:
-        check_epsilon(relations_of(mech))  # before a hook builds anything at this ε
-        asked = Neighbours(res["guarantee_neighbours"])
-        if scheme.verify_plan_takes_guarantee:  # the hook lists its pairs
-            plan = hook(design.params, pure_part(mech), pairs, limit=limit, guarantee=asked)
-        else:
-            plan = hook(design.params, pure_part(mech), pairs, limit=limit)
-        plan = dataclasses.replace(plan, deltas=deltas_of(mech))
-        natural = res["guarantee_neighbours"]
-        if scheme.verify_plan_takes_guarantee:
-            natural = asked  # its untagged pairs are of the relation asked for
-        elif design.guarantee is not None:  # the guarantee the hook's untagged pairs are of
-            plain = dataclasses.replace(design, guarantee=None)
-            natural = engine.bound(plain, epsilon=epsilon).to_dict().get("guarantee_neighbours")
-        plan = for_guarantee(plan, res["guarantee_neighbours"], natural)
-        lower, upper = row["epsilon_prime"]["lower"], row["epsilon_prime"]["upper"]
-        delta_prime = row["delta_prime"]
-        if mech.delta == 0.0 and not delta_prime:
-            out = run(plan, limit=limit, progress=progress)
-        else:
-            approx = run_approx(
-                plan, epsilon_upper=upper, delta_prime=delta_prime, limit=limit, progress=progress
-            )
-            if lower is not None:  # the lower bound's witness is a pure ε-DP mechanism
-                pure_out = run(plan, limit=limit)
-                approx = dataclasses.replace(
-                    approx, pure_epsilon=pure_out.epsilon_prime, pure_high=pure_out.epsilon_high
-                )
-    except ConditionError as err:
-        row["reason"] = err.message
-        if isinstance(err, EpsilonRangeError):
-            row["error"] = err.message  # refused: exit 2, like a design outside its conditions
-        return row
-    if mech.delta == 0.0 and not delta_prime:
-        row["epsilon_prime_exact"] = out.epsilon_prime
-        row["worst_pair"] = out.worst_pair
-        row["samples"] = out.samples
-        if out.status == "INCONCLUSIVE":
-            row["reason"] = out.reason
-            return row
-        status, tol, why = judge(
-            out.epsilon_prime, lower, upper, out.epsilon_low, out.epsilon_high
-        )
+    assert hook is not None
+    asked = Neighbours(guarantee)
+    if scheme.verify_plan_takes_guarantee:  # the hook lists its pairs
+        plan = hook(design.params, pure_part(mech), pairs, limit=limit, guarantee=asked)
     else:
-        e = approx.epsilon_at_delta
-        row["epsilon_prime_exact"] = None if e is None or math.isinf(e) else e
-        row["delta_prime_exact"] = approx.delta_at_upper
-        row["worst_pair"] = approx.delta_pair or approx.epsilon_pair
-        row["samples"] = approx.samples
-        status, tol, why = judge_approx(approx, lower, upper, delta_prime)
-        if e is not None and math.isinf(e):
-            note = (
-                f"no finite ε′ at δ′ = {approx.delta_prime:.6g}: an event the neighbour "
-                f"never produces has probability above δ′ ({approx.epsilon_pair})"
-            )
-            why = note if why is None else f"{why}; {note}"
-    row["status"] = status
-    row["tolerance"] = tol
-    row["reason"] = why
-    return row
+        plan = hook(design.params, pure_part(mech), pairs, limit=limit)
+    plan = dataclasses.replace(plan, deltas=deltas_of(mech))
+    natural: Any = guarantee
+    if scheme.verify_plan_takes_guarantee:
+        natural = asked  # its untagged pairs are of the relation asked for
+    elif design.guarantee is not None:  # the guarantee the hook's untagged pairs are of
+        plain = dataclasses.replace(design, guarantee=None)
+        natural = engine.bound(plain, epsilon=epsilon).to_dict().get("guarantee_neighbours")
+    return for_guarantee(plan, guarantee, natural)
+
+
+def _approx_outcome(
+    plan: Plan,
+    lower: float | None,
+    upper: float | None,
+    delta_prime: float | None,
+    limit: int,
+    progress: Progress | None,
+) -> ApproxOutcome:
+    """The (ε, δ) programme at the reported upper ε′ and δ′; with a lower bound, also
+    the pure programme, whose witness the lower bound is (a pure ε-DP mechanism)."""
+    approx = run_approx(
+        plan, epsilon_upper=upper, delta_prime=delta_prime, limit=limit, progress=progress
+    )
+    if lower is not None:
+        pure_out = run(plan, limit=limit)
+        approx = dataclasses.replace(
+            approx, pure_epsilon=pure_out.epsilon_prime, pure_high=pure_out.epsilon_high
+        )
+    return approx
+
+
+def _pure_verdict(out: Outcome, lower: float | None, upper: float | None) -> dict[str, Any]:
+    """The row's fields from the pure programme: ε′_exact, its witness, and the verdict
+    on the reported bounds (none when the programme is inconclusive)."""
+    found = {
+        "epsilon_prime_exact": out.epsilon_prime,
+        "worst_pair": out.worst_pair,
+        "samples": out.samples,
+    }
+    if out.status == "INCONCLUSIVE":
+        return {**found, "reason": out.reason}
+    status, tol, why = judge(out.epsilon_prime, lower, upper, out.epsilon_low, out.epsilon_high)
+    return {**found, "status": status, "tolerance": tol, "reason": why}
+
+
+def _approx_verdict(
+    approx: ApproxOutcome, lower: float | None, upper: float | None, delta_prime: float | None
+) -> dict[str, Any]:
+    """The row's fields from the (ε, δ) programme: ε″ at δ′ (null when +∞, said in the
+    reason), the worst divergence at the upper ε′, its witness and the verdict."""
+    e = approx.epsilon_at_delta
+    status, tol, why = judge_approx(approx, lower, upper, delta_prime)
+    if e is not None and math.isinf(e):
+        note = (
+            f"no finite ε′ at δ′ = {approx.delta_prime:.6g}: an event the neighbour "
+            f"never produces has probability above δ′ ({approx.epsilon_pair})"
+        )
+        why = note if why is None else f"{why}; {note}"
+    return {
+        "epsilon_prime_exact": None if e is None or math.isinf(e) else e,
+        "delta_prime_exact": approx.delta_at_upper,
+        "worst_pair": approx.delta_pair or approx.epsilon_pair,
+        "samples": approx.samples,
+        "status": status,
+        "tolerance": tol,
+        "reason": why,
+    }

@@ -456,15 +456,7 @@ def _invert_pointwise(
 def _invert(
     design: Design, target: Any, target_delta: float | None, asked: tuple[Any, float | None]
 ) -> InvertResult:
-    if target is None:
-        raise DesignError(
-            f"design {design.name!r}: no target ε′: give a `target` or a `target: "
-            "{epsilon_prime: T}` block in the design"
-        )
-    # a target ε′ is an ε: the one rule (finite, in (0, 10⁶])
-    t = np.asarray(check_epsilon(target, where=_TARGET_WHERE, array=True), dtype=float)
-    if target_delta is not None and not 0 <= target_delta <= 1:
-        raise DesignError("target δ′ must be in [0, 1]")
+    t = _checked_target(design, target, target_delta)
     if t.ndim != 0 and asked[0] is not None and _calibrated(design):
         return _invert_pointwise(design, t, target_delta, asked[1])
     # a valid target (closed forms took the fast path: they are never calibrated to one)
@@ -474,62 +466,15 @@ def _invert(
         analysis = analyse(design)
     except ConditionError as err:
         return failed(design, err, "invert", target=target, target_delta=target_delta)
-    warnings = list(analysis.warnings)
-    notes = list(analysis.notes) + _mechanism_notes(design.mechanism)
-    details: dict[str, Any] = {}
-    certified: Any = None
-    impossible: Any = None
+    said = _Remarks(
+        warnings=list(analysis.warnings),
+        notes=list(analysis.notes) + _mechanism_notes(design.mechanism),
+    )
     calibrated_only = analysis.calibrated and design.mechanism is None
-    if calibrated_only:
-        # nothing to invert: the scheme builds its own mechanism for the design's target
-        warnings.append(
-            f"the {design.scheme} scheme has no mechanism ε to choose: it is calibrated to the "
-            "design's target (ε′, δ′), which it meets exactly; inverting it for another "
-            "target ε′ (and δ′) rebuilds it for that target"
-        )
-        details["inverse"] = None
-    elif analysis.upper is None:
-        warnings.append("the theory gives no upper bound for this design: no ε is certified")
-        details["inverse"] = None
-    else:
-        cert, path = certified_epsilon(analysis, t)
-        details["inverse"] = path
-        if np.any(np.isnan(cert)):
-            warnings.append(NO_EPSILON_MEETS)
-        if np.any(np.isposinf(cert)):
-            notes.append(EVERY_EPSILON_MEETS)
-            details["certified_unbounded"] = True
-        certified = np.where(np.isfinite(cert), cert, np.nan)
-    if analysis.lower is not None and not calibrated_only:
-        imp, ipath = impossible_epsilon(analysis, t)
-        details["inverse_lower"] = ipath
-        if np.any(np.isposinf(imp)):
-            notes.append(LOWER_NEVER_REACHES)
-        impossible = np.where(np.isfinite(imp), imp, np.nan)
-    delta: Any = None
-    if target_delta is not None and certified is not None and analysis.mechanism_delta:
-        d = np.asarray(analysis.mechanism_delta(float(target_delta), certified), dtype=float)
-        if np.any(d >= 1):
-            notes.append(delta_unconstrained(target_delta))
-        if np.any(np.isnan(d)):
-            warnings.append(
-                "M's δ for the target cannot be derived from the stated replace-one δ; "
-                "give M's δ directly"
-            )
-        delta = np.where(d < 1, np.maximum(d, 0.0), np.nan)
-    elif target_delta is not None and not calibrated_only:
-        warnings.append("no δ inversion is available for this design")
-    knob: Any = None
-    if analysis.invert_details is not None:
-        details.update(analysis.invert_details(t))
-        knob = details.pop("knob", None)
-        notes.extend(details.pop("notes", ()))
-    if design.mechanism is not None and design.mechanism.releases is not None:
-        notes.append(
-            f"the certified ε is the total over all {len(design.mechanism.releases)} releases "
-            "(split it among them as you like: their sum must not exceed it)"
-        )
-    details.update(_ratio_details(design.mechanism, analysis))
+    certified = _certified_side(design, analysis, t, calibrated_only, said)
+    impossible = None if calibrated_only else _impossible_side(analysis, t, said)
+    delta = _mechanism_delta(analysis, target_delta, certified, calibrated_only, said)
+    knob = _scheme_remarks(design, analysis, t, said)
     return InvertResult(
         name=design.name,
         scheme=design.scheme,
@@ -539,11 +484,122 @@ def _invert(
         impossible_above=_scalar(impossible, was_scalar),
         delta=_scalar(delta, was_scalar),
         basis=analysis.basis,
-        warnings=tuple(warnings),
-        notes=tuple(notes),
-        details=details,
+        warnings=tuple(said.warnings),
+        notes=tuple(said.notes),
+        details=said.details,
         knob=knob,
     )
+
+
+def _checked_target(design: Design, target: Any, target_delta: float | None) -> np.ndarray:
+    """The target ε′ as an array, checked as an ε is (finite, in (0, 10⁶]).
+
+    Raises:
+        DesignError: no target ε′, a target outside that range, or a target δ′ outside
+            [0, 1].
+    """
+    if target is None:
+        raise DesignError(
+            f"design {design.name!r}: no target ε′: give a `target` or a `target: "
+            "{epsilon_prime: T}` block in the design"
+        )
+    t = np.asarray(check_epsilon(target, where=_TARGET_WHERE, array=True), dtype=float)
+    if target_delta is not None and not 0 <= target_delta <= 1:
+        raise DesignError("target δ′ must be in [0, 1]")
+    return t
+
+
+@dataclasses.dataclass
+class _Remarks:
+    """What an inversion says besides its numbers, gathered in the order it is said."""
+
+    warnings: list[str]
+    notes: list[str]
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _certified_side(
+    design: Design, analysis: Analysis, t: np.ndarray, calibrated_only: bool, said: _Remarks
+) -> Any:
+    """The largest mechanism ε the upper bound certifies for the targets ``t`` (NaN where
+    none does, or ∞ said in the notes), or None: no mechanism ε to choose, or no upper
+    bound."""
+    if calibrated_only:
+        # nothing to invert: the scheme builds its own mechanism for the design's target
+        said.warnings.append(
+            f"the {design.scheme} scheme has no mechanism ε to choose: it is calibrated to the "
+            "design's target (ε′, δ′), which it meets exactly; inverting it for another "
+            "target ε′ (and δ′) rebuilds it for that target"
+        )
+        said.details["inverse"] = None
+        return None
+    if analysis.upper is None:
+        said.warnings.append("the theory gives no upper bound for this design: no ε is certified")
+        said.details["inverse"] = None
+        return None
+    cert, path = certified_epsilon(analysis, t)
+    said.details["inverse"] = path
+    if np.any(np.isnan(cert)):
+        said.warnings.append(NO_EPSILON_MEETS)
+    if np.any(np.isposinf(cert)):
+        said.notes.append(EVERY_EPSILON_MEETS)
+        said.details["certified_unbounded"] = True
+    return np.where(np.isfinite(cert), cert, np.nan)
+
+
+def _impossible_side(analysis: Analysis, t: np.ndarray, said: _Remarks) -> Any:
+    """The mechanism ε above which the lower bound surely breaks the targets ``t`` (NaN
+    where it never does), or None without a lower bound."""
+    if analysis.lower is None:
+        return None
+    imp, ipath = impossible_epsilon(analysis, t)
+    said.details["inverse_lower"] = ipath
+    if np.any(np.isposinf(imp)):
+        said.notes.append(LOWER_NEVER_REACHES)
+    return np.where(np.isfinite(imp), imp, np.nan)
+
+
+def _mechanism_delta(
+    analysis: Analysis,
+    target_delta: float | None,
+    certified: Any,
+    calibrated_only: bool,
+    said: _Remarks,
+) -> Any:
+    """M's δ for the target δ′ at the certified ε (NaN where any δ < 1 meets it, or it
+    cannot be derived), or None: no target δ′, or no δ inversion for the design."""
+    if target_delta is None:
+        return None
+    if certified is None or not analysis.mechanism_delta:
+        if not calibrated_only:
+            said.warnings.append("no δ inversion is available for this design")
+        return None
+    d = np.asarray(analysis.mechanism_delta(float(target_delta), certified), dtype=float)
+    if np.any(d >= 1):
+        said.notes.append(delta_unconstrained(target_delta))
+    if np.any(np.isnan(d)):
+        said.warnings.append(
+            "M's δ for the target cannot be derived from the stated replace-one δ; "
+            "give M's δ directly"
+        )
+    return np.where(d < 1, np.maximum(d, 0.0), np.nan)
+
+
+def _scheme_remarks(design: Design, analysis: Analysis, t: np.ndarray, said: _Remarks) -> Any:
+    """The scheme's own details of the inversion (and its knob, returned), the note on
+    releases sharing the certified ε, and the replace-one ratio."""
+    knob: Any = None
+    if analysis.invert_details is not None:
+        said.details.update(analysis.invert_details(t))
+        knob = said.details.pop("knob", None)
+        said.notes.extend(said.details.pop("notes", ()))
+    if design.mechanism is not None and design.mechanism.releases is not None:
+        said.notes.append(
+            f"the certified ε is the total over all {len(design.mechanism.releases)} releases "
+            "(split it among them as you like: their sum must not exceed it)"
+        )
+    said.details.update(_ratio_details(design.mechanism, analysis))
+    return knob
 
 
 def _ratio_details(mechanism: Mechanism | None, analysis: Analysis) -> dict[str, float]:

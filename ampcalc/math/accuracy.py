@@ -366,10 +366,7 @@ def plan_mean(
         ],
         details={"range": value_range, "variance": variance, "basis": f"{HU_2023}, §4.2 eqs. 6–8"},
     )
-    if q is not None:
-        plan.variance_share = q
-        plan.max_rate_for_gain = float(max_rate_for_gain(q, eps))
-    return plan
+    return _with_variance_share(plan, q, eps)
 
 
 def _gains_and_best_rate(rows: list[dict[str, Any]], v_pop: float) -> tuple[list[Any], float]:
@@ -378,6 +375,26 @@ def _gains_and_best_rate(rows: list[dict[str, Any]], v_pop: float) -> tuple[list
     best = min(rows, key=lambda r: r["variance_sample"]) if rows else None
     best_rate = best["rate"] if best and best["variance_sample"] < v_pop else 1.0
     return gains, float(best_rate)
+
+
+def _conclusion(gains: int, rates: int, best_rate: float, *, measure: str, how: str = "") -> str:
+    """The plan's verdict in words: at how many of the rates sampling gains (``how``
+    says how the rows were found, e.g. " (simulated)"), and the best rate."""
+    if gains:
+        return (
+            f"gain at {gains} of {rates} rates{how}; the smallest {measure} is at rate "
+            f"{best_rate:g}"
+        )
+    return f"no gain at any listed rate{how}: the best rate is 1 (no sampling)"
+
+
+def _with_variance_share(plan: Plan, q: float | None, eps: float) -> Plan:
+    """``plan`` with the variance share q asked for and the largest rate that can gain
+    at it (``max_rate_for_gain``); unchanged without a q."""
+    if q is not None:
+        plan.variance_share = q
+        plan.max_rate_for_gain = float(max_rate_for_gain(q, eps))
+    return plan
 
 
 def plan_custom(
@@ -421,12 +438,7 @@ def plan_custom(
             }
         )
     gains, best_rate = _gains_and_best_rate(rows, v_pop)
-    conclusion = (
-        f"gain at {len(gains)} of {len(rows)} rates; the smallest variance is at rate "
-        f"{best_rate:g}"
-        if gains
-        else "no gain at any listed rate: the best rate is 1 (no sampling)"
-    )
+    conclusion = _conclusion(len(gains), len(rows), best_rate, measure="variance")
     plan = Plan(
         name=name,
         statistic="custom",
@@ -443,10 +455,85 @@ def plan_custom(
         notes=[_DIRECTIONS],
         details={"sensitivity_population": sens_population, "basis": f"{HU_2023}, eq. 5"},
     )
-    if q is not None:
-        plan.variance_share = q
-        plan.max_rate_for_gain = float(max_rate_for_gain(q, eps))
-    return plan
+    return _with_variance_share(plan, q, eps)
+
+
+def _sample_guarantee(
+    eps: float, delta: float, rate: float, n: int, big_n: int
+) -> tuple[float, float]:
+    """(ε_n, δ_n) = (A⁻¹(n/N, ε), (N/n)δ) the sample of size n may spend (002 Thm 1).
+
+    Raises:
+        ValueError: δ_n >= 1, a vacuous (ε_n, δ_n) guarantee.
+    """
+    rho = n / big_n
+    eps_n = float(epsilon_sample(eps, rho))
+    delta_n = delta / rho
+    if delta_n >= 1.0:
+        raise ValueError(
+            f"δ_n = (N/n)δ′ = {delta_n:.6g} >= 1 at rate {rate:g} (n = {n}): the sample's "
+            "(ε_n, δ_n) guarantee is vacuous"
+        )
+    return eps_n, delta_n
+
+
+def _simulated_medians(
+    y: np.ndarray,
+    n: int,
+    b_n: float,
+    lower: float,
+    upper: float,
+    simulations: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Smooth sensitivities and medians of ``simulations`` SRSWOR samples of size n < N
+    from the sorted data ``y``, drawn from ``rng``.
+
+    A sample is the n smallest of N iid uniforms, drawn in chunks of at most ~4·10⁶
+    keys (memory) in a fixed order (reproducible for a seed).
+    """
+    big_n = y.size
+    chunk = max(1, 4_000_000 // big_n)
+    ss_parts, med_parts = [], []
+    for start in range(0, simulations, chunk):
+        keys = rng.random((min(chunk, simulations - start), big_n))
+        idx = np.argpartition(keys, n - 1, axis=1)[:, :n]
+        samples = np.sort(y[idx], axis=1)
+        ss_parts.append(smooth_sensitivity_many(samples, b_n, lower, upper))
+        med_parts.append(samples[:, (n - 1) // 2])
+    return np.concatenate(ss_parts), np.concatenate(med_parts)
+
+
+def _median_row(
+    rate: float,
+    n: int,
+    eps_n: float,
+    delta_n: float,
+    ss: np.ndarray,
+    med: np.ndarray,
+    m_pop: float,
+    ss_pop: float,
+    v_pop: float,
+) -> dict[str, Any]:
+    """A rate's row: the simulated MSE of the noisy sample median (sampling error against
+    the population median ``m_pop``, plus the exact Laplace noise 8(Δ^S_n/ε_n)²)."""
+    samp_err = float(np.mean((med - m_pop) ** 2))
+    noise = float(np.mean(8.0 * (ss / eps_n) ** 2))
+    v_n = samp_err + noise
+    return {
+        "rate": rate,
+        "sample_size": n,
+        "epsilon_sample": eps_n,
+        "delta_sample": delta_n,
+        "variance_sample": v_n,
+        "variance_population": v_pop,
+        "noise_ratio": _finite(v_pop / noise) if noise > 0 else None,
+        "variance_share_max": None,
+        "sampling_variance": samp_err,
+        "noise_variance_sample": noise,
+        "smooth_sensitivity_ratio": float(np.median(ss)) / ss_pop if ss_pop > 0 else None,
+        "gain": bool(v_n < v_pop),
+    }
 
 
 def plan_median(
@@ -476,62 +563,16 @@ def plan_median(
     v_pop = 8.0 * (ss_pop / eps) ** 2
     rng = np.random.default_rng(seed)
     rows: list[dict[str, Any]] = []
-    ss_ratios = []
     for rate in rates:
         n = median_sample_size(rate, big_n)
-        rho = n / big_n
-        eps_n = float(epsilon_sample(eps, rho))
-        delta_n = delta / rho
-        if delta_n >= 1.0:
-            raise ValueError(
-                f"δ_n = (N/n)δ′ = {delta_n:.6g} >= 1 at rate {rate:g} (n = {n}): the sample's "
-                "(ε_n, δ_n) guarantee is vacuous"
-            )
-        b_n = beta(eps_n, delta_n)
+        eps_n, delta_n = _sample_guarantee(eps, delta, rate, n, big_n)
         if n == big_n:
-            ss = np.array([ss_pop])
-            med = np.array([m_pop])
+            ss, med = np.array([ss_pop]), np.array([m_pop])
         else:
-            # SRSWOR: the n smallest of N iid uniforms per simulation, in chunks of at
-            # most ~4·10⁶ keys (memory), in a fixed order (reproducible for a seed)
-            chunk = max(1, 4_000_000 // big_n)
-            ss_parts, med_parts = [], []
-            for start in range(0, simulations, chunk):
-                keys = rng.random((min(chunk, simulations - start), big_n))
-                idx = np.argpartition(keys, n - 1, axis=1)[:, :n]
-                samples = np.sort(y[idx], axis=1)
-                ss_parts.append(smooth_sensitivity_many(samples, b_n, lower, upper))
-                med_parts.append(samples[:, (n - 1) // 2])
-            ss = np.concatenate(ss_parts)
-            med = np.concatenate(med_parts)
-        samp_err = float(np.mean((med - m_pop) ** 2))
-        noise = float(np.mean(8.0 * (ss / eps_n) ** 2))
-        v_n = samp_err + noise
-        ss_ratio = float(np.median(ss)) / ss_pop if ss_pop > 0 else None
-        ss_ratios.append(ss_ratio)
-        rows.append(
-            {
-                "rate": rate,
-                "sample_size": n,
-                "epsilon_sample": eps_n,
-                "delta_sample": delta_n,
-                "variance_sample": v_n,
-                "variance_population": v_pop,
-                "noise_ratio": _finite(v_pop / noise) if noise > 0 else None,
-                "variance_share_max": None,
-                "sampling_variance": samp_err,
-                "noise_variance_sample": noise,
-                "smooth_sensitivity_ratio": ss_ratio,
-                "gain": bool(v_n < v_pop),
-            }
-        )
+            b_n = beta(eps_n, delta_n)
+            ss, med = _simulated_medians(y, n, b_n, lower, upper, simulations, rng)
+        rows.append(_median_row(rate, n, eps_n, delta_n, ss, med, m_pop, ss_pop, v_pop))
     gains, best_rate = _gains_and_best_rate(rows, v_pop)
-    conclusion = (
-        f"gain at {len(gains)} of {len(rows)} rates (simulated); the smallest MSE is at "
-        f"rate {best_rate:g}"
-        if gains
-        else "no gain at any listed rate (simulated): the best rate is 1 (no sampling)"
-    )
     plan = Plan(
         name=name,
         statistic="median",
@@ -540,7 +581,9 @@ def plan_median(
         population=big_n,
         rows=rows,
         best_rate=best_rate,
-        conclusion=conclusion,
+        conclusion=_conclusion(
+            len(gains), len(rows), best_rate, measure="MSE", how=" (simulated)"
+        ),
         assumptions=[
             f"public data bounds [L, U] = [{lower:g}, {upper:g}]; y_i = L below the data and "
             f"U above it (boundary convention, {DERIVATIONS}, §2.7)",
@@ -563,7 +606,4 @@ def plan_median(
             "basis": f"{HU_2023}, §4.3, eq. 4",
         },
     )
-    if q is not None:
-        plan.variance_share = q
-        plan.max_rate_for_gain = float(max_rate_for_gain(q, eps))
-    return plan
+    return _with_variance_share(plan, q, eps)

@@ -174,7 +174,6 @@ def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     column blocks to be laid side by side, and the mask of the values left to Python's
     ``%`` (their cells are empty)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
-    n = x.size
     v = np.abs(x)
     fast = (v >= _LOW) & (v <= _HIGH)  # False for 0, inf, NaN
     all_fast = bool(fast.all())
@@ -187,29 +186,8 @@ def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         if all_fast
         else np.flatnonzero(~fast & ((v == 0) | ~np.isfinite(v)))
     )
-    # the 17 digits, ASCII: d0 (top byte of word 0), then four groups of four
-    d0 = digits // 10**16
-    rest = digits - d0 * 10**16
-    g1 = rest // 10**12
-    rest -= g1 * 10**12
-    g2 = rest // 10**8
-    rest -= g2 * 10**8
-    g3 = rest // 10**4
-    g4 = rest - g3 * 10**4
-    # significant digits: up to the last non-zero one. A group followed by zero
-    # groups only is written without its trailing zeros (_QUAD32_TRIM: its second
-    # half), so the digits after the last significant one are not printed.
-    words = np.empty((n, 5), dtype=np.uint32)
-    words[:, 0] = _TOP[d0]
-    words[:, 4] = _QUAD32_TRIM[g4]
-    tz = _TZ[g4]
-    zero = g4 == 0
-    for j, g in ((3, g3), (2, g2), (1, g1)):
-        words[:, j] = _QUAD32_BOTH[g + zero * 10_000]
-        tz += zero * _TZ[g]
-        zero &= g == 0
-    dig = words.view(np.uint8)[:, 3:]
-    sig = 17 - tz
+    d0, *groups = _digit_groups(digits)
+    words, sig = _significant_words(d0, groups)
     fixed = (e >= -4) & (e < 17)
     whole = fixed & (e >= 0)
     # digits printed: the integer part in full, then up to the last significant digit
@@ -220,65 +198,144 @@ def float_cells(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         whole &= fast
         words[~fast] = 0
     sci = ~fixed if all_fast else fast & ~fixed
-    # integers with zeros at the end of their integer part (440, 1e16): those zeros
-    # are printed
-    pad = np.flatnonzero(shown > sig)
-    if pad.size:
-        full = np.empty((pad.size, 4), dtype=np.uint32)
-        for j, g in enumerate((g1, g2, g3, g4)):
-            full[:, j] = _QUAD32[g[pad]]
-        full &= _WMASK[np.clip(shown[pad, None] - np.array([1, 5, 9, 13]), 0, 4)]
-        words[pad, 1:] = full
-    ahead = fixed & (e < 0)  # 0.000ddd
-    # the point follows digit j (fixed, e >= 0: j = e; scientific: j = 0) when a
-    # digit follows it
-    point_after = np.where(whole, e, np.where(sci, 0, -1))
-    point_after[sig <= point_after + 1] = -1
-    used = np.bincount(point_after + 1, minlength=18)[1:]
-    parts: list[np.ndarray] = []
-    neg = np.signbit(x)
-    if not all_fast:
-        neg &= fast
-        neg[word] = np.signbit(x[word]) & ~np.isnan(x[word])  # "%.17g" % -nan is "nan"
-    if neg.any():
-        parts.append(neg.view(np.uint8)[:, None] * np.uint8(ord("-")))
-    if word.size:
-        spelt = np.zeros((n, 3), dtype=np.uint8)
-        w = v[word]
-        spelt[word] = np.where(
-            (w == 0)[:, None], _WORDS[0], np.where(np.isnan(w)[:, None], _WORDS[2], _WORDS[1])
-        )
-        parts.append(spelt)
-    if ahead.any():
-        lead = np.zeros((n, 5), dtype=np.uint8)
-        lead[:, 0] = ahead * np.uint8(ord("0"))
-        lead[:, 1] = ahead * np.uint8(ord("."))
-        for j in range(3):  # e = -2: one zero after the point; -4: three
-            lead[:, 2 + j] = (ahead & (e <= -2 - j)) * np.uint8(ord("0"))
-        parts.append(lead)
-    start = 0
-    for j in np.flatnonzero(used).tolist():
-        parts.append(dig[:, start : j + 1])
-        parts.append((point_after == j).view(np.uint8)[:, None] * np.uint8(ord(".")))
-        start = j + 1
-    parts.append(dig[:, start:])
-    if sci.any():
-        exp = np.zeros((n, 5), dtype=np.uint8)
-        a = np.abs(e)
-        exp[:, 0] = np.where(sci, ord("e"), 0)
-        exp[:, 1] = np.where(sci, np.where(e < 0, ord("-"), ord("+")), 0)
-        exp[:, 2] = np.where(sci & (a >= 100), _DIGITS[(a // 100) % 10], 0)
-        exp[:, 3] = np.where(sci, _DIGITS[(a // 10) % 10], 0)
-        exp[:, 4] = np.where(sci, _DIGITS[a % 10], 0)
-        parts.append(exp)
+    _print_integer_zeros(words, groups, shown, sig)
+    parts = _sign_cells(x, fast, all_fast, word)
+    parts += _word_cells(v, word)
+    parts += _leading_zero_cells(fixed & (e < 0), e)
+    parts += _digit_cells(words, _point_after(whole, sci, e, sig))
+    parts += _exponent_cells(sci, e)
     slow = ~fast
     if word.size:
         slow[word] = False
     return parts, slow
 
 
+def _digit_groups(digits: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The 17-digit integers as their leading digit d0 and four groups of four digits."""
+    d0 = digits // 10**16
+    rest = digits - d0 * 10**16
+    g1 = rest // 10**12
+    rest -= g1 * 10**12
+    g2 = rest // 10**8
+    rest -= g2 * 10**8
+    g3 = rest // 10**4
+    g4 = rest - g3 * 10**4
+    return d0, g1, g2, g3, g4
+
+
+def _significant_words(d0: np.ndarray, groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(words, sig): the ASCII digits as five little-endian uint32 per row (d0 the top
+    byte of word 0, then the four groups) up to the last significant one, and the number
+    of significant digits.
+
+    A group followed by zero groups only is written without its trailing zeros
+    (_QUAD32_TRIM: its second half), so the digits after the last significant one are
+    not printed."""
+    g1, g2, g3, g4 = groups
+    words = np.empty((d0.size, 5), dtype=np.uint32)
+    words[:, 0] = _TOP[d0]
+    words[:, 4] = _QUAD32_TRIM[g4]
+    tz = _TZ[g4]
+    zero = g4 == 0
+    for j, g in ((3, g3), (2, g2), (1, g1)):
+        words[:, j] = _QUAD32_BOTH[g + zero * 10_000]
+        tz += zero * _TZ[g]
+        zero &= g == 0
+    return words, 17 - tz
+
+
+def _print_integer_zeros(
+    words: np.ndarray, groups: list[np.ndarray], shown: np.ndarray, sig: np.ndarray
+) -> None:
+    """Integers with zeros at the end of their integer part (440, 1e16): those zeros
+    are printed, ``words`` written again up to the ``shown`` digits."""
+    pad = np.flatnonzero(shown > sig)
+    if pad.size:
+        full = np.empty((pad.size, 4), dtype=np.uint32)
+        for j, g in enumerate(groups):
+            full[:, j] = _QUAD32[g[pad]]
+        full &= _WMASK[np.clip(shown[pad, None] - np.array([1, 5, 9, 13]), 0, 4)]
+        words[pad, 1:] = full
+
+
+def _point_after(whole: np.ndarray, sci: np.ndarray, e: np.ndarray, sig: np.ndarray) -> np.ndarray:
+    """The digit the point follows (fixed, e >= 0: j = e; scientific: j = 0) when a
+    digit follows it, else -1."""
+    point_after = np.where(whole, e, np.where(sci, 0, -1))
+    point_after[sig <= point_after + 1] = -1
+    return point_after
+
+
+def _sign_cells(
+    x: np.ndarray, fast: np.ndarray, all_fast: bool, word: np.ndarray
+) -> list[np.ndarray]:
+    """The minus signs (none for the rows left to Python, nor for -nan: ``"%.17g" %
+    -nan`` is ``"nan"``)."""
+    neg = np.signbit(x)
+    if not all_fast:
+        neg &= fast
+        neg[word] = np.signbit(x[word]) & ~np.isnan(x[word])
+    if neg.any():
+        return [neg.view(np.uint8)[:, None] * np.uint8(ord("-"))]
+    return []
+
+
 #: "0", "inf", "nan" in 3-byte cells
 _WORDS = np.array([[ord("0"), 0, 0], list(b"inf"), list(b"nan")], dtype=np.uint8)
+
+
+def _word_cells(v: np.ndarray, word: np.ndarray) -> list[np.ndarray]:
+    """The rows ``word`` of |x| spelt without digits: "0", "inf", "nan"."""
+    if not word.size:
+        return []
+    spelt = np.zeros((v.size, 3), dtype=np.uint8)
+    w = v[word]
+    spelt[word] = np.where(
+        (w == 0)[:, None], _WORDS[0], np.where(np.isnan(w)[:, None], _WORDS[2], _WORDS[1])
+    )
+    return [spelt]
+
+
+def _leading_zero_cells(ahead: np.ndarray, e: np.ndarray) -> list[np.ndarray]:
+    """``0.`` and the zeros after the point before the first digit, where ``ahead``
+    (fixed notation, e < 0: 0.000ddd)."""
+    if not ahead.any():
+        return []
+    lead = np.zeros((ahead.size, 5), dtype=np.uint8)
+    lead[:, 0] = ahead * np.uint8(ord("0"))
+    lead[:, 1] = ahead * np.uint8(ord("."))
+    for j in range(3):  # e = -2: one zero after the point; -4: three
+        lead[:, 2 + j] = (ahead & (e <= -2 - j)) * np.uint8(ord("0"))
+    return [lead]
+
+
+def _digit_cells(words: np.ndarray, point_after: np.ndarray) -> list[np.ndarray]:
+    """The 17 digit cells with a point cell after digit ``point_after`` (none: -1),
+    one point column for each digit some row puts its point after."""
+    dig = words.view(np.uint8)[:, 3:]
+    used = np.bincount(point_after + 1, minlength=18)[1:]
+    parts: list[np.ndarray] = []
+    start = 0
+    for j in np.flatnonzero(used).tolist():
+        parts.append(dig[:, start : j + 1])
+        parts.append((point_after == j).view(np.uint8)[:, None] * np.uint8(ord(".")))
+        start = j + 1
+    parts.append(dig[:, start:])
+    return parts
+
+
+def _exponent_cells(sci: np.ndarray, e: np.ndarray) -> list[np.ndarray]:
+    """``e±XX`` (three digits from 100) where ``sci`` (scientific notation)."""
+    if not sci.any():
+        return []
+    exp = np.zeros((sci.size, 5), dtype=np.uint8)
+    a = np.abs(e)
+    exp[:, 0] = np.where(sci, ord("e"), 0)
+    exp[:, 1] = np.where(sci, np.where(e < 0, ord("-"), ord("+")), 0)
+    exp[:, 2] = np.where(sci & (a >= 100), _DIGITS[(a // 100) % 10], 0)
+    exp[:, 3] = np.where(sci, _DIGITS[(a // 10) % 10], 0)
+    exp[:, 4] = np.where(sci, _DIGITS[a % 10], 0)
+    return [exp]
 
 
 def int_cells(x: np.ndarray) -> np.ndarray:

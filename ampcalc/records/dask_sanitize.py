@@ -214,9 +214,7 @@ def _parquet_chunk(part: Partition, job: _SanitizeJob, san: Any) -> Any:
 
     header = list(job.header)
     cols = _parquet_columns(part, job.header)
-    ki, fi = header.index("key"), header.index("frequency")
-    si = header.index("score") if "score" in header else None
-    extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
+    ki, fi, si, extra = _sample_columns(header)
     kcol = cols[ki]
     lines = range(1, len(kcol) + 1)
     freqs = parse_freqs(cols[fi], part.path, lines)
@@ -259,6 +257,15 @@ def _arrow_keys(kcol: Any, idx: np.ndarray) -> Any:
     return arr.cast(pa.string()) if kind != pa.string() else arr
 
 
+def _sample_columns(header: list[str]) -> tuple[int, int, int | None, list[int]]:
+    """Indices in a sample's ``header`` of the key, the frequency, the score (None:
+    none) and the other columns (passed through to the output)."""
+    ki, fi = header.index("key"), header.index("frequency")
+    si = header.index("score") if "score" in header else None
+    extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
+    return ki, fi, si, extra
+
+
 def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
     """Partition ``i``, read, checked, hashed and sanitised as in one process: a CSV
     partition by the one-process byte path (``pws_stream.sanitize_sample``: byte
@@ -266,9 +273,7 @@ def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
     Arrow's buffers (``_parquet_chunk``: the same checks and draws); its part written
     by the one-process CSV writer or from the key bytes (Parquet)."""
     _tune_worker_malloc()
-    import csv
-
-    from ampcalc.records.pws_stream import cells, sanitize_sample, write_chunk
+    from ampcalc.records.pws_stream import sanitize_sample
 
     part = job.parts[i]
     header = list(job.header)
@@ -280,13 +285,9 @@ def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
                 f"partition's ({excerpt_names(header)})"
             )
 
-    ki, fi = header.index("key"), header.index("frequency")
-    si = header.index("score") if "score" in header else None
-    extra = [c for c in range(len(header)) if c not in (ki, fi, si)]
+    *_, extra = _sample_columns(header)
     out_header = ["key", *(["frequency"] if job.frequencies else []), *[header[c] for c in extra]]
     san = _SharedSanitiser(job)
-    hashes: list[np.ndarray] = []
-    keys = reported = 0
     path = Path(job.out) / PART_NAME.format(i, job.fmt)
     if part.kind == "csv":
         chunks: Any = sanitize_sample(
@@ -295,51 +296,89 @@ def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
     else:
         chunks = iter([_parquet_chunk(part, job, san)])
     if job.fmt == "csv":
-        with atomic_write(path, newline="") as fh:
-            writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(out_header)
-            for chunk in chunks:
-                write_chunk(fh, writer, chunk, job.frequencies)
-                assert chunk.hashes is not None
-                hashes.append(chunk.hashes)
-                keys, reported = chunk.read, reported + int(chunk.kept.size)
+        keys, reported, hashes = _write_csv_part(path, out_header, chunks, job.frequencies)
     else:
-        pa = _module("pyarrow")
-        pq = _module("pyarrow.parquet")
-        blocks: list[list[Any]] = [[] for _ in out_header]
-        for chunk in chunks:
-            ids = chunk.kept.tolist()
-            block: list[Any] = [_arrow_keys(chunk.keys, chunk.kept)]
-            if job.frequencies:
-                assert chunk.tokens is not None
-                block.append(pa.array(chunk.tokens[chunk.kept], type=pa.int64()))
-            for c in extra:
-                values = cells(chunk.columns[c])
-                block.append([values[n] for n in ids])
-            for col, got in zip(blocks, block, strict=True):
-                col.append(got)
-            assert chunk.hashes is not None
-            hashes.append(chunk.hashes)
-            keys, reported = chunk.read, reported + len(ids)
-        n_fixed = 1 + job.frequencies
-        arrays = [
-            pa.concat_arrays(blocks[0]) if blocks[0] else pa.array([], type=pa.string()),
-            *([pa.concat_arrays(blocks[1]) if blocks[1] else pa.array([], pa.int64())]
-              if job.frequencies else []),
-        ]  # fmt: skip
-        for col in blocks[n_fixed:]:
-            values = [v for got in col for v in got]
-            # CSV cells are strings (also in an empty partition: not Arrow's null type);
-            # Parquet columns pass through with the types Arrow infers from their values
-            arrays.append(pa.array(values, type=pa.string() if part.kind == "csv" else None))
-        with atomic_write(path, binary=True) as fh:
-            pq.write_table(pa.Table.from_arrays(arrays, names=out_header), fh)
+        keys, reported, hashes = _write_parquet_part(
+            path, out_header, chunks, job.frequencies, extra, csv_input=part.kind == "csv"
+        )
     return {
         "keys": keys,
         "reported": reported,
         "table": max(job.base.n, san.top),
         "hashes": np.concatenate(hashes) if hashes else np.zeros(0, np.uint64),
     }
+
+
+def _write_csv_part(
+    path: Path, out_header: list[str], chunks: Any, frequencies: bool
+) -> tuple[int, int, list[np.ndarray]]:
+    """The sanitised ``chunks`` written to the CSV part file ``path`` by the one-process
+    writer; returns (keys read, keys reported, the keys' hashes per chunk)."""
+    import csv
+
+    from ampcalc.records.pws_stream import write_chunk
+
+    hashes: list[np.ndarray] = []
+    keys = reported = 0
+    with atomic_write(path, newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(out_header)
+        for chunk in chunks:
+            write_chunk(fh, writer, chunk, frequencies)
+            assert chunk.hashes is not None
+            hashes.append(chunk.hashes)
+            keys, reported = chunk.read, reported + int(chunk.kept.size)
+    return keys, reported, hashes
+
+
+def _write_parquet_part(
+    path: Path,
+    out_header: list[str],
+    chunks: Any,
+    frequencies: bool,
+    extra: list[int],
+    *,
+    csv_input: bool,
+) -> tuple[int, int, list[np.ndarray]]:
+    """The sanitised ``chunks`` written to the Parquet part file ``path``: the keys from
+    their bytes, the sanitised frequencies (``frequencies``), the ``extra`` columns
+    (strings when read from CSV); returns (keys read, keys reported, the keys' hashes
+    per chunk)."""
+    from ampcalc.records.pws_stream import cells
+
+    pa = _module("pyarrow")
+    pq = _module("pyarrow.parquet")
+    hashes: list[np.ndarray] = []
+    keys = reported = 0
+    blocks: list[list[Any]] = [[] for _ in out_header]
+    for chunk in chunks:
+        ids = chunk.kept.tolist()
+        block: list[Any] = [_arrow_keys(chunk.keys, chunk.kept)]
+        if frequencies:
+            assert chunk.tokens is not None
+            block.append(pa.array(chunk.tokens[chunk.kept], type=pa.int64()))
+        for c in extra:
+            values = cells(chunk.columns[c])
+            block.append([values[n] for n in ids])
+        for col, got in zip(blocks, block, strict=True):
+            col.append(got)
+        assert chunk.hashes is not None
+        hashes.append(chunk.hashes)
+        keys, reported = chunk.read, reported + len(ids)
+    n_fixed = 1 + frequencies
+    arrays = [
+        pa.concat_arrays(blocks[0]) if blocks[0] else pa.array([], type=pa.string()),
+        *([pa.concat_arrays(blocks[1]) if blocks[1] else pa.array([], pa.int64())]
+          if frequencies else []),
+    ]  # fmt: skip
+    for col in blocks[n_fixed:]:
+        values = [v for got in col for v in got]
+        # CSV cells are strings (also in an empty partition: not Arrow's null type);
+        # Parquet columns pass through with the types Arrow infers from their values
+        arrays.append(pa.array(values, type=pa.string() if csv_input else None))
+    with atomic_write(path, binary=True) as fh:
+        pq.write_table(pa.Table.from_arrays(arrays, names=out_header), fh)
+    return keys, reported, hashes
 
 
 def _hash_hits(i: int, job: _SanitizeJob, wanted: np.ndarray) -> list[tuple[str, int]]:

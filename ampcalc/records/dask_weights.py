@@ -266,34 +266,15 @@ def run_weights(
     (records, kept, expected size, outside records and their first rows)."""
     require_dask()
     dask = _module("dask")
-    dd = _module("dask.dataframe")
 
     parts = anchored(resolve_inputs(inputs, ("csv", "parquet", "npy")), address)
     out_fmt = output_format(output or "", fmt, "csv")
-    rparts = [_record_part(p, params.columns, params.probability_column) for p in parts]
-    first = rparts[0]
-    for rp in rparts[1:]:
-        if rp.names != first.names:
-            raise DesignError(
-                f"{rp.path}: record columns ({excerpt_names(rp.names)}) differ from those of "
-                f"{first.path} ({excerpt_names(first.names)})"
-            )
-    dim = params.data.dimension
-    if dim and len(first.names) != dim:
-        raise DesignError(
-            f"{first.path}: {len(first.names)} record columns ({excerpt_names(first.names)}); "
-            f"the design's records have {dim}"
-        )
+    rparts = _record_parts(parts, params)
     out = prepare_output(output)
     try:
         with scheduler(address, workers, dashboard) as sched, _plain_frames():
             lengths = _compute(sched, *[dask.delayed(_count_records)(rp) for rp in rparts])
-            total = int(sum(lengths))
-            if total == 0:
-                raise DesignError(f"{inputs}: the partitions hold no records")
-            m = params.expected_size
-            if params.probabilities == "privacy-constrained" and m is not None and m > total:
-                raise DesignError(f"expected size {m:g} exceeds the {total} records of the input")
+            total = _checked_total(lengths, inputs, params)
             offsets = tuple(int(v) for v in np.concatenate(([0], np.cumsum(lengths)[:-1])))
             job = _WeightsJob(
                 params=params,
@@ -308,20 +289,7 @@ def run_weights(
                 offsets=offsets,
                 lengths=tuple(int(v) for v in lengths),
             )
-            meta = {f"x{j}": "float64" for j in range(len(first.names))}
-            if params.probability_column is not None:
-                meta["p"] = "float64"
-            frame = dd.from_map(
-                _read_records, rparts, meta=_stats_meta(meta), enforce_metadata=False
-            )
-            stats = frame.map_partitions(
-                _weights_partition,
-                dask.delayed(job),
-                meta=_stats_meta(_WEIGHTS_STATS),
-                enforce_metadata=False,
-                align_dataframes=False,
-            )
-            (table,) = _compute(sched, stats)
+            (table,) = _compute(sched, _partition_stats(rparts, job))
     except BaseException:
         _remove_parts(out, len(parts), out_fmt)
         raise
@@ -338,3 +306,61 @@ def run_weights(
         "output_format": out_fmt,
         "output": str(out),
     }
+
+
+def _record_parts(parts: list[Partition], params: Any) -> list[_RecordPart]:
+    """The partitions with the design's record columns resolved in each.
+
+    Raises:
+        DesignError: a partition's record columns differ from the first's, or their
+            number from the design's records.
+    """
+    rparts = [_record_part(p, params.columns, params.probability_column) for p in parts]
+    first = rparts[0]
+    for rp in rparts[1:]:
+        if rp.names != first.names:
+            raise DesignError(
+                f"{rp.path}: record columns ({excerpt_names(rp.names)}) differ from those of "
+                f"{first.path} ({excerpt_names(first.names)})"
+            )
+    dim = params.data.dimension
+    if dim and len(first.names) != dim:
+        raise DesignError(
+            f"{first.path}: {len(first.names)} record columns ({excerpt_names(first.names)}); "
+            f"the design's records have {dim}"
+        )
+    return rparts
+
+
+def _checked_total(lengths: Any, inputs: str, params: Any) -> int:
+    """The number of records over the partitions (their counted ``lengths``).
+
+    Raises:
+        DesignError: no records, or fewer than a privacy-constrained design's expected
+            sample size.
+    """
+    total = int(sum(lengths))
+    if total == 0:
+        raise DesignError(f"{inputs}: the partitions hold no records")
+    m = params.expected_size
+    if params.probabilities == "privacy-constrained" and m is not None and m > total:
+        raise DesignError(f"expected size {m:g} exceeds the {total} records of the input")
+    return total
+
+
+def _partition_stats(rparts: list[_RecordPart], job: _WeightsJob) -> Any:
+    """The lazy table of one summary row per partition: each partition read into a
+    ``dask.dataframe`` (``_read_records``), its weights written by ``_weights_partition``."""
+    dask = _module("dask")
+    dd = _module("dask.dataframe")
+    meta = {f"x{j}": "float64" for j in range(len(rparts[0].names))}
+    if job.params.probability_column is not None:
+        meta["p"] = "float64"
+    frame = dd.from_map(_read_records, rparts, meta=_stats_meta(meta), enforce_metadata=False)
+    return frame.map_partitions(
+        _weights_partition,
+        dask.delayed(job),
+        meta=_stats_meta(_WEIGHTS_STATS),
+        enforce_metadata=False,
+        align_dataframes=False,
+    )
