@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ampcalc.model.design import Mechanism, Neighbours
@@ -350,11 +351,7 @@ def value_instances(
     members = {g: [i for i, h in enumerate(group_of) if h == g and i != x] for g in groups}
     choices = [range(len(members[g]) + 1) for g in groups]
     count = math.prod(len(c) for c in choices)
-    if count > limit:
-        raise ConditionError(
-            f"too large to verify: {count} two-value populations, more than {limit} allowed; "
-            "use fewer or smaller groups, or the default pairs"
-        )
+    check_value_populations(count, limit, "use fewer or smaller groups, or the default pairs")
     out = []
     for bs in itertools.product(*choices):
         values = [0] * len(group_of)
@@ -363,12 +360,130 @@ def value_instances(
                 values[i] = 1
         vals = tuple(values)
         out.append(
-            Instance(
-                label=f"{label}, b per group {list(bs)}, x = a",
-                symbols=("a", "b"),
-                caps=(cap, cap),
-                p=project_distribution(p, vals, 2),
-                p_prime=project_distribution(p_prime, vals, 2),
+            two_value_instance(
+                f"{label}, b per group {list(bs)}, x = a",
+                project_distribution(p, vals, 2),
+                project_distribution(p_prime, vals, 2),
+                cap,
             )
         )
+    return out
+
+
+# --- the pieces the families' hooks share (cluster, stratified, pps, systematic, ...) ---
+
+PURE_ONLY = "the exact programme is for pure ε-DP (delta = 0)"
+
+
+def require_pure(mechanism: Mechanism) -> None:
+    """Refuse an (ε, δ) M in a hook that enumerates for pure ε-DP only.
+
+    The driver hands every hook M's pure part (``pure_part``), so this guards direct
+    callers of the hook.
+    """
+    if mechanism.delta > 0:
+        raise ConditionError(PURE_ONLY)
+
+
+def distinct_instance(
+    label: str,
+    symbols: tuple[str, ...],
+    p: Mapping[Counts, float],
+    p_prime: Mapping[Counts, float],
+    *,
+    symmetric: bool = False,
+) -> Instance:
+    """A pair of populations of distinct records: every symbol is drawn at most once."""
+    return Instance(
+        label=label,
+        symbols=symbols,
+        caps=(1,) * len(symbols),
+        p=p,
+        p_prime=p_prime,
+        symmetric=symmetric,
+    )
+
+
+def two_value_instance(
+    label: str, p: Mapping[Counts, float], p_prime: Mapping[Counts, float], cap: int
+) -> Instance:
+    """A pair over the two-value universe {a, b}: samples are value multisets, each value
+    drawn at most ``cap`` times (the largest sample)."""
+    return Instance(label=label, symbols=("a", "b"), caps=(cap, cap), p=p, p_prime=p_prime)
+
+
+def check_value_populations(count: int, limit: int, advice: str) -> None:
+    """Refuse ``pairs: all`` before listing more than ``limit`` two-value populations."""
+    if count > limit:
+        raise ConditionError(
+            f"too large to verify: {count} two-value populations, more than {limit} allowed; "
+            f"{advice}"
+        )
+
+
+def sample_sizes(instances: Iterable[Instance]) -> set[int]:
+    """Every sample size the instances' distributions (P's and P′'s) give mass to."""
+    return {sum(k) for inst in instances for dist in (inst.p, inst.p_prime) for k in dist}
+
+
+def plan_of(
+    instances: Iterable[Instance],
+    relations: Mapping[Neighbours, float],
+    used: Iterable[int],
+    notes: tuple[str, ...] = (),
+) -> Plan:
+    """The plan of these instances; its domain holds the sample sizes ``used`` (every size
+    up to the largest when add-remove is among M's relations, ``sizes_for``)."""
+    return Plan(
+        instances=tuple(instances),
+        sizes=sizes_for(relations, used),
+        relations=relations,
+        notes=notes,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupAddition:
+    """P vs P′ = P + x, x added to one group (a stratum, a cluster) of distinct records.
+
+    ``without`` and ``with_x`` give each group's records as presence flags (1: the
+    record is in the population), x the last record of its group: P's and P′'s. The
+    symbols are ``{prefix}{group}.{record}`` (1-based) and x; ``group_of`` names each
+    symbol's group and ``x`` is x's index among the symbols.
+    """
+
+    symbols: tuple[str, ...]
+    without: tuple[Counts, ...]
+    with_x: tuple[Counts, ...]
+    group_of: Counts
+    x: int
+
+
+def record_added_to_group(sizes: Sequence[int], group: int, prefix: str) -> GroupAddition:
+    """Groups of ``sizes`` distinct records (P) and P′ = P with x added to ``group``."""
+    with_x = tuple((1,) * n + ((1,) if j == group else ()) for j, n in enumerate(sizes))
+    return GroupAddition(
+        symbols=tuple(
+            f"{prefix}{j + 1}.{t + 1}" if j != group or t < sizes[group] else "x"
+            for j, flags in enumerate(with_x)
+            for t in range(len(flags))
+        ),
+        without=tuple((*f[:-1], 0) if j == group else f for j, f in enumerate(with_x)),
+        with_x=with_x,
+        group_of=tuple(j for j, flags in enumerate(with_x) for _ in flags),
+        x=sum(len(flags) for flags in with_x[: group + 1]) - 1,
+    )
+
+
+def record_as(dist: Mapping[Counts, float], i: int, *, prime: bool) -> dict[Counts, float]:
+    """A sample distribution over distinct records with record ``i`` renamed x (or x′).
+
+    Count vectors become (the other records in their order, x, x′): record i's count
+    moves to x's place (``prime``: to x′'s), the other one is 0.
+    """
+    out: dict[Counts, float] = {}
+    for k, v in dist.items():
+        rest = k[:i] + k[i + 1 :]
+        key = (*rest, 0, k[i]) if prime else (*rest, k[i], 0)
+        out[key] = out.get(key, 0.0) + v
     return out

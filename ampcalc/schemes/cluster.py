@@ -675,6 +675,34 @@ def _count_witness_details(a: int, b: int, eps0: float) -> dict[str, Any]:
     }
 
 
+def _cluster_sample(
+    present: tuple[tuple[int, ...], ...],
+    subsets: list[tuple[int, ...]],
+    rate: float | None,
+    sample: int | None,
+) -> dict[Any, float]:
+    """The exact sample of clusters given as presence flags: a uniform choice among
+    ``subsets``, then every record of a chosen cluster (or each kept w.p. ``rate``, or
+    ``sample`` of them drawn without replacement)."""
+    from ampcalc.schemes import exact as V
+
+    def within(flags: tuple[int, ...]) -> dict[Any, float]:
+        if rate is not None:
+            return V.poisson_distribution(flags, rate)
+        if sample is not None and sum(flags) > sample:
+            return V.srswor_distribution(flags, sample)
+        return {flags: 1.0}
+
+    parts = []
+    for chosen in subsets:
+        per = [
+            within(flags) if j in chosen else {(0,) * len(flags): 1.0}
+            for j, flags in enumerate(present)
+        ]
+        parts.append((1.0 / len(subsets), V.product_distribution(per)))
+    return V.mixture_distribution(parts)
+
+
 def _verify_hook(
     params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
 ) -> Any:
@@ -699,69 +727,36 @@ def _verify_hook(
     else:
         sizes = [int(x) for x in cl.sizes]
     k, ell, r, m = cl.count, params.chosen, params.within_rate, params.within_sample
-    if mechanism.delta > 0:
-        raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
+    V.require_pure(mechanism)
     rel = V.relations_of(mechanism)
-    records = sum(sizes) + 1
     top = sum(sorted(sizes)[-ell:]) + 1
     if m is not None:
         top = min(top, ell * m)
-    V.check_distinct_domain(records, top, limit)
+    V.check_distinct_domain(sum(sizes) + 1, top, limit)
     subsets = list(itertools.combinations(range(k), ell))
     if len(subsets) > limit:
         raise ConditionError(f"too large to verify: {len(subsets)} cluster subsets")
 
-    def stage(flags: tuple[int, ...]) -> dict[Any, float]:
-        if r is not None:
-            return V.poisson_distribution(flags, r)
-        if m is not None and sum(flags) > m:
-            return V.srswor_distribution(flags, m)
-        return {flags: 1.0}
-
-    def dist(present: list[tuple[int, ...]]) -> dict[Any, float]:
-        parts = []
-        for chosen in subsets:
-            per = [
-                stage(flags) if j in chosen else {(0,) * len(flags): 1.0}
-                for j, flags in enumerate(present)
-            ]
-            parts.append((1.0 / len(subsets), V.product_distribution(per)))
-        return V.mixture_distribution(parts)
-
     insts: list[Any] = []
-    seen: set[int] = set()
     for i, n_i in enumerate(sizes):
-        if n_i in seen:
-            continue
-        seen.add(n_i)
+        if n_i in sizes[:i]:
+            continue  # clusters of equal size are exchangeable
         # P′ = P + x in cluster i; with a fixed-size second stage also P′ = the stated
         # population, x one of cluster i's records (the removal: a smaller cluster without x)
-        bases = [n_i] + ([n_i - 1] if m is not None and n_i >= 1 else [])
-        for n_p in bases:
+        for n_p in [n_i] + ([n_i - 1] if m is not None and n_i >= 1 else []):
             base = [n_p if j == i else n for j, n in enumerate(sizes)]
-            # cluster i gets one more symbol, x (its last); P lacks it, P′ has it
-            with_x = [(1,) * n + ((1,) if j == i else ()) for j, n in enumerate(base)]
-            without = [(*f[:-1], 0) if j == i else f for j, f in enumerate(with_x)]
-            group_of = tuple(j for j, f in enumerate(with_x) for _ in f)
-            x = sum(len(f) for f in with_x[: i + 1]) - 1
-            symbols = tuple(
-                f"c{j + 1}.{t + 1}" if j != i or t < n_p else "x"
-                for j, f in enumerate(with_x)
-                for t in range(len(f))
-            )
-            p, pp = dist(without), dist(with_x)
+            pair = V.record_added_to_group(base, i, "c")
+            p = _cluster_sample(pair.without, subsets, r, m)
+            pp = _cluster_sample(pair.with_x, subsets, r, m)
             label = (
                 f"P = clusters {base} vs P′ = P + x in a cluster of {n_p}"
                 if n_p == n_i
                 else f"P′ = clusters {sizes} with x in a cluster of {n_i} vs P = P′ − x"
             )
-            n_rec = sum(len(f) for f in with_x)
-            insts.append(
-                V.Instance(label=label, symbols=symbols, caps=(1,) * n_rec, p=p, p_prime=pp)
-            )
+            insts.append(V.distinct_instance(label, pair.symbols, p, pp))
             if pairs == "all":
-                insts += V.value_instances(label, group_of, x, p, pp, top, limit)
-    return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top]), relations=rel)
+                insts += V.value_instances(label, pair.group_of, pair.x, p, pp, top, limit)
+    return V.plan_of(insts, rel, [top])
 
 
 SCHEME = Scheme(

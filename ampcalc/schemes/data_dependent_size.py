@@ -460,6 +460,59 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     )
 
 
+def _record_pairs(n: int, m: int, add: range, remove: range) -> list[Any]:
+    """Distinct records: P = {o1..oN} vs P ∪ {x} with m′ in ``add``, and
+    P = {o1..oN−1, x} vs P − {x} with m′ in ``remove`` (m sampled from P)."""
+    from ampcalc.schemes.exact import distinct_instance, srswor_distribution
+
+    syms = (*(f"o{i + 1}" for i in range(n)), "x")
+    insts = [
+        distinct_instance(
+            f"P = {{o1..o{n}}} (m = {m}) vs P ∪ {{x}} (m′ = {mp})",
+            syms,
+            srswor_distribution((1,) * n + (0,), m),
+            srswor_distribution((1,) * (n + 1), mp),
+        )
+        for mp in add
+    ]
+    if n >= 1:
+        insts += [
+            distinct_instance(
+                f"P = {{o1..o{n - 1}, x}} (m = {m}) vs P − {{x}} (m′ = {mp})",
+                syms[1:],
+                srswor_distribution((1,) * n, m),
+                srswor_distribution((1,) * (n - 1) + (0,), mp),
+            )
+            for mp in remove
+        ]
+    return insts
+
+
+def _value_pairs(n: int, m: int, d: int, top: int) -> list[Any]:
+    """P = {a×(N − j), b×j} vs P with an a or a b added or removed, for every m′ within
+    Δ of m the neighbour can draw; samples as value multisets."""
+    from ampcalc.schemes.exact import srswor_distribution, two_value_instance
+
+    moves = [("add a", (1, 0)), ("add b", (0, 1)), ("remove a", (-1, 0)), ("remove b", (0, -1))]
+    insts = []
+    for j in range(n + 1):
+        base = (n - j, j)
+        for what, (da, db) in moves:
+            other = (base[0] + da, base[1] + db)
+            if min(other) < 0:
+                continue
+            for mp in range(max(0, m - d), min(sum(other), m + d) + 1):
+                insts.append(
+                    two_value_instance(
+                        f"{{a×{base[0]}, b×{base[1]}}} (m = {m}) vs {what} (m′ = {mp})",
+                        srswor_distribution(base, m),
+                        srswor_distribution(other, mp),
+                        top,
+                    )
+                )
+    return insts
+
+
 def _verify_hook(
     params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
 ) -> Any:
@@ -472,14 +525,7 @@ def _verify_hook(
     ``all``: also P = {a×(N − j), b×j} with an a or a b added or removed, samples as
     value multisets.
     """
-    from ampcalc.schemes.exact import (
-        Instance,
-        Plan,
-        check_distinct_sizes,
-        relations_of,
-        sizes_for,
-        srswor_distribution,
-    )
+    from ampcalc.schemes.exact import Plan, check_distinct_sizes, relations_of, sizes_for
 
     n, m, d = params.population, params.sample, params.sensitivity
     if d is None or m is None:
@@ -496,53 +542,12 @@ def _verify_hook(
     check_distinct_sizes(n + 1, [min(m + d, n + 1)], limit)  # before listing sizes
     rel = relations_of(mechanism)
     add = range(max(0, m - d), min(n + 1, m + d) + 1)  # m′ for P ∪ {x}
-    rem = range(max(0, m - d), min(n - 1, m + d) + 1)  # m′ for P − {x}
-    sizes = sizes_for(rel, [m, *add, *rem])
+    remove = range(max(0, m - d), min(n - 1, m + d) + 1)  # m′ for P − {x}
+    sizes = sizes_for(rel, [m, *add, *remove])
     check_distinct_sizes(n + 1, sizes, limit)
-    syms = (*(f"o{i + 1}" for i in range(n)), "x")
-    insts = []
-    for mp in add:
-        insts.append(
-            Instance(
-                label=f"P = {{o1..o{n}}} (m = {m}) vs P ∪ {{x}} (m′ = {mp})",
-                symbols=syms,
-                caps=(1,) * len(syms),
-                p=srswor_distribution((1,) * n + (0,), m),
-                p_prime=srswor_distribution((1,) * (n + 1), mp),
-            )
-        )
-    if n >= 1:
-        for mp in rem:
-            insts.append(
-                Instance(
-                    label=f"P = {{o1..o{n - 1}, x}} (m = {m}) vs P − {{x}} (m′ = {mp})",
-                    symbols=syms[1:],
-                    caps=(1,) * n,
-                    p=srswor_distribution((1,) * n, m),
-                    p_prime=srswor_distribution((1,) * (n - 1) + (0,), mp),
-                )
-            )
+    insts = _record_pairs(n, m, add, remove)
     if pairs == "all":
-        top = max(sizes)
-        for j in range(n + 1):
-            base = (n - j, j)
-            moves = [("add a", (1, 0)), ("add b", (0, 1)), ("remove a", (-1, 0))]
-            moves.append(("remove b", (0, -1)))
-            for what, (da, db) in moves:
-                other = (base[0] + da, base[1] + db)
-                if min(other) < 0:
-                    continue
-                size = sum(other)
-                for mp in range(max(0, m - d), min(size, m + d) + 1):
-                    insts.append(
-                        Instance(
-                            label=f"{{a×{base[0]}, b×{base[1]}}} (m = {m}) vs {what} (m′ = {mp})",
-                            symbols=("a", "b"),
-                            caps=(top, top),
-                            p=srswor_distribution(base, m),
-                            p_prime=srswor_distribution(other, mp),
-                        )
-                    )
+        insts += _value_pairs(n, m, d, max(sizes))
     return Plan(instances=tuple(insts), sizes=sizes, relations=rel)
 
 

@@ -580,24 +580,66 @@ def _replacement(
     from ampcalc.schemes import exact as V
 
     n = len(next(iter(p)))
-
-    def move(dist: dict[Counts, float], prime: bool) -> dict[Counts, float]:
-        out: dict[Counts, float] = {}
-        for k, v in dist.items():
-            rest = k[:i] + k[i + 1 :]
-            key = (*rest, 0, k[i]) if prime else (*rest, k[i], 0)
-            out[key] = out.get(key, 0.0) + v
-        return out
-
     symbols = (*(f"o{j + 1}" for j in range(n) if j != i), "x", "x'")
-    return V.Instance(
-        label=label,
-        symbols=symbols,
-        caps=(1,) * (n + 1),
-        p=move(p, False),
-        p_prime=move(pp, True),
+    return V.distinct_instance(
+        label,
+        symbols,
+        V.record_as(p, i, prime=False),
+        V.record_as(pp, i, prime=True),
         symmetric=symmetric,
     )
+
+
+def _value_pairs(insts: list[Any], n: int, limit: int) -> list[Any]:
+    """The default pairs seen over a two-value universe: x = a, x′ = b, and every
+    assignment of a or b to the other n − 1 records."""
+    from ampcalc.schemes import exact as V
+
+    others = max(1, 2 ** (n - 1))
+    V.check_value_populations(
+        others * len(insts), limit, "use fewer records, or the default pairs"
+    )
+    # the largest sample size drawn (float a_i may sum to m plus a few ulps, which
+    # gives a systematic sample one record more with a tiny probability)
+    width = max(V.sample_sizes(insts))
+    out = []
+    for inst in insts:
+        for bits in itertools.product((0, 1), repeat=n - 1):
+            values = (*bits, 0, 1)
+            out.append(
+                V.two_value_instance(
+                    f"{inst.label}, values {list(bits)}, x = a, x′ = b",
+                    V.project_distribution(inst.p, values, 2),
+                    V.project_distribution(inst.p_prime, values, 2),
+                    width,
+                )
+            )
+    return out
+
+
+def _other_size_pairs(
+    algorithm: str, sizes: np.ndarray, m: float, base: dict[Counts, float], xs: list[int]
+) -> list[Any]:
+    """Record i replaced by x′ of every other listed size (the whole design re-drawn with
+    the new size), where enough records of positive size are left to draw m."""
+    out = []
+    for i in xs:
+        for size in sorted({float(x) for x in sizes} - {float(sizes[i])}):
+            changed = sizes.copy()
+            changed[i] = size
+            if m > np.count_nonzero(changed > 0):
+                continue  # too few records of positive size left to draw m
+            out.append(
+                _replacement(
+                    f"{algorithm}: record {i + 1} (size {sizes[i]:g}) replaced by x′ of "
+                    f"size {size:g}",
+                    i,
+                    base,
+                    _distribution(algorithm, changed, m),
+                    symmetric=False,
+                )
+            )
+    return out
 
 
 def _verify_hook(
@@ -627,8 +669,7 @@ def _verify_hook(
             "the sample distribution depends on the PPS algorithm; give `size_measures` and "
             "`sample` with a `method`"
         )
-    if mechanism.delta > 0:
-        raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
+    V.require_pure(mechanism)
     r, m = params.sizes, params.sample
     n = int(r.size)
     V.check_distinct_domain(n + 1, math.ceil(m), limit)
@@ -647,46 +688,9 @@ def _verify_hook(
         for i in xs
     ]
     if pairs == "all":
-        others = max(1, 2 ** (n - 1))
-        if others * len(xs) > limit:
-            raise ConditionError(
-                f"too large to verify: {others * len(xs)} two-value populations, more than "
-                f"{limit} allowed; use fewer records, or the default pairs"
-            )
-        # the largest sample size drawn (float a_i may sum to m plus a few ulps, which
-        # gives a systematic sample one record more with a tiny probability)
-        width = max(sum(k) for dist in (base, *(i.p_prime for i in insts)) for k in dist)
-        for inst in list(insts):
-            for bits in itertools.product((0, 1), repeat=n - 1):
-                values = (*bits, 0, 1)
-                insts.append(
-                    V.Instance(
-                        label=f"{inst.label}, values {list(bits)}, x = a, x′ = b",
-                        symbols=("a", "b"),
-                        caps=(width, width),
-                        p=V.project_distribution(inst.p, values, 2),
-                        p_prime=V.project_distribution(inst.p_prime, values, 2),
-                    )
-                )
-        for i in xs:
-            for size in sorted({float(x) for x in r} - {float(r[i])}):
-                changed = r.copy()
-                changed[i] = size
-                if m > np.count_nonzero(changed > 0):
-                    continue  # too few records of positive size left to draw m
-                insts.append(
-                    _replacement(
-                        f"{algorithm}: record {i + 1} (size {r[i]:g}) replaced by x′ of "
-                        f"size {size:g}",
-                        i,
-                        base,
-                        _distribution(algorithm, changed, m),
-                        symmetric=False,
-                    )
-                )
-    used = {sum(k) for inst in insts for dist in (inst.p, inst.p_prime) for k in dist}
-    rel = V.relations_of(mechanism)
-    return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, used), relations=rel, notes=notes)
+        insts += _value_pairs(insts, n, limit)
+        insts += _other_size_pairs(algorithm, r, m, base, xs)
+    return V.plan_of(insts, V.relations_of(mechanism), V.sample_sizes(insts), notes)
 
 
 def _verify_threshold(
@@ -701,8 +705,7 @@ def _verify_threshold(
     """
     from ampcalc.schemes import exact as V
 
-    if mechanism.delta > 0:
-        raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
+    V.require_pure(mechanism)
     tau, big_r = params.threshold, params.max_size_measure
     assert tau is not None
     worst = 1.0 if big_r is None else min(1.0, tau * big_r)
@@ -726,16 +729,13 @@ def _verify_threshold(
         pp = V.bernoulli_distribution([*rest, a_x])
         label = f"P = {len(rest)} records vs P′ = P ∪ {{x}}, a_x = {a_x:.6g}"
         symbols = (*(f"o{i + 1}" for i in range(len(rest))), "x")
-        insts.append(
-            V.Instance(label=label, symbols=symbols, caps=(1,) * len(symbols), p=p, p_prime=pp)
-        )
+        insts.append(V.distinct_instance(label, symbols, p, pp))
         if pairs == "all":
             # records with equal a_i are exchangeable; x is a group of its own
             kinds = sorted(set(rest))
             group_of = (*(kinds.index(a) for a in rest), len(kinds))
             insts += V.value_instances(label, group_of, len(rest), p, pp, len(symbols), limit)
-    top = len(others) + 1
-    return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top]), relations=rel)
+    return V.plan_of(insts, rel, [len(others) + 1])
 
 
 RELATION = None

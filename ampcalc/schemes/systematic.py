@@ -422,6 +422,88 @@ def fixed_order_lower(
     return out
 
 
+def _random_order_size_probs(n: int, k: int) -> dict[int, float]:
+    """A random start over a random order: ⌊N/k⌋ records with probability
+    1 − (N mod k)/k, else ⌈N/k⌉."""
+    f = (n % k) / k
+    probs = {n // k: 1.0 - f}
+    if f > 0:
+        probs[-(-n // k)] = f
+    return probs
+
+
+def _position_pairs(n: int, starts: list[list[int]]) -> list[Any]:
+    """x at position j vs x′ there, the other records distinct: one position j per size
+    of the sample that holds it (the rest are the same up to relabelling)."""
+    from ampcalc.schemes import exact as V
+
+    k = len(starts)
+    # the sample over a uniform start: one flag per position (1: kept)
+    by_position: dict[tuple[int, ...], float] = {}
+    for s in starts:
+        key = tuple(1 if pos in s else 0 for pos in range(n))
+        by_position[key] = by_position.get(key, 0.0) + 1.0 / k
+    # symbols: the other records in position order, then x, x′
+    syms = (*(f"o{i + 1}" for i in range(n - 1)), "x", "x'")
+    insts = []
+    seen_sizes: set[int] = set()
+    for j in range(n):
+        own = len(starts[j % k])  # the size of the sample that can hold position j
+        if own in seen_sizes:
+            continue  # same distributions up to relabelling of the other records
+        seen_sizes.add(own)
+        insts.append(
+            V.distinct_instance(
+                f"x at position {j + 1} (in a sample of {own}) vs x′ there",
+                syms,
+                V.record_as(by_position, j, prime=False),
+                V.record_as(by_position, j, prime=True),
+                symmetric=True,
+            )
+        )
+    return insts
+
+
+def _ordering_value_pairs(n: int, starts: list[list[int]], top: int, limit: int) -> list[Any]:
+    """Every a/b ordering of the N records with one a turned into b, samples as value
+    multisets (orderings whose sample distributions repeat are listed once)."""
+    import itertools
+
+    from ampcalc.model.errors import ConditionError
+    from ampcalc.schemes import exact as V
+
+    if 2**n > limit:
+        raise ConditionError(
+            f"too large to verify: all pairs means every a/b ordering of the N = {n} "
+            f"records (2^{n} = {2**n:,}), more than {limit}; use the default pairs or a "
+            "smaller population"
+        )
+
+    def values(seq: tuple[int, ...]) -> dict[tuple[int, ...], float]:
+        out: dict[tuple[int, ...], float] = {}
+        for s in starts:
+            b = sum(seq[pos] for pos in s)
+            key = (len(s) - b, b)
+            out[key] = out.get(key, 0.0) + 1.0 / len(starts)
+        return out
+
+    insts = []
+    seen: set[tuple[Any, Any]] = set()
+    for seq in itertools.product((0, 1), repeat=n):
+        for j in range(n):
+            if seq[j] == 1:
+                continue
+            p, pp = values(seq), values((*seq[:j], 1, *seq[j + 1 :]))
+            sig = (tuple(sorted(p.items())), tuple(sorted(pp.items())))
+            if sig in seen:
+                continue
+            seen.add(sig)
+            word = "".join("ab"[v] for v in seq)
+            label = f"order {word} vs position {j + 1} turned into b"
+            insts.append(V.two_value_instance(label, p, pp, top))
+    return insts
+
+
 def _verify_hook(
     params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
 ) -> Any:
@@ -433,98 +515,22 @@ def _verify_hook(
     r, r + k, ... . ``default``: distinct records, one position per class of start;
     ``all``: every a/b sequence of length N with one a turned into b.
     """
-    from ampcalc.schemes.exact import check_distinct_sizes
+    from ampcalc.schemes.exact import Plan, check_distinct_sizes, relations_of, sizes_for
 
     n, k = params.population, params.interval
     check_distinct_sizes(n + 1, [n // k], limit)  # before listing positions
     if params.order == "random":
         from ampcalc.schemes.random_size import size_mixture_plan
 
-        f = (n % k) / k
-        probs = {n // k: 1.0 - f}
-        if f > 0:
-            probs[-(-n // k)] = f
-        return size_mixture_plan(n, probs, mechanism, pairs, limit)
-
-    from ampcalc.schemes.exact import Instance, Plan, relations_of, sizes_for
+        return size_mixture_plan(n, _random_order_size_probs(n, k), mechanism, pairs, limit)
 
     rel = relations_of(mechanism)
     starts = [list(range(r, n, k)) for r in range(k)]  # 0-based positions per start
     sizes = sizes_for(rel, [len(s) for s in starts])
     check_distinct_sizes(n + 1, sizes, limit)
-    insts = []
-    seen_sizes: set[int] = set()
-    for j in range(n):
-        own = len(starts[j % k])  # the size of the sample that can hold position j
-        if own in seen_sizes:
-            continue  # same distributions up to relabelling of the other records
-        seen_sizes.add(own)
-        # symbols: the other records in position order, then x, x′
-        syms = (*(f"o{i + 1}" for i in range(n - 1)), "x", "x'")
-
-        def dist(at: int, j: int = j) -> dict[tuple[int, ...], float]:
-            out: dict[tuple[int, ...], float] = {}
-            for s in starts:
-                c = [0] * (n + 1)
-                for pos in s:
-                    c[at if pos == j else (pos if pos < j else pos - 1)] = 1
-                key = tuple(c)
-                out[key] = out.get(key, 0.0) + 1.0 / k
-            return out
-
-        insts.append(
-            Instance(
-                label=f"x at position {j + 1} (in a sample of {own}) vs x′ there",
-                symbols=syms,
-                caps=(1,) * len(syms),
-                p=dist(n - 1),
-                p_prime=dist(n),
-                symmetric=True,
-            )
-        )
+    insts = _position_pairs(n, starts)
     if pairs == "all":
-        import itertools
-
-        if 2**n > limit:
-            from ampcalc.model.errors import ConditionError
-
-            raise ConditionError(
-                f"too large to verify: all pairs means every a/b ordering of the N = {n} "
-                f"records (2^{n} = {2**n:,}), more than {limit}; use the default pairs or a "
-                "smaller population"
-            )
-
-        top = max(sizes)
-        seen: set[tuple[Any, Any]] = set()
-        for seq in itertools.product((0, 1), repeat=n):
-            for j in range(n):
-                if seq[j] == 1:
-                    continue
-                flip = (*seq[:j], 1, *seq[j + 1 :])
-
-                def values(q: tuple[int, ...]) -> dict[tuple[int, ...], float]:
-                    out: dict[tuple[int, ...], float] = {}
-                    for s in starts:
-                        b = sum(q[pos] for pos in s)
-                        key = (len(s) - b, b)
-                        out[key] = out.get(key, 0.0) + 1.0 / k
-                    return out
-
-                p, pp = values(seq), values(flip)
-                sig = (tuple(sorted(p.items())), tuple(sorted(pp.items())))
-                if sig in seen:
-                    continue
-                seen.add(sig)
-                word = "".join("ab"[v] for v in seq)
-                insts.append(
-                    Instance(
-                        label=f"order {word} vs position {j + 1} turned into b",
-                        symbols=("a", "b"),
-                        caps=(top, top),
-                        p=p,
-                        p_prime=pp,
-                    )
-                )
+        insts += _ordering_value_pairs(n, starts, max(sizes), limit)
     return Plan(instances=tuple(insts), sizes=sizes, relations=rel)
 
 

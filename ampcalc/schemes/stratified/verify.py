@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,6 +14,174 @@ from ampcalc.model.errors import ConditionError
 from ampcalc.schemes import _allocation as alloc
 from ampcalc.schemes.stratified.fixed_total import apportion
 from ampcalc.schemes.stratified.params import Params
+
+#: a sample distribution: count vector (records in symbol order) -> probability
+Distribution = dict[tuple[int, ...], float]
+
+
+def _randomized_size_probs(rate: float, n: int) -> dict[int, float]:
+    """Randomised rounding of rN: ⌊rN⌋ + 1 records with probability frac(rN), else ⌊rN⌋
+    (rN itself when it is whole, up to 1e-9)."""
+    x = rate * n
+    if abs(x - round(x)) < 1e-9:
+        return {min(n, round(x)): 1.0}
+    lo = math.floor(x)
+    return {lo: 1.0 - (x - lo), lo + 1: x - lo}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Allocation:
+    """How each stratum's sample is drawn (``Params.allocation`` in the hook's terms).
+
+    ``kind``: proportional (rates, or a fixed ``total`` apportioned by ``rule`` over the
+    dataset's own stratum sizes), poisson (rates) or fixed (``fixed`` m_h records);
+    ``randomized``: proportional with randomised rounding and no fixed total.
+    """
+
+    kind: str
+    names: tuple[str, ...]
+    rates: tuple[float, ...]
+    fixed: tuple[int, ...]
+    total: int | None
+    rule: str
+    randomized: bool
+
+    def sample_size(self, h: int, n: int, dataset_sizes: list[int]) -> int:
+        """Stratum h's sample size when it holds n of a dataset of ``dataset_sizes``."""
+        if self.kind == "fixed":
+            return self.fixed[h]
+        if self.total is not None:
+            return min(apportion(dataset_sizes, self.total, self.rule)[h], n)
+        rounded = alloc.round_proportional(np.array([self.rates[h]]), np.array([n]), self.rule)
+        return int(rounded[0])
+
+    def stratum(self, h: int, counts: tuple[int, ...], dataset_sizes: list[int]) -> Distribution:
+        """Stratum h's exact sample when its records are present as ``counts``."""
+        from ampcalc.schemes import exact as V
+
+        n = sum(counts)
+        if self.kind == "poisson":
+            return V.poisson_distribution(counts, self.rates[h])
+        if self.randomized:
+            return V.srswor_size_mixture(counts, _randomized_size_probs(self.rates[h], n))
+        m = self.sample_size(h, n, dataset_sizes)
+        if m > n:
+            raise ConditionError(
+                f"stratum {self.names[h]!r}: a sample of {m} from {n} records is impossible"
+            )
+        return V.srswor_distribution(counts, m)
+
+    def largest(self, h: int, n: int) -> int:
+        """The largest sample stratum h of n records can give."""
+        if self.kind == "poisson" or self.total is not None:
+            return n
+        if self.randomized:
+            return math.ceil(self.rates[h] * n - 1e-9)
+        return self.sample_size(h, n, [])
+
+    def population(self, strata: Sequence[tuple[int, ...]]) -> Distribution:
+        """The exact sample of a dataset whose strata hold the records present as
+        ``strata`` (the strata are sampled independently)."""
+        from ampcalc.schemes import exact as V
+
+        dataset_sizes = [sum(c) for c in strata]
+        return V.product_distribution(
+            [self.stratum(h, c, dataset_sizes) for h, c in enumerate(strata)]
+        )
+
+
+def _allocation_of(params: Params) -> _Allocation:
+    """The design's allocation as the hook draws it."""
+    kind = params.allocation
+    total = params.total_sample if kind == "proportional" else None
+    rule = params.rounding or "nearest"
+    return _Allocation(
+        kind=kind,
+        names=tuple(params.strata.names),
+        rates=tuple(float(x) for x in params.rates()) if total is None else (),
+        fixed=tuple(int(x) if math.isfinite(x) else 0 for x in params.strata.sample),
+        total=total,
+        rule=rule,
+        randomized=kind == "proportional" and rule == "randomized" and total is None,
+    )
+
+
+def _checked_guarantee(
+    params: Params, mechanism: Mechanism, guarantee: Neighbours | None
+) -> Neighbours:
+    """The guarantee whose pairs are listed (fixed allocation's is replace-one, the
+    others' add-remove), or ``ConditionError`` for what the hook cannot enumerate."""
+    from ampcalc.schemes import exact as V
+
+    kind = params.allocation
+    if kind == "neyman":
+        raise ConditionError(
+            "no exact tiny-instance enumeration for neyman allocation (it depends on the "
+            "records' values): the verify hook covers proportional, poisson and fixed "
+            "allocation"
+        )
+    V.require_pure(mechanism)
+    if not params.strata.sizes_known:
+        raise ConditionError("the stratum sizes are needed to enumerate samples")
+    if guarantee is None:
+        guarantee = Neighbours.REPLACE_ONE if kind == "fixed" else Neighbours.ADD_REMOVE
+    if kind == "fixed" and guarantee is not Neighbours.REPLACE_ONE:
+        raise ConditionError("fixed allocation gives a replace-one guarantee only")
+    return guarantee
+
+
+def _added_record_pairs(
+    allocation: _Allocation, sizes: list[int], pairs: str, top: int, limit: int
+) -> list[Any]:
+    """For every stratum h: x added to h's N_h records, and x one of them (N_h − 1 vs
+    N_h records); ``all`` adds each pair over a two-value universe."""
+    from ampcalc.schemes import exact as V
+
+    insts: list[Any] = []
+    for h, n_h in enumerate(sizes):
+        for base in (n_h, n_h - 1):  # x added to the N_h records, or x one of them
+            if base < 0:
+                continue
+            pair = V.record_added_to_group(
+                [base if j == h else n for j, n in enumerate(sizes)], h, "s"
+            )
+            label = f"stratum {allocation.names[h]!r}: {base} vs {base + 1} records (x added)"
+            p = allocation.population(pair.without)
+            pp = allocation.population(pair.with_x)
+            insts.append(V.distinct_instance(label, pair.symbols, p, pp))
+            if pairs == "all":
+                insts += V.value_instances(label, pair.group_of, pair.x, p, pp, top, limit)
+    return insts
+
+
+def _replacement_pairs(allocation: _Allocation, sizes: list[int]) -> list[Any]:
+    """x replaced by x′ in each stratum and, but for fixed allocation (whose guarantee is
+    for replacements within a stratum), x moved from stratum s to t for every s != t."""
+    from ampcalc.schemes import exact as V
+
+    moves = [(h, h) for h in range(len(sizes))]
+    if allocation.kind != "fixed":
+        moves += [(s, t) for s in range(len(sizes)) for t in range(len(sizes)) if s != t]
+    names = allocation.names
+    insts = []
+    for s, t in moves:
+        syms = [[f"s{j + 1}.{i + 1}" for i in range(n - (j == s))] for j, n in enumerate(sizes)]
+        syms[s].append("x")
+        syms[t].append("x'")
+        where = (
+            f"x replaced by x′ in stratum {names[s]!r}"
+            if s == t
+            else f"x moved from stratum {names[s]!r} to {names[t]!r}"
+        )
+        insts.append(
+            V.distinct_instance(
+                where,
+                tuple(y for ys in syms for y in ys),
+                allocation.population([tuple(0 if y == "x'" else 1 for y in ys) for ys in syms]),
+                allocation.population([tuple(0 if y == "x" else 1 for y in ys) for ys in syms]),
+            )
+        )
+    return insts
 
 
 def _verify_hook(
@@ -40,120 +210,17 @@ def _verify_hook(
     """
     from ampcalc.schemes import exact as V
 
-    kind = params.allocation
-    if kind == "neyman":
-        raise ConditionError(
-            "no exact tiny-instance enumeration for neyman allocation (it depends on the "
-            "records' values): the verify hook covers proportional, poisson and fixed "
-            "allocation"
-        )
-    total = params.total_sample if kind == "proportional" else None
-    if mechanism.delta > 0:
-        raise ConditionError("the exact programme is for pure ε-DP (delta = 0)")
-    if not params.strata.sizes_known:
-        raise ConditionError("the stratum sizes are needed to enumerate samples")
-    if guarantee is None:
-        guarantee = Neighbours.REPLACE_ONE if kind == "fixed" else Neighbours.ADD_REMOVE
-    if kind == "fixed" and guarantee is not Neighbours.REPLACE_ONE:
-        raise ConditionError("fixed allocation gives a replace-one guarantee only")
+    guarantee = _checked_guarantee(params, mechanism, guarantee)
     V.check_distinct_domain(int(params.strata.size.sum()) + 1, 1, limit)  # before listing
-    rates = [float(x) for x in params.rates()] if total is None else []
+    allocation = _allocation_of(params)
     sizes = [int(x) for x in params.strata.size]
-    fixed_m = [int(x) if math.isfinite(x) else 0 for x in params.strata.sample]
-    rule = params.rounding or "nearest"
-    randomized = kind == "proportional" and rule == "randomized" and total is None
     rel = V.relations_of(mechanism)
-    # a fixed total: every stratum's sample size depends on all the sizes of its dataset
-    # (set by ``instance`` before the strata are enumerated); drawn = min(m_h, N_h)
-    dataset_sizes: list[int] = []
-    names = params.strata.names
-
-    def size_probs(rate: float, n: int) -> dict[int, float]:
-        x = rate * n
-        if abs(x - round(x)) < 1e-9:
-            return {min(n, round(x)): 1.0}
-        lo = math.floor(x)
-        return {lo: 1.0 - (x - lo), lo + 1: x - lo}
-
-    def allocation(h: int, n: int) -> int:
-        if kind == "fixed":
-            return fixed_m[h]
-        if total is not None:
-            return min(apportion(dataset_sizes, total, rule)[h], n)
-        rounded = alloc.round_proportional(np.array([rates[h]]), np.array([n]), rule)
-        return int(rounded[0])
-
-    def stratum(h: int, counts: tuple[int, ...]) -> dict[Any, float]:
-        n = sum(counts)
-        if kind == "poisson":
-            return V.poisson_distribution(counts, rates[h])
-        if randomized:
-            return V.srswor_size_mixture(counts, size_probs(rates[h], n))
-        m = allocation(h, n)
-        if m > n:
-            raise ConditionError(
-                f"stratum {names[h]!r}: a sample of {m} from {n} records is impossible"
-            )
-        return V.srswor_distribution(counts, m)
-
-    def largest(h: int, n: int) -> int:
-        if kind == "poisson" or total is not None:
-            return n
-        return math.ceil(rates[h] * n - 1e-9) if randomized else allocation(h, n)
-
-    top = sum(largest(h, n + 1) for h, n in enumerate(sizes))
+    top = sum(allocation.largest(h, n + 1) for h, n in enumerate(sizes))
     V.check_distinct_domain(sum(sizes) + 1, top, limit)
-
-    def instance(label: str, strata_syms: list[list[str]], p_counts: Any, pp_counts: Any) -> Any:
-        symbols = tuple(s for syms in strata_syms for s in syms)
-        dataset_sizes[:] = [sum(c) for c in p_counts]
-        p = V.product_distribution([stratum(h, c) for h, c in enumerate(p_counts)])
-        dataset_sizes[:] = [sum(c) for c in pp_counts]
-        pp = V.product_distribution([stratum(h, c) for h, c in enumerate(pp_counts)])
-        return V.Instance(label=label, symbols=symbols, caps=(1,) * len(symbols), p=p, p_prime=pp)
-
-    def records(h: int, n: int) -> list[str]:
-        return [f"s{h + 1}.{i + 1}" for i in range(n)]
-
-    insts: list[Any] = []
     if guarantee is Neighbours.ADD_REMOVE:
-        for h, n_h in enumerate(sizes):
-            for extra in (1, 0):  # x added to the N_h records, or x one of them
-                base = n_h - 1 + extra
-                if extra == 0 and base < 0:
-                    continue
-                syms = [
-                    records(j, n) if j != h else [*records(j, base), "x"]
-                    for j, n in enumerate(sizes)
-                ]
-                with_x = [tuple(1 for _ in s) for s in syms]
-                without = [(*c[:-1], 0) if j == h else c for j, c in enumerate(with_x)]
-                label = f"stratum {names[h]!r}: {base} vs {base + 1} records (x added)"
-                inst = instance(label, syms, without, with_x)
-                insts.append(inst)
-                if pairs == "all":
-                    group_of = tuple(j for j, s in enumerate(syms) for _ in s)
-                    x = inst.symbols.index("x")
-                    insts += V.value_instances(
-                        label, group_of, x, inst.p, inst.p_prime, top, limit
-                    )
+        insts = _added_record_pairs(allocation, sizes, pairs, top, limit)
     else:
-        moves = [(h, h) for h in range(len(sizes))]
-        if kind != "fixed":
-            moves += [(s, t) for s in range(len(sizes)) for t in range(len(sizes)) if s != t]
-        for s, t in moves:
-            syms = [records(j, n - (j == s)) for j, n in enumerate(sizes)]
-            syms[s].append("x")
-            syms[t].append("x'")
-            p_counts = [tuple(0 if y == "x'" else 1 for y in ss) for ss in syms]
-            pp_counts = [tuple(0 if y == "x" else 1 for y in ss) for ss in syms]
-            where = (
-                f"x replaced by x′ in stratum {names[s]!r}"
-                if s == t
-                else f"x moved from stratum {names[s]!r} to {names[t]!r}"
-            )
-            insts.append(instance(where, syms, p_counts, pp_counts))
+        insts = _replacement_pairs(allocation, sizes)
     if not insts:
         raise ConditionError("no stratum admits a neighbouring pair")
-    used = {sum(k) for inst in insts for d in (inst.p, inst.p_prime) for k in d}
-    return V.Plan(instances=tuple(insts), sizes=V.sizes_for(rel, [top, *used]), relations=rel)
+    return V.plan_of(insts, rel, [top, *V.sample_sizes(insts)])
