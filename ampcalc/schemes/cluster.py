@@ -26,11 +26,11 @@ from ampcalc.model.references import (
     BUN_2020_WP,
     BUN_2022,
     CLUSTER_DOCS,
-    DERIVATIONS,
     Citation,
     cite,
     derivation,
 )
+from ampcalc.schemes import _cluster_remarks as remarks
 from ampcalc.schemes._cluster_kernels import (
     ClusterSizes,
     ratio_lower,
@@ -588,123 +588,6 @@ def _is_tight(params: Params, mechanism: Mechanism, reduced: bool) -> bool:
     )
 
 
-def _proof_note(params: Params) -> str:
-    """How far the proof behind the upper bound goes (the gap in Theorem 5.2's, or the
-    two-stage derivation)."""
-    if not _two_stage(params):
-        return (
-            f"Theorem 5.2 ({BUN_2022}) is implemented as stated; its App. D proof "
-            "has an off-by-one in the swap distance and bounds one direction only (an exact "
-            f"LP check on small instances supports the stated bound; {DERIVATIONS}, §2.4)."
-        )
-    return (
-        f"two-stage design: Theorem 5.2's argument ({BUN_2022}, App. D) with the second "
-        "stage averaged into its swap step, proved in both directions for (ε, δ) "
-        f"({DERIVATIONS}, §6.1)."
-    )
-
-
-def _second_stage_conditions(params: Params) -> list[str]:
-    """The condition a second stage adds, with the loss it is derived with."""
-    r, m = params.within_rate, params.within_sample
-    if r is not None:
-        return [
-            f"second stage: Poisson with rate r = {r:g} inside the chosen clusters: x is kept "
-            "with probability r given its cluster, ε₁ = A(r, ε); swapping one chosen "
-            "cluster's Poisson sample for another's costs d = n₍₁₎A(r, ε) + n₍₂₎·(−log(1 − "
-            f"r(1 − e^{{−ε}}))) ({DERIVATIONS}, §6.2)"
-        ]
-    if m is not None:
-        return [
-            f"second stage: m = {m} records drawn without replacement inside each chosen "
-            f"cluster (all of a cluster of at most {m}); M ε-DP under add-remove and ε_R-DP "
-            "under replace-one: an added record takes a sampled record's place "
-            f"(ε₁ = A(m/n, ε_R)) ({DERIVATIONS}, §6.3)"
-        ]
-    return []
-
-
-def _replacing_swap_note(params: Params, mechanism: Mechanism) -> str:
-    """What a declared ε_R below 2ε changes: the swap's cost for whole clusters, the count
-    witness's ε for two stages."""
-    eps_r = mechanism.effective_epsilon_replace_one()
-    if not _two_stage(params):
-        return (
-            f"M is declared ε-DP under replace-one too (ε_R = {eps_r:g} < 2ε): swapping one "
-            "chosen cluster for another replaces records (ε_R each) instead of removing and "
-            "adding them, so the upper bound uses d = n₍₁₎ε + n₍₂₎·max(0, ε_R − ε) in place "
-            "of (n₍₁₎ + n₍₂₎)ε, and a count of x's cluster minus (ε_R − ε)·(the others) is a "
-            "witness with n_min in place of n₍₂₎ (an exact LP check found Theorem 5.1's "
-            f"B(ℓ/k, n₍₁₎ + n_min, ε) above the true worst case under `both`; {DERIVATIONS}, "
-            "§6.4)."
-        )
-    return (
-        f"M is declared ε-DP under replace-one too (ε_R = {eps_r:g} < 2ε): the count witness "
-        "(a count over x's cluster minus the others) is only 2ε-DP under replace-one, so "
-        "the lower bound runs it at min(ε, ε_R/2), or is another witness where larger."
-    )
-
-
-def _no_amplification_warning(params: Params, eps0: float, share: float, srs: float) -> str:
-    """The design's lesson when the bound is not below M's ε: one cluster gives itself
-    away, while a random sample of the same share would amplify."""
-    k, ell = params.clusters.count, params.chosen
-    n1, n2 = params.clusters.largest
-    return (
-        f"no amplification at ε = {eps0:g}: one cluster's output reveals whether it was "
-        f"sampled (two largest clusters {n1} + {n2} records), although only {ell} of {k} "
-        f"clusters ({_cluster_fraction(params):.3g}) are chosen; a simple random sample of "
-        f"the same expected share of records ({share:.3g}) would give {srs:.6g}."
-    )
-
-
-def _srs_comparison_note(eps0: float, share: float, srs: float, up0: float) -> str:
-    """What a random sample of the same share of records would give, beside the bound."""
-    return (
-        f"a simple random/Poisson sample of the same expected share of records "
-        f"({share:.3g}) would give "
-        f"ε′ = {srs:.6g} at ε = {eps0:g} (details.srs_same_fraction), against the cluster "
-        f"bound {up0:.6g}."
-    )
-
-
-def _delta_condition(params: Params, mechanism: Mechanism) -> str:
-    """M's δ, and the δ of x's cluster stage under a Poisson second stage."""
-    r = params.within_rate
-    return f"M is (ε, δ)-DP under add-remove with δ = {mechanism.delta:g}" + (
-        "" if r is None else f" (x's cluster stage: δ₁ = rδ = {r * mechanism.delta:g})"
-    )
-
-
-def _delta_note(params: Params, reduced: bool) -> str:
-    """The δ′ paired with the ε′ shown, for each form of the theorem."""
-    if not _two_stage(params) and not reduced:
-        n1, n2 = params.clusters.largest
-        return (
-            "M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε}) = δ(e^{ε′} − 1)/(e^ε − 1) with A = "
-            f"ℓ/k, K = {n1 + n2}, paired with the ε′ shown (derived from the Theorem 5.2 "
-            f"argument with group privacy for (ε, δ); {CLUSTER_DOCS})."
-        )
-    if not _two_stage(params):
-        return (
-            "M's δ > 0: δ′ = Aδ + (e^{ε′} − 1)(1 − A)ρ(1 − e^{−d}) with A = ℓ/k, ρ = "
-            "max(δ/(e^ε − 1), δ_R/(e^{ε_R} − 1)) and the swap loss d = n₍₁₎ε + "
-            "n₍₂₎·max(0, ε_R − ε), paired with the ε′ shown (for ε_R = ε: Aδ/(A + (1 − "
-            f"A)e^{{−d}})); {DERIVATIONS}, §6.1)."
-        )
-    if params.within_rate is not None:
-        return (
-            "M's δ > 0: δ′ = Arδ/(A + (1 − A)e^{−d}) with A = ℓ/k and the swap loss d, "
-            f"paired with the ε′ shown ({DERIVATIONS}, §6.2)."
-        )
-    return (
-        "M's δ > 0: δ′ = Aδ₁ + (e^{ε′} − 1)(1 − A)ρ(1 − e^{−d}) with A = ℓ/k, δ₁ the "
-        "δ of x's cluster stage (m/n·δ_R, or δ for a cluster taken whole), ρ = "
-        "max(δ/(e^ε − 1), δ_R/(e^{ε_R} − 1)) and the swap loss d, paired with the ε′ "
-        f"shown ({DERIVATIONS}, §6.3)."
-    )
-
-
 def _design_details(params: Params, *, tight: bool, eps0: float) -> dict[str, Any]:
     """``details``: the design's numbers, and the working paper's count witness for two
     whole clusters."""
@@ -742,23 +625,40 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
     share = _record_share(params)
     srs = float(srs_same_fraction(np.asarray(eps0), fraction=share))
     up0 = _upper_at(thm, mechanism, eps0)
-    more_conditions = _second_stage_conditions(params)
+    two = _two_stage(params)
+    r, m = params.within_rate, params.within_sample
+    more_conditions = remarks.second_stage_conditions(r, m)
     warnings: list[str] = []
-    notes = [_proof_note(params)]
+    notes = [remarks.proof_note(two)]
     if reduced:
-        notes.append(_replacing_swap_note(params, mechanism))
+        eps_r = mechanism.effective_epsilon_replace_one()
+        notes.append(remarks.replacing_swap_note(two, eps_r))
+    cl = params.clusters
     if tight:
-        n1 = params.clusters.largest[0]
         more_conditions.append(
-            f"all {params.clusters.count} clusters have size {n1}: upper = lower (tight)"
+            f"all {cl.count} clusters have size {cl.largest[0]}: upper = lower (tight)"
         )
     if up0 >= eps0 * (1 - 1e-9):
-        warnings.append(_no_amplification_warning(params, eps0, share, srs))
+        warnings.append(
+            remarks.no_amplification_warning(
+                clusters=cl.count,
+                chosen=params.chosen,
+                largest=cl.largest,
+                eps0=eps0,
+                share=share,
+                srs=srs,
+            )
+        )
     else:
-        notes.append(_srs_comparison_note(eps0, share, srs, up0))
+        notes.append(remarks.srs_comparison_note(eps0, share, srs, up0))
     if mechanism.delta > 0:
-        more_conditions.append(_delta_condition(params, mechanism))
-        notes.append(_delta_note(params, reduced))
+        more_conditions.append(remarks.delta_condition(mechanism.delta, r))
+        k_upper = cl.largest[0] + cl.largest[1]
+        notes.append(
+            remarks.delta_note(
+                two_stage=two, reduced=reduced, poisson=r is not None, k_upper=k_upper
+            )
+        )
     return assemble(
         thm,
         mechanism,
@@ -771,7 +671,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
             _max_cluster_size_details,
             fraction=_cluster_fraction(params),
             eps0=eps0,
-            within=_two_stage(params),
+            within=two,
         ),
     )
 
