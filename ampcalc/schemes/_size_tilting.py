@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -39,17 +41,33 @@ def _phi(u: np.ndarray) -> np.ndarray:
     return out
 
 
-def _window_mean(
-    logw: Any, mode: int, n: int, h: int, werr: Any
-) -> tuple[float, float, float, float, float]:
+class _LogWeights(Protocol):
+    """A log-concave pmf on {0..N}, known up to a factor: its mode, its log-weights
+    w(m) − w(mode) and a bound on their rounding error (what ``_window_mean`` sums)."""
+
+    @property
+    def mode(self) -> int:
+        """The pmf's mode."""
+        ...
+
+    def log_weights(self, a: int, b: int) -> np.ndarray:
+        """w(m) − w(mode) for m = a..b."""
+        ...
+
+    def weight_error(self, w: np.ndarray) -> float:
+        """An error bound of the window sums, relative, from the log-weights ``w``."""
+        ...
+
+
+def _window_mean(weights: _LogWeights, n: int, h: int) -> tuple[float, float, float, float, float]:
     """Mean of a log-concave pmf on {0..n} from a window around its mode.
 
-    ``logw(a, b)`` gives w(m) − w(mode) for m = a..b (m as floats). The window grows
-    until the tails (geometric bound from the end slopes, valid by log-concavity)
-    carry at most e^{-TAIL_LOG} of the window's mass. Returns (mean in the window,
-    N − that mean computed directly, its log (log-space, no underflow), log of the
+    The window grows until the tails (geometric bound from the end slopes, valid by
+    log-concavity) carry at most e^{-TAIL_LOG} of the window's mass. Returns (mean in the
+    window, N − that mean computed directly, its log (log-space, no underflow), log of the
     relative tail mass bound τ, relative error bound of the window sums).
     """
+    mode = weights.mode
     h = max(int(h), 2)
     while True:
         a, b = max(0, mode - h), min(n, mode + h)
@@ -59,7 +77,7 @@ def _window_mean(
                 where=Where(field="sampling.size"),
             )
         lo_x, hi_x = max(0, a - 1), min(n, b + 1)
-        w_ext = logw(lo_x, hi_x)
+        w_ext = weights.log_weights(lo_x, hi_x)
         w = w_ext[a - lo_x : a - lo_x + (b - a + 1)]
         log_tail = -np.inf
         ok = True
@@ -92,8 +110,34 @@ def _window_mean(
         log_gap = -math.inf
     log_tau = float(log_tail) - math.log(total)
     k = b - a + 1
-    rel = 2.0 * float(werr(w)) + (64.0 + 4.0 * math.log2(k + 2)) * ULP + 2 * k * math.exp(-50)
+    rel = (
+        2.0 * float(weights.weight_error(w))
+        + (64.0 + 4.0 * math.log2(k + 2)) * ULP
+        + 2 * k * math.exp(-50)
+    )
     return mean, gap, log_gap, log_tau, rel
+
+
+@dataclass(frozen=True, slots=True)
+class _NormalWeights:
+    """The tilted normal on the integers: w(m) = −(m − c)²/(2σ²), centre c = μ + εσ²."""
+
+    c: float
+    mode: int
+    two_var: float
+
+    def log_weights(self, a: int, b: int) -> np.ndarray:
+        m = np.arange(a, b + 1, dtype=float)
+        out: np.ndarray = -((m - self.c) ** 2 - (self.mode - self.c) ** 2) / self.two_var
+        return out
+
+    def weight_error(self, w: np.ndarray) -> float:
+        # each exponent is a difference of squares, ((mode − c)² − (m − c)²)/(2σ²): a few
+        # ulps of (m − c)² + (mode − c)² = 2(mode − c)² + |w|·2σ², not of w. When the mass
+        # sits at N (or 0) N − E (or E) is carried by terms with |w| far above 50, so
+        # their error counts (N = 16, σ = 1.84, c = 883: 3.7e-13 over the old allowance)
+        far = 2.0 * (self.mode - self.c) ** 2 / self.two_var + float(np.max(np.abs(w)))
+        return 8 * ULP * (50.0 + 1.0) + 4 * ULP * far
 
 
 def _normal_window(mean: float, sd: float, n: int, eps: float) -> tuple[float, ...]:
@@ -105,30 +149,20 @@ def _normal_window(mean: float, sd: float, n: int, eps: float) -> tuple[float, .
     h = math.sqrt(2 * TAIL_LOG) * sd
     if d > 0:
         h = min(h, TAIL_LOG * sd * sd / d)
-    two_var = 2.0 * sd * sd
-
-    def logw(a: int, b: int) -> np.ndarray:
-        m = np.arange(a, b + 1, dtype=float)
-        return -((m - c) ** 2 - (mode - c) ** 2) / two_var
-
-    def werr(w: np.ndarray) -> float:
-        # each exponent is a difference of squares, ((mode − c)² − (m − c)²)/(2σ²): a few
-        # ulps of (m − c)² + (mode − c)² = 2(mode − c)² + |w|·2σ², not of w. When the mass
-        # sits at N (or 0) N − E (or E) is carried by terms with |w| far above 50, so
-        # their error counts (N = 16, σ = 1.84, c = 883: 3.7e-13 over the old allowance)
-        far = 2.0 * (mode - c) ** 2 / two_var + float(np.max(np.abs(w)))
-        return 8 * ULP * (50.0 + 1.0) + 4 * ULP * far
-
-    return _window_mean(logw, mode, n, math.ceil(h) + 2, werr)
+    weights = _NormalWeights(c=c, mode=mode, two_var=2.0 * sd * sd)
+    return _window_mean(weights, n, math.ceil(h) + 2)
 
 
-def _poisson_window(mean: float, n: int, eps: float) -> tuple[float, ...]:
-    log_lam = math.log(mean) + eps
-    mode = n if log_lam >= math.log(n + 1) else int(min(n, math.floor(math.exp(log_lam))))
-    sd = math.exp(0.5 * min(log_lam, math.log(n + 1.0)))
-    h = math.sqrt(2 * TAIL_LOG) * sd + 2 * TAIL_LOG
+@dataclass(frozen=True, slots=True)
+class _PoissonWeights:
+    """The tilted Poisson on {0..N}: rate λ′ = λe^ε, w(m) = m·log λ′ − log m!."""
 
-    def logw(a: int, b: int) -> np.ndarray:
+    log_lam: float
+    mode: int
+    n: int
+
+    def log_weights(self, a: int, b: int) -> np.ndarray:
+        log_lam, mode = self.log_lam, self.mode
         out = np.zeros(b - a + 1)
         if b > mode:
             i = np.arange(mode + 1, b + 1, dtype=float)
@@ -138,15 +172,21 @@ def _poisson_window(mean: float, n: int, eps: float) -> tuple[float, ...]:
             out[: mode - a][::-1] = np.cumsum(np.log(i) - log_lam)
         return out
 
-    def werr(w: np.ndarray) -> float:
+    def weight_error(self, w: np.ndarray) -> float:
         # each term: a difference of two logs (a few ulps of max(|log m|, |log λ'|)); the
         # partial sums run monotonically from 0 at the mode, so for the terms that carry
         # mass (|w| <= 50; lighter ones are covered by e^{-50}) each of the <= k additions
         # errs by at most 50 ulps
-        scale = max(abs(log_lam), math.log(n + 1.0))
+        scale = max(abs(self.log_lam), math.log(self.n + 1.0))
         return ULP * (4 * scale + 50.0) * (w.size + 2)
 
-    return _window_mean(logw, mode, n, math.ceil(h), werr)
+
+def _poisson_window(mean: float, n: int, eps: float) -> tuple[float, ...]:
+    log_lam = math.log(mean) + eps
+    mode = n if log_lam >= math.log(n + 1) else int(min(n, math.floor(math.exp(log_lam))))
+    sd = math.exp(0.5 * min(log_lam, math.log(n + 1.0)))
+    h = math.sqrt(2 * TAIL_LOG) * sd + 2 * TAIL_LOG
+    return _window_mean(_PoissonWeights(log_lam=log_lam, mode=mode, n=n), n, math.ceil(h))
 
 
 def _pmf_mean(
@@ -204,6 +244,162 @@ def _enclose(
     return max(lo1, lo2), min(hi1, hi2), log_gap_hi + 4 * ULP * abs(log_gap_hi)
 
 
+#: (estimate, lo, hi, log_gap_hi) per evaluated ε; log_gap_hi is NaN where not computed
+_Enclosure = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _unset(shape: tuple[int, ...]) -> _Enclosure:
+    """Arrays to fill; no log(N − E) bound yet (NaN)."""
+    return np.empty(shape), np.empty(shape), np.empty(shape), np.full(shape, np.nan)
+
+
+def _tilted_point(dist: SizeDistribution, n: int, eps: np.ndarray) -> _Enclosure:
+    """A point mass m: E = m exactly at every ε."""
+    assert dist.value is not None
+    est, lo, hi, lg = _unset(eps.shape)
+    est[:] = lo[:] = hi[:] = float(dist.value)
+    gap0 = n - int(dist.value)  # exact: N − m of the point mass
+    lg[:] = math.log(gap0) + 4 * ULP * abs(math.log(gap0)) if gap0 > 0 else -np.inf
+    return est, lo, hi, lg
+
+
+def _tilted_binomial(dist: SizeDistribution, n: int, eps: np.ndarray) -> _Enclosure:
+    """Binomial(N, p) tilts to Binomial(N, p′), p′ = p/(p + (1 − p)e^{−ε}): E = N·p′."""
+    assert dist.p is not None
+    p = float(dist.p)
+    est, lo, hi, lg = _unset(eps.shape)
+    if p in (0.0, 1.0):
+        est[:] = lo[:] = hi[:] = p * n
+        if p == 1.0:
+            lg[:] = -np.inf  # m = N surely: N − E = 0 exactly
+        return est, lo, hi, lg
+    den = p + (1.0 - p) * np.exp(-eps)
+    est[:] = n * (p / den)
+    gap = n * ((1.0 - p) * np.exp(-eps) / den)  # N(1 − p′), accurate near N
+    lo[:] = np.maximum(est * (1 - 64 * ULP), n - gap * (1 + 64 * ULP))
+    hi[:] = np.minimum(est * (1 + 64 * ULP), n - gap * (1 - 64 * ULP))
+    with np.errstate(divide="ignore"):
+        lg[:] = math.log(n) + math.log1p(-p) - eps - np.log(den)
+    lg[:] += 8 * ULP * np.abs(lg) + 8 * ULP
+    return est, lo, hi, lg
+
+
+def _tilted_uniform(dist: SizeDistribution, n: int, eps: np.ndarray) -> _Enclosure:
+    """Uniform on {low..high} tilts to a truncated geometric: E = low + k/2 − φ(ε) +
+    (k + 1)φ((k + 1)ε), k = high − low."""
+    assert dist.low is not None and dist.high is not None
+    low, high = float(dist.low), float(dist.high)
+    est, lo, hi, lg = _unset(eps.shape)
+    kk = high - low
+    e = low + kk / 2 - _phi(eps) + (kk + 1) * _phi((kk + 1) * eps)
+    slack = 1e-12 * (kk + 1) + 8 * ULP * high
+    est[:] = np.clip(e, low, high)
+    lo[:] = np.clip(e - slack, low, high)
+    hi[:] = np.clip(e + slack, low, high)
+    big = eps >= 1.0
+    if high == n and np.any(big):
+        # high − E directly: 1/expm1(ε) − (k+1)/expm1((k+1)ε), the second term at most
+        # 0.74 of the first for ε >= 1 (a few ulps after the cancellation)
+        with np.errstate(over="ignore"):
+            g = 1.0 / np.expm1(eps[big]) - (kk + 1) / np.expm1((kk + 1) * eps[big])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lg_g = np.log(g * (1 + 64 * ULP))
+            # k = 0 (a point mass at N): g = 0 exactly, log 0 = −inf (not −inf + inf)
+            lg[big] = np.where(g > 0, lg_g + 4 * ULP * np.abs(lg_g), -np.inf)
+    return est, lo, hi, lg
+
+
+def _tilted_normal(dist: SizeDistribution, n: int, eps: np.ndarray) -> _Enclosure:
+    """A discretised normal tilts to centre c = μ + εσ²: c itself well inside [0, N] (a
+    Poisson-summation bound on the lattice offset and a Gaussian tail bound), else a
+    window around the mode."""
+    assert dist.mean is not None and dist.sd is not None
+    mu, sd = float(dist.mean), float(dist.sd)
+    est, lo, hi, lg = _unset(eps.shape)
+    c = mu + eps * sd * sd
+    d = INTERIOR_SD * sd
+    interior = (sd >= 3.0) & (c >= d) & (c <= n - d)
+    if np.any(interior):
+        ci = c[interior]
+        lattice = 32.0 * sd**3 * math.exp(-2 * math.pi**2 * sd * sd)
+        tails = 2.0 * (d + sd * sd) * math.exp(-(INTERIOR_SD**2) / 2)
+        err = (lattice + tails) / 0.88 + 8 * ULP * np.abs(ci) + 4 * ULP * np.abs(ci)
+        est[interior] = ci
+        lo[interior] = ci - err
+        hi[interior] = ci + err
+    for i in np.flatnonzero(~interior):
+        try:
+            mean, gap, log_gap, log_tau, rel = _normal_window(mu, sd, n, float(eps[i]))
+        except OverflowError:
+            raise DesignError(
+                f"sd = {sd:g} is too large at ε = {float(eps[i]):g}: the tilted centre "
+                "μ + εσ² overflows; a normal this wide is flat on [0, N]: use "
+                "`distribution: uniform`",
+                where=Where(field="sampling.size.sd"),
+            ) from None
+        # rounding of the centre c: dE/dc = Var/σ² <= 1, and Var <= N(N − E)
+        shift = 8 * ULP * abs(c[i])
+        gap_rel = min(1.0, n * shift / (sd * sd))
+        est[i] = mean
+        lo[i], hi[i], lg[i] = _enclose(mean, gap, log_gap, log_tau, rel, shift, gap_rel, n)
+    return est, lo, hi, lg
+
+
+def _tilted_poisson(dist: SizeDistribution, n: int, eps: np.ndarray) -> _Enclosure:
+    """A Poisson(λ) size tilts to Poisson(λe^ε) truncated to {0..N}: a window around its
+    mode at each ε."""
+    assert dist.mean is not None
+    est, lo, hi, lg = _unset(eps.shape)
+    for j, e_j in enumerate(eps):
+        mean, gap, log_gap, log_tau, rel = _poisson_window(float(dist.mean), n, float(e_j))
+        est[j] = mean
+        lo[j], hi[j], lg[j] = _enclose(mean, gap, log_gap, log_tau, rel, 0.0, 0.0, n)
+    return est, lo, hi, lg
+
+
+def _tilted_pmf(dist: SizeDistribution, n: int, eps: np.ndarray) -> _Enclosure:
+    """An explicit pmf: a streaming logsumexp over its sizes at each ε."""
+    assert dist.sizes is not None and dist.log_probs is not None
+    est, lo, hi, lg = _unset(eps.shape)
+    for j, e_j in enumerate(eps):
+        mean, gap, rel = _pmf_mean(dist.sizes, dist.log_probs, float(e_j), n)
+        est[j] = mean
+        # a gap that underflows is below N·k·e^{-745}
+        floor = math.log(n * (dist.sizes.size + 1.0)) - 745.0
+        log_gap = math.log(gap) if gap > 0 else floor
+        lo[j], hi[j], lg[j] = _enclose(mean, gap, log_gap, -math.inf, rel, 0.0, 0.0, n)
+    return est, lo, hi, lg
+
+
+#: the tilted mean of each kind of size distribution, on a flat array of ε
+_TILTED_MEAN: dict[str, Callable[[SizeDistribution, int, np.ndarray], _Enclosure]] = {
+    "point": _tilted_point,
+    "binomial": _tilted_binomial,
+    "uniform": _tilted_uniform,
+    "normal": _tilted_normal,
+    "poisson": _tilted_poisson,
+    "pmf": _tilted_pmf,
+}
+
+
+def _round_outward(found: _Enclosure, n: int, exact: bool) -> _Enclosure:
+    """The enclosure widened by the rounding of its last operation (e.g. N − gap rounds
+    to nearest; nothing to widen where ``exact``), clipped to [0, N], with the estimate
+    inside it and log(N − E) bounded by log(N − lo) where that is smaller or was not
+    computed."""
+    est, lo, hi, lg = found
+    if not exact:
+        lo = numeric.round_down(lo, 2)
+        hi = numeric.round_up(hi, 2)
+    lo = np.clip(lo, 0.0, n)
+    hi = np.clip(hi, 0.0, n)
+    est = np.clip(est, lo, hi)
+    with np.errstate(divide="ignore"):
+        lg_plain = np.log(numeric.round_up(n - lo, 2)) + 4 * ULP
+    lg = np.where(np.isnan(lg), lg_plain, np.minimum(lg, lg_plain))
+    return est, lo, hi, lg
+
+
 def tilted_mean_bounds(
     dist: SizeDistribution, population: int, eps: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -226,108 +422,10 @@ def tilted_mean_bounds(
         where E is near N).
     """
     eps = np.asarray(eps, dtype=float)
-    n = population
-    flat = eps.ravel()
-    est = np.empty(flat.shape)
-    lo = np.empty(flat.shape)
-    hi = np.empty(flat.shape)
-    lg = np.full(flat.shape, np.nan)  # log of an upper bound on N − E, computed directly
-    k = dist.kind
-    if k == "point":
-        assert dist.value is not None
-        est[:] = lo[:] = hi[:] = float(dist.value)
-        gap0 = n - int(dist.value)  # exact: N − m of the point mass
-        lg[:] = math.log(gap0) + 4 * ULP * abs(math.log(gap0)) if gap0 > 0 else -np.inf
-    elif k == "binomial":
-        assert dist.p is not None
-        p = float(dist.p)
-        if p in (0.0, 1.0):
-            est[:] = lo[:] = hi[:] = p * n
-            if p == 1.0:
-                lg[:] = -np.inf  # m = N surely: N − E = 0 exactly
-        else:
-            den = p + (1.0 - p) * np.exp(-flat)
-            est[:] = n * (p / den)
-            gap = n * ((1.0 - p) * np.exp(-flat) / den)  # N(1 − p′), accurate near N
-            lo[:] = np.maximum(est * (1 - 64 * ULP), n - gap * (1 + 64 * ULP))
-            hi[:] = np.minimum(est * (1 + 64 * ULP), n - gap * (1 - 64 * ULP))
-            with np.errstate(divide="ignore"):
-                lg[:] = math.log(n) + math.log1p(-p) - flat - np.log(den)
-            lg[:] += 8 * ULP * np.abs(lg) + 8 * ULP
-    elif k == "uniform":
-        assert dist.low is not None and dist.high is not None
-        low, high = float(dist.low), float(dist.high)
-        kk = high - low
-        e = low + kk / 2 - _phi(flat) + (kk + 1) * _phi((kk + 1) * flat)
-        slack = 1e-12 * (kk + 1) + 8 * ULP * high
-        est[:] = np.clip(e, low, high)
-        lo[:] = np.clip(e - slack, low, high)
-        hi[:] = np.clip(e + slack, low, high)
-        big = flat >= 1.0
-        if high == n and np.any(big):
-            # high − E directly: 1/expm1(ε) − (k+1)/expm1((k+1)ε), the second term at most
-            # 0.74 of the first for ε >= 1 (a few ulps after the cancellation)
-            with np.errstate(over="ignore"):
-                g = 1.0 / np.expm1(flat[big]) - (kk + 1) / np.expm1((kk + 1) * flat[big])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lg_g = np.log(g * (1 + 64 * ULP))
-                # k = 0 (a point mass at N): g = 0 exactly, log 0 = −inf (not −inf + inf)
-                lg[big] = np.where(g > 0, lg_g + 4 * ULP * np.abs(lg_g), -np.inf)
-    elif k == "normal":
-        assert dist.mean is not None and dist.sd is not None
-        mu, sd = float(dist.mean), float(dist.sd)
-        c = mu + flat * sd * sd
-        d = INTERIOR_SD * sd
-        interior = (sd >= 3.0) & (c >= d) & (c <= n - d)
-        if np.any(interior):
-            ci = c[interior]
-            lattice = 32.0 * sd**3 * math.exp(-2 * math.pi**2 * sd * sd)
-            tails = 2.0 * (d + sd * sd) * math.exp(-(INTERIOR_SD**2) / 2)
-            err = (lattice + tails) / 0.88 + 8 * ULP * np.abs(ci) + 4 * ULP * np.abs(ci)
-            est[interior] = ci
-            lo[interior] = ci - err
-            hi[interior] = ci + err
-        for i in np.flatnonzero(~interior):
-            try:
-                mean, gap, log_gap, log_tau, rel = _normal_window(mu, sd, n, float(flat[i]))
-            except OverflowError:
-                raise DesignError(
-                    f"sd = {sd:g} is too large at ε = {float(flat[i]):g}: the tilted centre "
-                    "μ + εσ² overflows; a normal this wide is flat on [0, N]: use "
-                    "`distribution: uniform`",
-                    where=Where(field="sampling.size.sd"),
-                ) from None
-            # rounding of the centre c: dE/dc = Var/σ² <= 1, and Var <= N(N − E)
-            shift = 8 * ULP * abs(c[i])
-            gap_rel = min(1.0, n * shift / (sd * sd))
-            est[i] = mean
-            lo[i], hi[i], lg[i] = _enclose(mean, gap, log_gap, log_tau, rel, shift, gap_rel, n)
-    elif k == "poisson":
-        assert dist.mean is not None
-        for j, e_j in enumerate(flat):
-            mean, gap, log_gap, log_tau, rel = _poisson_window(float(dist.mean), n, float(e_j))
-            est[j] = mean
-            lo[j], hi[j], lg[j] = _enclose(mean, gap, log_gap, log_tau, rel, 0.0, 0.0, n)
-    elif k == "pmf":
-        assert dist.sizes is not None and dist.log_probs is not None
-        for j, e_j in enumerate(flat):
-            mean, gap, rel = _pmf_mean(dist.sizes, dist.log_probs, float(e_j), n)
-            est[j] = mean
-            # a gap that underflows is below N·k·e^{-745}
-            floor = math.log(n * (dist.sizes.size + 1.0)) - 745.0
-            log_gap = math.log(gap) if gap > 0 else floor
-            lo[j], hi[j], lg[j] = _enclose(mean, gap, log_gap, -math.inf, rel, 0.0, 0.0, n)
-    else:  # pragma: no cover
-        raise ValueError(k)
-    # the last operation of each enclosure (e.g. N − gap) rounds to nearest: widen it
-    if k != "point":  # a point mass is exact
-        lo = numeric.round_down(lo, 2)
-        hi = numeric.round_up(hi, 2)
-    lo = np.clip(lo, 0.0, n)
-    hi = np.clip(hi, 0.0, n)
-    est = np.clip(est, lo, hi)
-    with np.errstate(divide="ignore"):
-        lg_plain = np.log(numeric.round_up(n - lo, 2)) + 4 * ULP
-    lg = np.where(np.isnan(lg), lg_plain, np.minimum(lg, lg_plain))
+    tilted_mean = _TILTED_MEAN.get(dist.kind)
+    if tilted_mean is None:  # pragma: no cover
+        raise ValueError(dist.kind)
+    found = tilted_mean(dist, population, eps.ravel())
+    est, lo, hi, lg = _round_outward(found, population, exact=dist.kind == "point")
     shape = eps.shape
     return est.reshape(shape), lo.reshape(shape), hi.reshape(shape), lg.reshape(shape)

@@ -13,7 +13,6 @@ import difflib
 import functools
 import math
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,11 +26,11 @@ from ampcalc.model.references import (
     BUN_2020_WP,
     BUN_2022,
     CLUSTER_DOCS,
-    DERIVATIONS,
     Citation,
     cite,
     derivation,
 )
+from ampcalc.schemes import _cluster_remarks as remarks
 from ampcalc.schemes._cluster_kernels import (
     ClusterSizes,
     ratio_lower,
@@ -396,6 +395,140 @@ def _srswor_delta_prime(mechanism: Mechanism | None) -> OfPair | None:
     )
 
 
+def _cluster_fraction(params: Params) -> float:
+    """A = ℓ/k, the share of clusters chosen."""
+    return params.chosen / params.clusters.count
+
+
+def _record_share(params: Params) -> float:
+    """The largest inclusion probability of one record: ℓ/k for whole clusters, (ℓ/k)·r
+    with a Poisson second stage, (ℓ/k)·min(1, m/n_min) with m records drawn in each chosen
+    cluster (a record of the smallest cluster is the likeliest to be taken)."""
+    frac = _cluster_fraction(params)
+    if params.within_rate is not None:
+        return frac * params.within_rate
+    if params.within_sample is not None:
+        return frac * min(1.0, params.within_sample / max(1, params.clusters.smallest))
+    return frac
+
+
+#: whole clusters: Theorems 5.2 and 5.1; two stages add the §5.2 remark on multi-stage designs
+TWO_STAGE_BASIS: tuple[Citation, ...] = (*BASIS, cite(BUN_2022, "§5.2 remark"))
+
+
+def _with_delta_basis(basis: tuple[Citation, ...], delta: bool) -> tuple[Citation, ...]:
+    """``basis``, and the derivation of δ′ when M's δ > 0."""
+    return (*basis, DELTA_BASIS) if delta else basis
+
+
+def _record_fields(params: Params) -> dict[str, Any]:
+    """The theorem record's fields every form of it shares: name, relations, conditions,
+    refusal."""
+    return {
+        "name": "Theorem 5.2",
+        "relation": RELATION,
+        "guarantee": Neighbours.ADD_REMOVE,
+        "conditions": conditions(params),
+        "tight": None,  # ``details.tight`` is the family's
+        "refusals": (Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
+    }
+
+
+def _theorem_5_1_witness(params: Params) -> Witness:
+    """Theorem 5.1's count witness, Σx + Lap(1/ε), at K = n₍₁₎ + n_min."""
+    n1 = params.clusters.largest[0]
+    return Witness(
+        bound=functools.partial(
+            lower_epsilon,
+            fraction=_cluster_fraction(params),
+            k_sum=n1 + params.clusters.smallest,
+        ),
+        replace_one_ratio=WITNESS_RATIO,
+    )
+
+
+def _whole_clusters(params: Params, *, delta: bool) -> Theorem:
+    """Whole clusters: Theorem 5.2's upper bound B(ℓ/k, n₍₁₎ + n₍₂₎, ε) and Theorem 5.1's
+    witness."""
+    n1, n2 = params.clusters.largest
+    return Theorem(
+        basis=_with_delta_basis(BASIS, delta),
+        upper=upper_epsilon,
+        witnesses=(_theorem_5_1_witness(params),),
+        delta_prime=delta_prime,
+        params={"fraction": _cluster_fraction(params), "k_sum": n1 + n2},
+        **_record_fields(params),
+    )
+
+
+def _whole_clusters_replacing(
+    params: Params, single: Witness, *, delta: bool, mechanism: Mechanism | None
+) -> Theorem:
+    """Whole clusters with ε_R < 2ε: a swap replaces records (ε_R each) instead of
+    removing and adding them (2ε); derivations §6.1 with a cluster taken whole, and the
+    §6.4 witness."""
+    stage = srs_stage(params.clusters, params.clusters.largest[0] + 1)
+    whole = (*BASIS, derivation("§6.1"), derivation("§6.4"))
+    return Theorem(
+        basis=_with_delta_basis(whole, delta),
+        upper=OfPair(srswor_upper),
+        lower=OfPair(reduced_lower),
+        witnesses=(_theorem_5_1_witness(params), single),
+        delta_prime=_srswor_delta_prime(mechanism),
+        params={"fraction": _cluster_fraction(params), "stage": stage},
+        **_record_fields(params),
+    )
+
+
+def _poisson_within(params: Params, single: Witness) -> Theorem:
+    """A Poisson second stage (rate r) inside the chosen clusters: derivations §6.1–§6.2."""
+    cl, r = params.clusters, params.within_rate
+    assert r is not None
+    frac = _cluster_fraction(params)
+    n1, n2 = cl.largest
+    count = Witness(
+        bound=functools.partial(
+            poisson_count_lower, fraction=frac, largest=n1, smallest=cl.smallest, rate=r
+        ),
+        replace_one_ratio=WITNESS_RATIO,
+    )
+    return Theorem(
+        basis=(*TWO_STAGE_BASIS, derivation("§6.1"), derivation("§6.2")),
+        upper=poisson_upper,
+        witnesses=(count, single),
+        delta_prime=poisson_delta_prime,
+        params={"fraction": frac, "largest": (n1, n2), "rate": r},
+        **_record_fields(params),
+    )
+
+
+def _srswor_within(params: Params, single: Witness, mechanism: Mechanism | None) -> Theorem:
+    """m records drawn without replacement inside each chosen cluster: derivations §6.1
+    and §6.3, with the simple random sample's own bound (Theorem 2.2; BBG18)."""
+    assert params.within_sample is not None
+    frac = _cluster_fraction(params)
+    stage = srs_stage(params.clusters, params.within_sample)
+    count = Witness(
+        bound=functools.partial(srswor_count_lower, fraction=frac, stage=stage),
+        replace_one_ratio=WITNESS_RATIO,
+    )
+    return Theorem(
+        basis=(
+            *TWO_STAGE_BASIS,
+            cite(BUN_2022, "Theorem 2.2"),
+            cite(BBG18),
+            derivation("§6.1"),
+            derivation("§6.3"),
+        ),
+        upper=OfPair(srswor_upper),
+        lower=OfPair(srswor_replace_lower),
+        witnesses=(count, single),
+        delta_prime=_srswor_delta_prime(mechanism),
+        params={"fraction": frac, "stage": stage},
+        **_record_fields(params),
+    )
+
+
 def theorem(
     params: Params,
     *,
@@ -411,92 +544,16 @@ def theorem(
     ``delta``: M's δ > 0 (the δ′ derivation is cited). ``mechanism``: M, whose δ and
     replace-one δ rule the fixed-size second stage's δ′ uses.
     """
-    cl = params.clusters
-    frac = params.chosen / cl.count
-    n1, n2 = cl.largest
-    k_up, k_low, r, m = n1 + n2, n1 + cl.smallest, params.within_rate, params.within_sample
-    common: dict[str, Any] = {
-        "name": "Theorem 5.2",
-        "relation": RELATION,
-        "guarantee": Neighbours.ADD_REMOVE,
-        "conditions": conditions(params),
-        "tight": None,  # ``details.tight`` is the family's
-        "refusals": (Refusal(Refuses.ADD_REMOVE_UNKNOWN, REFUSES_REPLACE_ONE_ONLY),),
-    }
-    if r is None and m is None:
-        single = Witness(bound=functools.partial(single_inclusion_lower, inclusion=frac))
-        theorem_5_1 = Witness(
-            bound=functools.partial(lower_epsilon, fraction=frac, k_sum=k_low),
-            replace_one_ratio=WITNESS_RATIO,
-        )
-        if reduced:
-            # ε_R < 2ε: a swap replaces records (ε_R each) instead of removing and adding
-            # them (2ε); §6.1 with a cluster taken whole, and the §6.4 witness
-            stage = srs_stage(cl, n1 + 1)
-            dp = _srswor_delta_prime(mechanism)
-            whole = (*BASIS, derivation("§6.1"), derivation("§6.4"))
-            return Theorem(
-                basis=(*whole, DELTA_BASIS) if delta else whole,
-                upper=OfPair(srswor_upper),
-                lower=OfPair(reduced_lower),
-                witnesses=(theorem_5_1, single),
-                delta_prime=dp,
-                params={"fraction": frac, "stage": stage},
-                **common,
-            )
-        return Theorem(
-            basis=(*BASIS, DELTA_BASIS) if delta else BASIS,
-            upper=upper_epsilon,
-            witnesses=(theorem_5_1, single) if reduced else (theorem_5_1,),
-            delta_prime=delta_prime,
-            params={"fraction": frac, "k_sum": k_up},
-            **common,
-        )
-    basis: tuple[Citation, ...] = (*BASIS, cite(BUN_2022, "§5.2 remark"))
-    if r is not None:
-        single = Witness(bound=functools.partial(single_inclusion_lower, inclusion=frac * r))
-        count = Witness(
-            bound=functools.partial(
-                poisson_count_lower,
-                fraction=frac,
-                largest=n1,
-                smallest=cl.smallest,
-                rate=r,
-            ),
-            replace_one_ratio=WITNESS_RATIO,
-        )
-        return Theorem(
-            basis=(*basis, derivation("§6.1"), derivation("§6.2")),
-            upper=poisson_upper,
-            witnesses=(count, single),
-            delta_prime=poisson_delta_prime,
-            params={"fraction": frac, "largest": (n1, n2), "rate": r},
-            **common,
-        )
-    assert m is not None
-    stage = srs_stage(cl, m)
-    inclusion = frac * min(1.0, m / max(1, cl.smallest))
-    single = Witness(bound=functools.partial(single_inclusion_lower, inclusion=inclusion))
-    count = Witness(
-        bound=functools.partial(srswor_count_lower, fraction=frac, stage=stage),
-        replace_one_ratio=WITNESS_RATIO,
+    single = Witness(
+        bound=functools.partial(single_inclusion_lower, inclusion=_record_share(params))
     )
-    dp = _srswor_delta_prime(mechanism)
-    return Theorem(
-        basis=(
-            *basis,
-            cite(BUN_2022, "Theorem 2.2"),
-            cite(BBG18),
-            derivation("§6.1"),
-            derivation("§6.3"),
-        ),
-        upper=OfPair(srswor_upper),
-        lower=OfPair(srswor_replace_lower),
-        witnesses=(count, single),
-        delta_prime=dp,
-        params={"fraction": frac, "stage": stage},
-        **common,
-    )
+    if params.within_rate is not None:
+        return _poisson_within(params, single)
+    if params.within_sample is not None:
+        return _srswor_within(params, single, mechanism)
+    if reduced:
+        return _whole_clusters_replacing(params, single, delta=delta, mechanism=mechanism)
+    return _whole_clusters(params, delta=delta)
 
 
 def _upper_at(thm: Theorem, mechanism: Mechanism, eps0: float) -> float:
@@ -509,151 +566,112 @@ def _upper_at(thm: Theorem, mechanism: Mechanism, eps0: float) -> float:
     return float(bound(e))
 
 
-def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
-    """Bounds for one cluster design (see the bound functions for the theorems)."""
+def _two_stage(params: Params) -> bool:
+    """Whether a second stage samples inside the chosen clusters (``within:``)."""
+    return params.within_rate is not None or params.within_sample is not None
+
+
+def _is_tight(params: Params, mechanism: Mechanism, reduced: bool) -> bool:
+    """Whether the upper and lower bounds meet. Equal clusters: the count witness meets
+    the upper bound (whole clusters: Theorems 5.1/5.2; Poisson within: derivations §6.2);
+    not under a reduced ε_R. Whole clusters with ε_R < 2ε (derivations §6.4): the bounds
+    meet under `both` (ε_R = ε) and, for ε_R >= ε, when n_min = n₍₂₎."""
     cl = params.clusters
-    k, ell = cl.count, params.chosen
-    frac = ell / k
-    n1, n2 = cl.largest
-    k_up = n1 + n2
-    r, m = params.within_rate, params.within_sample
-    two_stage = r is not None or m is not None
-    reduced = witness_reduced(mechanism, WITNESS_RATIO)
-    thm = theorem(params, reduced=reduced, delta=mechanism.delta > 0, mechanism=mechanism)
-    # equal clusters: the count witness meets the upper bound (whole clusters: Theorems
-    # 5.1/5.2; Poisson within: derivations §6.2); not under a reduced ε_R
     ratio = mechanism.replace_one_ratio()
-    # whole clusters with ε_R < 2ε (derivations §6.4): the bounds meet under `both`
-    # (ε_R = ε) and, for ε_R >= ε, when n_min = n₍₂₎
-    tight = bool(
-        (cl.equal and m is None and not reduced)
-        or (not two_stage and reduced and (ratio == 1.0 or (ratio > 1.0 and cl.smallest == n2)))
+    return bool(
+        (cl.equal and params.within_sample is None and not reduced)
+        or (
+            not _two_stage(params)
+            and reduced
+            and (ratio == 1.0 or (ratio > 1.0 and cl.smallest == cl.largest[1]))
+        )
     )
-    more_conditions: list[str] = []
-    warnings: list[str] = []
-    notes = [
-        f"Theorem 5.2 ({BUN_2022}) is implemented as stated; its App. D proof "
-        "has an off-by-one in the swap distance and bounds one direction only (an exact LP "
-        f"check on small instances supports the stated bound; {DERIVATIONS}, §2.4)."
-        if not two_stage
-        else f"two-stage design: Theorem 5.2's argument ({BUN_2022}, App. D) with the second "
-        "stage averaged into its swap step, proved in both directions for (ε, δ) "
-        f"({DERIVATIONS}, §6.1)."
-    ]
-    if r is not None:
-        more_conditions.append(
-            f"second stage: Poisson with rate r = {r:g} inside the chosen clusters: x is kept "
-            "with probability r given its cluster, ε₁ = A(r, ε); swapping one chosen "
-            "cluster's Poisson sample for another's costs d = n₍₁₎A(r, ε) + n₍₂₎·(−log(1 − "
-            f"r(1 − e^{{−ε}}))) ({DERIVATIONS}, §6.2)"
-        )
-    if m is not None:
-        more_conditions.append(
-            f"second stage: m = {m} records drawn without replacement inside each chosen "
-            f"cluster (all of a cluster of at most {m}); M ε-DP under add-remove and ε_R-DP "
-            "under replace-one: an added record takes a sampled record's place "
-            f"(ε₁ = A(m/n, ε_R)) ({DERIVATIONS}, §6.3)"
-        )
-    # the remarks describe the declared design, at the declared ε (add-remove)
-    eps0 = float(mechanism.epsilon)
-    if m is not None:
-        srs_fraction = frac * min(1.0, m / max(1, cl.smallest))
-    else:
-        srs_fraction = frac if r is None else frac * r
-    srs = float(srs_same_fraction(np.asarray(eps0), fraction=srs_fraction))
-    up0 = _upper_at(thm, mechanism, eps0)
+
+
+def _design_details(params: Params, *, tight: bool, eps0: float) -> dict[str, Any]:
+    """``details``: the design's numbers, and the working paper's count witness for two
+    whole clusters."""
+    cl = params.clusters
+    n1, n2 = cl.largest
+    whole = not _two_stage(params)
     details: dict[str, Any] = {
-        "clusters": k,
-        "chosen": ell,
-        "cluster_fraction": frac,
+        "clusters": cl.count,
+        "chosen": params.chosen,
+        "cluster_fraction": _cluster_fraction(params),
         "largest_clusters": [n1, n2],
         "smallest_cluster": cl.smallest,
         "population": cl.total,
-        "K_upper": k_up,
-        "K_lower": n1 + cl.smallest if not two_stage else None,
+        "K_upper": n1 + n2,
+        "K_lower": n1 + cl.smallest if whole else None,
         "tight": tight,
         "sizes_source": cl.source,
     }
-    if r is not None:
-        details["within_rate"] = r
-    if m is not None:
-        details["within_sample"] = m
-    if k == 2 and not two_stage:
+    if params.within_rate is not None:
+        details["within_rate"] = params.within_rate
+    if params.within_sample is not None:
+        details["within_sample"] = params.within_sample
+    if cl.count == 2 and whole:
         details["count_witness"] = _count_witness_details(cl.smallest, n1, eps0)
-    if reduced and not two_stage:
-        notes.append(
-            f"M is declared ε-DP under replace-one too (ε_R = "
-            f"{mechanism.effective_epsilon_replace_one():g} < 2ε): swapping one chosen "
-            "cluster for another replaces records (ε_R each) instead of removing and adding "
-            "them, so the upper bound uses d = n₍₁₎ε + n₍₂₎·max(0, ε_R − ε) in place of "
-            "(n₍₁₎ + n₍₂₎)ε, and a count of x's cluster minus (ε_R − ε)·(the others) is a "
-            "witness with n_min in place of n₍₂₎ (an exact LP check found Theorem 5.1's "
-            f"B(ℓ/k, n₍₁₎ + n_min, ε) above the true worst case under `both`; {DERIVATIONS}, "
-            "§6.4)."
-        )
-    elif reduced:
-        notes.append(
-            f"M is declared ε-DP under replace-one too (ε_R = "
-            f"{mechanism.effective_epsilon_replace_one():g} < 2ε): the count witness (a "
-            "count over x's cluster minus the others) is only 2ε-DP under replace-one, so "
-            "the lower bound runs it at min(ε, ε_R/2), or is another witness where larger."
-        )
+    return details
+
+
+def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Bounds for one cluster design (see the bound functions for the theorems); the
+    remarks describe the declared design at the declared ε (add-remove)."""
+    reduced = witness_reduced(mechanism, WITNESS_RATIO)
+    thm = theorem(params, reduced=reduced, delta=mechanism.delta > 0, mechanism=mechanism)
+    tight = _is_tight(params, mechanism, reduced)
+    eps0 = float(mechanism.epsilon)
+    share = _record_share(params)
+    srs = float(srs_same_fraction(np.asarray(eps0), fraction=share))
+    up0 = _upper_at(thm, mechanism, eps0)
+    two = _two_stage(params)
+    r, m = params.within_rate, params.within_sample
+    more_conditions = remarks.second_stage_conditions(r, m)
+    warnings: list[str] = []
+    notes = [remarks.proof_note(two)]
+    if reduced:
+        eps_r = mechanism.effective_epsilon_replace_one()
+        notes.append(remarks.replacing_swap_note(two, eps_r))
+    cl = params.clusters
     if tight:
-        more_conditions.append(f"all {k} clusters have size {n1}: upper = lower (tight)")
+        more_conditions.append(
+            f"all {cl.count} clusters have size {cl.largest[0]}: upper = lower (tight)"
+        )
     if up0 >= eps0 * (1 - 1e-9):
         warnings.append(
-            f"no amplification at ε = {eps0:g}: one cluster's output reveals whether it was "
-            f"sampled (two largest clusters {n1} + {n2} records), although only {ell} of {k} "
-            f"clusters ({frac:.3g}) are chosen; a simple random sample of the same expected "
-            f"share of records ({srs_fraction:.3g}) would give {srs:.6g}."
+            remarks.no_amplification_warning(
+                clusters=cl.count,
+                chosen=params.chosen,
+                largest=cl.largest,
+                eps0=eps0,
+                share=share,
+                srs=srs,
+            )
         )
     else:
-        notes.append(
-            f"a simple random/Poisson sample of the same expected share of records "
-            f"({srs_fraction:.3g}) would give "
-            f"ε′ = {srs:.6g} at ε = {eps0:g} (details.srs_same_fraction), against the cluster "
-            f"bound {up0:.6g}."
-        )
+        notes.append(remarks.srs_comparison_note(eps0, share, srs, up0))
     if mechanism.delta > 0:
-        more_conditions.append(
-            f"M is (ε, δ)-DP under add-remove with δ = {mechanism.delta:g}"
-            + ("" if r is None else f" (x's cluster stage: δ₁ = rδ = {r * mechanism.delta:g})")
+        more_conditions.append(remarks.delta_condition(mechanism.delta, r))
+        k_upper = cl.largest[0] + cl.largest[1]
+        notes.append(
+            remarks.delta_note(
+                two_stage=two, reduced=reduced, poisson=r is not None, k_upper=k_upper
+            )
         )
-        if not two_stage and not reduced:
-            notes.append(
-                "M's δ > 0: δ′ = Aδ/(A + (1 − A)e^{−Kε}) = δ(e^{ε′} − 1)/(e^ε − 1) with A = "
-                f"ℓ/k, K = {k_up}, paired with the ε′ shown (derived from the Theorem 5.2 "
-                f"argument with group privacy for (ε, δ); {CLUSTER_DOCS})."
-            )
-        elif not two_stage:
-            notes.append(
-                "M's δ > 0: δ′ = Aδ + (e^{ε′} − 1)(1 − A)ρ(1 − e^{−d}) with A = ℓ/k, ρ = "
-                "max(δ/(e^ε − 1), δ_R/(e^{ε_R} − 1)) and the swap loss d = n₍₁₎ε + "
-                "n₍₂₎·max(0, ε_R − ε), paired with the ε′ shown (for ε_R = ε: Aδ/(A + (1 − "
-                f"A)e^{{−d}})); {DERIVATIONS}, §6.1)."
-            )
-        elif r is not None:
-            notes.append(
-                "M's δ > 0: δ′ = Arδ/(A + (1 − A)e^{−d}) with A = ℓ/k and the swap loss d, "
-                f"paired with the ε′ shown ({DERIVATIONS}, §6.2)."
-            )
-        else:
-            notes.append(
-                "M's δ > 0: δ′ = Aδ₁ + (e^{ε′} − 1)(1 − A)ρ(1 − e^{−d}) with A = ℓ/k, δ₁ the "
-                "δ of x's cluster stage (m/n·δ_R, or δ for a cluster taken whole), ρ = "
-                "max(δ/(e^ε − 1), δ_R/(e^{ε_R} − 1)) and the swap loss d, paired with the ε′ "
-                f"shown ({DERIVATIONS}, §6.3)."
-            )
     return assemble(
         thm,
         mechanism,
-        details=details,
-        details_at=partial(_srs_details, fraction=srs_fraction),
+        details=_design_details(params, tight=tight, eps0=eps0),
+        details_at=functools.partial(_srs_details, fraction=share),
         warnings=tuple(warnings),
         notes=tuple(notes),
         conditions=tuple(more_conditions),
-        invert_details=partial(
-            _max_cluster_size_details, fraction=frac, eps0=eps0, within=two_stage
+        invert_details=functools.partial(
+            _max_cluster_size_details,
+            fraction=_cluster_fraction(params),
+            eps0=eps0,
+            within=two,
         ),
     )
 

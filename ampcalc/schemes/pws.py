@@ -287,34 +287,40 @@ def compute_table(params: Params, n: int | None = None, *, max_rows: int = MAX_R
     return Table(q=q[:rows], pi=pi[:rows], L=L, settled=settled, n=rows)
 
 
-def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) -> Analysis:
-    """The PWS sanitiser for the target (ε, δ): tight by construction (Alg. 3)."""
+def _target_of(params: Params) -> tuple[float, float]:
+    """The design's target (ε, δ); refused unless 0 < δ."""
     eps, delta = params.epsilon, params.delta
     if eps is None or delta is None or delta == 0.0:
         raise ConditionError(
             f"PWS ({PWS}, Alg. 3) needs a target (ε, δ) with 0 < δ <= 1: "
             "with δ = 0 no key can be reported"
         )
-    t = compute_table(params, max_rows=REPORT_ROWS)
-    n = t.n
-    q, pi = t.q, t.pi
+    return eps, delta
+
+
+def _sampled_sbh(params: Params, t: Table) -> bool:
+    """Whether the stability-based histogram is compared on the same threshold sample
+    (q < 1 somewhere, from method and τ: an explicit list has no SbH counterpart)."""
+    return bool(np.any(t.q < 1.0)) and params.inclusion is None
+
+
+def _frequency_rows(params: Params, t: Table, eps: float, delta: float) -> list[dict[str, Any]]:
+    """One row per frequency i: q_i, π_i, p_i = π_i/q_i, the stability-based histogram's
+    φ_i (on the same sample where there is one) and π_i/φ_i."""
+    n, q, pi = t.n, t.q, t.pi
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(q > 0, pi / q, 0.0)
-    sampled = bool(np.any(q < 1.0)) and params.inclusion is None
     phi = K.sbh_phi(
         n,
         eps,
         delta,
-        method=params.method if sampled else "none",
+        method=params.method if _sampled_sbh(params, t) else "none",
         threshold=params.threshold,
         weight_power=params.weight_power,
     )
     if params.inclusion is not None and np.any(q < 1.0):
         phi = np.full(n, np.nan)
-    half = np.flatnonzero(pi >= 0.5)
-    first_half = int(half[0]) + 1 if half.size else None
-    cost = np.flatnonzero(pi < q)
-    rows = [
+    return [
         {
             "frequency": i + 1,
             "q": float(q[i]),
@@ -325,7 +331,12 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
         }
         for i in range(n)
     ]
-    warnings: list[str] = []
+
+
+def _pws_notes(eps: float, delta: float, t: Table, rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The guarantee is the target by construction; the paper's errata; on a q ≡ 1 table
+    the SbH ratio's erratum; and how far the table reaches π_i = q_i for good."""
+    n = t.n
     notes = [
         "the end-to-end guarantee is exactly the target (ε, δ) = "
         f"({eps:g}, {delta:g}), element-level (one key's frequency ±1), tight by "
@@ -334,7 +345,7 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
         "and Lemma 4.3 as 2L+1 rows with π_i < q_i (correct for non-integral L: 2⌈L⌉); "
         f"Lemma 4.4 holds for ppswor only: ampcalc always runs Algorithm 3 ({DERIVATIONS}, §2.6).",
     ]
-    if not np.any(q < 1.0):
+    if not np.any(t.q < 1.0):
         note = sbh_ratio_note(eps, t.L, rows)
         if note is not None:
             notes.append(note)
@@ -349,35 +360,54 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
             f"{t.settled}); `pws sanitize`/`estimate` extend the table to the largest "
             "frequency in the sample"
         )
-    if cost.size:
-        intervals = _ranges(cost + 1)
-    else:
-        intervals = "none"
-    details: dict[str, Any] = {
+    return tuple(notes)
+
+
+def _pws_details(params: Params, t: Table, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``details``: q's source, L, the first frequency reported at least half the time,
+    the rows that pay for privacy (π_i < q_i) and the table itself."""
+    half = np.flatnonzero(t.pi >= 0.5)
+    cost = np.flatnonzero(t.pi < t.q)
+    return {
         "method": params.method if params.inclusion is None else "explicit",
         "threshold": params.threshold if params.inclusion is None else None,
         "L": t.L,
-        "first_frequency_half": first_half,
+        "first_frequency_half": int(half[0]) + 1 if half.size else None,
         "privacy_cost_rows": int(cost.size),
-        "privacy_cost_frequencies": intervals,
+        "privacy_cost_frequencies": _ranges(cost + 1) if cost.size else "none",
         "settled_from": t.settled,
-        "max_frequency": n,
-        "sampled_sbh": sampled,
+        "max_frequency": t.n,
+        "sampled_sbh": _sampled_sbh(params, t),
         "frequencies": rows,
     }
 
-    def const(v: float) -> Callable[[np.ndarray], np.ndarray]:
-        return lambda e: np.full(np.shape(e), v)
 
-    # Built here, not by ``assembly.assemble``: the sanitiser is calibrated to the target
-    # (ε, δ), so there is no declared mechanism ε to convert between relations, no
-    # formula of ε to round or invert, and ε′ = ε at every point.
+@dataclass(frozen=True, slots=True)
+class _Constant:
+    """The same value at every evaluated ε (the sanitiser meets its target exactly)."""
+
+    value: float
+
+    def __call__(self, eps: np.ndarray) -> np.ndarray:
+        return np.full(np.shape(eps), self.value)
+
+
+def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) -> Analysis:
+    """The PWS sanitiser for the target (ε, δ): tight by construction (Alg. 3).
+
+    Built here, not by ``assembly.assemble``: the sanitiser is calibrated to the target
+    (ε, δ), so there is no declared mechanism ε to convert between relations, no formula
+    of ε to round or invert, and ε′ = ε at every point.
+    """
+    eps, delta = _target_of(params)
+    t = compute_table(params, max_rows=REPORT_ROWS)
+    rows = _frequency_rows(params, t, eps, delta)
     return Analysis(
         guarantee_neighbours=Neighbours.ADD_REMOVE,
-        reference_epsilon=const(eps),
-        upper=const(eps),
-        lower=const(eps),
-        delta_prime=const(delta),
+        reference_epsilon=_Constant(eps),
+        upper=_Constant(eps),
+        lower=_Constant(eps),
+        delta_prime=_Constant(delta),
         basis=BASIS,
         conditions=(
             f"target ε = {eps:g} > 0 and 0 < δ = {delta:g} <= 1",
@@ -385,9 +415,9 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
             "keys sampled and sanitised independently; element-level neighbours "
             "(‖w − w′‖₁ = 1, including 0 ↔ 1)",
         ),
-        warnings=tuple(warnings),
-        notes=tuple(notes),
-        details=details,
+        warnings=(),
+        notes=_pws_notes(eps, delta, t, rows),
+        details=_pws_details(params, t, rows),
         calibrated=True,
     )
 

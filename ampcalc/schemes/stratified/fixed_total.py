@@ -379,51 +379,40 @@ def fixed_total_theorem(
     )
 
 
-def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
-    """Lower bound (no upper bound) for proportional allocation of a fixed total.
+ADD_REMOVE_KINDS = ("add", "remove")
+"""Neighbours an add-remove change gives: a record added to or removed from a stratum."""
+MOVE_KINDS = ("move",)
+"""Neighbours a replacement across strata gives."""
 
-    ``p`` is the stratified ``Params`` (``total_sample`` and ``rounding`` set).
-    """
-    assert p.total_sample is not None and p.rounding is not None
-    strata = p.strata
-    names = strata.names
-    n_total = int(p.total_sample)
-    sens = sensitivity(strata.size.tolist(), n_total, p.rounding)
-    ar_kinds = ("add", "remove")
-    mv_kinds = ("move",)
-    ar_l1, ar_l1_nb = sens.worst(ar_kinds, "l1")
-    ar_linf, _ = sens.worst(ar_kinds, "linf")
-    mv_l1, mv_l1_nb = sens.worst(mv_kinds, "l1")
-    mv_linf, _ = sens.worst(mv_kinds, "linf")
-    theorem = fixed_total_theorem(
-        guarantee, mechanism, add_remove=(ar_linf, ar_l1), move=(mv_linf, mv_l1)
-    )
-    check_refusals(theorem, mechanism)
-    replace = theorem.guarantee is Neighbours.REPLACE_ONE
-    assert isinstance(theorem.lower, OfPair)
-    at = functools.partial(_lower_bound_at, theorem.lower.formula)
 
-    size = strata.size
-    m0 = np.asarray(sens.drawn, dtype=float)
-    eps0 = float(mechanism.epsilon)
-    declared = at(*epsilons(mechanism))
-    lo0 = float(declared["lower_bound"])
-    rows = alloc.strata_rows(p, m0 / np.maximum(size, 1), m0, np.full(len(strata), np.nan), None)
-    for row in rows:
-        row["epsilon_prime"]["lower"] = None
-    gs_add, gs_nb = sens.worst(("add",), "gs")
-    gs_all, gs_all_nb = sens.worst(("add", "remove", "move"), "gs")
-    pop = int(size.sum())
-    rule = p.rounding
-    witness_nb = mv_l1_nb if replace else (ar_l1_nb if ar_l1 >= mv_l1 / 2 else mv_l1_nb)
+def _worst_change(sens: Sensitivity, kinds: Sequence[str]) -> tuple[int, int]:
+    """(Δ∞, Δ₁): the largest change of the drawn sizes over neighbours of ``kinds``."""
+    return sens.worst(kinds, "linf")[0], sens.worst(kinds, "l1")[0]
+
+
+def _witness_neighbour(sens: Sensitivity, replace: bool) -> Neighbour | None:
+    """The neighbour whose Δ₁ gives the lower bound: the worst move under replace-one;
+    under add-remove the worst added or removed record, or the worst move where half its
+    Δ₁ is larger."""
+    ar_l1, ar_nb = sens.worst(ADD_REMOVE_KINDS, "l1")
+    mv_l1, mv_nb = sens.worst(MOVE_KINDS, "l1")
+    if replace:
+        return mv_nb
+    return ar_nb if ar_l1 >= mv_l1 / 2 else mv_nb
+
+
+def _fixed_total_warnings(p: Any, sens: Sensitivity, replace: bool) -> tuple[str, ...]:
+    """No guarantee exists (and the neighbour that degrades it), and strata the total
+    samples whole."""
+    names, rule = p.strata.names, p.rounding
+    witness = _witness_neighbour(sens, replace)
     warnings: list[str] = []
-    notes: list[str] = []
-    if max(ar_l1, mv_l1) > 0:
+    if max(sens.worst(ADD_REMOVE_KINDS, "l1")[0], sens.worst(MOVE_KINDS, "l1")[0]) > 0:
         warnings.append(
             "degradation: no amplification guarantee exists. A proportional allocation of a "
             f"fixed total with `rounding: {rule}` is a deterministic function of the stratum "
-            f"sizes; at these sizes {describe(witness_nb, names)} changes the drawn sample "
-            f"sizes by Δ₁ = {witness_nb.l1 if witness_nb else 0}, so a "
+            f"sizes; at these sizes {describe(witness, names)} changes the drawn sample "
+            f"sizes by Δ₁ = {witness.l1 if witness else 0}, so a "
             "mechanism releasing the sample counts with Laplace noise loses at least Δ·ε "
             f"({BUN_2020_WP}, Lemma 3.1; {BUN_2022}, §4.1)."
         )
@@ -434,44 +423,55 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
             f"upper bound is known for it ({BUN_2020_WP}, Lemma 3.1's upper half "
             f"does not hold, {DERIVATIONS}, §2.2)"
         )
-    if not replace and mv_l1 > 0:
+    sizes = p.strata.size.tolist()
+    over = [names[h] for h, (m, s) in enumerate(zip(sens.stated, sizes, strict=True)) if m > s]
+    if over:
+        warnings.append(
+            f"total_sample {int(p.total_sample)} gives stratum {over[0]!r}"
+            + (f" (and {len(over) - 1} more)" if len(over) > 1 else "")
+            + " more records than it has: it is sampled whole (min(m_h, N_h) records); "
+            "the sensitivity of the allocation itself (`apportionment_sensitivity`) counts "
+            "the apportioned sizes"
+        )
+    return tuple(warnings)
+
+
+def _fixed_total_notes(p: Any, sens: Sensitivity, replace: bool) -> tuple[str, ...]:
+    """How a move reads under add-remove, a partial search of moves, and Huntington–Hill's
+    sensitivity beyond the paper's 2."""
+    notes: list[str] = []
+    if not replace and sens.worst(MOVE_KINDS, "l1")[0] > 0:
         notes.append(
             "a record moved across strata is a replacement; under an add-remove guarantee ε′ "
             "its loss is at most 2ε′, so ε′ >= half the replace-one lower bound"
         )
     if not sens.moves_searched:
         notes.append(
-            f"{len(strata)} strata: records moved between strata were tried among the "
+            f"{len(p.strata)} strata: records moved between strata were tried among the "
             f"{MOVE_STRATA} strata whose own added or removed record moves the sample sizes "
             "most (a lower bound from fewer neighbours is still a lower bound)"
         )
-    over = [
-        names[h] for h, (m, s) in enumerate(zip(sens.stated, size.tolist(), strict=True)) if m > s
-    ]
-    if over:
-        warnings.append(
-            f"total_sample {n_total} gives stratum {over[0]!r}"
-            + (f" (and {len(over) - 1} more)" if len(over) > 1 else "")
-            + " more records than it has: it is sampled whole (min(m_h, N_h) records); "
-            "the sensitivity of the allocation itself (`apportionment_sensitivity`) counts "
-            "the apportioned sizes"
-        )
-    if rule == "huntington-hill" and gs_all > 2:
+    gs_all, gs_all_nb = sens.worst(("add", "remove", "move"), "gs")
+    if p.rounding == "huntington-hill" and gs_all > 2:
         notes.append(
             f"{BUN_2020_WP}, §3.1 says Huntington–Hill has global sensitivity at most "
-            f"2 'under some mild assumptions'; at these sizes {describe(gs_all_nb, names)} "
-            f"moves it by {gs_all} (the assumptions are not stated; {STRATIFIED_DOCS})"
+            f"2 'under some mild assumptions'; at these sizes "
+            f"{describe(gs_all_nb, p.strata.names)} moves it by {gs_all} (the assumptions "
+            f"are not stated; {STRATIFIED_DOCS})"
         )
-    # ``lower_bound`` at the declared ε (for readers of the analysis that evaluate no ε);
-    # the engine replaces it by its value at each evaluated ε
-    details: dict[str, Any] = {
-        "allocation": "proportional",
-        "rounding": rule,
-        "total_sample": n_total,
-        "population": pop,
-        "allocations": list(sens.stated),
-        "allocation_sum": int(sum(sens.stated)),
-        "drawn": list(sens.drawn),
+    return tuple(notes)
+
+
+def _sensitivity_details(sens: Sensitivity, names: Sequence[str]) -> dict[str, Any]:
+    """How far the apportioned sizes (``apportionment_sensitivity``) and the drawn sizes
+    (``allocation_sensitivity``) move, with the neighbours that move them most."""
+    gs_add, gs_nb = sens.worst(("add",), "gs")
+    gs_all, gs_all_nb = sens.worst(("add", "remove", "move"), "gs")
+    ar_linf, ar_l1 = _worst_change(sens, ADD_REMOVE_KINDS)
+    mv_linf, mv_l1 = _worst_change(sens, MOVE_KINDS)
+    ar_nb = sens.worst(ADD_REMOVE_KINDS, "l1")[1]
+    mv_nb = sens.worst(MOVE_KINDS, "l1")[1]
+    return {
         "apportionment_sensitivity": {
             "add": gs_add,
             "add_witness": describe(gs_nb, names),
@@ -479,33 +479,78 @@ def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> 
             "any_witness": describe(gs_all_nb, names),
         },
         "allocation_sensitivity": {
-            "add_remove": {"linf": ar_linf, "l1": ar_l1, "witness": describe(ar_l1_nb, names)},
-            "move": {"linf": mv_linf, "l1": mv_l1, "witness": describe(mv_l1_nb, names)},
+            "add_remove": {"linf": ar_linf, "l1": ar_l1, "witness": describe(ar_nb, names)},
+            "move": {"linf": mv_linf, "l1": mv_l1, "witness": describe(mv_nb, names)},
         },
-        "lower_bound": lo0,
-        "strata_count": len(strata),
+    }
+
+
+def _fixed_total_details(
+    p: Any, sens: Sensitivity, m0: np.ndarray, lower_bound: float
+) -> dict[str, Any]:
+    """``details``: the allocation, its sensitivity and the per-stratum rows (no upper
+    bound, so no ε′ per stratum). ``lower_bound`` is at the declared ε (for readers of the
+    analysis that evaluate no ε); the engine replaces it by its value at each evaluated ε."""
+    size = p.strata.size
+    rows = alloc.strata_rows(p, m0 / np.maximum(size, 1), m0, np.full(len(p.strata), np.nan), None)
+    for row in rows:
+        row["epsilon_prime"]["lower"] = None
+    return {
+        "allocation": "proportional",
+        "rounding": p.rounding,
+        "total_sample": int(p.total_sample),
+        "population": int(size.sum()),
+        "allocations": list(sens.stated),
+        "allocation_sum": int(sum(sens.stated)),
+        "drawn": list(sens.drawn),
+        **_sensitivity_details(sens, p.strata.names),
+        "lower_bound": lower_bound,
+        "strata_count": len(p.strata),
         "strata": rows,
     }
-    return assemble(
-        dataclasses.replace(
-            theorem,
-            conditions=(
-                f"proportional allocation of a fixed total n = {n_total} over the stratum "
-                f"sizes (N = {pop}), rounding `{rule}`: deterministic and data-dependent",
-                f"lower bound at ε = {eps0:g}: {lo0:.6g}",
-            ),
-        ),
+
+
+@dataclass(frozen=True, slots=True)
+class _LowerBoundAt:
+    """``details.lower_bound`` at M's (ε_D, ε_R) of each evaluated ε."""
+
+    lower: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+    def __call__(self, ed: np.ndarray, er: np.ndarray) -> dict[str, Any]:
+        return {"lower_bound": self.lower(ed, er)}
+
+
+def analyse_fixed_total(p: Any, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Lower bound (no upper bound) for proportional allocation of a fixed total.
+
+    ``p`` is the stratified ``Params`` (``total_sample`` and ``rounding`` set).
+    """
+    assert p.total_sample is not None and p.rounding is not None
+    sens = sensitivity(p.strata.size.tolist(), int(p.total_sample), p.rounding)
+    theorem = fixed_total_theorem(
+        guarantee,
         mechanism,
-        details=details,
+        add_remove=_worst_change(sens, ADD_REMOVE_KINDS),
+        move=_worst_change(sens, MOVE_KINDS),
+    )
+    check_refusals(theorem, mechanism)
+    replace = theorem.guarantee is Neighbours.REPLACE_ONE
+    assert isinstance(theorem.lower, OfPair)
+    at = _LowerBoundAt(theorem.lower.formula)
+    m0 = np.asarray(sens.drawn, dtype=float)
+    lo0 = float(at(*epsilons(mechanism))["lower_bound"])
+    conditions = (
+        f"proportional allocation of a fixed total n = {int(p.total_sample)} over the "
+        f"stratum sizes (N = {int(p.strata.size.sum())}), rounding `{p.rounding}`: "
+        "deterministic and data-dependent",
+        f"lower bound at ε = {float(mechanism.epsilon):g}: {lo0:.6g}",
+    )
+    return assemble(
+        dataclasses.replace(theorem, conditions=conditions),
+        mechanism,
+        details=_fixed_total_details(p, sens, m0, lo0),
         details_both=at,
-        warnings=tuple(warnings),
-        notes=tuple(notes),
+        warnings=_fixed_total_warnings(p, sens, replace),
+        notes=_fixed_total_notes(p, sens, replace),
         invert_details_from=functools.partial(lower_bound_invert_rows, p, m0),
     )
-
-
-def _lower_bound_at(
-    lower: Callable[[np.ndarray, np.ndarray], np.ndarray], ed: np.ndarray, er: np.ndarray
-) -> dict[str, Any]:
-    """The lower bound at M's (ε_D, ε_R) of each evaluated ε."""
-    return {"lower_bound": lower(ed, er)}

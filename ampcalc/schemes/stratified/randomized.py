@@ -578,18 +578,16 @@ def _upper_at_declared(theorem: Theorem, mechanism: Mechanism) -> float:
     return float(upper.formula(*epsilons(mechanism)))
 
 
-def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
-    """Proportional allocation with randomised rounding (Theorem 7.2 and its derived
-    replace-one forms)."""
-    d = dataclasses.replace(Rates.of(p), ratio=float(mechanism.replace_one_ratio()))
-    picked = _pick(p, d, mechanism, guarantee)
-    r, n = d.rate, d.size
-    theorem = dataclasses.replace(
-        picked.theorem,
+def _randomized_theorem(p: Params, d: Rates, picked: Theorem, mechanism: Mechanism) -> Theorem:
+    """The picked theorem with randomised rounding's refusals (pure ε, add-remove ε
+    known) and conditions."""
+    smallest = float(np.min(d.rate * d.size))
+    return dataclasses.replace(
+        picked,
         refusals=_refusals(mechanism),
         pure=True,
         conditions=(
-            f"r·N_h >= 1 in every stratum: smallest r·N_h = {float(np.min(r * n)):.6g}",
+            f"r·N_h >= 1 in every stratum: smallest r·N_h = {smallest:.6g}",
             "strata fixed in advance and public; within each stratum r·N_h is rounded up "
             "with probability equal to its fractional part, then a simple random sample of "
             "that size is drawn without replacement, independently across strata; the "
@@ -597,14 +595,29 @@ def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -
         ),
         relation_condition="M is ε-DP under add-remove (declared: {declared}), pure ε",
     )
-    check_refusals(theorem, mechanism)
-    _check_rate_condition(p, p.rates())
-    eps0 = scalar_eps(mechanism)
-    up0 = _upper_at_declared(theorem, mechanism)
-    replace = theorem.guarantee is Neighbours.REPLACE_ONE
-    ratio = (Scale.REPLACE_ONE if replace else Scale.DECLARED).ratio(mechanism)
-    r_max = d.r_max
-    warnings: list[str] = []
+
+
+def _census_note(p: Params, d: Rates, eps0: float) -> str:
+    """Strata at rate 1 are sampled whole: M's own ε there, exactly."""
+    if d.all_census:
+        return (
+            "rate 1: the sample is the whole population, M's own ε under the guarantee's "
+            "relation, exactly (Theorem 7.2 would give "
+            f"{float(theorem_4_3(2.0, 1.0, eps0)):.6g} at ε = {eps0:g})"
+        )
+    which = [nm for nm, c in zip(p.strata.names, d.census.tolist(), strict=True) if c]
+    shown = ", ".join(repr(x) for x in which[:3]) + (" …" if len(which) > 3 else "")
+    return (
+        f"rate 1 in {len(which)} strata ({shown}): each is sampled whole, so its "
+        "ε′_h is M's ε exactly (Theorem 7.2 is not used there)"
+    )
+
+
+def _randomized_notes(
+    p: Params, d: Rates, picked_notes: tuple[str, ...], eps0: float, up0: float
+) -> tuple[str, ...]:
+    """Which form of the bound, per-stratum rates, the picked theorem's notes, census
+    strata, and the paper's 6rε approximation beside the exact bound."""
     notes: list[str] = []
     form = "size-aware form from the proof of Theorem 4.3 (r + 1/N_h in place of 2r)"
     if p.size_aware:
@@ -615,25 +628,11 @@ def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -
             "proof is "
             "per stratum, the paper states one common r)"
         )
-    notes += picked.notes
+    notes += picked_notes
     if d.any_census:
-        which = [nm for nm, c in zip(p.strata.names, d.census.tolist(), strict=True) if c]
-        shown = ", ".join(repr(x) for x in which[:3]) + (" …" if len(which) > 3 else "")
-        notes.append(
-            "rate 1: the sample is the whole population, M's own ε under the guarantee's "
-            "relation, exactly (Theorem 7.2 would give "
-            f"{float(theorem_4_3(2.0, 1.0, eps0)):.6g} at ε = {eps0:g})"
-            if d.all_census
-            else f"rate 1 in {len(which)} strata ({shown}): each is sampled whole, so its "
-            "ε′_h is M's ε exactly (Theorem 7.2 is not used there)"
-        )
-    if not d.all_census and up0 >= eps0 * ratio:
-        warnings.append(
-            "no amplification is guaranteed at this ε: Theorem 7.2's bound is not below M's ε "
-            "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; "
-            f"{DERIVATIONS}, §4.1)"
-        )
+        notes.append(_census_note(p, d, eps0))
     if not d.all_census:
+        r_max = d.r_max
         notes.append(
             f"{cite(BUN_2022, '§4.3')} and {cite(BUN_2022, '§7.3')} approximate this bound as "
             f"ε′ ≈ 6rε ({6.0 * r_max * eps0:.6g} at ε = {eps0:g}, r = {r_max:g}; the bound "
@@ -641,22 +640,42 @@ def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -
             "ampcalc evaluates and inverts the bound exactly (details.approx_6re; on "
             "invert, details.shortcut)."
         )
-    details: dict[str, Any] = {
-        "allocation": "proportional",
-        "rounding": "randomized",
-        "form": "size-aware (from proof)" if p.size_aware else "Theorem 7.2",
-        "rate_max": r_max,
-        "strata_count": len(p.strata),
-    }
+    return tuple(notes)
+
+
+NO_AMPLIFICATION_WARNING = (
+    "no amplification is guaranteed at this ε: Theorem 7.2's bound is not below M's ε "
+    "(the randomised-rounding bound exceeds ε for r above about 0.07–0.17; "
+    f"{DERIVATIONS}, §4.1)"
+)
+
+
+def analyse_randomized(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
+    """Proportional allocation with randomised rounding (Theorem 7.2 and its derived
+    replace-one forms)."""
+    d = dataclasses.replace(Rates.of(p), ratio=float(mechanism.replace_one_ratio()))
+    picked = _pick(p, d, mechanism, guarantee)
+    theorem = _randomized_theorem(p, d, picked.theorem, mechanism)
+    check_refusals(theorem, mechanism)
+    _check_rate_condition(p, p.rates())
+    eps0 = scalar_eps(mechanism)
+    up0 = _upper_at_declared(theorem, mechanism)
+    replace = theorem.guarantee is Neighbours.REPLACE_ONE
+    ratio = (Scale.REPLACE_ONE if replace else Scale.DECLARED).ratio(mechanism)
+    no_amplification = not d.all_census and up0 >= eps0 * ratio
     return assemble(
         theorem,
         mechanism,
-        details=details,
-        details_at=functools.partial(
-            _details_at, p, d, picked.theorem.guarantee is Neighbours.REPLACE_ONE
-        ),
-        warnings=tuple(warnings),
-        notes=tuple(notes),
+        details={
+            "allocation": "proportional",
+            "rounding": "randomized",
+            "form": "size-aware (from proof)" if p.size_aware else "Theorem 7.2",
+            "rate_max": d.r_max,
+            "strata_count": len(p.strata),
+        },
+        details_at=functools.partial(_details_at, p, d, replace),
+        warnings=(NO_AMPLIFICATION_WARNING,) if no_amplification else (),
+        notes=_randomized_notes(p, d, picked.notes, eps0, up0),
         invert_details_from=picked.invert_details,
     )
 
