@@ -180,26 +180,17 @@ def _named_in(data: Mapping[Any, Any], ctx: Reader, path: str, what: str) -> tup
     return names[0], data[names[0]]
 
 
+#: the (epsilon, delta) form's keys, refused in a named block with a word on why
+_PLAIN_KEYS = ("epsilon", "delta", "epsilon_replace_one", "delta_replace_one")
+
+_COUNT = Field(name="count", kind="int", doc="identical releases", low=1, high=MAX_COUNT)
+
+
 def parse_named(data: Mapping[Any, Any], ctx: Reader, container: Any, key: Any) -> Mechanism:
     """A ``Mechanism`` carrying the (composed) profile of a named ``mechanism:`` block."""
     path = "mechanism"
     has_rel = "releases" in data
-    named = [k for k in data if k in MECHANISM_NAMES]
-    for k in data:
-        if k not in MECHANISM_NAMES and k not in NAMED_KEYS:
-            if k in ("epsilon", "delta", "epsilon_replace_one", "delta_replace_one"):
-                raise DesignError(
-                    f"`{k}` belongs to the (epsilon, delta) form; a named mechanism states "
-                    "its noise and sensitivity instead (its ε and δ follow from its privacy "
-                    "profile)",
-                    where=ctx.where(f"{path}.{k}", data, k),
-                )
-            check_keys(data, (*MECHANISM_NAMES, *NAMED_KEYS), ctx, path, "a named mechanism")
-    if has_rel and named:
-        raise DesignError(
-            "give either a named mechanism or `releases`, not both",
-            where=ctx.where(f"{path}.releases", data, "releases"),
-        )
+    _check_named_keys(data, ctx, path)
     neighbours = Neighbours.ADD_REMOVE
     if "neighbours" in data:
         neighbours = Neighbours(
@@ -209,56 +200,12 @@ def parse_named(data: Mapping[Any, Any], ctx: Reader, container: Any, key: Any) 
                 ctx.where(f"{path}.neighbours", data, "neighbours"),
             )
         )
-    items: list[tuple[Profile, int]] = []
-    if not has_rel:
-        name, block = _named_in(data, ctx, path, "mechanism")
-        items.append((_one(name, block, ctx, f"{path}.{name}", data), 1))
+    if has_rel:
+        items = _read_releases(data, ctx, f"{path}.releases")
     else:
-        rel = data["releases"]
-        rpath = f"{path}.releases"
-        if not isinstance(rel, Sequence) or isinstance(rel, (str, bytes)) or not rel:
-            raise DesignError(
-                "expected a non-empty list of releases ({gaussian: {...}, count: k}, ...)",
-                where=ctx.where(rpath, data, "releases"),
-            )
-        if len(rel) > limit("releases"):
-            raise DesignError(
-                f"more than {limit('releases')} releases",
-                where=ctx.where(rpath, data, "releases"),
-            )
-        for i, item in enumerate(rel):
-            ipath = f"{rpath}[{i}]"
-            if not isinstance(item, Mapping) or not any(k in item for k in MECHANISM_NAMES):
-                raise DesignError(
-                    "give every release as a named mechanism ({gaussian: {sigma: 1.0}, "
-                    "count: 10}) when one is; plain (epsilon, delta) releases and named ones "
-                    "do not mix",
-                    where=ctx.where(ipath, rel, i),
-                )
-            check_keys(item, (*MECHANISM_NAMES, "count"), ctx, ipath, "a release")
-            name, block = _named_in(item, ctx, ipath, "release")
-            count = 1
-            if "count" in item:
-                count = int(
-                    number(
-                        item["count"],
-                        Field(
-                            name="count",
-                            kind="int",
-                            doc="identical releases",
-                            low=1,
-                            high=MAX_COUNT,
-                        ),
-                        ctx.where(f"{ipath}.count", item, "count"),
-                    )
-                )
-            items.append((_one(name, block, ctx, f"{ipath}.{name}", item), count))
-    try:
-        profile = compose.compose(items)
-    except compose.CompositionError as err:
-        raise DesignError(
-            str(err), where=ctx.where(f"{path}.releases", data, "releases")
-        ) from None
+        name, block = _named_in(data, ctx, path, "mechanism")
+        items = [(_one(name, block, ctx, f"{path}.{name}", data), 1)]
+    profile = _composed(items, data, ctx, f"{path}.releases")
     pure = profile.pure_epsilon
     # (pure_epsilon is rounded up a few ulps: the limit is held up to that rounding)
     if has_rel and pure is not None:
@@ -275,3 +222,67 @@ def parse_named(data: Mapping[Any, Any], ctx: Reader, container: Any, key: Any) 
         profile=profile,
         profile_releases=sum(c for _, c in items) if has_rel else None,
     )
+
+
+def _check_named_keys(data: Mapping[Any, Any], ctx: Reader, path: str) -> None:
+    """A named block holds one named mechanism or ``releases``, and ``neighbours``."""
+    for k in data:
+        if k not in MECHANISM_NAMES and k not in NAMED_KEYS:
+            if k in _PLAIN_KEYS:
+                raise DesignError(
+                    f"`{k}` belongs to the (epsilon, delta) form; a named mechanism states "
+                    "its noise and sensitivity instead (its ε and δ follow from its privacy "
+                    "profile)",
+                    where=ctx.where(f"{path}.{k}", data, k),
+                )
+            check_keys(data, (*MECHANISM_NAMES, *NAMED_KEYS), ctx, path, "a named mechanism")
+    if "releases" in data and any(k in MECHANISM_NAMES for k in data):
+        raise DesignError(
+            "give either a named mechanism or `releases`, not both",
+            where=ctx.where(f"{path}.releases", data, "releases"),
+        )
+
+
+def _read_releases(data: Mapping[Any, Any], ctx: Reader, rpath: str) -> list[tuple[Profile, int]]:
+    """``releases:``: a non-empty list (up to the limit) of named mechanisms, each with
+    an optional ``count``."""
+    rel = data["releases"]
+    if not isinstance(rel, Sequence) or isinstance(rel, (str, bytes)) or not rel:
+        raise DesignError(
+            "expected a non-empty list of releases ({gaussian: {...}, count: k}, ...)",
+            where=ctx.where(rpath, data, "releases"),
+        )
+    if len(rel) > limit("releases"):
+        raise DesignError(
+            f"more than {limit('releases')} releases",
+            where=ctx.where(rpath, data, "releases"),
+        )
+    return [_read_release(rel, i, ctx, f"{rpath}[{i}]") for i in range(len(rel))]
+
+
+def _read_release(rel: Sequence[Any], i: int, ctx: Reader, ipath: str) -> tuple[Profile, int]:
+    """Release ``i``: ``{name: {params}, count: k}`` as (profile, k)."""
+    item = rel[i]
+    if not isinstance(item, Mapping) or not any(k in item for k in MECHANISM_NAMES):
+        raise DesignError(
+            "give every release as a named mechanism ({gaussian: {sigma: 1.0}, "
+            "count: 10}) when one is; plain (epsilon, delta) releases and named ones "
+            "do not mix",
+            where=ctx.where(ipath, rel, i),
+        )
+    check_keys(item, (*MECHANISM_NAMES, "count"), ctx, ipath, "a release")
+    name, block = _named_in(item, ctx, ipath, "release")
+    count = 1
+    if "count" in item:
+        count = int(number(item["count"], _COUNT, ctx.where(f"{ipath}.count", item, "count")))
+    return _one(name, block, ctx, f"{ipath}.{name}", item), count
+
+
+def _composed(
+    items: list[tuple[Profile, int]], data: Mapping[Any, Any], ctx: Reader, rpath: str
+) -> Profile:
+    """The profile of the releases composed (a composition refused at ``releases``)."""
+    try:
+        return compose.compose(items)
+    except compose.CompositionError as err:
+        raise DesignError(str(err), where=ctx.where(rpath, data, "releases")) from None

@@ -34,10 +34,10 @@ from ampcalc.load.fields import (
     mapping,
 )
 from ampcalc.load.files import note_stdin, nul_in_name, open_input, stdin, stdin_unreadable
-from ampcalc.model.design import Design, Neighbours
+from ampcalc.model.design import Design, Neighbours, Target
 from ampcalc.model.errors import DesignError, Where, quote
 from ampcalc.model.limits import limit
-from ampcalc.schemes.base import Field
+from ampcalc.schemes.base import Field, Scheme
 
 MAX_BYTES = limit("file_bytes")
 DEFAULT_FILE = "ampcalc.yaml"
@@ -140,79 +140,25 @@ def read_source(path: str | Path | None) -> tuple[str, str]:
 # --------------------------------------------------------------------------------------
 
 
+_GUARANTEE = Field(
+    name="guarantee",
+    kind="choice",
+    doc="relation of the guarantee",
+    choices=("add-remove", "replace-one"),
+)
+
+
 def _parse_design(raw: Any, ctx: Reader, name: str, container: Any, key: Any) -> Design:
+    """One design: its keys, ``name``, ``sampling``, ``mechanism``, ``guarantee`` and
+    ``target`` in that order, each as its scheme wants it."""
     raw = mapping(raw, ctx, "", container, key, "a design")
-    if "statistic" in raw:
-        raise DesignError(
-            "`statistic:` belongs to an accuracy plan, not a design for bound/invert",
-            where=ctx.where("statistic", raw, "statistic"),
-            hint="run `ampcalc plan FILE` on it",
-        )
-    check_keys(raw, DESIGN_KEYS, ctx, "", "a design")
-    if "sampling" not in raw:
-        raise DesignError(
-            "missing required key 'sampling' (a block with `scheme:` and its parameters)",
-            where=ctx.where("", container, key),
-        )
+    _check_design_keys(raw, ctx, container, key)
     if "name" in raw:
-        nm = raw["name"]
-        if not isinstance(nm, (str, int, float)) or isinstance(nm, bool):
-            raise DesignError(
-                f"expected a name (text), got {describe(nm)}",
-                where=ctx.where("name", raw, "name"),
-            )
-        name = str(nm)
+        name = _read_name(raw, ctx)
     scheme, params = parse_sampling(raw["sampling"], ctx, raw, "sampling")
-    mechanism: Any = None
-    form = scheme.mechanism_form
-    if form == "none":
-        if "mechanism" in raw:
-            raise DesignError(
-                f"scheme {scheme.name!r} builds its mechanism to meet the `target:` block; "
-                "it takes no `mechanism:`",
-                where=ctx.where("mechanism", raw, "mechanism"),
-            )
-    elif "mechanism" not in raw:
-        raise DesignError(
-            "missing required key 'mechanism' (M's `epsilon`, and `neighbours`)",
-            where=ctx.where("", container, key),
-        )
-    elif form == "custom":
-        assert scheme.parse_mechanism is not None
-        mechanism = scheme.parse_mechanism(raw["mechanism"], ctx, params)
-    else:
-        mechanism = parse_mechanism(raw["mechanism"], ctx, raw, "mechanism")
-    guarantee = None
-    if "guarantee" in raw:
-        g = field_value(
-            Field(
-                name="guarantee",
-                kind="choice",
-                doc="relation of the guarantee",
-                choices=("add-remove", "replace-one"),
-            ),
-            raw["guarantee"],
-            ctx.where("guarantee", raw, "guarantee"),
-        )
-        guarantee = Neighbours(g)
-        if guarantee not in scheme.guarantees:
-            allowed = ", ".join(str(x) for x in scheme.guarantees)
-            raise DesignError(
-                f"scheme {scheme.name!r} gives guarantees under: {allowed}; no valid "
-                f"conversion to {guarantee} is known for it",
-                where=ctx.where("guarantee", raw, "guarantee"),
-            )
-    target = parse_target(raw["target"], ctx, raw, "target") if "target" in raw else None
-    check_target = scheme.check_target
-    if check_target is not None and "target" in raw:
-        # schemes calibrated to the target validate it (e.g. δ′ > 0) at its YAML line
-        check_target(target, ctx, raw["target"])
-    if scheme.needs_target and (target is None or target.epsilon_prime is None):
-        raise DesignError(
-            f"scheme {scheme.name!r} is calibrated to a target: add a top-level "
-            "`target: {epsilon_prime: ..., delta_prime: ...}` block",
-            where=ctx.where("", container, key),
-        )
+    mechanism = _read_mechanism(raw, ctx, scheme, params, container, key)
+    guarantee = _read_guarantee(raw, ctx, scheme) if "guarantee" in raw else None
+    target = _read_target(raw, ctx, scheme, container, key)
     start = getattr(raw, "mark", None)
     return Design(
         name=name,
@@ -229,6 +175,91 @@ def _parse_design(raw: Any, ctx: Reader, name: str, container: Any, key: Any) ->
         ),
         field_where=dict(ctx.field_where),
     )
+
+
+def _check_design_keys(raw: Mapping[Any, Any], ctx: Reader, container: Any, key: Any) -> None:
+    """A design's keys are ``DESIGN_KEYS`` (no plan's ``statistic:``), ``sampling`` among
+    them."""
+    if "statistic" in raw:
+        raise DesignError(
+            "`statistic:` belongs to an accuracy plan, not a design for bound/invert",
+            where=ctx.where("statistic", raw, "statistic"),
+            hint="run `ampcalc plan FILE` on it",
+        )
+    check_keys(raw, DESIGN_KEYS, ctx, "", "a design")
+    if "sampling" not in raw:
+        raise DesignError(
+            "missing required key 'sampling' (a block with `scheme:` and its parameters)",
+            where=ctx.where("", container, key),
+        )
+
+
+def _read_name(raw: Mapping[Any, Any], ctx: Reader) -> str:
+    """``name:``: text (a number is read as its text)."""
+    nm = raw["name"]
+    if not isinstance(nm, (str, int, float)) or isinstance(nm, bool):
+        raise DesignError(
+            f"expected a name (text), got {describe(nm)}",
+            where=ctx.where("name", raw, "name"),
+        )
+    return str(nm)
+
+
+def _read_mechanism(
+    raw: Mapping[Any, Any], ctx: Reader, scheme: Scheme, params: Any, container: Any, key: Any
+) -> Any:
+    """``mechanism:`` as the scheme takes it: none (it builds its own), its own form, or
+    the common one."""
+    form = scheme.mechanism_form
+    if form == "none":
+        if "mechanism" in raw:
+            raise DesignError(
+                f"scheme {scheme.name!r} builds its mechanism to meet the `target:` block; "
+                "it takes no `mechanism:`",
+                where=ctx.where("mechanism", raw, "mechanism"),
+            )
+        return None
+    if "mechanism" not in raw:
+        raise DesignError(
+            "missing required key 'mechanism' (M's `epsilon`, and `neighbours`)",
+            where=ctx.where("", container, key),
+        )
+    if form == "custom":
+        assert scheme.parse_mechanism is not None
+        return scheme.parse_mechanism(raw["mechanism"], ctx, params)
+    return parse_mechanism(raw["mechanism"], ctx, raw, "mechanism")
+
+
+def _read_guarantee(raw: Mapping[Any, Any], ctx: Reader, scheme: Scheme) -> Neighbours:
+    """``guarantee:``: a relation the scheme gives guarantees under."""
+    where = ctx.where("guarantee", raw, "guarantee")
+    guarantee = Neighbours(field_value(_GUARANTEE, raw["guarantee"], where))
+    if guarantee not in scheme.guarantees:
+        allowed = ", ".join(str(x) for x in scheme.guarantees)
+        raise DesignError(
+            f"scheme {scheme.name!r} gives guarantees under: {allowed}; no valid "
+            f"conversion to {guarantee} is known for it",
+            where=ctx.where("guarantee", raw, "guarantee"),
+        )
+    return guarantee
+
+
+def _read_target(
+    raw: Mapping[Any, Any], ctx: Reader, scheme: Scheme, container: Any, key: Any
+) -> Target | None:
+    """``target:``, checked by a scheme calibrated to it (which needs one with ε′)."""
+    target = parse_target(raw["target"], ctx, raw, "target") if "target" in raw else None
+    check_target = scheme.check_target
+    if check_target is not None and "target" in raw:
+        # schemes calibrated to the target validate it (e.g. δ′ > 0) at its YAML line
+        check_target(target, ctx, raw["target"])
+    if scheme.needs_target and (target is None or target.epsilon_prime is None):
+        raise DesignError(
+            f"scheme {scheme.name!r} is calibrated to a target: add a top-level "
+            "`target: {epsilon_prime: ..., delta_prime: ...}` block",
+            where=ctx.where("", container, key),
+        )
+    return target
 
 
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")

@@ -59,6 +59,21 @@ class Field:
         right = ")" if self.high_open or self.high is None else "]"
         return f"{noun} in {left}{lo}, {hi}{right}"
 
+    def contains(self, num: float) -> bool:
+        """Whether ``num`` lies between ``low`` and ``high`` (an open end excluded)."""
+        below = self.low is not None and (num < self.low or (self.low_open and num == self.low))
+        above = self.high is not None and (
+            num > self.high or (self.high_open and num == self.high)
+        )
+        return not (below or above)
+
+    def admits(self, num: float) -> bool:
+        """Whether a number read from a data file is a value of this field: finite,
+        whole for an ``int``, in the domain."""
+        return (
+            math.isfinite(num) and (self.kind != "int" or num.is_integer()) and self.contains(num)
+        )
+
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else repr(x)
@@ -241,10 +256,7 @@ def number(value: Any, spec: Field, where: Where) -> int | float:
             num = int(value)
     else:
         num = float(value)
-    bad = (spec.low is not None and (num < spec.low or (spec.low_open and num == spec.low))) or (
-        spec.high is not None and (num > spec.high or (spec.high_open and num == spec.high))
-    )
-    if bad:
+    if not spec.contains(num):
         raise DesignError(f"expected {spec.domain()}, got {describe(num)}", where=where)
     return num
 

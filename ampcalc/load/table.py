@@ -218,6 +218,10 @@ def read_table(
     """
     make = error or _default_error
     shown = name or show_path(path)
+
+    def refuse(lineno: int, count: int) -> Exception:
+        return make(f"{shown}:{lineno}: " + (too_many(count) if too_many else "too many rows"))
+
     if max_rows is not None:
         lines_used = _count_lines(path, what, make, max_rows + 2)
         if lines_used > max_rows + 1:  # refused before parsing (more rows even with a header)
@@ -226,73 +230,78 @@ def read_table(
         fh = open_input(path, what=what, newline="", encoding=encoding, error=make)
     except OSError as exc:  # pragma: no cover - open_input reports the usual ones
         raise make(f"cannot read {what} {shown!r}: {exc.strerror}") from None
-    rows: list[list[str]] = []
-    lines: list[int] = []
-    head: tuple[str, ...] | None = None
-    head_line = 0
     with fh:
         source: Iterator[str] = _block_lines(fh)
         if comment is not None:
             source = (_uncomment(line, comment) for line in source)
-        delim = delimiter
-        if delimiter == "auto":
-            buffered: list[str] = []
-            for line in source:
-                buffered.append(line)
-                if line.strip():
-                    delim = sniff_delimiter(line)
-                    break
-            source = itertools.chain(buffered, source)
-        head_rows: list[tuple[int, tuple[str, ...]]] = []
+        delim, source = _sniff(source, delimiter)
         cap = max_rows if max_rows is not None else -1
-
-        def first_row(lineno: int, cells: list[str]) -> bool:
-            """Whether the first non-blank row is the header (and keep it)."""
-            if header or (header is None and not all(is_number(c) for c in cells if c)):
-                head_rows.append((lineno, tuple(cells)))
-                return True
-            return False
-
-        def over(lineno: int) -> Exception:
-            return make(
-                f"{shown}:{lineno}: " + (too_many(len(rows) + 1) if too_many else "too many rows")
-            )
-
-        seen = False
         try:
-            if delim is None:
-                for lineno, line in enumerate(source, 1):
-                    cells = line.split()
-                    if not cells or (not seen and (seen := True) and first_row(lineno, cells)):
-                        continue
-                    if len(rows) == cap:
-                        raise over(lineno)
-                    rows.append(cells)
-                    lines.append(lineno)
-            else:
-                strip = str.strip
-                rd = csv.reader(source, delimiter=delim)
-                before = 0
-                for row in rd:
-                    lineno, before = before + 1, rd.line_num
-                    cells = list(map(strip, row))
-                    if not any(cells) or (
-                        not seen and (seen := True) and first_row(lineno, cells)
-                    ):
-                        continue
-                    if len(rows) == cap:
-                        raise over(lineno)
-                    rows.append(cells)
-                    lines.append(lineno)
+            head, rows, lines = _keep_rows(_split_rows(source, delim), header, cap, refuse)
         except csv.Error as exc:  # a NUL byte, a field past the csv module's limit
             raise make(f"{shown}: not a CSV file ({excerpt(str(exc))})") from None
         except UnicodeDecodeError:  # pragma: no cover - open_input's wrapper reports it
             raise make(not_utf8(path)) from None
-    if head_rows:
-        head_line, head = head_rows[0]
     if header and head is None:
         raise make(f"{shown}: empty file; expected a header row")
-    return Table(name=shown, header=head, rows=rows, lines=lines, header_line=head_line)
+    head_line, head_cells = head or (0, None)
+    return Table(name=shown, header=head_cells, rows=rows, lines=lines, header_line=head_line)
+
+
+def _sniff(source: Iterator[str], delimiter: str | None) -> tuple[str | None, Iterator[str]]:
+    """(the delimiter, the lines): ``"auto"`` is sniffed from the first non-blank line
+    (and stays ``"auto"`` when every line is blank); the lines read to find it come back."""
+    if delimiter != "auto":
+        return delimiter, source
+    buffered: list[str] = []
+    for line in source:
+        buffered.append(line)
+        if line.strip():
+            return sniff_delimiter(line), itertools.chain(buffered, source)
+    return delimiter, iter(buffered)
+
+
+def _split_rows(source: Iterator[str], delimiter: str | None) -> Iterator[tuple[int, list[str]]]:
+    """(file line, stripped cells) of every row, blank ones too: split on whitespace
+    (``None``), or read as CSV, the line being a row's first (a quoted cell may span lines)."""
+    if delimiter is None:
+        for lineno, line in enumerate(source, 1):
+            yield lineno, line.split()
+        return
+    strip = str.strip
+    rd = csv.reader(source, delimiter=delimiter)
+    before = 0
+    for row in rd:
+        lineno, before = before + 1, rd.line_num
+        yield lineno, list(map(strip, row))
+
+
+def _keep_rows(
+    rows: Iterator[tuple[int, list[str]]],
+    header: bool | None,
+    cap: int,
+    refuse: Callable[[int, int], Exception],
+) -> tuple[tuple[int, tuple[str, ...]] | None, list[list[str]], list[int]]:
+    """(the header's line and cells or None, the data rows, their lines): blank rows
+    left out, the first non-blank row the header when ``header`` says so (``None``: when
+    a non-empty cell of it is no number); ``refuse(line, count)`` past ``cap`` rows."""
+    head: tuple[int, tuple[str, ...]] | None = None
+    kept: list[list[str]] = []
+    lines: list[int] = []
+    seen = False
+    for lineno, cells in rows:
+        if not any(cells):
+            continue
+        if not seen:
+            seen = True
+            if header or (header is None and not all(is_number(c) for c in cells if c)):
+                head = (lineno, tuple(cells))
+                continue
+        if len(kept) == cap:
+            raise refuse(lineno, len(kept) + 1)
+        kept.append(cells)
+        lines.append(lineno)
+    return head, kept, lines
 
 
 def _count_lines(path: str | os.PathLike[str], what: str, make: ErrorFn, stop: int) -> int:
@@ -683,24 +692,9 @@ def stream_columns(
         pending, start = (first, 1) if data else ("", 2)
         width = len(header)
         size = max(1, chunk) * 24
-        while True:
-            text = pending + fh.read(size)
+        while text := pending + fh.read(size):
             pending = ""
-            if not text:
-                if not yielded:
-                    yield header, range(start, start), [[] for _ in header]
-                break
-            if not text.endswith("\n"):
-                more = fh.readline(cap + 1)
-                if len(more) > cap:  # the line's number is counted only for the error
-                    bounded_line(io.StringIO(more), cap, path, start + text.count("\n"))
-                text += more
-            while '"' in text and text.count('"') % 2:
-                more = bounded_line(fh, cap, path, start + text.count("\n"))
-                if not more:
-                    break
-                text += more
-            text = text[:-1] if text.endswith("\n") else text
+            text = _whole_lines(fh, text, cap, path, start)
             if split is not None and text and '"' not in text:
                 if (parts := split(text, width)) is not None:
                     n = len(parts[0])
@@ -710,43 +704,77 @@ def stream_columns(
                     continue
             if '"' in text or "\n\n" in text or text.startswith("\n") or not text:
                 # slow path: quotes or blank lines (skipped); line numbers from csv
-                rdr = csv.reader(io.StringIO(text))
-                rows, lns = [], []
-                for r in rdr:
-                    if not r:
-                        continue
-                    if len(r) != width:
-                        raise DesignError(
-                            f"{path}:{start + rdr.line_num - 1}: expected {width} fields "
-                            f"({excerpt_names(header)}), got {len(r)}"
-                        )
-                    rows.append(r)
-                    lns.append(start + rdr.line_num - 1)
+                lines, cols = _csv_chunk(text, start, header, path)
                 start += text.count("\n") + 1
-                if rows:
-                    yielded += len(rows)
-                    yield header, lns, [list(c) for c in zip(*rows, strict=True)]
+                if lines:
+                    yielded += len(lines)
+                    yield header, lines, cols
                 continue
-            lines = text.split("\n")
-            n = len(lines)
-            flat = text.replace("\n", ",").split(",")
-            if len(flat) != n * width:
-                for k, line in enumerate(lines):
-                    got = line.count(",") + 1
-                    if got != width:
-                        raise DesignError(
-                            f"{path}:{start + k}: expected {width} fields "
-                            f"({excerpt_names(header)}), got {got}"
-                        )
-            cols = [flat[c::width] for c in range(width)]
+            n, cols = _plain_chunk(text, start, header, path)
             yielded += n
             yield header, range(start, start + n), cols
             start += n
+        if not yielded:
+            yield header, range(start, start), [[] for _ in header]
     except UnicodeDecodeError:
         raise DesignError(not_utf8(path, start)) from None
     finally:
         if fh is not sys.stdin:
             fh.close()
+
+
+def _whole_lines(fh: Any, text: str, cap: int, path: str, start: int) -> str:
+    """``text`` (a chunk from file line ``start``) read on to the end of its last line
+    and of a quoted cell left open, without the final newline."""
+    if not text.endswith("\n"):
+        more = fh.readline(cap + 1)
+        if len(more) > cap:  # the line's number is counted only for the error
+            bounded_line(io.StringIO(more), cap, path, start + text.count("\n"))
+        text += more
+    while '"' in text and text.count('"') % 2:
+        more = bounded_line(fh, cap, path, start + text.count("\n"))
+        if not more:
+            break
+        text += more
+    return text[:-1] if text.endswith("\n") else text
+
+
+def _width_error(path: str, line: int, header: Sequence[str], got: int) -> DesignError:
+    """A row at ``line`` whose number of fields is not the header's."""
+    return DesignError(
+        f"{path}:{line}: expected {len(header)} fields ({excerpt_names(header)}), got {got}"
+    )
+
+
+def _csv_chunk(
+    text: str, start: int, header: Sequence[str], path: str
+) -> tuple[list[int], list[list[str]]]:
+    """(file lines, columns) of a chunk read as CSV, blank lines skipped."""
+    rdr = csv.reader(io.StringIO(text))
+    rows, lines = [], []
+    for r in rdr:
+        if not r:
+            continue
+        if len(r) != len(header):
+            raise _width_error(path, start + rdr.line_num - 1, header, len(r))
+        rows.append(r)
+        lines.append(start + rdr.line_num - 1)
+    return lines, [list(c) for c in zip(*rows, strict=True)]
+
+
+def _plain_chunk(
+    text: str, start: int, header: Sequence[str], path: str
+) -> tuple[int, list[list[str]]]:
+    """(rows, columns) of a chunk without quotes or blank lines, split on commas."""
+    width = len(header)
+    lines = text.split("\n")
+    flat = text.replace("\n", ",").split(",")
+    if len(flat) != len(lines) * width:
+        for k, line in enumerate(lines):
+            got = line.count(",") + 1
+            if got != width:
+                raise _width_error(path, start + k, header, got)
+    return len(lines), [flat[c::width] for c in range(width)]
 
 
 __all__ = [

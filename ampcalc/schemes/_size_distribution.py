@@ -4,14 +4,14 @@ block and its exact pmf on tiny populations (for ``ampcalc verify``)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ampcalc.load.fields import describe, is_real
+from ampcalc.load.fields import Reader, describe, is_real
 from ampcalc.load.files import excerpt, open_input
 from ampcalc.model.limits import LIMITS
 from ampcalc.schemes.base import Field
@@ -21,6 +21,7 @@ KINDS = ("point", "binomial", "poisson", "uniform", "normal", "pmf")
 ULP = 2.0**-52
 PMF_SUM_TOL = 1e-9
 PMF_MAX = LIMITS["pmf_values"].value
+SIZE_PATH = "sampling.size"
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -161,32 +162,19 @@ def _number_list(raw: Any, what: str, fail: Any) -> np.ndarray:
     return np.asarray(raw, dtype=float)
 
 
+def _key_error(reader: Reader, raw: Any, key: str) -> Callable[[str], Exception]:
+    """Errors at the line of ``sampling.size.KEY``: ``fail(message)``, to be raised."""
+
+    def fail(message: str) -> Exception:
+        return reader.error(f"{SIZE_PATH}.{key}", message, container=raw, key=key)
+
+    return fail
+
+
 def parse_size(raw: Any, n: int, reader: Any) -> SizeDistribution:
     """Validate ``sampling.size`` (errors point at the offending key's line)."""
-    path = "sampling.size"
-    if not isinstance(raw, dict):
-        raise reader.error(
-            path, "expected a mapping such as {distribution: normal, mean: 5000, sd: 800}"
-        )
-    kind = raw.get("distribution")
-    if kind not in KINDS:
-        from ampcalc.load.fields import field_value
-
-        if "distribution" not in raw:
-            raise reader.error(
-                path,
-                "missing required key 'distribution' (one of " + ", ".join(KINDS) + ")",
-                container=raw,
-            )
-        spec = _size_fields("point", n)[0]
-        where = reader.where(f"{path}.distribution", raw, "distribution")
-        field_value(spec, kind, where)  # raises with the domain and a did-you-mean
-    assert isinstance(kind, str)
-    v = reader.fields(raw, _size_fields(kind, n), path, f"size ({kind})")
-
-    def at(key: str) -> Any:
-        return lambda msg: reader.error(f"{path}.{key}", msg, container=raw, key=key)
-
+    kind = _read_kind(raw, n, reader)
+    v = reader.fields(raw, _size_fields(kind, n), SIZE_PATH, f"size ({kind})")
     if kind == "point":
         return SizeDistribution(kind=kind, value=v["value"])
     if kind == "binomial":
@@ -195,64 +183,64 @@ def parse_size(raw: Any, n: int, reader: Any) -> SizeDistribution:
         return SizeDistribution(kind=kind, mean=v["mean"])
     if kind == "uniform":
         if v["low"] > v["high"]:
-            raise at("low")(f"low = {v['low']} exceeds high = {v['high']}; expected low <= high")
+            raise _key_error(reader, raw, "low")(
+                f"low = {v['low']} exceeds high = {v['high']}; expected low <= high"
+            )
         if v["low"] == v["high"]:
             return SizeDistribution(kind="point", value=v["low"])
         return SizeDistribution(kind=kind, low=v["low"], high=v["high"])
     if kind == "normal":
         return SizeDistribution(kind=kind, mean=v["mean"], sd=v["sd"])
-    # pmf
+    return _read_pmf(raw, v, n, reader)
+
+
+def _read_kind(raw: Any, n: int, reader: Any) -> str:
+    """``sampling.size`` is a mapping whose ``distribution`` is one of ``KINDS``."""
+    if not isinstance(raw, dict):
+        raise reader.error(
+            SIZE_PATH, "expected a mapping such as {distribution: normal, mean: 5000, sd: 800}"
+        )
+    kind = raw.get("distribution")
+    if kind not in KINDS:
+        from ampcalc.load.fields import field_value
+
+        if "distribution" not in raw:
+            raise reader.error(
+                SIZE_PATH,
+                "missing required key 'distribution' (one of " + ", ".join(KINDS) + ")",
+                container=raw,
+            )
+        spec = _size_fields("point", n)[0]
+        where = reader.where(f"{SIZE_PATH}.distribution", raw, "distribution")
+        field_value(spec, kind, where)  # raises with the domain and a did-you-mean
+    assert isinstance(kind, str)
+    return kind
+
+
+def _read_pmf(raw: Any, v: dict[str, Any], n: int, reader: Any) -> SizeDistribution:
+    """``distribution: pmf``: probabilities from a ``file`` or inline (with optional
+    ``values``), checked, in increasing order of size, zeros left out."""
     if v["file"] is not None:
         if v["values"] is not None or v["probabilities"] is not None:
-            raise at("file")("give either `file` or inline `probabilities`, not both")
-        fpath = reader.resolve(v["file"])
-        probs = _read_prob_file(fpath, at("file"))
+            raise _key_error(reader, raw, "file")(
+                "give either `file` or inline `probabilities`, not both"
+            )
+        probs = _read_prob_file(reader.resolve(v["file"]), _key_error(reader, raw, "file"))
         sizes = np.arange(probs.size, dtype=float)
-        source = str(v["file"])
-        key = "file"
+        source, key = str(v["file"]), "file"
     else:
         if v["probabilities"] is None:
             raise reader.error(
-                path,
+                SIZE_PATH,
                 "`distribution: pmf` needs `probabilities` (with optional `values`) or `file`",
                 container=raw,
             )
-        probs = _number_list(v["probabilities"], "probabilities", at("probabilities"))
-        key = "probabilities"
-        source = "inline"
-        if v["values"] is None:
-            sizes = np.arange(probs.size, dtype=float)
-        else:
-            sizes = _number_list(v["values"], "sizes", at("values"))
-            if sizes.size != probs.size:
-                raise at("values")(
-                    f"{sizes.size} values but {probs.size} probabilities; "
-                    "expected one probability per value"
-                )
-            bad = (sizes != np.floor(sizes)) | (sizes < 0) | (sizes > n)
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise at("values")(
-                    f"item {i}: size {sizes[i]:g} is not a whole number in [0, {n}]"
-                )
-            if np.unique(sizes).size != sizes.size:
-                raise at("values")("sizes must be distinct")
-    if probs.size > PMF_MAX:
-        raise at(key)(LIMITS["pmf_values"].message(int(probs.size)))
-    if probs.size > n + 1:
-        raise at(key)(
-            f"the pmf has {probs.size} entries, longer than N + 1 = {n + 1} (sizes 0..N)"
+        probs = _number_list(
+            v["probabilities"], "probabilities", _key_error(reader, raw, "probabilities")
         )
-    bad = ~np.isfinite(probs) | (probs < 0)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise at(key)(f"entry {i}: probability {probs[i]!r} is not a finite number >= 0")
-    total = math.fsum(probs.tolist()) if probs.size < 100_000 else float(np.sum(probs))
-    if abs(total - 1.0) > PMF_SUM_TOL:
-        raise at(key)(
-            f"probabilities sum to {total!r}, off from 1 by {total - 1.0:+.3g}; "
-            f"expected a sum within {PMF_SUM_TOL:g} of 1"
-        )
+        sizes = _inline_sizes(v["values"], probs, n, _key_error(reader, raw, "values"))
+        source, key = "inline", "probabilities"
+    _check_probabilities(probs, n, _key_error(reader, raw, key))
     if v["values"] is not None:
         order = np.argsort(sizes, kind="stable")
         sizes, probs = sizes[order], probs[order]
@@ -260,6 +248,44 @@ def parse_size(raw: Any, n: int, reader: Any) -> SizeDistribution:
     with np.errstate(divide="ignore"):
         logp = np.log(probs[keep])
     return SizeDistribution(kind="pmf", sizes=sizes[keep], log_probs=logp, source=source)
+
+
+def _inline_sizes(raw: Any, probs: np.ndarray, n: int, fail: Any) -> np.ndarray:
+    """The sizes of inline probabilities: ``values`` (distinct whole numbers in [0, N],
+    one per probability) or, without it, 0, 1, 2, ..."""
+    if raw is None:
+        return np.arange(probs.size, dtype=float)
+    sizes = _number_list(raw, "sizes", fail)
+    if sizes.size != probs.size:
+        raise fail(
+            f"{sizes.size} values but {probs.size} probabilities; "
+            "expected one probability per value"
+        )
+    bad = (sizes != np.floor(sizes)) | (sizes < 0) | (sizes > n)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise fail(f"item {i}: size {sizes[i]:g} is not a whole number in [0, {n}]")
+    if np.unique(sizes).size != sizes.size:
+        raise fail("sizes must be distinct")
+    return sizes
+
+
+def _check_probabilities(probs: np.ndarray, n: int, fail: Any) -> None:
+    """At most ``PMF_MAX`` and N + 1 entries, each finite and >= 0, summing to 1."""
+    if probs.size > PMF_MAX:
+        raise fail(LIMITS["pmf_values"].message(int(probs.size)))
+    if probs.size > n + 1:
+        raise fail(f"the pmf has {probs.size} entries, longer than N + 1 = {n + 1} (sizes 0..N)")
+    bad = ~np.isfinite(probs) | (probs < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise fail(f"entry {i}: probability {probs[i]!r} is not a finite number >= 0")
+    total = math.fsum(probs.tolist()) if probs.size < 100_000 else float(np.sum(probs))
+    if abs(total - 1.0) > PMF_SUM_TOL:
+        raise fail(
+            f"probabilities sum to {total!r}, off from 1 by {total - 1.0:+.3g}; "
+            f"expected a sum within {PMF_SUM_TOL:g} of 1"
+        )
 
 
 # --------------------------------------------------------------------------------------

@@ -179,72 +179,97 @@ def _read_size_file_float(path: Any, reader: Any, ypath: str, raw: Any) -> np.nd
 
 def parse_params(values: dict[str, Any], reader: Any) -> Params:
     """Size measures with m (capped), or inclusion probabilities directly."""
-    method = values["method"]
-    sizes_raw, probs_raw = values["size_measures"], values["inclusion_probabilities"]
-    tau, big_r, m = values["threshold"], values["max_size_measure"], values["sample"]
-    if method == "poisson-threshold":
-        if tau is None:
-            raise reader.error("sampling", "`method: poisson-threshold` needs `threshold` τ")
-        if probs_raw is not None or m is not None:
-            raise reader.error(
-                "sampling.method",
-                "`poisson-threshold` takes `threshold` (and optional `size_measures`, "
-                "`max_size_measure`), not `inclusion_probabilities` or `sample`",
-            )
-        a = None
-        if sizes_raw is not None:
-            r = _numbers(
-                sizes_raw, reader, "sampling.size_measures", "size measures", positive=True
-            )
-            if big_r is not None and float(r.max()) > big_r:
-                i = int(np.argmax(r))
-                raise reader.error(
-                    "sampling.size_measures",
-                    f"record {i} has size measure {r[i]:g} above max_size_measure = {big_r:g}",
-                )
-            a = np.minimum(1.0, tau * r)
-        return Params(
-            inclusion=a,
-            certainty_units=0 if a is None else int(np.count_nonzero(a >= 1)),
-            method=method,
-            threshold=tau,
-            max_size_measure=big_r,
-        )
+    if values["method"] == "poisson-threshold":
+        return _threshold_params(values, reader)
+    tau, big_r = values["threshold"], values["max_size_measure"]
     if tau is not None or big_r is not None:
         raise reader.error(
             "sampling.threshold" if tau is not None else "sampling.max_size_measure",
             "`threshold`/`max_size_measure` belong to `method: poisson-threshold`",
         )
-    if (sizes_raw is None) == (probs_raw is None):
+    if (values["size_measures"] is None) == (values["inclusion_probabilities"] is None):
         raise reader.error(
             "sampling",
             "give exactly one of `size_measures` (with `sample`) or `inclusion_probabilities`",
         )
-    if probs_raw is not None:
-        if method != "pps":
-            raise reader.error(
-                "sampling.method",
-                f"`method: {method}` computes the inclusion probabilities from "
-                "`size_measures` and `sample`; with `inclusion_probabilities` (used as given) "
-                "leave `method` at pps",
-            )
-        a = _numbers(
-            probs_raw,
-            reader,
-            "sampling.inclusion_probabilities",
-            "inclusion probabilities",
-            positive=False,
+    if values["inclusion_probabilities"] is not None:
+        return _given_inclusion_params(values, reader)
+    return _size_measure_params(values, reader)
+
+
+def _read_size_measures(raw: Any, reader: Any) -> np.ndarray:
+    """``size_measures``: r_i >= 0, inline or from a file."""
+    return _numbers(raw, reader, "sampling.size_measures", "size measures", positive=True)
+
+
+def _certainty_units(inclusion: np.ndarray) -> int:
+    """How many records are included for certain (a_i >= 1)."""
+    return int(np.count_nonzero(inclusion >= 1))
+
+
+def _threshold_params(values: dict[str, Any], reader: Any) -> Params:
+    """``poisson-threshold``: τ, and optional size measures r_i <= R (a_i = min(1, τ r_i))."""
+    tau, big_r = values["threshold"], values["max_size_measure"]
+    if tau is None:
+        raise reader.error("sampling", "`method: poisson-threshold` needs `threshold` τ")
+    if values["inclusion_probabilities"] is not None or values["sample"] is not None:
+        raise reader.error(
+            "sampling.method",
+            "`poisson-threshold` takes `threshold` (and optional `size_measures`, "
+            "`max_size_measure`), not `inclusion_probabilities` or `sample`",
         )
-        if float(a.max()) > 1.0:
-            i = int(np.argmax(a))
+    a = None
+    if values["size_measures"] is not None:
+        r = _read_size_measures(values["size_measures"], reader)
+        if big_r is not None and float(r.max()) > big_r:
+            i = int(np.argmax(r))
             raise reader.error(
-                "sampling.inclusion_probabilities",
-                f"item {i}: inclusion probability {a[i]:g} exceeds 1",
+                "sampling.size_measures",
+                f"record {i} has size measure {r[i]:g} above max_size_measure = {big_r:g}",
             )
-        return Params(inclusion=a, certainty_units=int(np.count_nonzero(a >= 1)), method=method)
+        a = np.minimum(1.0, tau * r)
+    return Params(
+        inclusion=a,
+        certainty_units=0 if a is None else _certainty_units(a),
+        method="poisson-threshold",
+        threshold=tau,
+        max_size_measure=big_r,
+    )
+
+
+def _given_inclusion_params(values: dict[str, Any], reader: Any) -> Params:
+    """``inclusion_probabilities`` a_i in [0, 1], used as given (``method: pps`` only)."""
+    method = values["method"]
+    if method != "pps":
+        raise reader.error(
+            "sampling.method",
+            f"`method: {method}` computes the inclusion probabilities from "
+            "`size_measures` and `sample`; with `inclusion_probabilities` (used as given) "
+            "leave `method` at pps",
+        )
+    a = _numbers(
+        values["inclusion_probabilities"],
+        reader,
+        "sampling.inclusion_probabilities",
+        "inclusion probabilities",
+        positive=False,
+    )
+    if float(a.max()) > 1.0:
+        i = int(np.argmax(a))
+        raise reader.error(
+            "sampling.inclusion_probabilities",
+            f"item {i}: inclusion probability {a[i]:g} exceeds 1",
+        )
+    return Params(inclusion=a, certainty_units=_certainty_units(a), method=method)
+
+
+def _size_measure_params(values: dict[str, Any], reader: Any) -> Params:
+    """``size_measures`` r_i with ``sample`` m: a_i = min(1, m r_i/Σr) after capping
+    (for ``successive``, its largest inclusion probabilities)."""
+    method, m = values["method"], values["sample"]
     if m is None:
         raise reader.error("sampling", "`size_measures` needs `sample` (expected sample size m)")
-    r = _numbers(sizes_raw, reader, "sampling.size_measures", "size measures", positive=True)
+    r = _read_size_measures(values["size_measures"], reader)
     positive = int(np.count_nonzero(r > 0))
     with np.errstate(over="ignore"):
         finite = bool(np.isfinite(r.sum()))

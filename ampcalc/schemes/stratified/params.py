@@ -165,7 +165,35 @@ STRATUM_FIELDS = (
 STRATUM_KEYS = tuple(f.name for f in STRATUM_FIELDS)
 
 
-def _read_inline(raw: Any, reader: Any) -> tuple[Strata, Callable[[int, str], Any]]:
+#: an error at one stratum's key, to be raised: ``at(i, key)(message)``
+AtStratum = Callable[[int, str], Callable[[str], Exception]]
+
+_STRATUM_SPECS = {f.name: f for f in STRATUM_FIELDS}
+
+
+def _strata(
+    names: Sequence[str],
+    size: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    *,
+    sizes_known: bool = True,
+) -> Strata:
+    """``Strata`` from the stratum names, the sizes and the columns given (the others NaN)."""
+    nan = np.full(len(names), np.nan)
+    return Strata(
+        names=tuple(names),
+        size=size,
+        rate=columns.get("rate", nan),
+        sample=columns.get("sample", nan),
+        sd=columns.get("sd", nan),
+        mean=columns.get("mean", nan),
+        min_value=columns.get("min_value", nan),
+        sizes_known=sizes_known,
+    )
+
+
+def _read_inline(raw: Any, reader: Any) -> tuple[Strata, AtStratum]:
+    """Strata listed inline: one mapping of ``STRATUM_FIELDS`` per stratum."""
     rows: list[dict[str, Any]] = []
     for i, item in enumerate(raw):
         path = f"sampling.strata[{i}]"
@@ -188,25 +216,30 @@ def _read_inline(raw: Any, reader: Any) -> tuple[Strata, Callable[[int, str], An
     return _columns(rows), at
 
 
-def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[int, str], Any]]:
-    extra = [k for k in raw if k != "file"]
-    if extra or "file" not in raw:
-        raise reader.error(
-            "sampling.strata",
-            "expected `strata: {file: strata.csv}` (the only key is `file`) or a list of strata",
-            container=raw,
-            key=extra[0] if extra else None,
-        )
-    if not isinstance(raw["file"], str):
-        raise reader.error(
-            "sampling.strata.file", "expected a file name", container=raw, key="file"
-        )
-    path = reader.resolve(raw["file"])
+def _columns(rows: list[dict[str, Any]]) -> Strata:
+    """The inline strata's fields as columns (NaN where a stratum leaves one out)."""
+
+    def col(key: str) -> np.ndarray:
+        return np.array([np.nan if r[key] is None else float(r[key]) for r in rows], dtype=float)
+
+    names = [
+        f"stratum {i + 1}" if r["name"] is None else str(r["name"]) for i, r in enumerate(rows)
+    ]
+    size = np.array([r["size"] for r in rows], dtype=np.int64).reshape(len(rows))
+    return _strata(
+        names, size, {key: col(key) for key in STRATUM_KEYS if key not in ("name", "size")}
+    )
+
+
+def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, AtStratum]:
+    """Strata from ``{file: strata.csv}``: a header of ``STRATUM_KEYS`` (``size``
+    required), then one stratum a row."""
+    path = _csv_path(raw, reader)
 
     def err(msg: str) -> Any:
         return reader.error("sampling.strata.file", msg, container=raw, key="file")
 
-    from ampcalc.load.table import NOT_CSV, did_you_mean, plainly_not_a_header, read_table
+    from ampcalc.load.table import read_table
 
     cap = LIMITS["strata"].value
     table = read_table(
@@ -220,6 +253,42 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
         name=str(path),
     )
     header = list(table.header or ())
+    _check_csv_header(table, header, path, err)
+    cells = {h: table.cells(j) for j, h in enumerate(header)}
+    columns = {h: _csv_numbers(table, h, c, err) for h, c in cells.items() if h != "name"}
+    names = cells.get("name") or [""] * len(table)
+
+    def at(i: int, key: str) -> Any:
+        return lambda msg: err(f"{table.at(i)}: stratum {i + 1}, {key}: {msg}")
+
+    return _strata(
+        [n if n else f"stratum {i + 1}" for i, n in enumerate(names)],
+        columns["size"].astype(np.int64),
+        columns,
+    ), at
+
+
+def _csv_path(raw: Mapping[str, Any], reader: Any) -> Any:
+    """The strata file of ``{file: strata.csv}`` (its only key), resolved."""
+    extra = [k for k in raw if k != "file"]
+    if extra or "file" not in raw:
+        raise reader.error(
+            "sampling.strata",
+            "expected `strata: {file: strata.csv}` (the only key is `file`) or a list of strata",
+            container=raw,
+            key=extra[0] if extra else None,
+        )
+    if not isinstance(raw["file"], str):
+        raise reader.error(
+            "sampling.strata.file", "expected a file name", container=raw, key="file"
+        )
+    return reader.resolve(raw["file"])
+
+
+def _check_csv_header(table: Any, header: list[str], path: Any, err: Any) -> None:
+    """The header names known columns, ``size`` among them; every row has its width."""
+    from ampcalc.load.table import NOT_CSV, did_you_mean, plainly_not_a_header
+
     if plainly_not_a_header(header) and not set(header) & set(STRATUM_KEYS):
         raise err(
             f"{path}:{table.header_line}: {NOT_CSV}: expected a header with columns "
@@ -236,77 +305,27 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, Callable[[in
     for i, row in enumerate(table.rows):
         if len(row) != len(header):
             raise err(f"{table.at(i)}: {len(row)} cells, header has {len(header)}")
-    cols: dict[str, list[str]] = {h: table.cells(j) for j, h in enumerate(header)}
-    specs = {f.name: f for f in STRATUM_FIELDS}
-    rows_n = len(cols["size"])
-    out: dict[str, Any] = {}
-    for h, cells in cols.items():
-        if h == "name":
-            out[h] = cells
+
+
+def _csv_numbers(table: Any, column: str, cells: list[str], err: Any) -> np.ndarray:
+    """One numeric column of the strata file, every cell in its field's domain (an
+    empty cell is NaN: not given)."""
+    from ampcalc.load.table import is_number
+
+    spec = _STRATUM_SPECS[column]
+    values = np.full(len(cells), np.nan)
+    for i, cell in enumerate(cells):
+        if cell == "":
+            if spec.required:
+                raise err(f"{table.at(i)}: empty {column!r}; expected {spec.domain()}")
             continue
-        spec = specs[h]
-        vals = np.full(rows_n, np.nan)
-        for i, c in enumerate(cells):
-            if c == "":
-                if spec.required:
-                    raise err(f"{table.at(i)}: empty {h!r}; expected {spec.domain()}")
-                continue
-            try:
-                v = float(c)
-            except ValueError:
-                raise err(
-                    f"{table.at(i)}: column {h!r}: expected {spec.domain()}, got {excerpt(c)}"
-                ) from None
-            bad = not math.isfinite(v)
-            bad |= spec.kind == "int" and not v.is_integer()
-            bad |= spec.low is not None and (v < spec.low or (spec.low_open and v == spec.low))
-            bad |= spec.high is not None and v > spec.high
-            if bad:
-                raise err(
-                    f"{table.at(i)}: column {h!r}: expected {spec.domain()}, got {excerpt(c)}"
-                )
-            vals[i] = v
-        out[h] = vals
-    rows_dicts = out
-
-    def at(i: int, key: str) -> Any:
-        return lambda msg: err(f"{table.at(i)}: stratum {i + 1}, {key}: {msg}")
-
-    return _columns_arrays(rows_dicts, rows_n), at
-
-
-def _columns(rows: list[dict[str, Any]]) -> Strata:
-    k = len(rows)
-
-    def col(key: str) -> np.ndarray:
-        return np.array([np.nan if r[key] is None else float(r[key]) for r in rows], dtype=float)
-
-    names = tuple(
-        f"stratum {i + 1}" if r["name"] is None else str(r["name"]) for i, r in enumerate(rows)
-    )
-    return Strata(
-        names=names,
-        size=np.array([r["size"] for r in rows], dtype=np.int64).reshape(k),
-        rate=col("rate"),
-        sample=col("sample"),
-        sd=col("sd"),
-        mean=col("mean"),
-        min_value=col("min_value"),
-    )
-
-
-def _columns_arrays(cols: dict[str, Any], k: int) -> Strata:
-    nan = np.full(k, np.nan)
-    names = cols.get("name") or [""] * k
-    return Strata(
-        names=tuple(n if n else f"stratum {i + 1}" for i, n in enumerate(names)),
-        size=np.asarray(cols["size"]).astype(np.int64),
-        rate=cols.get("rate", nan),
-        sample=cols.get("sample", nan),
-        sd=cols.get("sd", nan),
-        mean=cols.get("mean", nan),
-        min_value=cols.get("min_value", nan),
-    )
+        value = float(cell) if is_number(cell) else math.nan
+        if not spec.admits(value):
+            raise err(
+                f"{table.at(i)}: column {column!r}: expected {spec.domain()}, got {excerpt(cell)}"
+            )
+        values[i] = value
+    return values
 
 
 def _read_allocations(raw: Any, reader: Any, k: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -336,73 +355,112 @@ def _read_allocations(raw: Any, reader: Any, k: int | None) -> tuple[np.ndarray,
 def parse_params(values: dict[str, Any], reader: Any) -> Params:
     """Read the strata (inline or CSV) and check the rules of each allocation."""
     allocation = values["allocation"]
-    raw = values["strata"]
+    if values["allocations"] is not None and allocation != "neyman":
+        raise _error(reader, "allocations", "`allocations` is for `allocation: neyman`")
+    strata, at, allocations = _read_strata(values, reader)
+    if len(strata) > LIMITS["strata"].value:
+        raise _error(reader, "strata", LIMITS["strata"].message(len(strata)))
+    fixed_total = allocation == "proportional" and values["total_sample"] is not None
+    rounding = _read_rounding(values, fixed_total, reader)
+    _check_rates(values, fixed_total, strata, reader, at)
+    if values["total_sample"] is not None and allocation not in ("neyman", "proportional"):
+        raise _error(
+            reader, "total_sample", "`total_sample` is for neyman or proportional allocation"
+        )
+    if allocation == "fixed":
+        assert at is not None  # strata without sizes come with allocation: neyman only
+        _check_fixed_samples(strata, at)
+    if allocation == "neyman" and allocations is None:
+        _check_neyman(values, strata, reader, at)
+    return Params(
+        allocation=allocation,
+        rounding=rounding,
+        rate=values["rate"],
+        strata=strata,
+        size_aware=bool(values["size_aware"]),
+        total_sample=values["total_sample"],
+        value_bound=values["value_bound"],
+        allocations=allocations,
+    )
 
-    def top(key: str, msg: str) -> Any:
-        return reader.error(f"sampling.{key}", msg)
 
-    allocations = None
-    if values["allocations"] is not None:
-        if allocation != "neyman":
-            raise top("allocations", "`allocations` is for `allocation: neyman`")
+def _error(reader: Any, key: str, message: str) -> Any:
+    """An error at ``sampling.KEY``, to be raised."""
+    return reader.error(f"sampling.{key}", message)
+
+
+def _read_strata(
+    values: dict[str, Any], reader: Any
+) -> tuple[Strata, AtStratum | None, tuple[np.ndarray, np.ndarray] | None]:
+    """(strata, where their keys stand, the two Neyman allocation vectors or None):
+    ``strata:`` inline or a CSV file, or, without it, strata of unknown sizes with
+    the sample sizes of ``allocations:``."""
+    raw, allocations = values["strata"], values["allocations"]
     if raw is None:
-        if values["allocations"] is None:
+        if allocations is None:
             raise reader.error(
                 "sampling",
                 "missing required key 'strata' (a list of strata with `size:`, or "
                 "{file: strata.csv})",
             )
-        allocations = _read_allocations(values["allocations"], reader, None)
-        k = allocations[0].size
-        nan = np.full(k, np.nan)
-        strata = Strata(
-            names=tuple(f"stratum {i + 1}" for i in range(k)),
-            size=np.maximum(allocations[0], allocations[1]).astype(np.int64),
-            rate=nan,
-            sample=nan,
-            sd=nan,
-            mean=nan,
-            min_value=nan,
-            sizes_known=False,
-        )
-        at = None
+        vectors = _read_allocations(allocations, reader, None)
+        k = vectors[0].size
+        size = np.maximum(vectors[0], vectors[1]).astype(np.int64)
+        names = [f"stratum {i + 1}" for i in range(k)]
+        return _strata(names, size, {}, sizes_known=False), None, vectors
+    if isinstance(raw, Mapping):
+        strata, at = _read_csv(raw, reader)
+    elif isinstance(raw, list):
+        strata, at = _read_inline(raw, reader)
     else:
-        if isinstance(raw, Mapping):
-            strata, at = _read_csv(raw, reader)
-        elif isinstance(raw, list):
-            strata, at = _read_inline(raw, reader)
-        else:
-            raise top("strata", "expected a list of strata or {file: strata.csv}")
-        if len(strata) == 0:
-            raise top("strata", "expected at least one stratum")
-        if values["allocations"] is not None:
-            allocations = _read_allocations(values["allocations"], reader, len(strata))
-    if len(strata) > LIMITS["strata"].value:
-        raise top("strata", LIMITS["strata"].message(len(strata)))
-    rounding = values["rounding"]
+        raise _error(reader, "strata", "expected a list of strata or {file: strata.csv}")
+    if len(strata) == 0:
+        raise _error(reader, "strata", "expected at least one stratum")
+    if allocations is None:
+        return strata, at, None
+    return strata, at, _read_allocations(allocations, reader, len(strata))
+
+
+def _read_rounding(values: dict[str, Any], fixed_total: bool, reader: Any) -> str | None:
+    """``rounding:`` (proportional only; randomized by default) and ``size_aware``."""
+    allocation = values["allocation"]
+    rounding: str | None = values["rounding"]
     if allocation != "proportional" and rounding is not None:
-        raise top("rounding", "`rounding` is for `allocation: proportional`")
-    fixed_total = allocation == "proportional" and values["total_sample"] is not None
+        raise _error(reader, "rounding", "`rounding` is for `allocation: proportional`")
     if fixed_total:
         _check_fixed_total(values, rounding, reader)
     elif allocation == "proportional" and rounding in ("largest-remainder", "huntington-hill"):
-        raise top(
+        raise _error(
+            reader,
             "rounding",
             f"`rounding: {rounding}` apportions a fixed total: give `total_sample` (not `rate`)",
         )
     if allocation == "proportional" and rounding is None:
         rounding = "randomized"
     if values["size_aware"] and not (allocation == "proportional" and rounding == "randomized"):
-        raise top(
-            "size_aware", "`size_aware` is for proportional allocation with randomized rounding"
+        raise _error(
+            reader,
+            "size_aware",
+            "`size_aware` is for proportional allocation with randomized rounding",
         )
-    rate = values["rate"]
+    return rounding
+
+
+def _check_rates(
+    values: dict[str, Any],
+    fixed_total: bool,
+    strata: Strata,
+    reader: Any,
+    at: AtStratum | None,
+) -> None:
+    """Proportional and Poisson allocations take one common ``rate`` or one for every
+    stratum; the others (and a fixed total) take none."""
+    allocation, rate = values["allocation"], values["rate"]
     has_rate = ~np.isnan(strata.rate)
     if allocation in ("proportional", "poisson") and not fixed_total:
         if rate is not None and has_rate.any():
-            raise top(
-                "rate",
-                "give one common `rate` or a `rate` for every stratum, not both",
+            raise _error(
+                reader, "rate", "give one common `rate` or a `rate` for every stratum, not both"
             )
         if rate is None and not has_rate.all():
             i = int(np.argmin(has_rate))
@@ -417,52 +475,40 @@ def parse_params(values: dict[str, Any], reader: Any) -> Params:
                 f"stratum {strata.names[i]!r} has no `rate`; give every stratum a rate, or "
                 "one common `rate`"
             )
-    elif fixed_total:
-        if has_rate.any() and at is not None:
-            raise at(int(np.argmax(has_rate)), "rate")(
-                "a stratum `rate` is not used with `total_sample` (the total is apportioned "
-                "by the stratum sizes)"
-            )
+        return
+    if fixed_total:
+        unused = (
+            "a stratum `rate` is not used with `total_sample` (the total is apportioned "
+            "by the stratum sizes)"
+        )
     else:
         if rate is not None:
-            raise top(
-                "rate", f"`rate` is for proportional or poisson allocation, not {allocation}"
+            raise _error(
+                reader,
+                "rate",
+                f"`rate` is for proportional or poisson allocation, not {allocation}",
             )
-        if has_rate.any() and at is not None:
-            raise at(int(np.argmax(has_rate)), "rate")(
-                f"a stratum `rate` is for proportional or poisson allocation, not {allocation}"
-            )
-    if values["total_sample"] is not None and allocation not in ("neyman", "proportional"):
-        raise top("total_sample", "`total_sample` is for neyman or proportional allocation")
-    if allocation == "fixed":
-        missing = np.isnan(strata.sample)
-        if missing.any():
-            i = int(np.argmax(missing))
-            assert at is not None
-            raise at(i, "sample")(
-                f"stratum {strata.names[i]!r} has no `sample`; `allocation: fixed` needs "
-                "each stratum's sample size"
-            )
-        over = strata.sample > strata.size
-        if over.any():
-            i = int(np.argmax(over))
-            assert at is not None
-            raise at(i, "sample")(
-                f"sample {int(strata.sample[i])} is larger than the stratum size "
-                f"{int(strata.size[i])}; expected 1 <= sample <= size"
-            )
-    if allocation == "neyman" and allocations is None:
-        _check_neyman(values, strata, reader, at)
-    return Params(
-        allocation=allocation,
-        rounding=rounding,
-        rate=rate,
-        strata=strata,
-        size_aware=bool(values["size_aware"]),
-        total_sample=values["total_sample"],
-        value_bound=values["value_bound"],
-        allocations=allocations,
-    )
+        unused = f"a stratum `rate` is for proportional or poisson allocation, not {allocation}"
+    if has_rate.any() and at is not None:
+        raise at(int(np.argmax(has_rate)), "rate")(unused)
+
+
+def _check_fixed_samples(strata: Strata, at: AtStratum) -> None:
+    """``allocation: fixed``: every stratum has its ``sample`` m_h, 1 <= m_h <= N_h."""
+    missing = np.isnan(strata.sample)
+    if missing.any():
+        i = int(np.argmax(missing))
+        raise at(i, "sample")(
+            f"stratum {strata.names[i]!r} has no `sample`; `allocation: fixed` needs "
+            "each stratum's sample size"
+        )
+    over = strata.sample > strata.size
+    if over.any():
+        i = int(np.argmax(over))
+        raise at(i, "sample")(
+            f"sample {int(strata.sample[i])} is larger than the stratum size "
+            f"{int(strata.size[i])}; expected 1 <= sample <= size"
+        )
 
 
 def _check_fixed_total(values: dict[str, Any], rounding: str | None, reader: Any) -> None:
