@@ -323,6 +323,9 @@ HEAD = "mechanism: {epsilon: 1.0}\nsampling:\n  scheme: stratified\n"
             ["needs `sd`"],
         ),
         ("  allocation: neyman\n  allocations: [[1, 2], [3]]\n", ["equal"]),
+        # an infinite or NaN count is no whole number (it was an internal error)
+        ("  allocation: neyman\n  allocations: [[.inf, 1], [1, 1]]\n", ["whole numbers >= 0"]),
+        ("  allocation: neyman\n  allocations: [[1, 1], [.nan, 1]]\n", ["whole numbers >= 0"]),
         ("  allocaton: neyman\n  strata: [{size: 3}]\n", ["did you mean 'allocation'"]),
     ],
 )

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.load.fields import is_whole
 from ampcalc.load.files import excerpt
 from ampcalc.model.limits import LIMITS
 from ampcalc.schemes.base import Field
@@ -337,10 +338,7 @@ def _read_allocations(raw: Any, reader: Any, k: int | None) -> tuple[np.ndarray,
         raise err(shape_msg)
     vecs = []
     for v in raw:
-        if not v or any(
-            isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 or x != int(x)
-            for x in v
-        ):
+        if not v or not all(is_whole(x) for x in v):  # .inf and .nan too
             raise err(shape_msg)
         vecs.append(np.array([int(x) for x in v], dtype=np.int64))
     if vecs[0].size != vecs[1].size:
