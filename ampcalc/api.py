@@ -8,6 +8,7 @@ Every command of the CLI has an equivalent here that returns data instead of tex
 ``validate``       ``validate(designs)`` -> list of dicts
 ``schemes``        ``schemes()`` -> list of dicts
 ``sweep``          ``sweep(design, vary={...}, of="bound")`` -> ``SweepResult``
+``sweep`` (large)  ``sweep_stream(design, vary, of="bound")`` -> ``Sweep`` or ``SweepStream``
 ``compare``        ``compare(designs, target=None)`` -> list of dicts
 ``check``          ``check(designs, max_epsilon=..., max_delta=None)`` -> list of dicts
 ``verify``         ``verify(designs, pairs="default", limit=5000)`` -> list of dicts
@@ -30,6 +31,12 @@ holding several designs. Errors are the CLI's: ``DesignError`` (with ``.field`` 
 The dict-returning functions give exactly the ``results`` entries (or payload) of the
 command's ``--json`` output, so code written against the JSON contract works on them.
 The CLI commands call these functions.
+
+Streaming: ``sweep`` holds its whole result; ``sweep_stream`` evaluates a grid of more
+than 2^21 rows (up to 10^7) in blocks and returns a ``SweepStream`` whose rows are
+evaluated again, a block at a time, each time they are read (``rows()``, ``blocks()``,
+``head(n)``), so memory stays bounded; ``sweep_grid`` reads the axes first, to size a
+sweep before it is evaluated, and ``sweep_document`` is its ``--json`` payload.
 """
 
 from __future__ import annotations
@@ -44,7 +51,9 @@ from ampcalc.model.design import Design
 if TYPE_CHECKING:
     from ampcalc.analyses.budget import Ledger
     from ampcalc.analyses.report import DesignReport
-    from ampcalc.analyses.sweep_result import SweepResult
+    from ampcalc.analyses.sweep import Sweep, SweepStream
+    from ampcalc.analyses.sweep_result import SWEEP_KINDS as SWEEP_KINDS
+    from ampcalc.analyses.sweep_result import SweepGrid, SweepResult
     from ampcalc.math.accuracy import Plan
     from ampcalc.model.results import BoundResult, InvertResult
     from ampcalc.records.importance_weights import Weights
@@ -63,7 +72,11 @@ Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Design]
 #: like every function below, so ``import ampcalc.api`` stays cheap). The ``records``
 #: helpers were importable from here before their code moved.
 _ELSEWHERE = {
+    "SWEEP_KINDS": "ampcalc.analyses.sweep_result",
+    "Sweep": "ampcalc.analyses.sweep",
+    "SweepGrid": "ampcalc.analyses.sweep_result",
     "SweepResult": "ampcalc.analyses.sweep_result",
+    "SweepStream": "ampcalc.analyses.sweep",
     "Weights": "ampcalc.records.importance_weights",
     "importance_design": "ampcalc.records.importance_weights",
     "importance_setup": "ampcalc.records.importance_weights",
@@ -248,6 +261,78 @@ def sweep(
     return run_sweep(
         design, vary, of=of, target=target, target_delta=target_delta, overrides=overrides
     )
+
+
+def sweep_grid(vary: Mapping[str, Any] | Sequence[str]) -> SweepGrid:
+    """The axes of a sweep, read and checked before anything is evaluated.
+
+    Args:
+        vary: as ``sweep``'s, or ``--vary``'s ``"PATH=SPEC"`` strings (one or two).
+    Returns:
+        A ``SweepGrid``: ``varies`` (the axes), ``points()`` (rows per design) and
+        ``steps(of)`` (the points evaluated one at a time; the vectorised axis is one).
+    Raises:
+        DesignError: a malformed spec (located in ``vary``), or too many points.
+    """
+    from ampcalc.analyses.sweep_result import sweep_grid as read_grid  # lazy: start-up
+
+    return read_grid(vary)
+
+
+def sweep_stream(
+    design: Any,
+    vary: SweepGrid | Mapping[str, Any] | Sequence[str],
+    *,
+    of: str = "bound",
+    target: float | None = None,
+    target_delta: float | None = None,
+    overrides: Sequence[str] = (),
+    filename: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    stream: bool = True,
+) -> Sweep | SweepStream:
+    """``sweep`` in bounded memory, for grids too large to hold (``ampcalc sweep``).
+
+    A grid of more than 2^21 rows is evaluated once in blocks and checked, and comes
+    back as a ``SweepStream``: its rows are evaluated again, a block at a time, each
+    time they are read. A smaller grid, or one the blocks cannot reproduce exactly (a
+    point outside its theorem's conditions, ±inf), comes back whole as a ``Sweep``.
+    Both have ``of``, ``varies``, ``designs``, ``len()``, ``rows()``,
+    ``column_names()``, ``errors()`` and ``failed_points()``.
+
+    Args:
+        design: as ``sweep``'s; or, with ``filename``, a document already parsed from
+            that file (validated here as the file would be, whatever its shape).
+        vary: a ``SweepGrid`` from ``sweep_grid``, or what ``sweep_grid`` reads.
+        of, target, target_delta, overrides: as ``sweep``'s.
+        filename: the file ``design`` was parsed from (error messages name it).
+        progress: called as ``progress(done, total)`` after each per-point step
+            (``total`` is ``sweep_grid(vary).steps(of)``).
+        stream: False evaluates the grid whole (a ``Sweep``, e.g. to draw it).
+    Raises:
+        DesignError: as ``sweep``.
+    """
+    from ampcalc.analyses.sweep_result import run_sweep_stream  # lazy: start-up (bound)
+
+    return run_sweep_stream(
+        design,
+        vary,
+        of=of,
+        target=target,
+        target_delta=target_delta,
+        overrides=overrides,
+        filename=filename,
+        progress=progress,
+        stream=stream,
+    )
+
+
+def sweep_document(result: Sweep | SweepStream) -> dict[str, Any]:
+    """The ``ampcalc sweep --json`` payload of a ``sweep_stream`` result (``of``,
+    ``vary``, ``designs``, ``columns``, ``rows``), without the envelope."""
+    from ampcalc.analyses.sweep import document  # lazy: start-up (bound)
+
+    return document(result)
 
 
 def compare(designs: Any, target: float | None = None) -> list[dict[str, Any]]:
@@ -530,8 +615,12 @@ def pws_estimate(design: Any, frequencies: Any, estimator: str = "mle") -> dict[
 
 
 __all__ = [
+    "SWEEP_KINDS",
     "Source",
+    "Sweep",
+    "SweepGrid",
     "SweepResult",
+    "SweepStream",
     "Weights",
     "bound",
     "budget",
@@ -551,6 +640,9 @@ __all__ = [
     "report",
     "schemes",
     "sweep",
+    "sweep_document",
+    "sweep_grid",
+    "sweep_stream",
     "validate",
     "verify",
     "weights",
