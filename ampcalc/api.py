@@ -17,6 +17,7 @@ Every command of the CLI has an equivalent here that returns data instead of tex
 ``budget``         ``budget(load_ledger(path))`` -> dict; ``budget_solve(ledger, knob)``
 ``report``         ``report(designs, target=None)`` -> list of ``DesignReport``
 ``weights``        ``weights(design)`` -> ``Weights`` (``.sample(seed)`` for ``--sample``)
+``--suggest``      ``weights_planning(design)`` -> list of (name, value)
 ``pws table``      ``pws_table(design, max_frequency=None, verify=False)`` -> dict
 ``pws sanitize``   ``pws_sanitize(design, keys, frequencies, seed)`` -> dict
 ``pws estimate``   ``pws_estimate(design, frequencies)`` -> dict
@@ -31,6 +32,13 @@ holding several designs. Errors are the CLI's: ``DesignError`` (with ``.field`` 
 The dict-returning functions give exactly the ``results`` entries (or payload) of the
 command's ``--json`` output, so code written against the JSON contract works on them.
 The CLI commands call these functions.
+
+The record commands (``weights``, ``pws``) stream their files through the helpers this
+module also names (imported on first use): ``sampled_blocks`` (the Poisson sample, block
+by block), ``sanitize_sample``/``write_chunk`` (a pws sample, chunk by chunk),
+``read_rows``/``parse_freq`` (a sanitised file), and for ``--engine dask``
+``require_dask``, ``run_weights``, ``run_sanitize``, ``output_format`` and
+``write_summary_text``.
 
 Streaming: ``sweep`` holds its whole result; ``sweep_stream`` evaluates a grid of more
 than 2^21 rows (up to 10^7) in blocks and returns a ``SweepStream`` whose rows are
@@ -56,11 +64,21 @@ if TYPE_CHECKING:
     from ampcalc.analyses.sweep_result import SweepGrid, SweepResult
     from ampcalc.math.accuracy import Plan
     from ampcalc.model.results import BoundResult, InvertResult
+    from ampcalc.records.dask_cluster import require_dask as require_dask
+    from ampcalc.records.dask_parts import output_format as output_format
+    from ampcalc.records.dask_parts import write_summary_text as write_summary_text
+    from ampcalc.records.dask_sanitize import run_sanitize as run_sanitize
+    from ampcalc.records.dask_weights import run_weights as run_weights
     from ampcalc.records.importance_weights import Weights
     from ampcalc.records.importance_weights import importance_design as importance_design
     from ampcalc.records.importance_weights import importance_setup as importance_setup
+    from ampcalc.records.importance_weights import sampled_blocks as sampled_blocks
     from ampcalc.records.pws_estimate import pws_estimate_params as pws_estimate_params
+    from ampcalc.records.pws_files import parse_freq as parse_freq
+    from ampcalc.records.pws_files import read_rows as read_rows
     from ampcalc.records.pws_sanitize import PwsSanitiser as PwsSanitiser
+    from ampcalc.records.pws_stream import sanitize_sample as sanitize_sample
+    from ampcalc.records.pws_stream import write_chunk as write_chunk
     from ampcalc.records.pws_tables import pws_design as pws_design
     from ampcalc.records.pws_tables import pws_self_check as pws_self_check
     from ampcalc.records.pws_tables import pws_table_columns as pws_table_columns
@@ -70,7 +88,8 @@ Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Design]
 
 #: Names this module re-exports -> the module that holds them (imported on first use,
 #: like every function below, so ``import ampcalc.api`` stays cheap). The ``records``
-#: helpers were importable from here before their code moved.
+#: helpers were importable from here before their code moved; the record commands'
+#: streaming and Dask helpers are named here so that the commands call one surface.
 _ELSEWHERE = {
     "SWEEP_KINDS": "ampcalc.analyses.sweep_result",
     "Sweep": "ampcalc.analyses.sweep",
@@ -80,11 +99,21 @@ _ELSEWHERE = {
     "Weights": "ampcalc.records.importance_weights",
     "importance_design": "ampcalc.records.importance_weights",
     "importance_setup": "ampcalc.records.importance_weights",
+    "sampled_blocks": "ampcalc.records.importance_weights",
     "pws_estimate_params": "ampcalc.records.pws_estimate",
+    "parse_freq": "ampcalc.records.pws_files",
+    "read_rows": "ampcalc.records.pws_files",
     "PwsSanitiser": "ampcalc.records.pws_sanitize",
+    "sanitize_sample": "ampcalc.records.pws_stream",
+    "write_chunk": "ampcalc.records.pws_stream",
     "pws_design": "ampcalc.records.pws_tables",
     "pws_self_check": "ampcalc.records.pws_tables",
     "pws_table_columns": "ampcalc.records.pws_tables",
+    "require_dask": "ampcalc.records.dask_cluster",
+    "output_format": "ampcalc.records.dask_parts",
+    "write_summary_text": "ampcalc.records.dask_parts",
+    "run_sanitize": "ampcalc.records.dask_sanitize",
+    "run_weights": "ampcalc.records.dask_weights",
 }
 
 
@@ -525,9 +554,13 @@ def report(
 # --------------------------------------------------------------------------------------
 
 
-def weights(design: Any) -> Weights:
+def weights(design: Any, *, threads: int = 1) -> Weights:
     """q(x), w(x) = 1/q(x) and ε̂(x) for every record of an importance design.
 
+    Args:
+        design: a file (or ``Design``) holding one ``scheme: importance`` design.
+        threads: the privacy-constrained weights' blocks on that many threads (the
+            same figures; ``ampcalc weights`` uses two where there are two cores).
     Raises:
         DesignError: not an importance design.
         ConditionError: the design is outside Theorem 10's conditions (the message
@@ -535,7 +568,26 @@ def weights(design: Any) -> Weights:
     """
     from ampcalc.records.importance_weights import record_weights  # lazy: start-up (bound)
 
-    return record_weights(design)
+    return record_weights(design, threads=threads)
+
+
+def weights_planning(design: Any) -> list[tuple[str, float | int]]:
+    """What ``ampcalc weights --suggest`` prints: the record count and dimension, the
+    mean ‖x‖₂² and the largest ‖x‖₁ and ‖x‖₂ of an importance design's records.
+
+    Computed from the data, so for planning only: a ``q(·)`` built from them is
+    data-dependent and breaks the guarantee.
+
+    Raises:
+        DesignError: not an importance design.
+    """
+    from ampcalc.designs.sources import as_designs  # lazy: > 20 ms
+    from ampcalc.records.importance_weights import (  # lazy: start-up (bound)
+        importance_design,
+        planning_values,
+    )
+
+    return planning_values(importance_design(as_designs(design)).params)
 
 
 def pws_table(
@@ -646,4 +698,5 @@ __all__ = [
     "validate",
     "verify",
     "weights",
+    "weights_planning",
 ]
