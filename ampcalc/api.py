@@ -21,6 +21,7 @@ Every command of the CLI has an equivalent here that returns data instead of tex
 ``pws table``      ``pws_table(design, max_frequency=None, verify=False)`` -> dict
 ``pws sanitize``   ``pws_sanitize(design, keys, frequencies, seed)`` -> dict
 ``pws estimate``   ``pws_estimate(design, frequencies)`` -> dict
+``pws keys``       ``pws_expected_keys(design, zipf=None, frequencies=None)`` -> dict
 =================  ==============================================================
 
 A *design* argument takes a ``Design`` (from ``load_design`` or ``ampcalc.designs``)
@@ -666,6 +667,37 @@ def pws_estimate(design: Any, frequencies: Any, estimator: str = "mle") -> dict[
     return estimates.pws_estimate(design, frequencies, estimator)
 
 
+def pws_expected_keys(
+    design: Any,
+    *,
+    zipf: float | None = None,
+    support: int = 1000,
+    frequencies: str | None = None,
+) -> dict[str, Any]:
+    """Expected numbers of keys reported by PWS, by sampled-SbH and by the non-private
+    sample (Cohen et al. 2021, Fig. 2 and 4; ``ampcalc pws keys``) over a distribution
+    of key frequencies.
+
+    Args:
+        design: the pws design.
+        zipf: the integer Zipf law's α (Cohen et al. 2021's experiments) over
+            ``support`` keys; or
+        frequencies: a CSV with a ``frequency`` column and an optional ``count`` column.
+    Returns:
+        The figures of ``pws keys --json`` (without ``design``, ``epsilon``, ``delta``).
+    """
+    from ampcalc.designs.sources import as_designs  # lazy: > 20 ms
+    from ampcalc.records import pws_estimators  # lazy: start-up (bound)
+    from ampcalc.records.pws_tables import pws_design  # lazy: start-up (bound)
+
+    _, params = pws_design(as_designs(design))
+    if zipf is not None:
+        dist = pws_estimators.zipf(support, zipf)
+    else:
+        dist = pws_estimators.read_distribution(str(frequencies))
+    return pws_estimators.expected_keys(params, dist)
+
+
 __all__ = [
     "SWEEP_KINDS",
     "Source",
@@ -687,6 +719,7 @@ __all__ = [
     "load_ledger",
     "plan",
     "pws_estimate",
+    "pws_expected_keys",
     "pws_sanitize",
     "pws_table",
     "report",
