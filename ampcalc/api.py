@@ -58,8 +58,10 @@ from typing import TYPE_CHECKING, Any, Union
 from ampcalc.model.design import Design
 
 if TYPE_CHECKING:
+    from ampcalc.analyses.budget import DISCRETIZATION as DISCRETIZATION
+    from ampcalc.analyses.budget import EPSILON_BUDGET as EPSILON_BUDGET
     from ampcalc.analyses.budget import Ledger
-    from ampcalc.analyses.report import DesignReport
+    from ampcalc.analyses.report import DesignReport as DesignReport
     from ampcalc.analyses.sweep import Sweep, SweepStream
     from ampcalc.analyses.sweep_result import SWEEP_KINDS as SWEEP_KINDS
     from ampcalc.analyses.sweep_result import SweepGrid, SweepResult
@@ -92,6 +94,10 @@ Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Design]
 #: helpers were importable from here before their code moved; the record commands'
 #: streaming and Dask helpers are named here so that the commands call one surface.
 _ELSEWHERE = {
+    # the domains of a ledger's budget and accountant step, for the command's options
+    "DISCRETIZATION": "ampcalc.analyses.budget",
+    "EPSILON_BUDGET": "ampcalc.analyses.budget",
+    "DesignReport": "ampcalc.analyses.report",
     "SWEEP_KINDS": "ampcalc.analyses.sweep_result",
     "Sweep": "ampcalc.analyses.sweep",
     "SweepGrid": "ampcalc.analyses.sweep_result",
