@@ -8,6 +8,7 @@ Every command of the CLI has an equivalent here that returns data instead of tex
 ``validate``       ``validate(designs)`` -> list of dicts
 ``schemes``        ``schemes()`` -> list of dicts
 ``sweep``          ``sweep(design, vary={...}, of="bound")`` -> ``SweepResult``
+``sweep`` (large)  ``sweep_stream(design, vary, of="bound")`` -> ``Sweep`` or ``SweepStream``
 ``compare``        ``compare(designs, target=None)`` -> list of dicts
 ``check``          ``check(designs, max_epsilon=..., max_delta=None)`` -> list of dicts
 ``verify``         ``verify(designs, pairs="default", limit=5000)`` -> list of dicts
@@ -16,9 +17,11 @@ Every command of the CLI has an equivalent here that returns data instead of tex
 ``budget``         ``budget(load_ledger(path))`` -> dict; ``budget_solve(ledger, knob)``
 ``report``         ``report(designs, target=None)`` -> list of ``DesignReport``
 ``weights``        ``weights(design)`` -> ``Weights`` (``.sample(seed)`` for ``--sample``)
+``--suggest``      ``weights_planning(design)`` -> list of (name, value)
 ``pws table``      ``pws_table(design, max_frequency=None, verify=False)`` -> dict
 ``pws sanitize``   ``pws_sanitize(design, keys, frequencies, seed)`` -> dict
 ``pws estimate``   ``pws_estimate(design, frequencies)`` -> dict
+``pws keys``       ``pws_expected_keys(design, zipf=None, frequencies=None)`` -> dict
 =================  ==============================================================
 
 A *design* argument takes a ``Design`` (from ``load_design`` or ``ampcalc.designs``)
@@ -30,6 +33,19 @@ holding several designs. Errors are the CLI's: ``DesignError`` (with ``.field`` 
 The dict-returning functions give exactly the ``results`` entries (or payload) of the
 command's ``--json`` output, so code written against the JSON contract works on them.
 The CLI commands call these functions.
+
+The record commands (``weights``, ``pws``) stream their files through the helpers this
+module also names (imported on first use): ``sampled_blocks`` (the Poisson sample, block
+by block), ``sanitize_sample``/``write_chunk`` (a pws sample, chunk by chunk),
+``read_rows``/``parse_freq`` (a sanitised file), and for ``--engine dask``
+``require_dask``, ``run_weights``, ``run_sanitize``, ``output_format`` and
+``write_summary_text``.
+
+Streaming: ``sweep`` holds its whole result; ``sweep_stream`` evaluates a grid of more
+than 2^21 rows (up to 10^7) in blocks and returns a ``SweepStream`` whose rows are
+evaluated again, a block at a time, each time they are read (``rows()``, ``blocks()``,
+``head(n)``), so memory stays bounded; ``sweep_grid`` reads the axes first, to size a
+sweep before it is evaluated, and ``sweep_document`` is its ``--json`` payload.
 """
 
 from __future__ import annotations
@@ -42,16 +58,30 @@ from typing import TYPE_CHECKING, Any, Union
 from ampcalc.model.design import Design
 
 if TYPE_CHECKING:
+    from ampcalc.analyses.budget import DISCRETIZATION as DISCRETIZATION
+    from ampcalc.analyses.budget import EPSILON_BUDGET as EPSILON_BUDGET
     from ampcalc.analyses.budget import Ledger
-    from ampcalc.analyses.report import DesignReport
-    from ampcalc.analyses.sweep_result import SweepResult
+    from ampcalc.analyses.report import DesignReport as DesignReport
+    from ampcalc.analyses.sweep import Sweep, SweepStream
+    from ampcalc.analyses.sweep_result import SWEEP_KINDS as SWEEP_KINDS
+    from ampcalc.analyses.sweep_result import SweepGrid, SweepResult
     from ampcalc.math.accuracy import Plan
     from ampcalc.model.results import BoundResult, InvertResult
+    from ampcalc.records.dask_cluster import require_dask as require_dask
+    from ampcalc.records.dask_parts import output_format as output_format
+    from ampcalc.records.dask_parts import write_summary_text as write_summary_text
+    from ampcalc.records.dask_sanitize import run_sanitize as run_sanitize
+    from ampcalc.records.dask_weights import run_weights as run_weights
     from ampcalc.records.importance_weights import Weights
     from ampcalc.records.importance_weights import importance_design as importance_design
     from ampcalc.records.importance_weights import importance_setup as importance_setup
+    from ampcalc.records.importance_weights import sampled_blocks as sampled_blocks
     from ampcalc.records.pws_estimate import pws_estimate_params as pws_estimate_params
+    from ampcalc.records.pws_files import parse_freq as parse_freq
+    from ampcalc.records.pws_files import read_rows as read_rows
     from ampcalc.records.pws_sanitize import PwsSanitiser as PwsSanitiser
+    from ampcalc.records.pws_stream import sanitize_sample as sanitize_sample
+    from ampcalc.records.pws_stream import write_chunk as write_chunk
     from ampcalc.records.pws_tables import pws_design as pws_design
     from ampcalc.records.pws_tables import pws_self_check as pws_self_check
     from ampcalc.records.pws_tables import pws_table_columns as pws_table_columns
@@ -61,17 +91,36 @@ Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Design]
 
 #: Names this module re-exports -> the module that holds them (imported on first use,
 #: like every function below, so ``import ampcalc.api`` stays cheap). The ``records``
-#: helpers were importable from here before their code moved.
+#: helpers were importable from here before their code moved; the record commands'
+#: streaming and Dask helpers are named here so that the commands call one surface.
 _ELSEWHERE = {
+    # the domains of a ledger's budget and accountant step, for the command's options
+    "DISCRETIZATION": "ampcalc.analyses.budget",
+    "EPSILON_BUDGET": "ampcalc.analyses.budget",
+    "DesignReport": "ampcalc.analyses.report",
+    "SWEEP_KINDS": "ampcalc.analyses.sweep_result",
+    "Sweep": "ampcalc.analyses.sweep",
+    "SweepGrid": "ampcalc.analyses.sweep_result",
     "SweepResult": "ampcalc.analyses.sweep_result",
+    "SweepStream": "ampcalc.analyses.sweep",
     "Weights": "ampcalc.records.importance_weights",
     "importance_design": "ampcalc.records.importance_weights",
     "importance_setup": "ampcalc.records.importance_weights",
+    "sampled_blocks": "ampcalc.records.importance_weights",
     "pws_estimate_params": "ampcalc.records.pws_estimate",
+    "parse_freq": "ampcalc.records.pws_files",
+    "read_rows": "ampcalc.records.pws_files",
     "PwsSanitiser": "ampcalc.records.pws_sanitize",
+    "sanitize_sample": "ampcalc.records.pws_stream",
+    "write_chunk": "ampcalc.records.pws_stream",
     "pws_design": "ampcalc.records.pws_tables",
     "pws_self_check": "ampcalc.records.pws_tables",
     "pws_table_columns": "ampcalc.records.pws_tables",
+    "require_dask": "ampcalc.records.dask_cluster",
+    "output_format": "ampcalc.records.dask_parts",
+    "write_summary_text": "ampcalc.records.dask_parts",
+    "run_sanitize": "ampcalc.records.dask_sanitize",
+    "run_weights": "ampcalc.records.dask_weights",
 }
 
 
@@ -248,6 +297,78 @@ def sweep(
     return run_sweep(
         design, vary, of=of, target=target, target_delta=target_delta, overrides=overrides
     )
+
+
+def sweep_grid(vary: Mapping[str, Any] | Sequence[str]) -> SweepGrid:
+    """The axes of a sweep, read and checked before anything is evaluated.
+
+    Args:
+        vary: as ``sweep``'s, or ``--vary``'s ``"PATH=SPEC"`` strings (one or two).
+    Returns:
+        A ``SweepGrid``: ``varies`` (the axes), ``points()`` (rows per design) and
+        ``steps(of)`` (the points evaluated one at a time; the vectorised axis is one).
+    Raises:
+        DesignError: a malformed spec (located in ``vary``), or too many points.
+    """
+    from ampcalc.analyses.sweep_result import sweep_grid as read_grid  # lazy: start-up
+
+    return read_grid(vary)
+
+
+def sweep_stream(
+    design: Any,
+    vary: SweepGrid | Mapping[str, Any] | Sequence[str],
+    *,
+    of: str = "bound",
+    target: float | None = None,
+    target_delta: float | None = None,
+    overrides: Sequence[str] = (),
+    filename: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    stream: bool = True,
+) -> Sweep | SweepStream:
+    """``sweep`` in bounded memory, for grids too large to hold (``ampcalc sweep``).
+
+    A grid of more than 2^21 rows is evaluated once in blocks and checked, and comes
+    back as a ``SweepStream``: its rows are evaluated again, a block at a time, each
+    time they are read. A smaller grid, or one the blocks cannot reproduce exactly (a
+    point outside its theorem's conditions, ±inf), comes back whole as a ``Sweep``.
+    Both have ``of``, ``varies``, ``designs``, ``len()``, ``rows()``,
+    ``column_names()``, ``errors()`` and ``failed_points()``.
+
+    Args:
+        design: as ``sweep``'s; or, with ``filename``, a document already parsed from
+            that file (validated here as the file would be, whatever its shape).
+        vary: a ``SweepGrid`` from ``sweep_grid``, or what ``sweep_grid`` reads.
+        of, target, target_delta, overrides: as ``sweep``'s.
+        filename: the file ``design`` was parsed from (error messages name it).
+        progress: called as ``progress(done, total)`` after each per-point step
+            (``total`` is ``sweep_grid(vary).steps(of)``).
+        stream: False evaluates the grid whole (a ``Sweep``, e.g. to draw it).
+    Raises:
+        DesignError: as ``sweep``.
+    """
+    from ampcalc.analyses.sweep_result import run_sweep_stream  # lazy: start-up (bound)
+
+    return run_sweep_stream(
+        design,
+        vary,
+        of=of,
+        target=target,
+        target_delta=target_delta,
+        overrides=overrides,
+        filename=filename,
+        progress=progress,
+        stream=stream,
+    )
+
+
+def sweep_document(result: Sweep | SweepStream) -> dict[str, Any]:
+    """The ``ampcalc sweep --json`` payload of a ``sweep_stream`` result (``of``,
+    ``vary``, ``designs``, ``columns``, ``rows``), without the envelope."""
+    from ampcalc.analyses.sweep import document  # lazy: start-up (bound)
+
+    return document(result)
 
 
 def compare(designs: Any, target: float | None = None) -> list[dict[str, Any]]:
@@ -440,9 +561,13 @@ def report(
 # --------------------------------------------------------------------------------------
 
 
-def weights(design: Any) -> Weights:
+def weights(design: Any, *, threads: int = 1) -> Weights:
     """q(x), w(x) = 1/q(x) and ε̂(x) for every record of an importance design.
 
+    Args:
+        design: a file (or ``Design``) holding one ``scheme: importance`` design.
+        threads: the privacy-constrained weights' blocks on that many threads (the
+            same figures; ``ampcalc weights`` uses two where there are two cores).
     Raises:
         DesignError: not an importance design.
         ConditionError: the design is outside Theorem 10's conditions (the message
@@ -450,7 +575,26 @@ def weights(design: Any) -> Weights:
     """
     from ampcalc.records.importance_weights import record_weights  # lazy: start-up (bound)
 
-    return record_weights(design)
+    return record_weights(design, threads=threads)
+
+
+def weights_planning(design: Any) -> list[tuple[str, float | int]]:
+    """What ``ampcalc weights --suggest`` prints: the record count and dimension, the
+    mean ‖x‖₂² and the largest ‖x‖₁ and ‖x‖₂ of an importance design's records.
+
+    Computed from the data, so for planning only: a ``q(·)`` built from them is
+    data-dependent and breaks the guarantee.
+
+    Raises:
+        DesignError: not an importance design.
+    """
+    from ampcalc.designs.sources import as_designs  # lazy: > 20 ms
+    from ampcalc.records.importance_weights import (  # lazy: start-up (bound)
+        importance_design,
+        planning_values,
+    )
+
+    return planning_values(importance_design(as_designs(design)).params)
 
 
 def pws_table(
@@ -529,9 +673,44 @@ def pws_estimate(design: Any, frequencies: Any, estimator: str = "mle") -> dict[
     return estimates.pws_estimate(design, frequencies, estimator)
 
 
+def pws_expected_keys(
+    design: Any,
+    *,
+    zipf: float | None = None,
+    support: int = 1000,
+    frequencies: str | None = None,
+) -> dict[str, Any]:
+    """Expected numbers of keys reported by PWS, by sampled-SbH and by the non-private
+    sample (Cohen et al. 2021, Fig. 2 and 4; ``ampcalc pws keys``) over a distribution
+    of key frequencies.
+
+    Args:
+        design: the pws design.
+        zipf: the integer Zipf law's α (Cohen et al. 2021's experiments) over
+            ``support`` keys; or
+        frequencies: a CSV with a ``frequency`` column and an optional ``count`` column.
+    Returns:
+        The figures of ``pws keys --json`` (without ``design``, ``epsilon``, ``delta``).
+    """
+    from ampcalc.designs.sources import as_designs  # lazy: > 20 ms
+    from ampcalc.records import pws_estimators  # lazy: start-up (bound)
+    from ampcalc.records.pws_tables import pws_design  # lazy: start-up (bound)
+
+    _, params = pws_design(as_designs(design))
+    if zipf is not None:
+        dist = pws_estimators.zipf(support, zipf)
+    else:
+        dist = pws_estimators.read_distribution(str(frequencies))
+    return pws_estimators.expected_keys(params, dist)
+
+
 __all__ = [
+    "SWEEP_KINDS",
     "Source",
+    "Sweep",
+    "SweepGrid",
     "SweepResult",
+    "SweepStream",
     "Weights",
     "bound",
     "budget",
@@ -546,12 +725,17 @@ __all__ = [
     "load_ledger",
     "plan",
     "pws_estimate",
+    "pws_expected_keys",
     "pws_sanitize",
     "pws_table",
     "report",
     "schemes",
     "sweep",
+    "sweep_document",
+    "sweep_grid",
+    "sweep_stream",
     "validate",
     "verify",
     "weights",
+    "weights_planning",
 ]

@@ -5,12 +5,19 @@ dict; grid values as spec strings or numbers), checks it, and evaluates it throu
 ``sweep``: a built ``Design`` varied along ε (or the target) directly, anything else
 through its design document (``ampcalc.designs.sources.source_document``).
 ``SweepResult`` wraps the evaluated ``Sweep`` as columns, rows, JSON or a DataFrame.
+
+``sweep_grid`` reads the axes of a sweep without evaluating it (``SweepGrid``: its size
+before any point is evaluated), and ``run_sweep_stream`` evaluates a sweep in bounded
+memory (``sweep.evaluate_stream``): the ``ampcalc sweep`` command's way, for grids of up
+to 10^7 rows.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,7 +28,10 @@ from ampcalc.model.errors import AmpcalcError, DesignError
 from ampcalc.model.references import references_used
 
 if TYPE_CHECKING:
-    from ampcalc.analyses.sweep import Sweep
+    from ampcalc.analyses.sweep import Sweep, SweepStream, Vary
+
+#: what a sweep evaluates at each point (its ``of``): ``bound``, ``invert`` or ``plan``
+SWEEP_KINDS = sw.KINDS
 
 
 def spec_text(path: str, spec: Any) -> str:
@@ -140,7 +150,7 @@ def run_sweep(
         raise DesignError(
             "nothing to sweep: give vary={PATH: SPEC}, e.g. vary={'epsilon': '0.01:10:100:log'}"
         )
-    varies = sw.parse_varies([spec_text(str(path), spec) for path, spec in vary.items()])
+    varies = sweep_grid(vary).varies
     built = built_designs(design)
     if (
         built is not None and not overrides and {v.path for v in varies} <= {sw.vector_path(of)}
@@ -159,3 +169,77 @@ def run_sweep(
         target_delta=target_delta,
     )
     return SweepResult(result)
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    """The axes of a sweep, read and checked but not yet evaluated (``sweep_grid``).
+
+    ``varies``: one or two varied fields, the first the x axis.
+    """
+
+    varies: tuple[Vary, ...]
+
+    def points(self) -> int:
+        """Grid points, each a row of the result for every design swept."""
+        return math.prod(len(v.values) for v in self.varies)
+
+    def steps(self, of: str) -> int:
+        """Points evaluated one at a time for ``of``: the axis along M's ε (``bound``) or
+        the target (``invert``, ``plan``) is one vectorised call, so it does not count."""
+        vectorised = sw.vector_path(of)
+        return math.prod(len(v.values) for v in self.varies if v.path != vectorised)
+
+
+def sweep_grid(vary: Mapping[str, Any] | Sequence[str]) -> SweepGrid:
+    """``ampcalc.api.sweep_grid`` (its arguments, returns and errors are documented there)."""
+    if isinstance(vary, Mapping):
+        if not vary:
+            raise DesignError(
+                "nothing to sweep: give vary={PATH: SPEC}, e.g. "
+                "vary={'epsilon': '0.01:10:100:log'}"
+            )
+        texts = [spec_text(str(path), spec) for path, spec in vary.items()]
+    else:
+        texts = [vary] if isinstance(vary, str) else list(vary)
+        if not texts:
+            raise DesignError(
+                "nothing to sweep: give PATH=SPEC strings, e.g. 'epsilon=0.01:10:100:log'"
+            )
+    return SweepGrid(tuple(sw.parse_varies(texts)))
+
+
+def run_sweep_stream(
+    design: Any,
+    vary: SweepGrid | Mapping[str, Any] | Sequence[str],
+    *,
+    of: str = "bound",
+    target: float | None = None,
+    target_delta: float | None = None,
+    overrides: Sequence[str] = (),
+    filename: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    stream: bool = True,
+) -> Sweep | SweepStream:
+    """``ampcalc.api.sweep_stream`` (its arguments, returns and errors are documented
+    there)."""
+    from ampcalc.designs.sources import source_document  # lazy: > 20 ms
+
+    if of not in sw.KINDS:
+        raise DesignError(f"unknown of={of!r}; expected one of {', '.join(sw.KINDS)}")
+    grid = vary if isinstance(vary, SweepGrid) else sweep_grid(vary)
+    if filename is not None:  # a document already read from that file, as it was parsed
+        document, name = design, filename
+    else:
+        document, name = source_document(design)
+    evaluate = sw.evaluate_stream if stream else sw.evaluate
+    return evaluate(
+        document,
+        grid.varies,
+        of=of,
+        filename=name,
+        overrides=overrides,
+        target=target,
+        target_delta=target_delta,
+        progress=progress,
+    )

@@ -31,64 +31,72 @@ from ampcalc.cli.app import (
 from ampcalc.cli.conventions import OutputOpt, progress_bar, say
 from ampcalc.model.errors import DesignError
 
+LedgerArg = Annotated[str, typer.Argument(help="Budget ledger (YAML).", show_default=False)]
+LedgerSetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Override a field of the ledger or of an entry's design (repeatable; "
+        "value read as YAML): target.epsilon=2, entries[0].count=6, "
+        "entries[0].design.FIELD=V (a design file is read, then "
+        "overridden); mechanism.FIELD or sampling.FIELD reach every entry's design.",
+        metavar="PATH=VALUE",
+        show_default=False,
+    ),
+]
+FailAboveOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--fail-above",
+        help="Exit 1 when the total's upper ε is above this value or missing.",
+        show_default=False,
+    ),
+]
+SolveOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--solve",
+        help="Solve instead, against the ledger's target ε (or --target): sigma "
+        "(one common σ of the Gaussian entries), scale (of the Laplace entries), or "
+        "count (how many waves of the --entry fit the budget).",
+        show_default=False,
+    ),
+]
+EntryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--entry",
+        help="The entry --solve count counts: its index from 0 (as in "
+        "--set entries[0].count=6) or its name; optional with one entry.",
+        show_default=False,
+    ),
+]
+TargetOpt = Annotated[
+    float | None,
+    typer.Option("--target", "-t", help="The ε budget for --solve.", show_default=False),
+]
+DiscretizationOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--discretization",
+        help="The accountant's step in privacy loss (default: the ledger's "
+        "`discretization`, else 1e-4); smaller is tighter and slower.",
+        show_default=False,
+    ),
+]
+
 
 @app.command(rich_help_panel="Budget and planning")
 def budget(
-    ledger: Annotated[str, typer.Argument(help="Budget ledger (YAML).", show_default=False)],
+    ledger: LedgerArg,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            help="Override a field of the ledger or of an entry's design (repeatable; "
-            "value read as YAML): target.epsilon=2, entries[0].count=6, "
-            "entries[0].design.FIELD=V (a design file is read, then "
-            "overridden); mechanism.FIELD or sampling.FIELD reach every entry's design.",
-            metavar="PATH=VALUE",
-            show_default=False,
-        ),
-    ] = None,
-    fail_above: Annotated[
-        float | None,
-        typer.Option(
-            "--fail-above",
-            help="Exit 1 when the total's upper ε is above this value or missing.",
-            show_default=False,
-        ),
-    ] = None,
-    solve: Annotated[
-        str | None,
-        typer.Option(
-            "--solve",
-            help="Solve instead, against the ledger's target ε (or --target): sigma "
-            "(one common σ of the Gaussian entries), scale (of the Laplace entries), or "
-            "count (how many waves of the --entry fit the budget).",
-            show_default=False,
-        ),
-    ] = None,
-    entry: Annotated[
-        str | None,
-        typer.Option(
-            "--entry",
-            help="The entry --solve count counts: its index from 0 (as in "
-            "--set entries[0].count=6) or its name; optional with one entry.",
-            show_default=False,
-        ),
-    ] = None,
-    target: Annotated[
-        float | None,
-        typer.Option("--target", "-t", help="The ε budget for --solve.", show_default=False),
-    ] = None,
-    discretization: Annotated[
-        float | None,
-        typer.Option(
-            "--discretization",
-            help="The accountant's step in privacy loss (default: the ledger's "
-            "`discretization`, else 1e-4); smaller is tighter and slower.",
-            show_default=False,
-        ),
-    ] = None,
+    set_: LedgerSetOpt = None,
+    fail_above: FailAboveOpt = None,
+    solve: SolveOpt = None,
+    entry: EntryOpt = None,
+    target: TargetOpt = None,
+    discretization: DiscretizationOpt = None,
     out: OutputOpt = None,
 ) -> int:
     """Total ε at the ledger's δ over releases on independently drawn samples.
@@ -100,13 +108,11 @@ def budget(
     Example:  ampcalc budget examples/budget/year.yaml --solve count --entry 2
     """
     from ampcalc import api  # lazy: start-up (--help)
-    from ampcalc.analyses.budget import DISCRETIZATION, EPSILON_BUDGET
-    from ampcalc.output.render import fmt as num
 
     output = resolve_format(fmt, as_json, out)
     check_option(fail_above, "--fail-above", "gate")
-    check_option(target, "--target", EPSILON_BUDGET)
-    check_option(discretization, "--discretization", DISCRETIZATION)
+    check_option(target, "--target", api.EPSILON_BUDGET)
+    check_option(discretization, "--discretization", api.DISCRETIZATION)
     led = api.load_ledger(ledger, overrides=set_ or (), discretization=discretization)
     if entry is not None and solve != "count":
         raise DesignError("--entry names the entry --solve count counts; add --solve count")
@@ -114,6 +120,15 @@ def budget(
         return _run_count(led, entry, target, output, out)
     if solve is not None:
         return _run_solve(led, solve, target, output, out)
+    return _run_total(led, fail_above, output, out)
+
+
+def _run_total(led: Any, fail_above: float | None, output: Any, out: str | None) -> int:
+    """The ledger's total: entries without a bound and an overrun said on stderr, the
+    ``--fail-above`` gate, then the table, JSON or CSV."""
+    from ampcalc import api  # lazy: start-up (--help)
+    from ampcalc.output.render import fmt as num  # lazy: start-up (--help)
+
     with progress_bar("composing the budget") as progress:
         payload = api.budget(led, progress)
     code = ExitCode.OK

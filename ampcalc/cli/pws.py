@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -38,13 +38,9 @@ from ampcalc.cli.conventions import OutputOpt, dashboard_note, progress_bar, say
 from ampcalc.load.files import atomic_write, excerpt, refuse_input_as_output
 from ampcalc.model.errors import DesignError
 from ampcalc.model.references import PWS
-from ampcalc.records.pws_files import (
-    parse_freq,
-    read_rows,
-)
 
 if TYPE_CHECKING:
-    from ampcalc.records.pws_sanitize import PwsSanitiser
+    from ampcalc.api import PwsSanitiser
 
 pws_app = typer.Typer(
     help=f"Private weighted sampling ({PWS}): table, sanitiser, estimator.\n\n"
@@ -59,31 +55,39 @@ DesignOpt = Annotated[
 
 
 def _design(path: str | None, overrides: list[str] | None) -> Any:
-    from ampcalc.records.pws_tables import pws_design  # lazy: start-up (--help)
+    from ampcalc import api  # lazy: start-up (--help)
 
-    return pws_design(load(path, overrides))
+    return api.pws_design(load(path, overrides))
+
+
+# ---- pws table ----------------------------------------------------------------------------
+
+TableDesignArg = Annotated[str | None, typer.Argument(help="The pws design (YAML).")]
+MaxFrequencyOpt = Annotated[
+    int | None, typer.Option("--max-frequency", help="Rows to write (default: design's).")
+]
+TableVerifyOpt = Annotated[
+    bool,
+    typer.Option("--verify", help="Run Algorithm 4 and check every hockey-stick <= δ."),
+]
+AccuracyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--accuracy",
+        help="Add each estimator's per-key bias and variance: PWS MLE and unbiased "
+        f"({PWS}, §7.1), sampled-SbH (§8.1).",
+    ),
+]
 
 
 @pws_app.command("table")
 def table_cmd(
-    design: Annotated[str | None, typer.Argument(help="The pws design (YAML).")] = None,
+    design: TableDesignArg = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
-    max_frequency: Annotated[
-        int | None, typer.Option("--max-frequency", help="Rows to write (default: design's).")
-    ] = None,
-    verify: Annotated[
-        bool,
-        typer.Option("--verify", help="Run Algorithm 4 and check every hockey-stick <= δ."),
-    ] = False,
-    accuracy: Annotated[
-        bool,
-        typer.Option(
-            "--accuracy",
-            help="Add each estimator's per-key bias and variance: PWS MLE and unbiased "
-            f"({PWS}, §7.1), sampled-SbH (§8.1).",
-        ),
-    ] = False,
+    max_frequency: MaxFrequencyOpt = None,
+    verify: TableVerifyOpt = False,
+    accuracy: AccuracyOpt = False,
     overrides: SetOpt = None,
     out: OutputOpt = None,
 ) -> int:
@@ -91,24 +95,13 @@ def table_cmd(
 
     Example:  ampcalc pws table examples/designs/pws.yaml --verify
     """
-    from ampcalc.api import pws_table  # lazy: start-up (--help)
+    from ampcalc import api  # lazy: start-up (--help)
     from ampcalc.output import columns as co  # lazy: start-up (--help)
-    from ampcalc.records.pws_tables import pws_table_columns  # lazy: start-up (--help)
 
     out_format = resolve_format(fmt, as_json, out)
     d, params = _design(design, overrides)
-    summary, cols = pws_table_columns([d], max_frequency, verify=verify)
-    n = len(cols["frequency"])
-
-    @functools.cache
-    def all_rows() -> list[dict[str, Any]]:
-        if accuracy:  # the estimators' per-key columns come with the rows
-            rows: list[dict[str, Any]] = pws_table([d], max_frequency, accuracy=True)[
-                "frequencies"
-            ]
-            return rows
-        return _table_rows(cols)
-
+    summary, cols = api.pws_table_columns([d], max_frequency, verify=verify)
+    all_rows = _table_rows_of(d, max_frequency, accuracy, cols)
     status = ExitCode.OK
     if verify and not summary["verified"]:
         say(
@@ -118,46 +111,8 @@ def table_cmd(
         status = ExitCode.SELF_CHECK_FAILED
 
     def table(rich: bool) -> str:
-        from ampcalc.output.render import fmt as f6  # lazy: start-up (--help)
-        from ampcalc.output.render import render_table  # lazy: start-up (--help)
-
-        rows = all_rows()
-        interesting = [r for r in rows if r["pi"] < r["q"]] or rows[:5]
-        header = ["i", "q_i", "π_i", "p_i", "SbH φ_i", "π_i/φ_i"]
-        body = [
-            [
-                str(r["frequency"]),
-                f6(r["q"]),
-                f6(r["pi"]),
-                f6(r["p"]),
-                f6(r["phi_sbh"]),
-                f6(r["ratio"]),
-            ]
-            for r in interesting
-        ]
-        if accuracy:
-            header += ["MLE bias", "MLE var", "unbiased a_i", "SbH bias", "SbH var"]
-            for line, r in zip(body, interesting, strict=True):
-                line += [
-                    f6(r["bias_mle"]),
-                    f6(r["variance_mle"]),
-                    f6(r["a_unbiased"]),
-                    f6(r["bias_sbh"]),
-                    f6(r["variance_sbh"]),
-                ]
-        foot = [
-            f"{d.name}: (ε, δ) = ({params.epsilon:g}, {params.delta:g}), "
-            f"L = {summary['L']:.6g}; "
-            f"{summary['privacy_cost_rows']} of {n} rows have π_i < q_i (shown); "
-            f"π_i = q_i for good from i = {summary['settled_from']}"
-        ]
-        if verify:
-            foot.append(
-                f"max hockey-stick divergence = {summary['max_hockey_stick']!r} (δ = "
-                f"{params.delta!r}; keys only: exact check; sanitised frequencies: float "
-                "rounding slack allowed)"
-            )
-        return render_table(header, body, foot, rich_output=rich)
+        return _table_text(d, params, summary, all_rows(), len(cols["frequency"]), rich,
+                           accuracy=accuracy, verify=verify)  # fmt: skip
 
     emit_result(
         out_format,
@@ -175,9 +130,75 @@ def table_cmd(
             "csv": lambda: co.csv_chunks(cols),
         },
         to=out,
-        rows=n,
+        rows=len(cols["frequency"]),
     )
     return int(status)
+
+
+def _table_rows_of(
+    d: Any, max_frequency: int | None, accuracy: bool, cols: dict[str, Any]
+) -> Callable[[], list[dict[str, Any]]]:
+    """The table's rows, made once when first asked for (with ``accuracy``, the
+    estimators' per-key columns come with them)."""
+
+    @functools.cache
+    def all_rows() -> list[dict[str, Any]]:
+        if accuracy:
+            from ampcalc import api  # lazy: start-up (--help)
+
+            rows: list[dict[str, Any]] = api.pws_table([d], max_frequency, accuracy=True)[
+                "frequencies"
+            ]
+            return rows
+        return _table_rows(cols)
+
+    return all_rows
+
+
+def _table_text(
+    d: Any, params: Any, summary: dict[str, Any], rows: list[dict[str, Any]], n: int,
+    rich: bool, *, accuracy: bool, verify: bool,
+) -> str:  # fmt: skip
+    """The table: the rows that cost privacy (π_i < q_i; else the first five)."""
+    from ampcalc.output.render import fmt as f6  # lazy: start-up (--help)
+    from ampcalc.output.render import render_table  # lazy: start-up (--help)
+
+    interesting = [r for r in rows if r["pi"] < r["q"]] or rows[:5]
+    header = ["i", "q_i", "π_i", "p_i", "SbH φ_i", "π_i/φ_i"]
+    body = [
+        [
+            str(r["frequency"]),
+            f6(r["q"]),
+            f6(r["pi"]),
+            f6(r["p"]),
+            f6(r["phi_sbh"]),
+            f6(r["ratio"]),
+        ]
+        for r in interesting
+    ]
+    if accuracy:
+        header += ["MLE bias", "MLE var", "unbiased a_i", "SbH bias", "SbH var"]
+        for line, r in zip(body, interesting, strict=True):
+            line += [
+                f6(r["bias_mle"]),
+                f6(r["variance_mle"]),
+                f6(r["a_unbiased"]),
+                f6(r["bias_sbh"]),
+                f6(r["variance_sbh"]),
+            ]
+    foot = [
+        f"{d.name}: (ε, δ) = ({params.epsilon:g}, {params.delta:g}), "
+        f"L = {summary['L']:.6g}; "
+        f"{summary['privacy_cost_rows']} of {n} rows have π_i < q_i (shown); "
+        f"π_i = q_i for good from i = {summary['settled_from']}"
+    ]
+    if verify:
+        foot.append(
+            f"max hockey-stick divergence = {summary['max_hockey_stick']!r} (δ = "
+            f"{params.delta!r}; keys only: exact check; sanitised frequencies: float "
+            "rounding slack allowed)"
+        )
+    return render_table(header, body, foot, rich_output=rich)
 
 
 class _LazyRows:
@@ -203,87 +224,96 @@ def _table_rows(cols: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _verify(
-    params: Any, q: Any, pi: Any, rows: Any, frequencies: bool = True
-) -> tuple[bool, float, bool]:
-    """DP self-check of the tables used (``ampcalc.api.pws_self_check``)."""
-    from ampcalc.records.pws_tables import pws_self_check  # lazy: start-up (--help)
+# ---- pws sanitize -------------------------------------------------------------------------
 
-    return pws_self_check(params, q, pi, rows, frequencies)
+SampleArg = Annotated[str, typer.Argument(help="Sample CSV: key,frequency[,score] ('-': stdin).")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the sanitiser's draws.")]
+SanitizedOutputOpt = Annotated[
+    str | None, typer.Option("--output", "-o", help="Output CSV (default: stdout).")
+]
+FrequenciesOpt = Annotated[
+    bool,
+    typer.Option("--frequencies", help="Report sanitised frequencies (Algorithm 4)."),
+]
+StreamOpt = Annotated[
+    bool,
+    typer.Option(
+        "--stream",
+        help="Bounded memory: the input must be sorted by key (duplicates and "
+        "out-of-order keys are errors naming both rows).",
+    ),
+]
+NoExtendOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-extend",
+        help="Refuse frequencies above the design's largest frequency (`max_frequency`) "
+        "instead of computing.",
+    ),
+]
+ChunkOpt = Annotated[int, typer.Option("--chunk-size", help="Rows per chunk.")]
+SanitizeVerifyOpt = Annotated[
+    bool, typer.Option("--verify", help="Check the DP of the tables used (hockey-stick).")
+]
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="numpy (one process) or dask (SAMPLE: a file, directory or glob of "
+        "CSV/Parquet partitions; the dask extra).",
+    ),
+]
+PartsFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output-format",
+        help="Dask engine: part files as csv or parquet (default: the output's "
+        "suffix, else the input's format).",
+        show_default=False,
+    ),
+]
+WorkersOpt = Annotated[
+    int, typer.Option("--workers", help="Dask engine: workers of the local cluster.")
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Dask engine: address of a running scheduler, or "
+        "synchronous|threads|processes (default: a local cluster).",
+        show_default=False,
+    ),
+]
+DashboardOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dashboard",
+        help="Dask engine: start the cluster's dashboard on 127.0.0.1 and print its address.",
+    ),
+]
+SummaryJsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the run's summary as JSON (needs --output).")
+]
 
 
 @pws_app.command("sanitize")
 def sanitize_cmd(
-    sample: Annotated[str, typer.Argument(help="Sample CSV: key,frequency[,score] ('-': stdin).")],
+    sample: SampleArg,
     design: DesignOpt,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the sanitiser's draws.")],
-    output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Output CSV (default: stdout).")
-    ] = None,
-    frequencies: Annotated[
-        bool,
-        typer.Option("--frequencies", help="Report sanitised frequencies (Algorithm 4)."),
-    ] = False,
-    stream: Annotated[
-        bool,
-        typer.Option(
-            "--stream",
-            help="Bounded memory: the input must be sorted by key (duplicates and "
-            "out-of-order keys are errors naming both rows).",
-        ),
-    ] = False,
-    no_extend: Annotated[
-        bool,
-        typer.Option(
-            "--no-extend",
-            help="Refuse frequencies above the design's largest frequency (`max_frequency`) "
-            "instead of computing.",
-        ),
-    ] = False,
-    chunk: Annotated[int, typer.Option("--chunk-size", help="Rows per chunk.")] = 200_000,
-    verify: Annotated[
-        bool, typer.Option("--verify", help="Check the DP of the tables used (hockey-stick).")
-    ] = False,
+    seed: SeedOpt,
+    output: SanitizedOutputOpt = None,
+    frequencies: FrequenciesOpt = False,
+    stream: StreamOpt = False,
+    no_extend: NoExtendOpt = False,
+    chunk: ChunkOpt = 200_000,
+    verify: SanitizeVerifyOpt = False,
     overrides: SetOpt = None,
-    engine: Annotated[
-        str,
-        typer.Option(
-            "--engine",
-            help="numpy (one process) or dask (SAMPLE: a file, directory or glob of "
-            "CSV/Parquet partitions; the dask extra).",
-        ),
-    ] = "numpy",
-    output_fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--output-format",
-            help="Dask engine: part files as csv or parquet (default: the output's "
-            "suffix, else the input's format).",
-            show_default=False,
-        ),
-    ] = None,
-    workers: Annotated[
-        int, typer.Option("--workers", help="Dask engine: workers of the local cluster.")
-    ] = 2,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            "--scheduler",
-            help="Dask engine: address of a running scheduler, or "
-            "synchronous|threads|processes (default: a local cluster).",
-            show_default=False,
-        ),
-    ] = None,
-    dashboard: Annotated[
-        bool,
-        typer.Option(
-            "--dashboard",
-            help="Dask engine: start the cluster's dashboard on 127.0.0.1 and print its address.",
-        ),
-    ] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the run's summary as JSON (needs --output).")
-    ] = False,
+    engine: EngineOpt = "numpy",
+    output_fmt: PartsFormatOpt = None,
+    workers: WorkersOpt = 2,
+    scheduler: SchedulerOpt = None,
+    dashboard: DashboardOpt = False,
+    as_json: SummaryJsonOpt = False,
 ) -> int:
     """Sanitise a non-private weighted sample (Cohen et al. 2021, Algorithm 2): keys, or keys
     and frequencies.
@@ -293,33 +323,61 @@ def sanitize_cmd(
     ampcalc pws sanitize examples/designs/data/pws-sample.csv \\
         -d examples/designs/pws.yaml --seed 7 --frequencies -o private.csv
     """
-    import csv  # lazy: start-up (--help)
+    from ampcalc import api  # lazy: start-up (--help)
 
-    if engine not in ("numpy", "dask"):
-        raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
-    if as_json and not output:
-        raise DesignError("--json prints the summary on standard output: give --output")
-
-    refuse_input_as_output(output, [sample, design])
-    if engine == "dask":
-        from ampcalc.records.dask_cluster import require_dask  # lazy: start-up (--help)
-
-        require_dask()
-        if stream:
-            raise DesignError(
-                "--stream is for --engine numpy (the Dask engine holds one partition at a "
-                "time per worker)"
-            )
+    _check_sanitize_options(engine, as_json, output, stream, sample, design)
     d, params = _design(design, overrides)
-    from ampcalc.records.pws_sanitize import PwsSanitiser  # lazy: start-up (--help)
-
-    san = PwsSanitiser(params, frequencies, extend=not no_extend)
+    san = api.PwsSanitiser(params, frequencies, extend=not no_extend)
     if engine == "dask":
         return _sanitize_dask(
             d, params, san, sample, output, output_fmt, seed, frequencies, no_extend,
             chunk, verify, scheduler, workers, as_json, dashboard,
         )  # fmt: skip
-    from ampcalc.records.pws_stream import sanitize_sample, write_chunk  # lazy: start-up (--help)
+    n_in, n_out = _sanitize_numpy(
+        sample, design, output, san, params, seed, frequencies, stream, chunk
+    )
+    if verify and not _self_check(params, san, frequencies):
+        return int(ExitCode.SELF_CHECK_FAILED)
+    say(f"sanitised {n_in} keys: {n_out} reported (rows computed up to frequency {san.n})")
+    if output is not None:
+        say(wrote_message(output, n_out))
+    if as_json:
+        summary = _sanitize_summary(
+            d, "numpy", seed, frequencies, n_in, n_out, san.n, 1, output, "csv"
+        )
+        emit_result(Format.json, "pws sanitize", summary)
+    return int(ExitCode.OK)
+
+
+def _check_sanitize_options(
+    engine: str, as_json: bool, output: str | None, stream: bool, sample: str, design: str
+) -> None:
+    """The options that go together, and the output that must not be an input."""
+    if engine not in ("numpy", "dask"):
+        raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
+    if as_json and not output:
+        raise DesignError("--json prints the summary on standard output: give --output")
+    refuse_input_as_output(output, [sample, design])
+    if engine == "dask":
+        from ampcalc import api  # lazy: start-up (--help)
+
+        api.require_dask()
+        if stream:
+            raise DesignError(
+                "--stream is for --engine numpy (the Dask engine holds one partition at a "
+                "time per worker)"
+            )
+
+
+def _sanitize_numpy(
+    sample: str, design: str, output: str | None, san: PwsSanitiser, params: Any, seed: int,
+    frequencies: bool, stream: bool, chunk: int,
+) -> tuple[int, int]:  # fmt: skip
+    """``--engine numpy``: the reported rows to ``output`` (or standard output), chunk by
+    chunk; (keys read, keys reported)."""
+    import csv  # lazy: start-up (--help)
+
+    from ampcalc import api  # lazy: start-up (--help)
 
     with contextlib.ExitStack() as stack:
         tick = stack.enter_context(progress_bar("sanitising keys"))
@@ -333,29 +391,27 @@ def sanitize_cmd(
             head = [header[c] for c in extra]
             writer.writerow(["key", *(["frequency"] if frequencies else []), *head])
 
-        parts = sanitize_sample(
+        parts = api.sanitize_sample(
             sample, chunk, san, params, seed, stream=stream, progress=tick, on_header=start
         )
         for part in parts:
             n_in = part.read
-            write_chunk(out, writer, part, frequencies)
+            api.write_chunk(out, writer, part, frequencies)
             n_out += int(part.kept.size)
-    if verify:
-        ok, worst, exact = _verify(params, san.q, san.pi, san.rows, frequencies)
-        if not ok:
-            say(f"self-check failed: hockey-stick {worst!r} > δ = {params.delta!r}")
-            return int(ExitCode.SELF_CHECK_FAILED)
-        how = "exact" if exact and not frequencies else "up to float rounding of Algorithm 4"
-        say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
-    say(f"sanitised {n_in} keys: {n_out} reported (rows computed up to frequency {san.n})")
-    if output is not None:
-        say(wrote_message(output, n_out))
-    if as_json:
-        summary = _sanitize_summary(
-            d, "numpy", seed, frequencies, n_in, n_out, san.n, 1, output, "csv"
-        )
-        emit_result(Format.json, "pws sanitize", summary)
-    return int(ExitCode.OK)
+    return n_in, n_out
+
+
+def _self_check(params: Any, san: PwsSanitiser, frequencies: bool) -> bool:
+    """``--verify``: the DP self-check of the tables used, said on stderr; passed?"""
+    from ampcalc import api  # lazy: start-up (--help)
+
+    ok, worst, exact = api.pws_self_check(params, san.q, san.pi, san.rows, frequencies)
+    if not ok:
+        say(f"self-check failed: hockey-stick {worst!r} > δ = {params.delta!r}")
+        return False
+    how = "exact" if exact and not frequencies else "up to float rounding of Algorithm 4"
+    say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
+    return True
 
 
 def _sanitize_summary(
@@ -384,10 +440,9 @@ def _sanitize_dask(
     dashboard: bool = False,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same checks and summary."""
-    from ampcalc.records.dask_parts import write_summary_text  # lazy: start-up (--help)
-    from ampcalc.records.dask_sanitize import run_sanitize
+    from ampcalc import api  # lazy: start-up (--help)
 
-    t = run_sanitize(
+    t = api.run_sanitize(
         params, san, sample=sample, output=output, fmt=output_fmt, seed=seed,
         frequencies=frequencies, extend=not no_extend, chunk=chunk, address=scheduler,
         workers=workers, dashboard=dashboard_note if dashboard else None,
@@ -395,12 +450,8 @@ def _sanitize_dask(
     n = t["rows_computed_up_to"]
     if verify:
         san.ensure(n, sample)
-        ok, worst, exact = _verify(params, san.q, san.pi, san.rows, frequencies)
-        if not ok:
-            say(f"self-check failed: hockey-stick {worst!r} > δ = {params.delta!r}")
+        if not _self_check(params, san, frequencies):
             return int(ExitCode.SELF_CHECK_FAILED)
-        how = "exact" if exact and not frequencies else "up to float rounding of Algorithm 4"
-        say(f"verified ({how}): max hockey-stick divergence {worst!r}, δ = {params.delta!r}")
     keys, reported = t["keys"], t["reported"]
     say(f"sanitised {keys} keys: {reported} reported (rows computed up to frequency {n})")
     say(wrote_message(t["output"], reported))
@@ -409,30 +460,37 @@ def _sanitize_dask(
         t["output"], t["output_format"],
     )  # fmt: skip
     text = result_text(Format.json, "pws sanitize", summary)
-    write_summary_text(t["output"], text)
+    api.write_summary_text(t["output"], text)
     if as_json:
         emit(text)
     return int(ExitCode.OK)
 
 
+# ---- pws estimate -------------------------------------------------------------------------
+
+PrivateArg = Annotated[
+    str, typer.Argument(help="Sanitised CSV from `pws sanitize --frequencies`.")
+]
+SelectOpt = Annotated[
+    list[str] | None,
+    typer.Option("--select", help="Keep rows with COLUMN=VALUE (repeatable, all must hold)."),
+]
+EstimatorOpt = Annotated[
+    str,
+    typer.Option(
+        "--estimator",
+        help=f"mle ({PWS}, Eq. 9, default) or unbiased ({PWS}, §7.1: entries can be negative, "
+        "variance >= 1/δ).",
+    ),
+]
+
+
 @pws_app.command("estimate")
 def estimate_cmd(
-    private: Annotated[
-        str, typer.Argument(help="Sanitised CSV from `pws sanitize --frequencies`.")
-    ],
+    private: PrivateArg,
     design: DesignOpt,
-    select: Annotated[
-        list[str] | None,
-        typer.Option("--select", help="Keep rows with COLUMN=VALUE (repeatable, all must hold)."),
-    ] = None,
-    estimator: Annotated[
-        str,
-        typer.Option(
-            "--estimator",
-            help=f"mle ({PWS}, Eq. 9, default) or unbiased ({PWS}, §7.1: entries can be negative, "
-            "variance >= 1/δ).",
-        ),
-    ] = "mle",
+    select: SelectOpt = None,
+    estimator: EstimatorOpt = "mle",
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     overrides: SetOpt = None,
@@ -444,6 +502,7 @@ def estimate_cmd(
 
     Example:  ampcalc pws estimate private.csv -d examples/designs/pws.yaml
     """
+    from ampcalc import api  # lazy: start-up (--help)
 
     out_format = resolve_format(fmt, as_json, out)
     if estimator not in ("mle", "unbiased"):
@@ -451,14 +510,36 @@ def estimate_cmd(
             f"expected mle or unbiased, got {estimator!r}", param_hint="--estimator"
         )
     _, params = _design(design, overrides)
+    conds = _select_conditions(select)
+    tokens = _read_frequencies(private, conds)
+    result = api.pws_estimate_params(params, tokens, estimator)
+    per = result.pop("frequencies")
+
+    def table(rich: bool) -> str:
+        return _estimate_table(result, per, len(tokens), estimator, rich)
+
+    payload = {**result, "select": dict(conds), "frequencies": per}
+    emit_result(out_format, "pws estimate", payload, csv=per, table=table, to=out, rows=len(per))
+    return int(ExitCode.OK)
+
+
+def _select_conditions(select: list[str] | None) -> list[tuple[str, str]]:
+    """``--select COLUMN=VALUE`` options as (column, value) pairs."""
     conds: list[tuple[str, str]] = []
     for s in select or []:
         if "=" not in s:
             raise typer.BadParameter(f"expected COLUMN=VALUE, got {s!r}", param_hint="--select")
         c, v = s.split("=", 1)
         conds.append((c.strip(), v))
+    return conds
+
+
+def _read_frequencies(private: str, conds: list[tuple[str, str]]) -> list[int]:
+    """The sanitised frequency of every row of ``private`` that meets ``conds``."""
+    from ampcalc import api  # lazy: start-up (--help)
+
     tokens: list[int] = []
-    for header, lines, rows_ in read_rows(private, 1_000_000, need_freq=False):
+    for header, lines, rows_ in api.read_rows(private, 1_000_000, need_freq=False):
         if "frequency" not in header:
             raise DesignError(
                 f"{private}:1: no `frequency` column: the estimator needs sanitised "
@@ -471,48 +552,43 @@ def estimate_cmd(
         idx = [(header.index(c), v) for c, v in conds]
         for line, row in zip(lines, rows_, strict=True):
             if all(row[i] == v for i, v in idx):
-                tokens.append(parse_freq(row[fi].strip(), private, line))
-    from ampcalc.records.pws_estimate import pws_estimate_params  # lazy: start-up (--help)
+                tokens.append(api.parse_freq(row[fi].strip(), private, line))
+    return tokens
 
-    result = pws_estimate_params(params, tokens, estimator)
-    per = result.pop("frequencies")
-    summary = {**result, "select": dict(conds)}
-    est, top, nrmse = result["estimate"], len(per), result["nrmse_plugin"]
-    b_plug, v_plug = result["bias_plugin"], result["variance_plugin"]
 
-    def table(rich: bool) -> str:
-        from ampcalc.output.render import fmt as f6  # lazy: start-up (--help)
-        from ampcalc.output.render import render_table  # lazy: start-up (--help)
+def _estimate_table(
+    result: dict[str, Any], per: list[dict[str, Any]], keys: int, estimator: str, rich: bool
+) -> str:
+    """The first 20 frequencies' figures, and the estimate with its plug-in accuracy."""
+    from ampcalc.output.render import fmt as f6  # lazy: start-up (--help)
+    from ampcalc.output.render import render_table  # lazy: start-up (--help)
 
-        body = [
-            [
-                str(r["frequency"]),
-                f6(r["a"]),
-                f6(r["bias"]),
-                f6(r["variance"]),
-                f6(r["nrmse"]),
-                f6(r["bias_sbh"]),
-                f6(r["variance_sbh"]),
-            ]
-            for r in per[: min(top, 20)]
+    body = [
+        [
+            str(r["frequency"]),
+            f6(r["a"]),
+            f6(r["bias"]),
+            f6(r["variance"]),
+            f6(r["nrmse"]),
+            f6(r["bias_sbh"]),
+            f6(r["variance_sbh"]),
         ]
-        how = f"MLE, {PWS}, Eq. 9" if estimator == "mle" else f"unbiased, {PWS}, §7.1"
-        foot = [
-            f"sum of frequencies ≈ {est:.6g} from {len(tokens)} reported keys ({how})",
-            f"plug-in bias {b_plug:.4g}, variance {v_plug:.4g}, NRMSE {f6(nrmse)} "
-            "(each key's frequency taken as its MLE frequency i_j; unreported keys add "
-            "bias not counted here)",
-        ]
-        return render_table(
-            ["i", "a_i", "Bias_i", "Var_i", "NRMSE_i", "SbH Bias_i", "SbH Var_i"],
-            body,
-            foot,
-            rich_output=rich,
-        )
-
-    payload = {**summary, "frequencies": per}
-    emit_result(out_format, "pws estimate", payload, csv=per, table=table, to=out, rows=len(per))
-    return int(ExitCode.OK)
+        for r in per[: min(len(per), 20)]
+    ]
+    how = f"MLE, {PWS}, Eq. 9" if estimator == "mle" else f"unbiased, {PWS}, §7.1"
+    foot = [
+        f"sum of frequencies ≈ {result['estimate']:.6g} from {keys} reported keys ({how})",
+        f"plug-in bias {result['bias_plugin']:.4g}, variance {result['variance_plugin']:.4g}, "
+        f"NRMSE {f6(result['nrmse_plugin'])} "
+        "(each key's frequency taken as its MLE frequency i_j; unreported keys add "
+        "bias not counted here)",
+    ]
+    return render_table(
+        ["i", "a_i", "Bias_i", "Var_i", "NRMSE_i", "SbH Bias_i", "SbH Var_i"],
+        body,
+        foot,
+        rich_output=rich,
+    )
 
 
 __all__ = ["pws_app"]

@@ -40,7 +40,7 @@ def keys_cmd(
 
     Example:  ampcalc pws keys examples/designs/pws.yaml --zipf 1.2
     """
-    from ampcalc.records import pws_estimators as E  # lazy: start-up (--help)
+    from ampcalc import api  # lazy: start-up (--help)
 
     if (frequencies is None) == (zipf is None):
         raise typer.BadParameter("give --frequencies FILE or --zipf ALPHA (one of them)")
@@ -48,9 +48,8 @@ def keys_cmd(
         raise typer.BadParameter("expected α > 0 and --support >= 1", param_hint="--zipf")
     out_format = resolve_format(fmt, as_json, out)
     d, params = _design(design, overrides)
-    dist = E.zipf(support, zipf) if zipf is not None else E.read_distribution(str(frequencies))
     res: dict[str, Any] = {"design": d.name, "epsilon": params.epsilon, "delta": params.delta}
-    res.update(E.expected_keys(params, dist))
+    res.update(api.pws_expected_keys(d, zipf=zipf, support=support, frequencies=frequencies))
     if zipf is not None:
         res.update({"zipf_alpha": zipf, "support": support})
 

@@ -9,7 +9,7 @@ code.
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,59 +18,70 @@ from ampcalc.cli.conventions import say
 from ampcalc.load.files import refuse_input_as_output
 from ampcalc.model.errors import AmpcalcError
 
+if TYPE_CHECKING:
+    from ampcalc.api import DesignReport
+
+
+DesignsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Design files (YAML); '-' reads standard input. Default: ./ampcalc.yaml.",
+        metavar="DESIGN",
+        show_default=False,
+    ),
+]
+PageOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write the page to this file ('-': standard output).",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
+TargetOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--target",
+        "-t",
+        help="Target ε′ for the inverse (default: each design's `target: {epsilon_prime}`).",
+        show_default=False,
+    ),
+]
+TargetDeltaOpt = Annotated[
+    float | None,
+    typer.Option("--target-delta", help="Target δ′ for the inverse.", show_default=False),
+]
+TitleOpt = Annotated[str, typer.Option("--title", help="The page's title.")]
+OrganisationOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--organisation",
+        help="Who publishes the release (shown on every page).",
+        show_default=False,
+    ),
+]
+DatasetOpt = Annotated[
+    str | None,
+    typer.Option("--dataset", help="The dataset the release comes from.", show_default=False),
+]
+ReleaseOpt = Annotated[
+    str | None,
+    typer.Option("--release", help="The release (a name, version or date).", show_default=False),
+]
+
 
 @app.command(rich_help_panel="Budget and planning")
 def report(
-    designs: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Design files (YAML); '-' reads standard input. Default: ./ampcalc.yaml.",
-            metavar="DESIGN",
-            show_default=False,
-        ),
-    ] = None,
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the page to this file ('-': standard output).",
-            metavar="FILE",
-            show_default=False,
-        ),
-    ] = None,
-    target: Annotated[
-        float | None,
-        typer.Option(
-            "--target",
-            "-t",
-            help="Target ε′ for the inverse (default: each design's `target: {epsilon_prime}`).",
-            show_default=False,
-        ),
-    ] = None,
-    target_delta: Annotated[
-        float | None,
-        typer.Option("--target-delta", help="Target δ′ for the inverse.", show_default=False),
-    ] = None,
-    title: Annotated[str, typer.Option("--title", help="The page's title.")] = "Privacy report",
-    organisation: Annotated[
-        str | None,
-        typer.Option(
-            "--organisation",
-            help="Who publishes the release (shown on every page).",
-            show_default=False,
-        ),
-    ] = None,
-    dataset: Annotated[
-        str | None,
-        typer.Option("--dataset", help="The dataset the release comes from.", show_default=False),
-    ] = None,
-    release: Annotated[
-        str | None,
-        typer.Option(
-            "--release", help="The release (a name, version or date).", show_default=False
-        ),
-    ] = None,
+    designs: DesignsArg = None,
+    output: PageOpt = None,
+    target: TargetOpt = None,
+    target_delta: TargetDeltaOpt = None,
+    title: TitleOpt = "Privacy report",
+    organisation: OrganisationOpt = None,
+    dataset: DatasetOpt = None,
+    release: ReleaseOpt = None,
     set_: SetOpt = None,
 ) -> int:
     """A self-contained HTML page to attach to a data release: bounds, figures, references.
@@ -85,14 +96,11 @@ def report(
     if output is None:
         raise AmpcalcError("give the page's file name with -o FILE (e.g. -o report.html)")
     files: list[str | None] = [*designs] if designs else [None]
-    refuse_input_as_output(output, [f for f in files if f is not None], option="--output")
+    inputs = [f for f in files if f is not None]
+    refuse_input_as_output(output, inputs, option="--output")
     loaded = [d for f in files for d in load(f, set_)]
     reports = api.report(loaded, target=target, target_delta=target_delta)
-    code = ExitCode.OK
-    for r in reports:
-        if r.error:
-            say(f"{r.name}: {r.error}")
-            code = max(code, ExitCode.BAD_INPUT)
+    code = _say_errors(reports)
     html = page.render(
         reports,
         title=title,
@@ -102,10 +110,27 @@ def report(
         dataset=dataset,
         release=release,
     )
+    _write_page(output, html, inputs)
+    return int(code)
+
+
+def _say_errors(reports: list[DesignReport]) -> ExitCode:
+    """Say which designs are outside their theorem's conditions (then: exit 2)."""
+    code = ExitCode.OK
+    for r in reports:
+        if r.error:
+            say(f"{r.name}: {r.error}")
+            code = max(code, ExitCode.BAD_INPUT)
+    return code
+
+
+def _write_page(output: str, html: str, inputs: list[str]) -> None:
+    """The page to standard output (``-``) or to its file."""
+    from ampcalc.output import report as page  # lazy: > 20 ms
+
     if output == "-":
         sys.stdout.write(html)
         sys.stdout.flush()
     else:
-        page.write(output, html, inputs=[f for f in files if f is not None])
+        page.write(output, html, inputs=inputs)
         say(f"wrote {output}")
-    return int(code)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import math
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,6 +18,7 @@ import typer
 from ampcalc.cli.app import (
     DesignArg,
     ExitCode,
+    Format,
     FormatOpt,
     JsonOpt,
     SetOpt,
@@ -36,105 +36,133 @@ from ampcalc.model.references import describe_all
 from ampcalc.model.references import footer as references_footer
 
 if TYPE_CHECKING:
+    from ampcalc.api import Sweep, SweepStream
     from ampcalc.output.columns import Piece
 
 TABLE_ROWS = 200
 PROGRESS_FROM = 20  # grid points
 
 
+VaryOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--vary",
+        help=(
+            "A numeric design field and its values, start:stop:steps, "
+            "start:stop:steps:log or a comma list (see the examples below). Twice for "
+            "a grid."
+        ),
+        metavar="PATH=SPEC",
+        show_default=False,
+    ),
+]
+OfOpt = Annotated[
+    str,
+    typer.Option("--of", help="What to sweep: bound (ε′), invert (M's ε for a target) or plan."),
+]
+TargetOpt = Annotated[
+    float | None,
+    typer.Option("--target", "-t", help="Target ε′ for --of invert.", show_default=False),
+]
+TargetDeltaOpt = Annotated[
+    float | None,
+    typer.Option("--target-delta", help="Target δ′ for --of invert.", show_default=False),
+]
+PlotOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--plot",
+        help=(
+            "Draw the sweep to this file (.png, .svg, .pdf; needs the plot extra: "
+            "pip install 'ampcalc\\[plot]'). The figure replaces the table; --format "
+            "csv/--json still write the rows."
+        ),
+        metavar="FILE",
+        show_default=False,
+    ),
+]
+LogXOpt = Annotated[
+    bool | None,
+    typer.Option("--log-x/--linear-x", help="x axis scale (default: log for :log specs)."),
+]
+LogYOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--log-y/--linear-y",
+        help="y axis scale (default: log when the values span more than two decades).",
+        show_default=False,
+    ),
+]
+HeatmapOpt = Annotated[bool, typer.Option("--heatmap", help="Two --vary options: draw a heatmap.")]
+ContourOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--contour",
+        help="With --heatmap: draw the line where the upper bound on ε′ equals this target.",
+        metavar="T",
+        show_default=False,
+    ),
+]
+TitleOpt = Annotated[str | None, typer.Option("--title", help="Figure title.", show_default=False)]
+XLabelOpt = Annotated[
+    str | None, typer.Option("--xlabel", help="x axis label.", show_default=False)
+]
+YLabelOpt = Annotated[
+    str | None, typer.Option("--ylabel", help="y axis label.", show_default=False)
+]
+XFactorOpt = Annotated[
+    float,
+    typer.Option(
+        "--x-factor",
+        help="Multiply x values by this in the figure (e.g. 1e-4 shows m of N=10⁴ as a rate).",
+    ),
+]
+YColumnOpt = Annotated[
+    str | None,
+    typer.Option("--y", help="Draw this result column as lines.", show_default=False),
+]
+ChartOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--chart/--no-chart", help="Text chart under the table (default: on a terminal)."
+    ),
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Figure:
+    """The ``--plot`` options: where and how the figure is drawn (``file`` None: none)."""
+
+    file: str | None
+    log_x: bool | None
+    log_y: bool | None
+    heatmap: bool
+    contour: float | None
+    title: str | None
+    xlabel: str | None
+    ylabel: str | None
+    x_factor: float
+    y_column: str | None
+
+
 @app.command(rich_help_panel="Bounds")
 def sweep(
     design: DesignArg = None,
-    vary: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--vary",
-            help=(
-                "A numeric design field and its values, start:stop:steps, "
-                "start:stop:steps:log or a comma list (see the examples below). Twice for "
-                "a grid."
-            ),
-            metavar="PATH=SPEC",
-            show_default=False,
-        ),
-    ] = None,
-    of: Annotated[
-        str,
-        typer.Option(
-            "--of", help="What to sweep: bound (ε′), invert (M's ε for a target) or plan."
-        ),
-    ] = "bound",
-    target: Annotated[
-        float | None,
-        typer.Option("--target", "-t", help="Target ε′ for --of invert.", show_default=False),
-    ] = None,
-    target_delta: Annotated[
-        float | None,
-        typer.Option("--target-delta", help="Target δ′ for --of invert.", show_default=False),
-    ] = None,
-    plot: Annotated[
-        str | None,
-        typer.Option(
-            "--plot",
-            help=(
-                "Draw the sweep to this file (.png, .svg, .pdf; needs the plot extra: "
-                "pip install 'ampcalc\\[plot]'). The figure replaces the table; --format "
-                "csv/--json still write the rows."
-            ),
-            metavar="FILE",
-            show_default=False,
-        ),
-    ] = None,
-    log_x: Annotated[
-        bool | None,
-        typer.Option("--log-x/--linear-x", help="x axis scale (default: log for :log specs)."),
-    ] = None,
-    log_y: Annotated[
-        bool | None,
-        typer.Option(
-            "--log-y/--linear-y",
-            help="y axis scale (default: log when the values span more than two decades).",
-            show_default=False,
-        ),
-    ] = None,
-    heatmap: Annotated[
-        bool, typer.Option("--heatmap", help="Two --vary options: draw a heatmap.")
-    ] = False,
-    contour: Annotated[
-        float | None,
-        typer.Option(
-            "--contour",
-            help="With --heatmap: draw the line where the upper bound on ε′ equals this target.",
-            metavar="T",
-            show_default=False,
-        ),
-    ] = None,
-    title: Annotated[
-        str | None, typer.Option("--title", help="Figure title.", show_default=False)
-    ] = None,
-    xlabel: Annotated[
-        str | None, typer.Option("--xlabel", help="x axis label.", show_default=False)
-    ] = None,
-    ylabel: Annotated[
-        str | None, typer.Option("--ylabel", help="y axis label.", show_default=False)
-    ] = None,
-    x_factor: Annotated[
-        float,
-        typer.Option(
-            "--x-factor",
-            help="Multiply x values by this in the figure (e.g. 1e-4 shows m of N=10⁴ as a rate).",
-        ),
-    ] = 1.0,
-    y_column: Annotated[
-        str | None,
-        typer.Option("--y", help="Draw this result column as lines.", show_default=False),
-    ] = None,
-    chart: Annotated[
-        bool | None,
-        typer.Option(
-            "--chart/--no-chart", help="Text chart under the table (default: on a terminal)."
-        ),
-    ] = None,
+    vary: VaryOpt = None,
+    of: OfOpt = "bound",
+    target: TargetOpt = None,
+    target_delta: TargetDeltaOpt = None,
+    plot: PlotOpt = None,
+    log_x: LogXOpt = None,
+    log_y: LogYOpt = None,
+    heatmap: HeatmapOpt = False,
+    contour: ContourOpt = None,
+    title: TitleOpt = None,
+    xlabel: XLabelOpt = None,
+    ylabel: YLabelOpt = None,
+    x_factor: XFactorOpt = 1.0,
+    y_column: YColumnOpt = None,
+    chart: ChartOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     set_: SetOpt = None,
@@ -150,105 +178,159 @@ def sweep(
     ampcalc sweep examples/designs/srswor.yaml --of invert --vary target=0.1,0.5,1
     """
     output = resolve_format(fmt, as_json, out)
-    from ampcalc.analyses import sweep as sw  # lazy: start-up (--help)
-    from ampcalc.designs.document import parse_yaml, read_source  # lazy: > 20 ms
+    figure = _Figure(
+        file=plot,
+        log_x=log_x,
+        log_y=log_y,
+        heatmap=heatmap,
+        contour=contour,
+        title=title,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        x_factor=x_factor,
+        y_column=y_column,
+    )
+    _check_options(of, vary, target, target_delta, figure)
+    assert vary  # checked: nothing to sweep otherwise
+    with _vary_flag():  # the library locates a spec in `vary`, the command in --vary
+        result, points = _evaluate(design, vary, of, target, target_delta, set_, output, figure)
+    code = _say_failed_points(result)
+    if figure.file is not None:
+        _draw(result, figure, points)
+        if output.value == "table" and fmt is None and out is None:
+            return int(code)  # the figure is the result; --format/--json/-o also write rows
+    _emit(result, output, chart, out)
+    return int(code)
+
+
+def _check_options(
+    of: str,
+    vary: list[str] | None,
+    target: float | None,
+    target_delta: float | None,
+    figure: _Figure,
+) -> None:
+    """The options' values, each on its own, before any file is read."""
+    from ampcalc import api  # lazy: start-up (--help)
     from ampcalc.load.fields import Field  # lazy: start-up (--help)
 
     check_option(target, "--target", "target")
     check_option(target_delta, "--target-delta", "target_delta")
-    check_option(contour, "--contour", "target")
+    check_option(figure.contour, "--contour", "target")
     scale = Field(name="x_factor", kind="float", doc="x scale", low=0.0, low_open=True)
-    check_option(x_factor, "--x-factor", scale)
-
-    if of not in sw.KINDS:
+    check_option(figure.x_factor, "--x-factor", scale)
+    if of not in api.SWEEP_KINDS:
         raise typer.BadParameter(
-            f"{of!r}; expected one of {', '.join(sw.KINDS)}", param_hint="--of"
+            f"{of!r}; expected one of {', '.join(api.SWEEP_KINDS)}", param_hint="--of"
         )
     if not vary:
         raise DesignError(
             "nothing to sweep: give --vary PATH=SPEC, e.g. "
             "--vary mechanism.epsilon=0.01:10:100:log"
         )
-    with _vary_flag():  # the library locates a spec in `vary`, the command in --vary
-        varies = sw.parse_varies(vary)
-        if contour is not None and (plot is None or not heatmap or of != "bound"):
-            raise DesignError(
-                "--contour T draws on a figure: add --plot FILE --heatmap (--of bound)"
-            )
-        if plot is not None:
-            from ampcalc.output.plot import check_labels, check_output  # lazy: start-up (--help)
 
-            check_output(plot)
-            check_labels(title, xlabel, ylabel)  # before the sweep is computed
-            refuse_input_as_output(plot, [design], option="--plot")
-        text, name = read_source(design)
-        document = parse_yaml(text, filename=name)
 
-        total = 1
-        for v in varies:
-            if not (of == "bound" and v.path == sw.EPSILON_PATH) and not (
-                of in ("invert", "plan") and v.path == sw.TARGET_PATH
-            ):
-                total *= len(v.values)
-        rows = math.prod(len(v.values) for v in varies)
-        if plot is not None and rows > limit("plot_points"):
-            raise DesignError(LIMITS["plot_points"].message(rows), where=Where(file="--plot"))
-        if output.value in ("json", "csv") and plot is None:
-            from ampcalc.output.columns import prefetch  # lazy: start-up (--help)
+def _check_figure(figure: _Figure, of: str, design: str | None) -> None:
+    """The ``--plot`` options that go together, and the figure's file, before the sweep
+    is evaluated."""
+    if figure.contour is not None and (figure.file is None or not figure.heatmap or of != "bound"):
+        raise DesignError("--contour T draws on a figure: add --plot FILE --heatmap (--of bound)")
+    if figure.file is not None:
+        from ampcalc.output.plot import check_labels, check_output  # lazy: start-up (--help)
 
-            prefetch(rows)  # the large-output writer's imports load while the grid is evaluated
-        with contextlib.ExitStack() as stack:
-            progress = None
-            if total >= PROGRESS_FROM:
-                progress = stack.enter_context(progress_bar("sweeping", total))
-            # without a figure, a large grid is written as it is evaluated (bounded memory)
-            evaluate = sw.evaluate if plot is not None else sw.evaluate_stream
-            result = evaluate(
-                document,
-                varies,
-                of=of,
-                filename=name,
-                overrides=set_ or (),
-                target=target,
-                target_delta=target_delta,
-                progress=progress,
-            )
+        check_output(figure.file)
+        check_labels(figure.title, figure.xlabel, figure.ylabel)
+        refuse_input_as_output(figure.file, [design], option="--plot")
 
-    code = ExitCode.OK
-    failed = result.failed_points()
-    if failed:
-        for e in result.errors():
-            say(f"outside the conditions at some points: {e}")
-        say(f"{failed} of {len(result)} points have no bound (outside their theorem's conditions)")
-        if failed == len(result):
-            code = ExitCode.BAD_INPUT
 
-    if plot is not None:
-        from ampcalc.output.plot import caption, figure  # lazy: start-up (--help)
+def _evaluate(
+    design: str | None,
+    vary: list[str],
+    of: str,
+    target: float | None,
+    target_delta: float | None,
+    set_: list[str] | None,
+    output: Format,
+    figure: _Figure,
+) -> tuple[Sweep | SweepStream, int]:
+    """The sweep (streamed when large and without a figure) and its points per design."""
+    from ampcalc import api  # lazy: start-up (--help)
+    from ampcalc.designs.document import parse_yaml, read_source  # lazy: > 20 ms
 
-        # a sweep with --plot is never streamed (at most LIMITS["plot_points"] points)
-        assert isinstance(result, sw.Sweep)
-        figure(
-            result,
-            plot,
-            log_x=log_x,
-            log_y=log_y,
-            title=title,
-            xlabel=xlabel,
-            ylabel=ylabel,
-            x_factor=x_factor,
-            heatmap=heatmap,
-            y_column=y_column,
-            contour=contour,
+    grid = api.sweep_grid(vary)
+    _check_figure(figure, of, design)
+    text, name = read_source(design)
+    document = parse_yaml(text, filename=name)
+    points = grid.points()
+    if figure.file is not None and points > limit("plot_points"):
+        raise DesignError(LIMITS["plot_points"].message(points), where=Where(file="--plot"))
+    if output.value in ("json", "csv") and figure.file is None:
+        from ampcalc.output.columns import prefetch  # lazy: start-up (--help)
+
+        prefetch(points)  # the large-output writer's imports load while the grid is evaluated
+    steps = grid.steps(of)
+    with contextlib.ExitStack() as stack:
+        progress = None
+        if steps >= PROGRESS_FROM:
+            progress = stack.enter_context(progress_bar("sweeping", steps))
+        # without a figure, a large grid is written as it is evaluated (bounded memory)
+        result = api.sweep_stream(
+            document,
+            grid,
+            of=of,
+            filename=name,
+            overrides=set_ or (),
+            target=target,
+            target_delta=target_delta,
+            progress=progress,
+            stream=figure.file is None,
         )
-        names = list(result.designs)
-        which = f"design: {names[0]}" if len(names) == 1 else f"designs: {'; '.join(names)}"
-        say(f"wrote {plot} ({rows:,} points; {which})")
-        if caption(result):  # the theorems behind the curves, also in the file's metadata
-            say(caption(result))
-        if output.value == "table" and fmt is None and out is None:
-            return int(code)  # the figure is the result; --format/--json/-o also write rows
+    return result, points
 
+
+def _say_failed_points(result: Sweep | SweepStream) -> ExitCode:
+    """Say which points are outside their theorem's conditions; all of them: exit 2."""
+    failed = result.failed_points()
+    if not failed:
+        return ExitCode.OK
+    for e in result.errors():
+        say(f"outside the conditions at some points: {e}")
+    say(f"{failed} of {len(result)} points have no bound (outside their theorem's conditions)")
+    return ExitCode.BAD_INPUT if failed == len(result) else ExitCode.OK
+
+
+def _draw(result: Sweep | SweepStream, figure: _Figure, points: int) -> None:
+    """Draw the figure to its file and say what it shows."""
+    from ampcalc import api  # lazy: start-up (--help)
+    from ampcalc.output import plot  # lazy: start-up (--help)
+
+    # a sweep with --plot is never streamed (at most LIMITS["plot_points"] points)
+    assert isinstance(result, api.Sweep) and figure.file is not None
+    plot.figure(
+        result,
+        figure.file,
+        log_x=figure.log_x,
+        log_y=figure.log_y,
+        title=figure.title,
+        xlabel=figure.xlabel,
+        ylabel=figure.ylabel,
+        x_factor=figure.x_factor,
+        heatmap=figure.heatmap,
+        y_column=figure.y_column,
+        contour=figure.contour,
+    )
+    names = list(result.designs)
+    which = f"design: {names[0]}" if len(names) == 1 else f"designs: {'; '.join(names)}"
+    say(f"wrote {figure.file} ({points:,} points; {which})")
+    if plot.caption(result):  # the theorems behind the curves, also in the file's metadata
+        say(plot.caption(result))
+
+
+def _emit(
+    result: Sweep | SweepStream, output: Format, chart: bool | None, out: str | None
+) -> None:
+    """The rows as a table, JSON or CSV; large JSON and CSV written in chunks."""
+    from ampcalc import api  # lazy: start-up (--help)
     from ampcalc.output import columns  # lazy: start-up (--help)
 
     def csv_text() -> str:
@@ -259,7 +341,7 @@ def sweep(
     emit_result(
         output,
         "sweep",
-        lambda: sw.document(result),
+        lambda: api.sweep_document(result),
         csv=csv_text,
         table=lambda rich: _table(result, rich=rich, chart=chart),
         # written from the columns in chunks: the same bytes, bounded memory
@@ -270,7 +352,6 @@ def sweep(
         to=out,
         rows=len(result),
     )
-    return int(code)
 
 
 @contextlib.contextmanager
@@ -342,13 +423,13 @@ def _csv_chunks(result: Any) -> Iterator[Piece]:
 
 
 def _table(result: object, *, rich: bool, chart: bool | None) -> str:
-    from ampcalc.analyses.sweep import Sweep, SweepStream  # lazy: start-up (--help)
+    from ampcalc import api  # lazy: start-up (--help)
     from ampcalc.output import render  # lazy: start-up (--help)
     from ampcalc.output.plot import label, text_chart  # lazy: start-up (--help)
 
-    assert isinstance(result, Sweep | SweepStream)
+    assert isinstance(result, api.Sweep | api.SweepStream)
     # a streamed sweep: its first rows, and (for the chart) the columns the chart draws
-    head = result.head(TABLE_ROWS) if isinstance(result, SweepStream) else result
+    head = result.head(TABLE_ROWS) if isinstance(result, api.SweepStream) else result
     vary_cols = [v.path for v in result.varies]
     if result.of == "bound":
         shown = [
@@ -408,9 +489,9 @@ def _table(result: object, *, rich: bool, chart: bool | None) -> str:
 
 def _drawn(result: Any) -> Any:
     """What ``text_chart`` draws: the sweep, or the columns it reads of a streamed one."""
-    from ampcalc.analyses.sweep import SweepStream  # lazy: start-up (--help)
+    from ampcalc import api  # lazy: start-up (--help)
 
-    if not isinstance(result, SweepStream) or result.of not in ("bound", "invert"):
+    if not isinstance(result, api.SweepStream) or result.of not in ("bound", "invert"):
         return result
     key = "epsilon_prime.upper" if result.of == "bound" else "epsilon.certified"
     return result.select(["design", *(v.path for v in result.varies), key])

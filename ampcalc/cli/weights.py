@@ -15,7 +15,7 @@ import math
 import os
 from collections import deque
 from importlib import import_module as _module
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import typer
@@ -35,6 +35,9 @@ from ampcalc.cli.conventions import Progress, dashboard_note, progress_bar, say,
 from ampcalc.load.files import atomic_write, refuse_input_as_output
 from ampcalc.model.errors import AmpcalcError, ConditionError, DesignError
 from ampcalc.model.references import DERIVATIONS
+
+if TYPE_CHECKING:
+    from ampcalc.api import Weights
 
 EngineOpt = Annotated[
     str,
@@ -77,40 +80,49 @@ SummaryJsonOpt = Annotated[
 ]
 
 
+WeightsOutputOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write CSV (or Parquet) here, replaced whole (default: standard output); "
+        "with --engine dask, a directory of part files.",
+        metavar="FILE",
+    ),
+]
+SampleOpt = Annotated[
+    bool, typer.Option("--sample", help="Draw the Poisson sample (records with weights).")
+]
+SeedOpt = Annotated[
+    int | None, typer.Option("--seed", help="Seed of the sample draw (needed with --sample).")
+]
+SuggestOpt = Annotated[
+    bool,
+    typer.Option("--suggest", help="Print planning values computed from the data."),
+]
+InputOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--input",
+        help="Dask engine: the records as a file, directory or glob of CSV/Parquet "
+        "partitions (default: the design's `records:`).",
+        show_default=False,
+    ),
+]
+
+CSV_HEADER = "row,probability,weight,epsilon_hat\n"
+
+
 @app.command(rich_help_panel="Records")
 def weights(
     design: DesignArg = None,
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write CSV (or Parquet) here, replaced whole (default: standard output); "
-            "with --engine dask, a directory of part files.",
-            metavar="FILE",
-        ),
-    ] = None,
-    sample: Annotated[
-        bool, typer.Option("--sample", help="Draw the Poisson sample (records with weights).")
-    ] = False,
-    seed: Annotated[
-        int | None, typer.Option("--seed", help="Seed of the sample draw (needed with --sample).")
-    ] = None,
-    suggest: Annotated[
-        bool,
-        typer.Option("--suggest", help="Print planning values computed from the data."),
-    ] = False,
+    output: WeightsOutputOpt = None,
+    sample: SampleOpt = False,
+    seed: SeedOpt = None,
+    suggest: SuggestOpt = False,
     overrides: SetOpt = None,
     engine: EngineOpt = "numpy",
-    inputs: Annotated[
-        str | None,
-        typer.Option(
-            "--input",
-            help="Dask engine: the records as a file, directory or glob of CSV/Parquet "
-            "partitions (default: the design's `records:`).",
-            show_default=False,
-        ),
-    ] = None,
+    inputs: InputOpt = None,
     output_fmt: OutputFormatOpt = None,
     workers: WorkersOpt = 2,
     scheduler: SchedulerOpt = None,
@@ -121,108 +133,146 @@ def weights(
 
     Example:  ampcalc weights examples/designs/importance-kmeans.yaml -o w.csv
     """
-    from ampcalc.api import importance_design, importance_setup  # lazy: start-up (--help)
-    from ampcalc.schemes import importance as imp  # lazy: > 20 ms
+    from ampcalc import api  # lazy: start-up (--help)
 
+    dask = _check_engine(engine, suggest, inputs, as_json, output)
+    refuse_input_as_output(output, [design, inputs])
+    d = api.importance_design(_load(design, overrides, dask))
+    if suggest:
+        return _suggest(d)
+    if sample and seed is None:
+        raise DesignError("--sample needs --seed S (the draw must be reproducible)")
+    try:
+        figures = _figures(d, dask)
+    except ConditionError as err:
+        say(f"ampcalc: {d.name}: {err.message}")
+        return int(ExitCode.BAD_INPUT)
+    if figures is None:
+        return _weights_dask(
+            d, inputs, output, output_fmt, sample, seed, scheduler, workers, as_json,
+            dashboard,
+        )  # fmt: skip
+    return _weights_numpy(
+        d, figures, design, output, output_fmt, seed if sample else None, as_json
+    )
+
+
+def _check_engine(
+    engine: str, suggest: bool, inputs: str | None, as_json: bool, output: str | None
+) -> bool:
+    """The engine's options that go together; whether the engine is Dask."""
     if engine not in ("numpy", "dask"):
         raise DesignError(f"--engine: expected numpy or dask, got {engine!r}")
     dask = engine == "dask"
     if dask:
-        from ampcalc.records.dask_cluster import require_dask  # lazy: start-up (--help)
+        from ampcalc import api  # lazy: start-up (--help)
 
-        require_dask()
+        api.require_dask()
         if suggest:
             raise DesignError("--suggest reads the file in one process: use --engine numpy")
     elif inputs is not None:
         raise DesignError("--input is for --engine dask (the numpy engine reads `records:`)")
     if as_json and not output:
         raise DesignError("--json prints the summary on standard output: give --output")
-    refuse_input_as_output(output, [design, inputs])
-    if dask:
-        from ampcalc.load.records import deferred_reading  # lazy: start-up (--help)
+    return dask
 
-        with deferred_reading():
-            all_designs = load(design, overrides)
-    else:
-        all_designs = load(design, overrides)
-    d = importance_design(all_designs)
-    params: Any = imp.bind_target(d.params, d.target)
-    if suggest:
-        from ampcalc.records.importance_weights import planning_values  # lazy: start-up (--help)
 
-        lines = [
-            f"{name}: {value}" if isinstance(value, int) else f"{name}: {value:.10g}"
-            for name, value in planning_values(params)
-        ]
-        emit("\n".join(lines) + "\n")
-        say(
-            "warning: these values come from the data. Using them as `mean_sq_norm:` or "
-            f"`radius:` makes q(·) data-dependent and breaks the guarantee ({DERIVATIONS}, "
-            "§4.7): use "
-            "them for planning only, and fix the public values from other sources."
-        )
-        return int(ExitCode.OK)
-    if sample and seed is None:
-        raise DesignError("--sample needs --seed S (the draw must be reproducible)")
-    try:
-        params, profile, k0, eps_star = importance_setup(d)
-        if not dask:
-            fig = imp.record_figures(params, profile, k0, eps_star, threads=_threads())
-    except ConditionError as err:
-        say(f"ampcalc: {d.name}: {err.message}")
-        return int(ExitCode.BAD_INPUT)
+def _load(design: str | None, overrides: list[str] | None, dask: bool) -> Any:
+    """The file's designs; with Dask, without reading the records (the workers do)."""
+    if not dask:
+        return load(design, overrides)
+    from ampcalc.load.records import deferred_reading  # lazy: start-up (--help)
+
+    with deferred_reading():
+        return load(design, overrides)
+
+
+def _suggest(d: Any) -> int:
+    """``--suggest``: planning values from the data, with the warning they need."""
+    from ampcalc import api  # lazy: start-up (--help)
+
+    lines = [
+        f"{name}: {value}" if isinstance(value, int) else f"{name}: {value:.10g}"
+        for name, value in api.weights_planning(d)
+    ]
+    emit("\n".join(lines) + "\n")
+    say(
+        "warning: these values come from the data. Using them as `mean_sq_norm:` or "
+        f"`radius:` makes q(·) data-dependent and breaks the guarantee ({DERIVATIONS}, "
+        "§4.7): use "
+        "them for planning only, and fix the public values from other sources."
+    )
+    return int(ExitCode.OK)
+
+
+def _figures(d: Any, dask: bool) -> Weights | None:
+    """Every record's figures (numpy engine), or None (Dask engine: its workers compute
+    them, once the design passes the check ``bound`` makes).
+
+    Raises:
+        ConditionError: the design is outside Theorem 10's conditions.
+    """
+    from ampcalc import api  # lazy: start-up (--help)
+
     if dask:
-        return _weights_dask(
-            d, params, profile, k0, eps_star, inputs, output, output_fmt, sample, seed,
-            scheduler, workers, as_json, dashboard,
-        )  # fmt: skip
-    if fig.outside.any():
-        rows = ", ".join(str(int(i)) for i in np.flatnonzero(fig.outside)[:10])
+        api.importance_setup(d)
+        return None
+    return api.weights(d, threads=_threads())
+
+
+def _weights_numpy(
+    d: Any, w: Weights, design: str | None, output: str | None, output_fmt: str | None,
+    seed: int | None, as_json: bool,
+) -> int:  # fmt: skip
+    """``--engine numpy``: the rows (or the sample's, with ``seed``), then the summary."""
+    if w.outside.any():
+        rows = ", ".join(str(int(i)) for i in np.flatnonzero(w.outside)[:10])
         say(
-            f"warning: {int(fig.outside.sum())} record(s) outside the domain or infeasible "
+            f"warning: {int(w.outside.sum())} record(s) outside the domain or infeasible "
             f"(first rows, 0-based: {rows}); written with q = 1 (privacy-constrained) or "
             "their q, not clipped"
         )
-    kept: int | None = None
     out_fmt = "csv"
     if output:
-        from ampcalc.records.dask_parts import output_format  # lazy: start-up (--help)
+        from ampcalc import api  # lazy: start-up (--help)
 
-        out_fmt = output_format(output, output_fmt, "csv")
+        out_fmt = api.output_format(output, output_fmt, "csv")
+    kept = _write_weights(d, w, design, output, out_fmt, seed)
+    if seed is not None:
+        say(f"sampled {kept} of {len(w)} records (expected {float(np.sum(w.probability)):.6g})")
+    if output:
+        say(wrote_message(output, len(w) if kept is None else kept))
+    if as_json:
+        summary = _summary(d, "numpy", len(w), w.probability, kept, seed, w, output)
+        emit_result(Format.json, "weights", {**summary, "output_format": out_fmt})
+    return int(ExitCode.OK)
+
+
+def _write_weights(
+    d: Any, w: Weights, design: str | None, output: str | None, out_fmt: str,
+    seed: int | None,
+) -> int | None:  # fmt: skip
+    """Write every record's row, or with ``seed`` the sample's (then: how many), to
+    ``output`` or standard output."""
     with contextlib.ExitStack() as stack:
-        write: Any = emit
-        tick = stack.enter_context(progress_bar("writing weights", int(fig.q.size)))
-        figs = (fig.q, fig.w, fig.eps_hat)
+        tick = stack.enter_context(progress_bar("writing weights", len(w)))
         if out_fmt == "parquet":
             assert output is not None
-            kept = _write_parquet(output, design, params, fig, seed if sample else None)
-        else:
-            if output and sample:
+            return _write_parquet(output, design, d, w, seed)
+        if seed is not None:
+            write: Any = emit
+            if output:
                 write = stack.enter_context(atomic_write(output, inputs=[design])).write
-            if not sample:
-                if output:  # bytes straight to the file (no str round trip)
-                    fh = stack.enter_context(atomic_write(output, binary=True, inputs=[design]))
-                    fh.write(b"row,probability,weight,epsilon_hat\n")
-                    _write_rows(fh.write, figs, tick, binary=True)
-                else:
-                    write("row,probability,weight,epsilon_hat\n")
-                    _write_rows(write, figs, tick)
-            else:
-                kept = _write_sample(write, params.data.source, fig, seed, tick)
-    if sample:
-        say(f"sampled {kept} of {fig.q.size} records (expected {float(np.sum(fig.q)):.6g})")
-    if output:
-        say(wrote_message(output, fig.q.size if kept is None else kept))
-    if as_json:
-        emit_result(
-            Format.json,
-            "weights",
-            {
-                **_summary(d, "numpy", fig.q.size, fig.q, kept, seed, fig, output),
-                "output_format": out_fmt,
-            },
-        )
-    return int(ExitCode.OK)
+            return _write_sample(write, d, w, seed, tick)
+        figs = (w.probability, w.weight, w.epsilon_hat)
+        if output:  # bytes straight to the file (no str round trip)
+            fh = stack.enter_context(atomic_write(output, binary=True, inputs=[design]))
+            fh.write(CSV_HEADER.encode("ascii"))
+            _write_rows(fh.write, figs, tick, binary=True)
+        else:
+            emit(CSV_HEADER)
+            _write_rows(emit, figs, tick)
+    return None
 
 
 def _threads() -> int:
@@ -265,7 +315,7 @@ def _write_rows(
 
 
 def _write_parquet(
-    output: str, design: str | None, params: Any, fig: Any, seed: int | None
+    output: str, design: str | None, d: Any, w: Weights, seed: int | None
 ) -> int | None:
     """The rows as one Parquet file (the Dask engine's part schema: ``row`` int64, the
     rest float64); with ``seed``, the Poisson sample's rows. pyarrow is imported here."""
@@ -280,16 +330,16 @@ def _write_parquet(
         ) from None
     if seed is None:
         names = ["row", "probability", "weight", "epsilon_hat"]
-        cols = [np.arange(fig.q.size), fig.q, fig.w, fig.eps_hat]
+        cols = [np.arange(len(w)), w.probability, w.weight, w.epsilon_hat]
         kept = None
     else:
-        from ampcalc.records.importance_weights import sampled_blocks  # lazy: start-up (--help)
+        from ampcalc import api  # lazy: start-up (--help)
 
-        src = params.data.source
+        src = d.params.data.source
         names = ["row", *src.names, "probability", "weight"]
         pieces: list[list[Any]] = [[] for _ in names]
-        for _, rows, x, q, w in sampled_blocks(src, fig.q, fig.w, seed):
-            block = [rows, *(x[:, j] for j in range(x.shape[1])), q, w]
+        for _, rows, x, q, weight in api.sampled_blocks(src, w.probability, w.weight, seed):
+            block = [rows, *(x[:, j] for j in range(x.shape[1])), q, weight]
             for piece, col in zip(pieces, block, strict=True):
                 piece.append(col)
         cols = [np.concatenate(p) if p else np.zeros(0) for p in pieces]
@@ -301,32 +351,30 @@ def _write_parquet(
     return kept
 
 
-def _write_sample(
-    write: Any, src: Any, fig: Any, seed: int | None, tick: Progress | None = None
-) -> int:
-    """The Poisson sample's rows (``records.importance_weights.sampled_blocks``)."""
+def _write_sample(write: Any, d: Any, w: Weights, seed: int, tick: Progress | None = None) -> int:
+    """The Poisson sample's rows (``api.sampled_blocks``)."""
+    from ampcalc import api  # lazy: start-up (--help)
     from ampcalc.output.columns import savetxt_rows  # lazy: start-up (--help)
-    from ampcalc.records.importance_weights import sampled_blocks  # lazy: start-up (--help)
 
-    assert seed is not None  # --sample needs --seed (checked by the command)
+    src = d.params.data.source
     write("row," + ",".join(src.names) + ",probability,weight\n")
     kept = 0
-    for done, rows, x, q, w in sampled_blocks(src, fig.q, fig.w, seed):
+    for done, rows, x, q, weight in api.sampled_blocks(src, w.probability, w.weight, seed):
         if rows.size:
-            write(savetxt_rows(np.column_stack([rows, x, q, w]), int_first=True))
+            write(savetxt_rows(np.column_stack([rows, x, q, weight]), int_first=True))
             kept += rows.size
         if tick is not None:
-            tick(done, fig.q.size)
+            tick(done, len(w))
     return kept
 
 
 def _summary(
     d: Any, engine: str, records: int, q: Any, kept: int | None, seed: int | None,
-    fig: Any, output: str | None,
+    w: Weights, output: str | None,
 ) -> dict[str, Any]:  # fmt: skip
     """The run's summary (one process); the Dask engine prints the same fields."""
 
-    outside = np.flatnonzero(fig.outside)
+    outside = np.flatnonzero(w.outside)
     doc = {
         "design": d.name,
         "engine": engine,
@@ -344,17 +392,16 @@ def _summary(
 
 
 def _weights_dask(
-    d: Any, params: Any, profile: Any, k0: float, eps_star: float | None,
-    inputs: str | None, output: str | None, output_fmt: str | None, sample: bool,
+    d: Any, inputs: str | None, output: str | None, output_fmt: str | None, sample: bool,
     seed: int | None, scheduler: str | None, workers: int, as_json: bool,
     dashboard: bool = False,
 ) -> int:  # fmt: skip
     """``--engine dask``: the same rows as part files, the same warnings and summary."""
-    from ampcalc.records.dask_parts import write_summary_text  # lazy: start-up (--help)
-    from ampcalc.records.dask_weights import run_weights
+    from ampcalc import api  # lazy: start-up (--help)
 
+    params, profile, k0, eps_star = api.importance_setup(d)
     source = inputs if inputs is not None else str(params.data.source.path)
-    t = run_weights(
+    t = api.run_weights(
         params, profile, k0, eps_star, inputs=source, output=output, fmt=output_fmt,
         sample=sample, seed=seed, address=scheduler, workers=workers,
         dashboard=dashboard_note if dashboard else None,
@@ -383,7 +430,7 @@ def _weights_dask(
         "output_format": t["output_format"],
     }
     text = result_text(Format.json, "weights", doc)
-    write_summary_text(t["output"], text)
+    api.write_summary_text(t["output"], text)
     if as_json:
         emit(text)
     return int(ExitCode.OK)

@@ -92,8 +92,9 @@ def importance_setup(d: Design) -> tuple[Any, Any, float, float | None]:
     return params, profile, k0, eps_star
 
 
-def record_weights(design: Any) -> Weights:
-    """q(x), w(x) = 1/q(x) and ε̂(x) for every record of an importance design.
+def record_weights(design: Any, threads: int = 1) -> Weights:
+    """q(x), w(x) = 1/q(x) and ε̂(x) for every record of an importance design
+    (``threads``: the privacy-constrained weights' blocks on that many threads).
 
     Raises:
         DesignError: not an importance design.
@@ -105,7 +106,7 @@ def record_weights(design: Any) -> Weights:
 
     d = importance_design(as_designs(design))
     params, profile, k0, eps_star = importance_setup(d)
-    fig = imp.record_figures(params, profile, k0, eps_star)
+    fig = imp.record_figures(params, profile, k0, eps_star, threads=threads)
     return Weights(
         design=d.name,
         probability=fig.q,
