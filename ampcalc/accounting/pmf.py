@@ -32,6 +32,7 @@ Nothing here imports dp_accounting (the tests use its public PLD as the oracle).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from collections.abc import Callable, Sequence
@@ -276,29 +277,86 @@ def optimistic_from_profile_points(
     bound aᵢ and an upper bound bᵢ on the true profile D (convex, non-increasing in
     t = e^ε, D ≥ 1 − t); ``infinity_mass`` a lower bound on D at ε → ∞ (0 is always one).
 
-    Argument (tᵢ = e^{εᵢ}): for t ≥ tᵢ, the line Rᵢ through (tᵢ₋₁, bᵢ₋₁) and (tᵢ, aᵢ)
-    lies below D (its slope is at most D's chord slope on [tᵢ₋₁, tᵢ], and D lies above
-    the extension of its own chord outside the chord's interval, by convexity); for
-    t ≤ tᵢ₊₁, the line Lᵢ₊₁ through (tᵢ₊₁, aᵢ₊₁) and (tᵢ₊₂, bᵢ₊₂) lies below D likewise;
-    1 − t and ``infinity_mass`` lie below D everywhere. On [tᵢ, tᵢ₊₁], Eᵢ = the max of
-    those lines is below D. The chord cᵢ of the a-values on that interval exceeds Eᵢ
-    by at most xᵢ = max (cᵢ − Eᵢ), attained at an end or where two of the lines cross
-    (cᵢ − Eᵢ is concave and piecewise linear). With gᵢ = aᵢ − max(xᵢ₋₁, xᵢ), the chord of
-    the g-values is at most cᵢ − xᵢ ≤ Eᵢ ≤ D on every interval; left of t₀ the segment
-    from (0, m) with m on the line L₀ lowered by a₀ − g₀ (or 1 when g₀ ≤ 1 − t₀, or flat
-    at g₀: D ≥ D(t₀) ≥ g₀ there) is below D; right of the last point Rₙ lowered by
-    aₙ − gₙ runs down to ``infinity_mass``, below D. The greatest convex minorant of that
+    Argument (tᵢ = e^{εᵢ}; docs/derivations.md §9.3, a function below for each step):
+    for t ≥ tᵢ, the line Rᵢ through (tᵢ₋₁, bᵢ₋₁) and (tᵢ, aᵢ) lies below D (its slope is
+    at most D's chord slope on [tᵢ₋₁, tᵢ], and D lies above the extension of its own
+    chord outside the chord's interval, by convexity); for t ≤ tᵢ₊₁, the line Lᵢ₊₁
+    through (tᵢ₊₁, aᵢ₊₁) and (tᵢ₊₂, bᵢ₊₂) lies below D likewise; 1 − t and
+    ``infinity_mass`` lie below D everywhere. On [tᵢ, tᵢ₊₁], Eᵢ = the max of those lines
+    is below D. The chord cᵢ of the a-values on that interval exceeds Eᵢ by at most xᵢ =
+    max (cᵢ − Eᵢ), attained at an end or where two of the lines cross (cᵢ − Eᵢ is
+    concave and piecewise linear). With gᵢ = aᵢ − max(xᵢ₋₁, xᵢ), the chord of the
+    g-values is at most cᵢ − xᵢ ≤ Eᵢ ≤ D on every interval; left of t₀ the segment from
+    (0, m) with m on the line L₀ lowered by a₀ − g₀ (or 1 when g₀ ≤ 1 − t₀, or flat at
+    g₀: D ≥ D(t₀) ≥ g₀ there) is below D; right of the last point Rₙ lowered by aₙ − gₙ
+    runs down to ``infinity_mass``, below D. The greatest convex minorant of that
     polyline is below it, so below D, and is the curve of the masses at its vertices
     (non-negative by construction). Each mass is then moved to the grid point below its
     loss (the grid ``offset`` + h·j): a smaller loss lowers the term p·(1 − e^{ε − ℓ})₊
-    at every ε (input points on that grid stay where they are). The result's
-    curve is below D at every ε. Where D is smooth the xᵢ are O(h²) (the extended chords
-    are tangent to second order), so the curve is within O(h²) of D, like
-    connect-the-dots above it; at a kink of D (an atom of the true loss) it is O(h) in
-    one interval.
+    at every ε (input points on that grid stay where they are). The result's curve is
+    below D at every ε. Where D is smooth the xᵢ are O(h²) (the extended chords are
+    tangent to second order), so the curve is within O(h²) of D, like connect-the-dots
+    above it; at a kink of D (an atom of the true loss) it is O(h) in one interval.
 
     Raises:
         ValueError: points not as above.
+    """
+    points = _profile_bounds(eps, lower, upper)
+    c = float(infinity_mass)
+    pts = points.tightened(c)
+    # the curve ends (flat at c) at the first point where a reaches c: that point keeps
+    # its value, and the last interval's chord is lowered at its left end only
+    at_c = np.flatnonzero(pts.a <= c)
+    ends_at_c = len(at_c) > 0
+    if ends_at_c:
+        z = int(at_c[0])
+        if z == 0:
+            return _flat_at(c, h, offset)
+        pts = pts.first(z + 1)
+    if len(pts.e) < 2:
+        return _flat_at(c, h, offset)
+    lines0, lines_s = _lines_below(pts, c)
+    excess, left_only = _chord_excess(pts.a, lines0, lines_s)
+    g = _lowered_values(pts.a, excess, left_only, ends_at_c)
+    tv, vv, jv, final = _polyline_below(pts, g, c, h, offset)
+    kt, kv, kj = _minorant_down_to(tv, vv, jv, final, h, offset)
+    if len(kt) < 2:
+        return _flat_at(final, h, offset)
+    return _masses_on_grid(kt, kv, kj, final, h, offset)
+
+
+@dataclass(frozen=True, slots=True)
+class _ProfileBounds:
+    """Points tᵢ = e^{εᵢ} (increasing, distinct, > 0) with a lower bound aᵢ and an upper
+    bound bᵢ on the true profile D there (``one_minus``: 1 − tᵢ)."""
+
+    e: FloatArray
+    a: FloatArray
+    b: FloatArray
+    t: FloatArray
+    one_minus: FloatArray
+
+    def tightened(self, c: float) -> _ProfileBounds:
+        """The bounds raised and lowered by what D is known to be: at least 1 − t and c,
+        and non-increasing (so aᵢ >= aⱼ and bᵢ >= bⱼ for i < j, and b >= a)."""
+        a = np.maximum(self.a, np.maximum(self.one_minus, c))  # both lie below D
+        a = np.minimum.accumulate(a)  # D non-increasing: D(tᵢ) >= D(tⱼ) >= aⱼ for i < j
+        b = np.maximum(self.b, a)
+        b = np.maximum.accumulate(b[::-1])[::-1]  # D(tᵢ) <= D(tⱼ) <= bⱼ for i > j
+        return dataclasses.replace(self, a=a, b=b)
+
+    def first(self, n: int) -> _ProfileBounds:
+        """The first ``n`` points."""
+        return _ProfileBounds(*(x[:n] for x in (self.e, self.a, self.b, self.t, self.one_minus)))
+
+
+def _profile_bounds(eps: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> _ProfileBounds:
+    """The input points, checked, with |ε| <= ``MAX_LOSS`` and distinct e^ε > 0 (the
+    construction holds for any subset of the points); bounds clipped to [0, 1].
+
+    Raises:
+        ValueError: not 1-d arrays of one length >= 2, ε not finite and increasing, or
+            fewer than two points left.
     """
     e = np.asarray(eps, dtype=float)
     a = np.clip(np.asarray(lower, dtype=float), 0.0, 1.0)
@@ -307,7 +365,6 @@ def optimistic_from_profile_points(
         raise ValueError("profile points: eps, lower, upper: 1-d arrays of one length >= 2")
     if not (np.all(np.isfinite(e)) and np.all(np.diff(e) > 0)):
         raise ValueError("profile points: eps must be finite and strictly increasing")
-    c = float(infinity_mass)
     keep = np.abs(e) <= MAX_LOSS
     e, a, b = e[keep], a[keep], b[keep]
     if len(e) < 2:
@@ -315,32 +372,27 @@ def optimistic_from_profile_points(
     with np.errstate(over="ignore", invalid="ignore"):
         t = np.exp(e)
         one_minus = -np.expm1(e)
+    pts = _ProfileBounds(e, a, b, t, one_minus)
     # e^ε underflows to 0 far left, and two close ε can share one e^ε: such points are
-    # left out (the construction holds for any subset of the points)
+    # left out
     distinct = (t > 0) & np.concatenate(([True], np.diff(t) > 0))
     if not distinct.all():
-        e, a, b, t, one_minus = (x[distinct] for x in (e, a, b, t, one_minus))
-        if len(e) < 2:
+        pts = _ProfileBounds(*(x[distinct] for x in (e, a, b, t, one_minus)))
+        if len(pts.e) < 2:
             raise ValueError("profile points: fewer than two with distinct e^ε > 0")
-    a = np.maximum(a, np.maximum(one_minus, c))  # both lie below D
-    a = np.minimum.accumulate(a)  # D non-increasing: D(tᵢ) >= D(tⱼ) >= aⱼ for i < j
-    b = np.maximum(b, a)
-    b = np.maximum.accumulate(b[::-1])[::-1]  # D(tᵢ) <= D(tⱼ) <= bⱼ for i > j
-    # the curve ends (flat at c) at the first point where a reaches c: that point keeps
-    # its value, and the last interval's chord is lowered at its left end only
-    at_c = np.flatnonzero(a <= c)
-    ends_at_c = len(at_c) > 0
-    if ends_at_c:
-        z = int(at_c[0])
-        if z == 0:
-            return LossPmf(h, 0, np.zeros(1), c, False, offset)
-        e, a, b, t, one_minus = (x[: z + 1] for x in (e, a, b, t, one_minus))
-    n = len(e)
-    if n < 2:
-        return LossPmf(h, 0, np.zeros(1), c, False, offset)
-    dt = np.diff(t)  # interval widths Δᵢ, i = 0..n−2
-    # interval i in the coordinate u = (t − tᵢ)/Δᵢ ∈ [0, 1]; each line as value at u = 0
-    # and slope in u; a missing line is −inf
+    return pts
+
+
+def _flat_at(value: float, h: float, offset: float) -> LossPmf:
+    """The distribution whose curve is flat at ``value``: all its mass at +∞."""
+    return LossPmf(h, 0, np.zeros(1), value, False, offset)
+
+
+def _lines_below(pts: _ProfileBounds, c: float) -> tuple[FloatArray, FloatArray]:
+    """The lines below D on each interval [tᵢ, tᵢ₊₁]: the extended chords Rᵢ and Lᵢ₊₁,
+    1 − t and c, in the interval's coordinate u = (t − tᵢ)/Δᵢ ∈ [0, 1], as their values
+    at u = 0 (rows: R, L, 1 − t, c; −inf where a line is missing) and their slopes in u."""
+    a, b, dt, n = pts.a, pts.b, np.diff(pts.t), len(pts.e)  # dt: the widths Δᵢ
     ninf = np.full(n - 1, -np.inf)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         # R_i through (t_{i−1}, b_{i−1}), (t_i, a_i): slope in t (a_i − b_{i−1})/Δ_{i−1}
@@ -351,57 +403,102 @@ def optimistic_from_profile_points(
         l_s = np.concatenate(((b[2:] - a[1:-1]) / dt[1:] * dt[:-1], [np.nan]))
         l_0 = np.where(np.isnan(l_s), ninf, a[1:] - l_s)
         l_s = np.nan_to_num(l_s)
-        o_0, o_s = one_minus[:-1], -dt  # 1 − t
-        k_0, k_s = np.full(n - 1, c), np.zeros(n - 1)
-        lines0 = np.stack([r_0, l_0, o_0, k_0])
-        lines_s = np.stack([r_s, l_s, o_s, k_s])
-        cands = [np.zeros(n - 1), np.ones(n - 1)]
-        for i in range(4):
-            for j in range(i + 1, 4):
+    o_0, o_s = pts.one_minus[:-1], -dt  # 1 − t
+    k_0, k_s = np.full(n - 1, c), np.zeros(n - 1)
+    return np.stack([r_0, l_0, o_0, k_0]), np.stack([r_s, l_s, o_s, k_s])
+
+
+def _crossings(lines0: FloatArray, lines_s: FloatArray) -> list[FloatArray]:
+    """Where cᵢ − Eᵢ (concave, piecewise linear) can be largest: the interval's ends
+    u = 0 and 1, and each u inside it where two of the lines cross (0 where they do not)."""
+    width = lines0.shape[1]
+    cands = [np.zeros(width), np.ones(width)]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        for i in range(len(lines0)):
+            for j in range(i + 1, len(lines0)):
                 u = (lines0[i] - lines0[j]) / (lines_s[j] - lines_s[i])
                 cands.append(np.where(np.isfinite(u) & (u > 0) & (u < 1), u, 0.0))
-        # one candidate at a time (memory: a few arrays of the grid's length)
-        excess = np.full(n - 1, -np.inf)
-        left_only = np.full(n - 1, -np.inf)
-        for uu in cands:
+    return cands
+
+
+def _chord_excess(
+    a: FloatArray, lines0: FloatArray, lines_s: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """On each interval, xᵢ = max (cᵢ − Eᵢ) over the candidates (cᵢ the chord of the
+    a-values, Eᵢ the max of the lines below D), at least 0; and the most the chord must
+    be lowered at its left end only, max (cᵢ − Eᵢ)/(1 − u) (for a last interval that
+    ends at c)."""
+    # one candidate at a time (memory: a few arrays of the grid's length)
+    excess = np.full(len(a) - 1, -np.inf)
+    left_only = np.full(len(a) - 1, -np.inf)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        for uu in _crossings(lines0, lines_s):
             chord = a[:-1] + (a[1:] - a[:-1]) * uu
             env = np.max(lines0 + lines_s * uu, axis=0)
             diff = np.where(np.isfinite(env), chord - env, 0.0)
             excess = np.maximum(excess, diff)
             left_only = np.maximum(left_only, np.where(uu < 1.0, diff / (1.0 - uu), -np.inf))
-    excess = np.maximum(excess, 0.0)
+    return np.maximum(excess, 0.0), left_only
+
+
+def _lowered_values(
+    a: FloatArray, excess: FloatArray, left_only: FloatArray, ends_at_c: bool
+) -> FloatArray:
+    """gᵢ = aᵢ − max(xᵢ₋₁, xᵢ): values whose chords lie below D on every interval (a last
+    point at c keeps its value, its interval lowered at the left end only)."""
     xl = np.concatenate(([0.0], excess))
     xr = np.concatenate((excess, [0.0]))
     if ends_at_c:
         xl[-1] = 0.0  # the last point stays at c ...
         xr[-2] = max(float(left_only[-1]), 0.0)  # ... its interval lowered at the left
-    g = a - np.maximum(xl, xr)
+    out: FloatArray = a - np.maximum(xl, xr)
+    return out
+
+
+def _loss_steps(t: float, h: float, offset: float) -> float:
+    """The privacy loss log t in grid steps from ``offset``."""
+    return (math.log(t) - offset) / h
+
+
+def _polyline_below(
+    pts: _ProfileBounds, g: FloatArray, c: float, h: float, offset: float
+) -> tuple[FloatArray, FloatArray, FloatArray, float]:
+    """The polyline below D: from (0, m) through the points (tᵢ, gᵢ), then along Rₙ
+    lowered to gₙ down to c. Returned: its vertices' t, values and losses in grid steps
+    (input points from ε itself, not log(e^ε)), and the value it ends flat at (c, or gₙ
+    where Rₙ does not fall)."""
+    a, b, t, dt = pts.a, pts.b, pts.t, np.diff(pts.t)
     # left of t₀: the segment from (0, m)
     slope0 = (b[1] - a[0]) / dt[0]
     m_opts = [g[0], a[0] - slope0 * t[0] - (a[0] - g[0])]
-    if g[0] <= one_minus[0]:
+    if g[0] <= pts.one_minus[0]:
         m_opts.append(1.0)
     m = min(1.0, max(m_opts))
     # right of tₙ: Rₙ lowered to gₙ, down to c
     slope_n = (a[-1] - b[-2]) / dt[-1]
     tv = [0.0, *t.tolist()]
     vv = [m, *g.tolist()]
-    # each vertex's loss in grid steps (input points from ε itself, not log(e^ε))
-    jv = [-math.inf, *((e - offset) / h).tolist()]
+    jv = [-math.inf, *((pts.e - offset) / h).tolist()]
     final = c
     if g[-1] > c:
         if slope_n < 0:
             tz = t[-1] + (c - g[-1]) / slope_n
             tv.append(float(tz))
             vv.append(c)
-            jv.append((math.log(tz) - offset) / h)
+            jv.append(_loss_steps(tz, h, offset))
         else:
             final = float(g[-1])  # D >= Rₙ >= aₙ >= gₙ beyond: flat
-    tt, vals, jvals = np.asarray(tv), np.asarray(vv), np.asarray(jv)
+    return np.asarray(tv), np.asarray(vv), np.asarray(jv), final
+
+
+def _minorant_down_to(
+    tt: FloatArray, vals: FloatArray, jvals: FloatArray, final: float, h: float, offset: float
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The vertices (t, value, loss in grid steps) of the greatest convex minorant of the
+    polyline, cut where it reaches ``final`` (max(minorant, final) is below D too)."""
     vals = np.maximum(vals, -1.0)  # g may dip below 0 (then max with c below)
     keep = convex_minorant(tt, vals)
     kt, kv, kj = tt[keep], vals[keep], jvals[keep]
-    # max(minorant, c) is below D too; cut the curve where it reaches c
     below = np.flatnonzero(kv <= final)
     if len(below):
         first = below[0]
@@ -412,14 +509,18 @@ def optimistic_from_profile_points(
             tc = ta + (final - va) * (tb - ta) / (vb - va)
             kt = np.append(kt[:first], tc)
             kv = np.append(kv[:first], final)
-            kj = np.append(kj[:first], (math.log(tc) - offset) / h)
+            kj = np.append(kj[:first], _loss_steps(tc, h, offset))
         else:
             kt, kv, kj = kt[: first + 1], kv[: first + 1], kj[: first + 1]
-    if len(kt) < 2:
-        return LossPmf(h, 0, np.zeros(1), final, False, offset)
+    return kt, kv, kj
+
+
+def _masses_on_grid(
+    kt: FloatArray, kv: FloatArray, kj: FloatArray, final: float, h: float, offset: float
+) -> LossPmf:
+    """The masses at the minorant's vertices, each moved to the grid point at or below
+    its loss (a point on the grid up to float rounding, 1e-6 of a step, stays on it)."""
     mass = _masses(kt, kv)
-    # rounded down to the grid (a point on the grid up to float rounding, 1e-6 of a step,
-    # stays on it)
     jj = np.floor(kj[1:] + 1e-6).astype(np.int64)
     j0 = int(jj.min())
     probs = np.zeros(int(jj.max()) - j0 + 1)

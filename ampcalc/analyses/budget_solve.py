@@ -30,9 +30,12 @@ checked once on each side (and stepped outward if a check fails).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from ampcalc.analyses import budget as B
 from ampcalc.analyses.calibrate import KNOBS as KNOB_TYPES
@@ -177,11 +180,44 @@ def _fine_side(
     return None
 
 
-def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str, Any]:
-    """Calibrate the ledger's common noise scale to the total ε target.
+@contextlib.contextmanager
+def _refused_over_cost(needs: str, advice: str) -> Iterator[None]:
+    """A total the search needs that is over the accountant's limits, refused in words:
+    ``needs`` says which total, ``advice`` what to change."""
+    try:
+        yield
+    except B.CostLimit as err:
+        raise DesignError(f"{needs}, and there {err.message}{advice}", where=err.where) from None
+
+
+def _answer(
+    ledger: B.Ledger,
+    t: float,
+    warnings: list[str],
+    knob: dict[str, Any],
+    search_discretization: float | None = None,
+) -> dict[str, Any]:
+    """A solved ledger's payload: the ledger, its budget, how it was searched, the notes
+    and the solved knob."""
+    out: dict[str, Any] = {
+        "name": ledger.name,
+        "target": {"epsilon": t, "delta": ledger.delta},
+        "neighbours": str(ledger.neighbours),
+        "discretization": ledger.discretization,
+    }
+    if search_discretization is not None:
+        out["search_discretization"] = search_discretization
+    out["warnings"] = warnings
+    out["knob"] = knob
+    return out
+
+
+def _noise_target(ledger: B.Ledger, knob: str, target: float | None) -> float:
+    """The total ε the common noise is solved for (``target``, else the ledger's
+    budget), after checking the knob and that the accountant can resolve the target.
 
     Raises:
-        DesignError: no target, no entry with that knob, or a bad knob.
+        DesignError: a bad knob, no target, or a target out of range.
     """
     if knob not in KNOBS:
         raise DesignError(f"the noise to solve for is sigma or scale, got {knob!r}")
@@ -203,6 +239,89 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
             f"at least {ledger.discretization:g}, or give a smaller --discretization "
             f"(down to {B.DISCRETIZATION_RANGE[0]:g})"
         )
+    return t
+
+
+@dataclass(frozen=True)
+class _ScaleTotals:
+    """The ledger's total ε with the common noise ``knob`` of the entries ``idx`` at a
+    scale v, the search's function (``target``: for the message when it is too costly)."""
+
+    ledger: B.Ledger
+    idx: list[int]
+    knob: str
+    target: float
+
+    def at(self, v: float, pessimistic: bool, h: float) -> float:
+        """The upper (``pessimistic``) or lower total at the scale ``v``, interval ``h``."""
+        knob = self.knob
+        with _refused_over_cost(
+            f"--solve {knob} with the target ε = {self.target:g}: the search needs the total "
+            f"at {knob} = {v:.6g}",
+            "; a target this large needs so little noise that the accountant cannot resolve "
+            "it (a smaller target, or a coarser discretization)",
+        ):
+            return side_total(_with_value(self.ledger, self.idx, v, knob), pessimistic, h)
+
+
+class _ScaleBracket(NamedTuple):
+    """The solved scale's bracket: each side (``None`` where none was found) with the
+    total checked there."""
+
+    value: float | None = None
+    epsilon_upper_at_value: float | None = None
+    impossible_below: float | None = None
+    epsilon_lower_at_impossible: float | None = None
+
+
+def _coarse_slope(totals: _ScaleTotals, v: float, h: float) -> float:
+    """The local slope d log ε / d log v of the upper total at ``v`` (at most −0.05; −1
+    where it cannot be read)."""
+    f0 = totals.at(v, True, h)
+    f1 = totals.at(v * 1.01, True, h)
+    slope = (math.log(f1) - math.log(f0)) / math.log(1.01) if f0 > 0 and f1 > 0 else -1.0
+    return min(slope, -0.05) if math.isfinite(slope) else -1.0
+
+
+def _bracket_scale(
+    totals: _ScaleTotals, lo: float, hi: float, current: float, di: float, coarse: float
+) -> _ScaleBracket:
+    """The smallest scale in [lo, hi] whose upper total meets the target and the largest
+    whose optimistic total breaks it, each checked at the ledger's interval ``di``: the
+    crossing of the upper total on the ``coarse`` interval first, then secant steps on
+    each side from it (the coarse slope first, then the two latest points)."""
+    t = totals.target
+    v_c = _crossing(lambda v: totals.at(v, True, coarse), t, lo, hi, current)
+    if v_c is None:
+        return _ScaleBracket()
+    slope = _coarse_slope(totals, v_c, coarse)
+    up = _fine_side(lambda v: totals.at(v, True, di), t, v_c, slope, upper=True, hi=hi, lo=lo)
+    if up is None:
+        return _ScaleBracket()
+    certified, up_at = up
+    low0 = totals.at(certified, False, di)
+    lw = _fine_side(
+        lambda v: totals.at(v, False, di),
+        t,
+        certified,
+        slope,
+        upper=False,
+        hi=hi,
+        lo=lo,
+        first=(certified, low0),
+    )
+    if lw is None:
+        return _ScaleBracket(certified, up_at)
+    return _ScaleBracket(certified, up_at, *lw)
+
+
+def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str, Any]:
+    """Calibrate the ledger's common noise scale to the total ε target.
+
+    Raises:
+        DesignError: no target, no entry with that knob, or a bad knob.
+    """
+    t = _noise_target(ledger, knob, target)
     idx = _knob_entries(ledger, knob)
     if not idx:
         raise DesignError(
@@ -216,82 +335,31 @@ def solve(ledger: B.Ledger, knob: str, target: float | None = None) -> dict[str,
     lo, hi = sens * RANGE[0], sens * RANGE[1]
     di = ledger.discretization
     coarse = min(10.0 * di, 1e-2)
-
-    def total(v: float, pessimistic: bool, h: float) -> float:
-        try:
-            return side_total(_with_value(ledger, idx, v, knob), pessimistic, h)
-        except B.CostLimit as err:
-            raise DesignError(
-                f"--solve {knob} with the target ε = {t:g}: the search needs the total at "
-                f"{knob} = {v:.6g}, and there {err.message}; a target this large needs so "
-                "little noise that the accountant cannot resolve it (a smaller target, or a "
-                "coarser discretization)",
-                where=err.where,
-            ) from None
-
-    warnings: list[str] = []
-    certified: float | None = None
-    up_at: float | None = None
-    impossible: float | None = None
-    low_at: float | None = None
-    # the coarse crossing of the upper total, and the local slope d log ε / d log v there
-    v_c = _crossing(lambda v: total(v, True, coarse), t, lo, hi, current)
-    if v_c is not None:
-        f0 = total(v_c, True, coarse)
-        f1 = total(v_c * 1.01, True, coarse)
-        slope = (math.log(f1) - math.log(f0)) / math.log(1.01) if f0 > 0 and f1 > 0 else -1.0
-        slope = min(slope, -0.05) if math.isfinite(slope) else -1.0
-
-        # each side at the ledger's interval: secant steps from the coarse crossing
-        # (the coarse slope first, then the two latest points), each checked
-        up = _fine_side(lambda v: total(v, True, di), t, v_c, slope, upper=True, hi=hi, lo=lo)
-        if up is not None:
-            certified, up_at = up
-            low0 = total(certified, False, di)
-            lw = _fine_side(
-                lambda v: total(v, False, di),
-                t,
-                certified,
-                slope,
-                upper=False,
-                hi=hi,
-                lo=lo,
-                first=(certified, low0),
-            )
-            if lw is not None:
-                impossible, low_at = lw
-    mech = first.to_dict()["mechanism"]
+    found = _bracket_scale(_ScaleTotals(ledger, idx, knob, t), lo, hi, current, di, coarse)
     names = [ledger.entries[i].name for i in idx]
-    warnings.append(
+    warnings = [
         f"solved for one common {knob} of the entries {', '.join(names)} (the others kept as "
         f"written): knob.value is a {knob} whose upper total meets ε = {t:g} at δ = "
         f"{ledger.delta:g}, checked at the discretisation {di:g}; at or below "
         "knob.impossible_below the optimistic total (below the exact composition of the "
         "entries' guarantees) reaches it"
-    )
-    if certified is None:
+    ]
+    if found.value is None:
         warnings.append(f"no {knob} in [{lo:g}, {hi:g}] meets the target")
-    return {
-        "name": ledger.name,
-        "target": {"epsilon": t, "delta": ledger.delta},
-        "neighbours": str(ledger.neighbours),
-        "discretization": di,
-        "search_discretization": coarse,
-        "warnings": warnings,
-        "knob": {
-            "name": knob,
-            "mechanism": mech,
-            "entries": names,
-            "sensitivity": sens,
-            "value": certified,
-            "impossible_below": impossible,
-            "width": None
-            if certified is None or impossible is None
-            else (certified - impossible) / certified,
-            "epsilon_upper_at_value": up_at,
-            "epsilon_lower_at_impossible": low_at,
-        },
+    knob_out = {
+        "name": knob,
+        "mechanism": first.to_dict()["mechanism"],
+        "entries": names,
+        "sensitivity": sens,
+        "value": found.value,
+        "impossible_below": found.impossible_below,
+        "width": None
+        if found.value is None or found.impossible_below is None
+        else (found.value - found.impossible_below) / found.value,
+        "epsilon_upper_at_value": found.epsilon_upper_at_value,
+        "epsilon_lower_at_impossible": found.epsilon_lower_at_impossible,
     }
+    return _answer(ledger, t, warnings, knob_out, search_discretization=coarse)
 
 
 # ---- budget --solve count: how many waves of one entry fit the budget -----------------
@@ -360,20 +428,11 @@ def upper_total(ledger: B.Ledger) -> float:
     return side_total(ledger, True, ledger.discretization)
 
 
-def solve_count(
-    ledger: B.Ledger, entry: str | None, target: float | None = None
-) -> dict[str, Any]:
-    """The largest count of one entry whose ledger's upper total stays within the ε
-    budget (the ledger's ``target.epsilon``, or ``target``), the other entries as written.
-
-    The upper total grows with the count (one more release composes one more pair of
-    distributions: dropping its output is post-processing), so the count is bracketed by
-    doubling from the current one, then bisected; ``value`` is checked as evaluated:
-    ``epsilon_upper_at_value`` <= the budget < ``epsilon_upper_at_next``.
+def _count_budget(ledger: B.Ledger, target: float | None) -> float:
+    """The ε budget the count is solved for: ``target``, else the ledger's.
 
     Raises:
-        DesignError: no budget, no such entry, or a count whose composition is above
-            the accountant's limits.
+        DesignError: no budget, or not a number > 0.
     """
     t = target if target is not None else ledger.epsilon
     if t is None:
@@ -383,27 +442,36 @@ def solve_count(
         )
     if not (math.isfinite(t) and t > 0):
         raise DesignError(f"--solve count: the ε budget must be a number > 0, got {t!r}")
-    i = find_entry(ledger, entry)
-    name = ledger.entries[i].name
-    current = ledger.entries[i].count
-    memo: dict[int, float] = {}
+    return t
 
-    def total(c: int) -> float:
-        if c not in memo:
-            try:
-                memo[c] = upper_total(_with_count(ledger, i, c))
-            except B.CostLimit as err:
-                raise DesignError(
-                    f"--solve count: the search needs the total at {c} waves of {name!r}, "
-                    f"and there {err.message} (a smaller budget, or a coarser "
-                    "--discretization)",
-                    where=err.where,
-                ) from None
-        return memo[c]
 
-    value: int | None
+@dataclass
+class _CountTotals:
+    """The ledger's upper total with entry ``i`` run c times, each count evaluated once."""
+
+    ledger: B.Ledger
+    i: int
+    memo: dict[int, float] = field(default_factory=dict)
+
+    def __call__(self, c: int) -> float:
+        if c not in self.memo:
+            name = self.ledger.entries[self.i].name
+            with _refused_over_cost(
+                f"--solve count: the search needs the total at {c} waves of {name!r}",
+                " (a smaller budget, or a coarser --discretization)",
+            ):
+                self.memo[c] = upper_total(_with_count(self.ledger, self.i, c))
+        return self.memo[c]
+
+
+def _count_bracket(total: _CountTotals, current: int, t: float) -> tuple[int | None, int | None]:
+    """Counts lo, hi with total(lo) <= t < total(hi) (``None``: no such count up to
+    ``MAX_COUNT``, or down to 0), by doubling up from the current count where it fits,
+    else halving down."""
+    lo: int | None
+    hi: int | None
     if total(current) <= t:
-        lo, hi = current, None  # total(lo) <= t < total(hi)
+        lo, hi = current, None
         c = current
         while c < MAX_COUNT:
             c = min(2 * c, MAX_COUNT)
@@ -420,6 +488,13 @@ def solve_count(
                 lo = c
                 break
             hi = c
+    return lo, hi
+
+
+def _largest_count(total: _CountTotals, current: int, t: float) -> int | None:
+    """The largest count whose upper total is at most t (the total grows with the
+    count): bracketed, then bisected."""
+    lo, hi = _count_bracket(total, current, t)
     if lo is not None and hi is not None:
         while hi - lo > 1:
             mid = (lo + hi) // 2
@@ -427,7 +502,30 @@ def solve_count(
                 lo = mid
             else:
                 hi = mid
-    value = lo
+    return lo
+
+
+def solve_count(
+    ledger: B.Ledger, entry: str | None, target: float | None = None
+) -> dict[str, Any]:
+    """The largest count of one entry whose ledger's upper total stays within the ε
+    budget (the ledger's ``target.epsilon``, or ``target``), the other entries as written.
+
+    The upper total grows with the count (one more release composes one more pair of
+    distributions: dropping its output is post-processing), so the count is bracketed by
+    doubling from the current one, then bisected; ``value`` is checked as evaluated:
+    ``epsilon_upper_at_value`` <= the budget < ``epsilon_upper_at_next``.
+
+    Raises:
+        DesignError: no budget, no such entry, or a count whose composition is above
+            the accountant's limits.
+    """
+    t = _count_budget(ledger, target)
+    i = find_entry(ledger, entry)
+    name = ledger.entries[i].name
+    current = ledger.entries[i].count
+    total = _CountTotals(ledger, i)
+    value = _largest_count(total, current, t)
     warnings = [
         f"counted the waves of entry {i} ({name!r}), the other entries kept as written: "
         f"the count reported is the largest whose upper total meets ε = {t:g} at δ = "
@@ -440,27 +538,21 @@ def solve_count(
         )
     elif value >= MAX_COUNT:
         warnings.append(f"every count up to the limit {MAX_COUNT:,} fits")
-    return {
-        "name": ledger.name,
-        "target": {"epsilon": t, "delta": ledger.delta},
-        "neighbours": str(ledger.neighbours),
-        "discretization": ledger.discretization,
-        "warnings": warnings,
-        "knob": {
-            "name": "count",
-            "entry": name,
-            "index": i,
-            "current": current,
-            "value": value,
-            "more": None if value is None else value - current,
-            "fits": value is not None and value >= current,
-            "epsilon_upper_at_current": _finite(total(current)),
-            "epsilon_upper_at_value": None if value is None else _finite(total(value)),
-            "epsilon_upper_at_next": None
-            if value is None or value >= MAX_COUNT
-            else _finite(total(value + 1)),
-        },
+    knob = {
+        "name": "count",
+        "entry": name,
+        "index": i,
+        "current": current,
+        "value": value,
+        "more": None if value is None else value - current,
+        "fits": value is not None and value >= current,
+        "epsilon_upper_at_current": _finite(total(current)),
+        "epsilon_upper_at_value": None if value is None else _finite(total(value)),
+        "epsilon_upper_at_next": None
+        if value is None or value >= MAX_COUNT
+        else _finite(total(value + 1)),
     }
+    return _answer(ledger, t, warnings, knob)
 
 
 def _finite(x: float) -> float | None:

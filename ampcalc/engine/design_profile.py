@@ -263,40 +263,56 @@ def entry_profile(design: Design, result: Any = None, *, floor: float = 1e-30) -
         raise ConditionError("the design has no mechanism")
     rel, why = coupling(design)
     profile: Profile | None = getattr(mech, "profile", None)
-    basis: list[Citation] = []
     if profile is None:
-        if result is None:
-            result = core.bound(design)
-        if result.upper is None or not math.isfinite(float(result.upper)):
-            raise ConditionError(result.error or "the design has no upper bound")
-        eps_p = float(result.upper)
-        dp = float(result.delta_prime or 0.0)
-        cap_eps = own_pure_epsilon(mech, rel)
-        if dp == 0.0 and cap_eps is not None and cap_eps < eps_p:
-            eps_p = cap_eps
-        x = _x_grid(eps_p)
-        if dp == 0.0:
-            d = _rr_delta(eps_p, x)
-            how = "pure closed form: randomized response at ε′"
-        else:
-            d = _pair_delta(eps_p, dp, x)
-            how = "(ε′, δ′) dominating pair"
-        basis.append(cite(KOV15, "Theorem 2.4"))
-        return EntryProfile(
-            points=_pairs(x, d),
-            symmetric=True,
-            pure_epsilon=eps_p if dp == 0.0 else None,
-            delta_prime=dp,
-            pure_epsilon_spelled=eps_p if dp == 0.0 else None,
-            composed_as=how,
-            basis=tuple(basis),
-            cap=rel if dp == 0.0 and cap_eps is not None else None,
-            cap_reason=why,
-        )
+        return _guarantee_profile(design, result, rel, why)
+    return _named_profile(design, profile, rel, why, floor)
+
+
+def _guarantee_profile(
+    design: Design, result: Any, rel: Neighbours | None, why: str
+) -> EntryProfile:
+    """An M without a named profile: the profile of the dominating pair of the design's
+    (ε′, δ′) bound (randomized response at ε′ when δ′ = 0, capped by M's own pure ε
+    under the coupling ``rel`` when that is smaller)."""
+    if result is None:
+        result = core.bound(design)
+    if result.upper is None or not math.isfinite(float(result.upper)):
+        raise ConditionError(result.error or "the design has no upper bound")
+    eps_p = float(result.upper)
+    dp = float(result.delta_prime or 0.0)
+    cap_eps = own_pure_epsilon(design.mechanism, rel)
+    if dp == 0.0 and cap_eps is not None and cap_eps < eps_p:
+        eps_p = cap_eps
+    x = _x_grid(eps_p)
+    if dp == 0.0:
+        d = _rr_delta(eps_p, x)
+        how = "pure closed form: randomized response at ε′"
+    else:
+        d = _pair_delta(eps_p, dp, x)
+        how = "(ε′, δ′) dominating pair"
+    return EntryProfile(
+        points=_pairs(x, d),
+        symmetric=True,
+        pure_epsilon=eps_p if dp == 0.0 else None,
+        delta_prime=dp,
+        pure_epsilon_spelled=eps_p if dp == 0.0 else None,
+        composed_as=how,
+        basis=(cite(KOV15, "Theorem 2.4"),),
+        cap=rel if dp == 0.0 and cap_eps is not None else None,
+        cap_reason=why,
+    )
+
+
+def _named_profile(
+    design: Design, profile: Profile, rel: Neighbours | None, why: str, floor: float
+) -> EntryProfile:
+    """A named M: the minimum of the upper profiles known for one release (the scheme's
+    (ε, δ) theorem on each point of M's profile; its pure spelling through randomized
+    response; M's own profile under the coupling ``rel``), symmetrically completed."""
     txs, tds = _theorem_points(design, profile, floor)
     sources: list[Any] = [lambda x: _interp_alpha(txs, tds, x)]
     locs = [txs]
-    basis.append(cite(BBG18))
+    basis = [cite(BBG18)]
     parts = ["the scheme's (ε, δ) theorem on each point of M's profile"]
     pure = profile.pure_epsilon
     spelled: float | None = None

@@ -1,8 +1,8 @@
-"""The one data-file reader: CSV, TSV or whitespace-separated text, and Parquet.
+"""The one data-file reader: CSV, TSV or whitespace-separated text (Parquet beside it).
 
 Every data file a design names (strata, cluster sizes, size measures, a size pmf, plan
-data, importance records, PWS samples and frequency files) is read through this module,
-so they all follow one set of rules:
+data, importance records, PWS samples and frequency files) is read through this module
+(a Parquet file through ``ampcalc.load.parquet``), so they all follow one set of rules:
 
 - Errors say ``FILE:LINE: message``, LINE being the file's own line number (1-based,
   counting the header, blank lines and the lines a quoted cell spans), never a data-row
@@ -16,15 +16,14 @@ line numbers (the callers validate the values); ``numeric_block`` parses many li
 numbers at once with numpy's C parser (the record files' fast path) and, only when that
 fails, finds the first bad cell and reports it at its line. Large CSV files (PWS
 samples, standard input included) stream in chunks through ``stream_rows`` and
-``stream_columns`` (split directly when no cell is quoted); Parquet files through
-``read_parquet`` and ``parquet_numbers``; ``.npy`` arrays through ``read_npy``.
+``stream_columns`` (split directly when no cell is quoted); ``.npy`` arrays through
+``read_npy``.
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
-import importlib
 import io
 import itertools
 import os
@@ -452,7 +451,7 @@ def numeric_block(
 
 
 # --------------------------------------------------------------------------------------
-# Parquet
+# .npy arrays, a CSV file's header, its rows counted
 # --------------------------------------------------------------------------------------
 
 
@@ -494,53 +493,6 @@ def read_npy(
             f"{path}: expected a {dims} array of numbers, got shape {arr.shape} of {arr.dtype}"
         )
     return arr
-
-
-def _pyarrow(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        raise DesignError(
-            "reading Parquet needs pyarrow: install ampcalc[parquet] "
-            "(pip install 'ampcalc[parquet]') or use CSV"
-        ) from None
-
-
-def parquet_columns(path: str | os.PathLike[str]) -> list[str]:
-    """The column names of a Parquet file (its schema; no data read)."""
-    pq = _pyarrow("pyarrow.parquet")
-    try:
-        return list(pq.read_schema(os.fspath(path)).names)
-    except Exception as exc:
-        raise DesignError(f"{os.fspath(path)}: not a readable Parquet file ({exc})") from None
-
-
-def parquet_rows(path: str | os.PathLike[str]) -> int:
-    """The number of rows of a Parquet file (from its metadata)."""
-    pq = _pyarrow("pyarrow.parquet")
-    return int(pq.ParquetFile(os.fspath(path)).metadata.num_rows)
-
-
-def read_parquet(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> Any:
-    """A Parquet file (or some of its columns) as a ``pyarrow.Table``."""
-    pq = _pyarrow("pyarrow.parquet")
-    return pq.read_table(os.fspath(path), columns=None if columns is None else list(columns))
-
-
-def parquet_numbers(
-    path: str | os.PathLike[str], table: Any, names: Sequence[str]
-) -> list[np.ndarray]:
-    """Columns ``names`` of a ``pyarrow.Table`` as float arrays (refusing non-numbers)."""
-    pa = _pyarrow("pyarrow")
-    out: list[np.ndarray] = []
-    for name in names:
-        col = table.column(name)
-        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-            raise DesignError(
-                f"{os.fspath(path)}: column {name!r} is {col.type}, expected numbers"
-            )
-        out.append(np.asarray(col.to_numpy(zero_copy_only=False), dtype=float))
-    return out
 
 
 def first_header(
@@ -788,12 +740,8 @@ __all__ = [
     "is_number",
     "missing_column",
     "numeric_block",
-    "parquet_columns",
-    "parquet_numbers",
-    "parquet_rows",
     "pick_column",
     "read_npy",
-    "read_parquet",
     "read_table",
     "sniff_delimiter",
     "split_line",

@@ -44,7 +44,7 @@ from ampcalc.records.dask_parts import (
 
 def _sample_header(part: Partition) -> list[str]:
     if part.kind == "parquet":
-        from ampcalc.load.table import parquet_columns
+        from ampcalc.load.parquet import parquet_columns
 
         header = parquet_columns(part.path)
         if "key" not in header or "frequency" not in header:
@@ -163,7 +163,7 @@ def _parquet_columns(part: Partition, header: tuple[str, ...]) -> list[Any]:
     and a string ``frequency`` as ``load.bytecols.ByteColumn`` s over Arrow's buffers, an
     integer ``frequency`` as int64, other columns as Python values. Nulls, a column of
     another type, and columns that differ from the first partition's are errors."""
-    from ampcalc.load.table import read_parquet
+    from ampcalc.load.parquet import read_parquet
 
     pa = _module("pyarrow")
     table = read_parquet(part.path)

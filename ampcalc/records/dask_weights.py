@@ -66,7 +66,7 @@ def _record_part(part: Partition, columns: Any, probability_column: Any) -> _Rec
     if part.kind != "parquet":
         src = open_source(Path(part.path), columns, probability_column, err)
         return _RecordPart(part.path, part.kind, src.names, src)
-    from ampcalc.load.table import parquet_columns
+    from ampcalc.load.parquet import parquet_columns
 
     header = tuple(parquet_columns(part.path))
     width = len(header)
@@ -85,7 +85,8 @@ def _record_part(part: Partition, columns: Any, probability_column: Any) -> _Rec
 def _count_records(rp: _RecordPart) -> int:
     """Rows of a record partition without parsing it (the parser agrees when it succeeds:
     non-blank lines, less the header)."""
-    from ampcalc.load.table import count_rows, parquet_rows, read_npy
+    from ampcalc.load.parquet import parquet_rows
+    from ampcalc.load.table import count_rows, read_npy
 
     if rp.kind == "parquet":
         return parquet_rows(rp.path)
@@ -121,7 +122,7 @@ def _read_records(rp: _RecordPart) -> Any:
 
 
 def _read_parquet_records(rp: _RecordPart) -> tuple[np.ndarray, np.ndarray | None]:
-    from ampcalc.load.table import parquet_numbers, read_parquet
+    from ampcalc.load.parquet import parquet_numbers, read_parquet
 
     want = [*rp.fields, *([rp.probability_field] if rp.probability_field else [])]
     arrays = parquet_numbers(rp.path, read_parquet(rp.path, want), want)
