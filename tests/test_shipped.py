@@ -51,7 +51,10 @@ def test_examples_lists_what_it_ships(capsys) -> None:
         for p in (ROOT / "examples" / d).rglob("*")
         if p.is_file()
     )
-    assert sorted(listed) == expected
+    assert sorted(listed) == expected, (
+        "the package's copies of examples/ differ from the repository's: run "
+        "`python scripts/sync_shipped.py`"
+    )
     assert "examples/designs/srswor.yaml" in listed and "examples/budget/year.yaml" in listed
     assert "ampcalc examples examples" in run.stderr
 
