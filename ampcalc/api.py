@@ -629,7 +629,7 @@ def pws_sanitize(
     report_frequencies: bool = False,
     extend: bool = True,
 ) -> dict[str, Any]:
-    """Sanitise a weighted sample (004 Alg. 2; ``ampcalc pws sanitize``), in memory.
+    """Sanitise a weighted sample (Cohen et al. 2021 Alg. 2; ``ampcalc pws sanitize``), in memory.
 
     Args:
         design: the pws design.

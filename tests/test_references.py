@@ -295,3 +295,21 @@ def test_examples_and_docs_cite_by_author_not_file() -> None:
             if hit and not ("figures/00" in line or "-figure" in line or "data/" in line):
                 bad.append(f"{path.relative_to(ROOT)}:{i}: {hit.group()!r}")
     assert not bad, "\n".join(bad[:20])
+
+
+#: a paper cited by its file number in the source ("004 Alg. 2", "Lemma 3.3 of 001")
+SOURCE_FILE_NUMBER = re.compile(
+    r"(?<![\d,.\w])(?:paper )?00[0-4](?![\d\w]|,\d|\.\d)|\b00[0-4]_[0-9a-f]{16}"
+)
+
+
+def test_source_cites_papers_by_author_not_file_number() -> None:
+    # comments and docstrings are read by contributors, and docstrings by `help()`:
+    # they cite the papers as the output does (Bun et al., Hu et al., Cohen et al. 2021)
+    bad = []
+    for path in sorted((ROOT / "ampcalc").rglob("*.py")):
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            hit = SOURCE_FILE_NUMBER.search(line)
+            if hit:
+                bad.append(f"{path.relative_to(ROOT)}:{i}: {hit.group()!r}")
+    assert not bad, "cite the paper by its authors, as the output does:\n" + "\n".join(bad[:20])

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def plan_design(design: PlannerDesign, variance_share: float | None) -> Plan:
     """The plan (an ``ampcalc.math.accuracy.Plan``) of a validated planner design; with a
-    ``variance_share`` of V_N (002 §4.1's q), also the largest rate allowing a gain.
+    ``variance_share`` of V_N (Hu et al. §4.1's q), also the largest rate allowing a gain.
 
     Sample sizes: the fixed ``sample`` when given, else n = ⌊ρN + 1/2⌋ per rate for the
     mean and custom statistics (the median's odd n is chosen by ``plan_median``).

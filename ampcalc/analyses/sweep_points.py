@@ -482,9 +482,9 @@ def _plan_columns(design: Any, target: Any) -> tuple[dict[str, np.ndarray], dict
     """The planner's accuracy figures for one SRSWOR design at target ε′ (vectorised).
 
     Columns: ``target.epsilon_prime``; ``plan.rate`` (n/N); ``plan.epsilon_sample``
-    (ε_n, what M on the sample may spend, 002 Theorem 1 inverted);
-    ``plan.noise_ratio`` (r(ε, n/N), 002 eq. 8); ``plan.variance_share_max`` (002's q =
-    1 − ε²/ε_n², 002 §4.1 eq. 5: a gain needs Var(g(S)) <= q·V_N); ``error``.
+    (ε_n, what M on the sample may spend, Hu et al. Theorem 1 inverted);
+    ``plan.noise_ratio`` (r(ε, n/N), Hu et al. eq. 8); ``plan.variance_share_max`` (Hu et al.'s q =
+    1 − ε²/ε_n², Hu et al. §4.1 eq. 5: a gain needs Var(g(S)) <= q·V_N); ``error``.
     """
     from ampcalc.math.accuracy import epsilon_sample, noise_ratio, q_bound
 

@@ -3,7 +3,7 @@
 A planner design names the *population-level* target (ε, δ) the release must meet, an
 SRSWOR sampling frame (population N; a fixed ``sample`` or a grid of ``rates``) and a
 ``statistic:`` block (``mean`` | ``median`` | ``custom``). For each rate it reports the
-sample-spend (ε_n, δ_n) that 002 Theorem 1 allows, the variance (MSE) of the private
+sample-spend (ε_n, δ_n) that Hu et al. Theorem 1 allows, the variance (MSE) of the private
 estimate from the sample and from the whole population, and whether sampling gains.
 Science: Hu et al., §4, spec §9; the computations live in
 ``ampcalc.math.accuracy``.

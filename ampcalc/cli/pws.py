@@ -3,10 +3,10 @@
 - ``pws table DESIGN``: every per-frequency row (q_i, π_i, p_i, SbH φ_i) of a pws
   design (Cohen et al. 2021 Alg. 3; spec B9), ``--verify`` runs the DP
   self-check on Algorithm 4's rows.
-- ``pws sanitize SAMPLE.csv --design D --seed S``: Algorithm 2 of 004 on a real sample
-  (keys only, or keys with sanitised frequencies from Algorithm 4), streaming, with a
+- ``pws sanitize SAMPLE.csv --design D --seed S``: Algorithm 2 of Cohen et al. 2021 on a
+  real sample (keys only, or keys with sanitised frequencies from Algorithm 4), streaming, with a
   counter-based per-key generator (same output however the file is chunked).
-- ``pws estimate PRIVATE.csv --design D``: the MLE estimator (004 Eq. 9, spec B8) of
+- ``pws estimate PRIVATE.csv --design D``: the MLE estimator (Cohen et al. 2021 Eq. 9, spec B8) of
   the sum of frequencies, with per-frequency bias, variance, MSE.
 """
 

@@ -3,11 +3,11 @@
 Science: Hu et al. (Theorem 1 and §4) and the spec
 ``bun-drechsler-hu-formulas.md`` §9. Pure functions, no printing.
 
-Directions are named explicitly (002 flips the meaning of ε_n between Theorem 1 and §3):
+Directions are named explicitly (Hu et al. flip the meaning of ε_n between Theorem 1 and §3):
 
 * ``epsilon_population`` (ε): the target the *population-level* release must meet.
 * ``epsilon_sample`` (ε_n): what the mechanism run on the SRSWOR sample of size n may
-  spend so that, by 002 Theorem 1, the population-level guarantee is ε:
+  spend so that, by Hu et al. Theorem 1, the population-level guarantee is ε:
   ε_n = A⁻¹(n/N, ε) = log(1 + (N/n)(e^ε − 1)), and δ_n = (N/n)δ.
 
 **Theorem (no sampling is optimal for the global-sensitivity Laplace mean; spec §9.2).**
@@ -19,7 +19,7 @@ i.e. the noise ratio r(ε, n/N) = (g(n/N)/ε)² < 1, so the sample's Laplace noi
 non-negative sampling variance (1 − n/N)S²/n, V_n > V_N for every n < N: the variance
 minimising rate is 1 (no sampling), for every ε > 0 and every data set. The planner's
 "no gain" verdict for the mean comes from this theorem, not from comparing rounded
-numbers. 002 Figure 5 (a threshold ε below which r > 1) is a floating-point artefact of
+numbers. Hu et al. Figure 5 (a threshold ε below which r > 1) is a floating-point artefact of
 evaluating log(1 + (N/n)(e^ε − 1)) naively (spec §9.2 warning, §11 item 15).
 """
 
@@ -62,7 +62,7 @@ DERIVATIONS = "ampcalc derivations"
 
 
 def epsilon_sample(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
-    """ε_n = A⁻¹(ρ, ε): the sample-spend ε giving the population target ε (002 Thm 1)."""
+    """ε_n = A⁻¹(ρ, ε): the sample-spend ε giving the population target ε (Hu et al. Thm 1)."""
     return amplification_inverse(rho, eps)
 
 
@@ -103,12 +103,12 @@ def one_minus_noise_ratio(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
 
 
 def noise_ratio(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
-    """r(ε, n/N) = ((n/N)·ε_n/ε)² (002 eq. 8): V_N,noise / V_n,noise.
+    """r(ε, n/N) = ((n/N)·ε_n/ε)² (Hu et al. eq. 8): V_N,noise / V_n,noise.
 
     Basis: Hu et al., eq. 8; spec §9.2. Evaluated as (1 − D/ε)² with the
     cancellation-free gap D (``_gap``) while D/ε < 1/2, else as (ρ·ε_n/ε)² directly,
     so r <= 1 holds as evaluated, for every ε > 0 (the naive form gives the
-    spurious r > 1 of 002 Figure 5 for tiny ε).
+    spurious r > 1 of Hu et al. Figure 5 for tiny ε).
     """
     eps, rho = np.broadcast_arrays(np.asarray(eps, float), np.asarray(rho, float))
     d = _gap(eps, rho) / eps
@@ -119,7 +119,7 @@ def noise_ratio(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
 
 
 def q_bound(eps: ArrayLike, rho: ArrayLike) -> FloatArray:
-    """q = 1 − ε²/ε_n² (002 §4.1, eq. 5): a gain needs Var(g(S)) <= q·V_N.
+    """q = 1 − ε²/ε_n² (Hu et al. §4.1, eq. 5): a gain needs Var(g(S)) <= q·V_N.
 
     Assumes Δ_n = Δ_N (the best case); with Δ_n >= Δ_N it is still necessary.
     q ≈ 1 − (n/N)² for small ε (spec §9.2 vectors).
@@ -144,9 +144,9 @@ def _log_expm1(a: FloatArray) -> FloatArray:
 def max_rate_for_gain(q: ArrayLike, eps: ArrayLike) -> FloatArray:
     """Largest rate n/N at which a sampling-variance share q of V_N still allows a gain.
 
-    Basis: spec §9.2 (closed form, [DERIVED] from 002 §4.1): q = 1 − ε²/ε_n² ⇔
+    Basis: spec §9.2 (closed form, [DERIVED] from Hu et al. §4.1): q = 1 − ε²/ε_n² ⇔
     ε_n = ε/√(1 − q), and ε_n = A⁻¹(ρ, ε) ⇔ ρ = expm1(ε)/expm1(ε/√(1 − q)).
-    Test vectors: q = 0.6 gives 16.77 % at ε = 3 and 61.4 % at ε = 0.1 (002 §4.2).
+    Test vectors: q = 0.6 gives 16.77 % at ε = 3 and 61.4 % at ε = 0.1 (Hu et al. §4.2).
     Evaluated in log space (no overflow at ε = 800). q must be in [0, 1).
     """
     q = np.asarray(q, float)
@@ -166,7 +166,7 @@ def median_sample_size(rate: float, population: int) -> int:
 
 
 def beta(eps: float, delta: float) -> float:
-    """β = ε/(2 log(2/δ)) (002 §2, eq. 4; spec §9.1: ε = 0.1, δ = 1/20002 → 0.0047184)."""
+    """β = ε/(2 log(2/δ)) (Hu et al. §2, eq. 4; spec §9.1: ε = 0.1, δ = 1/20002 → 0.0047184)."""
     return eps / (2.0 * math.log(2.0 / delta))
 
 
@@ -264,7 +264,7 @@ class Plan:
     assumptions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     max_rate_for_gain: float | None = None
-    #: the sampling-variance share of V_N asked about (002 §4.1 calls it q; renamed so
+    #: the sampling-variance share of V_N asked about (Hu et al. §4.1 calls it q; renamed so
     #: that it cannot be read as a sampling rate)
     variance_share: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
@@ -311,7 +311,7 @@ def plan_mean(
     variance: float,
     q: float | None = None,
 ) -> Plan:
-    """Laplace mean, global sensitivity R/n (002 §4.2, eqs. 6–8; spec §9.2).
+    """Laplace mean, global sensitivity R/n (Hu et al. §4.2, eqs. 6–8; spec §9.2).
 
     V_N = 2(R/(εN))², V_n = (1 − n/N)S²/n + 2(R/(ε_n n))² with ε_n = A⁻¹(n/N, ε).
     Verdict per row: gain only at n = N (no sampling), by the module theorem.
@@ -408,7 +408,7 @@ def plan_custom(
     sens_population: float,
     q: float | None = None,
 ) -> Plan:
-    """General Laplace statistic (002 eq. 5): V_n = Var(g(S)) + 2(Δ_n/ε_n)², V_N = 2(Δ_N/ε)².
+    """General Laplace statistic (Hu et al. eq. 5): V_n = Var(g(S)) + 2(Δ_n/ε_n)², V_N = 2(Δ_N/ε)².
 
     A gain needs Var(g(S)) <= q·V_N, q = 1 − ε²/ε_n², when Δ_n = Δ_N; the negative form
     (no gain if Var(g(S)) >= 2Δ_N²(ε⁻² − ε_n⁻²)) assumes Δ_n >= Δ_N (spec §9.2, §11 item 18).
@@ -432,7 +432,7 @@ def plan_custom(
                 "variance_share_max": float(q_bound(eps, rho)),
                 "sampling_variance": var,
                 "noise_variance_sample": noise_n,
-                # 002 Table 1 row 1: no gain if Var(g(S)) >= 2Δ_N²(ε⁻² − ε_n⁻²) (Δ_n >= Δ_N)
+                # Hu et al. Table 1 row 1: no gain if Var(g(S)) >= 2Δ_N²(ε⁻² − ε_n⁻²) (Δ_n >= Δ_N)
                 "no_gain_threshold": 2.0 * sens_population**2 * (eps**-2 - eps_n**-2),
                 "gain": bool(v_n < v_pop),
             }
@@ -461,7 +461,7 @@ def plan_custom(
 def _sample_guarantee(
     eps: float, delta: float, rate: float, n: int, big_n: int
 ) -> tuple[float, float]:
-    """(ε_n, δ_n) = (A⁻¹(n/N, ε), (N/n)δ) the sample of size n may spend (002 Thm 1).
+    """(ε_n, δ_n) = (A⁻¹(n/N, ε), (N/n)δ) the sample of size n may spend (Hu et al. Thm 1).
 
     Raises:
         ValueError: δ_n >= 1, a vacuous (ε_n, δ_n) guarantee.
@@ -548,7 +548,7 @@ def plan_median(
     seed: int,
     q: float | None = None,
 ) -> Plan:
-    """Smooth-sensitivity noisy median, population vs seeded SRSWOR samples (002 §4.3).
+    """Smooth-sensitivity noisy median, population vs seeded SRSWOR samples (Hu et al. §4.3).
 
     Population: MSE = E[η²] with η ~ Laplace(0, 2Δ^S/ε), i.e. 8(Δ^S/ε)², β from (ε, δ).
     Sample of odd size n: (ε_n, δ_n) = (A⁻¹(n/N, ε), (N/n)δ); per simulation the squared

@@ -385,9 +385,9 @@ def laplace_sum_mse(q: np.ndarray, sq_norm2: np.ndarray, scale: float, d: int) -
 def var_opt_probabilities(norm2: np.ndarray, m: float) -> np.ndarray:
     """Variance-optimal q_i = min(1, ‖x_i‖₂/λ) with Σq = m (water-filling, spec A8).
 
-    The oracle benchmark of 003 §3.3: it minimises Σ‖x‖²/q at expected size m but
-    depends on the data, so it is **not** a DP sampling map. λ is found by bisection
-    on the monotone Σ min(1, ‖x‖/λ).
+    The oracle benchmark of the importance-sampling paper, §3.3: it minimises Σ‖x‖²/q at
+    expected size m but depends on the data, so it is **not** a DP sampling map. λ is
+    found by bisection on the monotone Σ min(1, ‖x‖/λ).
     """
     z = np.asarray(norm2, dtype=float)
     if m >= np.count_nonzero(z):

@@ -225,7 +225,7 @@ def sanitize_keys(
     rows: Rows | None = None,
     hashes: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Algorithm 2 of 004: keep key x with probability p_{w_x} = π_{w_x}/q_{w_x}
+    """Algorithm 2 of Cohen et al. 2021: keep key x with probability p_{w_x} = π_{w_x}/q_{w_x}
     (keys only); with ``rows``, draw the token j from π_{w,•}/q_w (j = 0 drops the key).
 
     Returns (kept mask, tokens or None). One uniform per key (``key_uniforms``;

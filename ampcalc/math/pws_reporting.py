@@ -22,7 +22,7 @@ METHODS = ("ppswor", "priority", "none")
 def inclusion_probabilities(
     n: int, *, method: str, threshold: float = 1.0, weight_power: float = 1.0
 ) -> np.ndarray:
-    """q_1..q_n of threshold sampling (004 Alg. 1, Eq. 1; spec B2).
+    """q_1..q_n of threshold sampling (Cohen et al. 2021 Alg. 1, Eq. 1; spec B2).
 
     ppswor (Exp[1] scores): q_i = 1 − e^{−τ f(i)}; priority (U[0,1]): min(1, τ f(i));
     none: q_i ≡ 1; f(i) = i^p. Returned as float64 array of length n (index 0 is i = 1).
@@ -42,7 +42,7 @@ def inclusion_probabilities(
 
 
 def L_eps_delta(eps: float, delta: float) -> float:
-    """L(ε, δ) = (1/ε) ln((e^ε − 1 + 2δ)/(δ(e^ε + 1))) (004 Eq. 3), stable form."""
+    """L(ε, δ) = (1/ε) ln((e^ε − 1 + 2δ)/(δ(e^ε + 1))) (Cohen et al. 2021 Eq. 3), stable form."""
     if eps > 30.0:  # e^ε − 1 + 2δ = e^ε(1 + (2δ − 1)e^{−ε}); no overflow for large ε
         num = eps + math.log1p((2.0 * delta - 1.0) * math.exp(-eps))
     else:
@@ -98,7 +98,8 @@ def reporting_probabilities(
     *,
     exact: Callable[[int], Fraction | None] | None = None,
 ) -> np.ndarray:
-    """Algorithm 3 of 004: π_i = min{q_i, e^ε π_{i−1} + δ, 1 + e^{−ε}(π_{i−1} + δ − 1)}.
+    """Algorithm 3 of Cohen et al. 2021:
+    π_i = min{q_i, e^ε π_{i−1} + δ, 1 + e^{−ε}(π_{i−1} + δ − 1)}.
 
     Basis: Cohen et al. 2021 Alg. 3, Lemma 4.1 (pointwise maximal p_i = π_i/q_i).
     Conditions: ε > 0, 0 < δ <= 1, q non-decreasing (checked by the caller).

@@ -157,7 +157,7 @@ def frequency_rows(
     max_entries: int | None = None,
     repeats: bool = True,
 ) -> Rows:
-    """Algorithm 4 of 004 (spec B6): rows π_{i,•} over j = 0..i, banded.
+    """Algorithm 4 of Cohen et al. 2021 (spec B6): rows π_{i,•} over j = 0..i, banded.
 
     Basis: Cohen et al. 2021 Alg. 4, Thm. 5.1 (within outputs j <= i).
     Formula (per row, vectorised with prefix/suffix sums, same greedy as the text):
@@ -358,7 +358,7 @@ def dp_check_pi(pi: np.ndarray, eps: float) -> float:
 
 
 def mle_estimates(rows: Rows, g: np.ndarray | None = None, upto: int | None = None) -> np.ndarray:
-    """MLE a_j = g(i_j)/π_{i_j}, i_j = argmax_{h>=j} π_{h,j} (004 Eq. 9; spec B8).
+    """MLE a_j = g(i_j)/π_{i_j}, i_j = argmax_{h>=j} π_{h,j} (Cohen et al. 2021 Eq. 9; spec B8).
 
     Scans h = j, j+1, … while π_{h,j} > 0 and keeps the first strict maximum. Needs the
     rows computed past the end of column j (``Rows.lo[n] > upto``). Index 0 is j = 1.

@@ -232,7 +232,7 @@ def sbh_phi(
     weight_power: float = 1.0,
     frequencies: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Reporting probability of the stability-based histogram (spec B9; 004 Sec. 8.1,
+    """Reporting probability of the stability-based histogram (spec B9; Cohen et al. 2021 Sec. 8.1,
     Alg. 6), i = 1..n (or at the given ``frequencies``, n ignored), each in [0, 1].
 
     q ≡ 1: φ_i = ½ e^{−ε(T−i)} for i <= T, 1 − ½ e^{−ε(i−T)} above. Sampled SbH (some

@@ -130,7 +130,7 @@ class Mechanism:
         neighbours: the relation under which ``epsilon`` holds. ``both`` states
             M is (ε, δ)-DP under add-remove and under replace-one (e.g. a count).
         epsilon_replace_one: add-remove only: M's ε under replace-one when known
-            from the mechanism's own analysis; by default 2ε (000 §2.2).
+            from the mechanism's own analysis; by default 2ε (Bun et al. §2.2).
         delta_replace_one: add-remove only: M's δ under replace-one; needed
             with an explicit ``epsilon_replace_one`` when δ > 0.
         releases: the individual releases, when declared that way.

@@ -27,7 +27,7 @@ class Weights:
         design: the design's name.
         probability: q(x) per record (row order of the record file).
         weight: w(x) = 1/q(x).
-        epsilon_hat: ε̂(x), rounded up (003 Theorem 6 / Theorem 10).
+        epsilon_hat: ε̂(x), rounded up (the importance-sampling paper, Theorem 6 / Theorem 10).
         outside: records outside the domain or infeasible (written with q = 1 under
             ``privacy-constrained``; their q otherwise, never clipped).
     """

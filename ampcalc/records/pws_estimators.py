@@ -1,5 +1,5 @@
 """Accuracy of private weighted samples: the unbiased estimator, the SbH baseline's
-bias and variance, and the expected number of reported keys (004 §7, §8.1).
+bias and variance, and the expected number of reported keys (Cohen et al. 2021 §7, §8.1).
 
 Basis: Cohen et al. 2021, §7.1 (the unbiased estimator: the triangular system
 Σ_{j<=i} π_{i,j} a_j = g(i); the MLE, Eq. 9, is in ``pws_kernels``), §8.1 (SbH, Alg. 6,
@@ -28,7 +28,7 @@ _TAIL = 60.0  # Laplace scales kept on either side: e^{−60} of the mass droppe
 
 
 def unbiased_estimates(rows: K.Rows, upto: int | None = None) -> np.ndarray:
-    """The unique unbiased per-key estimates a_1..a_m (004 §7.1), g(i) = i:
+    """The unique unbiased per-key estimates a_1..a_m (Cohen et al. 2021 §7.1), g(i) = i:
     a_i = (i − Σ_{j<i} π_{i,j} a_j)/π_{i,i}. NaN from the first i with π_{i,i} = 0 (the
     system is then singular). Entries can be negative and large (spec B8: ε = 1,
     δ = 1e-3, q ≡ 1 gives a_2 = −718.28)."""
@@ -46,7 +46,7 @@ def unbiased_estimates(rows: K.Rows, upto: int | None = None) -> np.ndarray:
 
 
 def _q_real(y: np.ndarray, method: str, tau: float, power: float) -> np.ndarray:
-    """q(y) of threshold sampling at a real sanitized frequency y (004 Eq. 1)."""
+    """q(y) of threshold sampling at a real sanitized frequency y (Cohen et al. 2021 Eq. 1)."""
     if method == "none":
         return np.ones_like(y)
     with np.errstate(over="ignore"):
@@ -69,9 +69,9 @@ def sbh_moments(
     """E[a] − i and E[a²] − i² of sampled-SbH's per-key estimate at each frequency i
     (spec B9), centred so that large frequencies keep their precision.
 
-    SbH (004 Alg. 6): w* = i + Lap(1/ε), reported iff w* >= T = 1 + ln(1/δ)/ε; then
+    SbH (Cohen et al. 2021 Alg. 6): w* = i + Lap(1/ε), reported iff w* >= T = 1 + ln(1/δ)/ε; then
     sampled with probability q(w*) and estimated by (7), a = w*/q(w*). So
-    E[a] = ∫_T^∞ y·Lap_i(y) dy (q cancels: independent of τ, as 004 Fig. 5 notes) and
+    E[a] = ∫_T^∞ y·Lap_i(y) dy (q cancels: independent of τ, as Cohen et al. 2021 Fig. 5 notes) and
     E[a²] = ∫_T^∞ y²/q(y)·Lap_i(y) dy; centred: E[a] − i = ∫_T (y − i)Lap_i − i·Pr(w* < T),
     E[a²] − i² = ∫_T ((y − i)(y + i) + i²(1 − q(y)))/q(y)·Lap_i − i²·Pr(w* < T).
     q ≡ 1 (``none``) is SbH without sampling.
@@ -163,7 +163,7 @@ def sampling_of(params: Any, q: np.ndarray) -> dict[str, Any] | None:
 
 
 # --------------------------------------------------------------------------------------
-# Expected number of reported keys (004 §8.1, Fig. 2 and 4)
+# Expected number of reported keys (Cohen et al. 2021 §8.1, Fig. 2 and 4)
 # --------------------------------------------------------------------------------------
 
 
@@ -177,7 +177,7 @@ class Distribution:
 
 
 def zipf(support: int, alpha: float) -> Distribution:
-    """The integer Zipf law of 004's experiments (spec B10, the authors'
+    """The integer Zipf law of Cohen et al. 2021's experiments (spec B10, the authors'
     ``int_zipf_distribution``): key k = 0..support − 1 has frequency
     ⌊(k + 1)^{−α}/support^{−α}⌋ (so the rarest key has frequency 1)."""
     k = np.arange(support, dtype=float)
@@ -235,7 +235,7 @@ def _q_at(params: Any, freqs: np.ndarray) -> np.ndarray:
 
 def expected_keys(params: Any, dist: Distribution) -> dict[str, Any]:
     """Expected number of keys reported by PWS (Σ count·π_w), by sampled-SbH
-    (Σ count·φ_w) and by the non-private sample (Σ count·q_w) (004 Fig. 2 and 4)."""
+    (Σ count·φ_w) and by the non-private sample (Σ count·q_w) (Cohen et al. 2021 Fig. 2 and 4)."""
     from ampcalc.schemes import pws
 
     # the table until π settles at q for good (a design's max_frequency may stop short)
@@ -301,7 +301,7 @@ def rows_past(params: Any, top: int) -> K.Rows:
 
 def accuracy(params: Any, top: int) -> list[dict[str, Any]]:
     """Per frequency i = 1..top: the MLE's and the unbiased estimator's a_i, Bias_i,
-    Var_i (PWS, 004 §7.1) and sampled-SbH's Bias_i, Var_i (§8.1)."""
+    Var_i (PWS, Cohen et al. 2021 §7.1) and sampled-SbH's Bias_i, Var_i (§8.1)."""
     rows = rows_past(params, top)
     a_mle = K.mle_estimates(rows, upto=top)
     b_mle, v_mle, _ = K.bias_variance(rows, a_mle, upto=top)

@@ -24,7 +24,7 @@ from ampcalc.math import numeric
 
 
 def eq2(a: int, b: int, eps: Any) -> np.ndarray:
-    """001 eq. (2) with sizes a <= b: log((1 + e^{−ε(b−a)}) / (e^{−ε} + e^{−ε(b−a)})),
+    """Bun et al. 2020 eq. (2) with sizes a <= b: log((1 + e^{−ε(b−a)}) / (e^{−ε} + e^{−ε(b−a)})),
     rounded down (a lower bound: the witness's loss at one output)."""
     e = np.asarray(eps, dtype=float)
     d = float(b - a)

@@ -244,7 +244,7 @@ RELATION = Neighbours.ADD_REMOVE
 
 
 def theorem(rate: float, conditions: tuple[str, ...] = ()) -> Theorem:
-    """Lemma 3.3 of 001 (add-remove) at inclusion probability ``rate``, as data: ε′ =
+    """Lemma 3.3 of Bun et al. 2020 (add-remove) at inclusion probability ``rate``, as data: ε′ =
     A(q, ε), the closed form ``numeric.Amplification`` that ``upper_epsilon``,
     ``lower_epsilon`` and ``inverse_epsilon`` evaluate."""
     return Theorem(
@@ -521,7 +521,7 @@ def group_inverse_epsilon(target: np.ndarray, *, rate: float, group: int) -> np.
 
 
 def group_theorem(rate: float, group: int) -> Theorem:
-    """Lemma 3.3 of 001 applied g times (add-remove of g records), as data."""
+    """Lemma 3.3 of Bun et al. 2020 applied g times (add-remove of g records), as data."""
     q, g = rate, group
     return Theorem(
         name="Lemma 3.3, applied g times",

@@ -43,8 +43,8 @@ class Params:
     """A weighted sample of keys, sanitised to meet the design's target (ε, δ).
 
     Each key x with frequency w_x (a whole number >= 1) is sampled independently with
-    probability q_{w_x} by threshold sampling (004 Alg. 1), then kept with probability
-    p_{w_x} = π_{w_x}/q_{w_x} (keys only) or reported with a sanitised frequency
+    probability q_{w_x} by threshold sampling (Cohen et al. 2021 Alg. 1), then kept with
+    probability p_{w_x} = π_{w_x}/q_{w_x} (keys only) or reported with a sanitised frequency
     (Alg. 4). The end-to-end output is element-level (ε, δ)-DP: neighbouring data
     differ by one element (one key's frequency ±1). The sampling itself is not private;
     q (method, τ, f) is public.
@@ -108,7 +108,7 @@ FIELDS = (
 
 
 def check(params: Params) -> list[Problem]:
-    """Cross-field rules: q must be non-decreasing (004 Sec. 3, spec B1)."""
+    """Cross-field rules: q must be non-decreasing (Cohen et al. 2021 Sec. 3, spec B1)."""
     if params.inclusion is None and params.weight_power <= 0:
         return [
             Problem(
@@ -196,8 +196,8 @@ def q_of(params: Params, n: int) -> np.ndarray:
 def exact_q(params: Params) -> Callable[[int], Fraction | None] | None:
     """The exact q_i (1-based) as a rational where the float q_i rounds it: priority
     sampling with a whole-number weight power p <= 64, q_i = min(1, τ·i^p) with τ the
-    float given (004 Alg. 1, Eq. 1). None where the floats are the exact values (an explicit
-    ``inclusion`` list, ``none``) or q has no rational form (ppswor)."""
+    float given (Cohen et al. 2021 Alg. 1, Eq. 1). None where the floats are the exact values
+    (an explicit ``inclusion`` list, ``none``) or q has no rational form (ppswor)."""
     if params.inclusion is not None or params.method != "priority":
         return None
     power = params.weight_power
@@ -423,8 +423,8 @@ def analyse(params: Params, mechanism: Mechanism | None, guarantee: Neighbours) 
 
 
 def sbh_ratio_note(eps: float, big_l: float, rows: list[dict[str, Any]]) -> str | None:
-    """The erratum of 004 §8.1 on a q ≡ 1 table: π*_i/φ_i ∈ [2, 2/ε] for i <= L has the
-    top end 2/(1 − e^{−ε}) (spec B9, B10), with the table's own largest ratio there."""
+    """The erratum of Cohen et al. 2021 §8.1 on a q ≡ 1 table: π*_i/φ_i ∈ [2, 2/ε] for i <= L
+    has the top end 2/(1 − e^{−ε}) (spec B9, B10), with the table's own largest ratio there."""
     top = 2.0 / -math.expm1(-eps)
     ratios = [
         (r["ratio"], r["frequency"])

@@ -146,7 +146,7 @@ read under it by the assembly)."""
 
 
 def theorem(params: Params) -> Theorem:
-    """Theorem 2.2 of 000 for this design, as data: ε′ = A(m/N, ε_R), the closed form
+    """Theorem 2.2 of Bun et al. for this design, as data: ε′ = A(m/N, ε_R), the closed form
     ``numeric.Amplification`` that ``upper_epsilon``, ``lower_epsilon`` and
     ``inverse_epsilon`` evaluate (formulas in replace-one ε_R)."""
     n, m = params.population, params.sample
@@ -183,7 +183,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
 
 def one_in_100_note() -> str:
-    """The erratum of 000 §2.4 (a secret 1/100 sample), on designs at that rate.
+    """The erratum of Bun et al. §2.4 (a secret 1/100 sample), on designs at that rate.
 
     The paper prints ε′ = 0.01 for ε = 1 and ε = 100 for ε′ = 1 (noise scale 1/(100n));
     Theorem 2.2 gives A(0.01, 1) = 0.017037 and A⁻¹(0.01, 1) = 5.1523 (spec §1, §11).

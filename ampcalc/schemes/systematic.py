@@ -174,7 +174,7 @@ assembly); the fixed ordering's witness puts no condition on it."""
 
 
 def theorem(params: Params, *, size_hidden: bool) -> Theorem:
-    """Theorem 2.2 of 000 over a random, secret ordering, at the larger fraction ⌈N/k⌉/N.
+    """Theorem 2.2 of Bun et al. over a random, secret ordering, at the larger fraction ⌈N/k⌉/N.
 
     ``size_hidden`` (k ∤ N and M's add-remove ε known): the lower bound is the
     two-relation witness ``_lower_size_hidden``, not a formula of ε_R alone, so the
@@ -207,7 +207,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
 
 def interval_note(n: int, k: int) -> str:
-    """The erratum of 000 §6.3: its "k = |P|/m²" carries footnote marker 2 (k = |P|/m)."""
+    """The erratum of Bun et al. §6.3: its "k = |P|/m²" carries footnote marker 2 (k = |P|/m)."""
     m = n / k
     return (
         f'{cite(BUN_2022, "§6.3")} prints the interval as "k = |P|/m²"; the ² is its '

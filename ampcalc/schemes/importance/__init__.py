@@ -1,4 +1,4 @@
-"""Poisson importance sampling with personalised privacy (paper 003).
+"""Poisson importance sampling with personalised privacy (the importance-sampling paper).
 
 Basis: Personalized Privacy Amplification via Importance Sampling (Fay, Mair, Sjölund) Theorem 6
 (amplification by

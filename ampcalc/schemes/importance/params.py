@@ -37,10 +37,11 @@ KNOBS = ("scale", "noise_constant", "expected_size")
 
 @dataclass(frozen=True, kw_only=True)
 class RecordEpsilon:
-    """The per-record ε(w, x) of a mechanism on weighted records (003 Def. 4, A1).
+    """The per-record ε(w, x) of a mechanism on weighted records (the importance-sampling
+    paper, Def. 4, A1).
 
-    003 calls ε(w, x) the mechanism's PDP "profile" (the YAML key ``profile:`` names its
-    form); it is one ε per record and weight, not a privacy profile δ(ε).
+    The importance-sampling paper calls ε(w, x) the mechanism's PDP "profile" (the YAML key
+    ``profile:`` names its form); it is one ε per record and weight, not a privacy profile δ(ε).
 
     ``epsilon`` is the declared (reference) ε: the unsampled loss sup_{‖x‖<=r} ε(1, x).
     Sweeps and ``--epsilon`` vary it; the profile is then scaled by ε/``natural``
@@ -79,7 +80,8 @@ class RecordEpsilon:
         return self.kind != "constant"
 
     def epsilon_replace_one_of(self, eps: Any) -> None:
-        """No replace-one ε: the profile is an add-remove notion (003 Def. 4)."""
+        """No replace-one ε: the profile is an add-remove notion (the importance-sampling
+        paper, Def. 4)."""
         return None
 
     def epsilon_add_remove_known(self) -> bool:
@@ -229,7 +231,8 @@ def parse_mechanism(raw: Any, reader: Any, params: Params) -> RecordEpsilon:
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Params:
-    """Poisson importance sampling of the records of a file (003 Def. 5).
+    """Poisson importance sampling of the records of a file (the importance-sampling paper,
+    Def. 5).
 
     Each record x is kept independently with probability q(x) and weighted by
     w = 1/q(x). q must be a public map fixed before seeing the data (spec A4).
@@ -250,7 +253,8 @@ class Params:
         probability_column: the column of q (``column``).
         min_probability: public floor on q (``column``): without it no guarantee.
         max_probability: public ceiling on q (``column``): bounds a weight-free
-            (``constant``) profile's loss, A(max q, ε) (003 App. A, Prop. 3).
+            (``constant``) profile's loss, A(max q, ε) (the importance-sampling paper, App. A,
+            Prop. 3).
         knob: what ``invert`` solves for (scale | noise_constant | expected_size).
         data: the file's per-record norms (read at load time).
         target_epsilon: ε* from the design's ``target:`` block (privacy-constrained).

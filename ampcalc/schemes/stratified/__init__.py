@@ -17,13 +17,13 @@ Basis:
     Theorem 4.3; proof in Appendices C and E); exact inverse of spec §5.1;
   - proportional + randomized at rate 1: a census, ε′ = M's own ε (exact);
   - proportional + nearest/floor: at the stated sizes, each stratum's allocation at
-    N_h − 1, N_h, N_h + 1: a step that keeps it is a simple random sample (000 Theorem
-    2.2 coupling, A(m/N, ε_R), exact), a step that moves it costs exactly ε (000 §4.1
+    N_h − 1, N_h, N_h + 1: a step that keeps it is a simple random sample (Bun et al. Theorem
+    2.2 coupling, A(m/N, ε_R), exact), a step that moves it costs exactly ε (Bun et al. §4.1
     witness); replace-one inside a stratum moves nothing, a record moved between strata
     chains the two steps (ε_R when both move);
   - poisson: Bun et al. 2020, Lemma 3.3 (tight);
-  - fixed: 000 Theorem 2.2 within each stratum (replace-one inside a stratum);
-  - neyman: 000 §7.2 and Appendix E.1 (deterministic, data-dependent allocation:
+  - fixed: Bun et al. Theorem 2.2 within each stratum (replace-one inside a stratum);
+  - neyman: Bun et al. §7.2 and Appendix E.1 (deterministic, data-dependent allocation:
     lower bounds Δ∞·ε and Δ₁·ε, no upper bound).
 
 Layout: one module per allocation family, each reading theorem -> formula (plain

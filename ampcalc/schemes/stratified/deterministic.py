@@ -1,7 +1,7 @@
 """Proportional allocation with deterministic rounding (nearest, floor), judged at
 the stated stratum sizes: each stratum's allocation at N_h − 1, N_h, N_h + 1; a step
-that keeps it is a simple random sample (000 Theorem 2.2, A(m/N, ε_R), exact), a step
-that moves it costs exactly ε (000 §4.1 witness)."""
+that keeps it is a simple random sample (Bun et al. Theorem 2.2, A(m/N, ε_R), exact), a step
+that moves it costs exactly ε (Bun et al. §4.1 witness)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def _step_values(
     Δ = 1: ε_D (upper: drop x, or a random record, from the larger sample — a coupling
     at add-remove distance 1; lower: Pr[M(S) = 1] ∝ e^{ε_D·|S|}). Δ = 0: A(q, ε_R) with
     q = m/(N + 1) the added record's inclusion (upper: swap x for a random unsampled
-    record, 000 Theorem 2.2's coupling; lower: Pr[M(S) = 1] ∝ e^{ε_R·[x ∈ S] − ε_R|S|/2},
+    record, Bun et al. Theorem 2.2's coupling; lower: Pr[M(S) = 1] ∝ e^{ε_R·[x ∈ S] − ε_R|S|/2},
     ε_D-DP under add-remove as ε_R <= 2ε_D). Rounded up (``up``) or down.
     """
     out: np.ndarray = np.where(delta > 0, ed, _amp(q, er, up))

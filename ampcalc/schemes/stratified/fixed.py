@@ -1,5 +1,5 @@
 """Stratified Poisson and fixed allocations: the ``poisson`` and ``srswor`` families'
-results at the stratum of largest rate (Bun et al. 2020, Lemma 3.3; 000
+results at the stratum of largest rate (Bun et al. 2020, Lemma 3.3; Bun et al.
 Theorem 2.2 within each stratum)."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ integer by a deterministic rule (Bun et al. 2020, §3, §3.1):
 
 All arithmetic is exact (Python integers and fractions). The allocation is a function of
 every stratum's size, so it is data-dependent: one record added, removed or moved
-between strata can change several strata's allocations at once (001 Lemma 3.1: the
+between strata can change several strata's allocations at once (Bun et al. 2020 Lemma 3.1: the
 lower bound GS_f·ε; its upper-bound half does not hold, spec §4.1).
 
 The allocation is what the rule gives; a stratum is sampled whole when its allocation

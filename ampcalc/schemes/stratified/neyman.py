@@ -35,7 +35,7 @@ BASIS_NEYMAN = (cite(BUN_2022, "§7.2"), cite(BUN_2022, "Appendix E.1"), cite(BU
 
 
 def neyman_allocations(p: Params) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """The Neyman allocation on P and on its worst neighbour P′ (000 Appendix E.1).
+    """The Neyman allocation on P and on its worst neighbour P′ (Bun et al. Appendix E.1).
 
     P′ moves the lowest stratum's smallest record (``min_value``) to the top-code U,
     which puts it in the top stratum: the lowest stratum loses it, the top stratum
@@ -84,7 +84,7 @@ def replace_one_lower(ed: np.ndarray, er: np.ndarray, *, linf: int, l1: int) -> 
 
     One stratum's count + Lap(1/e) is e-DP under both relations: Δ∞·min(ε_D, ε_R);
     every count + Lap(1/e) is e-DP under add-remove and 2e under replace-one:
-    Δ₁·min(ε_D, ε_R/2) (000 §4.1, §7.2). Rounded down."""
+    Δ₁·min(ε_D, ε_R/2) (Bun et al. §4.1, §7.2). Rounded down."""
     one = linf * np.minimum(ed, er)
     every = l1 * np.minimum(ed, er / 2.0)
     return numeric.round_down(np.maximum(one, every))
@@ -190,7 +190,7 @@ def _lower_bounds_at(eps: Any, *, linf: int, l1: int) -> dict[str, Any]:
 
 
 def neyman_sums_note(total_p: int, total_neighbour: int, *, given: bool) -> str:
-    """The erratum of 000 §7.2 / Appendix E.1: its Neyman vectors for m = 10,000 sum to
+    """The erratum of Bun et al. §7.2 / Appendix E.1: its Neyman vectors for m = 10,000 sum to
     10,004 and 10,005 (spec §8.3, §11 item 10), with this design's own sums."""
     whose = "the allocations given here" if given else "ampcalc's allocations here"
     return (

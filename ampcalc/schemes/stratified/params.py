@@ -74,7 +74,7 @@ class Params:
         size_aware: proportional + randomized: the tighter form from the proof of
             Theorem 4.3 (r + 1/N_h in place of 2r), labelled "from proof".
         total_sample: neyman: the total sample size m; proportional: the fixed total n
-            apportioned as n·N_h/N by ``rounding`` (``fixed_total``, 001 §3, §3.1).
+            apportioned as n·N_h/N by ``rounding`` (``fixed_total``, Bun et al. 2020 §3, §3.1).
         value_bound: top-code U of the study variable, values in [0, U]: the Neyman
             neighbour moves a record to U; ``ampcalc compare`` uses it as the
             sensitivity of the stratified mean.

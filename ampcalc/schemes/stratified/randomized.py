@@ -143,7 +143,7 @@ def lower_epsilon(rate: Any, eps: Any) -> np.ndarray:
     Witness (derived): M = randomised response (ε) on "the added record x is in the
     sample", ε-DP under add-remove and under replace-one. Under randomised rounding x
     is sampled with probability exactly E[m′]/(N + 1) = r; under Poisson with r. So
-    ε′ >= log(1 + r(e^ε − 1)) for the pair (P, P ∪ {x}). Tight for Poisson (001
+    ε′ >= log(1 + r(e^ε − 1)) for the pair (P, P ∪ {x}). Tight for Poisson (Bun et al. 2020
     Lemma 3.3). Rounded down.
     """
     return numeric.amplification_lower(rate, eps)
@@ -720,7 +720,7 @@ class _SizeMixture:
         return max(self.sizes) / self.n
 
     def upper(self, er: np.ndarray) -> np.ndarray:
-        """A replacement inside the stratum: A(⌈rN⌉/N, ε_R), the per-size bound of 000
+        """A replacement inside the stratum: A(⌈rN⌉/N, ε_R), the per-size bound of Bun et al.
         Theorem 2.2 at the larger size (a mixture with the same weights on both sides
         is no worse than its worst component)."""
         return numeric.amplification_upper(self.q_hi, er)
@@ -764,7 +764,7 @@ def _size_mixture(rate: float, n: int) -> _SizeMixture:
 
 
 def shortcut_note(shortcut: Mapping[str, Any], r_max: float, target: float) -> str:
-    """The erratum of 000 §7.3 on ``invert``: λ ≈ ε′/(6r) against the exact inverse."""
+    """The erratum of Bun et al. §7.3 on ``invert``: λ ≈ ε′/(6r) against the exact inverse."""
     approx, exact = shortcut["epsilon"], shortcut["exact"]
     over = (
         f": the shortcut would spend {approx / exact:.3g} times the certified ε"
@@ -779,7 +779,7 @@ def shortcut_note(shortcut: Mapping[str, Any], r_max: float, target: float) -> s
 
 
 def _shortcut_note(r_max: float, target: float, exact: float) -> dict[str, Any]:
-    """The paper's shortcut λ ≈ ε′/(6r) (000 §7.3) against the exact inverse (spec §5.1)."""
+    """The paper's shortcut λ ≈ ε′/(6r) (Bun et al. §7.3) against the exact inverse (spec §5.1)."""
     approx = target / (6.0 * r_max)
     return {
         "formula": f"ε ≈ ε′/(6r) ({BUN_2022}, §7.3)",
