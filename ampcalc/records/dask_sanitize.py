@@ -67,7 +67,7 @@ def _sample_header(part: Partition) -> list[str]:
 
 @dataclass(frozen=True)
 class _SanitizeJob:
-    token: str  # names the job's tables in a worker (``_sanitiser``; ``table_token``)
+    token: str  # names the job's tables in a worker (``_sanitizer``; ``table_token``)
     base: Any  # records.pws_sanitize.PwsSanitiser at the design's table size
     params: Any
     seed: int
@@ -86,7 +86,7 @@ _SANITISER_LOCK = threading.Lock()
 
 def table_token(params: Any, frequencies: bool, extend: bool) -> str:
     """A name for a design's pws tables, the same in every run of that design: a worker
-    of a running cluster keeps the tables it extended (``_sanitiser``, the last 4) for
+    of a running cluster keeps the tables it extended (``_sanitizer``, the last 4) for
     the next job of the design instead of computing the rows again. Rows depend only on
     the design (and earlier rows), so tables extended by another job give the same
     rows."""
@@ -100,7 +100,7 @@ def table_token(params: Any, frequencies: bool, extend: bool) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def _sanitiser(job: _SanitizeJob, top: int, where: str) -> Any:
+def _sanitizer(job: _SanitizeJob, top: int, where: str) -> Any:
     """This process's table for the job, extended to frequency ``top`` if allowed (rows
     depend only on earlier rows: a longer table gives the same rows below ``top``)."""
     import copy
@@ -118,16 +118,16 @@ def _sanitiser(job: _SanitizeJob, top: int, where: str) -> Any:
 
 
 class _SharedSanitiser:
-    """The process's table for a job (``_sanitiser``) as ``pws_stream.sanitize_sample``
+    """The process's table for a job (``_sanitizer``) as ``pws_stream.sanitize_sample``
     uses it: ``ensure`` extends it under the lock; ``p`` and ``rows`` are read after."""
 
     def __init__(self, job: _SanitizeJob) -> None:
         self.job = job
-        self.san = _sanitiser(job, 0, "")
+        self.san = _sanitizer(job, 0, "")
         self.top = 0
 
     def ensure(self, top: int, where: str) -> None:
-        self.san = _sanitiser(self.job, top, where)
+        self.san = _sanitizer(self.job, top, where)
         self.top = max(self.top, top)
 
     @property
