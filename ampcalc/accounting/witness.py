@@ -528,7 +528,7 @@ def _exact_binary(groups: Sequence[tuple[Witness, int]], delta: float) -> float 
     Σ_o (P(o) − e^ε Q(o))_+ is summed over them; ε is the largest value where δ
     (rounded down) is still above ``delta``, found by bisection: no accountant and no
     discretisation."""
-    from scipy.special import gammaln
+    from scipy.special import gammaln  # lazy: scipy, > 20 ms
 
     pairs = [(_binary(w), k) for w, k in groups]
     if any(b is None for b, _ in pairs) or math.prod(k + 1 for _, k in pairs) > MAX_OUTCOMES:

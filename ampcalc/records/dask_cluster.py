@@ -184,8 +184,8 @@ def _tune_worker_malloc() -> None:
         sys.modules["distributed"].get_worker()
     except ValueError:
         return  # not in a worker (dask's local schedulers run in the client)
-    import ctypes
-    import ctypes.util
+    import ctypes  # lazy: ctypes, platform-specific
+    import ctypes.util  # lazy: ctypes, platform-specific
 
     with contextlib.suppress(OSError, AttributeError, TypeError):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

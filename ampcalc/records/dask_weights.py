@@ -97,7 +97,7 @@ def _count_records(rp: _RecordPart) -> int:
 
 def _read_records(rp: _RecordPart) -> Any:
     """A record partition as a DataFrame: columns x0..x{d−1} (float) and ``p``."""
-    import pandas as pd
+    import pandas as pd  # lazy: pandas, > 20 ms
 
     from ampcalc.load.records import iter_chunks
 
@@ -175,7 +175,7 @@ def _csv_block(block: np.ndarray) -> str:
 
 def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None) -> Any:
     """Probabilities, weights, ε̂ (and the Poisson draw) of one partition; writes its part."""
-    import pandas as pd
+    import pandas as pd  # lazy: pandas, > 20 ms
 
     from ampcalc.load.records import RecordNorms, record_norms
     from ampcalc.math.importance import uniforms

@@ -118,11 +118,11 @@ def _read_prob_file(path: Path, fail: Any) -> np.ndarray:
     with open_input(path, what="size pmf file", binary=True, error=fail):
         pass  # a regular file (not a directory, FIFO or device)
     if path.suffix == ".npy":
-        from ampcalc.load.table import read_npy
+        from ampcalc.load.table import read_npy  # lazy: start-up (bound)
 
         arr = read_npy(path, what="size pmf file", error=fail, ndims=(1,), mmap=False)
         return np.asarray(arr, dtype=float)
-    from ampcalc.load.table import read_table
+    from ampcalc.load.table import read_table  # lazy: start-up (bound)
 
     table = read_table(
         path,

@@ -702,7 +702,7 @@ def _cluster_sample(
     """The exact sample of clusters given as presence flags: a uniform choice among
     ``subsets``, then every record of a chosen cluster (or each kept w.p. ``rate``, or
     ``sample`` of them drawn without replacement)."""
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     def within(flags: tuple[int, ...]) -> dict[Any, float]:
         if rate is not None:
@@ -736,7 +736,7 @@ def _verify_hook(
     """
     import itertools
 
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     cl = params.clusters
     V.check_distinct_domain(cl.total + 1, 1, limit)  # before listing the sizes

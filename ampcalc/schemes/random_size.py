@@ -378,7 +378,7 @@ def size_mixture_plan(
     symmetric under x ↔ x′). ``all``: also {a×(N − j), b×j} vs {a×(N − j − 1), b×(j + 1)}
     for j = 0..N − 1, samples as value multisets.
     """
-    from ampcalc.schemes.exact import (
+    from ampcalc.schemes.exact import (  # lazy: start-up (bound)
         Instance,
         Plan,
         check_distinct_sizes,
@@ -421,7 +421,11 @@ def _verify_hook(
     params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
 ) -> Any:
     """Tiny-instance enumeration for ``ampcalc verify``: a mixture of srswor over sizes."""
-    from ampcalc.schemes.exact import check_distinct_sizes, relations_of, sizes_for
+    from ampcalc.schemes.exact import (  # lazy: start-up (bound)
+        check_distinct_sizes,
+        relations_of,
+        sizes_for,
+    )
 
     support = size_support(params.size, params.population)
     # refuse a huge domain before listing sizes or computing the pmf: one size s >= 1
