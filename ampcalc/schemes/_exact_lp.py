@@ -5,6 +5,7 @@ solve of the pure programme (see ``ampcalc.schemes.exact`` for the formulation).
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -319,8 +320,6 @@ def _dual_bound(
     if np.any(off & (r > 0.0)):
         # push the residual of a sample P′ never produces to a neighbour nearer P′'s
         # support (a multiplier on its row y_S − e^ε y_T <= 0)
-        from collections import deque
-
         nbrs: list[list[tuple[int, float]]] = [[] for _ in range(n)]
         for (i, j), e in zip(ij.tolist(), eps[:m].tolist(), strict=True):
             nbrs[i].append((j, e))

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.load.fields import Reader, describe, is_real
+from ampcalc.load.fields import Reader, describe, field_value, is_real
 from ampcalc.load.files import excerpt, open_input
 from ampcalc.model.limits import LIMITS
 from ampcalc.schemes.base import Field
@@ -202,8 +202,6 @@ def _read_kind(raw: Any, n: int, reader: Any) -> str:
         )
     kind = raw.get("distribution")
     if kind not in KINDS:
-        from ampcalc.load.fields import field_value
-
         if "distribution" not in raw:
             raise reader.error(
                 SIZE_PATH,

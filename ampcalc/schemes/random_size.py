@@ -23,6 +23,7 @@ import numpy as np
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BUN_2022, DERIVATIONS, cite, derivation
+from ampcalc.schemes import poisson
 from ampcalc.schemes._size_distribution import (
     KINDS as KINDS,
 )
@@ -261,8 +262,6 @@ def binomial_as_poisson(params: Params, mechanism: Mechanism, guarantee: Neighbo
     p^{|S|}(1 − p)^{N − |S|}, each record kept independently with probability p. So the
     Poisson family's replace-one results hold: exact for pure ε
     (``poisson.replace_one_exact``), and δ > 0 is covered too."""
-    from ampcalc.schemes import poisson
-
     p = params.size.p
     assert p is not None and p > 0.0  # ``analyse`` routes only p > 0 here
     conditions = (

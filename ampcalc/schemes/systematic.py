@@ -7,6 +7,7 @@ known ordering no theorem applies and only a lower bound is reported.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,6 +16,7 @@ import numpy as np
 
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BBG18, BUN_2022, CLUSTER_DOCS, DERIVATIONS, cite
 from ampcalc.schemes._cluster_kernels import ratio_bound
 from ampcalc.schemes.assembly import (
@@ -467,9 +469,6 @@ def _position_pairs(n: int, starts: list[list[int]]) -> list[Any]:
 def _ordering_value_pairs(n: int, starts: list[list[int]], top: int, limit: int) -> list[Any]:
     """Every a/b ordering of the N records with one a turned into b, samples as value
     multisets (orderings whose sample distributions repeat are listed once)."""
-    import itertools
-
-    from ampcalc.model.errors import ConditionError
     from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     if 2**n > limit:

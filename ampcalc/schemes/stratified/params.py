@@ -13,6 +13,7 @@ import numpy as np
 
 from ampcalc.load.fields import is_whole
 from ampcalc.load.files import excerpt
+from ampcalc.model.errors import DesignError
 from ampcalc.model.limits import LIMITS
 from ampcalc.schemes.base import Field
 
@@ -532,8 +533,6 @@ def _at_key(reader: Any, key: str, message: str) -> Any:
     """An error at an existing key of ``sampling`` (its line), else at the block."""
     where = reader.field_where.get(f"sampling.{key}")
     if where is not None:
-        from ampcalc.model.errors import DesignError
-
         return DesignError(message, where=where)
     return reader.error("sampling", message)
 
