@@ -6,8 +6,13 @@ order, grouped into the help's panels by task.
 The lazy-import policy: the third-party modules in ``LAZY`` (optional extras, or more
 than about 20 ms to import once numpy, typer and rich are loaded) are imported only
 inside the functions that need them: never at a module's top level, and not by
-``ampcalc --version`` nor by ``ampcalc bound`` on a closed-form design. And the budget:
-``ampcalc --version`` starts within 1.2 times a minimal typer app's time.
+``ampcalc --version`` nor by ``ampcalc bound`` on a closed-form design. Every other import
+sits at the top of its module; one stays inside a function only when it imports a ``LAZY``
+library or a ``SLOW_STDLIB`` module, would close an import circle at the top, or keeps
+start-up lean (it would add a ``LAZY`` library or a large part of the package to
+``ampcalc --version``, ``ampcalc --help``, ``ampcalc bound`` on a closed-form design or
+``import ampcalc.api``), and then it says so in a ``# lazy: <reason>`` comment. And the
+budget: ``ampcalc --version`` starts within 1.2 times a minimal typer app's time.
 """
 
 from __future__ import annotations
@@ -43,6 +48,14 @@ LAZY: dict[str, str] = {
     "html5lib": "checking the HTML report: ~30 ms",
 }
 # orjson is left out: it takes ~2 ms to import.
+
+#: standard-library module -> why a function may import it without a reason comment.
+SLOW_STDLIB: dict[str, str] = {
+    "ctypes": "loads the C foreign-function library, and its helpers differ by platform",
+    "fcntl": "POSIX only",
+    "msvcrt": "Windows only",
+    "winreg": "Windows only",
+}
 
 #: ``ampcalc --version`` may take this many times a minimal typer app, plus SLACK_S.
 BUDGET = 1.2
@@ -251,6 +264,86 @@ def test_the_top_level_reader_skips_functions_and_type_checking() -> None:
         (7, "pyarrow"),
         (9, "jinja2"),
         (11, "mpmath"),
+    ]
+
+
+def _function_imports(source: str) -> list[tuple[int, str, str]]:
+    """(line, function, statement) of each import inside a function body that imports a
+    module neither in ``LAZY`` nor in ``SLOW_STDLIB`` and has no ``# lazy:`` comment on
+    one of its lines or on a comment line just above it."""
+    lines = source.splitlines()
+    found: list[tuple[int, str, str]] = []
+
+    def exempt(node: ast.Import | ast.ImportFrom) -> bool:
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            modules = [node.module or ""] if not node.level else [""]
+        slow = [m for m in modules if m.split(".")[0] in SLOW_STDLIB or lazy(m)]
+        if len(slow) == len(modules):
+            return True
+        own = lines[node.lineno - 1 : node.end_lineno]
+        above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+        return any("# lazy:" in line for line in own) or above.startswith("# lazy:")
+
+    def walk(node: ast.AST, function: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                walk(child, child.name)
+                continue
+            if (
+                function is not None
+                and isinstance(child, (ast.Import, ast.ImportFrom))
+                and not exempt(child)
+            ):
+                found.append((child.lineno, function, ast.unparse(child)))
+            walk(child, function)
+
+    walk(ast.parse(source), None)
+    return found
+
+
+def test_every_import_inside_a_function_says_why() -> None:
+    package = Path(__file__).resolve().parent.parent / "ampcalc"
+    broken = [
+        f"{path.relative_to(package.parent)}:{line}: `{statement}` inside {function}(): "
+        "move it to the top of the module, or, if it must stay (a LAZY library, an import "
+        "circle, start-up: see this file's docstring), end its line with "
+        "`# lazy: <reason>`"
+        for path in sorted(package.rglob("*.py"))
+        for line, function, statement in _function_imports(path.read_text(encoding="utf-8"))
+    ]
+    assert broken == [], "\n".join(broken)
+
+
+def test_the_function_level_reader_sees_only_unexplained_imports() -> None:
+    source = (
+        "import json\n"  # top level: not this check's
+        "def f():\n"
+        "    import csv\n"  # 3: no reason
+        "    import scipy.special\n"  # LAZY
+        "    import ctypes.util\n"  # SLOW_STDLIB
+        "    from ampcalc.load import table  # lazy: start-up (bound)\n"
+        "    # lazy: start-up (--help)\n"
+        "    from ampcalc.output import terms\n"
+        "    from ampcalc.output.render import fmt  # lazy: start-up (--version)\n"
+        "    from ampcalc.output.terms import GLOSSARY_LINE\n"  # 10: the line above's
+        "    import os, pandas\n"  # 11: os is neither
+        "    def g():\n"
+        "        from ampcalc.output import (  # lazy: start-up\n"
+        "            render,\n"
+        "        )\n"
+        "        from . import sibling\n"  # 16: relative, no reason
+        "class C:\n"
+        "    def m(self):\n"
+        "        import itertools\n"  # 19
+    )
+    assert _function_imports(source) == [
+        (3, "f", "import csv"),
+        (10, "f", "from ampcalc.output.terms import GLOSSARY_LINE"),
+        (11, "f", "import os, pandas"),
+        (16, "g", "from . import sibling"),
+        (19, "m", "import itertools"),
     ]
 
 

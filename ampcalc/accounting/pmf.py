@@ -622,7 +622,7 @@ def self_compose(
     """k independent copies composed: the FFT of the masses to the k-th power, on the
     window of the Chernoff bounds (mass outside it, at most ``tail``, is added at +∞ on
     the pessimistic side, as dp_accounting does; dropped on the optimistic side)."""
-    from scipy import fft
+    from scipy import fft  # lazy: scipy, > 20 ms
 
     if k == 1:
         return pmf
@@ -650,7 +650,7 @@ def compose(a: LossPmf, b: LossPmf, tail: float = TAIL_MASS_TRUNCATION) -> LossP
     ``tail``/2 each cut as dp_accounting's ``compose_pmfs``: pessimistic, the left tail
     moved up to the first kept loss and the right tail to +∞; optimistic, the right tail
     moved down to the last kept loss and the left tail dropped."""
-    from scipy import signal
+    from scipy import signal  # lazy: scipy, > 20 ms
 
     if a.h != b.h or a.pessimistic != b.pessimistic:
         raise ValueError("composing distributions of different grids or sides")
@@ -716,7 +716,7 @@ def _grid_deltas(pmf: LossPmf) -> FloatArray:
     """δ at every grid loss ℓⱼ of the distribution, without the infinity mass, as
     Aⱼ₋₁ = e^{−h}Aⱼ + (1 − e^{−h})Sⱼ (Sⱼ the mass at losses >= ℓⱼ): a recursion of
     positive terms, so no cancellation (δ small stays accurate relative to itself)."""
-    from scipy import signal
+    from scipy import signal  # lazy: scipy, > 20 ms
 
     probs = np.asarray(pmf.probs, dtype=float)
     s_rev = np.cumsum(probs[::-1])  # S from the top: s_rev[k] = S_{n−1−k}

@@ -39,9 +39,17 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.accounting import compose as C
+from ampcalc.accounting import fastpld, profiles
+from ampcalc.accounting import pmf as P
 from ampcalc.accounting.meter import CostLimitError, Meter
 from ampcalc.math import numeric
 from ampcalc.model.design import Design, Mechanism, Neighbours
+from ampcalc.model.limits import LIMITS
+from ampcalc.schemes.pps import inclusion_summary
+from ampcalc.schemes.pps_cluster import max_inclusion
+from ampcalc.schemes.random_size import tilted_mean_bounds
+from ampcalc.schemes.stratified.fixed_total import apportion
 
 #: relative allowance on δ for the FFT's float error (as ``budget.FFT_DELTA``); reading
 #: ε at a larger δ gives a smaller ε, so the lower bound stays one
@@ -125,18 +133,12 @@ def inclusion(design: Design) -> tuple[float, str] | str:
             if p.inclusion is None:
                 return "PPS with a threshold and no size measures: x's inclusion is unknown"
             return _down(float(np.max(p.inclusion))), "the largest a_i = min(1, τr_i)"
-        from ampcalc.schemes.pps import inclusion_summary
-
         amax, basis, _ = inclusion_summary(p)
         return _down(float(amax)), f"the largest inclusion probability a ({basis})"
     if s == "pps-cluster":
-        from ampcalc.schemes.pps_cluster import max_inclusion
-
         a, _ = max_inclusion(p.clusters, p.chosen, p.method)
         return _down(float(a)), "the largest cluster inclusion probability"
     if s == "random-size":
-        from ampcalc.schemes.random_size import tilted_mean_bounds
-
         # E[m] is the tilted mean at ε = 0; its enclosure's lower end, without
         # listing the sizes (N may be 10^12)
         _, mean_lo, _, _ = tilted_mean_bounds(p.size, p.population, np.zeros(1))
@@ -169,8 +171,6 @@ def _stratified_inclusion(p: Any) -> tuple[float, str] | str:
         m = np.floor(x + 0.5) if p.rounding == "nearest" else np.floor(x)
         return _largest_fraction(m, size, f"{p.rounding} rounding")
     if alloc == "proportional" and p.total_sample is not None:
-        from ampcalc.schemes.stratified.fixed_total import apportion
-
         size = np.asarray(p.strata.size, dtype=np.int64)
         rule = p.rounding or "nearest"
         m = np.asarray(apportion(size.tolist(), int(p.total_sample), rule), dtype=float)
@@ -205,10 +205,7 @@ def _rr_pmf(eps: float, delta: float) -> tuple[tuple[float, ...], tuple[float, .
 def _profile_pair(profile: Any) -> Pair | str:
     """M's pair for a named mechanism's profile (a composition of releases on one
     sample: one of its releases, the others' outputs dropped, which is post-processing)."""
-    from ampcalc.accounting import compose as C
-    from ampcalc.accounting import profiles as P
-
-    if isinstance(profile, P.Gaussian):
+    if isinstance(profile, profiles.Gaussian):
         if profile.sigma is not None and profile.mu_given is None:
             return Pair(
                 "gaussian",
@@ -219,19 +216,19 @@ def _profile_pair(profile: Any) -> Pair | str:
         # moves less, so an instance of it
         mu = float(profile.mu_low if profile.mu_low is not None else profile.mu)
         return Pair("gaussian", (1.0, mu), f"Gaussian μ = {mu:.6g} on t")
-    if isinstance(profile, P.Laplace):
+    if isinstance(profile, profiles.Laplace):
         return Pair(
             "laplace",
             (float(profile.scale), float(profile.sensitivity)),
             f"Laplace b = {profile.scale:g} on t·{profile.sensitivity:g}",
         )
-    if isinstance(profile, P.DiscreteLaplace):
+    if isinstance(profile, profiles.DiscreteLaplace):
         return Pair(
             "discrete-laplace",
             (1.0 / float(profile.scale), int(profile.sensitivity)),
             f"discrete Laplace b = {profile.scale:g} on t·{profile.sensitivity}",
         )
-    if isinstance(profile, P.RandomizedResponse):
+    if isinstance(profile, profiles.RandomizedResponse):
         e, c = float(profile.epsilon), int(profile.categories)
         den = math.exp(e) + c - 1.0
         hi, lo = math.exp(e) / den, 1.0 / den
@@ -241,7 +238,7 @@ def _profile_pair(profile: Any) -> Pair | str:
             ((hi, lo, rest), (lo, hi, rest)),
             f"{c}-ary randomized response at ε = {e:g} on t",
         )
-    if isinstance(profile, P.Zcdp):
+    if isinstance(profile, profiles.Zcdp):
         mu = float(numeric.round_down(math.sqrt(2.0 * profile.rho)))
         return Pair("gaussian", (1.0, mu), f"Gaussian μ = √(2ρ) = {mu:.6g} (ρ-zCDP) on t")
     if isinstance(profile, C.PureComposition):
@@ -332,8 +329,6 @@ class Rounded:
 
     def loss_pmf(self, di: float) -> Any:
         """As an optimistic ``pmf.LossPmf`` of one order (D, D′)."""
-        from ampcalc.accounting import pmf as P
-
         return P.LossPmf(di, self.start, np.asarray(self.mass, dtype=float), self.infinity, False)
 
 
@@ -342,8 +337,6 @@ def _points(n: int) -> None:
 
     Raises:
         TooCostly: it is above the limit."""
-    from ampcalc.model.limits import LIMITS
-
     cap = LIMITS["pld_points"]
     if n > cap.value:
         raise TooCostly(cap.message(n))
@@ -396,15 +389,12 @@ def witness_pmf(w: Witness, di: float) -> Any:
 
     Raises:
         TooCostly: its grid is above ``pld_points``."""
-    from ampcalc.accounting import fastpld
-    from ampcalc.accounting.profiles import Gaussian, Laplace
-
     pi, kind, par = w.weight, w.pair.kind, w.pair.params
     if kind in ("gaussian", "laplace"):
         if kind == "gaussian":
-            prof: Any = Gaussian(sigma=float(par[0]), sensitivity=float(par[1]))
+            prof: Any = profiles.Gaussian(sigma=float(par[0]), sensitivity=float(par[1]))
         else:
-            prof = Laplace(scale=float(par[0]), sensitivity=float(par[1]))
+            prof = profiles.Laplace(scale=float(par[0]), sensitivity=float(par[1]))
         lo, hi = fastpld.loss_range(prof, pi, di, True)
         points = (hi - lo) / di + 2 if math.isfinite(hi - lo) else math.inf
         if points > MAX_GRID:
@@ -433,8 +423,6 @@ def _charge(groups: Sequence[tuple[Any, int]], meter: Any) -> None:
 
     Raises:
         TooCostly: a limit is exceeded (the message says which)."""
-    from ampcalc.accounting import pmf as P
-
     try:
         for r, k in groups:
             meter.charge(r.size, "a witness's grid")
@@ -455,8 +443,6 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
 
     Identical witnesses are grouped and self-composed once; the interval is ``di`` or
     ``MAX_INTERVAL``, the smaller."""
-    from ampcalc.accounting import pmf as P
-
     di = min(di, MAX_INTERVAL)
     groups: dict[tuple[Any, ...], tuple[Witness, int]] = {}
     for w, k in witnesses:
@@ -528,7 +514,7 @@ def _exact_binary(groups: Sequence[tuple[Witness, int]], delta: float) -> float 
     Σ_o (P(o) − e^ε Q(o))_+ is summed over them; ε is the largest value where δ
     (rounded down) is still above ``delta``, found by bisection: no accountant and no
     discretisation."""
-    from scipy.special import gammaln
+    from scipy.special import gammaln  # lazy: scipy, > 20 ms
 
     pairs = [(_binary(w), k) for w, k in groups]
     if any(b is None for b, _ in pairs) or math.prod(k + 1 for _, k in pairs) > MAX_OUTCOMES:

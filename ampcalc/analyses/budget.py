@@ -43,7 +43,8 @@ import numpy as np
 
 from ampcalc import engine
 from ampcalc.accounting import fastpld, pmf, witness
-from ampcalc.accounting.compose import MAX_PURE_RELEASES, PureComposition
+from ampcalc.accounting.compose import MAX_PURE_RELEASES, CompositionError, PureComposition
+from ampcalc.accounting.compose import compose as compose_releases
 from ampcalc.accounting.profiles import (
     Gaussian,
     Laplace,
@@ -449,9 +450,6 @@ def _pure_spelled(res: Any) -> float | None:
 def _unsampled(pairs: Sequence[tuple[Entry, Any, Any]], delta: float) -> float | None:
     """ε at δ of every entry's M composed with no sampling, when every entry is capped by
     its M's own profile (``None`` otherwise, or when no closed form composes them)."""
-    from ampcalc.accounting.compose import CompositionError
-    from ampcalc.accounting.compose import compose as compose_releases
-
     releases = []
     for entry, res, _ in pairs:
         if not isinstance(res, ProfileEntry) or res.profile.cap is None:

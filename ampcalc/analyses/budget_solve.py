@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -401,8 +402,6 @@ def find_entry(ledger: B.Ledger, spec: str | None) -> int:
             f"--entry {s!r}: entries {', '.join(map(str, found))} share that name; give the "
             "index instead"
         )
-    import difflib
-
     close = difflib.get_close_matches(s[:100], names, n=1)
     raise DesignError(
         f"--entry {s!r}: no entry of that name; the ledger's entries are {listing}",

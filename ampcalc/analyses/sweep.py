@@ -55,6 +55,7 @@ from ampcalc.analyses.vary import (
     parse_vary,
     yaml_scalar,
 )
+from ampcalc.designs.document import load_document
 from ampcalc.model.design import Design
 from ampcalc.model.errors import DesignError
 
@@ -113,8 +114,6 @@ def evaluate(
         DesignError: a malformed sweep, or a grid point that is not a valid design
             (the message names the point).
     """
-
-    from ampcalc.designs.document import load_document
 
     varies = tuple(varies)
     _check_varies(of, varies)

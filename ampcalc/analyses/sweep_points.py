@@ -14,12 +14,14 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ampcalc import engine
 from ampcalc.analyses.vary import (
     EPSILON_PATH,
     MAX_POINTS,
@@ -29,6 +31,7 @@ from ampcalc.analyses.vary import (
     _where,
     yaml_scalar,
 )
+from ampcalc.math.accuracy import epsilon_sample, noise_ratio, q_bound
 from ampcalc.model.design import Design, check_epsilon
 from ampcalc.model.errors import DesignError
 from ampcalc.model.limits import LIMITS, limit
@@ -280,8 +283,6 @@ def _piece(
 ) -> _Piece:
     """The rows of design ``d`` at one point of the other axes, along the vectorised
     axis' ``values`` (one engine call; ``seconds[0]`` accumulates its time)."""
-    import time
-
     t0 = time.perf_counter()
     pointwise = False
     if of == "plan":
@@ -361,8 +362,6 @@ def _per_point_notes(meta: dict[str, dict[str, Any]], scalar_designs: set[str]) 
 def _evaluate(
     d: Any, of: str, values: Any, target: Any, target_delta: float | None
 ) -> tuple[Any, dict[str, np.ndarray]]:
-    from ampcalc import engine
-
     if of == "bound":
         res = engine.bound(d, epsilon=values)
         return res, _bound_columns(res, values)
@@ -486,8 +485,6 @@ def _plan_columns(design: Any, target: Any) -> tuple[dict[str, np.ndarray], dict
     ``plan.noise_ratio`` (r(ε, n/N), Hu et al. eq. 8); ``plan.variance_share_max`` (Hu et al.'s q =
     1 − ε²/ε_n², Hu et al. §4.1 eq. 5: a gain needs Var(g(S)) <= q·V_N); ``error``.
     """
-    from ampcalc.math.accuracy import epsilon_sample, noise_ratio, q_bound
-
     if target is None and design.target is not None:
         target = design.target.epsilon_prime
     if target is None:

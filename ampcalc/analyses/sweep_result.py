@@ -123,7 +123,7 @@ class SweepResult:
             AmpcalcError: pandas is not installed (it is not a dependency of ampcalc).
         """
         try:
-            import pandas as pd
+            import pandas as pd  # lazy: pandas, > 20 ms
         except ImportError:
             raise AmpcalcError(
                 "to_pandas needs pandas, which is not installed (pip install pandas); "

@@ -30,6 +30,7 @@ from ampcalc.analyses.sweep_points import (
     _pieces,
 )
 from ampcalc.analyses.vary import Vary
+from ampcalc.designs.document import load_document
 from ampcalc.model.design import Design
 
 #: a sweep of more rows than this is written by the command as it is evaluated
@@ -146,8 +147,6 @@ def evaluate_stream(
     Raises:
         DesignError: as ``evaluate``.
     """
-    from ampcalc.designs.document import load_document
-
     varies = tuple(varies)
     _check_varies(of, varies)
     base_designs = load_document(document, filename=filename, overrides=overrides)

@@ -49,6 +49,12 @@ from ampcalc.cli.conventions import (
 )
 from ampcalc.load.files import Interrupted, interruptible, reset_inputs, write_failed
 from ampcalc.model.errors import AmpcalcError, DesignError, Where
+from ampcalc.output.terms import (
+    GLOSSARY_LINE,
+    NOISE_CERTIFIED,
+    NOISE_IMPOSSIBLE,
+    plain_references,
+)
 
 if TYPE_CHECKING:
     from ampcalc.load.fields import Field
@@ -710,12 +716,6 @@ def run_solve(
 
 def _table(results: list[dict[str, Any]], rich: bool) -> str:
     from ampcalc.output.render import fmt, render_table  # lazy: start-up (--version)
-    from ampcalc.output.terms import (
-        GLOSSARY_LINE,
-        NOISE_CERTIFIED,
-        NOISE_IMPOSSIBLE,
-        plain_references,
-    )
 
     header = ["design", "scheme", "target ε′", "δ′", "solve", NOISE_CERTIFIED, NOISE_IMPOSSIBLE]
     rows = [

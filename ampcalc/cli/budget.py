@@ -30,6 +30,13 @@ from ampcalc.cli.app import (
 )
 from ampcalc.cli.conventions import OutputOpt, progress_bar, say
 from ampcalc.model.errors import DesignError
+from ampcalc.output.terms import (
+    GLOSSARY_LINE,
+    NOISE_CERTIFIED,
+    NOISE_IMPOSSIBLE,
+    composed_as,
+    plain_references,
+)
 
 LedgerArg = Annotated[str, typer.Argument(help="Budget ledger (YAML).", show_default=False)]
 LedgerSetOpt = Annotated[
@@ -188,7 +195,6 @@ def _csv(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _table(payload: dict[str, Any], rich: bool) -> str:
     from ampcalc.output.render import fmt, render_table  # lazy: start-up (--help)
-    from ampcalc.output.terms import GLOSSARY_LINE, composed_as
 
     header = ["entry", "scheme", "count", "ε′ lower", "ε′ upper", "δ′", "composed as"]
     rows = [
@@ -282,12 +288,6 @@ def _run_solve(led: Any, knob: str, target: float | None, output: Any, out: str 
 
 def _solve_table(payload: dict[str, Any], rich: bool) -> str:
     from ampcalc.output.render import fmt, render_table  # lazy: start-up (--help)
-    from ampcalc.output.terms import (
-        GLOSSARY_LINE,
-        NOISE_CERTIFIED,
-        NOISE_IMPOSSIBLE,
-        plain_references,
-    )
 
     k = payload["knob"]
     header = ["ledger", "target ε", "δ", "solve", NOISE_CERTIFIED, NOISE_IMPOSSIBLE, "width"]
@@ -356,7 +356,6 @@ def _run_count(
 
 def _count_table(payload: dict[str, Any], rich: bool) -> str:
     from ampcalc.output.render import fmt, render_table  # lazy: start-up (--help)
-    from ampcalc.output.terms import GLOSSARY_LINE, plain_references
 
     k = payload["knob"]
     header = ["ledger", "target ε", "δ", "entry", "count", "largest count", "more"]

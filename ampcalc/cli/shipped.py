@@ -17,6 +17,7 @@ import typer
 
 from ampcalc.cli.app import ExitCode, app
 from ampcalc.cli.conventions import say
+from ampcalc.load import shipped
 
 
 @app.command(rich_help_panel="Checks and reference")
@@ -38,8 +39,6 @@ def examples(
 
     Example:  ampcalc examples examples
     """
-    from ampcalc.load import shipped
-
     if folder is None:
         sys.stdout.write("".join(f"examples/{name}\n" for name in shipped.example_files()))
         say("copy them here with: ampcalc examples examples")
@@ -69,8 +68,6 @@ def docs(
 
     Example:  ampcalc docs derivations
     """
-    from ampcalc.load import shipped
-
     if page is None:
         sys.stdout.write("".join(f"{name}\n" for name in shipped.doc_pages()))
         return int(ExitCode.OK)

@@ -213,7 +213,7 @@ def open_input(
                 f"{what} {name!r} is {st.st_size:,} bytes, above the limit of {max_bytes:,}"
             )
         if hasattr(os, "O_NONBLOCK"):
-            import fcntl
+            import fcntl  # lazy: POSIX only
 
             flags = fcntl.fcntl(fd, fcntl.F_GETFL)
             fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)

@@ -160,7 +160,7 @@ def eps_hat_upper_w(a: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 def _lambert_w_star(a: np.ndarray, c: float) -> np.ndarray:
     """w* = (u − 1)/c, u = −W_{−1}(−r e^{−r})/r, r = a/c (spec A7), not yet certified."""
-    from scipy.special import lambertw
+    from scipy.special import lambertw  # lazy: scipy, > 20 ms
 
     r = a / c
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):

@@ -9,6 +9,7 @@ them row by row with the constant pieces between them. pyarrow is optional (the
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,8 +36,6 @@ def arrow_join() -> Join | None:
     """Arrow's ``binary_join_element_wise`` (``pyarrow.compute``) when pyarrow is
     installed (the ``fast`` and ``parquet`` extras), else ``None``: called with the
     string arrays and scalars to join, the separator last."""
-    import importlib
-
     try:
         compute = importlib.import_module("pyarrow.compute")
     except ImportError:
@@ -47,8 +46,6 @@ def arrow_join() -> Join | None:
 
 def _pyarrow() -> Any:
     """The pyarrow module (imported on first use)."""
-    import importlib
-
     return importlib.import_module("pyarrow")
 
 

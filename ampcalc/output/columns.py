@@ -15,14 +15,18 @@ returns ``None`` and the caller renders the document the usual way.
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ampcalc.analyses.sweep import SweepStream
 from ampcalc.model.results import plain
 from ampcalc.output.arrow_rows import arrow_join, rows_arrow
 from ampcalc.output.cells import (
@@ -38,6 +42,8 @@ from ampcalc.output.cells import (
     json_cell,
 )
 from ampcalc.output.float_text import float_bytes
+from ampcalc.output.records_csv import rows_text
+from ampcalc.output.render import envelope
 
 if TYPE_CHECKING:
     from ampcalc.analyses.sweep import Sweep, SweepStream
@@ -75,8 +81,6 @@ def prefetch(rows: int) -> None:
     ``rows`` rows will use them, so that the import overlaps the caller's computation
     (numpy releases the GIL) instead of delaying the first chunk."""
     if rows >= ARROW_FROM:
-        import threading
-
         # not a daemon: an early exit waits for the import instead of cutting it short
         threading.Thread(target=arrow_join, name="ampcalc-import").start()
 
@@ -106,9 +110,6 @@ def _ordered(
         for task in tasks:
             yield task, make(task)
         return
-    import collections
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(WORKERS, thread_name_prefix="ampcalc-rows") as pool:
         ahead: collections.deque[Any] = collections.deque()
         try:
@@ -351,8 +352,6 @@ def table_json_chunks(
     """The JSON envelope of ``{**payload, key: rows}`` with the rows (one object each,
     keys in column order, NaN as null) written from ``columns``; ``None``: render the
     usual way."""
-    from ampcalc.output.render import envelope
-
     mark = placeholder(key)
     doc = envelope(command, version, {**payload, key: mark})
     return json_chunks(doc, {mark: lambda: rows_segment(columns, 2)})
@@ -376,8 +375,6 @@ def text(pieces: Iterable[Piece]) -> str:
 def sweep_columns(sweep: Sweep | SweepStream) -> Mapping[str, np.ndarray] | Blocks:
     """A sweep's columns: held (``Sweep``), or made again a block at a time as they are
     written (``SweepStream``, checked to be exact when it was made)."""
-    from ampcalc.analyses.sweep import SweepStream
-
     if isinstance(sweep, SweepStream):
         return Blocks(sweep.column_names(), len(sweep), sweep.blocks)
     return sweep.columns
@@ -386,8 +383,6 @@ def sweep_columns(sweep: Sweep | SweepStream) -> Mapping[str, np.ndarray] | Bloc
 def sweep_json_chunks(sweep: Sweep | SweepStream, version: str) -> Iterator[Piece] | None:
     """``render.render_json`` of the sweep's envelope, written from the columns in
     chunks (same bytes, bounded memory); ``None``: render ``document`` the usual way."""
-    from ampcalc.output.render import envelope
-
     segments: dict[str, Callable[[], Iterator[Piece]]] = {}
     vary = []
     known: Known = {}  # the first varied values' texts, for the rows that show them
@@ -414,7 +409,5 @@ def savetxt_rows(block: Any, *, int_first: bool) -> str:
     (``records_csv.rows_text``; rows it cannot prove go through ``%`` itself)."""
     if block.shape[0] == 0:
         return ""
-    from ampcalc.output.records_csv import rows_text
-
     cols = [block[:, j] for j in range(block.shape[1])]
     return rows_text(cols, int_first=int_first).decode("ascii")

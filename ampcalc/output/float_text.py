@@ -41,7 +41,7 @@ def float_texts(arr: np.ndarray, null: str) -> list[str]:
 
 def _load_orjson() -> Any:
     try:
-        import orjson
+        import orjson  # lazy: optional (the fast extra)
     except ImportError:  # optional: the exact pure-Python path is used without it
         return None
     return orjson

@@ -56,14 +56,14 @@ class PlotUnavailable(AmpcalcError):
 
 def _pyplot() -> Any:
     try:
-        import matplotlib
+        import matplotlib  # lazy: matplotlib, an optional extra
     except ImportError:
         raise PlotUnavailable(
             "drawing figures needs matplotlib, which is not installed; install the "
             "extra with: pip install 'ampcalc[plot]' (or leave out --plot for CSV/JSON)"
         ) from None
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib, an optional extra
 
     return plt
 
@@ -339,7 +339,7 @@ def _legend(
 ) -> None:
     """The legend of ``_lines``: the curves' labels, then a key entry for each kind of
     line drawn (``kinds``) and for each no-sampling line (``reference_styles``)."""
-    from matplotlib.lines import Line2D
+    from matplotlib.lines import Line2D  # lazy: matplotlib, an optional extra
 
     styles = (
         {
@@ -437,7 +437,7 @@ def _heatmap(
     norm = None
     finite = grid[np.isfinite(grid)]
     if finite.size and finite.min() > 0 and finite.max() / finite.min() > 100:
-        from matplotlib.colors import LogNorm
+        from matplotlib.colors import LogNorm  # lazy: matplotlib, an optional extra
 
         norm = LogNorm(vmin=finite.min(), vmax=finite.max())
     mesh = ax.pcolormesh(xs * x_factor, ys, grid, shading="nearest", cmap="viridis", norm=norm)
@@ -459,7 +459,7 @@ CONTOUR_COLOUR = "#ff4040"
 def _contour(ax: Any, xs: np.ndarray, ys: np.ndarray, grid: np.ndarray, level: float) -> None:
     """The line where the upper bound on ε′ equals ``level``, with a legend entry (which
     says so when the grid never reaches the level: then no line is drawn)."""
-    from matplotlib.lines import Line2D
+    from matplotlib.lines import Line2D  # lazy: matplotlib, an optional extra
 
     finite = grid[np.isfinite(grid)]
     text = f"upper bound ε′ = {level:g} (target)"

@@ -173,7 +173,12 @@ def plain_log_ticks(ax: Any) -> None:
     no minor labels such as ``6×10⁻¹``. A wider axis keeps
     matplotlib's powers of ten, and so does one with ticks below 10⁻⁴ or from 10⁶ on
     (too long written out)."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
+    from matplotlib.ticker import (  # lazy: matplotlib, an optional extra
+        FixedLocator,
+        FuncFormatter,
+        MaxNLocator,
+        NullFormatter,
+    )
 
     for axis, limits, margin in (
         (ax.xaxis, ax.get_xlim(), ax.margins()[0]),

@@ -165,8 +165,8 @@ def _power_of_ten(value: float, _pos: Any = None) -> str:
 
 def _matplotlib() -> tuple[Any, Any]:
     try:
-        import matplotlib
-        from matplotlib.figure import Figure
+        import matplotlib  # lazy: matplotlib, an optional extra
+        from matplotlib.figure import Figure  # lazy: matplotlib, an optional extra
     except ImportError:
         raise ReportUnavailable(
             "the report's figures need matplotlib, which is not installed; install the "
@@ -208,7 +208,11 @@ def _shown(line: Any, ax: Any) -> bool:
 
 def _finish(fig: Any, ax: Any, *, index: int, label: str, legend: str) -> str:
     """Plain-text log ticks, a legend of the drawn lines only, the figure as inline SVG."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+    from matplotlib.ticker import (  # lazy: matplotlib, an optional extra
+        FuncFormatter,
+        LogLocator,
+        NullLocator,
+    )
 
     for axis in (ax.xaxis, ax.yaxis):
         if axis.get_scale() == "log":
@@ -470,7 +474,7 @@ def inline_svg(text: str, *, prefix: str, label: str) -> str:
 
 def _environment() -> Any:
     try:
-        import jinja2
+        import jinja2  # lazy: jinja2, an optional extra
     except ImportError:
         raise ReportUnavailable(
             "the report needs Jinja2, which is not installed; install the extra with: "

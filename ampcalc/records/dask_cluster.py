@@ -14,7 +14,10 @@ when the engine is used.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
+import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,8 +30,6 @@ LOCAL_SCHEDULERS = ("synchronous", "threads", "processes")
 
 def _module(name: str) -> Any:
     """Import an optional dependency (dask, distributed, pyarrow), untyped."""
-    import importlib
-
     return importlib.import_module(name)
 
 
@@ -149,8 +150,6 @@ def _sigint_ignored() -> Iterator[None]:
     ignored at exec stays ignored in the child (Python installs its KeyboardInterrupt
     handler only where SIGINT is at its default), so a Ctrl-C during the run reaches
     the client alone. A Ctrl-C during the start-up itself (2–3 s) is lost."""
-    import signal
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -176,16 +175,14 @@ def _tune_worker_malloc() -> None:
     if _TUNED:
         return
     _TUNED.append(True)
-    import sys
-
     if "distributed" not in sys.modules or not sys.platform.startswith("linux"):
         return
     try:
         sys.modules["distributed"].get_worker()
     except ValueError:
         return  # not in a worker (dask's local schedulers run in the client)
-    import ctypes
-    import ctypes.util
+    import ctypes  # lazy: ctypes, platform-specific
+    import ctypes.util  # lazy: ctypes, platform-specific
 
     with contextlib.suppress(OSError, AttributeError, TypeError):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -201,8 +198,6 @@ def _tune_worker_malloc() -> None:
 def dask_setup(worker: Any) -> None:
     """Worker preload (``distributed.worker.preload``): ignore SIGINT, as the workers
     started with the cluster do (``_sigint_ignored``)."""
-    import signal
-
     with contextlib.suppress(ValueError):  # only the main thread may set it
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 

@@ -9,6 +9,10 @@ draws do not depend on the partitioning.
 
 from __future__ import annotations
 
+import copy
+import csv
+import hashlib
+import pickle
 import threading
 import uuid
 from collections.abc import Callable
@@ -18,8 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.load.bytecols import ByteColumn
 from ampcalc.load.files import atomic_write, excerpt_names
+from ampcalc.load.keyset import KeyLog
+from ampcalc.load.parquet import parquet_columns, read_parquet
+from ampcalc.load.table import first_header
+from ampcalc.math import pws as K
 from ampcalc.model.errors import DesignError
+from ampcalc.output.keys_csv import gather_rows as gather  # rows of pieces of one buffer
 from ampcalc.records.dask_cluster import (
     _compute,
     _module,
@@ -36,6 +46,14 @@ from ampcalc.records.dask_parts import (
     prepare_output,
     resolve_inputs,
 )
+from ampcalc.records.pws_files import (
+    check_score,
+    duplicate_message,
+    parse_freqs,
+    read_columns,
+    read_sample,
+)
+from ampcalc.records.pws_stream import SanitizedChunk, cells, sanitize_sample, write_chunk
 
 # --------------------------------------------------------------------------------------
 # Weighted samples (``ampcalc pws sanitize``)
@@ -44,8 +62,6 @@ from ampcalc.records.dask_parts import (
 
 def _sample_header(part: Partition) -> list[str]:
     if part.kind == "parquet":
-        from ampcalc.load.parquet import parquet_columns
-
         header = parquet_columns(part.path)
         if "key" not in header or "frequency" not in header:
             raise DesignError(
@@ -53,14 +69,10 @@ def _sample_header(part: Partition) -> list[str]:
                 f"(got {excerpt_names(header)})"
             )
         return header
-    from ampcalc.records.pws_files import read_columns
-
     try:
         header, _, _ = next(read_columns(part.path, 1))
     except StopIteration:
         # a header line and no rows: read_columns yields nothing
-        from ampcalc.load.table import first_header
-
         header = first_header(part.path, what="sample file")
     return list(header)
 
@@ -90,9 +102,6 @@ def table_token(params: Any, frequencies: bool, extend: bool) -> str:
     the next job of the design instead of computing the rows again. Rows depend only on
     the design (and earlier rows), so tables extended by another job give the same
     rows."""
-    import hashlib
-    import pickle
-
     try:
         blob = pickle.dumps((params, bool(frequencies), bool(extend)), protocol=4)
     except Exception:  # a design that does not pickle alike: no sharing
@@ -103,8 +112,6 @@ def table_token(params: Any, frequencies: bool, extend: bool) -> str:
 def _sanitizer(job: _SanitizeJob, top: int, where: str) -> Any:
     """This process's table for the job, extended to frequency ``top`` if allowed (rows
     depend only on earlier rows: a longer table gives the same rows below ``top``)."""
-    import copy
-
     with _SANITISER_LOCK:
         san = _SANITISERS.get(job.token)
         if san is None:
@@ -142,8 +149,6 @@ class _SharedSanitiser:
 def _arrow_bytes(arr: Any) -> Any:
     """A ``pyarrow`` string (or large string) array, without nulls, as a
     ``load.bytecols.ByteColumn`` over its own data buffer (no str per cell)."""
-    from ampcalc.load.bytecols import ByteColumn
-
     n = len(arr)
     _, offsets, data = arr.buffers()
     wide = np.int64 if _module("pyarrow").types.is_large_string(arr.type) else np.int32
@@ -163,8 +168,6 @@ def _parquet_columns(part: Partition, header: tuple[str, ...]) -> list[Any]:
     and a string ``frequency`` as ``load.bytecols.ByteColumn`` s over Arrow's buffers, an
     integer ``frequency`` as int64, other columns as Python values. Nulls, a column of
     another type, and columns that differ from the first partition's are errors."""
-    from ampcalc.load.parquet import read_parquet
-
     pa = _module("pyarrow")
     table = read_parquet(part.path)
     if tuple(table.column_names) != header:
@@ -207,11 +210,6 @@ def _parquet_chunk(part: Partition, job: _SanitizeJob, san: Any) -> Any:
     frequency) read from Arrow's buffers. Integer keys are their decimal strings;
     other columns are passed through as Python values (as the one-process CSV reader
     gives them, strings there)."""
-    from ampcalc.load.keyset import KeyLog
-    from ampcalc.math import pws as K
-    from ampcalc.records.pws_files import check_score, duplicate_message, parse_freqs
-    from ampcalc.records.pws_stream import SanitizedChunk
-
     header = list(job.header)
     cols = _parquet_columns(part, job.header)
     ki, fi, si, extra = _sample_columns(header)
@@ -244,8 +242,6 @@ def _parquet_chunk(part: Partition, job: _SanitizeJob, san: Any) -> Any:
 
 def _arrow_keys(kcol: Any, idx: np.ndarray) -> Any:
     """The keys ``idx`` of a ``ByteColumn`` as an Arrow string array, from the bytes."""
-    from ampcalc.output.keys_csv import gather_rows as gather  # rows of pieces of one buffer
-
     pa = _module("pyarrow")
     start = kcol.start[idx]
     size = kcol.end[idx] - start
@@ -273,8 +269,6 @@ def _sanitize_task(i: int, job: _SanitizeJob) -> dict[str, Any]:
     Arrow's buffers (``_parquet_chunk``: the same checks and draws); its part written
     by the one-process CSV writer or from the key bytes (Parquet)."""
     _tune_worker_malloc()
-    from ampcalc.records.pws_stream import sanitize_sample
-
     part = job.parts[i]
     header = list(job.header)
 
@@ -314,10 +308,6 @@ def _write_csv_part(
 ) -> tuple[int, int, list[np.ndarray]]:
     """The sanitised ``chunks`` written to the CSV part file ``path`` by the one-process
     writer; returns (keys read, keys reported, the keys' hashes per chunk)."""
-    import csv
-
-    from ampcalc.records.pws_stream import write_chunk
-
     hashes: list[np.ndarray] = []
     keys = reported = 0
     with atomic_write(path, newline="") as fh:
@@ -344,8 +334,6 @@ def _write_parquet_part(
     their bytes, the sanitised frequencies (``frequencies``), the ``extra`` columns
     (strings when read from CSV); returns (keys read, keys reported, the keys' hashes
     per chunk)."""
-    from ampcalc.records.pws_stream import cells
-
     pa = _module("pyarrow")
     pq = _module("pyarrow.parquet")
     hashes: list[np.ndarray] = []
@@ -383,10 +371,6 @@ def _write_parquet_part(
 
 def _hash_hits(i: int, job: _SanitizeJob, wanted: np.ndarray) -> list[tuple[str, int]]:
     """(key, line) of partition ``i``'s keys whose hash is in ``wanted``."""
-    from ampcalc.load.bytecols import ByteColumn
-    from ampcalc.math import pws as K
-    from ampcalc.records.pws_files import read_sample
-
     part = job.parts[i]
     if part.kind != "csv":
         cols = _parquet_columns(part, job.header)

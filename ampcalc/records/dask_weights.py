@@ -20,7 +20,18 @@ from typing import Any
 import numpy as np
 
 from ampcalc.load.files import atomic_write, excerpt_names
+from ampcalc.load.parquet import parquet_columns, parquet_numbers, parquet_rows, read_parquet
+from ampcalc.load.records import (
+    RecordNorms,
+    iter_chunks,
+    open_source,
+    record_norms,
+    select_columns,
+)
+from ampcalc.load.table import count_rows, read_npy
+from ampcalc.math.importance import uniforms
 from ampcalc.model.errors import DesignError
+from ampcalc.output.columns import savetxt_rows
 from ampcalc.records.dask_cluster import (
     _compute,
     _module,
@@ -39,6 +50,7 @@ from ampcalc.records.dask_parts import (
     prepare_output,
     resolve_inputs,
 )
+from ampcalc.schemes import importance as imp
 
 # Record files (``ampcalc weights``)
 # --------------------------------------------------------------------------------------
@@ -58,16 +70,12 @@ class _RecordPart:
 
 
 def _record_part(part: Partition, columns: Any, probability_column: Any) -> _RecordPart:
-    from ampcalc.load.records import open_source, select_columns
-
     def err(msg: str) -> Exception:
         return DesignError(msg)
 
     if part.kind != "parquet":
         src = open_source(Path(part.path), columns, probability_column, err)
         return _RecordPart(part.path, part.kind, src.names, src)
-    from ampcalc.load.parquet import parquet_columns
-
     header = tuple(parquet_columns(part.path))
     width = len(header)
     cols, pcol = select_columns(header, width, columns, probability_column, err, part.path)
@@ -85,9 +93,6 @@ def _record_part(part: Partition, columns: Any, probability_column: Any) -> _Rec
 def _count_records(rp: _RecordPart) -> int:
     """Rows of a record partition without parsing it (the parser agrees when it succeeds:
     non-blank lines, less the header)."""
-    from ampcalc.load.parquet import parquet_rows
-    from ampcalc.load.table import count_rows, read_npy
-
     if rp.kind == "parquet":
         return parquet_rows(rp.path)
     if rp.kind == "npy":
@@ -97,9 +102,7 @@ def _count_records(rp: _RecordPart) -> int:
 
 def _read_records(rp: _RecordPart) -> Any:
     """A record partition as a DataFrame: columns x0..x{d−1} (float) and ``p``."""
-    import pandas as pd
-
-    from ampcalc.load.records import iter_chunks
+    import pandas as pd  # lazy: pandas, > 20 ms
 
     d = len(rp.names)
     if rp.kind != "parquet":
@@ -122,8 +125,6 @@ def _read_records(rp: _RecordPart) -> Any:
 
 
 def _read_parquet_records(rp: _RecordPart) -> tuple[np.ndarray, np.ndarray | None]:
-    from ampcalc.load.parquet import parquet_numbers, read_parquet
-
     want = [*rp.fields, *([rp.probability_field] if rp.probability_field else [])]
     arrays = parquet_numbers(rp.path, read_parquet(rp.path, want), want)
     x = np.ascontiguousarray(np.column_stack(arrays[: len(rp.fields)]))
@@ -168,18 +169,12 @@ _BLOCK = 1 << 18
 
 def _csv_block(block: np.ndarray) -> str:
     """Rows as the one-process ``weights`` writes them (row as an integer, %.17g)."""
-    from ampcalc.output.columns import savetxt_rows
-
     return savetxt_rows(block, int_first=True)
 
 
 def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None) -> Any:
     """Probabilities, weights, ε̂ (and the Poisson draw) of one partition; writes its part."""
-    import pandas as pd
-
-    from ampcalc.load.records import RecordNorms, record_norms
-    from ampcalc.math.importance import uniforms
-    from ampcalc.schemes import importance as imp
+    import pandas as pd  # lazy: pandas, > 20 ms
 
     _tune_worker_malloc()
     i = int(partition_info["number"]) if partition_info else 0

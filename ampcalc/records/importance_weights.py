@@ -15,8 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.designs.sources import as_designs
+from ampcalc.load.records import iter_chunks
+from ampcalc.math.importance import uniforms
 from ampcalc.model.design import Design, Neighbours
 from ampcalc.model.errors import DesignError
+from ampcalc.schemes import importance as imp
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,8 +51,6 @@ class Weights:
         Row i is kept when U_i < q(x_i), U_i from numpy's Philox generator keyed by the
         seed with counter i: the same rows however the file is split.
         """
-        from ampcalc.math.importance import uniforms
-
         return np.flatnonzero(uniforms(int(seed), 0, len(self)) < self.probability)
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,8 +80,6 @@ def importance_setup(d: Design) -> tuple[Any, Any, float, float | None]:
     """(params with ε* bound, profile, profile scaling k0, ε* or None) of an importance
     design, refusing (``ConditionError``) a privacy-constrained design whose declared ε
     exceeds ε*, with the message ``bound`` gives."""
-    from ampcalc.schemes import importance as imp
-
     params: Any = imp.bind_target(d.params, d.target)
     profile: Any = d.mechanism
     eps_star = None
@@ -101,9 +101,6 @@ def record_weights(design: Any, threads: int = 1) -> Weights:
         ConditionError: the design is outside Theorem 10's conditions (the message
             ``bound`` gives, naming the largest feasible radius).
     """
-    from ampcalc.designs.sources import as_designs
-    from ampcalc.schemes import importance as imp
-
     d = importance_design(as_designs(design))
     params, profile, k0, eps_star = importance_setup(d)
     fig = imp.record_figures(params, profile, k0, eps_star, threads=threads)
@@ -138,8 +135,6 @@ def sampled_blocks(
     indices, records, q, w)`` of the kept rows. Row i is kept when its Philox uniform
     (``math.importance.uniforms``: a pure function of (seed, i)) is below q_i, so any
     chunking, streaming or partitioning keeps the same rows."""
-    from ampcalc.load.records import iter_chunks
-    from ampcalc.math.importance import uniforms
 
     def chunk_error(msg: str) -> Exception:
         return DesignError(msg)

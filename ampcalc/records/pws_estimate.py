@@ -11,9 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.model.errors import DesignError
+from ampcalc.designs.sources import as_designs
+from ampcalc.math import pws as K
+from ampcalc.model.errors import ConditionError, DesignError
 from ampcalc.model.references import PWS
+from ampcalc.records import pws_estimators as E
 from ampcalc.records.pws_tables import pws_design
+from ampcalc.schemes import pws
 
 
 def argmax_column(rows: Any, j: int) -> int:
@@ -36,11 +40,6 @@ def pws_estimate_params(
     unbiased one (``estimator="unbiased"``, §7.1), with bias/variance and sampled-SbH's
     per-frequency bias/variance for comparison (§8.1): the ``pws estimate --json``
     payload without ``select``."""
-    from ampcalc.math import pws as K
-    from ampcalc.model.errors import ConditionError
-    from ampcalc.records import pws_estimators as E
-    from ampcalc.schemes import pws
-
     t = pws.compute_table(params)
     top = max([t.n, *tokens])
     # rows until column `top` has ended (the MLE scans h >= j while π_{h,j} > 0)
@@ -106,8 +105,6 @@ def pws_estimate_params(
 
 def pws_estimate(design: Any, frequencies: Any, estimator: str = "mle") -> dict[str, Any]:
     """``ampcalc.api.pws_estimate`` (its arguments, returns and errors are documented there)."""
-    from ampcalc.designs.sources import as_designs
-
     _, params = pws_design(as_designs(design))
     tokens = np.asarray(frequencies).ravel()
     if tokens.size and (

@@ -18,9 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.load.table import missing_column, read_table
 from ampcalc.math import pws as K
 from ampcalc.model.errors import ConditionError, DesignError
 from ampcalc.model.references import DERIVATIONS, PWS
+from ampcalc.schemes import pws
 
 _NODES = 20
 _FAST_NODES = 10  # e^{−ε|u|}·smooth on a panel of width 1/ε: error ~1/20!
@@ -198,8 +200,6 @@ def zipf(support: int, alpha: float) -> Distribution:
 def read_distribution(path: str) -> Distribution:
     """A CSV with a ``frequency`` column and an optional ``count`` column (keys with
     that frequency, default 1 per row); other columns (e.g. ``key``) are ignored."""
-    from ampcalc.load.table import missing_column, read_table
-
     freq: dict[int, float] = {}
     table = read_table(path, what="frequency file", header=True, delimiter=",", name=path)
     names = list(table.header or ())
@@ -236,8 +236,6 @@ def _q_at(params: Any, freqs: np.ndarray) -> np.ndarray:
 def expected_keys(params: Any, dist: Distribution) -> dict[str, Any]:
     """Expected number of keys reported by PWS (Σ count·π_w), by sampled-SbH
     (Σ count·φ_w) and by the non-private sample (Σ count·q_w) (Cohen et al. 2021 Fig. 2 and 4)."""
-    from ampcalc.schemes import pws
-
     # the table until π settles at q for good (a design's max_frequency may stop short)
     t = pws.compute_table(dataclasses.replace(params, max_frequency=None))
     f = dist.frequency
@@ -288,8 +286,6 @@ def expected_keys(params: Any, dist: Distribution) -> dict[str, Any]:
 def rows_past(params: Any, top: int) -> K.Rows:
     """Algorithm 4 rows far enough that column ``top`` has ended (the MLE scans down
     the column; the same rule as ``api.pws_estimate_params``)."""
-    from ampcalc.schemes import pws
-
     n = max(top, 1)
     while True:
         q = pws.q_of(params, n)

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
+from ampcalc.load.bytecols import ByteColumn, split_bytes
 from ampcalc.load.files import excerpt
+from ampcalc.load.table import bounded_line as bounded
+from ampcalc.load.table import stream_columns, stream_rows
+from ampcalc.model.errors import DesignError
 
 #: the columns of a sample without a header row (its second cell is a whole number)
 IMPLIED = ("key", "frequency", "score")
@@ -25,8 +31,6 @@ def read_rows(
     path: str, chunk: int, need_freq: bool = True
 ) -> Iterator[tuple[list[str], Sequence[int], list[list[str]]]]:
     """CSV rows in chunks: yields (header, line numbers, rows)."""
-    from ampcalc.load.table import stream_rows
-
     return stream_rows(
         path,
         chunk,
@@ -46,9 +50,6 @@ def read_columns(
     the columns of chunks without quotes come as ``load.bytecols.ByteColumn`` (byte
     ranges of the chunk's UTF-8 text, no str per cell); quoted chunks give lists of
     strings either way."""
-    from ampcalc.load.bytecols import split_bytes
-    from ampcalc.load.table import stream_columns
-
     return stream_columns(
         path,
         chunk,
@@ -68,14 +69,10 @@ def read_sample(path: str, chunk: int) -> Iterator[tuple[list[str], Sequence[int
 
 def bounded_line(fh: Any, cap: int, path: str, line: int) -> str:
     """One line, refused past ``cap`` characters (standard input can be endless)."""
-    from ampcalc.load.table import bounded_line as bounded
-
     return bounded(fh, cap, path, line)
 
 
 def parse_freq(value: str, path: str, line: int, what: str = "frequency") -> int:
-    from ampcalc.model.errors import DesignError
-
     try:
         v = int(value)
     except ValueError:
@@ -99,10 +96,6 @@ FREQ_MAX = 2**63 - 1
 def parse_freqs(col: Any, path: str, lines: Sequence[int]) -> Any:
     """The frequency column as int64; the first bad cell is an error naming its line.
     ``col``: a list of cells or a ``load.bytecols.ByteColumn``."""
-    import numpy as np
-
-    from ampcalc.load.bytecols import ByteColumn
-
     if isinstance(col, ByteColumn):
         fast = _digits(col)
         if fast is not None:
@@ -143,8 +136,6 @@ def _digits(col: Any) -> Any:
     Eight digits at a time in one 64-bit word (the 8 bytes ending at the cell's end,
     little-endian, those before the cell set to ``0``): every byte is checked to be a
     digit, then adjacent digits, pairs and quadruples are combined in place."""
-    import numpy as np
-
     n = len(col)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -183,8 +174,6 @@ def _digits(col: Any) -> Any:
 def check_duplicates(
     keys: list[str], lines: Sequence[int], seen: dict[str, int], path: str
 ) -> None:
-    from ampcalc.model.errors import DesignError
-
     first: dict[str, int] = {}
     for k, ln in zip(keys, lines, strict=True):
         earlier = seen.get(k, first.get(k))
@@ -201,8 +190,6 @@ def duplicate_message(path: str, key: str, line: int, earlier: int) -> str:
 
 
 def check_score(value: str, params: Any, w: int, path: str, line: int) -> None:
-    from ampcalc.model.errors import DesignError
-
     try:
         s = float(value)
     except ValueError:

@@ -15,17 +15,18 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.designs.sources import as_designs
+from ampcalc.math import pws as K
 from ampcalc.model.errors import DesignError
 from ampcalc.model.limits import LIMITS
 from ampcalc.records.pws_tables import pws_design
+from ampcalc.schemes import pws
 
 
 class PwsSanitiser:
     """Algorithm 3/4 tables for a design, extended on demand to larger frequencies."""
 
     def __init__(self, params: Any, frequencies: bool, extend: bool) -> None:
-        from ampcalc.schemes import pws
-
         self.params = params
         self.frequencies = frequencies
         self.extend = extend
@@ -34,9 +35,6 @@ class PwsSanitiser:
         self._build(self.n, f"the design's table ({self.n} rows)")
 
     def _build(self, n: int, where: str) -> None:
-        from ampcalc.math import pws as K
-        from ampcalc.schemes import pws
-
         q = pws.q_of(self.params, n)
         pi = pws.reporting(self.params, q)
         rows = None
@@ -90,9 +88,6 @@ def pws_sanitize(
     extend: bool = True,
 ) -> dict[str, Any]:
     """``ampcalc.api.pws_sanitize`` (its arguments, returns and errors are documented there)."""
-    from ampcalc.designs.sources import as_designs
-    from ampcalc.math import pws as K
-
     _, params = pws_design(as_designs(design))
     key_list = [str(k) for k in keys]
     freqs = np.asarray(frequencies)

@@ -22,7 +22,9 @@ import numpy as np
 from ampcalc.load.bytecols import ByteColumn
 from ampcalc.load.files import excerpt
 from ampcalc.load.keyset import KeyLog
+from ampcalc.math import pws as K
 from ampcalc.model.errors import DesignError
+from ampcalc.output.keys_csv import write_key_bytes, write_key_text
 from ampcalc.records.pws_files import check_score, duplicate_message, parse_freqs, read_sample
 
 
@@ -78,8 +80,6 @@ def sanitize_sample(
     Raises:
         DesignError: a bad cell, a duplicate key, or a streamed file out of order.
     """
-    from ampcalc.math import pws as K
-
     seen = KeyLog()
     prev: tuple[str, int] | None = None
     n_in = 0
@@ -128,8 +128,6 @@ def write_chunk(out: Any, writer: Any, part: SanitizedChunk, frequencies: bool) 
     handle ``out`` (opened with ``newline=""``), the bytes ``writer`` (a ``csv.writer``
     on ``out`` with ``lineterminator="\\n"``) would write: from the key bytes where no
     cell needs quoting, else through ``writer``."""
-    from ampcalc.output.keys_csv import write_key_bytes, write_key_text
-
     extra, kcol, idx = part.extra, part.keys, part.kept
     tokens = part.tokens if frequencies else None
     if not extra and write_key_bytes(out, kcol, idx, tokens):

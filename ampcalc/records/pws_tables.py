@@ -14,14 +14,16 @@ from typing import Any
 
 import numpy as np
 
+from ampcalc.designs.sources import as_designs
+from ampcalc.math import pws as K
 from ampcalc.model.design import Design
 from ampcalc.model.errors import DesignError
+from ampcalc.records import pws_estimators as E
+from ampcalc.schemes import pws
 
 
 def pws_design(designs: Sequence[Design]) -> tuple[Design, Any]:
     """The one ``scheme: pws`` design of a file and its params with the target bound."""
-    from ampcalc.schemes import pws
-
     chosen = [d for d in designs if d.scheme == "pws"]
     if len(chosen) != 1:
         raise DesignError(
@@ -41,9 +43,6 @@ def pws_self_check(
     """DP self-check: keys-only outputs (exact rational arithmetic up to
     ``EXACT_CHECK_ROWS`` rows) and, with ``frequencies``, Algorithm 4's rows (float,
     with rounding slack). Returns (ok, largest divergence, keys-only check exact)."""
-    from ampcalc.math import pws as K
-    from ampcalc.schemes import pws
-
     eps, delta = params.epsilon, params.delta
     exact = pi.size <= EXACT_CHECK_ROWS
     if exact:
@@ -69,8 +68,6 @@ def pws_table(
     accuracy: bool = False,
 ) -> dict[str, Any]:
     """``ampcalc.api.pws_table`` (its arguments, returns and errors are documented there)."""
-    from ampcalc.designs.sources import as_designs
-
     summary, cols = pws_table_columns(design, max_frequency, verify=verify)
     names = list(cols)
     ratio_ok = (cols["phi_sbh"] > 0).tolist()
@@ -82,8 +79,6 @@ def pws_table(
         if not ok:
             row["ratio"] = None
     if accuracy:
-        from ampcalc.records import pws_estimators as E
-
         _, params = pws_design(as_designs(design))
         for row, extra in zip(rows, E.accuracy(params, len(rows)), strict=True):
             row.update({k: v for k, v in extra.items() if k != "frequency"})
@@ -95,10 +90,6 @@ def pws_table_columns(
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """``pws_table``'s summary, and its rows as columns (``frequency``, ``q``, ``pi``,
     ``p``, ``phi_sbh``, ``ratio``: NaN where φ_i is not > 0, the rows' null)."""
-    from ampcalc.designs.sources import as_designs
-    from ampcalc.math import pws as K
-    from ampcalc.schemes import pws
-
     d, params = pws_design(as_designs(design))
     t = pws.compute_table(params, max_frequency)
     n = t.n

@@ -213,7 +213,13 @@ def _read_size_file(path: Any, err: Any, *, integer: bool = True) -> np.ndarray:
             raise err(f"{path}: the file is empty (expected one size per row)")
     except OSError as exc:
         raise err(f"cannot read cluster-size file {str(path)!r}: {exc.strerror}") from None
-    from ampcalc.load.table import data_line, is_number, missing_column, numeric_block, split_line
+    from ampcalc.load.table import (  # lazy: start-up (bound)
+        data_line,
+        is_number,
+        missing_column,
+        numeric_block,
+        split_line,
+    )
 
     header = 0
     col = 0

@@ -4,6 +4,7 @@ symbol counts (see ``ampcalc.schemes.exact`` for the programme and the hook inte
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -132,8 +133,6 @@ def pure_part(mechanism: Mechanism) -> Mechanism:
     adds each relation's δ (``deltas_of``) to the plan the hook returns, so hooks written
     for pure ε serve the (ε, δ) programme unchanged.
     """
-    import dataclasses
-
     return dataclasses.replace(mechanism, delta=0.0, delta_replace_one=None, releases=None)
 
 

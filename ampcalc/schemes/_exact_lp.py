@@ -5,6 +5,7 @@ solve of the pure programme (see ``ampcalc.schemes.exact`` for the formulation).
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -83,7 +84,7 @@ def _linprog_x(
     c: np.ndarray, a_ub: Any, b_ub: np.ndarray, a_eq: Any, b_eq: Any, bounds: Any
 ) -> tuple[float | None, int, str | None, np.ndarray | None]:
     """min c·x by HiGHS: (value, status, failure reason, the point)."""
-    from scipy.optimize import linprog
+    from scipy.optimize import linprog  # lazy: scipy, > 20 ms
 
     # HiGHS interior point (with crossover to a basic solution) is about 5x faster than
     # its dual simplex here; the simplex ("highs") is the fallback when it fails
@@ -110,7 +111,7 @@ def _dp_rows(pairs: Pairs, n: int, homogeneous: bool) -> tuple[Any, np.ndarray]:
     −f_a + e^ε f_b <= e^ε − 1 + δ (the latter is 1 − f_a <= e^ε(1 − f_b) + δ).
     Charnes–Cooper (variables y = t·f and t in column n): the same times t.
     """
-    from scipy.sparse import coo_matrix
+    from scipy.sparse import coo_matrix  # lazy: scipy, > 20 ms
 
     rows: list[int] = []
     cols: list[int] = []
@@ -218,7 +219,7 @@ def _cone_rows(pairs: Pairs, n: int, scaled: bool) -> tuple[Any, np.ndarray, np.
 
     Returns the matrix and, per row, its ε and weight w (the row is w·(y_a − e^ε y_b)).
     """
-    from scipy.sparse import coo_matrix
+    from scipy.sparse import coo_matrix  # lazy: scipy, > 20 ms
 
     m = len(pairs)
     ij = np.array([(i, j) for i, j, _, _ in pairs], dtype=np.int64).reshape(m, 2)
@@ -240,8 +241,8 @@ def _envelope(y: np.ndarray, pairs: Pairs) -> np.ndarray | None:
     """log of an exactly ε-DP point near y: u_S = max_T (log y_T − d(S, T)), d the
     shortest-path distance with edge lengths ε − margin; checked edge by edge with half
     the margin (which covers rounding). None when no point can be made (y <= 0, ε = 0)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import dijkstra
+    from scipy.sparse import coo_matrix  # lazy: scipy, > 20 ms
+    from scipy.sparse.csgraph import dijkstra  # lazy: scipy, > 20 ms
 
     n = y.size
     pos = np.flatnonzero(y > 0.0)
@@ -319,8 +320,6 @@ def _dual_bound(
     if np.any(off & (r > 0.0)):
         # push the residual of a sample P′ never produces to a neighbour nearer P′'s
         # support (a multiplier on its row y_S − e^ε y_T <= 0)
-        from collections import deque
-
         nbrs: list[list[tuple[int, float]]] = [[] for _ in range(n)]
         for (i, j), e in zip(ij.tolist(), eps[:m].tolist(), strict=True):
             nbrs[i].append((j, e))
@@ -355,7 +354,7 @@ def _solve_pure(a: np.ndarray, b: np.ndarray, pairs: Pairs) -> Solved:
     the first solve's value (Σ p y / Σ p′ y of its point: its objective alone overstates
     the optimum when the point breaks Σ p′ y = 1).
     """
-    from scipy.optimize import linprog
+    from scipy.optimize import linprog  # lazy: scipy, > 20 ms
 
     n = a.size
     value: float | None = None

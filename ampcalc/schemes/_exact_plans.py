@@ -4,6 +4,7 @@ clusters (see ``ampcalc.schemes.exact`` for the hook interface)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -217,8 +218,6 @@ def for_guarantee(
     ``ConditionError`` when no instance is left: the hook enumerates no pair of that
     relation, so bounds for that guarantee cannot be checked.
     """
-    import dataclasses
-
     name = str(guarantee)
     default = None if untagged is None else str(untagged)
     kept = tuple(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -239,8 +240,6 @@ def systematic_pips_distribution(inclusion: np.ndarray) -> dict[Counts, float]:
     u ∈ [0, 1) takes record i when some u + t, t = 0, 1, …, falls in I_i (a_i <= 1: at
     most once). Computed in exact rational arithmetic from the float a_i.
     """
-    from fractions import Fraction
-
     a = [Fraction(float(x)) for x in inclusion]
     c = [Fraction(0)]
     for x in a:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ampcalc.load.fields import Reader, describe, is_real
+from ampcalc.load.fields import Reader, describe, field_value, is_real
 from ampcalc.load.files import excerpt, open_input
 from ampcalc.model.limits import LIMITS
 from ampcalc.schemes.base import Field
@@ -118,11 +118,11 @@ def _read_prob_file(path: Path, fail: Any) -> np.ndarray:
     with open_input(path, what="size pmf file", binary=True, error=fail):
         pass  # a regular file (not a directory, FIFO or device)
     if path.suffix == ".npy":
-        from ampcalc.load.table import read_npy
+        from ampcalc.load.table import read_npy  # lazy: start-up (bound)
 
         arr = read_npy(path, what="size pmf file", error=fail, ndims=(1,), mmap=False)
         return np.asarray(arr, dtype=float)
-    from ampcalc.load.table import read_table
+    from ampcalc.load.table import read_table  # lazy: start-up (bound)
 
     table = read_table(
         path,
@@ -202,8 +202,6 @@ def _read_kind(raw: Any, n: int, reader: Any) -> str:
         )
     kind = raw.get("distribution")
     if kind not in KINDS:
-        from ampcalc.load.fields import field_value
-
         if "distribution" not in raw:
             raise reader.error(
                 SIZE_PATH,

@@ -124,7 +124,7 @@ def best_advantage(p: np.ndarray, q: np.ndarray, eps: float) -> float:
     [0, 1] and shrunk towards 1/2 by η = v/(e^ε − 1), v its largest constraint violation,
     which makes it exactly feasible; the returned value is that h's objective, rounded down.
     """
-    from scipy.optimize import linprog
+    from scipy.optimize import linprog  # lazy: scipy, > 20 ms
 
     k = p.size
     d = p - q

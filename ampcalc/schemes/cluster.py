@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from ampcalc.model.references import (
     derivation,
 )
 from ampcalc.schemes import _cluster_remarks as remarks
+from ampcalc.schemes import _count_witness as cw
 from ampcalc.schemes._cluster_kernels import (
     ClusterSizes,
     ratio_lower,
@@ -678,8 +680,6 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
 def _count_witness_details(a: int, b: int, eps0: float) -> dict[str, Any]:
     """Two clusters (sizes a <= b): the count witness of the working paper at ε."""
-    from ampcalc.schemes import _count_witness as cw
-
     return {
         "eq2": float(cw.eq2(a, b, eps0)),
         "exact_smaller": float(cw.exact(a, b, eps0, "smaller")),
@@ -702,7 +702,7 @@ def _cluster_sample(
     """The exact sample of clusters given as presence flags: a uniform choice among
     ``subsets``, then every record of a chosen cluster (or each kept w.p. ``rate``, or
     ``sample`` of them drawn without replacement)."""
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     def within(flags: tuple[int, ...]) -> dict[Any, float]:
         if rate is not None:
@@ -734,9 +734,7 @@ def _verify_hook(
     i's records): x's inclusion m/n_i is larger there. ``all`` adds the same pairs seen
     over a two-value universe.
     """
-    import itertools
-
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     cl = params.clusters
     V.check_distinct_domain(cl.total + 1, 1, limit)  # before listing the sizes

@@ -463,7 +463,10 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 def _record_pairs(n: int, m: int, add: range, remove: range) -> list[Any]:
     """Distinct records: P = {o1..oN} vs P ∪ {x} with m′ in ``add``, and
     P = {o1..oN−1, x} vs P − {x} with m′ in ``remove`` (m sampled from P)."""
-    from ampcalc.schemes.exact import distinct_instance, srswor_distribution
+    from ampcalc.schemes.exact import (  # lazy: start-up (bound)
+        distinct_instance,
+        srswor_distribution,
+    )
 
     syms = (*(f"o{i + 1}" for i in range(n)), "x")
     insts = [
@@ -491,7 +494,10 @@ def _record_pairs(n: int, m: int, add: range, remove: range) -> list[Any]:
 def _value_pairs(n: int, m: int, d: int, top: int) -> list[Any]:
     """P = {a×(N − j), b×j} vs P with an a or a b added or removed, for every m′ within
     Δ of m the neighbour can draw; samples as value multisets."""
-    from ampcalc.schemes.exact import srswor_distribution, two_value_instance
+    from ampcalc.schemes.exact import (  # lazy: start-up (bound)
+        srswor_distribution,
+        two_value_instance,
+    )
 
     moves = [("add a", (1, 0)), ("add b", (0, 1)), ("remove a", (-1, 0)), ("remove b", (0, -1))]
     insts = []
@@ -525,7 +531,12 @@ def _verify_hook(
     ``all``: also P = {a×(N − j), b×j} with an a or a b added or removed, samples as
     value multisets.
     """
-    from ampcalc.schemes.exact import Plan, check_distinct_sizes, relations_of, sizes_for
+    from ampcalc.schemes.exact import (  # lazy: start-up (bound)
+        Plan,
+        check_distinct_sizes,
+        relations_of,
+        sizes_for,
+    )
 
     n, m, d = params.population, params.sample, params.sensitivity
     if d is None or m is None:

@@ -93,6 +93,7 @@ from typing import Any
 
 from ampcalc.model.design import Neighbours
 from ampcalc.model.errors import ConditionError
+from ampcalc.model.limits import LIMITS
 from ampcalc.schemes._exact_data import (
     DEFAULT_LIMIT,
     RESOLVE_FLOOR,
@@ -227,8 +228,6 @@ def check_epsilon(relations: Mapping[Neighbours, float]) -> None:
     e^ε lose e^−ε below its 10⁻⁹ floor, and past ε = 709 e^ε is not a float. Below the
     limit a programme the solver cannot settle is INCONCLUSIVE, never a verdict.
     """
-    from ampcalc.model.limits import LIMITS
-
     cap = LIMITS["verify_epsilon"]
     for rel, eps in sorted(relations.items(), key=lambda r: r[0] != Neighbours.ADD_REMOVE):
         if not eps <= cap.value:

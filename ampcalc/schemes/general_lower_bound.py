@@ -22,6 +22,7 @@ from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BUN_2022, cite
 from ampcalc.schemes._cluster_kernels import ratio_lower
+from ampcalc.schemes._estimation_bound import analyse_proposition_4_2
 from ampcalc.schemes.assembly import (
     OfPair,
     Refusal,
@@ -383,8 +384,6 @@ def theorem_5_3_theorem(params: Params) -> Theorem:
 def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Lower bound only."""
     if params.result == "proposition-4.2":
-        from ampcalc.schemes._estimation_bound import analyse_proposition_4_2
-
         return analyse_proposition_4_2(params, mechanism, guarantee)
     if params.result == "proposition-6.1":
         a, a_prime, p, p_prime = params.a, params.a_prime, params.p, params.p_prime

@@ -467,7 +467,7 @@ def exact_profile(params: Params, guarantee: Neighbours) -> ExactRemoval | None:
 
 def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
     """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.schemes.exact)."""
-    from ampcalc.schemes.exact import poisson_instance
+    from ampcalc.schemes.exact import poisson_instance  # lazy: start-up (bound)
 
     return poisson_instance(*args, **kwargs)
 

@@ -602,7 +602,7 @@ def _replacement(
     label: str, i: int, p: dict[Counts, float], pp: dict[Counts, float], *, symmetric: bool
 ) -> Any:
     """P (record i = x) vs P′ (record i = x′): symbols o…, x, x′ (caps 1)."""
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     n = len(next(iter(p)))
     symbols = (*(f"o{j + 1}" for j in range(n) if j != i), "x", "x'")
@@ -618,7 +618,7 @@ def _replacement(
 def _value_pairs(insts: list[Any], n: int, limit: int) -> list[Any]:
     """The default pairs seen over a two-value universe: x = a, x′ = b, and every
     assignment of a or b to the other n − 1 records."""
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     others = max(1, 2 ** (n - 1))
     V.check_value_populations(
@@ -684,7 +684,7 @@ def _verify_hook(
     whole design re-drawn with the new size) and the default pairs over a two-value
     universe (x = a, x′ = b, every assignment of the other records).
     """
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     if params.method == "poisson-threshold":
         return _verify_threshold(params, mechanism, pairs, limit)
@@ -728,7 +728,7 @@ def _verify_threshold(
     min(1, τR), or 1 without a public R). ``all`` also adds x at each listed a_i, with
     0..3 other records, and the pairs over a two-value universe.
     """
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     V.require_pure(mechanism)
     tau, big_r = params.threshold, params.max_size_measure

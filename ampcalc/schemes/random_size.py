@@ -23,6 +23,7 @@ import numpy as np
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
 from ampcalc.model.references import BUN_2022, DERIVATIONS, cite, derivation
+from ampcalc.schemes import poisson
 from ampcalc.schemes._size_distribution import (
     KINDS as KINDS,
 )
@@ -261,8 +262,6 @@ def binomial_as_poisson(params: Params, mechanism: Mechanism, guarantee: Neighbo
     p^{|S|}(1 − p)^{N − |S|}, each record kept independently with probability p. So the
     Poisson family's replace-one results hold: exact for pure ε
     (``poisson.replace_one_exact``), and δ > 0 is covered too."""
-    from ampcalc.schemes import poisson
-
     p = params.size.p
     assert p is not None and p > 0.0  # ``analyse`` routes only p > 0 here
     conditions = (
@@ -378,7 +377,7 @@ def size_mixture_plan(
     symmetric under x ↔ x′). ``all``: also {a×(N − j), b×j} vs {a×(N − j − 1), b×(j + 1)}
     for j = 0..N − 1, samples as value multisets.
     """
-    from ampcalc.schemes.exact import (
+    from ampcalc.schemes.exact import (  # lazy: start-up (bound)
         Instance,
         Plan,
         check_distinct_sizes,
@@ -421,7 +420,11 @@ def _verify_hook(
     params: Params, mechanism: Mechanism, pairs: str = "default", limit: int = 5000
 ) -> Any:
     """Tiny-instance enumeration for ``ampcalc verify``: a mixture of srswor over sizes."""
-    from ampcalc.schemes.exact import check_distinct_sizes, relations_of, sizes_for
+    from ampcalc.schemes.exact import (  # lazy: start-up (bound)
+        check_distinct_sizes,
+        relations_of,
+        sizes_for,
+    )
 
     support = size_support(params.size, params.population)
     # refuse a huge domain before listing sizes or computing the pmf: one size s >= 1

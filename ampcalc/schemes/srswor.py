@@ -201,7 +201,7 @@ def one_in_100_note() -> str:
 
 def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
     """Tiny-instance enumeration for ``ampcalc verify`` (see ampcalc.schemes.exact)."""
-    from ampcalc.schemes.exact import srswor_instance
+    from ampcalc.schemes.exact import srswor_instance  # lazy: start-up (bound)
 
     return srswor_instance(*args, **kwargs)
 

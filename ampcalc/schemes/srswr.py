@@ -245,7 +245,7 @@ def analyse(params: Params, mechanism: Mechanism, guarantee: Neighbours) -> Anal
 
 
 def _verify_hook(*args: Any, **kwargs: Any) -> Plan:
-    from ampcalc.schemes.exact import srswr_instance
+    from ampcalc.schemes.exact import srswr_instance  # lazy: start-up (bound)
 
     return srswr_instance(*args, **kwargs)
 

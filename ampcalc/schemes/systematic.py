@@ -7,6 +7,7 @@ known ordering no theorem applies and only a lower bound is reported.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,6 +16,7 @@ import numpy as np
 
 from ampcalc.math import numeric
 from ampcalc.model.design import Mechanism, Neighbours
+from ampcalc.model.errors import ConditionError
 from ampcalc.model.references import BBG18, BUN_2022, CLUSTER_DOCS, DERIVATIONS, cite
 from ampcalc.schemes._cluster_kernels import ratio_bound
 from ampcalc.schemes.assembly import (
@@ -150,9 +152,9 @@ def _lower_size_hidden(eps_d: np.ndarray, eps_r: np.ndarray, n: int, k: int) -> 
       - the random-size witness of Theorem 3.1 (random_size.lower_epsilon), tilt at
         min(ε_D, ε_R).
     """
-    from ampcalc.schemes.random_size import Params as SizeParams
-    from ampcalc.schemes.random_size import SizeDistribution
-    from ampcalc.schemes.random_size import lower_epsilon as size_lower
+    from ampcalc.schemes.random_size import Params as SizeParams  # lazy: start-up (bound)
+    from ampcalc.schemes.random_size import SizeDistribution  # lazy: start-up (bound)
+    from ampcalc.schemes.random_size import lower_epsilon as size_lower  # lazy: start-up (bound)
 
     m_lo, m_hi = n // k, -(-n // k)
     f = (n % k) / k
@@ -435,7 +437,7 @@ def _random_order_size_probs(n: int, k: int) -> dict[int, float]:
 def _position_pairs(n: int, starts: list[list[int]]) -> list[Any]:
     """x at position j vs x′ there, the other records distinct: one position j per size
     of the sample that holds it (the rest are the same up to relabelling)."""
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     k = len(starts)
     # the sample over a uniform start: one flag per position (1: kept)
@@ -467,10 +469,7 @@ def _position_pairs(n: int, starts: list[list[int]]) -> list[Any]:
 def _ordering_value_pairs(n: int, starts: list[list[int]], top: int, limit: int) -> list[Any]:
     """Every a/b ordering of the N records with one a turned into b, samples as value
     multisets (orderings whose sample distributions repeat are listed once)."""
-    import itertools
-
-    from ampcalc.model.errors import ConditionError
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     if 2**n > limit:
         raise ConditionError(
@@ -515,12 +514,17 @@ def _verify_hook(
     r, r + k, ... . ``default``: distinct records, one position per class of start;
     ``all``: every a/b sequence of length N with one a turned into b.
     """
-    from ampcalc.schemes.exact import Plan, check_distinct_sizes, relations_of, sizes_for
+    from ampcalc.schemes.exact import (  # lazy: start-up (bound)
+        Plan,
+        check_distinct_sizes,
+        relations_of,
+        sizes_for,
+    )
 
     n, k = params.population, params.interval
     check_distinct_sizes(n + 1, [n // k], limit)  # before listing positions
     if params.order == "random":
-        from ampcalc.schemes.random_size import size_mixture_plan
+        from ampcalc.schemes.random_size import size_mixture_plan  # lazy: start-up (bound)
 
         return size_mixture_plan(n, _random_order_size_probs(n, k), mechanism, pairs, limit)
 

@@ -3,11 +3,13 @@ sampling parameters, as the design file states them, with their checks."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ampcalc.load.fields import describe, mapping
 from ampcalc.load.records import RecordNorms, open_source, read_norms
 from ampcalc.math.importance import (
     PROFILE_PARAMETERS,
@@ -152,8 +154,6 @@ _PROFILE_FIELDS = {
 def parse_mechanism(raw: Any, reader: Any, params: Params) -> RecordEpsilon:
     """Validate the ``mechanism:`` profile block (errors name the YAML line) against the
     design's parsed sampling block ``params`` (its radius and record dimension)."""
-    from ampcalc.load.fields import describe, mapping
-
     data = mapping(raw, reader, "mechanism", None, None, "a privacy profile")
     if "profile" not in data:
         raise reader.error(
@@ -163,8 +163,6 @@ def parse_mechanism(raw: Any, reader: Any, params: Params) -> RecordEpsilon:
         )
     kind = data["profile"]
     if kind not in PROFILES:
-        import difflib
-
         close = difflib.get_close_matches(str(kind), PROFILES, n=1)
         raise reader.error(
             "mechanism.profile",

@@ -37,7 +37,7 @@ def _poisson_result(
     place it is read), and the share of a target each stratum's own inverse gets: the
     whole target under add-remove (Lemma 3.3, tight), half under replace-one (a
     replacement is a removal in one stratum and an addition in another)."""
-    from ampcalc.schemes import poisson
+    from ampcalc.schemes import poisson  # lazy: start-up (bound)
 
     r_max = float(r.max())
     conditions = (
@@ -63,7 +63,7 @@ def analyse_poisson(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> A
     ``poisson.replace_one_analysis`` without the coupling candidate (with it when all
     rates are equal, which makes the design one Poisson sample).
     """
-    from ampcalc.schemes import poisson
+    from ampcalc.schemes import poisson  # lazy: start-up (bound)
 
     need_add_remove(mechanism, f"Stratified Poisson sampling ({BUN_2020_WP}, Lemma 3.3)")
     r = p.rates()
@@ -105,7 +105,7 @@ def _poisson_rows(
     the exact loss of a replacement inside the stratum, log((1 + r_h(e^{ε_D} − 1))/(1 +
     r_h(e^{ε_D − ε_R} − 1))) (the inclusion coins of the two records share r_h), never
     above the total's bound."""
-    from ampcalc.schemes import poisson
+    from ampcalc.schemes import poisson  # lazy: start-up (bound)
 
     r = p.rates()
     if replace is None:
@@ -136,7 +136,7 @@ def _poisson_invert_rows(
 def analyse_fixed(p: Params, mechanism: Mechanism, guarantee: Neighbours) -> Analysis:
     """Fixed allocation: the ``srswor`` family's Theorem 2.2 in the stratum of largest
     sampling fraction (a replacement inside a stratum is a simple random sample's)."""
-    from ampcalc.schemes import srswor
+    from ampcalc.schemes import srswor  # lazy: start-up (bound)
 
     if guarantee is not Neighbours.REPLACE_ONE:
         raise ConditionError(

@@ -13,6 +13,7 @@ import numpy as np
 
 from ampcalc.load.fields import is_whole
 from ampcalc.load.files import excerpt
+from ampcalc.model.errors import DesignError
 from ampcalc.model.limits import LIMITS
 from ampcalc.schemes.base import Field
 
@@ -240,7 +241,7 @@ def _read_csv(raw: Mapping[str, Any], reader: Any) -> tuple[Strata, AtStratum]:
     def err(msg: str) -> Any:
         return reader.error("sampling.strata.file", msg, container=raw, key="file")
 
-    from ampcalc.load.table import read_table
+    from ampcalc.load.table import read_table  # lazy: start-up (bound)
 
     cap = LIMITS["strata"].value
     table = read_table(
@@ -288,7 +289,11 @@ def _csv_path(raw: Mapping[str, Any], reader: Any) -> Any:
 
 def _check_csv_header(table: Any, header: list[str], path: Any, err: Any) -> None:
     """The header names known columns, ``size`` among them; every row has its width."""
-    from ampcalc.load.table import NOT_CSV, did_you_mean, plainly_not_a_header
+    from ampcalc.load.table import (  # lazy: start-up (bound)
+        NOT_CSV,
+        did_you_mean,
+        plainly_not_a_header,
+    )
 
     if plainly_not_a_header(header) and not set(header) & set(STRATUM_KEYS):
         raise err(
@@ -311,7 +316,7 @@ def _check_csv_header(table: Any, header: list[str], path: Any, err: Any) -> Non
 def _csv_numbers(table: Any, column: str, cells: list[str], err: Any) -> np.ndarray:
     """One numeric column of the strata file, every cell in its field's domain (an
     empty cell is NaN: not given)."""
-    from ampcalc.load.table import is_number
+    from ampcalc.load.table import is_number  # lazy: start-up (bound)
 
     spec = _STRATUM_SPECS[column]
     values = np.full(len(cells), np.nan)
@@ -528,8 +533,6 @@ def _at_key(reader: Any, key: str, message: str) -> Any:
     """An error at an existing key of ``sampling`` (its line), else at the block."""
     where = reader.field_where.get(f"sampling.{key}")
     if where is not None:
-        from ampcalc.model.errors import DesignError
-
         return DesignError(message, where=where)
     return reader.error("sampling", message)
 

@@ -57,7 +57,7 @@ class _Allocation:
 
     def stratum(self, h: int, counts: tuple[int, ...], dataset_sizes: list[int]) -> Distribution:
         """Stratum h's exact sample when its records are present as ``counts``."""
-        from ampcalc.schemes import exact as V
+        from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
         n = sum(counts)
         if self.kind == "poisson":
@@ -82,7 +82,7 @@ class _Allocation:
     def population(self, strata: Sequence[tuple[int, ...]]) -> Distribution:
         """The exact sample of a dataset whose strata hold the records present as
         ``strata`` (the strata are sampled independently)."""
-        from ampcalc.schemes import exact as V
+        from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
         dataset_sizes = [sum(c) for c in strata]
         return V.product_distribution(
@@ -111,7 +111,7 @@ def _checked_guarantee(
 ) -> Neighbours:
     """The guarantee whose pairs are listed (fixed allocation's is replace-one, the
     others' add-remove), or ``ConditionError`` for what the hook cannot enumerate."""
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     kind = params.allocation
     if kind == "neyman":
@@ -135,7 +135,7 @@ def _added_record_pairs(
 ) -> list[Any]:
     """For every stratum h: x added to h's N_h records, and x one of them (N_h − 1 vs
     N_h records); ``all`` adds each pair over a two-value universe."""
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     insts: list[Any] = []
     for h, n_h in enumerate(sizes):
@@ -157,7 +157,7 @@ def _added_record_pairs(
 def _replacement_pairs(allocation: _Allocation, sizes: list[int]) -> list[Any]:
     """x replaced by x′ in each stratum and, but for fixed allocation (whose guarantee is
     for replacements within a stratum), x moved from stratum s to t for every s != t."""
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     moves = [(h, h) for h in range(len(sizes))]
     if allocation.kind != "fixed":
@@ -208,7 +208,7 @@ def _verify_hook(
     replacements within a stratum — x moved from stratum s to t for every s != t.
     ``ampcalc verify`` passes the guarantee the design asks for.
     """
-    from ampcalc.schemes import exact as V
+    from ampcalc.schemes import exact as V  # lazy: start-up (bound)
 
     guarantee = _checked_guarantee(params, mechanism, guarantee)
     V.check_distinct_domain(int(params.strata.size.sum()) + 1, 1, limit)  # before listing
