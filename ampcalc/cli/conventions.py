@@ -49,6 +49,32 @@ OutputOpt = Annotated[
 ]
 
 
+# ---- the Dask engine's options (weights, pws sanitize) -----------------------------------
+
+WorkersOpt = Annotated[
+    int, typer.Option("--workers", help="Dask engine: workers of the local cluster.")
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Dask engine: address of a running scheduler, or "
+        "synchronous|threads|processes (default: a local cluster).",
+        show_default=False,
+    ),
+]
+DashboardOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dashboard",
+        help="Dask engine: start the cluster's dashboard on 127.0.0.1 and print its address.",
+    ),
+]
+SummaryJsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the run's summary as JSON (needs --output).")
+]
+
+
 # ---- output files -----------------------------------------------------------------------
 
 

@@ -34,7 +34,17 @@ from ampcalc.cli.app import (
     result_text,
     version,
 )
-from ampcalc.cli.conventions import OutputOpt, dashboard_note, progress_bar, say, wrote_message
+from ampcalc.cli.conventions import (
+    DashboardOpt,
+    OutputOpt,
+    SchedulerOpt,
+    SummaryJsonOpt,
+    WorkersOpt,
+    dashboard_note,
+    progress_bar,
+    say,
+    wrote_message,
+)
 from ampcalc.load.files import atomic_write, excerpt, refuse_input_as_output
 from ampcalc.model.errors import DesignError
 from ampcalc.model.references import PWS
@@ -271,28 +281,6 @@ PartsFormatOpt = Annotated[
         "suffix, else the input's format).",
         show_default=False,
     ),
-]
-WorkersOpt = Annotated[
-    int, typer.Option("--workers", help="Dask engine: workers of the local cluster.")
-]
-SchedulerOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--scheduler",
-        help="Dask engine: address of a running scheduler, or "
-        "synchronous|threads|processes (default: a local cluster).",
-        show_default=False,
-    ),
-]
-DashboardOpt = Annotated[
-    bool,
-    typer.Option(
-        "--dashboard",
-        help="Dask engine: start the cluster's dashboard on 127.0.0.1 and print its address.",
-    ),
-]
-SummaryJsonOpt = Annotated[
-    bool, typer.Option("--json", help="Print the run's summary as JSON (needs --output).")
 ]
 
 

@@ -31,7 +31,17 @@ from ampcalc.cli.app import (
     load,
     result_text,
 )
-from ampcalc.cli.conventions import Progress, dashboard_note, progress_bar, say, wrote_message
+from ampcalc.cli.conventions import (
+    DashboardOpt,
+    Progress,
+    SchedulerOpt,
+    SummaryJsonOpt,
+    WorkersOpt,
+    dashboard_note,
+    progress_bar,
+    say,
+    wrote_message,
+)
 from ampcalc.load.files import atomic_write, refuse_input_as_output
 from ampcalc.model.errors import AmpcalcError, ConditionError, DesignError
 from ampcalc.model.references import DERIVATIONS
@@ -46,25 +56,6 @@ EngineOpt = Annotated[
         help="numpy (one process) or dask (partitions on a Dask cluster; the dask extra).",
     ),
 ]
-WorkersOpt = Annotated[
-    int, typer.Option("--workers", help="Dask engine: workers of the local cluster.")
-]
-SchedulerOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--scheduler",
-        help="Dask engine: address of a running scheduler, or synchronous|threads|processes "
-        "(default: a local cluster).",
-        show_default=False,
-    ),
-]
-DashboardOpt = Annotated[
-    bool,
-    typer.Option(
-        "--dashboard",
-        help="Dask engine: start the cluster's dashboard on 127.0.0.1 and print its address.",
-    ),
-]
 OutputFormatOpt = Annotated[
     str | None,
     typer.Option(
@@ -73,10 +64,6 @@ OutputFormatOpt = Annotated[
         "--output file; default: the output's suffix, else csv). Parquet needs pyarrow.",
         show_default=False,
     ),
-]
-SummaryJsonOpt = Annotated[
-    bool,
-    typer.Option("--json", help="Print the run's summary as JSON (needs --output)."),
 ]
 
 
