@@ -260,3 +260,37 @@ def test_solve_sigma_output_matches_the_schema(tmp_path: Path, capsys) -> None:
     ).json()
     jsonschema.validate(doc, SCHEMA)
     assert doc["knob"]["name"] == "sigma" and doc["knob"]["value"] is not None
+
+
+def _poisson_gaussians(tmp_path: Path, n: int) -> Path:
+    lines = ["target: {epsilon: 5.0, delta: 1e-6}", "entries:"]
+    for i in range(n):
+        lines += [
+            f"  - name: e{i}",
+            f"    design: {{mechanism: {{gaussian: {{sigma: {2.0 + 0.01 * i}}}}}, "
+            f"sampling: {{scheme: poisson, rate: {0.01 + 0.0001 * i}}}}}",
+        ]
+    p = tmp_path / f"ledger{n}.yaml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_rows_above_the_share_limit_carry_no_sampled_profile(tmp_path: Path) -> None:
+    # above MAX_SHARE_ENTRIES (as with `share`) a row leaves out the entry's sampled
+    # profile; its ε′ and δ′ are still `ampcalc bound`'s, to the bit
+    from ampcalc.analyses import budget
+    from ampcalc.model.design import Target
+
+    small = api.budget(api.load_ledger(str(_poisson_gaussians(tmp_path, 2))))
+    assert all(len(r["profile"]) > 10 for r in small["entries"])
+    n = budget.MAX_SHARE_ENTRIES + 1
+    led = api.load_ledger(str(_poisson_gaussians(tmp_path, n)))
+    big = api.budget(led)
+    assert all("profile" not in r for r in big["entries"])
+    for i in (0, n - 1):
+        one = api.bound(
+            dataclasses.replace(led.entries[i].design, target=Target(delta_prime=1e-6))
+        )
+        row = big["entries"][i]
+        assert row["epsilon_prime"] == {"lower": one.lower, "upper": one.upper}
+        assert row["delta_prime"] == one.delta_prime

@@ -365,3 +365,40 @@ def test_lower_never_above_upper_replace_one(
         return
     assert t["lower"] is not None
     assert 0.0 <= t["lower"] <= t["upper"] * (1 + 1e-12)
+
+
+def test_poisson_witness_is_the_rate_itself(tmp_path: Path) -> None:
+    # the rate is the float the sampler draws with, and the upper total takes it as
+    # exact: the witness's π is that float, not a few ulps below it
+    led = budget.load_ledger(str(write(tmp_path, _distinct_poisson(3))))
+    for e, q in zip(led.entries, (0.01, 0.0105, 0.011), strict=True):
+        w = witness.entry_witness(e.design)
+        assert isinstance(w, witness.Witness)
+        assert w.weight == q
+
+
+def test_ledger_witness_reads_the_accountants_remove_directions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each Poisson-sampled entry's witness is the optimistic REMOVE direction the
+    # accountant's accuracy side builds: built once per entry, and the lower total is the
+    # one the witness composes on its own (same code, so the same float)
+    from ampcalc.accounting import fastpld
+
+    n = 6
+    led = budget.load_ledger(str(write(tmp_path, _distinct_poisson(n))))
+    fresh = witness.lower_total(
+        [(e.name, e.design, e.count) for e in led.entries], led.delta, led.discretization
+    )["lower"]
+    built: list[tuple[bool, bool]] = []
+    real = fastpld._built_direction
+
+    def counted(*a: object, **k: bool) -> object:
+        built.append((k["remove"], k["pessimistic"]))
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fastpld, "_built_direction", counted)
+    total = budget.run(led)["total"]
+    assert built.count((True, False)) == n  # not 2n: the witness built none of its own
+    assert total["lower"] == fresh
+    assert total["lower"] <= total["upper"]

@@ -209,25 +209,62 @@ def sampled_points(profile: Profile, q: float, h: float) -> float:
     return total
 
 
+class Kept:
+    """Optimistic REMOVE directions, each built once for a ledger and handed out again
+    (``sampled_direction(..., kept=)``): the accuracy side of a ledger's accountant and
+    its witness compose the same ones. A ``LossPmf`` is never changed once built."""
+
+    def __init__(self) -> None:
+        self._pmfs: dict[tuple[Any, float, float], P.LossPmf] = {}
+
+    def get(self, profile: Profile, q: float, h: float) -> P.LossPmf:
+        """The optimistic REMOVE direction of ``profile`` sampled at q, on the interval h."""
+        key = (profile, q, h)
+        if key not in self._pmfs:
+            self._pmfs[key] = _built_direction(profile, q, h, remove=True, pessimistic=False)
+        return self._pmfs[key]
+
+
 def sampled_pair(
-    profile: Profile, q: float, h: float, *, pessimistic: bool, meter: Meter | None = None
+    profile: Profile,
+    q: float,
+    h: float,
+    *,
+    pessimistic: bool,
+    meter: Meter | None = None,
+    kept: Kept | None = None,
 ) -> P.LossPair:
     """The Poisson-sampled release's pair of distributions (both directions; one when
     q = 1, where the pair is symmetric); ``meter`` charged with the grid first."""
     if meter is not None:
         meter.charge(sampled_points(profile, q, h), f"the sampled {profile.describe()}")
     out = [
-        sampled_direction(profile, q, h, remove=remove, pessimistic=pessimistic)
+        sampled_direction(profile, q, h, remove=remove, pessimistic=pessimistic, kept=kept)
         for remove in ((True, False) if q < 1.0 else (True,))
     ]
     return P.LossPair(out[0], out[1] if len(out) > 1 else None)
 
 
 def sampled_direction(
-    profile: Profile, q: float, h: float, *, remove: bool, pessimistic: bool
+    profile: Profile,
+    q: float,
+    h: float,
+    *,
+    remove: bool,
+    pessimistic: bool,
+    kept: Kept | None = None,
 ) -> P.LossPmf:
     """One direction of the Poisson-sampled release (``remove``: the pair
-    ((1 − q)Q + qP ‖ Q), P and Q M's dominating pair), pessimistic or optimistic."""
+    ((1 − q)Q + qP ‖ Q), P and Q M's dominating pair), pessimistic or optimistic; an
+    optimistic REMOVE direction from ``kept`` when given (built there once)."""
+    if kept is not None and remove and not pessimistic:
+        return kept.get(profile, q, h)
+    return _built_direction(profile, q, h, remove=remove, pessimistic=pessimistic)
+
+
+def _built_direction(
+    profile: Profile, q: float, h: float, *, remove: bool, pessimistic: bool
+) -> P.LossPmf:
     lo, hi = loss_range(profile, q, h, remove)
     at = [] if pessimistic else atoms(profile, q, remove)
     # the optimistic side's grid through the largest atom

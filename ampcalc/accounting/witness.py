@@ -113,7 +113,10 @@ def inclusion(design: Design) -> tuple[float, str] | str:
     p = design.params
     s = design.scheme
     if s == "poisson":
-        return _down(float(p.rate)), f"q = {float(p.rate):g}"
+        # the rate is the float q itself (the sampler draws with it; the upper total
+        # takes it as exact): nothing to round, and the witness's pair is then the one the
+        # ledger's accountant builds for the entry (``fastpld.Kept``)
+        return float(p.rate), f"q = {float(p.rate):g}"
     if s == "srswor":
         return _down(p.sample / p.population), f"m/N = {p.sample}/{p.population}"
     if s == "srswr":
@@ -382,10 +385,11 @@ def pmf_mixture(p1: Sequence[float], p0: Sequence[float], pi: float, di: float) 
     return _rounded(bins, p[both], infinity)
 
 
-def witness_pmf(w: Witness, di: float) -> Any:
+def witness_pmf(w: Witness, di: float, kept: fastpld.Kept | None = None) -> Any:
     """One wave's witness pair ((1 − π)Q + πP ‖ Q), the order (D, D′), as an optimistic
     ``pmf.LossPmf`` (``None``: not built, too many outputs). A Gaussian or Laplace pair is
-    the remove direction of M sampled at rate π (``fastpld.sampled_direction``).
+    the remove direction of M sampled at rate π (``fastpld.sampled_direction``; from
+    ``kept`` when the ledger's accountant built it already).
 
     Raises:
         TooCostly: its grid is above ``pld_points``."""
@@ -400,7 +404,7 @@ def witness_pmf(w: Witness, di: float) -> Any:
         if points > MAX_GRID:
             raise TooCostly(f"the {w.pair.words} witness's grid of {points:.3g} points")
         _points(int(points))
-        return fastpld.sampled_direction(prof, pi, di, remove=True, pessimistic=False)
+        return fastpld.sampled_direction(prof, pi, di, remove=True, pessimistic=False, kept=kept)
     if kind == "discrete-laplace":
         r = discrete_laplace_mixture(float(par[0]), int(par[1]), pi, di)
     else:
@@ -437,12 +441,18 @@ def _charge(groups: Sequence[tuple[Any, int]], meter: Any) -> None:
         raise TooCostly(str(err)) from None
 
 
-def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -> float:
+def compose(
+    witnesses: Sequence[tuple[Witness, int]],
+    delta: float,
+    di: float,
+    kept: fastpld.Kept | None = None,
+) -> float:
     """ε at ``delta`` of the composed witness pairs (``count`` waves of each), the
     optimistic estimate rounded down: a lower bound on the composed releases' ε at δ.
 
     Identical witnesses are grouped and self-composed once; the interval is ``di`` or
-    ``MAX_INTERVAL``, the smaller."""
+    ``MAX_INTERVAL``, the smaller. A sampled Gaussian or Laplace pair is read from
+    ``kept`` when the ledger's accountant built it already."""
     di = min(di, MAX_INTERVAL)
     groups: dict[tuple[Any, ...], tuple[Witness, int]] = {}
     for w, k in witnesses:
@@ -455,7 +465,7 @@ def compose(witnesses: Sequence[tuple[Witness, int]], delta: float, di: float) -
     exact = _exact_binary(list(groups.values()), delta)
     if exact is not None:
         return exact
-    built = [(witness_pmf(w, di), k) for w, k in groups.values()]
+    built = [(witness_pmf(w, di, kept), k) for w, k in groups.values()]
     # dropping an entry whose pair was not built is post-processing: still a lower bound
     pairs = [(r, k) for r, k in built if r is not None]
     if not pairs:
@@ -556,11 +566,15 @@ MEANING = (
 
 
 def lower_total(
-    designs: Sequence[tuple[str, Design, int]], delta: float, di: float
+    designs: Sequence[tuple[str, Design, int]],
+    delta: float,
+    di: float,
+    kept: fastpld.Kept | None = None,
 ) -> Mapping[str, Any]:
     """The ledger's lower total from witness pairs: ``{"lower", "lower_meaning",
     "lower_witness"}``, or ``{"lower": None, "lower_reason"}`` naming the entry without
-    a witness. ``designs``: (entry name, design, count)."""
+    a witness. ``designs``: (entry name, design, count); ``kept``: the optimistic REMOVE
+    directions the ledger's accountant built already (``fastpld.Kept``)."""
     found: list[tuple[Witness, int]] = []
     words: list[str] = []
     for name, design, count in designs:
@@ -575,7 +589,7 @@ def lower_total(
         found.append((w, count))
         words.append(f"{name}: π = {w.weight:.6g} ({w.weight_words}), {w.pair.words}")
     try:
-        lo = compose(found, delta, di)
+        lo = compose(found, delta, di, kept)
     except TooCostly as err:
         reason = f"the witness composition is too large to compute: {err}"
         return {
