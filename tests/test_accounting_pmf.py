@@ -233,3 +233,57 @@ def test_no_module_reads_a_private_attribute_of_dp_accounting() -> None:
             if on_lib or (node.attr in lib and node.attr not in ours):
                 offenders.append(f"{f.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
     assert not offenders, offenders
+
+
+def _stack_one_by_one(t: np.ndarray, v: np.ndarray) -> list[int]:
+    """The monotone-chain lower hull, every point tested in turn (the oracle)."""
+    tl, vl = t.tolist(), v.tolist()
+    st: list[int] = []
+    for i in range(len(tl)):
+        while len(st) >= 2:
+            a, b = st[-2], st[-1]
+            if (vl[b] - vl[a]) / (tl[b] - tl[a]) > (vl[i] - vl[b]) / (tl[i] - tl[b]):
+                st.pop()
+            else:
+                break
+        st.append(i)
+    return st
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(3, 400),
+    seed=st.integers(0, 2**32 - 1),
+    noise=st.sampled_from([0.0, 1e-17, 1e-15, 1e-3, 1.0]),
+)
+def test_stack_pass_pushes_runs_whole_with_the_same_result(
+    n: int, seed: int, noise: float
+) -> None:
+    # straight runs with float noise (what reaches the stack pass), and rough point sets
+    rng = np.random.default_rng(seed)
+    t = np.cumsum(rng.uniform(1e-3, 1.0, n))
+    v = 1.0 - 1e-3 * t + rng.normal(scale=noise, size=n) if noise else rng.normal(size=n)
+    assert P._stack_pass(t, v).tolist() == _stack_one_by_one(t, v)
+
+
+def test_stack_pass_on_an_accountant_grid_matches_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the ADD direction of a Poisson-sampled Gaussian: a long, nearly straight left tail
+    from ampcalc.accounting import fastpld
+    from ampcalc.accounting.profiles import Gaussian
+
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+    real = P._stack_pass
+
+    def spy(t: np.ndarray, v: np.ndarray) -> np.ndarray:
+        seen.append((t.copy(), v.copy()))
+        return real(t, v)
+
+    monkeypatch.setattr(P, "_stack_pass", spy)
+    fastpld._built_direction(
+        Gaussian(sigma=1.0, sensitivity=1.0), 0.01, 1e-4, remove=False, pessimistic=False
+    )
+    assert seen and max(len(t) for t, _ in seen) > 10_000
+    for t, v in seen:
+        assert real(t, v).tolist() == _stack_one_by_one(t, v)

@@ -32,6 +32,7 @@ Nothing here imports dp_accounting (the tests use its public PLD as the oracle).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import math
@@ -127,9 +128,31 @@ def convex_minorant(t: FloatArray, v: FloatArray) -> np.ndarray:
             return keep
         keep = np.delete(keep, bad)
     # what is left (float noise along straight runs, mostly): one stack pass
-    tl, vl, kl = t[keep].tolist(), v[keep].tolist(), keep.tolist()
+    out: np.ndarray = keep[_stack_pass(t[keep], v[keep])]
+    return out
+
+
+def _stack_pass(t: FloatArray, v: FloatArray) -> np.ndarray:
+    """The lower hull of the points (tᵢ, vᵢ) by the monotone-chain stack (a point is
+    popped while the slope into it is above the slope out of it), with the runs that pop
+    nothing pushed whole: while the stack's top two points are the two points before
+    point i, the test at i compares the points' own consecutive slopes (the same float
+    divisions), so every point up to the next one whose slope in is above its slope out
+    is pushed at once. The same indices as testing every point in turn."""
+    s = np.diff(v) / np.diff(t)
+    turns = (np.flatnonzero(s[:-1] > s[1:]) + 1).tolist()  # slope in > slope out
+    tl, vl = t.tolist(), v.tolist()
+    n = len(tl)
     st: list[int] = []
-    for i in range(len(kl)):
+    i = 0
+    while i < n:
+        if len(st) >= 2 and st[-1] == i - 1 and st[-2] == i - 2:
+            k = bisect.bisect_left(turns, i - 1)
+            f = turns[k] if k < len(turns) else n - 1
+            if f >= i:  # points i..f pop nothing: their tests are at i − 1 .. f − 1
+                st.extend(range(i, f + 1))
+                i = f + 1
+                continue
         while len(st) >= 2:
             a, b = st[-2], st[-1]
             if (vl[b] - vl[a]) / (tl[b] - tl[a]) > (vl[i] - vl[b]) / (tl[i] - tl[b]):
@@ -137,7 +160,8 @@ def convex_minorant(t: FloatArray, v: FloatArray) -> np.ndarray:
             else:
                 break
         st.append(i)
-    return keep[np.asarray(st, dtype=np.int64)]
+        i += 1
+    return np.asarray(st, dtype=np.int64)
 
 
 def _masses(t: FloatArray, v: FloatArray) -> FloatArray:
@@ -476,19 +500,20 @@ def _polyline_below(
     m = min(1.0, max(m_opts))
     # right of tₙ: Rₙ lowered to gₙ, down to c
     slope_n = (a[-1] - b[-2]) / dt[-1]
-    tv = [0.0, *t.tolist()]
-    vv = [m, *g.tolist()]
-    jv = [-math.inf, *((pts.e - offset) / h).tolist()]
+    tail_t: list[float] = []
+    tail_v: list[float] = []
+    tail_j: list[float] = []
     final = c
     if g[-1] > c:
         if slope_n < 0:
             tz = t[-1] + (c - g[-1]) / slope_n
-            tv.append(float(tz))
-            vv.append(c)
-            jv.append(_loss_steps(tz, h, offset))
+            tail_t, tail_v, tail_j = [float(tz)], [c], [_loss_steps(tz, h, offset)]
         else:
             final = float(g[-1])  # D >= Rₙ >= aₙ >= gₙ beyond: flat
-    return np.asarray(tv), np.asarray(vv), np.asarray(jv), final
+    tv = np.concatenate(([0.0], t, tail_t))
+    vv = np.concatenate(([m], g, tail_v))
+    jv = np.concatenate(([-math.inf], (pts.e - offset) / h, tail_j))
+    return tv, vv, jv, final
 
 
 def _minorant_down_to(
