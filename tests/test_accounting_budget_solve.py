@@ -130,3 +130,29 @@ def test_cli_budget_solve_writes_the_output_file(tmp_path: Path) -> None:
     )
     assert json.loads(out.read_text()) == json.loads(stdout.stdout)
     assert json.loads(out.read_text())["knob"]["epsilon_upper_at_value"] <= 0.5
+
+
+def test_solve_over_the_work_limit_says_where_and_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a total the search needs above the accountant's work limit is refused (exit 2 in
+    # the CLI), naming the sigma it was asked at, the limit, and how the sigma drives it
+    from ampcalc.model.limits import LIMITS
+
+    work = dataclasses.replace(LIMITS["accountant_work"], value=50_000)
+    monkeypatch.setitem(LIMITS, "accountant_work", work)
+    p = tmp_path / "three.yaml"
+    p.write_text(
+        "target: {epsilon: 1.0, delta: 1e-6}\nentries:\n"
+        + "".join(
+            f"  - name: e{i}\n    design: {{mechanism: {{gaussian: {{sigma: 2.0}}}}, "
+            f"sampling: {{scheme: poisson, rate: {0.01 + 0.001 * i}}}}}\n"
+            for i in range(3)
+        )
+    )
+    with pytest.raises(DesignError) as err:
+        budget_solve.solve(budget.load_ledger(str(p)), "sigma")
+    msg = err.value.message
+    assert "--solve sigma with the target ε = 1: the search needs the total at sigma = " in msg
+    assert "limit of 50,000" in msg
+    assert "the smaller the sigma, the longer every entry's grid" in msg

@@ -259,8 +259,8 @@ class _ScaleTotals:
         with _refused_over_cost(
             f"--solve {knob} with the target ε = {self.target:g}: the search needs the total "
             f"at {knob} = {v:.6g}",
-            "; a target this large needs so little noise that the accountant cannot resolve "
-            "it (a smaller target, or a coarser discretization)",
+            f"; the smaller the {knob}, the longer every entry's grid (a smaller target needs "
+            "more noise, and shorter grids)",
         ):
             return side_total(_with_value(self.ledger, self.idx, v, knob), pessimistic, h)
 
