@@ -5,6 +5,7 @@ sampled) at moderate sizes."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -12,8 +13,9 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from ampcalc import engine, schemes
+from ampcalc import api, engine, schemes
 from ampcalc.api import load_designs
+from ampcalc.model.design import Neighbours
 from ampcalc.schemes import exact as V
 from ampcalc.schemes.stratified import theorem_4_3
 from ampcalc.schemes.stratified.rounding_exact import stratum_exact
@@ -185,3 +187,18 @@ def test_outward_rounding_against_mpmath_on_a_seeded_sweep() -> None:
             # accuracy: the two sides' terms can cancel (weights near frac(rN)) at tiny ε′
             assert float(hi - want[key]) <= 1e-7 * float(want[key]) + 1e-21
     assert mp.mp.dps >= 50
+
+
+@pytest.mark.parametrize(
+    ("guarantee", "lower_how"), [("add-remove", "root-finder"), ("replace-one", "closed-form")]
+)
+def test_invert_says_the_exact_bounds_are_bisected(guarantee: str, lower_how: str) -> None:
+    # the exact bounds' inverses bisect between closed forms: invert says "root-finder",
+    # not the "closed-form" of a stated formula (replace-one's impossible-above ε is the
+    # witness's closed form); what is certified is checked against the bound as evaluated
+    d = load_designs("examples/designs/stratified-business-survey.yaml")[0]
+    d = dataclasses.replace(d, guarantee=Neighbours(guarantee))
+    r = api.invert(d, 1.0)
+    assert r.details["inverse"] == "root-finder"
+    assert r.details["inverse_lower"] == lower_how
+    assert float(engine.bound(d, r.certified).upper) <= 1.0

@@ -471,7 +471,30 @@ def _pick(p: Params, d: Rates, mechanism: Mechanism, guarantee: Neighbours) -> _
         theorem = replace_one_doubled(d)
         notes = (REPLACE_ONE_NOTE,)
         up, lo = 2.0, Scale.SMALLER.ratio(mechanism)
-    return _ChosenTheorem(theorem, notes, functools.partial(_strata_rows, p, d, up, lo))
+    rows = functools.partial(_strata_rows, p, d, up, lo)
+    return _ChosenTheorem(theorem, notes, functools.partial(_inverted_by, theorem, rows))
+
+
+#: ``invert``'s ``details.inverse`` (and ``inverse_lower``) where the theorem's inverse is
+#: one of this module's bisections between closed forms (``exact_inverse`` and the like)
+BISECTED = "root-finder"
+_BISECTIONS = (exact_inverse, exact_lower_inverse, _exact_replace_one_inverse)
+
+
+def _inverted_by(
+    theorem: Theorem,
+    rows: Callable[[Analysis, np.ndarray], Mapping[str, Any]],
+    an: Analysis,
+    target: np.ndarray,
+) -> dict[str, Any]:
+    """The per-stratum ``invert`` rows, and how the certified and impossible-above ε were
+    found where the theorem's inverse is a bisection (the assembly says "closed-form" of
+    every inverse a theorem states)."""
+    out = dict(rows(an, target))
+    for key, inverse in (("inverse", theorem.inverse), ("inverse_lower", theorem.lower_inverse)):
+        if isinstance(inverse, InScale) and inverse.formula in _BISECTIONS:
+            out[key] = BISECTED
+    return out
 
 
 def _mixture_rows(p: Params, d: Rates, an: Analysis, target: np.ndarray) -> dict[str, Any]:
