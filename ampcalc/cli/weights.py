@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections import deque
-from importlib import import_module as _module
 from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
@@ -33,7 +31,6 @@ from ampcalc.cli.app import (
 )
 from ampcalc.cli.conventions import (
     DashboardOpt,
-    Progress,
     SchedulerOpt,
     SummaryJsonOpt,
     WorkersOpt,
@@ -43,7 +40,7 @@ from ampcalc.cli.conventions import (
     wrote_message,
 )
 from ampcalc.load.files import atomic_write, refuse_input_as_output
-from ampcalc.model.errors import AmpcalcError, ConditionError, DesignError
+from ampcalc.model.errors import ConditionError, DesignError
 from ampcalc.model.references import DERIVATIONS
 
 if TYPE_CHECKING:
@@ -96,8 +93,6 @@ InputOpt = Annotated[
         show_default=False,
     ),
 ]
-
-CSV_HEADER = "row,probability,weight,epsilon_hat\n"
 
 
 @app.command(rich_help_panel="Records")
@@ -240,25 +235,35 @@ def _write_weights(
     seed: int | None,
 ) -> int | None:  # fmt: skip
     """Write every record's row, or with ``seed`` the sample's (then: how many), to
-    ``output`` or standard output."""
+    ``output`` or standard output (``output.weights_rows`` makes the rows)."""
+    from ampcalc import api  # lazy: start-up (--help)
+    from ampcalc.output import weights_rows as rows  # lazy: start-up (--help)
+
     with contextlib.ExitStack() as stack:
         tick = stack.enter_context(progress_bar("writing weights", len(w)))
+        src = d.params.data.source  # the records the sample keeps rows of
         if out_fmt == "parquet":
             assert output is not None
-            return _write_parquet(output, design, d, w, seed)
+            if seed is None:
+                table = rows.weights_table(w.probability, w.weight, w.epsilon_hat)
+            else:
+                blocks = api.sampled_blocks(src, w.probability, w.weight, seed)
+                table = rows.sample_table(src.names, blocks)
+            with atomic_write(output, binary=True, inputs=[design]) as fh:
+                rows.write_parquet(table, fh)
+            return None if seed is None else int(table.num_rows)
         if seed is not None:
             write: Any = emit
             if output:
                 write = stack.enter_context(atomic_write(output, inputs=[design])).write
-            return _write_sample(write, d, w, seed, tick)
+            blocks = api.sampled_blocks(src, w.probability, w.weight, seed)
+            return rows.write_sample_csv(write, src.names, blocks, records=len(w), progress=tick)
         figs = (w.probability, w.weight, w.epsilon_hat)
         if output:  # bytes straight to the file (no str round trip)
             fh = stack.enter_context(atomic_write(output, binary=True, inputs=[design]))
-            fh.write(CSV_HEADER.encode("ascii"))
-            _write_rows(fh.write, figs, tick, binary=True)
+            rows.write_weights_csv(fh.write, *figs, threads=_threads(), binary=True, progress=tick)
         else:
-            emit(CSV_HEADER)
-            _write_rows(emit, figs, tick)
+            rows.write_weights_csv(emit, *figs, threads=_threads(), progress=tick)
     return None
 
 
@@ -267,92 +272,6 @@ def _threads() -> int:
     are two cores."""
 
     return max(1, min(2, os.cpu_count() or 1))
-
-
-def _write_rows(
-    write: Any, figs: tuple[Any, ...], tick: Progress | None, *, binary: bool = False
-) -> None:
-    """``row,probability,weight,epsilon_hat`` rows: np.savetxt's %d/%.17g text, made
-    column-wise (``records_csv.rows_text``, the same bytes) in blocks formatted on
-    threads (numpy releases the GIL in its loops) and written in order (``binary``:
-    ``write`` takes the bytes; otherwise str)."""
-    from concurrent.futures import ThreadPoolExecutor  # lazy: start-up (--help)
-
-    from ampcalc.output.records_csv import rows_text  # lazy: start-up (--help)
-
-    size = int(figs[0].size)
-    step = 1 << 16
-
-    def text(start: int) -> str | bytes:
-        stop = min(start + step, size)
-        cols = [np.arange(start, stop), *(c[start:stop] for c in figs)]
-        block = rows_text(cols, int_first=True)
-        return block if binary else block.decode("ascii")
-
-    workers = _threads()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        ahead: deque[Any] = deque()  # at most 2 blocks per thread formatted ahead
-        for start in range(0, size, step):
-            ahead.append((start, pool.submit(text, start)))
-            while len(ahead) >= 2 * workers or (ahead and start + step >= size):
-                done, job = ahead.popleft()
-                write(job.result())
-                if tick is not None:
-                    tick(min(done + step, size), size)
-
-
-def _write_parquet(
-    output: str, design: str | None, d: Any, w: Weights, seed: int | None
-) -> int | None:
-    """The rows as one Parquet file (the Dask engine's part schema: ``row`` int64, the
-    rest float64); with ``seed``, the Poisson sample's rows. pyarrow is imported here."""
-
-    try:
-        pa = _module("pyarrow")
-        pq = _module("pyarrow.parquet")
-    except ImportError as exc:
-        raise AmpcalcError(
-            f"Parquet output needs pyarrow, which is not installed ({exc.name}): install "
-            "ampcalc[parquet] (pip install 'ampcalc[parquet]') or write CSV"
-        ) from None
-    if seed is None:
-        names = ["row", "probability", "weight", "epsilon_hat"]
-        cols = [np.arange(len(w)), w.probability, w.weight, w.epsilon_hat]
-        kept = None
-    else:
-        from ampcalc import api  # lazy: start-up (--help)
-
-        src = d.params.data.source
-        names = ["row", *src.names, "probability", "weight"]
-        pieces: list[list[Any]] = [[] for _ in names]
-        for _, rows, x, q, weight in api.sampled_blocks(src, w.probability, w.weight, seed):
-            block = [rows, *(x[:, j] for j in range(x.shape[1])), q, weight]
-            for piece, col in zip(pieces, block, strict=True):
-                piece.append(col)
-        cols = [np.concatenate(p) if p else np.zeros(0) for p in pieces]
-        kept = int(cols[0].size)
-    arrays = [pa.array(np.asarray(cols[0], dtype=np.int64))]
-    arrays += [pa.array(np.asarray(c, dtype=float)) for c in cols[1:]]
-    with atomic_write(output, binary=True, inputs=[design]) as fh:
-        pq.write_table(pa.Table.from_arrays(arrays, names=names), fh)
-    return kept
-
-
-def _write_sample(write: Any, d: Any, w: Weights, seed: int, tick: Progress | None = None) -> int:
-    """The Poisson sample's rows (``api.sampled_blocks``)."""
-    from ampcalc import api  # lazy: start-up (--help)
-    from ampcalc.output.columns import savetxt_rows  # lazy: start-up (--help)
-
-    src = d.params.data.source
-    write("row," + ",".join(src.names) + ",probability,weight\n")
-    kept = 0
-    for done, rows, x, q, weight in api.sampled_blocks(src, w.probability, w.weight, seed):
-        if rows.size:
-            write(savetxt_rows(np.column_stack([rows, x, q, weight]), int_first=True))
-            kept += rows.size
-        if tick is not None:
-            tick(done, len(w))
-    return kept
 
 
 def _summary(
