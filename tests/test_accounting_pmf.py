@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ampcalc.accounting import minorant as M
 from ampcalc.accounting import pmf as P
 from ampcalc.accounting.compose import PureComposition
 from ampcalc.accounting.profiles import RandomizedResponse, epsilon_at_delta
@@ -263,7 +264,7 @@ def test_stack_pass_pushes_runs_whole_with_the_same_result(
     rng = np.random.default_rng(seed)
     t = np.cumsum(rng.uniform(1e-3, 1.0, n))
     v = 1.0 - 1e-3 * t + rng.normal(scale=noise, size=n) if noise else rng.normal(size=n)
-    assert P._stack_pass(t, v).tolist() == _stack_one_by_one(t, v)
+    assert M._stack_pass(t, v).tolist() == _stack_one_by_one(t, v)
 
 
 def test_stack_pass_on_an_accountant_grid_matches_one_by_one(
@@ -274,13 +275,13 @@ def test_stack_pass_on_an_accountant_grid_matches_one_by_one(
     from ampcalc.accounting.profiles import Gaussian
 
     seen: list[tuple[np.ndarray, np.ndarray]] = []
-    real = P._stack_pass
+    real = M._stack_pass
 
     def spy(t: np.ndarray, v: np.ndarray) -> np.ndarray:
         seen.append((t.copy(), v.copy()))
         return real(t, v)
 
-    monkeypatch.setattr(P, "_stack_pass", spy)
+    monkeypatch.setattr(M, "_stack_pass", spy)
     fastpld._built_direction(
         Gaussian(sigma=1.0, sensitivity=1.0), 0.01, 1e-4, remove=False, pessimistic=False
     )

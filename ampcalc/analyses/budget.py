@@ -45,6 +45,7 @@ from ampcalc import engine
 from ampcalc.accounting import fastpld, pmf, witness
 from ampcalc.accounting.compose import MAX_PURE_RELEASES, CompositionError, PureComposition
 from ampcalc.accounting.compose import compose as compose_releases
+from ampcalc.accounting.minorant import convex_minorant
 from ampcalc.accounting.profiles import (
     Gaussian,
     Laplace,
@@ -252,7 +253,7 @@ def _thin(points: Sequence[tuple[float, float]]) -> list[list[float]]:
     first = np.concatenate(([True], np.diff(alpha) > 0))  # one point per distinct e^ε
     xs, ds, alpha = xs[first], ds[first], alpha[first]
     # the minorant anchored at (α = 0, δ = 1), as connect-the-dots puts it
-    keep = pmf.convex_minorant(np.concatenate(([0.0], alpha)), np.concatenate(([1.0], ds)))
+    keep = convex_minorant(np.concatenate(([0.0], alpha)), np.concatenate(([1.0], ds)))
     keep = keep[keep > 0] - 1
     if len(keep) > PROFILE_POINTS_OUT:
         pick = np.unique(np.linspace(0, len(keep) - 1, PROFILE_POINTS_OUT).round().astype(int))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +40,7 @@ from ampcalc.schemes.base import Analysis
 from ampcalc.schemes.stratified.common import add_remove_refusal, per_stratum, scalar_eps
 from ampcalc.schemes.stratified.params import Params
 from ampcalc.schemes.stratified.rounding_exact import stratum_exact
+from ampcalc.schemes.stratified.size_mixture import SizeMixture, size_mixture
 
 BASIS_RANDOMIZED = (
     cite(BUN_2022, "Theorem 7.2"),
@@ -420,7 +420,7 @@ REPLACE_ONE_MIXTURE_NOTE = (
 )
 
 
-def replace_one_mixture(d: Rates, mix: _SizeMixture) -> Theorem:
+def replace_one_mixture(d: Rates, mix: SizeMixture) -> Theorem:
     """One stratum under replace-one: a replacement keeps the size distribution, so the
     design is a mixture of simple random samples of ⌊rN⌋ or ⌈rN⌉ records."""
     return Theorem(
@@ -451,7 +451,7 @@ def _pick(p: Params, d: Rates, mechanism: Mechanism, guarantee: Neighbours) -> _
     """The theorem for ``guarantee`` (the one place the guarantee is read), with its
     per-stratum ``invert`` details."""
     if len(p.strata) == 1 and not d.all_census and guarantee is Neighbours.REPLACE_ONE:
-        mix = _size_mixture(float(d.rate[0]), int(p.strata.size[0]))
+        mix = size_mixture(float(d.rate[0]), int(p.strata.size[0]))
         return _ChosenTheorem(
             replace_one_mixture(d, mix),
             (REPLACE_ONE_MIXTURE_NOTE,),
@@ -728,62 +728,6 @@ def _details_at(p: Params, d: Rates, replace: bool, eps: np.ndarray) -> dict[str
         "census_strata": int(d.census.sum()),
         "strata": rows,
     }
-
-
-@dataclass(frozen=True)
-class _SizeMixture:
-    """One stratum under randomised rounding: ⌊rN⌋ or ⌈rN⌉ records, then srswor."""
-
-    n: int
-    sizes: tuple[int, ...]
-    probs: tuple[float, ...]
-
-    @property
-    def q_hi(self) -> float:
-        return max(self.sizes) / self.n
-
-    def upper(self, er: np.ndarray) -> np.ndarray:
-        """A replacement inside the stratum: A(⌈rN⌉/N, ε_R), the per-size bound of Bun et al.
-        Theorem 2.2 at the larger size (a mixture with the same weights on both sides
-        is no worse than its worst component)."""
-        return numeric.amplification_upper(self.q_hi, er)
-
-    def upper_both(self, ed: np.ndarray, er: np.ndarray) -> np.ndarray:
-        """``upper`` as a formula of M's two ε (it reads ε_R only)."""
-        return self.upper(er)
-
-    def lower(self, ed: np.ndarray, er: np.ndarray) -> np.ndarray:
-        """Witness Pr[M(S) = 1] ∝ e^{ε_R·[x ∈ S] + c·|S|}, c = ε_D − ε_R: every record's
-        weight is c or ε_R + c, so M is ε_D-DP under add-remove (|c|, |ε_R + c| <= ε_D as
-        ε_R <= 2ε_D) and ε_R-DP under replace-one. Loss: log of the e^{c·m}-weighted mean
-        of 1 + (m/N)(e^{ε_R} − 1) over the sizes m. Rounded down."""
-        e_d, e_r = np.broadcast_arrays(np.asarray(ed, float), np.asarray(er, float))
-        c = e_d - e_r
-        lo = min(self.sizes)
-        logs_w = [
-            math.log(pm) + c * (m - lo) for m, pm in zip(self.sizes, self.probs, strict=True)
-        ]
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            num = np.logaddexp.reduce(
-                [
-                    lw + numeric.amplification(m / self.n, e_r)
-                    for lw, m in zip(logs_w, self.sizes, strict=True)
-                ]
-            )
-            den = np.logaddexp.reduce(logs_w)
-        val = num - den
-        slack = 8.0 * np.spacing(np.maximum(np.abs(num), 1.0))
-        out: np.ndarray = numeric.round_down(np.maximum(val - slack, 0.0))
-        return out
-
-
-def _size_mixture(rate: float, n: int) -> _SizeMixture:
-    x = rate * n
-    lo = math.floor(x)
-    frac = x - lo
-    if frac == 0.0:
-        return _SizeMixture(n, (min(lo, n),), (1.0,))
-    return _SizeMixture(n, (lo, min(lo + 1, n)), (1.0 - frac, frac))
 
 
 def shortcut_note(shortcut: Mapping[str, Any], r_max: float, target: float) -> str:
