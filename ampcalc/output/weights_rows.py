@@ -133,8 +133,13 @@ def _arrow() -> tuple[Any, Any]:
         ) from None
 
 
-def _table(names: Sequence[str], cols: Sequence[np.ndarray]) -> Any:
-    """An Arrow table of the columns: the first (``row``) as int64, the rest float64."""
+def arrow_table(names: Sequence[str], cols: Sequence[np.ndarray]) -> Any:
+    """An Arrow table of the columns: the first (``row``) as int64, the rest float64
+    (also each part file of the Dask engine).
+
+    Raises:
+        AmpcalcError: pyarrow is not installed.
+    """
     pa, _ = _arrow()
     arrays = [pa.array(np.asarray(cols[0], dtype=np.int64))]
     arrays += [pa.array(np.asarray(c, dtype=float)) for c in cols[1:]]
@@ -149,7 +154,7 @@ def weights_table(probability: np.ndarray, weight: np.ndarray, epsilon_hat: np.n
     """
     _arrow()
     cols = [np.arange(probability.size), probability, weight, epsilon_hat]
-    return _table(WEIGHTS_COLUMNS, cols)
+    return arrow_table(WEIGHTS_COLUMNS, cols)
 
 
 def sample_table(names: Sequence[str], blocks: Iterable[SampleBlock]) -> Any:
@@ -172,7 +177,7 @@ def sample_table(names: Sequence[str], blocks: Iterable[SampleBlock]) -> Any:
         for piece, col in zip(pieces, block, strict=True):
             piece.append(col)
     cols = [np.concatenate(p) if p else np.zeros(0) for p in pieces]
-    return _table(columns, cols)
+    return arrow_table(columns, cols)
 
 
 def write_parquet(table: Any, fh: IO[bytes]) -> None:

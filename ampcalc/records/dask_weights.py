@@ -31,7 +31,8 @@ from ampcalc.load.records import (
 from ampcalc.load.table import count_rows, read_npy
 from ampcalc.math.importance import uniforms
 from ampcalc.model.errors import DesignError
-from ampcalc.output.columns import savetxt_rows
+from ampcalc.output.records_csv import rows_text
+from ampcalc.output.weights_rows import arrow_table, write_parquet
 from ampcalc.records.dask_cluster import (
     _compute,
     _module,
@@ -167,11 +168,6 @@ _WEIGHTS_STATS = {
 _BLOCK = 1 << 18
 
 
-def _csv_block(block: np.ndarray) -> str:
-    """Rows as the one-process ``weights`` writes them (row as an integer, %.17g)."""
-    return savetxt_rows(block, int_first=True)
-
-
 def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None) -> Any:
     """Probabilities, weights, ε̂ (and the Poisson draw) of one partition; writes its part."""
     import pandas as pd  # lazy: pandas, > 20 ms
@@ -223,15 +219,12 @@ def _weights_partition(frame: Any, job: _WeightsJob, partition_info: Any = None)
         with atomic_write(path) as fh:
             fh.write(",".join(header) + "\n")
             for s in range(0, idx.size, _BLOCK):
-                fh.write(_csv_block(np.column_stack([c[s : s + _BLOCK] for c in cols])))
+                block = [c[s : s + _BLOCK] for c in cols]
+                fh.write(rows_text(block, int_first=True).decode("ascii"))
     else:
-        pa = _module("pyarrow")
-        pq = _module("pyarrow.parquet")
-
-        arrays = [pa.array(np.asarray(cols[0], dtype=np.int64))]
-        arrays += [pa.array(np.asarray(c, dtype=float)) for c in cols[1:]]
+        table = arrow_table(header, cols)
         with atomic_write(path, binary=True) as fh:
-            pq.write_table(pa.Table.from_arrays(arrays, names=header), fh)
+            write_parquet(table, fh)
     return pd.DataFrame(
         {
             "records": [n],
