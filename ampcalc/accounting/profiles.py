@@ -50,7 +50,9 @@ ERFC_VECTOR_FROM = 4096
 
 def _erfc(x: FloatArray) -> FloatArray:
     """erfc at each point, within a relative ``_LIBM``: libm's below ``ERFC_VECTOR_FROM``
-    points, scipy's from there (the same points always take the same path)."""
+    points, scipy's from there. The path follows the call's size, not the point: a point
+    evaluated alone and inside a long grid may differ by the two erfc's errors, both
+    inside ``_LIBM``."""
     if x.size < ERFC_VECTOR_FROM:
         return np.asarray(_LIBM_ERFC(x), dtype=float)
     from scipy.special import erfc  # lazy: scipy, > 20 ms
